@@ -1,0 +1,4 @@
+//! Hashes commands.
+use super::CommandSpec;
+
+pub static COMMANDS: &[CommandSpec] = &[];

@@ -1,0 +1,4 @@
+//! Lists commands.
+use super::CommandSpec;
+
+pub static COMMANDS: &[CommandSpec] = &[];

@@ -1,0 +1,226 @@
+//! The command table: one file per command family, each exporting a `COMMANDS` slice; a lookup by
+//! lower-cased name (no allocation) finds a [`CommandSpec`], and [`Core::dispatch`] checks arity and runs it.
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use super::core::Core;
+use super::reply::Reply;
+
+pub mod hashes;
+pub mod keys;
+pub mod lists;
+pub mod server;
+pub mod sets;
+pub mod strings;
+pub mod zsets;
+
+/// Runs a command: `args[0]` is the command name as sent.
+pub type Handler = fn(&mut Core, &[&[u8]]) -> Reply;
+
+/// Command flags, as in Redis's command table.
+pub mod flags {
+    /// Changes the keyspace: refused in read-only scripts (EVAL_RO) and replicas.
+    pub const WRITE: u16 = 1;
+    /// Only reads.
+    pub const READONLY: u16 = 2;
+    /// Cannot be called from a script.
+    pub const NOSCRIPT: u16 = 4;
+    /// May use more memory (refused under OOM; informational here).
+    pub const DENYOOM: u16 = 8;
+    /// Runs in the scripting layer, not in [`super::Core`] (EVAL, EVALSHA, SCRIPT).
+    pub const SCRIPTING: u16 = 16;
+    /// Commands whose keys cannot be derived from a fixed position (handled by the command).
+    pub const MOVABLE_KEYS: u16 = 32;
+}
+
+/// Where a command's keys are: `args[first]`, then every `step`-th argument up to `last`
+/// (negative `last` counts from the end, -1 being the last argument). `first == 0` means no keys.
+#[derive(Clone, Copy, Debug)]
+pub struct KeySpec {
+    pub first: i32,
+    pub last: i32,
+    pub step: i32,
+}
+
+impl KeySpec {
+    pub const NONE: KeySpec = KeySpec { first: 0, last: 0, step: 0 };
+    pub const ONE: KeySpec = KeySpec { first: 1, last: 1, step: 1 };
+    pub const ALL: KeySpec = KeySpec { first: 1, last: -1, step: 1 };
+    pub const PAIRS: KeySpec = KeySpec { first: 1, last: -1, step: 2 };
+    pub const TWO: KeySpec = KeySpec { first: 1, last: 2, step: 1 };
+
+    /// The keys of a call with these arguments.
+    pub fn keys<'a>(&self, args: &[&'a [u8]]) -> Vec<&'a [u8]> {
+        if self.first <= 0 || args.len() <= self.first as usize {
+            return Vec::new();
+        }
+        let last = if self.last < 0 { args.len() as i32 + self.last } else { self.last.min(args.len() as i32 - 1) };
+        let mut out = Vec::new();
+        let mut i = self.first;
+        while i <= last {
+            out.push(args[i as usize]);
+            i += self.step.max(1);
+        }
+        out
+    }
+}
+
+/// A command's entry in the table.
+#[derive(Clone, Copy)]
+pub struct CommandSpec {
+    /// Lower-case name, as Redis prints it in errors.
+    pub name: &'static str,
+    /// Redis arity: `n` means exactly n arguments with the name, `-n` at least n.
+    pub arity: i32,
+    pub flags: u16,
+    pub keys: KeySpec,
+    pub handler: Handler,
+}
+
+impl CommandSpec {
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        let argc = argc as i32;
+        if self.arity >= 0 { argc == self.arity } else { argc >= -self.arity }
+    }
+    pub fn has(&self, flag: u16) -> bool {
+        self.flags & flag != 0
+    }
+}
+
+fn table() -> &'static HashMap<&'static [u8], CommandSpec> {
+    static TABLE: OnceLock<HashMap<&'static [u8], CommandSpec>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut m = HashMap::new();
+        for family in [
+            strings::COMMANDS,
+            keys::COMMANDS,
+            hashes::COMMANDS,
+            zsets::COMMANDS,
+            lists::COMMANDS,
+            sets::COMMANDS,
+            server::COMMANDS,
+        ] {
+            for spec in family {
+                let prev = m.insert(spec.name.as_bytes(), *spec);
+                assert!(prev.is_none(), "command {} defined twice", spec.name);
+            }
+        }
+        m
+    })
+}
+
+/// Finds a command by name, case-insensitively, without allocating.
+pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
+    let mut buf = [0u8; 32];
+    if name.len() > buf.len() {
+        return None;
+    }
+    for (d, s) in buf.iter_mut().zip(name) {
+        *d = s.to_ascii_lowercase();
+    }
+    table().get(&buf[..name.len()])
+}
+
+/// Every command in the table (for documentation and tests).
+pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
+    table().values()
+}
+
+/// The reply to a command Redis does not know, with Redis's text.
+pub fn unknown_command(args: &[&[u8]]) -> Reply {
+    let mut s = format!("ERR unknown command '{}', with args beginning with: ", truncated(args[0], 128));
+    for a in &args[1..] {
+        s.push_str(&format!("'{}' ", truncated(a, 128)));
+        if s.len() >= 128 + 64 {
+            break;
+        }
+    }
+    Reply::Error(s)
+}
+
+fn truncated(b: &[u8], n: usize) -> String {
+    String::from_utf8_lossy(&b[..b.len().min(n)]).into_owned()
+}
+
+/// The arity error reply for a command.
+pub fn wrong_arity(spec: &CommandSpec) -> Reply {
+    Reply::Error(format!("ERR wrong number of arguments for '{}' command", spec.name))
+}
+
+// ---- argument helpers shared by the families -------------------------------------------------
+
+pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+pub const NOT_FLOAT: &str = "ERR value is not a valid float";
+pub const SYNTAX: &str = "ERR syntax error";
+
+/// Parses an integer argument as Redis's `getLongLongFromObject` does.
+pub fn arg_i64(b: &[u8]) -> Result<i64, Reply> {
+    super::keyspace::parse_canonical_i64(b).ok_or_else(|| Reply::err(NOT_INTEGER))
+}
+
+/// Parses a float argument as Redis's `getLongDoubleFromObject`/`strtold` does: no spaces, no NaN.
+pub fn parse_f64(b: &[u8]) -> Option<f64> {
+    if b.is_empty() || b[0].is_ascii_whitespace() || b[b.len() - 1].is_ascii_whitespace() {
+        return None;
+    }
+    let s = std::str::from_utf8(b).ok()?;
+    let lower = s.to_ascii_lowercase();
+    let v = match lower.trim_start_matches(['+', '-']) {
+        "inf" | "infinity" => {
+            if lower.starts_with('-') { f64::NEG_INFINITY } else { f64::INFINITY }
+        }
+        t if t.starts_with("nan") => return None,
+        _ => {
+            if lower.starts_with("0x") || lower.starts_with("-0x") || lower.starts_with("+0x") {
+                parse_hex_float(&lower)?
+            } else {
+                s.parse::<f64>().ok()?
+            }
+        }
+    };
+    if v.is_nan() { None } else { Some(v) }
+}
+
+fn parse_hex_float(s: &str) -> Option<f64> {
+    let (neg, rest) = match s.as_bytes()[0] {
+        b'-' => (true, &s[3..]),
+        b'+' => (false, &s[3..]),
+        _ => (false, &s[2..]),
+    };
+    let (mant, exp) = match rest.split_once('p') {
+        Some((m, e)) => (m, e.parse::<i32>().ok()?),
+        None => (rest, 0),
+    };
+    let (ip, fp) = mant.split_once('.').unwrap_or((mant, ""));
+    if ip.is_empty() && fp.is_empty() {
+        return None;
+    }
+    let mut v = 0f64;
+    for c in ip.chars() {
+        v = v * 16.0 + c.to_digit(16)? as f64;
+    }
+    let mut scale = 1.0 / 16.0;
+    for c in fp.chars() {
+        v += c.to_digit(16)? as f64 * scale;
+        scale /= 16.0;
+    }
+    let v = v * 2f64.powi(exp);
+    Some(if neg { -v } else { v })
+}
+
+/// Compares an option name case-insensitively.
+#[inline]
+pub fn eq_ic(a: &[u8], b: &str) -> bool {
+    a.eq_ignore_ascii_case(b.as_bytes())
+}
+
+/// Shorthand for a handler's early return on a parse error.
+#[macro_export]
+macro_rules! tri {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(r) => return r,
+        }
+    };
+}

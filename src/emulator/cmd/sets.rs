@@ -1,0 +1,4 @@
+//! Sets commands.
+use super::CommandSpec;
+
+pub static COMMANDS: &[CommandSpec] = &[];

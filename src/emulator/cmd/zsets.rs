@@ -1,0 +1,4 @@
+//! Zsets commands.
+use super::CommandSpec;
+
+pub static COMMANDS: &[CommandSpec] = &[];

@@ -1,0 +1,489 @@
+//! The in-memory keyspace: Redis's value types, expiry read from the emulator's clock, and SCAN.
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::cmp::Ordering;
+
+/// A string value, kept as an integer when Redis would use the integer encoding.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RStr {
+    Int(i64),
+    Raw(Vec<u8>),
+}
+
+impl RStr {
+    /// Builds a string value, choosing the integer encoding exactly when Redis does
+    /// (`string2ll` succeeds: canonical decimal, no leading zeros or `+`, fits in i64, at most 20 bytes).
+    pub fn from_bytes(b: &[u8]) -> RStr {
+        match parse_canonical_i64(b) {
+            Some(i) => RStr::Int(i),
+            None => RStr::Raw(b.to_vec()),
+        }
+    }
+    /// The bytes of the value (formats integers).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        match self {
+            RStr::Int(i) => i.to_string().into_bytes(),
+            RStr::Raw(v) => v.clone(),
+        }
+    }
+    /// Length in bytes, as STRLEN reports it.
+    pub fn len(&self) -> usize {
+        match self {
+            RStr::Int(i) => int_len(*i),
+            RStr::Raw(v) => v.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Number of bytes in the decimal form of `i`.
+pub fn int_len(i: i64) -> usize {
+    let mut n = if i < 0 { 2 } else { 1 };
+    let mut u = i.unsigned_abs();
+    while u >= 10 {
+        u /= 10;
+        n += 1;
+    }
+    n
+}
+
+/// Redis's `string2ll`: a strict decimal integer in i64 range.
+pub fn parse_canonical_i64(b: &[u8]) -> Option<i64> {
+    if b.is_empty() || b.len() > 20 {
+        return None;
+    }
+    if b == b"0" {
+        return Some(0);
+    }
+    let (neg, digits) = if b[0] == b'-' { (true, &b[1..]) } else { (false, b) };
+    if digits.is_empty() || digits[0] == b'0' {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
+    }
+    if neg {
+        if v > i64::MAX as u64 + 1 {
+            None
+        } else {
+            Some((v as i64).wrapping_neg())
+        }
+    } else if v > i64::MAX as u64 {
+        None
+    } else {
+        Some(v as i64)
+    }
+}
+
+/// A score with Redis's ordering (never NaN; -0 equals 0).
+#[derive(Clone, Copy, Debug)]
+pub struct Score(pub f64);
+impl PartialEq for Score {
+    fn eq(&self, o: &Self) -> bool {
+        self.0 == o.0
+    }
+}
+impl Eq for Score {}
+impl PartialOrd for Score {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Score {
+    fn cmp(&self, o: &Self) -> Ordering {
+        self.0.partial_cmp(&o.0).unwrap_or(Ordering::Equal)
+    }
+}
+
+/// A sorted set: a member-to-score map plus a tree ordered by (score, member), so range queries by score
+/// are O(log n + m).
+#[derive(Clone, Debug, Default)]
+pub struct ZSet {
+    pub dict: HashMap<Vec<u8>, f64>,
+    pub tree: BTreeSet<(Score, Vec<u8>)>,
+    /// True once Redis would have converted the set to a skiplist (it never converts back by itself).
+    pub skiplist: bool,
+}
+
+impl ZSet {
+    pub fn len(&self) -> usize {
+        self.dict.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.dict.is_empty()
+    }
+    pub fn score(&self, m: &[u8]) -> Option<f64> {
+        self.dict.get(m).copied()
+    }
+    /// Inserts or updates; returns the previous score.
+    pub fn insert(&mut self, m: &[u8], s: f64) -> Option<f64> {
+        match self.dict.get_mut(m) {
+            Some(old) => {
+                let prev = *old;
+                if prev != s || prev.is_sign_negative() != s.is_sign_negative() {
+                    self.tree.remove(&(Score(prev), m.to_vec()));
+                    *old = s;
+                    self.tree.insert((Score(s), m.to_vec()));
+                }
+                Some(prev)
+            }
+            None => {
+                self.dict.insert(m.to_vec(), s);
+                self.tree.insert((Score(s), m.to_vec()));
+                None
+            }
+        }
+    }
+    pub fn remove(&mut self, m: &[u8]) -> bool {
+        match self.dict.remove(m) {
+            Some(s) => {
+                self.tree.remove(&(Score(s), m.to_vec()));
+                true
+            }
+            None => false,
+        }
+    }
+    /// 0-based rank of a member in ascending order.
+    pub fn rank(&self, m: &[u8]) -> Option<usize> {
+        let s = self.dict.get(m)?;
+        Some(self.tree.range(..(Score(*s), m.to_vec())).count())
+    }
+    /// Updates the encoding flag after a write, with Redis 7.0's default thresholds
+    /// (zset-max-listpack-entries 128, zset-max-listpack-value 64).
+    pub fn note_write(&mut self, longest_member: usize) {
+        if !self.skiplist && (self.dict.len() > 128 || longest_member > 64) {
+            self.skiplist = true;
+        }
+    }
+}
+
+/// A hash that keeps insertion order, as Redis's listpack encoding does for small hashes.
+#[derive(Clone, Debug, Default)]
+pub struct Hash {
+    pub fields: Vec<(Vec<u8>, Vec<u8>)>,
+    pub index: HashMap<Vec<u8>, usize>,
+    /// True once Redis would have converted the hash to a hashtable.
+    pub hashtable: bool,
+}
+
+impl Hash {
+    pub fn len(&self) -> usize {
+        self.fields.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+    pub fn get(&self, f: &[u8]) -> Option<&Vec<u8>> {
+        self.index.get(f).map(|&i| &self.fields[i].1)
+    }
+    /// Sets a field; returns true when the field is new.
+    pub fn set(&mut self, f: &[u8], v: Vec<u8>) -> bool {
+        let new = match self.index.get(f) {
+            Some(&i) => {
+                self.fields[i].1 = v;
+                false
+            }
+            None => {
+                self.index.insert(f.to_vec(), self.fields.len());
+                self.fields.push((f.to_vec(), v));
+                true
+            }
+        };
+        self.note_write();
+        new
+    }
+    pub fn remove(&mut self, f: &[u8]) -> bool {
+        match self.index.remove(f) {
+            Some(i) => {
+                self.fields.remove(i);
+                for (_, idx) in self.index.iter_mut() {
+                    if *idx > i {
+                        *idx -= 1;
+                    }
+                }
+                true
+            }
+            None => false,
+        }
+    }
+    /// Redis 7.0 defaults: hash-max-listpack-entries 128, hash-max-listpack-value 64.
+    fn note_write(&mut self) {
+        if !self.hashtable
+            && (self.fields.len() > 128 || self.fields.iter().any(|(f, v)| f.len() > 64 || v.len() > 64))
+        {
+            self.hashtable = true;
+        }
+    }
+}
+
+/// A value stored under a key.
+#[derive(Clone, Debug)]
+pub enum Value {
+    Str(RStr),
+    Hash(Hash),
+    ZSet(ZSet),
+    List(VecDeque<Vec<u8>>),
+    Set(SetValue),
+}
+
+/// A set; integer-only small sets are kept sorted like Redis's intset, so SMEMBERS orders like Redis.
+#[derive(Clone, Debug, Default)]
+pub struct SetValue {
+    pub members: HashSet<Vec<u8>>,
+}
+
+impl Value {
+    /// The name TYPE reports.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Str(_) => "string",
+            Value::Hash(_) => "hash",
+            Value::ZSet(_) => "zset",
+            Value::List(_) => "list",
+            Value::Set(_) => "set",
+        }
+    }
+}
+
+/// A key's value and its absolute expiry time in unix milliseconds.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub value: Value,
+    pub expire_at: Option<i64>,
+}
+
+/// The error text Redis gives for an operation against a key of another type.
+pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+/// One database: keys to entries. Expiry is lazy on access, with the time passed in by the caller
+/// (the emulator freezes it for the duration of a script).
+#[derive(Default, Debug)]
+pub struct Db {
+    pub map: HashMap<Vec<u8>, Entry>,
+}
+
+impl Db {
+    /// Removes `key` if it has expired at `now`; returns true when the key is (still) present.
+    #[inline]
+    fn expire_if_needed(&mut self, key: &[u8], now: i64) -> bool {
+        match self.map.get(key) {
+            None => false,
+            Some(e) => match e.expire_at {
+                Some(t) if t <= now => {
+                    self.map.remove(key);
+                    false
+                }
+                _ => true,
+            },
+        }
+    }
+    /// The live entry under `key`.
+    #[inline]
+    pub fn get(&mut self, key: &[u8], now: i64) -> Option<&Entry> {
+        if self.expire_if_needed(key, now) {
+            self.map.get(key)
+        } else {
+            None
+        }
+    }
+    /// The live entry under `key`, mutable.
+    #[inline]
+    pub fn get_mut(&mut self, key: &[u8], now: i64) -> Option<&mut Entry> {
+        if self.expire_if_needed(key, now) {
+            self.map.get_mut(key)
+        } else {
+            None
+        }
+    }
+    /// Stores a value, replacing any previous one and its TTL.
+    pub fn set(&mut self, key: &[u8], value: Value, expire_at: Option<i64>) {
+        match self.map.get_mut(key) {
+            Some(e) => {
+                e.value = value;
+                e.expire_at = expire_at;
+            }
+            None => {
+                self.map.insert(key.to_vec(), Entry { value, expire_at });
+            }
+        }
+    }
+    /// Removes a key; returns true if a live key was removed.
+    pub fn remove(&mut self, key: &[u8], now: i64) -> bool {
+        if self.expire_if_needed(key, now) {
+            self.map.remove(key);
+            true
+        } else {
+            false
+        }
+    }
+    /// Removes every key whose expiry has passed (what KEYS, SCAN and DBSIZE see).
+    pub fn purge_expired(&mut self, now: i64) {
+        self.map.retain(|_, e| e.expire_at.is_none_or(|t| t > now));
+    }
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+    pub fn clear(&mut self) {
+        self.map.clear();
+    }
+    /// The live entry under `key` if it holds a `T`; WRONGTYPE otherwise.
+    pub fn typed<'a, T>(
+        &'a mut self,
+        key: &[u8],
+        now: i64,
+        pick: impl FnOnce(&'a mut Value) -> Option<&'a mut T>,
+    ) -> Result<Option<&'a mut T>, &'static str> {
+        match self.get_mut(key, now) {
+            None => Ok(None),
+            Some(e) => pick(&mut e.value).map(Some).ok_or(WRONGTYPE),
+        }
+    }
+}
+
+/// Redis's glob matching (`stringmatchlen`): `*`, `?`, `[...]` with ranges and `^`, and `\` escapes.
+pub fn glob_match(pattern: &[u8], s: &[u8], nocase: bool) -> bool {
+    fn lower(c: u8, nocase: bool) -> u8 {
+        if nocase { c.to_ascii_lowercase() } else { c }
+    }
+    fn m(p: &[u8], s: &[u8], nocase: bool) -> bool {
+        let (mut pi, mut si) = (0usize, 0usize);
+        while pi < p.len() && si <= s.len() {
+            match p[pi] {
+                b'*' => {
+                    while pi + 1 < p.len() && p[pi + 1] == b'*' {
+                        pi += 1;
+                    }
+                    if pi + 1 == p.len() {
+                        return true;
+                    }
+                    for k in si..=s.len() {
+                        if m(&p[pi + 1..], &s[k..], nocase) {
+                            return true;
+                        }
+                    }
+                    return false;
+                }
+                b'?' => {
+                    if si >= s.len() {
+                        return false;
+                    }
+                    si += 1;
+                }
+                b'[' => {
+                    if si >= s.len() {
+                        return false;
+                    }
+                    pi += 1;
+                    let not = pi < p.len() && p[pi] == b'^';
+                    if not {
+                        pi += 1;
+                    }
+                    let mut matched = false;
+                    loop {
+                        if pi >= p.len() {
+                            pi -= 1;
+                            break;
+                        }
+                        if p[pi] == b'\\' && pi + 2 < p.len() {
+                            pi += 1;
+                            if p[pi] == s[si] {
+                                matched = true;
+                            }
+                        } else if p[pi] == b']' {
+                            break;
+                        } else if pi + 2 < p.len() && p[pi + 1] == b'-' {
+                            let (mut a, mut b) = (p[pi], p[pi + 2]);
+                            let c = lower(s[si], nocase);
+                            if a > b {
+                                std::mem::swap(&mut a, &mut b);
+                            }
+                            let (a, b) = (lower(a, nocase), lower(b, nocase));
+                            pi += 2;
+                            if c >= a && c <= b {
+                                matched = true;
+                            }
+                        } else if lower(p[pi], nocase) == lower(s[si], nocase) {
+                            matched = true;
+                        }
+                        pi += 1;
+                    }
+                    if not {
+                        matched = !matched;
+                    }
+                    if !matched {
+                        return false;
+                    }
+                    si += 1;
+                }
+                b'\\' if pi + 1 < p.len() => {
+                    pi += 1;
+                    if si >= s.len() || lower(p[pi], nocase) != lower(s[si], nocase) {
+                        return false;
+                    }
+                    si += 1;
+                }
+                c => {
+                    if si >= s.len() || lower(c, nocase) != lower(s[si], nocase) {
+                        return false;
+                    }
+                    si += 1;
+                }
+            }
+            pi += 1;
+            if si == s.len() {
+                while pi < p.len() && p[pi] == b'*' {
+                    pi += 1;
+                }
+                break;
+            }
+        }
+        pi == p.len() && si == s.len()
+    }
+    m(pattern, s, nocase)
+}
+
+/// A stable 64-bit hash of a key (FNV-1a), used to order SCAN so a cursor survives inserts and deletes.
+pub fn scan_hash(key: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in key {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn canonical_ints() {
+        assert_eq!(parse_canonical_i64(b"123"), Some(123));
+        assert_eq!(parse_canonical_i64(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_canonical_i64(b"9223372036854775808"), None);
+        assert_eq!(parse_canonical_i64(b"012"), None);
+        assert_eq!(parse_canonical_i64(b"+1"), None);
+        assert_eq!(parse_canonical_i64(b"-0"), None);
+        assert_eq!(parse_canonical_i64(b" 1"), None);
+    }
+    #[test]
+    fn globs() {
+        assert!(glob_match(b"rate:*", b"rate:{u1}:5", false));
+        assert!(glob_match(b"h?llo", b"hello", false));
+        assert!(!glob_match(b"h?llo", b"hllo", false));
+        assert!(glob_match(b"h[ae]llo", b"hallo", false));
+        assert!(!glob_match(b"h[^e]llo", b"hello", false));
+        assert!(glob_match(b"h[a-b]llo", b"hbllo", false));
+        assert!(glob_match(b"*", b"", false));
+        assert!(glob_match(b"a\\*b", b"a*b", false));
+        assert!(!glob_match(b"a\\*b", b"axb", false));
+        assert!(glob_match(b"*:*:*", b"a:b:c", false));
+    }
+}

@@ -1,0 +1,101 @@
+//! The Redis 7.0 emulator: a keyspace, the command table and Lua 5.1 scripting, all reading one
+//! injected virtual clock.
+pub mod cluster;
+pub mod cmd;
+pub mod core;
+pub mod keyspace;
+pub mod lua;
+pub mod reply;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+pub use self::core::Core;
+pub use reply::Reply;
+
+use crate::clock::VirtualClock;
+
+/// An embedded Redis 7.0: send it commands with [`Emulator::execute`] or run scripts with
+/// [`Emulator::eval`]/[`Emulator::evalsha`].
+pub struct Emulator {
+    core: Rc<RefCell<Core>>,
+    scripting: lua::Scripting,
+}
+
+impl Default for Emulator {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Emulator {
+    /// An emulator on a fresh virtual clock at [`crate::clock::DEFAULT_START`].
+    pub fn new() -> Self {
+        Self::with_clock(VirtualClock::default())
+    }
+
+    /// An emulator reading the given clock (clones of it move the emulator's time).
+    pub fn with_clock(clock: VirtualClock) -> Self {
+        let core = Rc::new(RefCell::new(Core::new(clock)));
+        let scripting = lua::Scripting::new(core.clone()).expect("the Lua VM starts");
+        Emulator { core, scripting }
+    }
+
+    /// The emulator's clock.
+    pub fn clock(&self) -> VirtualClock {
+        self.core.borrow().clock.clone()
+    }
+
+    /// Turns cluster rules (hash slots, CROSSSLOT) on or off.
+    pub fn set_cluster(&mut self, on: bool) {
+        self.core.borrow_mut().cluster = on;
+    }
+
+    /// Sets the instruction budget after which a running script is killed (default
+    /// [`lua::DEFAULT_BUDGET`]).
+    pub fn set_script_budget(&mut self, instructions: u64) {
+        self.scripting.set_budget(instructions);
+    }
+
+    /// Direct access to the server state (keyspace, clock), for inspection.
+    pub fn core(&self) -> std::cell::RefMut<'_, Core> {
+        self.core.borrow_mut()
+    }
+
+    /// Runs one command as a client would send it; `args[0]` is the command name.
+    pub fn execute(&mut self, args: &[&[u8]]) -> Reply {
+        if args.is_empty() {
+            return Reply::err("ERR empty command");
+        }
+        if let Some(spec) = cmd::lookup(args[0]) {
+            if spec.has(cmd::flags::SCRIPTING) {
+                if !spec.arity_ok(args.len()) {
+                    return cmd::wrong_arity(spec);
+                }
+                return self.scripting.command(spec, args);
+            }
+        }
+        self.core.borrow_mut().dispatch(args)
+    }
+
+    /// `execute` for owned arguments.
+    pub fn execute_owned(&mut self, args: &[Vec<u8>]) -> Reply {
+        let v: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+        self.execute(&v)
+    }
+
+    /// EVAL: compiles (or reuses) `body` and runs it with KEYS and ARGV.
+    pub fn eval(&mut self, body: &[u8], keys: &[&[u8]], argv: &[&[u8]]) -> Reply {
+        self.scripting.eval(body, keys, argv, false)
+    }
+
+    /// EVALSHA: runs a cached script, or replies NOSCRIPT.
+    pub fn evalsha(&mut self, sha: &[u8], keys: &[&[u8]], argv: &[&[u8]]) -> Reply {
+        self.scripting.evalsha(sha, keys, argv, false)
+    }
+
+    /// SCRIPT LOAD: compiles and caches `body`, returning its SHA1 (hex) or the compile error.
+    pub fn script_load(&mut self, body: &[u8]) -> Result<String, Reply> {
+        self.scripting.load(body)
+    }
+}

@@ -1,0 +1,36 @@
+//! The library's one error type. A rate limiter saying "no" is a [`crate::Decision`]-style outcome,
+//! never an `Err`; errors are for malformed input, failing backends and broken scripts.
+use std::path::PathBuf;
+
+/// Everything that can go wrong in limitlab's library. Binaries wrap it in `anyhow`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A Redis error reply (from the emulator or a real server), with its exact text.
+    #[error("{0}")]
+    Redis(String),
+    /// Input that could not be parsed: a scenario, trace or case file.
+    #[error("{}:{line}: {reason}", file.display())]
+    Parse { file: PathBuf, line: usize, reason: String },
+    /// A field of a scenario or an argument that has a value it cannot take.
+    #[error("{context}: field `{field}`: {reason}")]
+    Invalid { context: String, field: String, reason: String },
+    /// The Lua engine failed outside of a script's own error handling.
+    #[error("lua: {0}")]
+    Lua(String),
+    /// Talking to a real Redis failed.
+    #[error("redis connection: {0}")]
+    Connection(String),
+    /// Reading or writing a file failed.
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, #[source] source: std::io::Error },
+}
+
+/// `Result` with limitlab's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl From<mlua::Error> for Error {
+    fn from(e: mlua::Error) -> Self {
+        Error::Lua(e.to_string())
+    }
+}
