@@ -1,6 +1,9 @@
 //! limitlab: run production Redis rate-limiter Lua scripts on an embedded Redis 7.0 emulator
 //! under a deterministic virtual clock.
-pub mod error;
+pub mod cli;
 pub mod clock;
 pub mod emulator;
+pub mod error;
+pub mod limiter;
+pub mod traffic;
 pub use error::{Error, Result};

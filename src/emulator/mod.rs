@@ -4,6 +4,7 @@ pub mod cluster;
 pub mod cmd;
 pub mod core;
 pub mod keyspace;
+pub mod longdouble;
 pub mod lua;
 pub mod reply;
 

@@ -9,6 +9,8 @@ use super::reply::Reply;
 /// Default instruction budget for one script call.
 pub const DEFAULT_BUDGET: u64 = 100_000_000;
 
+pub mod libs;
+
 pub struct Scripting {
     #[allow(dead_code)]
     core: Rc<RefCell<Core>>,

@@ -1,0 +1,2 @@
+//! The command-line interface: one module per subcommand.
+pub mod redis_cli;

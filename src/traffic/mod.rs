@@ -1,0 +1,1 @@
+//! Seeded traffic generators, one file each, and trace readers.
