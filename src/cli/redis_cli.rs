@@ -1,1 +1,507 @@
 //! `limitlab cli`: redis-cli syntax in, redis-cli output out, on the emulator.
+//!
+//! The goal is that `limitlab cli < file` prints exactly what `redis-cli -p PORT < file` prints when its
+//! standard output is not a terminal (redis-cli's "raw" mode), so one case file can be checked against
+//! both. Every rule below was taken from experiments with redis-cli 7.0.15:
+//!
+//! - input is read line by line; a last line without `\n` still counts; a NUL byte ends the line (redis-cli
+//!   handles lines as C strings);
+//! - lines are split like `sdssplitargs` ([`split_args`]); a line that does not split prints
+//!   `Invalid argument(s)`, an empty or all-blank line prints nothing;
+//! - a first word that is a whole number, followed by more words, repeats the command (`3 INCR n`); a
+//!   number that is zero, negative or out of range prints `Invalid redis-cli repeat command option value.`;
+//! - `quit`/`exit` end the input; `:set hints|nohints` are accepted silently and other `:` words print
+//!   `unknown redis-cli internal command ...`; `clear` prints the terminal clear sequence; `restart` prints
+//!   its "Lua debugging mode" notice;
+//! - replies are written by [`write_reply`], each followed by `\n`.
+use std::io::{BufRead, Write};
+
+use crate::clock::{Clock, Millis};
+use crate::emulator::{Emulator, Reply};
+
+/// Splits one line into arguments exactly as Redis's `sdssplitargs` does (the function redis-cli uses).
+///
+/// Unquoted words end at space, tab, CR or LF; blanks between words are anything C's `isspace` accepts.
+/// In double quotes `\n \r \t \b \a` and `\xHH` are escapes and any other `\c` stands for `c`; in single
+/// quotes only `\'` is an escape. A closing quote must be followed by a blank or the end of the line, and
+/// an unclosed quote makes the whole line invalid: both give `None`. Quotes may start in the middle of a
+/// word (`ab"c d"` is the one argument `abc d`).
+pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    // A C string ends at its first NUL.
+    let line = match line.iter().position(|&b| b == 0) {
+        Some(n) => &line[..n],
+        None => line,
+    };
+    let at = |i: usize| -> u8 { line.get(i).copied().unwrap_or(0) };
+    let mut args = Vec::new();
+    let mut p = 0usize;
+    loop {
+        while p < line.len() && is_c_space(line[p]) {
+            p += 1;
+        }
+        if p >= line.len() {
+            return Some(args);
+        }
+        let mut cur = Vec::new();
+        let (mut inq, mut insq) = (false, false);
+        loop {
+            let c = at(p);
+            if inq {
+                if c == b'\\' && at(p + 1) == b'x' && at(p + 2).is_ascii_hexdigit() && at(p + 3).is_ascii_hexdigit() {
+                    cur.push(hex_val(at(p + 2)) * 16 + hex_val(at(p + 3)));
+                    p += 3;
+                } else if c == b'\\' && at(p + 1) != 0 {
+                    p += 1;
+                    cur.push(match at(p) {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 0x08,
+                        b'a' => 0x07,
+                        other => other,
+                    });
+                } else if c == b'"' {
+                    if at(p + 1) != 0 && !is_c_space(at(p + 1)) {
+                        return None;
+                    }
+                    p += 1;
+                    break;
+                } else if c == 0 {
+                    return None;
+                } else {
+                    cur.push(c);
+                }
+            } else if insq {
+                if c == b'\\' && at(p + 1) == b'\'' {
+                    p += 1;
+                    cur.push(b'\'');
+                } else if c == b'\'' {
+                    if at(p + 1) != 0 && !is_c_space(at(p + 1)) {
+                        return None;
+                    }
+                    p += 1;
+                    break;
+                } else if c == 0 {
+                    return None;
+                } else {
+                    cur.push(c);
+                }
+            } else {
+                match c {
+                    b' ' | b'\n' | b'\r' | b'\t' | 0 => {
+                        if c != 0 {
+                            p += 1;
+                        }
+                        break;
+                    }
+                    b'"' => inq = true,
+                    b'\'' => insq = true,
+                    other => cur.push(other),
+                }
+            }
+            p += 1;
+        }
+        args.push(cur);
+    }
+}
+
+/// C's `isspace` in the "C" locale.
+fn is_c_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+}
+
+fn hex_val(b: u8) -> u8 {
+    match b {
+        b'0'..=b'9' => b - b'0',
+        b'a'..=b'f' => b - b'a' + 10,
+        _ => b - b'A' + 10,
+    }
+}
+
+/// Writes one reply as piped redis-cli prints it (its raw mode), including the final `\n`.
+///
+/// Status, bulk and integer replies are printed bare, nil as an empty line. Array elements are printed one
+/// per line, nested arrays flattened into the same lines, so an empty array is an empty line. An error is
+/// its text and a `\n`, to which the reply's own `\n` is added: a top-level error is followed by an empty
+/// line. Replies are shown as a RESP2 client sees them (doubles as `%.17g` strings, maps flattened).
+pub fn write_reply(reply: &Reply, out: &mut Vec<u8>) {
+    write_raw(reply, out);
+    out.push(b'\n');
+}
+
+/// redis-cli's `cliFormatReplyRaw`, without the trailing command delimiter.
+fn write_raw(reply: &Reply, out: &mut Vec<u8>) {
+    match reply {
+        Reply::Status(s) => out.extend_from_slice(s.as_bytes()),
+        Reply::Bulk(b) => out.extend_from_slice(b),
+        Reply::Error(s) => {
+            out.extend_from_slice(s.as_bytes());
+            out.push(b'\n');
+        }
+        Reply::Int(i) => out.extend_from_slice(i.to_string().as_bytes()),
+        Reply::Nil | Reply::NilArray => {}
+        Reply::Double(d) => out.extend_from_slice(crate::emulator::reply::format_double(*d).as_bytes()),
+        Reply::Bool(b) => out.push(if *b { b'1' } else { b'0' }),
+        Reply::Array(v) | Reply::Set(v) => {
+            for (i, x) in v.iter().enumerate() {
+                if i > 0 {
+                    out.push(b'\n');
+                }
+                write_raw(x, out);
+            }
+        }
+        Reply::Map(kv) => {
+            for (i, (k, x)) in kv.iter().enumerate() {
+                if i > 0 {
+                    out.push(b'\n');
+                }
+                write_raw(k, out);
+                out.push(b'\n');
+                write_raw(x, out);
+            }
+        }
+    }
+}
+
+/// Runs redis-cli input on the emulator. Besides Redis commands it understands `CLOCK.ADVANCE ms`,
+/// `CLOCK.SET unix_ms` and `CLOCK.GET`, which act on the emulator's virtual clock and never reach Redis.
+pub fn run<R: BufRead, W: Write>(input: R, out: W, emu: &mut Emulator) -> std::io::Result<()> {
+    run_on(input, out, |args| match clock_command(args, emu) {
+        Some(reply) => reply,
+        None => emu.execute_owned(args),
+    })
+}
+
+/// The CLOCK.* commands, or `None` when `args` is not one of them.
+fn clock_command(args: &[Vec<u8>], emu: &Emulator) -> Option<Reply> {
+    let name = args.first()?;
+    let which = ["clock.advance", "clock.set", "clock.get"].into_iter().find(|n| name.eq_ignore_ascii_case(n.as_bytes()))?;
+    let clock = emu.clock();
+    let arity_err = || Reply::err(format!("ERR wrong number of arguments for '{which}' command"));
+    Some(match which {
+        "clock.get" => {
+            if args.len() != 1 {
+                return Some(arity_err());
+            }
+            Reply::Int(clock.now_millis().0)
+        }
+        _ => {
+            if args.len() != 2 {
+                return Some(arity_err());
+            }
+            let Some(ms) = parse_i64(&args[1]) else {
+                return Some(Reply::err("ERR value is not an integer or out of range"));
+            };
+            if which == "clock.advance" {
+                clock.advance_millis(ms);
+            } else {
+                if ms < 0 {
+                    return Some(Reply::err("ERR invalid unix time in milliseconds, must not be negative"));
+                }
+                clock.set_millis(Millis(ms));
+            }
+            Reply::ok()
+        }
+    })
+}
+
+/// A strict decimal i64, as Redis's `string2ll` reads integers (no spaces, no `+`, no leading zeros).
+fn parse_i64(b: &[u8]) -> Option<i64> {
+    let s = std::str::from_utf8(b).ok()?;
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) || (digits.len() > 1 && digits.starts_with('0')) {
+        return None;
+    }
+    if s == "-0" {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// What redis-cli does with a line before sending anything.
+enum LineAction {
+    /// Nothing to send (blank line, `:set hints`).
+    Skip,
+    /// Stop reading input (`quit`, `exit`).
+    Quit,
+    /// Print this text as is.
+    Print(&'static [u8]),
+    /// Print this text as is (built from the line).
+    PrintOwned(Vec<u8>),
+    /// Send `args[skip..]` `repeat` times.
+    Send { args: Vec<Vec<u8>>, skip: usize, repeat: u64 },
+}
+
+/// redis-cli's REPL decisions for one input line.
+fn classify(line: &[u8]) -> LineAction {
+    if line.is_empty() || line[0] == 0 {
+        return LineAction::Skip;
+    }
+    let Some(args) = split_args(line) else {
+        return LineAction::Print(b"Invalid argument(s)\n");
+    };
+    if args.is_empty() {
+        return LineAction::Skip;
+    }
+    let (mut repeat, mut skip) = (1u64, 0usize);
+    if args.len() > 1 {
+        match strtol_whole(&args[0]) {
+            Some(Ok(n)) if n > 0 => {
+                repeat = n as u64;
+                skip = 1;
+            }
+            Some(_) => return LineAction::Print(b"Invalid redis-cli repeat command option value.\n"),
+            None => {}
+        }
+    }
+    let first = &args[0];
+    if first.eq_ignore_ascii_case(b"quit") || first.eq_ignore_ascii_case(b"exit") {
+        return LineAction::Quit;
+    }
+    if first.first() == Some(&b':') {
+        if first.eq_ignore_ascii_case(b":set") && args.len() >= 2 {
+            let pref = &args[1];
+            if pref.eq_ignore_ascii_case(b"hints") || pref.eq_ignore_ascii_case(b"nohints") {
+                return LineAction::Skip;
+            }
+            let mut s = b"unknown redis-cli preference '".to_vec();
+            s.extend_from_slice(pref);
+            s.extend_from_slice(b"'\n");
+            return LineAction::PrintOwned(s);
+        }
+        let mut s = b"unknown redis-cli internal command '".to_vec();
+        s.extend_from_slice(first);
+        s.extend_from_slice(b"'\n");
+        return LineAction::PrintOwned(s);
+    }
+    if first.eq_ignore_ascii_case(b"restart") {
+        return LineAction::Print(b"Use 'restart' only in Lua debugging mode.\n");
+    }
+    if args.len() == 3 && first.eq_ignore_ascii_case(b"connect") {
+        // Reconnecting means nothing to an in-process emulator.
+        return LineAction::Skip;
+    }
+    if args.len() == 1 && first.eq_ignore_ascii_case(b"clear") {
+        return LineAction::Print(b"\x1b[H\x1b[2J");
+    }
+    LineAction::Send { args, skip, repeat }
+}
+
+/// C's `strtol(s, &end, 10)` where the whole string must be consumed (`*end == '\0'`):
+/// `None` when it is not a whole number, `Some(Err)` when out of range, `Some(Ok(n))` otherwise.
+/// Like C, it accepts leading blanks and a sign, and the empty string reads as 0.
+fn strtol_whole(s: &[u8]) -> Option<Result<i64, ()>> {
+    let mut i = 0;
+    while i < s.len() && is_c_space(s[i]) {
+        i += 1;
+    }
+    let neg = match s.get(i) {
+        Some(b'-') => {
+            i += 1;
+            true
+        }
+        Some(b'+') => {
+            i += 1;
+            false
+        }
+        _ => false,
+    };
+    let digits = &s[i..];
+    if digits.is_empty() {
+        // No conversion: strtol leaves `end` at the very start, so only "" reads as a whole number.
+        return if s.is_empty() { Some(Ok(0)) } else { None };
+    }
+    if !digits.iter().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &d in digits {
+        let d = (d - b'0') as i64;
+        v = match v.checked_mul(10).and_then(|v| if neg { v.checked_sub(d) } else { v.checked_add(d) }) {
+            Some(v) => v,
+            None => return Some(Err(())),
+        };
+    }
+    Some(Ok(v))
+}
+
+/// Runs redis-cli input through any executor (the emulator, or a connection to a real Redis), printing
+/// each reply the way piped redis-cli does.
+pub fn run_on<R, W, F>(mut input: R, mut out: W, mut exec: F) -> std::io::Result<()>
+where
+    R: BufRead,
+    W: Write,
+    F: FnMut(&[Vec<u8>]) -> Reply,
+{
+    let mut line = Vec::new();
+    let mut buf = Vec::new();
+    loop {
+        line.clear();
+        if input.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        buf.clear();
+        match classify(&line) {
+            LineAction::Skip => {}
+            LineAction::Quit => break,
+            LineAction::Print(s) => buf.extend_from_slice(s),
+            LineAction::PrintOwned(s) => buf.extend_from_slice(&s),
+            LineAction::Send { args, skip, repeat } => {
+                for _ in 0..repeat {
+                    let reply = exec(&args[skip..]);
+                    write_reply(&reply, &mut buf);
+                    // Flush as we go so a long repeat does not hold everything in memory.
+                    if buf.len() > 1 << 16 {
+                        out.write_all(&buf)?;
+                        buf.clear();
+                    }
+                }
+            }
+        }
+        out.write_all(&buf)?;
+    }
+    out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(s: &str) -> Option<Vec<String>> {
+        split_args(s.as_bytes()).map(|v| v.into_iter().map(|a| String::from_utf8_lossy(&a).into_owned()).collect())
+    }
+
+    fn sv(v: &[&str]) -> Option<Vec<String>> {
+        Some(v.iter().map(|s| s.to_string()).collect())
+    }
+
+    #[test]
+    fn splits_like_sdssplitargs() {
+        assert_eq!(split("set a 1"), sv(&["set", "a", "1"]));
+        assert_eq!(split("  \t "), sv(&[]));
+        assert_eq!(split(""), sv(&[]));
+        assert_eq!(split(r#"echo "a b" 'c d'"#), sv(&["echo", "a b", "c d"]));
+        assert_eq!(split(r#"echo "\n\r\t\b\a\\\"\q""#), sv(&["echo", "\n\r\t\x08\x07\\\"q"]));
+        assert_eq!(split(r#"echo "\x41\x4a\x4""#), sv(&["echo", "AJx4"]));
+        assert_eq!(split(r#"echo 'it\'s' 'a\nb'"#), sv(&["echo", "it's", "a\\nb"]));
+        assert_eq!(split(r#"echo ab"c d"ef"#), None, "closing quote followed by a letter");
+        assert_eq!(split(r#"echo ab"c d""#), sv(&["echo", "abc d"]));
+        assert_eq!(split(r#"echo 'it''s'"#), None);
+        assert_eq!(split(r#"set "x"#), None);
+        assert_eq!(split("set 'x"), None);
+        assert_eq!(split("echo \"a\"\x0b z"), sv(&["echo", "a", "z"]));
+        assert_eq!(split("ping a\x0bb"), sv(&["ping", "a\x0bb"]));
+        assert_eq!(split("ping\r"), sv(&["ping"]));
+        assert_eq!(split("echo x\0y"), sv(&["echo", "x"]));
+        assert_eq!(split(r#""""#), sv(&[""]));
+        assert_eq!(split_args(br#"echo "\x00\xff""#), Some(vec![b"echo".to_vec(), vec![0, 0xff]]));
+    }
+
+    fn raw(r: &Reply) -> Vec<u8> {
+        let mut v = Vec::new();
+        write_reply(r, &mut v);
+        v
+    }
+
+    #[test]
+    fn replies_print_as_piped_redis_cli() {
+        assert_eq!(raw(&Reply::ok()), b"OK\n");
+        assert_eq!(raw(&Reply::Int(-3)), b"-3\n");
+        assert_eq!(raw(&Reply::Nil), b"\n");
+        assert_eq!(raw(&Reply::NilArray), b"\n");
+        assert_eq!(raw(&Reply::bulk(vec![b'a', 0, 0xff])), b"a\0\xff\n");
+        assert_eq!(raw(&Reply::err("ERR boom")), b"ERR boom\n\n");
+        assert_eq!(raw(&Reply::Array(vec![])), b"\n");
+        // eval "return {1,{2,3},{},'a'}" 0
+        let nested = Reply::Array(vec![
+            Reply::Int(1),
+            Reply::Array(vec![Reply::Int(2), Reply::Int(3)]),
+            Reply::Array(vec![]),
+            Reply::bulk("a"),
+        ]);
+        assert_eq!(raw(&nested), b"1\n2\n3\n\na\n");
+        // eval "return {{}}" 0 / "return {1,{}}" 0 / "return {{},1}" 0
+        assert_eq!(raw(&Reply::Array(vec![Reply::Array(vec![])])), b"\n");
+        assert_eq!(raw(&Reply::Array(vec![Reply::Int(1), Reply::Array(vec![])])), b"1\n\n");
+        assert_eq!(raw(&Reply::Array(vec![Reply::Array(vec![]), Reply::Int(1)])), b"\n1\n");
+        // eval "return {1,false,3}" 0 and eval "return {1,{err='boom'},3}" 0
+        assert_eq!(raw(&Reply::Array(vec![Reply::Int(1), Reply::Nil, Reply::Int(3)])), b"1\n\n3\n");
+        assert_eq!(raw(&Reply::Array(vec![Reply::Int(1), Reply::err("boom"), Reply::Int(3)])), b"1\nboom\n\n3\n");
+        assert_eq!(raw(&Reply::Double(1.5)), b"1.5\n");
+        assert_eq!(raw(&Reply::Map(vec![(Reply::bulk("k"), Reply::Int(1))])), b"k\n1\n");
+    }
+
+    fn run_str(input: &str, exec: impl FnMut(&[Vec<u8>]) -> Reply) -> String {
+        let mut out = Vec::new();
+        run_on(input.as_bytes(), &mut out, exec).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    fn echo_exec(args: &[Vec<u8>]) -> Reply {
+        Reply::bulk(args.join(&b'|'))
+    }
+
+    #[test]
+    fn repl_rules() {
+        assert_eq!(run_str("a b\n\n   \nc", echo_exec), "a|b\nc\n");
+        assert_eq!(run_str("set \"x\nping\n", echo_exec), "Invalid argument(s)\nping\n");
+        assert_eq!(run_str("3 incr n\n+2 x y\n 2 z\n", echo_exec), "incr|n\nincr|n\nincr|n\nx|y\nx|y\nz\nz\n");
+        let bad = "Invalid redis-cli repeat command option value.\n";
+        assert_eq!(run_str("0 ping\n-1 ping\n\"\" ping\n99999999999999999999 ping\n", echo_exec), bad.repeat(4));
+        assert_eq!(run_str("1 2\n\"\"\n", echo_exec), "2\n\n");
+        assert_eq!(run_str("5\n", echo_exec), "5\n");
+        assert_eq!(run_str("a\nQuit\nb\n", echo_exec), "a\n");
+        assert_eq!(run_str("a\nexit now\nb\n", echo_exec), "a\n");
+        assert_eq!(
+            run_str(":set hints\n:set x\n:foo\nrestart\nclear\nconnect a b\nconnect\n", echo_exec),
+            "unknown redis-cli preference 'x'\nunknown redis-cli internal command ':foo'\n\
+             Use 'restart' only in Lua debugging mode.\n\x1b[H\x1b[2Jconnect\n"
+        );
+        assert_eq!(run_str("ping\r\n", echo_exec), "ping\n");
+    }
+
+    #[test]
+    fn strtol_edges() {
+        assert_eq!(strtol_whole(b""), Some(Ok(0)));
+        assert_eq!(strtol_whole(b"12"), Some(Ok(12)));
+        assert_eq!(strtol_whole(b"-12"), Some(Ok(-12)));
+        assert_eq!(strtol_whole(b"1x"), None);
+        assert_eq!(strtol_whole(b"-"), None);
+        assert_eq!(strtol_whole(b"ping"), None);
+        assert_eq!(strtol_whole(b"9223372036854775808"), Some(Err(())));
+    }
+
+    #[test]
+    fn clock_commands() {
+        let mut emu = Emulator::new();
+        let start = emu.clock().now_millis().0;
+        let input = format!(
+            "clock.get\nCLOCK.ADVANCE 1500\nClock.Get\nclock.set 1000\nclock.get\nclock.advance x\n\
+             clock.advance\nclock.get 1\nclock.set -5\n2 clock.advance 10\nclock.get\n"
+        );
+        let mut out = Vec::new();
+        run(input.as_bytes(), &mut out, &mut emu).unwrap();
+        let want = format!(
+            "{start}\nOK\n{}\nOK\n1000\nERR value is not an integer or out of range\n\n\
+             ERR wrong number of arguments for 'clock.advance' command\n\n\
+             ERR wrong number of arguments for 'clock.get' command\n\n\
+             ERR invalid unix time in milliseconds, must not be negative\n\nOK\nOK\n1020\n",
+            start + 1500
+        );
+        assert_eq!(String::from_utf8(out).unwrap(), want);
+    }
+
+    #[test]
+    fn runs_commands_on_the_emulator() {
+        let mut emu = Emulator::new();
+        let mut out = Vec::new();
+        run(&b"set a 1\nget a\nget nokey\nincr a\nfoo bar\n"[..], &mut out, &mut emu).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "OK\n1\n\n2\nERR unknown command 'foo', with args beginning with: 'bar' \n\n"
+        );
+    }
+}
