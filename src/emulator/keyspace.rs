@@ -181,8 +181,15 @@ impl Hash {
     pub fn get(&self, f: &[u8]) -> Option<&Vec<u8>> {
         self.index.get(f).map(|&i| &self.fields[i].1)
     }
-    /// Sets a field; returns true when the field is new.
+    /// Sets a field; returns true when the field is new. A listpack-encoded hash keeps its order
+    /// (an existing field is replaced in place, a new one goes to the end).
     pub fn set(&mut self, f: &[u8], v: Vec<u8>) -> bool {
+        // Redis converts to a hashtable when a field or value longer than hash-max-listpack-value
+        // is written, or the hash grows past hash-max-listpack-entries; checking only the pair being
+        // written is equivalent (it never converts back) and keeps a write O(1).
+        if !self.hashtable && (f.len() > 64 || v.len() > 64) {
+            self.hashtable = true;
+        }
         let new = match self.index.get(f) {
             Some(&i) => {
                 self.fields[i].1 = v;
@@ -194,30 +201,32 @@ impl Hash {
                 true
             }
         };
-        self.note_write();
-        new
-    }
-    pub fn remove(&mut self, f: &[u8]) -> bool {
-        match self.index.remove(f) {
-            Some(i) => {
-                self.fields.remove(i);
-                for (_, idx) in self.index.iter_mut() {
-                    if *idx > i {
-                        *idx -= 1;
-                    }
-                }
-                true
-            }
-            None => false,
-        }
-    }
-    /// Redis 7.0 defaults: hash-max-listpack-entries 128, hash-max-listpack-value 64.
-    fn note_write(&mut self) {
-        if !self.hashtable
-            && (self.fields.len() > 128 || self.fields.iter().any(|(f, v)| f.len() > 64 || v.len() > 64))
-        {
+        if !self.hashtable && self.fields.len() > 128 {
             self.hashtable = true;
         }
+        new
+    }
+    /// Removes a field; returns true when it was there. A listpack-encoded hash (at most 128 fields)
+    /// keeps its order; a hashtable-encoded one has no defined order in Redis, so the last field moves
+    /// into the hole and a removal stays O(1) however big the hash is.
+    pub fn remove(&mut self, f: &[u8]) -> bool {
+        let Some(i) = self.index.remove(f) else { return false };
+        if self.hashtable {
+            self.fields.swap_remove(i);
+            if let Some((moved, _)) = self.fields.get(i) {
+                if let Some(idx) = self.index.get_mut(moved.as_slice()) {
+                    *idx = i;
+                }
+            }
+        } else {
+            self.fields.remove(i);
+            for (j, (name, _)) in self.fields.iter().enumerate().skip(i) {
+                if let Some(idx) = self.index.get_mut(name.as_slice()) {
+                    *idx = j;
+                }
+            }
+        }
+        true
     }
 }
 
@@ -235,6 +244,52 @@ pub enum Value {
 #[derive(Clone, Debug, Default)]
 pub struct SetValue {
     pub members: HashSet<Vec<u8>>,
+    /// False while Redis 7.0 would keep the set as an intset (every member a canonical i64, at most
+    /// set-max-intset-entries = 512 of them); it then iterates in ascending numeric order. Once true
+    /// (hashtable encoding) the order is undefined, and it never goes back.
+    pub hashtable: bool,
+}
+
+impl SetValue {
+    /// An empty set with the encoding Redis's `setTypeCreate` picks for its first member.
+    pub fn for_first(member: &[u8]) -> SetValue {
+        SetValue { members: HashSet::new(), hashtable: parse_canonical_i64(member).is_none() }
+    }
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+    pub fn contains(&self, m: &[u8]) -> bool {
+        self.members.contains(m)
+    }
+    /// Adds a member (`setTypeAdd`); returns true when it is new.
+    pub fn insert(&mut self, m: &[u8]) -> bool {
+        if self.members.contains(m) {
+            return false;
+        }
+        if !self.hashtable && parse_canonical_i64(m).is_none() {
+            self.hashtable = true;
+        }
+        self.members.insert(m.to_vec());
+        if !self.hashtable && self.members.len() > 512 {
+            self.hashtable = true;
+        }
+        true
+    }
+    pub fn remove(&mut self, m: &[u8]) -> bool {
+        self.members.remove(m)
+    }
+    /// The members in the order Redis iterates them: ascending numbers for an intset, otherwise
+    /// the hash table's (undefined) order.
+    pub fn ordered(&self) -> Vec<&[u8]> {
+        let mut v: Vec<&[u8]> = self.members.iter().map(|m| m.as_slice()).collect();
+        if !self.hashtable {
+            v.sort_unstable_by_key(|m| parse_canonical_i64(m).unwrap_or(0));
+        }
+        v
+    }
 }
 
 impl Value {

@@ -1,4 +1,454 @@
-//! Hashes commands.
-use super::CommandSpec;
+//! Hash commands (HSET, HGET, HINCRBY, HGETALL, ...) with Redis 7.0's replies, check order and error texts.
+//!
+//! Small hashes keep insertion order, as Redis's listpack encoding does, so HGETALL/HKEYS/HVALS of a
+//! hash with at most 128 short fields come out exactly as Redis sends them.
+use super::flags::*;
+use super::{arg_i64, CommandSpec, KeySpec, NOT_FLOAT};
+use crate::emulator::core::Core;
+use crate::emulator::keyspace::{parse_canonical_i64, Hash, Value};
+use crate::emulator::reply::Reply;
+use crate::tri;
 
-pub static COMMANDS: &[CommandSpec] = &[];
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec { name: "hget", arity: 3, flags: READONLY, keys: KeySpec::ONE, handler: hget },
+    CommandSpec { name: "hset", arity: -4, flags: WRITE | DENYOOM, keys: KeySpec::ONE, handler: hset },
+    CommandSpec { name: "hmset", arity: -4, flags: WRITE | DENYOOM, keys: KeySpec::ONE, handler: hmset },
+    CommandSpec { name: "hsetnx", arity: 4, flags: WRITE | DENYOOM, keys: KeySpec::ONE, handler: hsetnx },
+    CommandSpec { name: "hmget", arity: -3, flags: READONLY, keys: KeySpec::ONE, handler: hmget },
+    CommandSpec { name: "hincrby", arity: 4, flags: WRITE | DENYOOM, keys: KeySpec::ONE, handler: hincrby },
+    CommandSpec {
+        name: "hincrbyfloat",
+        arity: 4,
+        flags: WRITE | DENYOOM,
+        keys: KeySpec::ONE,
+        handler: hincrbyfloat,
+    },
+    CommandSpec { name: "hgetall", arity: 2, flags: READONLY, keys: KeySpec::ONE, handler: hgetall },
+    CommandSpec { name: "hkeys", arity: 2, flags: READONLY, keys: KeySpec::ONE, handler: hkeys },
+    CommandSpec { name: "hvals", arity: 2, flags: READONLY, keys: KeySpec::ONE, handler: hvals },
+    CommandSpec { name: "hdel", arity: -3, flags: WRITE, keys: KeySpec::ONE, handler: hdel },
+    CommandSpec { name: "hlen", arity: 2, flags: READONLY, keys: KeySpec::ONE, handler: hlen },
+    CommandSpec { name: "hexists", arity: 3, flags: READONLY, keys: KeySpec::ONE, handler: hexists },
+    CommandSpec { name: "hstrlen", arity: 3, flags: READONLY, keys: KeySpec::ONE, handler: hstrlen },
+];
+
+fn pick_hash(v: &mut Value) -> Option<&mut Hash> {
+    match v {
+        Value::Hash(h) => Some(h),
+        _ => None,
+    }
+}
+
+/// The hash under `key`: `Ok(None)` when missing, WRONGTYPE for another type.
+fn hash_of<'a>(core: &'a mut Core, key: &[u8]) -> Result<Option<&'a mut Hash>, Reply> {
+    let now = core.now_ms();
+    core.db.typed(key, now, pick_hash).map_err(Reply::err)
+}
+
+fn hget(core: &mut Core, a: &[&[u8]]) -> Reply {
+    match tri!(hash_of(core, a[1])).and_then(|h| h.get(a[2])) {
+        Some(v) => Reply::Bulk(v.clone()),
+        None => Reply::Nil,
+    }
+}
+
+/// Writes the field/value pairs `a[2..]` into the hash at `a[1]` (created if missing); returns how
+/// many fields were new. The caller has checked the pair count.
+fn set_pairs(core: &mut Core, a: &[&[u8]]) -> Result<i64, Reply> {
+    let mut created = 0;
+    let pairs = a[2..].chunks_exact(2);
+    match hash_of(core, a[1])? {
+        Some(h) => {
+            for p in pairs {
+                created += h.set(p[0], p[1].to_vec()) as i64;
+            }
+        }
+        None => {
+            let mut h = Hash::default();
+            for p in pairs {
+                created += h.set(p[0], p[1].to_vec()) as i64;
+            }
+            core.db.set(a[1], Value::Hash(h), None);
+        }
+    }
+    Ok(created)
+}
+
+/// The arity error of a command whose argument count is checked beyond its table arity.
+fn arity_err(name: &str) -> Reply {
+    Reply::Error(format!("ERR wrong number of arguments for '{name}' command"))
+}
+
+/// HSET and HMSET check the pair count before the key's type (`addReplyErrorArity`).
+fn hset(core: &mut Core, a: &[&[u8]]) -> Reply {
+    if a.len() % 2 == 1 {
+        return arity_err("hset");
+    }
+    Reply::Int(tri!(set_pairs(core, a)))
+}
+
+fn hmset(core: &mut Core, a: &[&[u8]]) -> Reply {
+    if a.len() % 2 == 1 {
+        return arity_err("hmset");
+    }
+    tri!(set_pairs(core, a));
+    Reply::ok()
+}
+
+fn hsetnx(core: &mut Core, a: &[&[u8]]) -> Reply {
+    match tri!(hash_of(core, a[1])) {
+        Some(h) => {
+            if h.get(a[2]).is_some() {
+                return Reply::Int(0);
+            }
+            h.set(a[2], a[3].to_vec());
+        }
+        None => {
+            let mut h = Hash::default();
+            h.set(a[2], a[3].to_vec());
+            core.db.set(a[1], Value::Hash(h), None);
+        }
+    }
+    Reply::Int(1)
+}
+
+fn hmget(core: &mut Core, a: &[&[u8]]) -> Reply {
+    let h = tri!(hash_of(core, a[1]));
+    let fields = &a[2..];
+    Reply::Array(match h {
+        Some(h) => fields.iter().map(|f| h.get(f).map_or(Reply::Nil, |v| Reply::Bulk(v.clone()))).collect(),
+        None => fields.iter().map(|_| Reply::Nil).collect(),
+    })
+}
+
+/// HINCRBY: the increment is parsed before the key's type is checked; a stored value must be a
+/// canonical integer.
+fn hincrby(core: &mut Core, a: &[&[u8]]) -> Reply {
+    let incr = tri!(arg_i64(a[3]));
+    let field = a[2];
+    match tri!(hash_of(core, a[1])) {
+        Some(h) => {
+            let cur = match h.get(field) {
+                None => 0,
+                Some(v) => match parse_canonical_i64(v) {
+                    Some(i) => i,
+                    None => return Reply::err("ERR hash value is not an integer"),
+                },
+            };
+            let Some(n) = cur.checked_add(incr) else {
+                return Reply::err("ERR increment or decrement would overflow");
+            };
+            h.set(field, n.to_string().into_bytes());
+            Reply::Int(n)
+        }
+        None => {
+            let mut h = Hash::default();
+            h.set(field, incr.to_string().into_bytes());
+            core.db.set(a[1], Value::Hash(h), None);
+            Reply::Int(incr)
+        }
+    }
+}
+
+const INCR_NOT_FINITE: &str = "ERR value is NaN or Infinity";
+const HASH_NOT_FLOAT: &str = "ERR hash value is not a float";
+const SUM_NOT_FINITE: &str = "ERR increment would produce NaN or Infinity";
+
+/// HINCRBYFLOAT, in Redis 7.0's order: the increment must parse as a long double ("not a valid
+/// float") and be finite ("NaN or Infinity") before the key's type is looked at; then the stored
+/// value must parse ("hash value is not a float") and the sum be finite.
+fn hincrbyfloat(core: &mut Core, a: &[&[u8]]) -> Reply {
+    let (field, incr) = (a[2], a[3]);
+    tri!(check_float_incr(incr));
+    let hash = tri!(hash_of(core, a[1]));
+    let cur: &[u8] = match &hash {
+        Some(h) => h.get(field).map_or(b"0", |v| v.as_slice()),
+        None => b"0",
+    };
+    let new = match float_sum(cur, incr) {
+        Ok(v) => v,
+        Err(FloatErr::Current) => return Reply::err(HASH_NOT_FLOAT),
+        Err(FloatErr::Incr) => return Reply::err(NOT_FLOAT),
+        Err(FloatErr::NotFinite) => return Reply::err(SUM_NOT_FINITE),
+    };
+    let reply = Reply::Bulk(new.clone());
+    match hash {
+        Some(h) => {
+            h.set(field, new);
+        }
+        None => {
+            let mut h = Hash::default();
+            h.set(field, new);
+            core.db.set(a[1], Value::Hash(h), None);
+        }
+    }
+    reply
+}
+
+/// Why a float increment failed.
+#[derive(Debug, PartialEq)]
+enum FloatErr {
+    /// The stored value is not a float.
+    Current,
+    /// The increment is not a float.
+    Incr,
+    /// The sum is infinite or NaN.
+    NotFinite,
+}
+
+/// The increment checks HINCRBYFLOAT makes before touching the key.
+fn check_float_incr(incr: &[u8]) -> Result<(), Reply> {
+    if is_inf_literal(incr) {
+        // strtold accepts "inf"/"infinity", so it parses, and is then refused as infinite.
+        return Err(Reply::err(INCR_NOT_FINITE));
+    }
+    match float_sum(b"0", incr) {
+        Err(FloatErr::Incr) | Err(FloatErr::Current) => Err(Reply::err(NOT_FLOAT)),
+        // 0 + a finite long double is finite; kept for safety.
+        Err(FloatErr::NotFinite) => Err(Reply::err(INCR_NOT_FINITE)),
+        Ok(_) => Ok(()),
+    }
+}
+
+/// `[+-]inf` or `[+-]infinity`, any case: the only spellings of an infinite long double that strtold
+/// returns without ERANGE (overflowing literals such as `1e5000` are refused as not a float).
+fn is_inf_literal(b: &[u8]) -> bool {
+    let t = match b.first() {
+        Some(b'+') | Some(b'-') => &b[1..],
+        _ => b,
+    };
+    t.eq_ignore_ascii_case(b"inf") || t.eq_ignore_ascii_case(b"infinity")
+}
+
+/// `current + incr`, printed as Redis's `ld2string(.., LD_STR_HUMAN)` prints it.
+///
+/// Redis computes in C `long double`; the C-backed `crate::emulator::longdouble` module is meant to
+/// provide that. FALLBACK: until it exists this computes in f64, which gives Redis's digits for
+/// everyday values (0.1 + 0.2, integers, short decimals) but can differ in the last printed digits
+/// or for values beyond f64's range.
+fn float_sum(current: &[u8], incr: &[u8]) -> Result<Vec<u8>, FloatErr> {
+    let c = parse_ld_f64(current).ok_or(FloatErr::Current)?;
+    let i = parse_ld_f64(incr).ok_or(FloatErr::Incr)?;
+    let v = c + i;
+    if !v.is_finite() {
+        return Err(FloatErr::NotFinite);
+    }
+    Ok(format_human(v))
+}
+
+/// Redis's `string2ld` approximated in f64 (FALLBACK, see [`float_sum`]): no leading space, whole
+/// input consumed, no NaN, at most 5119 bytes; infinities parse.
+fn parse_ld_f64(b: &[u8]) -> Option<f64> {
+    if b.is_empty() || b.len() >= 5 * 1024 {
+        return None;
+    }
+    if is_inf_literal(b) {
+        return Some(if b[0] == b'-' { f64::NEG_INFINITY } else { f64::INFINITY });
+    }
+    let v = super::parse_f64(b)?;
+    // An overflowing literal is ERANGE in strtold and refused.
+    if v.is_finite() { Some(v) } else { None }
+}
+
+/// Redis prints `%.17Lf` with trailing zeros (and a bare dot) removed, and `-0` as `0`. FALLBACK:
+/// f64 carries about 2 fewer digits than a long double, so printing 17 decimals of an f64 sum would
+/// expose its binary error (1.1 as 1.10000000000000009); the value is first rounded to 15
+/// significant digits, which gives Redis's text for everyday sums such as 1.1 + 2.2 = 3.3.
+fn format_human(v: f64) -> Vec<u8> {
+    if v == 0.0 {
+        return b"0".to_vec();
+    }
+    let e_form = format!("{:.14e}", v.abs());
+    let (mant, exp) = e_form.split_once('e').unwrap_or((e_form.as_str(), "0"));
+    let exp: i64 = exp.parse().unwrap_or(0);
+    let digits: Vec<u8> = mant.bytes().filter(u8::is_ascii_digit).collect();
+    let mut out = Vec::with_capacity(digits.len() + 24);
+    if v < 0.0 {
+        out.push(b'-');
+    }
+    let (int_part, frac_part): (Vec<u8>, Vec<u8>) = if exp >= 0 {
+        let n = exp as usize + 1;
+        let mut int_part: Vec<u8> = digits.iter().take(n).copied().collect();
+        int_part.resize(n, b'0');
+        (int_part, digits.iter().skip(n).copied().collect())
+    } else {
+        let mut frac = vec![b'0'; (-exp - 1) as usize];
+        frac.extend_from_slice(&digits);
+        (b"0".to_vec(), frac)
+    };
+    out.extend_from_slice(&int_part);
+    let mut frac: Vec<u8> = frac_part.into_iter().take(17).collect();
+    while frac.last() == Some(&b'0') {
+        frac.pop();
+    }
+    if !frac.is_empty() {
+        out.push(b'.');
+        out.extend_from_slice(&frac);
+    }
+    if out == b"-0" {
+        out = b"0".to_vec();
+    }
+    out
+}
+
+/// Replies with the whole hash (HGETALL as a map, HKEYS/HVALS as arrays), in the hash's order.
+fn hgetall(core: &mut Core, a: &[&[u8]]) -> Reply {
+    match tri!(hash_of(core, a[1])) {
+        None => Reply::Map(Vec::new()),
+        Some(h) => {
+            Reply::Map(h.fields.iter().map(|(f, v)| (Reply::Bulk(f.clone()), Reply::Bulk(v.clone()))).collect())
+        }
+    }
+}
+
+fn hkeys(core: &mut Core, a: &[&[u8]]) -> Reply {
+    match tri!(hash_of(core, a[1])) {
+        None => Reply::Array(Vec::new()),
+        Some(h) => Reply::Array(h.fields.iter().map(|(f, _)| Reply::Bulk(f.clone())).collect()),
+    }
+}
+
+fn hvals(core: &mut Core, a: &[&[u8]]) -> Reply {
+    match tri!(hash_of(core, a[1])) {
+        None => Reply::Array(Vec::new()),
+        Some(h) => Reply::Array(h.fields.iter().map(|(_, v)| Reply::Bulk(v.clone())).collect()),
+    }
+}
+
+/// HDEL removes fields one by one (each O(1) for a big hash) and deletes the key once empty.
+fn hdel(core: &mut Core, a: &[&[u8]]) -> Reply {
+    let Some(h) = tri!(hash_of(core, a[1])) else { return Reply::Int(0) };
+    let mut deleted = 0;
+    for f in &a[2..] {
+        if h.remove(f) {
+            deleted += 1;
+            if h.is_empty() {
+                break;
+            }
+        }
+    }
+    if h.is_empty() {
+        let now = core.now_ms();
+        core.db.remove(a[1], now);
+    }
+    Reply::Int(deleted)
+}
+
+fn hlen(core: &mut Core, a: &[&[u8]]) -> Reply {
+    Reply::Int(tri!(hash_of(core, a[1])).map_or(0, |h| h.len() as i64))
+}
+
+fn hexists(core: &mut Core, a: &[&[u8]]) -> Reply {
+    Reply::Int(tri!(hash_of(core, a[1])).is_some_and(|h| h.get(a[2]).is_some()) as i64)
+}
+
+fn hstrlen(core: &mut Core, a: &[&[u8]]) -> Reply {
+    Reply::Int(tri!(hash_of(core, a[1])).and_then(|h| h.get(a[2])).map_or(0, |v| v.len() as i64))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::emulator::{Emulator, Reply};
+
+    fn run(e: &mut Emulator, line: &str) -> Reply {
+        let args: Vec<&[u8]> = line.split(' ').map(|s| s.as_bytes()).collect();
+        e.execute(&args).into_resp2()
+    }
+    fn bulks(v: &[&str]) -> Reply {
+        Reply::Array(v.iter().map(|s| Reply::Bulk(s.as_bytes().to_vec())).collect())
+    }
+    fn err(s: &str) -> Reply {
+        Reply::Error(s.into())
+    }
+    const WT: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+    #[test]
+    fn set_get_and_order() {
+        let mut e = Emulator::new();
+        assert_eq!(run(&mut e, "HSET h a 1 b 2 c 3"), Reply::Int(3));
+        assert_eq!(run(&mut e, "HSET h b 20 d 4"), Reply::Int(1));
+        assert_eq!(run(&mut e, "HGETALL h"), bulks(&["a", "1", "b", "20", "c", "3", "d", "4"]));
+        assert_eq!(run(&mut e, "HDEL h a zz c"), Reply::Int(2));
+        assert_eq!(run(&mut e, "HKEYS h"), bulks(&["b", "d"]));
+        assert_eq!(run(&mut e, "HVALS h"), bulks(&["20", "4"]));
+        assert_eq!(run(&mut e, "HMSET h e 5"), Reply::ok());
+        assert_eq!(run(&mut e, "HSETNX h e 6"), Reply::Int(0));
+        assert_eq!(run(&mut e, "HSETNX h f 6"), Reply::Int(1));
+        assert_eq!(run(&mut e, "HMGET h b x f"), Reply::Array(vec![Reply::bulk("20"), Reply::Nil, Reply::bulk("6")]));
+        assert_eq!(run(&mut e, "HMGET nokey a b"), Reply::Array(vec![Reply::Nil, Reply::Nil]));
+        assert_eq!(run(&mut e, "HLEN h"), Reply::Int(4));
+        assert_eq!(run(&mut e, "HEXISTS h f"), Reply::Int(1));
+        assert_eq!(run(&mut e, "HEXISTS h a"), Reply::Int(0));
+        assert_eq!(run(&mut e, "HGET h a"), Reply::Nil);
+        assert_eq!(run(&mut e, "HSTRLEN h b"), Reply::Int(2));
+        assert_eq!(run(&mut e, "HDEL h b d e f"), Reply::Int(4));
+        assert_eq!(run(&mut e, "EXISTS h"), Reply::Int(0));
+        assert_eq!(run(&mut e, "HGETALL h"), Reply::Array(vec![]));
+    }
+
+    #[test]
+    fn errors() {
+        let mut e = Emulator::new();
+        run(&mut e, "SET s v");
+        assert_eq!(run(&mut e, "HSET h a"), err("ERR wrong number of arguments for 'hset' command"));
+        assert_eq!(run(&mut e, "HSET h a 1 b"), err("ERR wrong number of arguments for 'hset' command"));
+        assert_eq!(run(&mut e, "HMSET h a 1 b"), err("ERR wrong number of arguments for 'hmset' command"));
+        assert_eq!(run(&mut e, "HSET s a 1 b"), err("ERR wrong number of arguments for 'hset' command"));
+        assert_eq!(run(&mut e, "HSET s a 1"), err(WT));
+        assert_eq!(run(&mut e, "HGET s a"), err(WT));
+        assert_eq!(run(&mut e, "HINCRBY s a x"), err("ERR value is not an integer or out of range"));
+        assert_eq!(run(&mut e, "HINCRBY s a 1"), err(WT));
+        assert_eq!(run(&mut e, "HINCRBYFLOAT s a abc"), err("ERR value is not a valid float"));
+        assert_eq!(run(&mut e, "HINCRBYFLOAT s a inf"), err("ERR value is NaN or Infinity"));
+        assert_eq!(run(&mut e, "HINCRBYFLOAT s a 1"), err(WT));
+        run(&mut e, "HSET h f abc big 9223372036854775807 inf inf");
+        assert_eq!(run(&mut e, "HINCRBY h f 1"), err("ERR hash value is not an integer"));
+        assert_eq!(run(&mut e, "HINCRBYFLOAT h f 1"), err("ERR hash value is not a float"));
+        assert_eq!(run(&mut e, "HINCRBY h big 1"), err("ERR increment or decrement would overflow"));
+        assert_eq!(run(&mut e, "HINCRBYFLOAT h inf 1"), err("ERR increment would produce NaN or Infinity"));
+        assert_eq!(run(&mut e, "HINCRBYFLOAT h n nan"), err("ERR value is not a valid float"));
+        assert_eq!(run(&mut e, "HINCRBYFLOAT h n 1e5000"), err("ERR value is not a valid float"));
+    }
+
+    #[test]
+    fn counters() {
+        let mut e = Emulator::new();
+        assert_eq!(run(&mut e, "HINCRBY h n 5"), Reply::Int(5));
+        assert_eq!(run(&mut e, "HINCRBY h n -7"), Reply::Int(-2));
+        assert_eq!(run(&mut e, "HINCRBYFLOAT h n 0.5"), Reply::bulk("-1.5"));
+        assert_eq!(run(&mut e, "HINCRBYFLOAT h f 1.1"), Reply::bulk("1.1"));
+        assert_eq!(run(&mut e, "HINCRBYFLOAT h f 2.2"), Reply::bulk("3.3"));
+        assert_eq!(run(&mut e, "HINCRBYFLOAT h z -0"), Reply::bulk("0"));
+        assert_eq!(run(&mut e, "HINCRBYFLOAT h x 0x10"), Reply::bulk("16"));
+        assert_eq!(run(&mut e, "HINCRBYFLOAT h y 1e3"), Reply::bulk("1000"));
+        assert_eq!(run(&mut e, "HGET h f"), Reply::bulk("3.3"));
+    }
+
+    #[test]
+    fn encoding_flag_and_big_hdel() {
+        let mut e = Emulator::new();
+        for i in 0..128 {
+            run(&mut e, &format!("HSET h f{i} v"));
+        }
+        let is_ht = |e: &mut Emulator| match &e.core().db.map[&b"h"[..]].value {
+            crate::emulator::keyspace::Value::Hash(h) => h.hashtable,
+            _ => unreachable!(),
+        };
+        assert!(!is_ht(&mut e));
+        run(&mut e, "HSET h f128 v");
+        assert!(is_ht(&mut e));
+        let mut big: Vec<Vec<u8>> = vec![b"HSET".to_vec(), b"big".to_vec()];
+        for i in 0..50_000 {
+            big.push(format!("f{i}").into_bytes());
+            big.push(b"v".to_vec());
+        }
+        assert_eq!(e.execute_owned(&big), Reply::Int(50_000));
+        let mut del: Vec<Vec<u8>> = vec![b"HDEL".to_vec(), b"big".to_vec()];
+        del.extend((0..49_999).map(|i| format!("f{i}").into_bytes()));
+        assert_eq!(e.execute_owned(&del), Reply::Int(49_999));
+        assert_eq!(run(&mut e, "HGETALL big"), bulks(&["f49999", "v"]));
+        let mut e2 = Emulator::new();
+        run(&mut e2, &format!("HSET h a {}", "x".repeat(65)));
+        assert!(is_ht(&mut e2));
+    }
+}
