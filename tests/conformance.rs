@@ -36,6 +36,8 @@ struct Case {
     out: PathBuf,
     /// The lines to send, without comments, each without its `\n`.
     lines: Vec<Vec<u8>>,
+    /// For each of `lines`, its 1-based line number in the .txt file.
+    line_numbers: Vec<usize>,
 }
 
 impl Case {
@@ -84,23 +86,27 @@ fn load_cases() -> Vec<Case> {
         let text = std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
         // A final "\n" ends the last line rather than starting an empty one.
         let body = text.strip_suffix(b"\n").unwrap_or(&text);
-        let lines = if text.is_empty() {
-            Vec::new()
-        } else {
-            body.split(|&b| b == b'\n').filter(|l| !l.starts_with(b"#")).map(|l| l.to_vec()).collect()
-        };
-        cases.push(Case { out: path.with_extension("out"), txt: path, name, lines });
+        let (mut lines, mut line_numbers) = (Vec::new(), Vec::new());
+        if !text.is_empty() {
+            for (i, l) in body.split(|&b| b == b'\n').enumerate() {
+                if !l.starts_with(b"#") {
+                    lines.push(l.to_vec());
+                    line_numbers.push(i + 1);
+                }
+            }
+        }
+        cases.push(Case { out: path.with_extension("out"), txt: path, name, lines, line_numbers });
     }
     cases.sort_by(|a, b| a.name.cmp(&b.name));
     cases
 }
 
-/// Shows bytes readably: printable ASCII as is, the rest escaped, `\n` kept as a line break.
+/// Shows bytes readably on one line: printable ASCII as is, the rest escaped (`\n`, `\xHH`).
 fn show(b: &[u8]) -> String {
     let mut s = String::new();
     for &c in b {
         match c {
-            b'\n' => s.push_str("⏎\n        "),
+            b'\n' => s.push_str("\\n"),
             b'\\' => s.push_str("\\\\"),
             0x20..=0x7e => s.push(c as char),
             _ => s.push_str(&format!("\\x{c:02x}")),
@@ -118,8 +124,8 @@ fn first_difference(case: &Case, chunks: &[(usize, Vec<u8>)], expected: &[u8], a
     for (line_no, chunk) in chunks {
         let end = at + chunk.len();
         if expected.get(at..end) != Some(chunk.as_slice()) {
-            // Show the expected text up to as many lines as the actual output has, plus one.
-            let want_lines = chunk.iter().filter(|&&b| b == b'\n').count() + 1;
+            // Show as many lines of the expected text as the actual output has.
+            let want_lines = chunk.iter().filter(|&&b| b == b'\n').count().max(1);
             let mut want_end = at;
             let mut seen = 0;
             while want_end < expected.len() && seen < want_lines {
@@ -129,10 +135,10 @@ fn first_difference(case: &Case, chunks: &[(usize, Vec<u8>)], expected: &[u8], a
                 want_end += 1;
             }
             report.push_str(&format!(
-                "  {}: first differing command, case line {}:\n    {}\n    expected (.out, from byte {at}): {}\n    {arm} printed: {}\n",
+                "  {}.txt line {}: first differing command:\n    {}\n    expected (.out byte {at}): \"{}\"\n    {arm} printed: \"{}\"\n",
                 case.name,
-                line_no,
-                show(&case.lines[*line_no - 1]).trim_end(),
+                case.line_numbers[*line_no - 1],
+                show(&case.lines[*line_no - 1]),
                 show(&expected[at.min(expected.len())..want_end.min(expected.len())]),
                 show(chunk),
             ));
