@@ -1,6 +1,5 @@
 //! The in-memory keyspace: Redis's value types, expiry read from the emulator's clock, and SCAN.
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
-use std::cmp::Ordering;
+use std::collections::{HashMap, HashSet, VecDeque};
 
 /// A string value, kept as an integer when Redis would use the integer encoding.
 #[derive(Clone, Debug, PartialEq)]
@@ -80,87 +79,9 @@ pub fn parse_canonical_i64(b: &[u8]) -> Option<i64> {
     }
 }
 
-/// A score with Redis's ordering (never NaN; -0 equals 0).
-#[derive(Clone, Copy, Debug)]
-pub struct Score(pub f64);
-impl PartialEq for Score {
-    fn eq(&self, o: &Self) -> bool {
-        self.0 == o.0
-    }
-}
-impl Eq for Score {}
-impl PartialOrd for Score {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Score {
-    fn cmp(&self, o: &Self) -> Ordering {
-        self.0.partial_cmp(&o.0).unwrap_or(Ordering::Equal)
-    }
-}
-
-/// A sorted set: a member-to-score map plus a tree ordered by (score, member), so range queries by score
-/// are O(log n + m).
-#[derive(Clone, Debug, Default)]
-pub struct ZSet {
-    pub dict: HashMap<Vec<u8>, f64>,
-    pub tree: BTreeSet<(Score, Vec<u8>)>,
-    /// True once Redis would have converted the set to a skiplist (it never converts back by itself).
-    pub skiplist: bool,
-}
-
-impl ZSet {
-    pub fn len(&self) -> usize {
-        self.dict.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.dict.is_empty()
-    }
-    pub fn score(&self, m: &[u8]) -> Option<f64> {
-        self.dict.get(m).copied()
-    }
-    /// Inserts or updates; returns the previous score.
-    pub fn insert(&mut self, m: &[u8], s: f64) -> Option<f64> {
-        match self.dict.get_mut(m) {
-            Some(old) => {
-                let prev = *old;
-                if prev != s || prev.is_sign_negative() != s.is_sign_negative() {
-                    self.tree.remove(&(Score(prev), m.to_vec()));
-                    *old = s;
-                    self.tree.insert((Score(s), m.to_vec()));
-                }
-                Some(prev)
-            }
-            None => {
-                self.dict.insert(m.to_vec(), s);
-                self.tree.insert((Score(s), m.to_vec()));
-                None
-            }
-        }
-    }
-    pub fn remove(&mut self, m: &[u8]) -> bool {
-        match self.dict.remove(m) {
-            Some(s) => {
-                self.tree.remove(&(Score(s), m.to_vec()));
-                true
-            }
-            None => false,
-        }
-    }
-    /// 0-based rank of a member in ascending order.
-    pub fn rank(&self, m: &[u8]) -> Option<usize> {
-        let s = self.dict.get(m)?;
-        Some(self.tree.range(..(Score(*s), m.to_vec())).count())
-    }
-    /// Updates the encoding flag after a write, with Redis 7.0's default thresholds
-    /// (zset-max-listpack-entries 128, zset-max-listpack-value 64).
-    pub fn note_write(&mut self, longest_member: usize) {
-        if !self.skiplist && (self.dict.len() > 128 || longest_member > 64) {
-            self.skiplist = true;
-        }
-    }
-}
+mod zset;
+/// Sorted sets live in their own file: a member index plus a skiplist with spans.
+pub use zset::{LexBound, LexRange, ScoreRange, ZRef, ZSet};
 
 /// A hash that keeps insertion order, as Redis's listpack encoding does for small hashes.
 #[derive(Clone, Debug, Default)]
