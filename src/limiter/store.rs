@@ -1,0 +1,145 @@
+//! A model of the few Redis keys one script touches: values with PEXPIRE deadlines that vanish
+//! exactly when Redis 7.0 would drop them, so reference models forget state when Redis does.
+use std::collections::HashMap;
+
+/// Keys of one reference model, each with an optional deadline in server milliseconds.
+///
+/// Redis 7.0 treats a key as gone once the server clock is strictly past its deadline
+/// (`keyIsExpired`: `now > when`), and `PEXPIRE` with a TTL that is not positive deletes the key at
+/// once; both rules are kept here.
+#[derive(Clone, Debug)]
+pub(crate) struct Store<V> {
+    map: HashMap<String, Slot<V>>,
+    /// When the map reaches this size, expired keys are swept so a long simulation over many
+    /// subjects does not keep every subject it ever saw (Redis's active expiry does the same).
+    sweep_at: usize,
+}
+
+#[derive(Clone, Debug)]
+struct Slot<V> {
+    value: V,
+    deadline: Option<i64>,
+}
+
+const FIRST_SWEEP: usize = 1024;
+
+impl<V> Default for Store<V> {
+    fn default() -> Self {
+        Store { map: HashMap::new(), sweep_at: FIRST_SWEEP }
+    }
+}
+
+impl<V> Store<V> {
+    /// The live value of `key` at server time `server`; an expired key is removed first.
+    pub fn get(&mut self, key: &str, server: i64) -> Option<&mut V> {
+        let expired = match self.map.get(key) {
+            None => return None,
+            Some(slot) => slot.deadline.is_some_and(|d| server > d),
+        };
+        if expired {
+            self.map.remove(key);
+            return None;
+        }
+        self.map.get_mut(key).map(|s| &mut s.value)
+    }
+
+    /// Writes `value` as HSET, INCR or ZADD do: a live key keeps its deadline, a new key has none.
+    pub fn put(&mut self, key: &str, value: V, server: i64) {
+        if let Some(slot) = self.map.get_mut(key) {
+            if !slot.deadline.is_some_and(|d| server > d) {
+                slot.value = value;
+                return;
+            }
+        }
+        self.insert(key, Slot { value, deadline: None }, server);
+    }
+
+    /// Writes `value` with a TTL, as `SET key value PX ttl` does.
+    pub fn put_px(&mut self, key: &str, value: V, ttl: i64, server: i64) {
+        if ttl <= 0 {
+            self.map.remove(key);
+            return;
+        }
+        self.insert(key, Slot { value, deadline: Some(server.saturating_add(ttl)) }, server);
+    }
+
+    /// `PEXPIRE key ttl` on a live key (a missing key is left missing).
+    pub fn pexpire(&mut self, key: &str, ttl: i64, server: i64) {
+        if self.get(key, server).is_none() {
+            return;
+        }
+        if ttl <= 0 {
+            self.map.remove(key);
+        } else if let Some(slot) = self.map.get_mut(key) {
+            slot.deadline = Some(server.saturating_add(ttl));
+        }
+    }
+
+    /// Deletes `key` (a sorted set or hash whose last element went away).
+    pub fn remove(&mut self, key: &str) {
+        self.map.remove(key);
+    }
+
+    /// The live keys at `server`, sorted, with their deadlines.
+    pub fn keys(&self, server: i64) -> Vec<(String, Option<i64>)> {
+        let mut v: Vec<(String, Option<i64>)> = self
+            .map
+            .iter()
+            .filter(|(_, s)| !s.deadline.is_some_and(|d| server > d))
+            .map(|(k, s)| (k.clone(), s.deadline))
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn insert(&mut self, key: &str, slot: Slot<V>, server: i64) {
+        if let Some(s) = self.map.get_mut(key) {
+            *s = slot;
+            return;
+        }
+        if self.map.len() >= self.sweep_at {
+            self.map.retain(|_, s| !s.deadline.is_some_and(|d| server > d));
+            self.sweep_at = (self.map.len() * 2).max(FIRST_SWEEP);
+        }
+        self.map.insert(key.to_owned(), slot);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_lives_through_its_deadline_and_goes_after_it() {
+        let mut s: Store<i64> = Store::default();
+        s.put("k", 1, 0);
+        s.pexpire("k", 10, 100);
+        assert_eq!(s.get("k", 110).copied(), Some(1));
+        assert_eq!(s.get("k", 111), None);
+        assert!(s.keys(111).is_empty());
+    }
+
+    #[test]
+    fn put_keeps_the_deadline_and_pexpire_of_zero_deletes() {
+        let mut s: Store<i64> = Store::default();
+        s.put_px("k", 1, 5, 0);
+        s.put("k", 2, 3);
+        assert_eq!(s.keys(3), vec![("k".to_string(), Some(5))]);
+        s.pexpire("k", 0, 3);
+        assert_eq!(s.get("k", 3), None);
+        s.pexpire("missing", 5, 3);
+        assert!(s.keys(3).is_empty());
+    }
+
+    #[test]
+    fn sweeping_drops_only_expired_keys() {
+        let mut s: Store<i64> = Store::default();
+        for i in 0..FIRST_SWEEP - 1 {
+            s.put_px(&format!("old{i}"), 0, 1, 0);
+        }
+        s.put("live", 7, 0);
+        s.put("new", 1, 10);
+        assert_eq!(s.map.len(), 2, "the old keys expired at 1 and were swept at 10");
+        assert_eq!(s.get("live", 10).copied(), Some(7));
+    }
+}
