@@ -6,6 +6,7 @@ use super::flags::*;
 use super::{arg_i64, CommandSpec, KeySpec, NOT_FLOAT};
 use crate::emulator::core::Core;
 use crate::emulator::keyspace::{parse_canonical_i64, Hash, Value};
+use crate::emulator::longdouble::{self, IncrFloatError};
 use crate::emulator::reply::Reply;
 use crate::tri;
 
@@ -151,25 +152,29 @@ fn hincrby(core: &mut Core, a: &[&[u8]]) -> Reply {
 }
 
 const INCR_NOT_FINITE: &str = "ERR value is NaN or Infinity";
-const HASH_NOT_FLOAT: &str = "ERR hash value is not a float";
-const SUM_NOT_FINITE: &str = "ERR increment would produce NaN or Infinity";
 
 /// HINCRBYFLOAT, in Redis 7.0's order: the increment must parse as a long double ("not a valid
 /// float") and be finite ("NaN or Infinity") before the key's type is looked at; then the stored
-/// value must parse ("hash value is not a float") and the sum be finite.
+/// value must parse ("hash value is not a float") and the sum be finite. The arithmetic and the
+/// printing are C `long double`'s, as in Redis (see [`longdouble`]).
 fn hincrbyfloat(core: &mut Core, a: &[&[u8]]) -> Reply {
     let (field, incr) = (a[2], a[3]);
-    tri!(check_float_incr(incr));
+    if !longdouble::is_valid_float(incr) {
+        return Reply::err(NOT_FLOAT);
+    }
+    if is_inf_literal(incr) {
+        return Reply::err(INCR_NOT_FINITE);
+    }
     let hash = tri!(hash_of(core, a[1]));
     let cur: &[u8] = match &hash {
         Some(h) => h.get(field).map_or(b"0", |v| v.as_slice()),
         None => b"0",
     };
-    let new = match float_sum(cur, incr) {
+    let new = match longdouble::incr_by_float_checked(cur, incr) {
         Ok(v) => v,
-        Err(FloatErr::Current) => return Reply::err(HASH_NOT_FLOAT),
-        Err(FloatErr::Incr) => return Reply::err(NOT_FLOAT),
-        Err(FloatErr::NotFinite) => return Reply::err(SUM_NOT_FINITE),
+        Err(IncrFloatError::BadCurrent) => return Reply::err(longdouble::HASH_NOT_FLOAT),
+        Err(IncrFloatError::BadIncr) => return Reply::err(NOT_FLOAT),
+        Err(IncrFloatError::NanOrInf) => return Reply::err(longdouble::NAN_OR_INF),
     };
     let reply = Reply::Bulk(new.clone());
     match hash {
@@ -185,110 +190,16 @@ fn hincrbyfloat(core: &mut Core, a: &[&[u8]]) -> Reply {
     reply
 }
 
-/// Why a float increment failed.
-#[derive(Debug, PartialEq)]
-enum FloatErr {
-    /// The stored value is not a float.
-    Current,
-    /// The increment is not a float.
-    Incr,
-    /// The sum is infinite or NaN.
-    NotFinite,
-}
-
-/// The increment checks HINCRBYFLOAT makes before touching the key.
-fn check_float_incr(incr: &[u8]) -> Result<(), Reply> {
-    if is_inf_literal(incr) {
-        // strtold accepts "inf"/"infinity", so it parses, and is then refused as infinite.
-        return Err(Reply::err(INCR_NOT_FINITE));
-    }
-    match float_sum(b"0", incr) {
-        Err(FloatErr::Incr) | Err(FloatErr::Current) => Err(Reply::err(NOT_FLOAT)),
-        // 0 + a finite long double is finite; kept for safety.
-        Err(FloatErr::NotFinite) => Err(Reply::err(INCR_NOT_FINITE)),
-        Ok(_) => Ok(()),
-    }
-}
-
-/// `[+-]inf` or `[+-]infinity`, any case: the only spellings of an infinite long double that strtold
-/// returns without ERANGE (overflowing literals such as `1e5000` are refused as not a float).
+/// For an increment `string2ld` accepted: true when it is infinite. Only `[+-]inf` and
+/// `[+-]infinity` (any case) qualify, since an overflowing literal such as `1e5000` is refused as
+/// not a float; like `strtold`, the text ends at an embedded NUL.
 fn is_inf_literal(b: &[u8]) -> bool {
+    let b = b.split(|&c| c == 0).next().unwrap_or(b);
     let t = match b.first() {
         Some(b'+') | Some(b'-') => &b[1..],
         _ => b,
     };
     t.eq_ignore_ascii_case(b"inf") || t.eq_ignore_ascii_case(b"infinity")
-}
-
-/// `current + incr`, printed as Redis's `ld2string(.., LD_STR_HUMAN)` prints it.
-///
-/// Redis computes in C `long double`; the C-backed `crate::emulator::longdouble` module is meant to
-/// provide that. FALLBACK: until it exists this computes in f64, which gives Redis's digits for
-/// everyday values (0.1 + 0.2, integers, short decimals) but can differ in the last printed digits
-/// or for values beyond f64's range.
-fn float_sum(current: &[u8], incr: &[u8]) -> Result<Vec<u8>, FloatErr> {
-    let c = parse_ld_f64(current).ok_or(FloatErr::Current)?;
-    let i = parse_ld_f64(incr).ok_or(FloatErr::Incr)?;
-    let v = c + i;
-    if !v.is_finite() {
-        return Err(FloatErr::NotFinite);
-    }
-    Ok(format_human(v))
-}
-
-/// Redis's `string2ld` approximated in f64 (FALLBACK, see [`float_sum`]): no leading space, whole
-/// input consumed, no NaN, at most 5119 bytes; infinities parse.
-fn parse_ld_f64(b: &[u8]) -> Option<f64> {
-    if b.is_empty() || b.len() >= 5 * 1024 {
-        return None;
-    }
-    if is_inf_literal(b) {
-        return Some(if b[0] == b'-' { f64::NEG_INFINITY } else { f64::INFINITY });
-    }
-    let v = super::parse_f64(b)?;
-    // An overflowing literal is ERANGE in strtold and refused.
-    if v.is_finite() { Some(v) } else { None }
-}
-
-/// Redis prints `%.17Lf` with trailing zeros (and a bare dot) removed, and `-0` as `0`. FALLBACK:
-/// f64 carries about 2 fewer digits than a long double, so printing 17 decimals of an f64 sum would
-/// expose its binary error (1.1 as 1.10000000000000009); the value is first rounded to 15
-/// significant digits, which gives Redis's text for everyday sums such as 1.1 + 2.2 = 3.3.
-fn format_human(v: f64) -> Vec<u8> {
-    if v == 0.0 {
-        return b"0".to_vec();
-    }
-    let e_form = format!("{:.14e}", v.abs());
-    let (mant, exp) = e_form.split_once('e').unwrap_or((e_form.as_str(), "0"));
-    let exp: i64 = exp.parse().unwrap_or(0);
-    let digits: Vec<u8> = mant.bytes().filter(u8::is_ascii_digit).collect();
-    let mut out = Vec::with_capacity(digits.len() + 24);
-    if v < 0.0 {
-        out.push(b'-');
-    }
-    let (int_part, frac_part): (Vec<u8>, Vec<u8>) = if exp >= 0 {
-        let n = exp as usize + 1;
-        let mut int_part: Vec<u8> = digits.iter().take(n).copied().collect();
-        int_part.resize(n, b'0');
-        (int_part, digits.iter().skip(n).copied().collect())
-    } else {
-        let mut frac = vec![b'0'; (-exp - 1) as usize];
-        frac.extend_from_slice(&digits);
-        (b"0".to_vec(), frac)
-    };
-    out.extend_from_slice(&int_part);
-    let mut frac: Vec<u8> = frac_part.into_iter().take(17).collect();
-    while frac.last() == Some(&b'0') {
-        frac.pop();
-    }
-    if !frac.is_empty() {
-        out.push(b'.');
-        out.extend_from_slice(&frac);
-    }
-    if out == b"-0" {
-        out = b"0".to_vec();
-    }
-    out
 }
 
 /// Replies with the whole hash (HGETALL as a map, HKEYS/HVALS as arrays), in the hash's order.
@@ -408,6 +319,8 @@ mod tests {
         assert_eq!(run(&mut e, "HINCRBYFLOAT h inf 1"), err("ERR increment would produce NaN or Infinity"));
         assert_eq!(run(&mut e, "HINCRBYFLOAT h n nan"), err("ERR value is not a valid float"));
         assert_eq!(run(&mut e, "HINCRBYFLOAT h n 1e5000"), err("ERR value is not a valid float"));
+        assert_eq!(run(&mut e, "HINCRBYFLOAT h n 1e-5000"), err("ERR value is not a valid float"));
+        assert_eq!(run(&mut e, "HINCRBYFLOAT h n -Infinity"), err("ERR value is NaN or Infinity"));
     }
 
     #[test]
@@ -422,6 +335,11 @@ mod tests {
         assert_eq!(run(&mut e, "HINCRBYFLOAT h x 0x10"), Reply::bulk("16"));
         assert_eq!(run(&mut e, "HINCRBYFLOAT h y 1e3"), Reply::bulk("1000"));
         assert_eq!(run(&mut e, "HGET h f"), Reply::bulk("3.3"));
+        // Printed by Redis 7.0.15 (long double arithmetic, %.17Lf).
+        assert_eq!(run(&mut e, "HINCRBYFLOAT h k -1.5e20"), Reply::bulk("-150000000000000000000"));
+        assert_eq!(run(&mut e, "HINCRBYFLOAT h k 1e-5"), Reply::bulk("-150000000000000000000"));
+        assert_eq!(run(&mut e, "HINCRBYFLOAT h l 12345678.123456789"), Reply::bulk("12345678.12345678899964696"));
+        assert_eq!(run(&mut e, "HINCRBYFLOAT h l 1"), Reply::bulk("12345679.12345678899964696"));
     }
 
     #[test]
