@@ -6,8 +6,7 @@
 //! `NAME.out` is what a piped real redis-cli printed for the file; with `LIMITLAB_RECORD=1` the real arm
 //! rewrites it instead of comparing. `LIMITLAB_CASES=strings,keys` limits a run to some files.
 //!
-//! Do not use `quit`/`exit` in case files: the emulator arm runs the commands one line at a time (to point
-//! at the first differing command) and would not stop there.
+//! When a file differs, its commands are replayed one line at a time to point at the first differing one.
 mod common;
 
 use std::io::Write as _;
@@ -160,12 +159,26 @@ fn first_difference(case: &Case, chunks: &[(usize, Vec<u8>)], expected: &[u8], a
     report
 }
 
-/// Runs a case on a fresh emulator, one line at a time: `(1-based line number among sent lines, output)`.
-fn run_on_emulator(case: &Case) -> Vec<(usize, Vec<u8>)> {
-    let mut emu = Emulator::new();
-    // Start at the real time so absolute timestamps in cases (EXPIREAT 1700000000) fall where they do on a
-    // real server.
+/// A fresh emulator whose clock starts at the real time, so absolute timestamps in cases
+/// (`EXPIREAT k 1700000000`) fall where they do on a real server.
+fn fresh_emulator() -> Emulator {
+    let emu = Emulator::new();
     emu.clock().set_micros(SystemClock.now_micros());
+    emu
+}
+
+/// Runs a whole case file through `redis_cli::run` on a fresh emulator, as `limitlab cli` would.
+fn run_file_on_emulator(case: &Case) -> Vec<u8> {
+    let mut emu = fresh_emulator();
+    let mut out = Vec::new();
+    redis_cli::run(&case.input()[..], &mut out, &mut emu).expect("writing to a Vec cannot fail");
+    out
+}
+
+/// Runs a case on a fresh emulator one line at a time, to tell which command printed what:
+/// `(1-based index among sent lines, output)`.
+fn run_lines_on_emulator(case: &Case) -> Vec<(usize, Vec<u8>)> {
+    let mut emu = fresh_emulator();
     let mut chunks = Vec::with_capacity(case.lines.len());
     for (i, line) in case.lines.iter().enumerate() {
         let mut input = line.clone();
@@ -175,6 +188,10 @@ fn run_on_emulator(case: &Case) -> Vec<(usize, Vec<u8>)> {
         chunks.push((i + 1, out));
     }
     chunks
+}
+
+fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default()
 }
 
 #[test]
@@ -189,24 +206,21 @@ fn emulator_matches_recorded_redis_cli_output() {
             failures.push(format!("  {}: no {} (record it with LIMITLAB_RECORD=1)\n", case.name, case.out.display()));
             continue;
         };
-        let result = catch_unwind(AssertUnwindSafe(|| run_on_emulator(case)));
-        let chunks = match result {
-            Ok(c) => c,
+        let got = match catch_unwind(AssertUnwindSafe(|| run_file_on_emulator(case))) {
+            Ok(g) => g,
             Err(p) => {
-                let msg = p
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_default();
-                failures.push(format!("  {}: the emulator panicked: {msg}\n", case.name));
+                failures.push(format!("  {}: the emulator panicked: {}\n", case.name, panic_text(p)));
                 continue;
             }
         };
-        let got: Vec<u8> = chunks.iter().flat_map(|(_, c)| c.iter().copied()).collect();
         if got == expected {
             passed += 1;
-        } else {
-            failures.push(first_difference(case, &chunks, &expected, "emulator"));
+            continue;
+        }
+        // Replay line by line to point at the first command that differs.
+        match catch_unwind(AssertUnwindSafe(|| run_lines_on_emulator(case))) {
+            Ok(chunks) => failures.push(first_difference(case, &chunks, &expected, "emulator")),
+            Err(p) => failures.push(format!("  {}: differs, and the emulator panicked on replay: {}\n", case.name, panic_text(p))),
         }
     }
     println!("conformance (emulator): {} case files, {total_lines} command lines, {passed} files match", cases.len());
@@ -331,4 +345,21 @@ fn case_files_have_enough_lines() {
         return;
     }
     assert!(total >= MIN_CASE_LINES, "only {total} case lines, want at least {MIN_CASE_LINES}");
+}
+
+/// redis-cli's own output that no command produces (help text, REPL notices) matches the real redis-cli.
+#[test]
+fn cli_only_lines_match_real_redis_cli() {
+    let Some(server) = RedisServer::start_or_skip("cli_only_lines_match_real_redis_cli") else {
+        return;
+    };
+    if !have_binary("redis-cli") {
+        assert!(std::env::var_os("CI").is_none(), "redis-cli is not installed (CI is set, so this is an error)");
+        return;
+    }
+    let input = b"help\n?\n2 help\n:set hints\n:set x\n:foo\nrestart\nclear\n\n  \n\"x\n0 ping\n";
+    let real = redis_cli(server.port(), input);
+    let mut ours = Vec::new();
+    redis_cli::run_on(&input[..], &mut ours, |_| limitlab::emulator::Reply::ok()).unwrap();
+    assert_eq!(String::from_utf8_lossy(&ours), String::from_utf8_lossy(&real));
 }

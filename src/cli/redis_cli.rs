@@ -13,6 +13,7 @@
 //! - `quit`/`exit` end the input; `:set hints|nohints` are accepted silently and other `:` words print
 //!   `unknown redis-cli internal command ...`; `clear` prints the terminal clear sequence; `restart` prints
 //!   its "Lua debugging mode" notice;
+//! - `help` prints redis-cli's general help text (per-command pages are not reproduced);
 //! - replies are written by [`write_reply`], each followed by `\n`.
 use std::io::{BufRead, Write};
 
@@ -325,6 +326,20 @@ fn strtol_whole(s: &[u8]) -> Option<Result<i64, ()>> {
     Some(Ok(v))
 }
 
+/// What redis-cli 7.0 prints for `help`. redis-cli's per-command help pages (`help GET`) are not
+/// reproduced: any `help` line prints this text.
+const HELP: &str = "redis-cli 7.0.15\n\
+To get help about Redis commands type:\n      \
+\"help @<group>\" to get a list of commands in <group>\n      \
+\"help <command>\" for help on <command>\n      \
+\"help <tab>\" to get a list of possible help topics\n      \
+\"quit\" to exit\n\
+\n\
+To set redis-cli preferences:\n      \
+\":set hints\" enable online hints\n      \
+\":set nohints\" disable online hints\n\
+Set your preferences in ~/.redisclirc\n";
+
 /// Runs redis-cli input through any executor (the emulator, or a connection to a real Redis), printing
 /// each reply the way piped redis-cli does.
 pub fn run_on<R, W, F>(mut input: R, mut out: W, mut exec: F) -> std::io::Result<()>
@@ -350,9 +365,16 @@ where
             LineAction::Print(s) => buf.extend_from_slice(s),
             LineAction::PrintOwned(s) => buf.extend_from_slice(&s),
             LineAction::Send { args, skip, repeat } => {
+                let cmd = &args[skip..];
+                // redis-cli answers `help` itself, once, whatever the repeat count.
+                let help = cmd[0].eq_ignore_ascii_case(b"help") || cmd[0] == b"?";
+                let repeat = if help { 1 } else { repeat };
                 for _ in 0..repeat {
-                    let reply = exec(&args[skip..]);
-                    write_reply(&reply, &mut buf);
+                    if help {
+                        buf.extend_from_slice(HELP.as_bytes());
+                    } else {
+                        write_reply(&exec(cmd), &mut buf);
+                    }
                     // Flush as we go so a long repeat does not hold everything in memory.
                     if buf.len() > 1 << 16 {
                         out.write_all(&buf)?;
@@ -461,6 +483,9 @@ mod tests {
              Use 'restart' only in Lua debugging mode.\n\x1b[H\x1b[2Jconnect\n"
         );
         assert_eq!(run_str("ping\r\n", echo_exec), "ping\n");
+        let help = run_str("help\n", echo_exec);
+        assert_eq!(help, HELP);
+        assert_eq!(run_str("2 ?\n", echo_exec), HELP);
     }
 
     #[test]
