@@ -1,7 +1,467 @@
 //! The C libraries Redis 7.0 links into its Lua: cjson, bit, struct and cmsgpack, rebuilt in Rust.
-use mlua::{Lua, Table};
+//!
+//! Besides the installer, this module holds the small pieces of the Lua 5.1 auxiliary library
+//! (`luaL_checknumber`, `luaL_argerror`, `luaL_where`, ...) that the four libraries share, so that
+//! argument checks and error texts come out exactly as the C originals print them inside Redis.
+use mlua::{Lua, Table, Value};
+
+pub mod bit;
+pub mod cjson;
+pub mod cmsgpack;
+pub mod structlib;
 
 /// Installs `cjson`, `bit`, `struct` and `cmsgpack` into `globals`.
-pub fn register_all(_lua: &Lua, _globals: &Table) -> mlua::Result<()> {
+pub fn register_all(lua: &Lua, globals: &Table) -> mlua::Result<()> {
+    globals.raw_set("cjson", cjson::module(lua)?)?;
+    globals.raw_set("struct", structlib::module(lua)?)?;
+    globals.raw_set("cmsgpack", cmsgpack::module(lua)?)?;
+    globals.raw_set("bit", bit::module(lua)?)?;
     Ok(())
+}
+
+/// Helpers for library functions written directly against the Lua C API.
+///
+/// cjson and cmsgpack work on the Lua stack exactly as their C originals do (same pushes, same
+/// `lua_checkstack` calls), which reproduces their nesting and result-count limits for free and
+/// keeps them clear of mlua's auxiliary reference stack (which a Rust-side copy of a large or
+/// deep table would exhaust). Errors travel back as complete messages and are raised as plain Lua
+/// string errors by [`raw::run`], from a frame that owns nothing.
+pub(crate) mod raw {
+    use std::ffi::CStr;
+    use std::os::raw::c_int;
+
+    use mlua::ffi::{self, lua_State};
+
+    /// A finished error message (position prefix included when the C adds one).
+    pub(crate) type Msg = Vec<u8>;
+    pub(crate) type R<T> = Result<T, Msg>;
+
+    /// Runs a library body and turns its error into a Lua error carrying the message string.
+    /// A panic (a bug, never user input) is reported as an error instead of unwinding into Lua.
+    pub(crate) unsafe fn run(l: *mut lua_State, body: unsafe fn(*mut lua_State) -> R<c_int>) -> c_int {
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe { body(l) }));
+        let msg = match result {
+            Ok(Ok(n)) => return n,
+            Ok(Err(msg)) => msg,
+            Err(_) => b"internal error in a Lua library function".to_vec(),
+        };
+        raise(l, msg)
+    }
+
+    /// Raises `msg` as a Lua string error; nothing needing a destructor outlives the call.
+    unsafe fn raise(l: *mut lua_State, msg: Msg) -> ! {
+        ffi::lua_settop(l, 0);
+        ffi::lua_pushlstring_(l, msg.as_ptr().cast(), msg.len());
+        drop(msg);
+        ffi::lua_error(l)
+    }
+
+    /// `luaL_where(L, 1)`.
+    pub(crate) unsafe fn where_(l: *mut lua_State) -> Msg {
+        let mut ar: ffi::lua_Debug = std::mem::zeroed();
+        if ffi::lua_getstack(l, 1, &mut ar) != 0 {
+            ffi::lua_getinfo(l, c"Sl".as_ptr(), &mut ar);
+            if ar.currentline > 0 {
+                let src = CStr::from_ptr(ar.short_src.as_ptr()).to_bytes();
+                let mut m = src.to_vec();
+                m.extend_from_slice(format!(":{}: ", ar.currentline).as_bytes());
+                return m;
+            }
+        }
+        Vec::new()
+    }
+
+    /// `luaL_error`: `msg` behind the caller's position.
+    pub(crate) unsafe fn error(l: *mut lua_State, msg: impl AsRef<[u8]>) -> Msg {
+        let mut m = where_(l);
+        m.extend_from_slice(msg.as_ref());
+        m
+    }
+
+    /// `luaL_argerror`.
+    pub(crate) unsafe fn arg_error(l: *mut lua_State, narg: c_int, extramsg: impl AsRef<[u8]>) -> Msg {
+        let extra = extramsg.as_ref();
+        let mut ar: ffi::lua_Debug = std::mem::zeroed();
+        if ffi::lua_getstack(l, 0, &mut ar) == 0 {
+            let mut m = format!("bad argument #{narg} (").into_bytes();
+            m.extend_from_slice(extra);
+            m.push(b')');
+            return error(l, m);
+        }
+        ffi::lua_getinfo(l, c"n".as_ptr(), &mut ar);
+        let name: Vec<u8> = if ar.name.is_null() {
+            b"?".to_vec()
+        } else {
+            CStr::from_ptr(ar.name).to_bytes().to_vec()
+        };
+        let method = !ar.namewhat.is_null() && CStr::from_ptr(ar.namewhat).to_bytes() == b"method";
+        let mut narg = narg;
+        let mut m = Vec::new();
+        if method {
+            narg -= 1;
+            if narg == 0 {
+                m.extend_from_slice(b"calling '");
+                m.extend_from_slice(&name);
+                m.extend_from_slice(b"' on bad self (");
+                m.extend_from_slice(extra);
+                m.push(b')');
+                return error(l, m);
+            }
+        }
+        m.extend_from_slice(format!("bad argument #{narg} to '").as_bytes());
+        m.extend_from_slice(&name);
+        m.extend_from_slice(b"' (");
+        m.extend_from_slice(extra);
+        m.push(b')');
+        error(l, m)
+    }
+
+    /// `luaL_typename`, "no value" for an absent argument.
+    pub(crate) unsafe fn typename(l: *mut lua_State, idx: c_int) -> &'static [u8] {
+        let t = ffi::lua_type(l, idx);
+        if t == ffi::LUA_TNONE {
+            return b"no value";
+        }
+        CStr::from_ptr(ffi::lua_typename(l, t)).to_bytes()
+    }
+
+    /// `luaL_typerror`.
+    pub(crate) unsafe fn type_error(l: *mut lua_State, narg: c_int, tname: &str) -> Msg {
+        let mut m = format!("{tname} expected, got ").into_bytes();
+        m.extend_from_slice(typename(l, narg));
+        arg_error(l, narg, m)
+    }
+
+    /// `luaL_checkinteger` (the C cast of the number, as Lua itself does it).
+    pub(crate) unsafe fn check_integer(l: *mut lua_State, narg: c_int) -> R<i64> {
+        let d = ffi::lua_tointeger_(l, narg);
+        if d == 0 && ffi::lua_isnumber(l, narg) == 0 {
+            return Err(type_error(l, narg, "number"));
+        }
+        Ok(d as i64)
+    }
+
+    /// `luaL_optinteger`.
+    pub(crate) unsafe fn opt_integer(l: *mut lua_State, narg: c_int, def: i64) -> R<i64> {
+        if ffi::lua_type(l, narg) <= ffi::LUA_TNIL {
+            return Ok(def);
+        }
+        check_integer(l, narg)
+    }
+
+    /// `luaL_checklstring`: the bytes stay valid while the value stays on the stack (numbers
+    /// are converted in place, as in C).
+    pub(crate) unsafe fn check_lstring<'a>(l: *mut lua_State, narg: c_int) -> R<&'a [u8]> {
+        let mut len = 0usize;
+        let p = ffi::lua_tolstring(l, narg, &mut len);
+        if p.is_null() {
+            return Err(type_error(l, narg, "string"));
+        }
+        Ok(std::slice::from_raw_parts(p.cast(), len))
+    }
+
+    /// `luaL_checkoption` without a default; compares as C strings.
+    pub(crate) unsafe fn check_option(l: *mut lua_State, narg: c_int, options: &[&str]) -> R<usize> {
+        let s = check_lstring(l, narg)?;
+        let name = match s.iter().position(|&b| b == 0) {
+            Some(p) => &s[..p],
+            None => s,
+        };
+        if let Some(i) = options.iter().position(|o| o.as_bytes() == name) {
+            return Ok(i);
+        }
+        let mut m = b"invalid option '".to_vec();
+        m.extend_from_slice(name);
+        m.push(b'\'');
+        Err(arg_error(l, narg, m))
+    }
+
+    /// Pushes a byte string.
+    pub(crate) unsafe fn push_bytes(l: *mut lua_State, b: &[u8]) {
+        ffi::lua_pushlstring_(l, b.as_ptr().cast(), b.len());
+    }
+}
+
+/// Stack slots one C function may use (`LUAI_MAXCSTACK`); the C libraries fail with their own
+/// messages when `lua_checkstack` would cross it, which bounds their nesting depth.
+pub(crate) const MAX_C_STACK: usize = 8000;
+
+/// `luaL_where(L, 1)`: "chunk:line: " of the Lua function that called the running library
+/// function, or "" when that caller is a C function such as `pcall`.
+pub(crate) fn where_prefix(lua: &Lua) -> String {
+    lua.inspect_stack(1, |d| {
+        let line = d.current_line().unwrap_or(0);
+        if line == 0 {
+            return String::new();
+        }
+        let src = d.source().short_src.map(|s| s.into_owned()).unwrap_or_default();
+        format!("{src}:{line}: ")
+    })
+    .unwrap_or_default()
+}
+
+/// `luaL_error`: the message prefixed with the caller's position, as a Lua runtime error.
+pub(crate) fn lua_err(lua: &Lua, msg: impl AsRef<str>) -> mlua::Error {
+    mlua::Error::RuntimeError(format!("{}{}", where_prefix(lua), msg.as_ref()))
+}
+
+/// `luaL_argerror`: names the function the way the caller spelled it ('?' when unknown, e.g.
+/// under `pcall`), and shifts the index for method calls.
+pub(crate) fn arg_err(lua: &Lua, narg: i32, extramsg: &str) -> mlua::Error {
+    let (name, what) = lua
+        .inspect_stack(0, |d| {
+            let n = d.names();
+            (n.name.map(|s| s.into_owned()), n.name_what.unwrap_or(""))
+        })
+        .unwrap_or((None, ""));
+    let mut narg = narg;
+    if what == "method" {
+        narg -= 1;
+        if narg == 0 {
+            let name = name.unwrap_or_else(|| "?".to_string());
+            return lua_err(lua, format!("calling '{name}' on bad self ({extramsg})"));
+        }
+    }
+    let name = name.unwrap_or_else(|| "?".to_string());
+    lua_err(lua, format!("bad argument #{narg} to '{name}' ({extramsg})"))
+}
+
+/// `luaL_typename` of argument `narg` (1-based); "no value" past the last argument.
+pub(crate) fn arg_typename(args: &[Value], narg: usize) -> &'static str {
+    match args.get(narg.wrapping_sub(1)) {
+        None => "no value",
+        Some(v) => value_typename(v),
+    }
+}
+
+/// `lua_typename(lua_type(v))`.
+pub(crate) fn value_typename(v: &Value) -> &'static str {
+    match v {
+        Value::Nil => "nil",
+        Value::Boolean(_) => "boolean",
+        Value::Integer(_) | Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Table(_) => "table",
+        Value::Function(_) => "function",
+        Value::Thread(_) => "thread",
+        Value::LightUserData(_) | Value::UserData(_) => "userdata",
+        _ => "userdata",
+    }
+}
+
+/// `luaL_typerror`: "<tname> expected, got <type>" as an argument error.
+pub(crate) fn type_err(lua: &Lua, args: &[Value], narg: usize, tname: &str) -> mlua::Error {
+    let msg = format!("{tname} expected, got {}", arg_typename(args, narg));
+    arg_err(lua, narg as i32, &msg)
+}
+
+/// `lua_tonumber` + `lua_isnumber`: numbers as they are, strings through Lua's own conversion.
+pub(crate) fn to_number(lua: &Lua, v: &Value) -> Option<f64> {
+    match v {
+        Value::Integer(i) => Some(*i as f64),
+        Value::Number(n) => Some(*n),
+        Value::String(_) => lua.coerce_number(v.clone()).ok().flatten(),
+        _ => None,
+    }
+}
+
+/// `luaL_checknumber`.
+pub(crate) fn check_number(lua: &Lua, args: &[Value], narg: usize) -> mlua::Result<f64> {
+    match args.get(narg - 1).and_then(|v| to_number(lua, v)) {
+        Some(n) => Ok(n),
+        None => Err(type_err(lua, args, narg, "number")),
+    }
+}
+
+/// `luaL_checkinteger`: the number truncated the way a C cast does on x86-64.
+pub(crate) fn check_integer(lua: &Lua, args: &[Value], narg: usize) -> mlua::Result<i64> {
+    check_number(lua, args, narg).map(cvt_i64)
+}
+
+/// `luaL_optinteger`: `def` when the argument is absent or nil.
+pub(crate) fn opt_integer(lua: &Lua, args: &[Value], narg: usize, def: i64) -> mlua::Result<i64> {
+    match args.get(narg - 1) {
+        None | Some(Value::Nil) => Ok(def),
+        Some(_) => check_integer(lua, args, narg),
+    }
+}
+
+/// `luaL_checklstring`: strings as they are, numbers converted with Lua's "%.14g".
+pub(crate) fn check_lstring(lua: &Lua, args: &[Value], narg: usize) -> mlua::Result<mlua::LuaString> {
+    match args.get(narg - 1) {
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(v @ (Value::Integer(_) | Value::Number(_))) => match lua.coerce_string(v.clone())? {
+            Some(s) => Ok(s),
+            None => Err(type_err(lua, args, narg, "string")),
+        },
+        _ => Err(type_err(lua, args, narg, "string")),
+    }
+}
+
+/// 2^63 as a double.
+const TWO63: f64 = 9_223_372_036_854_775_808.0;
+
+/// A double to a 64-bit integer the way x86-64 `cvttsd2si` does: truncation toward zero, and
+/// `i64::MIN` for NaN or anything out of range.
+pub(crate) fn cvt_i64(x: f64) -> i64 {
+    if x.is_nan() || !(-TWO63..TWO63).contains(&x) {
+        i64::MIN
+    } else {
+        x as i64
+    }
+}
+
+/// A double to a 32-bit int the way the 32-bit `cvttsd2si` does (`i32::MIN` when out of range).
+pub(crate) fn cvt_i32(x: f64) -> i32 {
+    if x.is_nan() || x >= 2_147_483_648.0 || x <= -2_147_483_649.0 {
+        i32::MIN
+    } else {
+        x as i32
+    }
+}
+
+/// A double to an unsigned 64-bit integer as gcc compiles `(unsigned long)d` on x86-64:
+/// below 2^63 a plain signed conversion (so negatives wrap and NaN gives 2^63), above it the
+/// value less 2^63 converted and the top bit flipped (so 2^64 and beyond give 0).
+pub(crate) fn cvt_u64(x: f64) -> u64 {
+    if x.is_nan() || x < TWO63 {
+        cvt_i64(x) as u64
+    } else {
+        (cvt_i64(x - TWO63) as u64) ^ (1u64 << 63)
+    }
+}
+
+/// C's `printf("%.<prec>g", x)` as glibc prints it (used for cjson numbers).
+pub(crate) fn fmt_g(x: f64, prec: usize) -> String {
+    if x.is_nan() {
+        return if x.is_sign_negative() { "-nan".into() } else { "nan".into() };
+    }
+    if x.is_infinite() {
+        return if x < 0.0 { "-inf".into() } else { "inf".into() };
+    }
+    let p = prec.max(1);
+    // The exponent %e would print decides between the fixed and exponent styles.
+    let e_form = format!("{:.*e}", p - 1, x);
+    let epos = e_form.rfind('e').unwrap_or(e_form.len());
+    let exp: i32 = e_form[epos + 1..].parse().unwrap_or(0);
+    if exp < -4 || exp >= p as i32 {
+        let mut mant = e_form[..epos].to_string();
+        strip_fraction_zeros(&mut mant);
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{mant}e{sign}{:02}", exp.unsigned_abs())
+    } else {
+        let decimals = (p as i32 - 1 - exp).max(0) as usize;
+        let mut s = format!("{:.*}", decimals, x);
+        strip_fraction_zeros(&mut s);
+        s
+    }
+}
+
+/// Drops trailing zeros after a decimal point, and the point itself when nothing follows it.
+fn strip_fraction_zeros(s: &mut String) {
+    if s.contains('.') {
+        while s.ends_with('0') {
+            s.pop();
+        }
+        if s.ends_with('.') {
+            s.pop();
+        }
+    }
+}
+
+/// Helpers shared by the libraries' unit tests.
+#[cfg(test)]
+pub(crate) mod testutil {
+    use mlua::{Function, Lua, Value};
+
+    /// A plain Lua state with the four libraries installed.
+    pub(crate) fn new_lua() -> Lua {
+        let lua = Lua::new();
+        super::register_all(&lua, &lua.globals()).unwrap();
+        lua
+    }
+
+    /// Runs `code` as chunk "@user_script" (the name Redis gives scripts) and renders the first
+    /// result with Lua's own `tostring`, or "ERR <message>" when it raised.
+    pub(crate) fn eval(lua: &Lua, code: &str) -> String {
+        match lua.load(code).set_name("@user_script").eval::<Value>() {
+            // A caught error (the value `pcall` returns) renders as its bare message, which is
+            // what the scripting layer turns it into.
+            Ok(Value::Error(e)) => message(&e),
+            Ok(v) => {
+                let tostring: Function = lua.globals().get("tostring").unwrap();
+                let s: mlua::LuaString = tostring.call(v).unwrap();
+                String::from_utf8_lossy(&s.as_bytes()).into_owned()
+            }
+            Err(e) => format!("ERR {}", message(&e)),
+        }
+    }
+
+    /// The innermost runtime-error text inside mlua's callback wrappers.
+    fn message(e: &mlua::Error) -> String {
+        match e {
+            // mlua appends a traceback to errors that escape the chunk; Redis shows none.
+            mlua::Error::RuntimeError(m) => m.split("\nstack traceback:").next().unwrap_or("").to_string(),
+            mlua::Error::CallbackError { cause, .. } => message(cause),
+            other => other.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    extern "C" {
+        fn snprintf(buf: *mut std::os::raw::c_char, n: usize, fmt: *const std::os::raw::c_char, ...) -> i32;
+    }
+
+    fn c_g(x: f64, prec: usize) -> String {
+        let fmt = std::ffi::CString::new(format!("%.{prec}g")).unwrap();
+        let mut buf = [0 as std::os::raw::c_char; 64];
+        unsafe { snprintf(buf.as_mut_ptr(), buf.len(), fmt.as_ptr(), x) };
+        let bytes: Vec<u8> = buf.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+        String::from_utf8(bytes).unwrap()
+    }
+
+    #[test]
+    fn fmt_g_matches_libc() {
+        let mut vals = vec![
+            0.0, -0.0, 1.0, 0.1, 0.5, 0.25, 2.5, 1e15, 1e14, 123456789012345.0, 1e100, 1e-5, 1e-4,
+            0.0001234, 1.0 / 3.0, 2f64.powi(53), 9.999999999999995, 99999999999999.5, 1e21, 5e-324,
+            f64::MAX, f64::MIN_POSITIVE, -1.5e-10, 123456.789, 0.00012345678901234,
+        ];
+        let mut seed: u64 = 0x1234_5678_9abc_def0;
+        for _ in 0..3000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let v = f64::from_bits(seed);
+            if v.is_finite() {
+                vals.push(v);
+            }
+            vals.push((seed % 100_000) as f64 / 8.0);
+            vals.push((seed % 1000) as f64 * 10f64.powi((seed % 40) as i32 - 20));
+        }
+        for v in vals {
+            for p in [1usize, 3, 14] {
+                assert_eq!(fmt_g(v, p), c_g(v, p), "value {v:e} precision {p}");
+            }
+        }
+        assert_eq!(fmt_g(f64::INFINITY, 14), "inf");
+        assert_eq!(fmt_g(f64::NEG_INFINITY, 14), "-inf");
+    }
+
+    #[test]
+    fn conversions_follow_x86() {
+        assert_eq!(cvt_i64(f64::NAN), i64::MIN);
+        assert_eq!(cvt_i64(1e300), i64::MIN);
+        assert_eq!(cvt_i64(-1.9), -1);
+        assert_eq!(cvt_u64(2f64.powi(64)), 0);
+        assert_eq!(cvt_u64(2f64.powi(63)), 1u64 << 63);
+        assert_eq!(cvt_u64(f64::NAN), 1u64 << 63);
+        assert_eq!(cvt_u64(-1.0), u64::MAX);
+        assert_eq!(cvt_i32(2f64.powi(40)), i32::MIN);
+        assert_eq!(cvt_i32(-2147483648.5), -2147483648);
+    }
 }
