@@ -15,6 +15,10 @@
 //!   its "Lua debugging mode" notice;
 //! - `help` prints redis-cli's general help text (per-command pages are not reproduced);
 //! - replies are written by [`write_reply`], each followed by `\n`.
+//!
+//! [`run`] adds three commands of its own that move the emulator's virtual clock and never reach Redis:
+//! `CLOCK.ADVANCE ms` (by a number of milliseconds, negative moves back), `CLOCK.SET unix_ms` and
+//! `CLOCK.GET` (the current time in unix milliseconds).
 use std::io::{BufRead, Write};
 
 use crate::clock::{Clock, Millis};
@@ -503,10 +507,8 @@ mod tests {
     fn clock_commands() {
         let mut emu = Emulator::new();
         let start = emu.clock().now_millis().0;
-        let input = format!(
-            "clock.get\nCLOCK.ADVANCE 1500\nClock.Get\nclock.set 1000\nclock.get\nclock.advance x\n\
-             clock.advance\nclock.get 1\nclock.set -5\n2 clock.advance 10\nclock.get\n"
-        );
+        let input = "clock.get\nCLOCK.ADVANCE 1500\nClock.Get\nclock.set 1000\nclock.get\nclock.advance x\n\
+             clock.advance\nclock.get 1\nclock.set -5\n2 clock.advance 10\nclock.get\n";
         let mut out = Vec::new();
         run(input.as_bytes(), &mut out, &mut emu).unwrap();
         let want = format!(
