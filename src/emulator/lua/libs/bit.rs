@@ -1,74 +1,104 @@
 //! LuaBitOp 1.0.2 (`bit.*`): 32-bit operations on Lua numbers, as Redis ships it.
-use mlua::{Lua, MultiValue, Table, Value};
+use std::os::raw::c_int;
 
-use super::{to_number, type_err};
+use mlua::ffi::{self, lua_State};
+use mlua::{Lua, Table};
+
+use super::raw::{self, push_bytes, type_error, R};
+
+macro_rules! lua_fn {
+    ($name:ident, $body:expr) => {
+        unsafe extern "C-unwind" fn $name(l: *mut lua_State) -> c_int {
+            unsafe fn body(l: *mut lua_State) -> R<c_int> {
+                #[allow(clippy::redundant_closure_call)]
+                ($body)(l)
+            }
+            raw::run(l, body)
+        }
+    };
+}
+
+/// `fold` for band/bor/bxor: the first argument, then the others from the last one down.
+unsafe fn fold(l: *mut lua_State, op: fn(u32, u32) -> u32) -> R<c_int> {
+    let mut b = barg(l, 1)?;
+    let mut i = ffi::lua_gettop(l);
+    while i > 1 {
+        b = op(b, barg(l, i)?);
+        i -= 1;
+    }
+    ret(l, b)
+}
+
+/// Shifts and rotations take the count modulo 32.
+unsafe fn shift(l: *mut lua_State, op: fn(u32, u32) -> u32) -> R<c_int> {
+    let b = barg(l, 1)?;
+    let n = barg(l, 2)? & 31;
+    ret(l, op(b, n))
+}
+
+lua_fn!(bit_tobit, |l| ret(l, barg(l, 1)?));
+lua_fn!(bit_bnot, |l| ret(l, !barg(l, 1)?));
+lua_fn!(bit_band, |l| fold(l, |a, b| a & b));
+lua_fn!(bit_bor, |l| fold(l, |a, b| a | b));
+lua_fn!(bit_bxor, |l| fold(l, |a, b| a ^ b));
+lua_fn!(bit_lshift, |l| shift(l, |b, n| b << n));
+lua_fn!(bit_rshift, |l| shift(l, |b, n| b >> n));
+lua_fn!(bit_arshift, |l| shift(l, |b, n| ((b as i32) >> n) as u32));
+lua_fn!(bit_rol, |l| shift(l, |b, n| b.rotate_left(n)));
+lua_fn!(bit_ror, |l| shift(l, |b, n| b.rotate_right(n)));
+lua_fn!(bit_bswap, |l| ret(l, barg(l, 1)?.swap_bytes()));
+lua_fn!(bit_tohex, tohex);
 
 /// Installs the functions in the order `luaL_register` does, into a table presized the same
 /// way, so `pairs(bit)` walks them in Redis's order.
 pub fn module(lua: &Lua) -> mlua::Result<Table> {
-    let t = lua.create_table_with_capacity(0, 12)?;
-    t.raw_set("tobit", lua.create_function(|lua, a: MultiValue| ret(barg(lua, &a.into_vec(), 1)?))?)?;
-    t.raw_set("bnot", lua.create_function(|lua, a: MultiValue| ret(!barg(lua, &a.into_vec(), 1)?))?)?;
-    t.raw_set("band", fold(lua, |a, b| a & b)?)?;
-    t.raw_set("bor", fold(lua, |a, b| a | b)?)?;
-    t.raw_set("bxor", fold(lua, |a, b| a ^ b)?)?;
-    t.raw_set("lshift", shift(lua, |b, n| b << n)?)?;
-    t.raw_set("rshift", shift(lua, |b, n| b >> n)?)?;
-    t.raw_set("arshift", shift(lua, |b, n| ((b as i32) >> n) as u32)?)?;
-    t.raw_set("rol", shift(lua, |b, n| b.rotate_left(n))?)?;
-    t.raw_set("ror", shift(lua, |b, n| b.rotate_right(n))?)?;
-    t.raw_set("bswap", lua.create_function(|lua, a: MultiValue| ret(barg(lua, &a.into_vec(), 1)?.swap_bytes()))?)?;
-    t.raw_set("tohex", lua.create_function(tohex)?)?;
+    let reg: [(&str, ffi::lua_CFunction); 12] = [
+        ("tobit", bit_tobit),
+        ("bnot", bit_bnot),
+        ("band", bit_band),
+        ("bor", bit_bor),
+        ("bxor", bit_bxor),
+        ("lshift", bit_lshift),
+        ("rshift", bit_rshift),
+        ("arshift", bit_arshift),
+        ("rol", bit_rol),
+        ("ror", bit_ror),
+        ("bswap", bit_bswap),
+        ("tohex", bit_tohex),
+    ];
+    let t = lua.create_table_with_capacity(0, reg.len())?;
+    for (name, f) in reg {
+        // SAFETY: these functions follow the Lua C API contract (see `raw`).
+        t.raw_set(name, unsafe { lua.create_c_function(f)? })?;
+    }
     Ok(t)
 }
 
 /// Results are signed 32-bit values returned as Lua numbers.
-fn ret(b: u32) -> mlua::Result<Value> {
-    Ok(Value::Number(b as i32 as f64))
+unsafe fn ret(l: *mut lua_State, b: u32) -> R<c_int> {
+    ffi::lua_pushnumber(l, b as i32 as f64);
+    Ok(1)
 }
 
 /// Argument `idx` as 32 bits: adding 2^52+2^51 puts the integer part, rounded to nearest even,
 /// in the low word of the double, which also wraps values modulo 2^32. Non-numbers read as 0
 /// and only raise when that 0 did not come from a real number.
-fn barg(lua: &Lua, args: &[Value], idx: usize) -> mlua::Result<u32> {
-    let n = args.get(idx - 1).and_then(|v| to_number(lua, v));
-    match n {
-        Some(n) => Ok((n + 6_755_399_441_055_744.0).to_bits() as u32),
-        None => Err(type_err(lua, args, idx, "number")),
+unsafe fn barg(l: *mut lua_State, idx: c_int) -> R<u32> {
+    let n = ffi::lua_tonumber(l, idx);
+    let b = (n + 6_755_399_441_055_744.0).to_bits() as u32;
+    if b == 0 && ffi::lua_isnumber(l, idx) == 0 {
+        return Err(type_error(l, idx, "number"));
     }
-}
-
-/// band/bor/bxor: the first argument, then the others folded in from the last one down.
-fn fold(lua: &Lua, op: fn(u32, u32) -> u32) -> mlua::Result<mlua::Function> {
-    lua.create_function(move |lua, a: MultiValue| {
-        let args = a.into_vec();
-        let mut b = barg(lua, &args, 1)?;
-        let mut i = args.len();
-        while i > 1 {
-            b = op(b, barg(lua, &args, i)?);
-            i -= 1;
-        }
-        ret(b)
-    })
-}
-
-/// Shifts and rotations take the count modulo 32.
-fn shift(lua: &Lua, op: fn(u32, u32) -> u32) -> mlua::Result<mlua::Function> {
-    lua.create_function(move |lua, a: MultiValue| {
-        let args = a.into_vec();
-        let b = barg(lua, &args, 1)?;
-        let n = barg(lua, &args, 2)? & 31;
-        ret(op(b, n))
-    })
+    Ok(b)
 }
 
 /// `bit.tohex(x [, n])`: n digits (8 by default, at most 8), upper case when n is negative.
-fn tohex(lua: &Lua, a: MultiValue) -> mlua::Result<mlua::LuaString> {
-    let args = a.into_vec();
-    let mut b = barg(lua, &args, 1)?;
-    let mut n: i32 = if args.len() < 2 { 8 } else { barg(lua, &args, 2)? as i32 };
+unsafe fn tohex(l: *mut lua_State) -> R<c_int> {
+    let mut b = barg(l, 1)?;
+    // Widened so that negating i32::MIN gives a large count (8 digits), as Redis's build does.
+    let mut n: i64 = if ffi::lua_type(l, 2) == ffi::LUA_TNONE { 8 } else { barg(l, 2)? as i32 as i64 };
     let digits: &[u8; 16] = if n < 0 {
-        n = n.wrapping_neg();
+        n = -n;
         b"0123456789ABCDEF"
     } else {
         b"0123456789abcdef"
@@ -82,7 +112,8 @@ fn tohex(lua: &Lua, a: MultiValue) -> mlua::Result<mlua::LuaString> {
         buf[i] = digits[(b & 15) as usize];
         b >>= 4;
     }
-    lua.create_string(&buf[..n])
+    push_bytes(l, &buf[..n]);
+    Ok(1)
 }
 
 #[cfg(test)]
@@ -132,6 +163,7 @@ mod tests {
             ("return select(2, pcall(bit.band, 1, 'a', 'b'))", "bad argument #3 to '?' (number expected, got string)"),
             ("return select(2, pcall(bit.band))", "bad argument #1 to '?' (number expected, got no value)"),
             ("return select(2, pcall(bit.lshift, 1))", "bad argument #2 to '?' (number expected, got no value)"),
+            ("return bit.tohex(-9, 2^31) .. bit.tohex(255, -2^31)", "FFFFFFF7000000FF"),
             ("return select(2, pcall(bit.tobit, ''))", "bad argument #1 to '?' (number expected, got string)"),
             ("return select(2, pcall(bit.tobit, true))", "bad argument #1 to '?' (number expected, got boolean)"),
             (

@@ -1,9 +1,15 @@
 //! The C libraries Redis 7.0 links into its Lua: cjson, bit, struct and cmsgpack, rebuilt in Rust.
 //!
 //! Besides the installer, this module holds the small pieces of the Lua 5.1 auxiliary library
-//! (`luaL_checknumber`, `luaL_argerror`, `luaL_where`, ...) that the four libraries share, so that
-//! argument checks and error texts come out exactly as the C originals print them inside Redis.
-use mlua::{Lua, Table, Value};
+//! (`luaL_checkinteger`, `luaL_argerror`, `luaL_where`, ...) that the four libraries share, so
+//! argument checks and error texts come out exactly as the C originals print them inside Redis,
+//! and the C number conversions (x86-64 casts, `%.14g`) they depend on.
+//!
+//! Errors: every library function raises a plain Lua string error holding exactly the text a
+//! Redis script sees (with the caller's "user_script:N: " prefix where the C adds one), so
+//! `pcall` results need no conversion; an uncaught one reaches Rust as
+//! `mlua::Error::RuntimeError(text)` (mlua may append a traceback after "\nstack traceback:").
+use mlua::{Lua, Table};
 
 pub mod bit;
 pub mod cjson;
@@ -179,122 +185,6 @@ pub(crate) mod raw {
     /// Pushes a byte string.
     pub(crate) unsafe fn push_bytes(l: *mut lua_State, b: &[u8]) {
         ffi::lua_pushlstring_(l, b.as_ptr().cast(), b.len());
-    }
-}
-
-/// Stack slots one C function may use (`LUAI_MAXCSTACK`); the C libraries fail with their own
-/// messages when `lua_checkstack` would cross it, which bounds their nesting depth.
-pub(crate) const MAX_C_STACK: usize = 8000;
-
-/// `luaL_where(L, 1)`: "chunk:line: " of the Lua function that called the running library
-/// function, or "" when that caller is a C function such as `pcall`.
-pub(crate) fn where_prefix(lua: &Lua) -> String {
-    lua.inspect_stack(1, |d| {
-        let line = d.current_line().unwrap_or(0);
-        if line == 0 {
-            return String::new();
-        }
-        let src = d.source().short_src.map(|s| s.into_owned()).unwrap_or_default();
-        format!("{src}:{line}: ")
-    })
-    .unwrap_or_default()
-}
-
-/// `luaL_error`: the message prefixed with the caller's position, as a Lua runtime error.
-pub(crate) fn lua_err(lua: &Lua, msg: impl AsRef<str>) -> mlua::Error {
-    mlua::Error::RuntimeError(format!("{}{}", where_prefix(lua), msg.as_ref()))
-}
-
-/// `luaL_argerror`: names the function the way the caller spelled it ('?' when unknown, e.g.
-/// under `pcall`), and shifts the index for method calls.
-pub(crate) fn arg_err(lua: &Lua, narg: i32, extramsg: &str) -> mlua::Error {
-    let (name, what) = lua
-        .inspect_stack(0, |d| {
-            let n = d.names();
-            (n.name.map(|s| s.into_owned()), n.name_what.unwrap_or(""))
-        })
-        .unwrap_or((None, ""));
-    let mut narg = narg;
-    if what == "method" {
-        narg -= 1;
-        if narg == 0 {
-            let name = name.unwrap_or_else(|| "?".to_string());
-            return lua_err(lua, format!("calling '{name}' on bad self ({extramsg})"));
-        }
-    }
-    let name = name.unwrap_or_else(|| "?".to_string());
-    lua_err(lua, format!("bad argument #{narg} to '{name}' ({extramsg})"))
-}
-
-/// `luaL_typename` of argument `narg` (1-based); "no value" past the last argument.
-pub(crate) fn arg_typename(args: &[Value], narg: usize) -> &'static str {
-    match args.get(narg.wrapping_sub(1)) {
-        None => "no value",
-        Some(v) => value_typename(v),
-    }
-}
-
-/// `lua_typename(lua_type(v))`.
-pub(crate) fn value_typename(v: &Value) -> &'static str {
-    match v {
-        Value::Nil => "nil",
-        Value::Boolean(_) => "boolean",
-        Value::Integer(_) | Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Table(_) => "table",
-        Value::Function(_) => "function",
-        Value::Thread(_) => "thread",
-        Value::LightUserData(_) | Value::UserData(_) => "userdata",
-        _ => "userdata",
-    }
-}
-
-/// `luaL_typerror`: "<tname> expected, got <type>" as an argument error.
-pub(crate) fn type_err(lua: &Lua, args: &[Value], narg: usize, tname: &str) -> mlua::Error {
-    let msg = format!("{tname} expected, got {}", arg_typename(args, narg));
-    arg_err(lua, narg as i32, &msg)
-}
-
-/// `lua_tonumber` + `lua_isnumber`: numbers as they are, strings through Lua's own conversion.
-pub(crate) fn to_number(lua: &Lua, v: &Value) -> Option<f64> {
-    match v {
-        Value::Integer(i) => Some(*i as f64),
-        Value::Number(n) => Some(*n),
-        Value::String(_) => lua.coerce_number(v.clone()).ok().flatten(),
-        _ => None,
-    }
-}
-
-/// `luaL_checknumber`.
-pub(crate) fn check_number(lua: &Lua, args: &[Value], narg: usize) -> mlua::Result<f64> {
-    match args.get(narg - 1).and_then(|v| to_number(lua, v)) {
-        Some(n) => Ok(n),
-        None => Err(type_err(lua, args, narg, "number")),
-    }
-}
-
-/// `luaL_checkinteger`: the number truncated the way a C cast does on x86-64.
-pub(crate) fn check_integer(lua: &Lua, args: &[Value], narg: usize) -> mlua::Result<i64> {
-    check_number(lua, args, narg).map(cvt_i64)
-}
-
-/// `luaL_optinteger`: `def` when the argument is absent or nil.
-pub(crate) fn opt_integer(lua: &Lua, args: &[Value], narg: usize, def: i64) -> mlua::Result<i64> {
-    match args.get(narg - 1) {
-        None | Some(Value::Nil) => Ok(def),
-        Some(_) => check_integer(lua, args, narg),
-    }
-}
-
-/// `luaL_checklstring`: strings as they are, numbers converted with Lua's "%.14g".
-pub(crate) fn check_lstring(lua: &Lua, args: &[Value], narg: usize) -> mlua::Result<mlua::LuaString> {
-    match args.get(narg - 1) {
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(v @ (Value::Integer(_) | Value::Number(_))) => match lua.coerce_string(v.clone())? {
-            Some(s) => Ok(s),
-            None => Err(type_err(lua, args, narg, "string")),
-        },
-        _ => Err(type_err(lua, args, narg, "string")),
     }
 }
 

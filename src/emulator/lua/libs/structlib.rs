@@ -3,23 +3,42 @@
 //! Format letters: `>`/`<` endianness, `![n]` alignment, `x` pad byte, `b/B` `h/H` `l/L` `T`
 //! `i/I[n]` integers, `f`/`d` floats, `c[n]` fixed strings, `s` zero-terminated strings, and
 //! spaces. Sizes are those of x86-64 Linux (long and size_t are 8 bytes), where Redis runs.
-use mlua::{Lua, MultiValue, Table, Value};
+//! Arguments and results live on the Lua stack as in the C, which keeps its argument numbering
+//! quirks (see [`pack`]) and its result limits.
+use std::os::raw::c_int;
 
-use super::{
-    arg_err, check_lstring, check_number, cvt_i64, cvt_u64, lua_err, opt_integer, to_number,
-    MAX_C_STACK,
-};
+use mlua::ffi::{self, lua_State};
+use mlua::{Lua, Table};
+
+use super::raw::{self, arg_error, check_lstring, opt_integer, push_bytes, type_error, R};
+use super::{cvt_i64, cvt_u64};
 
 /// Largest `i`/`I` size accepted.
 const MAXINTSIZE: i32 = 32;
 /// Default alignment for `!` with no number (alignment of a double).
 const MAXALIGN: i32 = 8;
 
+macro_rules! lua_fn {
+    ($name:ident, $body:ident) => {
+        unsafe extern "C-unwind" fn $name(l: *mut lua_State) -> c_int {
+            raw::run(l, $body)
+        }
+    };
+}
+
+lua_fn!(b_pack, pack);
+lua_fn!(b_unpack, unpack);
+lua_fn!(b_size, size);
+
+/// Builds the `struct` table the way `luaL_register` does (presized, C order).
 pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table_with_capacity(0, 3)?;
-    t.raw_set("pack", lua.create_function(|lua, a: MultiValue| pack(lua, a.into_vec()))?)?;
-    t.raw_set("unpack", lua.create_function(|lua, a: MultiValue| unpack(lua, a.into_vec()))?)?;
-    t.raw_set("size", lua.create_function(|lua, a: MultiValue| size(lua, a.into_vec()))?)?;
+    // SAFETY: these functions follow the Lua C API contract (see `raw`).
+    unsafe {
+        t.raw_set("pack", lua.create_c_function(b_pack)?)?;
+        t.raw_set("unpack", lua.create_c_function(b_unpack)?)?;
+        t.raw_set("size", lua.create_c_function(b_size)?)?;
+    }
     Ok(t)
 }
 
@@ -41,16 +60,24 @@ impl Header {
     }
 }
 
-/// A format string as C sees it: it ends at the first NUL.
-fn format_of(lua: &Lua, args: &[Value]) -> mlua::Result<Vec<u8>> {
-    let s = check_lstring(lua, args, 1)?;
-    let b = s.as_bytes();
+/// `luaL_checknumber`.
+unsafe fn check_number(l: *mut lua_State, narg: c_int) -> R<f64> {
+    let d = ffi::lua_tonumber(l, narg);
+    if d == 0.0 && ffi::lua_isnumber(l, narg) == 0 {
+        return Err(type_error(l, narg, "number"));
+    }
+    Ok(d)
+}
+
+/// The format argument as C sees it: it ends at the first NUL.
+unsafe fn format_of(l: *mut lua_State) -> R<Vec<u8>> {
+    let b = check_lstring(l, 1)?;
     let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
     Ok(b[..end].to_vec())
 }
 
 /// Reads an optional decimal count at `fmt[*i..]`, or `df` when there is none.
-fn getnum(lua: &Lua, fmt: &[u8], i: &mut usize, df: i32) -> mlua::Result<i32> {
+unsafe fn getnum(l: *mut lua_State, fmt: &[u8], i: &mut usize, df: i32) -> R<i32> {
     if !fmt.get(*i).is_some_and(u8::is_ascii_digit) {
         return Ok(df);
     }
@@ -58,7 +85,7 @@ fn getnum(lua: &Lua, fmt: &[u8], i: &mut usize, df: i32) -> mlua::Result<i32> {
     while let Some(&c) = fmt.get(*i).filter(|c| c.is_ascii_digit()) {
         let d = (c - b'0') as i32;
         if a > i32::MAX / 10 || a * 10 > i32::MAX - d {
-            return Err(lua_err(lua, "integral size overflow"));
+            return Err(raw::error(l, "integral size overflow"));
         }
         a = a * 10 + d;
         *i += 1;
@@ -67,20 +94,17 @@ fn getnum(lua: &Lua, fmt: &[u8], i: &mut usize, df: i32) -> mlua::Result<i32> {
 }
 
 /// Bytes taken by option `opt` (0 for control letters and unknown ones).
-fn optsize(lua: &Lua, opt: u8, fmt: &[u8], i: &mut usize) -> mlua::Result<usize> {
+unsafe fn optsize(l: *mut lua_State, opt: u8, fmt: &[u8], i: &mut usize) -> R<usize> {
     Ok(match opt {
         b'B' | b'b' | b'x' => 1,
         b'H' | b'h' => 2,
         b'L' | b'l' | b'T' | b'd' => 8,
         b'f' => 4,
-        b'c' => getnum(lua, fmt, i, 1)? as usize,
+        b'c' => getnum(l, fmt, i, 1)? as usize,
         b'i' | b'I' => {
-            let sz = getnum(lua, fmt, i, 4)?;
+            let sz = getnum(l, fmt, i, 4)?;
             if sz > MAXINTSIZE {
-                return Err(lua_err(
-                    lua,
-                    format!("integral size {sz} is larger than limit of {MAXINTSIZE}"),
-                ));
+                return Err(raw::error(l, format!("integral size {sz} is larger than limit of {MAXINTSIZE}")));
             }
             sz as usize
         }
@@ -98,27 +122,26 @@ fn gettoalign(len: usize, h: &Header, opt: u8, size: usize) -> usize {
 }
 
 /// Spaces, endianness and alignment; anything else is an invalid option.
-fn controloptions(lua: &Lua, opt: u8, fmt: &[u8], i: &mut usize, h: &mut Header) -> mlua::Result<()> {
+unsafe fn controloptions(l: *mut lua_State, opt: u8, fmt: &[u8], i: &mut usize, h: &mut Header) -> R<()> {
     match opt {
-        b' ' => Ok(()),
-        b'>' => {
-            h.endian = Endian::Big;
-            Ok(())
-        }
-        b'<' => {
-            h.endian = Endian::Little;
-            Ok(())
-        }
+        b' ' => {}
+        b'>' => h.endian = Endian::Big,
+        b'<' => h.endian = Endian::Little,
         b'!' => {
-            let a = getnum(lua, fmt, i, MAXALIGN)?;
+            let a = getnum(l, fmt, i, MAXALIGN)?;
             if !(a > 0 && (a & (a - 1)) == 0) {
-                return Err(lua_err(lua, format!("alignment {a} is not a power of 2")));
+                return Err(raw::error(l, format!("alignment {a} is not a power of 2")));
             }
             h.align = a as usize;
-            Ok(())
         }
-        _ => Err(arg_err(lua, 1, &format!("invalid format option '{}'", opt as char))),
+        _ => {
+            let mut m = b"invalid format option '".to_vec();
+            m.push(opt);
+            m.push(b'\'');
+            return Err(arg_error(l, 1, m));
+        }
     }
+    Ok(())
 }
 
 fn is_integer_opt(opt: u8) -> bool {
@@ -137,50 +160,49 @@ fn putinteger(out: &mut Vec<u8>, n: f64, endian: Endian, size: usize) {
     }
 }
 
-/// `struct.pack(fmt, ...)`. Arguments are addressed by stack index as in C, where the slot
-/// right after the last argument holds a nil marker: running out of values by one reports
-/// "got nil", by more "got no value".
-fn pack(lua: &Lua, mut args: Vec<Value>) -> mlua::Result<mlua::LuaString> {
-    let fmt = format_of(lua, &args)?;
-    args.push(Value::Nil);
+/// `struct.pack(fmt, ...)`. As in C, a nil marker is pushed right after the arguments and
+/// values are fetched by stack index, so running out of values by one reports "got nil" and by
+/// more "got no value", and a short string names the argument after it.
+unsafe fn pack(l: *mut lua_State) -> R<c_int> {
+    let fmt = format_of(l)?;
+    ffi::lua_pushnil(l);
     let mut h = Header::new();
-    let mut arg = 2usize;
+    let mut arg: c_int = 2;
     let mut total = 0usize;
     let mut out: Vec<u8> = Vec::new();
     let mut i = 0;
     while i < fmt.len() {
         let opt = fmt[i];
         i += 1;
-        let mut size = optsize(lua, opt, &fmt, &mut i)?;
+        let mut size = optsize(l, opt, &fmt, &mut i)?;
         let toalign = gettoalign(total, &h, opt, size);
         total += toalign;
         out.resize(out.len() + toalign, 0);
         match opt {
             o if is_integer_opt(o) => {
-                let n = check_number(lua, &args, arg)?;
+                let n = check_number(l, arg)?;
                 arg += 1;
                 putinteger(&mut out, n, h.endian, size);
             }
             b'x' => out.push(0),
             b'f' => {
-                let f = check_number(lua, &args, arg)? as f32;
+                let f = check_number(l, arg)? as f32;
                 arg += 1;
                 out.extend_from_slice(&if h.endian == Endian::Little { f.to_le_bytes() } else { f.to_be_bytes() });
             }
             b'd' => {
-                let d = check_number(lua, &args, arg)?;
+                let d = check_number(l, arg)?;
                 arg += 1;
                 out.extend_from_slice(&if h.endian == Endian::Little { d.to_le_bytes() } else { d.to_be_bytes() });
             }
             b'c' | b's' => {
-                let s = check_lstring(lua, &args, arg)?;
+                let s = check_lstring(l, arg)?;
                 arg += 1;
-                let s = s.as_bytes();
                 if size == 0 {
                     size = s.len();
                 }
                 if s.len() < size {
-                    return Err(arg_err(lua, arg as i32, "string too short"));
+                    return Err(arg_error(l, arg, "string too short"));
                 }
                 out.extend_from_slice(&s[..size]);
                 if opt == b's' {
@@ -188,11 +210,12 @@ fn pack(lua: &Lua, mut args: Vec<Value>) -> mlua::Result<mlua::LuaString> {
                     size += 1;
                 }
             }
-            _ => controloptions(lua, opt, &fmt, &mut i, &mut h)?,
+            _ => controloptions(l, opt, &fmt, &mut i, &mut h)?,
         }
         total += size;
     }
-    lua.create_string(&out)
+    push_bytes(l, &out);
+    Ok(1)
 }
 
 fn getinteger(buf: &[u8], endian: Endian, signed: bool, size: usize) -> f64 {
@@ -213,98 +236,104 @@ fn getinteger(buf: &[u8], endian: Endian, signed: bool, size: usize) -> f64 {
 }
 
 /// `struct.unpack(fmt, data [, pos])`: the values, then the position after the last one.
-fn unpack(lua: &Lua, args: Vec<Value>) -> mlua::Result<MultiValue> {
-    let fmt = format_of(lua, &args)?;
-    let data = check_lstring(lua, &args, 2)?.as_bytes().to_vec();
+unsafe fn unpack(l: *mut lua_State) -> R<c_int> {
+    let fmt = format_of(l)?;
+    let data = check_lstring(l, 2)?.to_vec();
     let ld = data.len();
-    let mut pos = opt_integer(lua, &args, 3, 1)? as u64 as usize;
+    let mut pos = opt_integer(l, 3, 1)? as u64 as usize;
     if pos == 0 {
-        return Err(arg_err(lua, 3, "offset must be 1 or greater"));
+        return Err(arg_error(l, 3, "offset must be 1 or greater"));
     }
     pos -= 1;
     let mut h = Header::new();
-    let mut out: Vec<Value> = Vec::new();
-    let base = args.len();
+    let mut n: c_int = 0;
     let mut i = 0;
     while i < fmt.len() {
         let opt = fmt[i];
         i += 1;
-        let mut size = optsize(lua, opt, &fmt, &mut i)?;
+        let mut size = optsize(l, opt, &fmt, &mut i)?;
         pos = pos.wrapping_add(gettoalign(pos, &h, opt, size));
         if !(size <= ld && pos <= ld - size) {
-            return Err(arg_err(lua, 2, "data string too short"));
+            return Err(arg_error(l, 2, "data string too short"));
         }
-        if base + out.len() + 2 > MAX_C_STACK {
-            return Err(lua_err(lua, "stack overflow (too many results)"));
+        if ffi::lua_checkstack(l, 2) == 0 {
+            return Err(raw::error(l, "stack overflow (too many results)"));
         }
         match opt {
             o if is_integer_opt(o) => {
-                out.push(Value::Number(getinteger(&data[pos..pos + size], h.endian, o.is_ascii_lowercase(), size)));
+                let v = getinteger(&data[pos..pos + size], h.endian, o.is_ascii_lowercase(), size);
+                ffi::lua_pushnumber(l, v);
+                n += 1;
             }
             b'x' => {}
             b'f' => {
                 let mut b = [0u8; 4];
                 b.copy_from_slice(&data[pos..pos + 4]);
                 let f = if h.endian == Endian::Little { f32::from_le_bytes(b) } else { f32::from_be_bytes(b) };
-                out.push(Value::Number(f as f64));
+                ffi::lua_pushnumber(l, f as f64);
+                n += 1;
             }
             b'd' => {
                 let mut b = [0u8; 8];
                 b.copy_from_slice(&data[pos..pos + 8]);
                 let d = if h.endian == Endian::Little { f64::from_le_bytes(b) } else { f64::from_be_bytes(b) };
-                out.push(Value::Number(d));
+                ffi::lua_pushnumber(l, d);
+                n += 1;
             }
             b'c' => {
                 if size == 0 {
-                    let prev = out.last().and_then(|v| to_number(lua, v));
-                    let Some(n) = prev else {
-                        return Err(lua_err(lua, "format 'c0' needs a previous size"));
-                    };
-                    size = cvt_u64(n) as usize;
-                    out.pop();
+                    if n == 0 || ffi::lua_isnumber(l, -1) == 0 {
+                        return Err(raw::error(l, "format 'c0' needs a previous size"));
+                    }
+                    size = cvt_u64(ffi::lua_tonumber(l, -1)) as usize;
+                    ffi::lua_pop(l, 1);
+                    n -= 1;
                     if !(size <= ld && pos <= ld - size) {
-                        return Err(arg_err(lua, 2, "data string too short"));
+                        return Err(arg_error(l, 2, "data string too short"));
                     }
                 }
-                out.push(Value::String(lua.create_string(&data[pos..pos + size])?));
+                push_bytes(l, &data[pos..pos + size]);
+                n += 1;
             }
             b's' => {
                 let Some(z) = data[pos..].iter().position(|&b| b == 0) else {
-                    return Err(lua_err(lua, "unfinished string in data"));
+                    return Err(raw::error(l, "unfinished string in data"));
                 };
                 size = z + 1;
-                out.push(Value::String(lua.create_string(&data[pos..pos + z])?));
+                push_bytes(l, &data[pos..pos + z]);
+                n += 1;
             }
-            _ => controloptions(lua, opt, &fmt, &mut i, &mut h)?,
+            _ => controloptions(l, opt, &fmt, &mut i, &mut h)?,
         }
         pos = pos.wrapping_add(size);
     }
-    out.push(Value::Number(pos.wrapping_add(1) as i64 as f64));
-    Ok(MultiValue::from_vec(out))
+    ffi::lua_pushinteger(l, pos.wrapping_add(1) as i64 as ffi::lua_Integer);
+    Ok(n + 1)
 }
 
 /// `struct.size(fmt)`: bytes a fixed-size format takes, alignment included.
-fn size(lua: &Lua, args: Vec<Value>) -> mlua::Result<Value> {
-    let fmt = format_of(lua, &args)?;
+unsafe fn size(l: *mut lua_State) -> R<c_int> {
+    let fmt = format_of(l)?;
     let mut h = Header::new();
     let mut pos = 0usize;
     let mut i = 0;
     while i < fmt.len() {
         let opt = fmt[i];
         i += 1;
-        let size = optsize(lua, opt, &fmt, &mut i)?;
+        let size = optsize(l, opt, &fmt, &mut i)?;
         pos += gettoalign(pos, &h, opt, size);
         if opt == b's' {
-            return Err(arg_err(lua, 1, "option 's' has no fixed size"));
+            return Err(arg_error(l, 1, "option 's' has no fixed size"));
         } else if opt == b'c' && size == 0 {
-            return Err(arg_err(lua, 1, "option 'c0' has no fixed size"));
+            return Err(arg_error(l, 1, "option 'c0' has no fixed size"));
         }
         if !opt.is_ascii_alphanumeric() {
-            controloptions(lua, opt, &fmt, &mut i, &mut h)?;
+            controloptions(l, opt, &fmt, &mut i, &mut h)?;
         }
         pos += size;
     }
-    Ok(Value::Number(pos as f64))
+    ffi::lua_pushinteger(l, pos as ffi::lua_Integer);
+    Ok(1)
 }
 
 #[cfg(test)]
