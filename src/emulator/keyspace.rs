@@ -297,6 +297,23 @@ impl Db {
             false
         }
     }
+    /// Removes and returns the live entry under `key`, TTL included (RENAME moves it whole).
+    pub fn take(&mut self, key: &[u8], now: i64) -> Option<Entry> {
+        if self.expire_if_needed(key, now) {
+            self.map.remove(key)
+        } else {
+            None
+        }
+    }
+    /// Stores a whole entry (value and TTL) under `key`, replacing any previous one.
+    pub fn put(&mut self, key: &[u8], entry: Entry) {
+        match self.map.get_mut(key) {
+            Some(e) => *e = entry,
+            None => {
+                self.map.insert(key.to_vec(), entry);
+            }
+        }
+    }
     /// Removes every key whose expiry has passed (what KEYS, SCAN and DBSIZE see).
     pub fn purge_expired(&mut self, now: i64) {
         self.map.retain(|_, e| e.expire_at.is_none_or(|t| t > now));

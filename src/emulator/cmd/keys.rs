@@ -1,20 +1,37 @@
-//! Keyspace commands: DEL, EXISTS, expiry and TTLs.
+//! Keyspace commands: DEL, EXISTS, expiry and TTLs, TYPE, RENAME, KEYS, SCAN, OBJECT, TOUCH, RANDOMKEY
+//! and COPY, with Redis 7.0's replies and checks in Redis's order.
 use super::flags::*;
-use super::{arg_i64, eq_ic, CommandSpec, KeySpec};
+use super::{arg_i64, eq_ic, CommandSpec, KeySpec, NOT_INTEGER, SYNTAX};
 use crate::emulator::core::Core;
+use crate::emulator::keyspace::{glob_match, parse_canonical_i64, scan_hash, Entry, RStr, Value};
 use crate::emulator::reply::Reply;
 use crate::tri;
+
+/// OBJECT's key is its third argument (`OBJECT ENCODING key`).
+const OBJECT_KEY: KeySpec = KeySpec { first: 2, last: 2, step: 1 };
 
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "del", arity: -2, flags: WRITE, keys: KeySpec::ALL, handler: del },
     CommandSpec { name: "unlink", arity: -2, flags: WRITE, keys: KeySpec::ALL, handler: del },
     CommandSpec { name: "exists", arity: -2, flags: READONLY, keys: KeySpec::ALL, handler: exists },
+    CommandSpec { name: "touch", arity: -2, flags: READONLY, keys: KeySpec::ALL, handler: exists },
     CommandSpec { name: "expire", arity: -3, flags: WRITE, keys: KeySpec::ONE, handler: expire },
     CommandSpec { name: "pexpire", arity: -3, flags: WRITE, keys: KeySpec::ONE, handler: pexpire },
     CommandSpec { name: "expireat", arity: -3, flags: WRITE, keys: KeySpec::ONE, handler: expireat },
     CommandSpec { name: "pexpireat", arity: -3, flags: WRITE, keys: KeySpec::ONE, handler: pexpireat },
     CommandSpec { name: "ttl", arity: 2, flags: READONLY, keys: KeySpec::ONE, handler: ttl },
     CommandSpec { name: "pttl", arity: 2, flags: READONLY, keys: KeySpec::ONE, handler: pttl },
+    CommandSpec { name: "expiretime", arity: 2, flags: READONLY, keys: KeySpec::ONE, handler: expiretime },
+    CommandSpec { name: "pexpiretime", arity: 2, flags: READONLY, keys: KeySpec::ONE, handler: pexpiretime },
+    CommandSpec { name: "persist", arity: 2, flags: WRITE, keys: KeySpec::ONE, handler: persist },
+    CommandSpec { name: "type", arity: 2, flags: READONLY, keys: KeySpec::ONE, handler: type_cmd },
+    CommandSpec { name: "rename", arity: 3, flags: WRITE, keys: KeySpec::TWO, handler: rename },
+    CommandSpec { name: "renamenx", arity: 3, flags: WRITE, keys: KeySpec::TWO, handler: renamenx },
+    CommandSpec { name: "copy", arity: -3, flags: WRITE | DENYOOM, keys: KeySpec::TWO, handler: copy },
+    CommandSpec { name: "keys", arity: 2, flags: READONLY, keys: KeySpec::NONE, handler: keys },
+    CommandSpec { name: "scan", arity: -2, flags: READONLY, keys: KeySpec::NONE, handler: scan },
+    CommandSpec { name: "randomkey", arity: 1, flags: READONLY, keys: KeySpec::NONE, handler: randomkey },
+    CommandSpec { name: "object", arity: -2, flags: READONLY, keys: OBJECT_KEY, handler: object },
 ];
 
 fn del(core: &mut Core, a: &[&[u8]]) -> Reply {
@@ -22,13 +39,21 @@ fn del(core: &mut Core, a: &[&[u8]]) -> Reply {
     Reply::Int(a[1..].iter().filter(|k| core.db.remove(k, now)).count() as i64)
 }
 
+/// EXISTS and TOUCH: live keys, a repeated key counted each time.
 fn exists(core: &mut Core, a: &[&[u8]]) -> Reply {
     let now = core.now_ms();
     Reply::Int(a[1..].iter().filter(|k| core.db.get(k, now).is_some()).count() as i64)
 }
 
-/// The shared body of EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT (`expireGenericCommand`).
-fn expire_generic(core: &mut Core, a: &[&[u8]], unit_ms: i64, absolute: bool) -> Reply {
+/// A C string's view of an argument: Redis prints some arguments with `%s`, which stops at a NUL.
+fn c_str(b: &[u8]) -> std::borrow::Cow<'_, str> {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    String::from_utf8_lossy(&b[..end])
+}
+
+/// The shared body of EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT (`expireGenericCommand`): options first,
+/// then the number, then overflow checks, then the key; a time already past deletes the key (reply 1).
+fn expire_generic(core: &mut Core, a: &[&[u8]], unit_ms: i64, absolute: bool, name: &str) -> Reply {
     let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
     for o in &a[3..] {
         if eq_ic(o, "nx") {
@@ -40,7 +65,7 @@ fn expire_generic(core: &mut Core, a: &[&[u8]], unit_ms: i64, absolute: bool) ->
         } else if eq_ic(o, "lt") {
             lt = true;
         } else {
-            return Reply::Error(format!("ERR Unsupported option {}", String::from_utf8_lossy(o)));
+            return Reply::Error(format!("ERR Unsupported option {}", c_str(o)));
         }
     }
     if nx && (xx || gt || lt) {
@@ -50,7 +75,6 @@ fn expire_generic(core: &mut Core, a: &[&[u8]], unit_ms: i64, absolute: bool) ->
         return Reply::err("ERR GT and LT options at the same time are not compatible");
     }
     let n = tri!(arg_i64(a[2]));
-    let name = String::from_utf8_lossy(a[0]).to_ascii_lowercase();
     let invalid = || Reply::Error(format!("ERR invalid expire time in '{name}' command"));
     let now = core.now_ms();
     let Some(ms) = n.checked_mul(unit_ms) else { return invalid() };
@@ -84,34 +108,512 @@ fn expire_generic(core: &mut Core, a: &[&[u8]], unit_ms: i64, absolute: bool) ->
 }
 
 fn expire(core: &mut Core, a: &[&[u8]]) -> Reply {
-    expire_generic(core, a, 1000, false)
+    expire_generic(core, a, 1000, false, "expire")
 }
 fn pexpire(core: &mut Core, a: &[&[u8]]) -> Reply {
-    expire_generic(core, a, 1, false)
+    expire_generic(core, a, 1, false, "pexpire")
 }
 fn expireat(core: &mut Core, a: &[&[u8]]) -> Reply {
-    expire_generic(core, a, 1000, true)
+    expire_generic(core, a, 1000, true, "expireat")
 }
 fn pexpireat(core: &mut Core, a: &[&[u8]]) -> Reply {
-    expire_generic(core, a, 1, true)
+    expire_generic(core, a, 1, true, "pexpireat")
 }
 
-/// Milliseconds left: -2 for a missing key, -1 for no TTL.
-fn ttl_ms(core: &mut Core, key: &[u8]) -> i64 {
+/// The live key's expiry: `Err(-2)` when missing, `Ok(None)` without a TTL.
+fn expiry_of(core: &mut Core, key: &[u8]) -> Result<Option<i64>, i64> {
     let now = core.now_ms();
-    match core.db.get(key, now) {
-        None => -2,
-        Some(e) => match e.expire_at {
-            None => -1,
-            Some(t) => (t - now).max(0),
-        },
+    core.db.get(key, now).map(|e| e.expire_at).ok_or(-2)
+}
+
+/// TTL, PTTL, EXPIRETIME and PEXPIRETIME (`ttlGenericCommand`): -2 missing, -1 no TTL; seconds are
+/// rounded to the nearest (`(ms + 500) / 1000`).
+fn ttl_generic(core: &mut Core, key: &[u8], in_ms: bool, absolute: bool) -> Reply {
+    let now = core.now_ms();
+    match expiry_of(core, key) {
+        Err(code) => Reply::Int(code),
+        Ok(None) => Reply::Int(-1),
+        Ok(Some(t)) => {
+            let v = if absolute { t } else { (t - now).max(0) };
+            Reply::Int(if in_ms { v } else { (v + 500) / 1000 })
+        }
     }
 }
 
 fn ttl(core: &mut Core, a: &[&[u8]]) -> Reply {
-    let ms = ttl_ms(core, a[1]);
-    Reply::Int(if ms < 0 { ms } else { (ms + 500) / 1000 })
+    ttl_generic(core, a[1], false, false)
 }
 fn pttl(core: &mut Core, a: &[&[u8]]) -> Reply {
-    Reply::Int(ttl_ms(core, a[1]))
+    ttl_generic(core, a[1], true, false)
+}
+fn expiretime(core: &mut Core, a: &[&[u8]]) -> Reply {
+    ttl_generic(core, a[1], false, true)
+}
+fn pexpiretime(core: &mut Core, a: &[&[u8]]) -> Reply {
+    ttl_generic(core, a[1], true, true)
+}
+
+fn persist(core: &mut Core, a: &[&[u8]]) -> Reply {
+    let now = core.now_ms();
+    match core.db.get_mut(a[1], now) {
+        Some(e) if e.expire_at.is_some() => {
+            e.expire_at = None;
+            Reply::Int(1)
+        }
+        _ => Reply::Int(0),
+    }
+}
+
+fn type_cmd(core: &mut Core, a: &[&[u8]]) -> Reply {
+    let now = core.now_ms();
+    let name = core.db.get(a[1], now).map_or("none", |e| e.value.type_name());
+    Reply::Status(name.into())
+}
+
+/// RENAME and RENAMENX (`renameGenericCommand`): a missing source is an error even when both names are
+/// equal; equal names are otherwise a no-op; the value moves with its TTL and replaces the destination.
+fn rename_generic(core: &mut Core, a: &[&[u8]], nx: bool) -> Reply {
+    let (src, dst) = (a[1], a[2]);
+    let now = core.now_ms();
+    if core.db.get(src, now).is_none() {
+        return Reply::err("ERR no such key");
+    }
+    let done = if nx { Reply::Int(1) } else { Reply::ok() };
+    if src == dst {
+        return if nx { Reply::Int(0) } else { done };
+    }
+    if nx && core.db.get(dst, now).is_some() {
+        return Reply::Int(0);
+    }
+    if let Some(entry) = core.db.take(src, now) {
+        core.db.put(dst, entry);
+    }
+    done
+}
+
+fn rename(core: &mut Core, a: &[&[u8]]) -> Reply {
+    rename_generic(core, a, false)
+}
+fn renamenx(core: &mut Core, a: &[&[u8]]) -> Reply {
+    rename_generic(core, a, true)
+}
+
+/// limitlab keeps a single database: the reply to a request for another one.
+const ONE_DB: &str = "ERR limitlab emulates a single database (db 0); other database indexes are not supported";
+
+/// Redis's `getIntFromObjectOrReply`: an integer that fits a C int, with its two error texts.
+pub(crate) fn arg_i32(b: &[u8]) -> Result<i32, Reply> {
+    let v = parse_canonical_i64(b).ok_or_else(|| Reply::err(NOT_INTEGER))?;
+    i32::try_from(v)
+        .map_err(|_| Reply::err("ERR value is out of range, value must between -2147483648 and 2147483647"))
+}
+
+/// COPY source destination [DB n] [REPLACE]: copies value and TTL; 0 when the source is missing or the
+/// destination exists without REPLACE.
+fn copy(core: &mut Core, a: &[&[u8]]) -> Reply {
+    let mut replace = false;
+    let mut db = 0;
+    let mut j = 3;
+    while j < a.len() {
+        if eq_ic(a[j], "replace") {
+            replace = true;
+        } else if eq_ic(a[j], "db") && j + 1 < a.len() {
+            db = tri!(arg_i32(a[j + 1]));
+            if !(0..16).contains(&db) {
+                return Reply::err("ERR DB index is out of range");
+            }
+            j += 1;
+        } else {
+            return Reply::err(SYNTAX);
+        }
+        j += 1;
+    }
+    if db != 0 {
+        return if core.cluster {
+            Reply::err("ERR Copying to another database is not allowed in cluster mode")
+        } else {
+            Reply::err(ONE_DB)
+        };
+    }
+    let (src, dst) = (a[1], a[2]);
+    if src == dst {
+        return Reply::err("ERR source and destination objects are the same");
+    }
+    let now = core.now_ms();
+    let Some(entry) = core.db.get(src, now).cloned() else { return Reply::Int(0) };
+    if core.db.get(dst, now).is_some() && !replace {
+        return Reply::Int(0);
+    }
+    core.db.put(dst, entry);
+    Reply::Int(1)
+}
+
+/// Live keys in SCAN order: by the stable [`scan_hash`] (its top 63 bits, the "group"), then by bytes.
+/// Only keys whose group is at least `from` are listed.
+fn ordered_keys(core: &mut Core, from: u64) -> Vec<(u64, &Vec<u8>, &Entry)> {
+    let now = core.now_ms();
+    core.db.purge_expired(now);
+    let mut v: Vec<(u64, &Vec<u8>, &Entry)> = core
+        .db
+        .map
+        .iter()
+        .filter_map(|(k, e)| {
+            let g = scan_hash(k) >> 1;
+            (g >= from).then_some((g, k, e))
+        })
+        .collect();
+    v.sort_unstable_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)));
+    v
+}
+
+/// KEYS: every live key matching the glob, in SCAN order.
+fn keys(core: &mut Core, a: &[&[u8]]) -> Reply {
+    let pat = a[1];
+    let all = pat == b"*";
+    Reply::Array(
+        ordered_keys(core, 0)
+            .into_iter()
+            .filter(|(_, k, _)| all || glob_match(pat, k, false))
+            .map(|(_, k, _)| Reply::Bulk(k.clone()))
+            .collect(),
+    )
+}
+
+/// SCAN's cursor as Redis reads it (`strtoul`, base 10): no leading space, optional sign (a negative
+/// number wraps), nothing after the digits, no overflow; the empty string is 0; a NUL ends the string.
+fn parse_cursor(b: &[u8]) -> Option<u64> {
+    let b = &b[..b.iter().position(|&c| c == 0).unwrap_or(b.len())];
+    if b.is_empty() {
+        return Some(0);
+    }
+    let (neg, digits) = match b[0] {
+        b'-' => (true, &b[1..]),
+        b'+' => (false, &b[1..]),
+        _ => (false, b),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
+    }
+    Some(if neg { v.wrapping_neg() } else { v })
+}
+
+/// SCAN cursor [MATCH pattern] [COUNT n] [TYPE type].
+///
+/// Keys are visited in [`ordered_keys`] order; the cursor is 1 + the group of the next key to visit (0 when
+/// done), so a key present for the whole iteration is returned exactly once, whatever is added or removed
+/// in between. Like Redis, COUNT bounds the keys visited and MATCH/TYPE filter them afterwards, so a call
+/// may return nothing and a non-zero cursor. Keys sharing a group are returned together.
+fn scan(core: &mut Core, a: &[&[u8]]) -> Reply {
+    let Some(cursor) = parse_cursor(a[1]) else { return Reply::err("ERR invalid cursor") };
+    let mut count: i64 = 10;
+    let mut pattern: Option<&[u8]> = None;
+    let mut type_name: Option<&[u8]> = None;
+    let mut i = 2;
+    while i < a.len() {
+        let more = i + 1 < a.len();
+        if eq_ic(a[i], "count") && more {
+            count = tri!(arg_i64(a[i + 1]));
+            if count < 1 {
+                return Reply::err(SYNTAX);
+            }
+        } else if eq_ic(a[i], "match") && more {
+            pattern = if a[i + 1] == b"*" { None } else { Some(a[i + 1]) };
+        } else if eq_ic(a[i], "type") && more {
+            type_name = Some(a[i + 1]);
+        } else {
+            return Reply::err(SYNTAX);
+        }
+        i += 2;
+    }
+    let done = |keys: Vec<Reply>, next: u64| Reply::Array(vec![Reply::Bulk(next.to_string().into_bytes()), Reply::Array(keys)]);
+    if cursor > (1u64 << 63) {
+        return done(Vec::new(), 0);
+    }
+    let from = cursor.saturating_sub(1);
+    let cands = ordered_keys(core, from);
+    let mut take = (count as usize).min(cands.len());
+    while take > 0 && take < cands.len() && cands[take].0 == cands[take - 1].0 {
+        take += 1;
+    }
+    let next = if take < cands.len() { cands[take].0 + 1 } else { 0 };
+    let keys = cands[..take]
+        .iter()
+        .filter(|(_, k, e)| {
+            pattern.is_none_or(|p| glob_match(p, k, false))
+                && type_name.is_none_or(|t| t.eq_ignore_ascii_case(e.value.type_name().as_bytes()))
+        })
+        .map(|(_, k, _)| Reply::Bulk((*k).clone()))
+        .collect();
+    done(keys, next)
+}
+
+/// RANDOMKEY: limitlab picks deterministically, the first live key in SCAN order.
+fn randomkey(core: &mut Core, _: &[&[u8]]) -> Reply {
+    match ordered_keys(core, 0).first() {
+        Some((_, k, _)) => Reply::Bulk((*k).clone()),
+        None => Reply::Nil,
+    }
+}
+
+static OBJECT_HELP: &[&str] = &[
+    "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "ENCODING <key>",
+    "    Return the kind of internal representation used in order to store the value",
+    "    associated with a <key>.",
+    "FREQ <key>",
+    "    Return the access frequency index of the <key>. The returned integer is",
+    "    proportional to the logarithm of the recent access frequency of the key.",
+    "IDLETIME <key>",
+    "    Return the idle time of the <key>, that is the approximated number of",
+    "    seconds elapsed since the last access to the key.",
+    "REFCOUNT <key>",
+    "    Return the number of references of the value associated with the specified",
+    "    <key>.",
+    "HELP",
+    "    Prints this help.",
+];
+
+/// Redis 7.0's defaults: set-max-intset-entries and the embstr size limit.
+const SET_MAX_INTSET_ENTRIES: usize = 512;
+const EMBSTR_MAX: usize = 44;
+
+/// The encoding OBJECT ENCODING reports, as far as the value's shape tells it. Strings made by APPEND or
+/// SETRANGE are "raw" in Redis even when short; limitlab does not track that and says "embstr".
+fn encoding_of(v: &Value) -> &'static str {
+    match v {
+        Value::Str(RStr::Int(_)) => "int",
+        Value::Str(RStr::Raw(b)) => {
+            if b.len() <= EMBSTR_MAX {
+                "embstr"
+            } else {
+                "raw"
+            }
+        }
+        Value::Hash(h) => {
+            if h.hashtable {
+                "hashtable"
+            } else {
+                "listpack"
+            }
+        }
+        Value::ZSet(z) => {
+            if z.skiplist {
+                "skiplist"
+            } else {
+                "listpack"
+            }
+        }
+        Value::List(_) => "quicklist",
+        Value::Set(s) => {
+            if s.members.len() <= SET_MAX_INTSET_ENTRIES && s.members.iter().all(|m| parse_canonical_i64(m).is_some()) {
+                "intset"
+            } else {
+                "hashtable"
+            }
+        }
+    }
+}
+
+/// OBJECT ENCODING|REFCOUNT|IDLETIME|FREQ|HELP. Idle times are not tracked (always 0); FREQ needs an LFU
+/// policy, which the emulator (like a default Redis) does not have.
+fn object(core: &mut Core, a: &[&[u8]]) -> Reply {
+    let sub = a[1];
+    if eq_ic(sub, "help") {
+        if a.len() != 2 {
+            return Reply::err("ERR wrong number of arguments for 'object|help' command");
+        }
+        return Reply::Array(OBJECT_HELP.iter().map(|l| Reply::Status((*l).into())).collect());
+    }
+    let Some(name) = ["encoding", "refcount", "idletime", "freq"].into_iter().find(|n| eq_ic(sub, n)) else {
+        return Reply::Error(format!("ERR unknown subcommand '{}'. Try OBJECT HELP.", c_str(&sub[..sub.len().min(128)])));
+    };
+    if a.len() != 3 {
+        return Reply::Error(format!("ERR wrong number of arguments for 'object|{name}' command"));
+    }
+    let now = core.now_ms();
+    let Some(e) = core.db.get(a[2], now) else { return Reply::Nil };
+    match name {
+        "encoding" => Reply::Bulk(encoding_of(&e.value).as_bytes().to_vec()),
+        "refcount" => Reply::Int(match e.value {
+            // Integers below 10000 are Redis's shared objects.
+            Value::Str(RStr::Int(i)) if (0..10_000).contains(&i) => i32::MAX as i64,
+            _ => 1,
+        }),
+        "idletime" => Reply::Int(0),
+        _ => Reply::err(
+            "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when \
+             switching between policies at runtime LRU and LFU data will take some time to adjust.",
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::VirtualClock;
+
+    fn run(core: &mut Core, line: &str) -> Reply {
+        let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+        core.dispatch(&args)
+    }
+    fn bulk(s: &str) -> Reply {
+        Reply::Bulk(s.as_bytes().to_vec())
+    }
+    fn err(s: &str) -> Reply {
+        Reply::Error(s.into())
+    }
+
+    // Expected replies were read from a real Redis 7.0.15.
+    #[test]
+    fn rename_and_ttl_rules() {
+        let mut c = Core::new(VirtualClock::default());
+        run(&mut c, "SET a 1");
+        assert_eq!(run(&mut c, "RENAME a a"), Reply::ok());
+        assert_eq!(run(&mut c, "RENAMENX a a"), Reply::Int(0));
+        assert_eq!(run(&mut c, "RENAME nokey b"), err("ERR no such key"));
+        assert_eq!(run(&mut c, "RENAMENX nokey b"), err("ERR no such key"));
+        assert_eq!(run(&mut c, "RENAME nokey nokey"), err("ERR no such key"));
+        assert_eq!(run(&mut c, "EXPIRE a 100"), Reply::Int(1));
+        assert_eq!(run(&mut c, "RENAME a b"), Reply::ok());
+        assert_eq!(run(&mut c, "TTL b"), Reply::Int(100));
+        assert_eq!(run(&mut c, "EXISTS a"), Reply::Int(0));
+        run(&mut c, "SET c 3");
+        assert_eq!(run(&mut c, "RENAMENX b c"), Reply::Int(0));
+        assert_eq!(run(&mut c, "RENAME b c"), Reply::ok());
+        assert_eq!(run(&mut c, "TTL c"), Reply::Int(100));
+        assert_eq!(run(&mut c, "GET c"), bulk("1"));
+        assert_eq!(run(&mut c, "PERSIST c"), Reply::Int(1));
+        assert_eq!(run(&mut c, "PERSIST c"), Reply::Int(0));
+        assert_eq!(run(&mut c, "PERSIST nokey"), Reply::Int(0));
+        assert_eq!(run(&mut c, "TYPE c"), Reply::Status("string".into()));
+        assert_eq!(run(&mut c, "TYPE nokey"), Reply::Status("none".into()));
+        assert_eq!(run(&mut c, "EXPIRETIME c"), Reply::Int(-1));
+        assert_eq!(run(&mut c, "EXPIRETIME nokey"), Reply::Int(-2));
+        assert_eq!(run(&mut c, "PEXPIREAT c 4000000000499"), Reply::Int(1));
+        assert_eq!(run(&mut c, "EXPIRETIME c"), Reply::Int(4000000000));
+        assert_eq!(run(&mut c, "PEXPIREAT c 4000000000500"), Reply::Int(1));
+        assert_eq!(run(&mut c, "EXPIRETIME c"), Reply::Int(4000000001));
+        assert_eq!(run(&mut c, "PEXPIRETIME c"), Reply::Int(4000000000500));
+        assert_eq!(run(&mut c, "EXPIRE c 100 FOO"), err("ERR Unsupported option FOO"));
+        assert_eq!(run(&mut c, "EXPIRE c abc NX XX"), err("ERR NX and XX, GT or LT options at the same time are not compatible"));
+        assert_eq!(run(&mut c, "EXPIRE c 100 GT LT"), err("ERR GT and LT options at the same time are not compatible"));
+        assert_eq!(run(&mut c, "EXPIRE c 9223372036854776"), err("ERR invalid expire time in 'expire' command"));
+        assert_eq!(run(&mut c, "PEXPIRE nokey 9223372036854775807"), err("ERR invalid expire time in 'pexpire' command"));
+        assert_eq!(run(&mut c, "EXPIREAT nokey 9223372036854775807"), err("ERR invalid expire time in 'expireat' command"));
+        assert_eq!(run(&mut c, "PEXPIREAT nokey -9223372036854775808"), Reply::Int(0));
+        assert_eq!(run(&mut c, "EXPIRE c -1"), Reply::Int(1));
+        assert_eq!(run(&mut c, "EXISTS c"), Reply::Int(0));
+        run(&mut c, "SET g 1");
+        assert_eq!(run(&mut c, "EXPIRE g 100 XX"), Reply::Int(0));
+        assert_eq!(run(&mut c, "EXPIRE g 100 GT"), Reply::Int(0));
+        assert_eq!(run(&mut c, "EXPIRE g 100 LT"), Reply::Int(1));
+        assert_eq!(run(&mut c, "TOUCH g nokey g"), Reply::Int(2));
+    }
+
+    #[test]
+    fn copy_rules() {
+        let mut c = Core::new(VirtualClock::default());
+        run(&mut c, "SET s 1 EX 100");
+        assert_eq!(run(&mut c, "COPY s s9"), Reply::Int(1));
+        assert_eq!(run(&mut c, "TTL s9"), Reply::Int(100));
+        assert_eq!(run(&mut c, "COPY s s9"), Reply::Int(0));
+        assert_eq!(run(&mut c, "COPY s s9 REPLACE"), Reply::Int(1));
+        assert_eq!(run(&mut c, "COPY s s9 DB 0"), Reply::Int(0));
+        assert_eq!(run(&mut c, "COPY s s"), err("ERR source and destination objects are the same"));
+        assert_eq!(run(&mut c, "COPY nokey s99"), Reply::Int(0));
+        assert_eq!(run(&mut c, "COPY s s9 FOO"), err(SYNTAX));
+        assert_eq!(run(&mut c, "COPY s s9 DB 16"), err("ERR DB index is out of range"));
+        assert_eq!(run(&mut c, "COPY s s9 DB x"), err(NOT_INTEGER));
+        assert_eq!(
+            run(&mut c, "COPY s s9 DB 4294967296"),
+            err("ERR value is out of range, value must between -2147483648 and 2147483647")
+        );
+    }
+
+    #[test]
+    fn scan_cursors_and_options() {
+        let mut c = Core::new(VirtualClock::default());
+        run(&mut c, "SET c 3");
+        let one = |cur: &str, keys: &[&str]| {
+            Reply::Array(vec![bulk(cur), Reply::Array(keys.iter().map(|k| bulk(k)).collect())])
+        };
+        assert_eq!(run(&mut c, "SCAN 0 MATCH c"), one("0", &["c"]));
+        assert_eq!(run(&mut c, "SCAN 0 TYPE STRING COUNT 1000"), one("0", &["c"]));
+        assert_eq!(run(&mut c, "SCAN 0 TYPE foo"), one("0", &[]));
+        assert_eq!(run(&mut c, "SCAN 0 COUNT 0"), err(SYNTAX));
+        assert_eq!(run(&mut c, "SCAN 0 COUNT -1"), err(SYNTAX));
+        assert_eq!(run(&mut c, "SCAN 0 COUNT abc"), err(NOT_INTEGER));
+        assert_eq!(run(&mut c, "SCAN 0 COUNT"), err(SYNTAX));
+        assert_eq!(run(&mut c, "SCAN 0 FOO bar"), err(SYNTAX));
+        assert_eq!(run(&mut c, "SCAN abc"), err("ERR invalid cursor"));
+        assert_eq!(run(&mut c, "SCAN 18446744073709551616"), err("ERR invalid cursor"));
+        assert_eq!(run(&mut c, "SCAN -1"), one("0", &[]));
+        assert_eq!(run(&mut c, "SCAN +0 MATCH c"), one("0", &["c"]));
+        assert_eq!(parse_cursor(b""), Some(0));
+        assert_eq!(parse_cursor(b" 1"), None);
+        assert_eq!(parse_cursor(b"+"), None);
+        assert_eq!(run(&mut c, "KEYS c"), Reply::Array(vec![bulk("c")]));
+    }
+
+    /// Every key present for a whole iteration comes back exactly once, with writes between calls.
+    #[test]
+    fn scan_survives_writes() {
+        let mut c = Core::new(VirtualClock::default());
+        for i in 0..500 {
+            run(&mut c, &format!("SET stay{i} v"));
+        }
+        let mut seen = std::collections::HashMap::new();
+        let mut cursor = "0".to_string();
+        let mut round = 0;
+        loop {
+            let Reply::Array(r) = run(&mut c, &format!("SCAN {cursor} COUNT 7")) else { panic!() };
+            let Reply::Bulk(next) = &r[0] else { panic!() };
+            let Reply::Array(keys) = &r[1] else { panic!() };
+            for k in keys {
+                let Reply::Bulk(k) = k else { panic!() };
+                *seen.entry(k.clone()).or_insert(0) += 1;
+            }
+            for j in 0..5 {
+                run(&mut c, &format!("SET new{round}_{j} v"));
+                run(&mut c, &format!("DEL new{}_{j}", round / 2));
+            }
+            round += 1;
+            cursor = String::from_utf8(next.clone()).unwrap();
+            if cursor == "0" {
+                break;
+            }
+        }
+        for i in 0..500 {
+            assert_eq!(seen.get(format!("stay{i}").as_bytes()), Some(&1), "stay{i}");
+        }
+    }
+
+    #[test]
+    fn object_subcommands() {
+        let mut c = Core::new(VirtualClock::default());
+        run(&mut c, "SET k 100");
+        assert_eq!(run(&mut c, "OBJECT ENCODING k"), bulk("int"));
+        assert_eq!(run(&mut c, "OBJECT REFCOUNT k"), Reply::Int(2147483647));
+        run(&mut c, "SET k 10000");
+        assert_eq!(run(&mut c, "OBJECT REFCOUNT k"), Reply::Int(1));
+        run(&mut c, "SET k 0123456789012345678901234567890123456789abcd");
+        assert_eq!(run(&mut c, "object Encoding k"), bulk("embstr"));
+        run(&mut c, "SET k 0123456789012345678901234567890123456789abcde");
+        assert_eq!(run(&mut c, "OBJECT ENCODING k"), bulk("raw"));
+        assert_eq!(run(&mut c, "OBJECT ENCODING nokey"), Reply::Nil);
+        assert_eq!(run(&mut c, "OBJECT ENCODING"), err("ERR wrong number of arguments for 'object|encoding' command"));
+        assert_eq!(run(&mut c, "OBJECT ENCODING k extra"), err("ERR wrong number of arguments for 'object|encoding' command"));
+        assert_eq!(run(&mut c, "OBJECT FOO"), err("ERR unknown subcommand 'FOO'. Try OBJECT HELP."));
+        assert_eq!(run(&mut c, "OBJECT HELP x"), err("ERR wrong number of arguments for 'object|help' command"));
+        assert_eq!(run(&mut c, "OBJECT"), err("ERR wrong number of arguments for 'object' command"));
+        run(&mut c, "INCRBYFLOAT f 3.0");
+        assert_eq!(run(&mut c, "OBJECT ENCODING f"), bulk("embstr"));
+    }
 }
