@@ -128,18 +128,29 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
 
 /// The reply to a command Redis does not know, with Redis's text.
 pub fn unknown_command(args: &[&[u8]]) -> Reply {
-    let mut s = format!("ERR unknown command '{}', with args beginning with: ", truncated(args[0], 128));
+    // Redis 7.0 (processCommand): the name cut at 128 bytes, then `'arg' ` per argument while the list is
+    // under 128 bytes, each cut to what is left of those 128; `%s` stops at a NUL, and every error has its
+    // CR/LF turned into spaces.
+    let cstr = |b: &'_ [u8]| -> usize { b.iter().position(|&c| c == 0).unwrap_or(b.len()) };
+    let mut msg = b"ERR unknown command '".to_vec();
+    msg.extend_from_slice(&args[0][..cstr(args[0]).min(128)]);
+    msg.extend_from_slice(b"', with args beginning with: ");
+    let start = msg.len();
     for a in &args[1..] {
-        s.push_str(&format!("'{}' ", truncated(a, 128)));
-        if s.len() >= 128 + 64 {
+        let used = msg.len() - start;
+        if used >= 128 {
             break;
         }
+        msg.push(b'\'');
+        msg.extend_from_slice(&a[..cstr(a).min(128 - used)]);
+        msg.extend_from_slice(b"' ");
     }
-    Reply::Error(s)
-}
-
-fn truncated(b: &[u8], n: usize) -> String {
-    String::from_utf8_lossy(&b[..b.len().min(n)]).into_owned()
+    for c in msg.iter_mut() {
+        if *c == b'\r' || *c == b'\n' {
+            *c = b' ';
+        }
+    }
+    Reply::Error(String::from_utf8_lossy(&msg).into_owned())
 }
 
 /// The arity error reply for a command.
