@@ -44,7 +44,7 @@ const NOT_POSITIVE: &str = "ERR value is out of range, must be positive";
 /// number with no leading space, not NaN, and not out of range (an overflow to ±inf or an underflow to
 /// 0 is an error; `inf` spelled out is fine).
 pub(crate) fn parse_score(b: &[u8]) -> Option<f64> {
-    let v = parse_f64(b)?;
+    let v = parse_number(b)?;
     let unsigned = b.strip_prefix(b"-").or_else(|| b.strip_prefix(b"+")).unwrap_or(b);
     if v.is_infinite() && !(unsigned.eq_ignore_ascii_case(b"inf") || unsigned.eq_ignore_ascii_case(b"infinity")) {
         return None;
@@ -80,7 +80,19 @@ fn parse_bound(b: &[u8]) -> Option<(f64, bool)> {
         return Some((0.0, ex));
     }
     let start = b.iter().position(|c| !matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'))?;
-    parse_f64(&b[start..]).map(|v| (v, ex))
+    parse_number(&b[start..]).map(|v| (v, ex))
+}
+
+/// A whole-argument `strtod` without the ERANGE checks: plain decimal text (the usual case: timestamps,
+/// counters) goes straight to Rust's parser, whose grammar accepts exactly what `strtod` does on those
+/// characters; anything else (`inf`, hex, stray bytes) takes the general, allocating path.
+#[inline]
+fn parse_number(b: &[u8]) -> Option<f64> {
+    if !b.is_empty() && b.iter().all(|c| matches!(c, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')) {
+        std::str::from_utf8(b).ok()?.parse::<f64>().ok()
+    } else {
+        parse_f64(b)
+    }
 }
 
 /// A score range from its `min` and `max` arguments.
@@ -643,7 +655,10 @@ mod tests {
         assert_eq!(parse_score(b"0x10"), Some(16.0));
         assert_eq!(parse_score(b"1e-310"), Some(1e-310));
         assert_eq!(parse_score(b"0e5"), Some(0.0));
-        for bad in ["1e400", "1e-400", " 1", "1 ", "nan", "", "abc", "1e", "0x", "-"] {
+        assert_eq!(parse_score(b"1.e5"), Some(100000.0));
+        assert_eq!(parse_score(b"-.5e-3"), Some(-0.0005));
+        assert_eq!(parse_score(b"1700000000123"), Some(1700000000123.0));
+        for bad in ["1e400", "1e-400", " 1", "1 ", "nan", "", "abc", "1e", "0x", "-", ".", "e5", "1e+", "--1", "1.2.3"] {
             assert_eq!(parse_score(bad.as_bytes()), None, "{bad}");
         }
     }
