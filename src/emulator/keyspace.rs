@@ -5,7 +5,10 @@ use std::collections::{HashMap, HashSet, VecDeque};
 #[derive(Clone, Debug, PartialEq)]
 pub enum RStr {
     Int(i64),
+    /// Bytes that Redis keeps as `embstr` (up to 44 bytes) or `raw` (longer).
     Raw(Vec<u8>),
+    /// Bytes that Redis keeps as `raw` whatever their length: strings grown in place by APPEND/SETRANGE.
+    Grown(Vec<u8>),
 }
 
 impl RStr {
@@ -21,14 +24,14 @@ impl RStr {
     pub fn to_bytes(&self) -> Vec<u8> {
         match self {
             RStr::Int(i) => i.to_string().into_bytes(),
-            RStr::Raw(v) => v.clone(),
+            RStr::Raw(v) | RStr::Grown(v) => v.clone(),
         }
     }
     /// Length in bytes, as STRLEN reports it.
     pub fn len(&self) -> usize {
         match self {
             RStr::Int(i) => int_len(*i),
-            RStr::Raw(v) => v.len(),
+            RStr::Raw(v) | RStr::Grown(v) => v.len(),
         }
     }
     pub fn is_empty(&self) -> bool {

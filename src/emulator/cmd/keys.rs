@@ -384,11 +384,11 @@ static OBJECT_HELP: &[&str] = &[
 const SET_MAX_INTSET_ENTRIES: usize = 512;
 const EMBSTR_MAX: usize = 44;
 
-/// The encoding OBJECT ENCODING reports, as far as the value's shape tells it. Strings made by APPEND or
-/// SETRANGE are "raw" in Redis even when short; limitlab does not track that and says "embstr".
+/// The encoding OBJECT ENCODING reports, from the value's shape and the flags the writers keep.
 fn encoding_of(v: &Value) -> &'static str {
     match v {
         Value::Str(RStr::Int(_)) => "int",
+        Value::Str(RStr::Grown(_)) => "raw",
         Value::Str(RStr::Raw(b)) => {
             if b.len() <= EMBSTR_MAX {
                 "embstr"
@@ -615,5 +615,15 @@ mod tests {
         assert_eq!(run(&mut c, "OBJECT"), err("ERR wrong number of arguments for 'object' command"));
         run(&mut c, "INCRBYFLOAT f 3.0");
         assert_eq!(run(&mut c, "OBJECT ENCODING f"), bulk("embstr"));
+        // APPEND and SETRANGE leave a raw string, even a short or numeric one; APPEND creating a key does not.
+        run(&mut c, "APPEND a 12");
+        assert_eq!(run(&mut c, "OBJECT ENCODING a"), bulk("int"));
+        run(&mut c, "APPEND a 3");
+        assert_eq!(run(&mut c, "OBJECT ENCODING a"), bulk("raw"));
+        run(&mut c, "SET n 123");
+        run(&mut c, "SETRANGE n 1 9");
+        assert_eq!(run(&mut c, "OBJECT ENCODING n"), bulk("raw"));
+        run(&mut c, "INCR n");
+        assert_eq!(run(&mut c, "OBJECT ENCODING n"), bulk("int"));
     }
 }

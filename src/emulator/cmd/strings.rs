@@ -3,7 +3,7 @@
 use super::flags::*;
 use super::{arg_i64, eq_ic, CommandSpec, KeySpec, NOT_INTEGER, SYNTAX};
 use crate::emulator::core::Core;
-use crate::emulator::keyspace::{int_len, parse_canonical_i64, RStr, Value, WRONGTYPE};
+use crate::emulator::keyspace::{parse_canonical_i64, RStr, Value, WRONGTYPE};
 use crate::emulator::longdouble;
 use crate::emulator::reply::Reply;
 use crate::tri;
@@ -296,12 +296,39 @@ fn msetnx(core: &mut Core, a: &[&[u8]]) -> Reply {
 /// Takes a string value out as raw bytes (Redis's `dbUnshareStringValue`: APPEND and SETRANGE always
 /// leave a raw string, even when it looks like an integer).
 fn make_raw(s: &mut RStr) -> &mut Vec<u8> {
-    if let RStr::Int(i) = *s {
-        *s = RStr::Raw(i.to_string().into_bytes());
-    }
+    let bytes = match s {
+        RStr::Grown(v) => return v,
+        RStr::Raw(v) => std::mem::take(v),
+        RStr::Int(i) => i.to_string().into_bytes(),
+    };
+    *s = RStr::Grown(bytes);
     match s {
-        RStr::Raw(v) => v,
-        RStr::Int(_) => unreachable!("converted to raw above"),
+        RStr::Grown(v) => v,
+        RStr::Int(_) | RStr::Raw(_) => unreachable!("converted to Grown above"),
+    }
+}
+
+/// The bytes of a string value; integers are printed into `buf` (no allocation for the others).
+fn str_view<'a>(s: &'a RStr, buf: &'a mut [u8; 20]) -> &'a [u8] {
+    match s {
+        RStr::Raw(v) | RStr::Grown(v) => v,
+        RStr::Int(i) => {
+            let mut n = i.unsigned_abs();
+            let mut pos = buf.len();
+            loop {
+                pos -= 1;
+                buf[pos] = b'0' + (n % 10) as u8;
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+            }
+            if *i < 0 {
+                pos -= 1;
+                buf[pos] = b'-';
+            }
+            &buf[pos..]
+        }
     }
 }
 
@@ -331,8 +358,7 @@ fn strlen(core: &mut Core, a: &[&[u8]]) -> Reply {
     match core.db.get(a[1], now) {
         None => Reply::Int(0),
         Some(e) => match &e.value {
-            Value::Str(RStr::Int(i)) => Reply::Int(int_len(*i) as i64),
-            Value::Str(RStr::Raw(v)) => Reply::Int(v.len() as i64),
+            Value::Str(s) => Reply::Int(s.len() as i64),
             _ => Reply::err(WRONGTYPE),
         },
     }
@@ -345,14 +371,8 @@ fn getrange(core: &mut Core, a: &[&[u8]]) -> Reply {
     let now = core.now_ms();
     let Some(e) = core.db.get(a[1], now) else { return Reply::Bulk(Vec::new()) };
     let Value::Str(s) = &e.value else { return Reply::err(WRONGTYPE) };
-    let digits;
-    let bytes: &[u8] = match s {
-        RStr::Int(i) => {
-            digits = i.to_string();
-            digits.as_bytes()
-        }
-        RStr::Raw(v) => v,
-    };
+    let mut digits = [0u8; 20];
+    let bytes = str_view(s, &mut digits);
     let len = bytes.len() as i64;
     if start < 0 && end < 0 && start > end {
         return Reply::Bulk(Vec::new());
@@ -393,7 +413,7 @@ fn setrange(core: &mut Core, a: &[&[u8]]) -> Reply {
             }
             let mut v = vec![0u8; total as usize];
             v[offset as usize..].copy_from_slice(val);
-            core.db.set(key, Value::Str(RStr::Raw(v)), None);
+            core.db.set(key, Value::Str(RStr::Grown(v)), None);
             Reply::Int(total as i64)
         }
         Some(e) => {
@@ -543,7 +563,7 @@ pub(crate) fn incr_by(core: &mut Core, key: &[u8], by: i64) -> Reply {
             let Value::Str(s) = &mut e.value else { return Reply::err(WRONGTYPE) };
             let cur = match s {
                 RStr::Int(i) => *i,
-                RStr::Raw(b) => match parse_canonical_i64(b) {
+                RStr::Raw(b) | RStr::Grown(b) => match parse_canonical_i64(b) {
                     Some(i) => i,
                     None => return Reply::err(NOT_INTEGER),
                 },
@@ -592,15 +612,8 @@ fn incrbyfloat(core: &mut Core, a: &[&[u8]]) -> Reply {
         },
         Some(e) => {
             let Value::Str(s) = &mut e.value else { return Reply::err(WRONGTYPE) };
-            let digits;
-            let cur: &[u8] = match s {
-                RStr::Int(i) => {
-                    digits = i.to_string();
-                    digits.as_bytes()
-                }
-                RStr::Raw(v) => v,
-            };
-            match longdouble::incr_by_float(cur, by) {
+            let mut digits = [0u8; 20];
+            match longdouble::incr_by_float(str_view(s, &mut digits), by) {
                 Ok(v) => {
                     *s = RStr::Raw(v.clone());
                     Reply::Bulk(v)
@@ -763,6 +776,14 @@ mod tests {
         ]);
         assert_eq!(run(&mut c, "LCS a b IDX"), want);
         assert_eq!(run(&mut c, "LCS a b IDX LEN"), err("ERR If you want both the length and indexes, please just use IDX."));
+    }
+
+    #[test]
+    fn int_views() {
+        for i in [0, 7, -7, 1234567890, i64::MAX, i64::MIN] {
+            let mut buf = [0u8; 20];
+            assert_eq!(str_view(&RStr::Int(i), &mut buf), i.to_string().as_bytes());
+        }
     }
 
     #[test]
