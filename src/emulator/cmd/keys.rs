@@ -380,8 +380,7 @@ static OBJECT_HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
-/// Redis 7.0's defaults: set-max-intset-entries and the embstr size limit.
-const SET_MAX_INTSET_ENTRIES: usize = 512;
+/// Redis 7.0's longest string kept as `embstr`.
 const EMBSTR_MAX: usize = 44;
 
 /// The encoding OBJECT ENCODING reports, from the value's shape and the flags the writers keep.
@@ -412,10 +411,10 @@ fn encoding_of(v: &Value) -> &'static str {
         }
         Value::List(_) => "quicklist",
         Value::Set(s) => {
-            if s.members.len() <= SET_MAX_INTSET_ENTRIES && s.members.iter().all(|m| parse_canonical_i64(m).is_some()) {
-                "intset"
-            } else {
+            if s.hashtable {
                 "hashtable"
+            } else {
+                "intset"
             }
         }
     }
