@@ -248,35 +248,60 @@ fn copy(core: &mut Core, a: &[&[u8]]) -> Reply {
     Reply::Int(1)
 }
 
-/// Live keys in SCAN order: by the stable [`scan_hash`] (its top 63 bits, the "group"), then by bytes.
-/// Only keys whose group is at least `from` are listed.
-fn ordered_keys(core: &mut Core, from: u64) -> Vec<(u64, &Vec<u8>, &Entry)> {
+/// A live key with its SCAN group: the top 63 bits of the stable [`scan_hash`].
+type Slot<'a> = (u64, &'a Vec<u8>, &'a Entry);
+
+/// SCAN order: by group, then by bytes.
+fn scan_cmp(x: &Slot, y: &Slot) -> std::cmp::Ordering {
+    (x.0, x.1).cmp(&(y.0, y.1))
+}
+
+/// Live keys whose group is at least `from`, unordered (expired keys are reclaimed first).
+fn live_keys(core: &mut Core, from: u64) -> Vec<Slot<'_>> {
     let now = core.now_ms();
     core.db.purge_expired(now);
-    let mut v: Vec<(u64, &Vec<u8>, &Entry)> = core
-        .db
+    core.db
         .map
         .iter()
         .filter_map(|(k, e)| {
             let g = scan_hash(k) >> 1;
             (g >= from).then_some((g, k, e))
         })
-        .collect();
-    v.sort_unstable_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)));
-    v
+        .collect()
+}
+
+/// One SCAN page: the first `count` keys in SCAN order from group `from` (plus any key sharing the last
+/// one's group), and the cursor after them (0 at the end). O(n) selection, then a sort of the page only.
+fn scan_page(core: &mut Core, from: u64, count: usize) -> (Vec<Slot<'_>>, u64) {
+    let mut all = live_keys(core, from);
+    if all.len() <= count {
+        all.sort_unstable_by(scan_cmp);
+        return (all, 0);
+    }
+    all.select_nth_unstable_by(count, scan_cmp);
+    let (head, rest) = all.split_at(count);
+    let last = head.iter().map(|x| x.0).max().unwrap_or(0);
+    let mut page = head.to_vec();
+    let mut next: Option<u64> = None;
+    for x in rest {
+        if x.0 == last && count > 0 {
+            page.push(*x);
+        } else {
+            next = Some(next.map_or(x.0, |n| n.min(x.0)));
+        }
+    }
+    page.sort_unstable_by(scan_cmp);
+    (page, next.map_or(0, |g| g + 1))
 }
 
 /// KEYS: every live key matching the glob, in SCAN order.
 fn keys(core: &mut Core, a: &[&[u8]]) -> Reply {
     let pat = a[1];
     let all = pat == b"*";
-    Reply::Array(
-        ordered_keys(core, 0)
-            .into_iter()
-            .filter(|(_, k, _)| all || glob_match(pat, k, false))
-            .map(|(_, k, _)| Reply::Bulk(k.clone()))
-            .collect(),
-    )
+    let mut v = live_keys(core, 0);
+    v.retain(|(_, k, _)| all || glob_match(pat, k, false));
+    v.sort_unstable_by(scan_cmp);
+    Reply::Array(v.into_iter().map(|(_, k, _)| Reply::Bulk(k.clone())).collect())
 }
 
 /// SCAN's cursor as Redis reads it (`strtoul`, base 10): no leading space, optional sign (a negative
@@ -306,7 +331,7 @@ fn parse_cursor(b: &[u8]) -> Option<u64> {
 
 /// SCAN cursor [MATCH pattern] [COUNT n] [TYPE type].
 ///
-/// Keys are visited in [`ordered_keys`] order; the cursor is 1 + the group of the next key to visit (0 when
+/// Keys are visited in SCAN order ([`scan_cmp`]); the cursor is 1 + the group of the next key to visit (0 when
 /// done), so a key present for the whole iteration is returned exactly once, whatever is added or removed
 /// in between. Like Redis, COUNT bounds the keys visited and MATCH/TYPE filter them afterwards, so a call
 /// may return nothing and a non-zero cursor. Keys sharing a group are returned together.
@@ -336,14 +361,8 @@ fn scan(core: &mut Core, a: &[&[u8]]) -> Reply {
     if cursor > (1u64 << 63) {
         return done(Vec::new(), 0);
     }
-    let from = cursor.saturating_sub(1);
-    let cands = ordered_keys(core, from);
-    let mut take = (count as usize).min(cands.len());
-    while take > 0 && take < cands.len() && cands[take].0 == cands[take - 1].0 {
-        take += 1;
-    }
-    let next = if take < cands.len() { cands[take].0 + 1 } else { 0 };
-    let keys = cands[..take]
+    let (page, next) = scan_page(core, cursor.saturating_sub(1), count as usize);
+    let keys = page
         .iter()
         .filter(|(_, k, e)| {
             pattern.is_none_or(|p| glob_match(p, k, false))
@@ -356,7 +375,7 @@ fn scan(core: &mut Core, a: &[&[u8]]) -> Reply {
 
 /// RANDOMKEY: limitlab picks deterministically, the first live key in SCAN order.
 fn randomkey(core: &mut Core, _: &[&[u8]]) -> Reply {
-    match ordered_keys(core, 0).first() {
+    match live_keys(core, 0).into_iter().min_by(scan_cmp) {
         Some((_, k, _)) => Reply::Bulk((*k).clone()),
         None => Reply::Nil,
     }
@@ -591,6 +610,31 @@ mod tests {
         }
         for i in 0..500 {
             assert_eq!(seen.get(format!("stay{i}").as_bytes()), Some(&1), "stay{i}");
+        }
+    }
+
+    /// Pages of any COUNT cover the keyspace exactly once, in SCAN order.
+    #[test]
+    fn scan_pages_cover_everything() {
+        let mut c = Core::new(VirtualClock::default());
+        for i in 0..100 {
+            run(&mut c, &format!("SET k{i} v"));
+        }
+        let Reply::Array(all) = run(&mut c, "KEYS *") else { panic!() };
+        for count in [1, 3, 10, 99, 100, 1000] {
+            let mut got = Vec::new();
+            let mut cursor = "0".to_string();
+            loop {
+                let Reply::Array(r) = run(&mut c, &format!("SCAN {cursor} COUNT {count}")) else { panic!() };
+                let (Reply::Bulk(next), Reply::Array(keys)) = (&r[0], &r[1]) else { panic!() };
+                assert!(keys.len() <= count, "count {count}");
+                got.extend(keys.iter().cloned());
+                cursor = String::from_utf8(next.clone()).unwrap();
+                if cursor == "0" {
+                    break;
+                }
+            }
+            assert_eq!(got, all, "count {count}");
         }
     }
 
