@@ -226,7 +226,7 @@ fn zadd_generic(core: &mut Core, a: &[&[u8]], incr_cmd: bool) -> Reply {
     if f.nx && f.xx {
         return Reply::err("ERR XX and NX options at the same time are not compatible");
     }
-    if (f.gt && f.nx) || (f.lt && f.nx) || (f.gt && f.lt) {
+    if (f.nx && (f.gt || f.lt)) || (f.gt && f.lt) {
         return Reply::err("ERR GT, LT, and/or NX options at the same time are not compatible");
     }
     if f.incr && pairs.len() > 2 {
@@ -363,7 +363,7 @@ fn zcount(core: &mut Core, a: &[&[u8]]) -> Reply {
 
 fn zlexcount(core: &mut Core, a: &[&[u8]]) -> Reply {
     let range = tri!(parse_lex_range(a[2], a[3]));
-    Reply::Int(tri!(read(core, a[1])).map_or(0, |z| z.count_in_lex(&range) as i64))
+    Reply::Int(tri!(read(core, a[1])).map_or(0, |z| z.count_in_lex(&range)))
 }
 
 // ---- the ZRANGE family -----------------------------------------------------------------------------

@@ -432,24 +432,50 @@ impl ZSet {
         let x = self.descend(&mut update, |n| range.lte_max(n.score));
         (x != HEAD && range.gte_min(self.nodes[x as usize].score)).then_some(ZRef(x))
     }
-    /// The lowest member inside a lexicographic range (meaningful when all scores are equal).
-    pub fn first_in_lex(&self, range: &LexRange) -> Option<ZRef> {
-        if range.is_empty() {
-            return None;
-        }
-        let mut update = [HEAD; MAX_LEVEL];
-        let x = self.descend(&mut update, |n| !range.gte_min(&n.member));
-        let x = self.nodes[x as usize].l0.next;
-        (x != NIL && range.lte_max(&self.nodes[x as usize].member)).then_some(ZRef(x))
+    /// `zslIsInLexRange`: false when the range is empty, the last member is below `min` or the first
+    /// is above `max`.
+    fn lex_range_may_match(&self, range: &LexRange) -> bool {
+        let (Some(first), Some(last)) = (self.first(), self.last()) else { return false };
+        !range.is_empty() && range.gte_min(self.member_at(last)) && range.lte_max(self.member_at(first))
     }
-    /// The highest member inside a lexicographic range.
-    pub fn last_in_lex(&self, range: &LexRange) -> Option<ZRef> {
-        if range.is_empty() {
+    /// The lowest member inside a lexicographic range. Lex ranges assume equal scores; with mixed
+    /// scores Redis's answer depends on the encoding, so this follows it: a listpack is scanned from
+    /// the head (`zzlFirstInLexRange`), a skiplist is searched level by level (`zslFirstInLexRange`,
+    /// whose answer then also depends on Redis's random levels).
+    pub fn first_in_lex(&self, range: &LexRange) -> Option<ZRef> {
+        if !self.lex_range_may_match(range) {
             return None;
         }
-        let mut update = [HEAD; MAX_LEVEL];
-        let x = self.descend(&mut update, |n| range.lte_max(&n.member));
-        (x != HEAD && range.gte_min(&self.nodes[x as usize].member)).then_some(ZRef(x))
+        let x = if self.skiplist {
+            let mut update = [HEAD; MAX_LEVEL];
+            let x = self.descend(&mut update, |n| !range.gte_min(&n.member));
+            Self::opt(self.nodes[x as usize].l0.next)?
+        } else {
+            let mut x = self.first()?;
+            while !range.gte_min(self.member_at(x)) {
+                x = self.next(x)?;
+            }
+            x
+        };
+        range.lte_max(self.member_at(x)).then_some(x)
+    }
+    /// The highest member inside a lexicographic range (`zzlLastInLexRange`/`zslLastInLexRange`).
+    pub fn last_in_lex(&self, range: &LexRange) -> Option<ZRef> {
+        if !self.lex_range_may_match(range) {
+            return None;
+        }
+        let x = if self.skiplist {
+            let mut update = [HEAD; MAX_LEVEL];
+            let x = self.descend(&mut update, |n| range.lte_max(&n.member));
+            Self::opt(if x == HEAD { NIL } else { x })?
+        } else {
+            let mut x = self.last()?;
+            while !range.lte_max(self.member_at(x)) {
+                x = self.prev(x)?;
+            }
+            x
+        };
+        range.gte_min(self.member_at(x)).then_some(x)
     }
     /// Members with a score in `range`, O(log n).
     pub fn count_in_range(&self, range: &ScoreRange) -> usize {
@@ -458,14 +484,28 @@ impl ZSet {
             _ => 0,
         }
     }
-    /// Members in a lexicographic range, O(log n).
-    pub fn count_in_lex(&self, range: &LexRange) -> usize {
-        match (self.first_in_lex(range), self.last_in_lex(range)) {
-            (Some(a), Some(b)) => {
-                let (ra, rb) = (self.rank_at(a), self.rank_at(b));
-                (rb + 1).saturating_sub(ra)
+    /// ZLEXCOUNT: a listpack counts forward from the first match while members stay below `max`; a
+    /// skiplist subtracts ranks in O(log n) (which, with mixed scores, can even be negative in Redis).
+    pub fn count_in_lex(&self, range: &LexRange) -> i64 {
+        let Some(first) = self.first_in_lex(range) else { return 0 };
+        if self.skiplist {
+            let len = self.length as i64;
+            let mut count = len - (self.rank_at(first) as i64 - 1);
+            if let Some(last) = self.last_in_lex(range) {
+                count -= len - self.rank_at(last) as i64;
             }
-            _ => 0,
+            count
+        } else {
+            let mut n = 0;
+            let mut x = Some(first);
+            while let Some(r) = x {
+                if !range.lte_max(self.member_at(r)) {
+                    break;
+                }
+                n += 1;
+                x = self.next(r);
+            }
+            n
         }
     }
 
@@ -538,8 +578,8 @@ impl ZSet {
             *self.nodes[x as usize].link_mut(i) = Link { next: u.next, span: u.span - gap };
             *self.nodes[update[i] as usize].link_mut(i) = Link { next: x, span: gap + 1 };
         }
-        for i in lvl..self.level {
-            self.nodes[update[i] as usize].link_mut(i).span += 1;
+        for (i, &u) in update.iter().enumerate().take(self.level).skip(lvl) {
+            self.nodes[u as usize].link_mut(i).span += 1;
         }
         self.nodes[x as usize].backward = if update[0] == HEAD { NIL } else { update[0] };
         let next = self.nodes[x as usize].l0.next;
@@ -714,14 +754,20 @@ impl ZSet {
         removed
     }
 
-    /// Removes every member in a lexicographic range (`zslDeleteRangeByLex`): O(log n + m).
+    /// Removes every member in a lexicographic range: a listpack from its first match scanned from the
+    /// head (`zzlDeleteRangeByLex`), a skiplist from its level-by-level search (`zslDeleteRangeByLex`),
+    /// then in both cases onwards while members stay below `max`. O(log n + m) for a skiplist.
     pub fn remove_range_by_lex(&mut self, range: &LexRange) -> usize {
-        if range.is_empty() {
-            return 0;
-        }
         let mut update = [HEAD; MAX_LEVEL];
-        let x = self.descend(&mut update, |n| !range.gte_min(&n.member));
-        let mut x = self.nodes[x as usize].l0.next;
+        let mut x = if self.skiplist {
+            let x = self.descend(&mut update, |n| !range.gte_min(&n.member));
+            self.nodes[x as usize].l0.next
+        } else {
+            let Some(first) = self.first_in_lex(range) else { return 0 };
+            let n = &self.nodes[first.0 as usize];
+            update = self.predecessors(n.score, &n.member);
+            first.0
+        };
         let mut removed = 0;
         while x != NIL && range.lte_max(&self.nodes[x as usize].member) {
             self.tick();
