@@ -19,8 +19,8 @@
 #define LL_NAN_OR_INF (-3)
 #define LL_NO_ROOM (-4)
 
-/* Redis's string2ld: strtold on a NUL-terminated copy, refusing leading spaces, trailing garbage,
- * overflow, underflow to zero and NaN. Returns 1 and sets *out on success. */
+/* Redis's string2ld: strtold on a NUL-terminated copy, refusing leading spaces, trailing garbage (an
+ * embedded NUL included), overflow, underflow to zero and NaN. Returns 1 and sets *out on success. */
 static int ll_string2ld(const char *s, size_t len, long double *out) {
     char buf[LL_LD_CHARS];
     char *end;
@@ -31,9 +31,9 @@ static int ll_string2ld(const char *s, size_t len, long double *out) {
     buf[len] = '\0';
     errno = 0;
     v = strtold(buf, &end);
-    if (isspace((unsigned char)buf[0]) || end[0] != '\0' ||
-        (errno == ERANGE && (v == HUGE_VAL || v == -HUGE_VAL || fpclassify(v) == FP_ZERO)) ||
-        isnan(v))
+    if (isspace((unsigned char)buf[0]) || end[0] != '\0' || (size_t)(end - buf) != len ||
+        ((errno == ERANGE || errno == EINVAL) && (v == HUGE_VAL || v == -HUGE_VAL || fpclassify(v) == FP_ZERO)) ||
+        errno == EINVAL || isnan(v))
         return 0;
     *out = v;
     return 1;

@@ -42,7 +42,7 @@ pub enum IncrFloatError {
 
 /// True when Redis's `string2ld` accepts `b`: `strtold` syntax (decimal, hex, `inf`), the whole string,
 /// no leading space, not empty, under 5120 bytes, no overflow or underflow to zero, not NaN.
-/// (As in Redis, an embedded NUL ends the number: `"1\0x"` is accepted as 1.)
+/// An embedded NUL makes it invalid, as in Redis 7.0 (`"1\0x"` and `"\0"` are refused).
 pub fn is_valid_float(b: &[u8]) -> bool {
     if b.is_empty() || b.len() >= LD_CHARS {
         return false;
@@ -151,6 +151,8 @@ mod tests {
         assert!(!is_valid_float(b"nan"));
         assert!(!is_valid_float(b"+"));
         assert!(!is_valid_float(&vec![b'1'; 5120]));
+        assert!(!is_valid_float(b"1\0abc"));
+        assert!(!is_valid_float(b"\0"));
         assert_eq!(format_human(b"1e3").unwrap(), b"1000");
         assert_eq!(format_human(b"-inf").unwrap(), b"-inf");
     }
