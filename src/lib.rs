@@ -1,5 +1,6 @@
 //! limitlab: run production Redis rate-limiter Lua scripts on an embedded Redis 7.0 emulator
 //! under a deterministic virtual clock.
+pub mod backend;
 pub mod cli;
 pub mod clock;
 pub mod emulator;

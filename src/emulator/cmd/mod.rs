@@ -99,6 +99,7 @@ fn table() -> &'static HashMap<&'static [u8], CommandSpec> {
             lists::COMMANDS,
             sets::COMMANDS,
             server::COMMANDS,
+            crate::emulator::lua::COMMANDS,
         ] {
             for spec in family {
                 let prev = m.insert(spec.name.as_bytes(), *spec);

@@ -1,39 +1,677 @@
-//! Lua 5.1 scripting as Redis 7.0 does it.
-use std::cell::RefCell;
+//! Lua 5.1 scripting as Redis 7.0 does it: one VM reused across calls, a read-only global table,
+//! `KEYS`/`ARGV`, `redis.call`/`pcall` with Redis's conversion rules and error texts, the script cache,
+//! Redis's deterministic `math.random`, expiry frozen while a script runs, and an instruction budget that
+//! stops runaway scripts.
+pub mod convert;
+pub mod libs;
+mod rand48;
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::rc::Rc;
 
-use super::cmd::CommandSpec;
+use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
+
+use super::cluster;
+use super::cmd::{self, eq_ic, flags, CommandSpec};
 use super::core::Core;
 use super::reply::Reply;
 
-/// Default instruction budget for one script call.
-pub const DEFAULT_BUDGET: u64 = 100_000_000;
+/// Default instruction budget for one script call: about a second of busy Lua on this machine class.
+pub const DEFAULT_BUDGET: u64 = 200_000_000;
 
-pub mod libs;
+/// How often (in VM instructions) the budget hook runs.
+const HOOK_EVERY: u32 = 10_000;
 
+/// The chunk name of limitlab's own Lua helpers; the error handler skips their frames.
+const INTERNAL_CHUNK: &str = "=[limitlab]";
+
+const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
+
+/// State of the script being run, shared with the Rust callbacks inside the VM.
+struct RunState {
+    /// EVAL_RO / EVALSHA_RO: write commands are refused.
+    read_only: Cell<bool>,
+    /// The protocol `redis.setresp` chose (2 or 3); reset to 2 for every script.
+    resp: Cell<u8>,
+    /// Instructions left before the script is killed.
+    budget_left: Cell<i64>,
+    /// Set once the budget ran out; the hook then raises at every chance, so `pcall` cannot swallow it.
+    killed: Cell<bool>,
+    /// Cluster mode: the slot the script is bound to (from its declared keys or first key touched).
+    slot: Cell<Option<u16>>,
+}
+
+/// One Lua VM with Redis's libraries and sandbox installed.
+struct Vm {
+    lua: Lua,
+    /// The environment scripts run in: a read-only view of the globals.
+    env: Table,
+    /// `function(f) return xpcall(f, handler) end`, Redis's error handler included.
+    runner: Function,
+}
+
+impl Vm {
+    fn new(core: &Rc<RefCell<Core>>, state: &Rc<RunState>, rng: &Rc<rand48::Rand48>) -> mlua::Result<Vm> {
+        // SAFETY: the debug library is loaded only to build the error handler, then removed from the
+        // globals scripts can see; no script gets access to it.
+        let lua = unsafe {
+            Lua::unsafe_new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG, LuaOptions::default())
+        };
+        let g = lua.globals();
+        libs::register_all(&lua, &g)?;
+        rand48::register(&lua, &g, rng.clone())?;
+        let redis = lua.create_table()?;
+        register_redis_lib(&lua, &redis, core, state)?;
+        g.raw_set("redis", redis)?;
+        for name in ["print", "dofile", "loadfile", "module", "require", "newproxy"] {
+            g.raw_set(name, Value::Nil)?;
+        }
+        g.raw_set("package", Value::Nil)?;
+        let setup: Function = lua.load(SETUP_LUA).set_name(INTERNAL_CHUNK).into_function()?;
+        let (env, runner): (Table, Function) = setup.call(())?;
+        g.raw_set("debug", Value::Nil)?;
+        let st = state.clone();
+        lua.set_global_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), move |_, _| {
+            let left = st.budget_left.get() - HOOK_EVERY as i64;
+            st.budget_left.set(left);
+            if left <= 0 || st.killed.get() {
+                st.killed.set(true);
+                return Err(mlua::Error::RuntimeError("Script killed".into()));
+            }
+            Ok(VmState::Continue)
+        })?;
+        Ok(Vm { lua, env, runner })
+    }
+}
+
+/// The scripting engine of one emulator.
 pub struct Scripting {
-    #[allow(dead_code)]
     core: Rc<RefCell<Core>>,
+    vm: Vm,
+    scripts: HashMap<String, Function>,
+    state: Rc<RunState>,
+    /// Redis's `math.random` stream lives outside the VM: SCRIPT FLUSH rebuilds the VM but not it.
+    rng: Rc<rand48::Rand48>,
     budget: u64,
 }
 
 impl Scripting {
+    /// Starts a VM with Redis 7.0's libraries and sandbox.
     pub fn new(core: Rc<RefCell<Core>>) -> mlua::Result<Self> {
-        Ok(Scripting { core, budget: DEFAULT_BUDGET })
+        let state = Rc::new(RunState {
+            read_only: Cell::new(false),
+            resp: Cell::new(2),
+            budget_left: Cell::new(i64::MAX),
+            killed: Cell::new(false),
+            slot: Cell::new(None),
+        });
+        let rng = Rc::new(rand48::Rand48::default());
+        let vm = Vm::new(&core, &state, &rng)?;
+        Ok(Scripting { core, vm, scripts: HashMap::new(), state, rng, budget: DEFAULT_BUDGET })
     }
+
+    /// SCRIPT FLUSH: forgets every script and, as Redis 7.0 does, starts a fresh VM (so library
+    /// settings such as cjson's are reset too).
+    pub fn flush(&mut self) -> mlua::Result<()> {
+        self.scripts.clear();
+        self.vm = Vm::new(&self.core, &self.state, &self.rng)?;
+        Ok(())
+    }
+
+    /// Sets the instruction budget of one script call.
     pub fn set_budget(&mut self, b: u64) {
         self.budget = b;
     }
-    pub fn command(&mut self, _spec: &CommandSpec, _args: &[&[u8]]) -> Reply {
-        Reply::err("ERR scripting is being built")
+
+    /// EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT, from a client (arity already checked).
+    pub fn command(&mut self, spec: &CommandSpec, a: &[&[u8]]) -> Reply {
+        match spec.name {
+            "eval" | "eval_ro" | "evalsha" | "evalsha_ro" => {
+                let ro = spec.name.ends_with("_ro");
+                let (keys, argv) = match split_numkeys(a) {
+                    Ok(x) => x,
+                    Err(r) => return r,
+                };
+                if self.core.borrow().cluster {
+                    if let Err(()) = cluster::common_slot(keys.iter().copied()) {
+                        return Reply::err(cluster::CROSSSLOT);
+                    }
+                }
+                if spec.name.starts_with("evalsha") {
+                    self.evalsha(a[1], keys, argv, ro)
+                } else {
+                    self.eval(a[1], keys, argv, ro)
+                }
+            }
+            "script" => self.script_command(a),
+            _ => cmd::unknown_command(a),
+        }
     }
-    pub fn eval(&mut self, _body: &[u8], _keys: &[&[u8]], _argv: &[&[u8]], _ro: bool) -> Reply {
-        Reply::err("ERR scripting is being built")
+
+    fn script_command(&mut self, a: &[&[u8]]) -> Reply {
+        let sub = a[1];
+        if eq_ic(sub, "load") && a.len() == 3 {
+            match self.load(a[2]) {
+                Ok(sha) => Reply::Bulk(sha.into_bytes()),
+                Err(e) => e,
+            }
+        } else if eq_ic(sub, "exists") && a.len() >= 3 {
+            Reply::Array(
+                a[2..]
+                    .iter()
+                    .map(|s| {
+                        let key = String::from_utf8_lossy(s).to_ascii_lowercase();
+                        Reply::Int(self.scripts.contains_key(&key) as i64)
+                    })
+                    .collect(),
+            )
+        } else if eq_ic(sub, "flush") && a.len() <= 3 {
+            if a.len() == 3 && !eq_ic(a[2], "sync") && !eq_ic(a[2], "async") {
+                return Reply::err("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
+            }
+            match self.flush() {
+                Ok(()) => Reply::ok(),
+                Err(e) => Reply::Error(format!("ERR {}", one_line(&e.to_string()))),
+            }
+        } else if eq_ic(sub, "kill") && a.len() == 2 {
+            Reply::err("NOTBUSY No scripts in execution right now.")
+        } else if eq_ic(sub, "help") && a.len() == 2 {
+            Reply::Array(SCRIPT_HELP.iter().map(|l| Reply::Status((*l).into())).collect())
+        } else {
+            let name = String::from_utf8_lossy(sub);
+            if ["load", "exists", "flush", "kill", "help", "debug"].iter().any(|s| eq_ic(sub, s)) {
+                Reply::Error(format!("ERR wrong number of arguments for 'script|{}' command", name.to_ascii_lowercase()))
+            } else {
+                Reply::Error(format!("ERR unknown subcommand '{name}'. Try SCRIPT HELP."))
+            }
+        }
     }
-    pub fn evalsha(&mut self, _sha: &[u8], _keys: &[&[u8]], _argv: &[&[u8]], _ro: bool) -> Reply {
-        Reply::err("ERR scripting is being built")
+
+    /// SCRIPT LOAD: compile and cache; returns the SHA1 in lower-case hex.
+    pub fn load(&mut self, body: &[u8]) -> Result<String, Reply> {
+        let sha = sha1_hex(body);
+        if !self.scripts.contains_key(&sha) {
+            let f = self.compile(body)?;
+            self.scripts.insert(sha.clone(), f);
+        }
+        Ok(sha)
     }
-    pub fn load(&mut self, _body: &[u8]) -> Result<String, Reply> {
-        Err(Reply::err("ERR scripting is being built"))
+
+    fn compile(&self, body: &[u8]) -> Result<Function, Reply> {
+        self.vm
+            .lua
+            .load(body)
+            .set_name("@user_script")
+            .set_mode(mlua::chunk::ChunkMode::Text)
+            .set_environment(self.vm.env.clone())
+            .into_function()
+            .map_err(|e| {
+                let msg = match &e {
+                    mlua::Error::SyntaxError { message, .. } => message.clone(),
+                    other => other.to_string(),
+                };
+                Reply::Error(format!("ERR Error compiling script (new function): {}", one_line(&msg)))
+            })
+    }
+
+    /// EVAL: compiles the body if it is not cached, then runs it.
+    pub fn eval(&mut self, body: &[u8], keys: &[&[u8]], argv: &[&[u8]], read_only: bool) -> Reply {
+        let sha = match self.load(body) {
+            Ok(s) => s,
+            Err(e) => return e,
+        };
+        self.run_cached(&sha, keys, argv, read_only)
+    }
+
+    /// EVALSHA: runs a cached script, or NOSCRIPT.
+    pub fn evalsha(&mut self, sha: &[u8], keys: &[&[u8]], argv: &[&[u8]], read_only: bool) -> Reply {
+        if sha.len() != 40 {
+            return Reply::err(NOSCRIPT);
+        }
+        let mut buf = [0u8; 40];
+        for (d, s) in buf.iter_mut().zip(sha) {
+            *d = s.to_ascii_lowercase();
+        }
+        let Ok(sha) = std::str::from_utf8(&buf) else { return Reply::err(NOSCRIPT) };
+        self.run_cached(sha, keys, argv, read_only)
+    }
+
+    fn run_cached(&mut self, sha: &str, keys: &[&[u8]], argv: &[&[u8]], read_only: bool) -> Reply {
+        let Some(f) = self.scripts.get(sha) else { return Reply::err(NOSCRIPT) };
+        let f = f.clone();
+        match self.run(sha, &f, keys, argv, read_only) {
+            Ok(r) => r,
+            Err(e) => Reply::Error(format!("ERR Error running script: {}", one_line(&e.to_string()))),
+        }
+    }
+
+    fn run(&self, sha: &str, f: &Function, keys: &[&[u8]], argv: &[&[u8]], read_only: bool) -> mlua::Result<Reply> {
+        self.vm.env.raw_set("KEYS", string_array(&self.vm.lua, keys)?)?;
+        self.vm.env.raw_set("ARGV", string_array(&self.vm.lua, argv)?)?;
+        let st = &self.state;
+        st.read_only.set(read_only);
+        st.resp.set(2);
+        st.killed.set(false);
+        st.budget_left.set(self.budget.min(i64::MAX as u64) as i64);
+        st.slot.set(if self.core.borrow().cluster {
+            cluster::common_slot(keys.iter().copied()).ok().flatten()
+        } else {
+            None
+        });
+        // Keys cannot expire while the script runs: judge expiry at the script's start.
+        {
+            let mut core = self.core.borrow_mut();
+            let now = core.now_ms();
+            core.frozen_ms = Some(now);
+        }
+        let result: mlua::Result<(bool, Value)> = self.vm.runner.call(f.clone());
+        self.core.borrow_mut().frozen_ms = None;
+        let killed = st.killed.replace(false);
+        let (ok, v) = result?;
+        if ok {
+            return Ok(convert::lua_to_reply(&v));
+        }
+        Ok(script_error(sha, &v, killed, self.budget))
     }
 }
+
+/// Formats a script's runtime error as Redis 7.0 does: `<err> script: <sha>, on <source>:<line>.`
+fn script_error(sha: &str, v: &Value, killed: bool, budget: u64) -> Reply {
+    let Value::Table(t) = v else {
+        return Reply::Error(format!("ERR Error running script {sha}, execution failure"));
+    };
+    let err: Option<String> = t.get::<Option<mlua::LuaString>>("err").ok().flatten().map(|s| s.to_string_lossy());
+    let source: Option<String> = t.get::<Option<mlua::LuaString>>("source").ok().flatten().map(|s| s.to_string_lossy());
+    let line: Option<i64> = t.get::<Option<i64>>("line").ok().flatten();
+    let msg = if killed {
+        format!("ERR Script killed by limitlab: it ran past its budget of {budget} Lua instructions (an endless loop?)")
+    } else {
+        match err {
+            Some(e) => e,
+            None => "ERR unknown error".into(),
+        }
+    };
+    let mut out = msg;
+    if let (Some(src), Some(line)) = (source, line) {
+        out.push_str(&format!(" script: {sha}, on {src}:{line}."));
+    }
+    Reply::Error(one_line(&out))
+}
+
+/// Redis replaces CR and LF in error and status replies with spaces.
+pub(crate) fn one_line(s: &str) -> String {
+    s.replace(['\r', '\n'], " ")
+}
+
+/// Splits `EVAL body numkeys keys... args...` into keys and args, with Redis's errors.
+fn split_numkeys<'a, 'b>(a: &'b [&'a [u8]]) -> Result<(&'b [&'a [u8]], &'b [&'a [u8]]), Reply> {
+    let n = cmd::arg_i64(a[2])?;
+    if n < 0 {
+        return Err(Reply::err("ERR Number of keys can't be negative"));
+    }
+    if n as u64 > (a.len() - 3) as u64 {
+        return Err(Reply::err("ERR Number of keys can't be greater than number of args"));
+    }
+    let n = n as usize;
+    Ok((&a[3..3 + n], &a[3 + n..]))
+}
+
+fn string_array(lua: &Lua, items: &[&[u8]]) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(items.len(), 0)?;
+    for (i, s) in items.iter().enumerate() {
+        t.raw_set(i + 1, lua.create_string(s)?)?;
+    }
+    Ok(t)
+}
+
+/// SHA1 of a script body, lower-case hex.
+pub fn sha1_hex(body: &[u8]) -> String {
+    sha1_smol::Sha1::from(body).digest().to_string()
+}
+
+/// Installs `redis.*` (the Rust halves; the Lua halves are in [`SETUP_LUA`]).
+fn register_redis_lib(lua: &Lua, redis: &Table, core: &Rc<RefCell<Core>>, st: &Rc<RunState>) -> mlua::Result<()> {
+    // __call(raise, ...): runs a command; returns the converted reply and whether it is an error.
+    let c = core.clone();
+    let s = st.clone();
+    let raw = lua.create_function(move |lua, args: MultiValue| -> mlua::Result<(Value, bool)> {
+        let reply = call_from_script(&c, &s, args);
+        let is_err = reply.is_error();
+        Ok((convert::reply_to_lua(lua, reply, s.resp.get())?, is_err))
+    })?;
+    lua.set_named_registry_value(RAW_CALL_KEY, raw.clone())?;
+    redis.raw_set("__raw_call", raw)?;
+    // SAFETY: `redis_call_c` only uses the Lua C API on the stack it is given.
+    redis.raw_set("call", unsafe { lua.create_c_function(redis_call_c)? })?;
+    let s = st.clone();
+    redis.raw_set("__killed", lua.create_function(move |_, ()| Ok(s.killed.get()))?)?;
+    redis.raw_set(
+        "sha1hex",
+        lua.create_function(|lua, args: MultiValue| {
+            if args.len() != 1 {
+                return Err(mlua::Error::RuntimeError("wrong number of arguments".into()));
+            }
+            let bytes: Vec<u8> = match &args[0] {
+                Value::String(s) => s.as_bytes().to_vec(),
+                Value::Number(n) => crate::emulator::reply::fmt_g(*n, 14).into_bytes(),
+                Value::Integer(i) => i.to_string().into_bytes(),
+                _ => Vec::new(),
+            };
+            lua.create_string(sha1_hex(&bytes))
+        })?,
+    )?;
+    let s = st.clone();
+    redis.raw_set(
+        "setresp",
+        lua.create_function(move |_, args: MultiValue| {
+            if args.len() != 1 {
+                return Err(mlua::Error::RuntimeError("redis.setresp() requires one argument.".into()));
+            }
+            let v = match &args[0] {
+                Value::Number(n) => *n as i64,
+                Value::Integer(i) => *i,
+                _ => 0,
+            };
+            if v != 2 && v != 3 {
+                return Err(mlua::Error::RuntimeError("RESP version must be 2 or 3.".into()));
+            }
+            s.resp.set(v as u8);
+            Ok(())
+        })?,
+    )?;
+    Ok(())
+}
+
+/// Registry key of the Rust half of `redis.call`.
+const RAW_CALL_KEY: &str = "limitlab.raw_call";
+
+/// `redis.call` as a C function: calls the Rust half (which returns the reply and an error flag) and
+/// raises the error table itself, so the error comes from a C frame just as in Redis.
+unsafe extern "C-unwind" fn redis_call_c(l: *mut mlua::ffi::lua_State) -> std::os::raw::c_int {
+    use mlua::ffi;
+    let n = ffi::lua_gettop(l);
+    ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, c"limitlab.raw_call".as_ptr());
+    ffi::lua_insert(l, 1);
+    ffi::lua_call(l, n, 2);
+    if ffi::lua_toboolean(l, -1) != 0 {
+        ffi::lua_settop(l, -2);
+        ffi::lua_error(l);
+    }
+    ffi::lua_settop(l, -2);
+    1
+}
+
+/// `redis.call`/`redis.pcall`: converts the arguments, applies the scripting rules, runs the command.
+fn call_from_script(core: &Rc<RefCell<Core>>, st: &RunState, args: MultiValue) -> Reply {
+    if args.is_empty() {
+        return Reply::err("ERR Please specify at least one argument for this redis lib call");
+    }
+    // Numbers are sent as %.17g, strings as their bytes; anything else is refused.
+    let mut owned: Vec<Vec<u8>> = Vec::new();
+    let mut kinds: smallvec_like::Args = smallvec_like::Args::default();
+    for v in args.iter() {
+        match v {
+            Value::String(s) => kinds.push_str(s.clone()),
+            Value::Number(n) => {
+                owned.push(crate::emulator::reply::fmt_g(*n, 17).into_bytes());
+                kinds.push_owned(owned.len() - 1);
+            }
+            Value::Integer(i) => {
+                owned.push(i.to_string().into_bytes());
+                kinds.push_owned(owned.len() - 1);
+            }
+            _ => return Reply::err("ERR Lua redis lib command arguments must be strings or integers"),
+        }
+    }
+    let borrowed: Vec<mlua::BorrowedBytes> = kinds.strs.iter().map(|s| s.as_bytes()).collect();
+    let argv: Vec<&[u8]> = kinds
+        .order
+        .iter()
+        .map(|k| match *k {
+            smallvec_like::Slot::Str(i) => &borrowed[i][..],
+            smallvec_like::Slot::Owned(i) => owned[i].as_slice(),
+        })
+        .collect();
+    let Some(spec) = cmd::lookup(argv[0]) else {
+        return Reply::err("ERR Unknown Redis command called from script");
+    };
+    if !spec.arity_ok(argv.len()) {
+        return Reply::err("ERR Wrong number of args calling Redis command from script");
+    }
+    if spec.has(flags::NOSCRIPT) || spec.has(flags::SCRIPTING) {
+        return Reply::err("ERR This Redis command is not allowed from script");
+    }
+    if st.read_only.get() && spec.has(flags::WRITE) {
+        return Reply::err("ERR Write commands are not allowed from read-only scripts.");
+    }
+    let mut core = core.borrow_mut();
+    if core.cluster {
+        let keys = spec.keys.keys(&argv);
+        match cluster::common_slot(keys.iter().copied()) {
+            Err(()) => return Reply::err("ERR Script attempted to access a non local key in a cluster node"),
+            Ok(Some(slot)) => match st.slot.get() {
+                None => st.slot.set(Some(slot)),
+                Some(s) if s != slot => {
+                    return Reply::err("ERR Script attempted to access keys that do not hash to the same slot")
+                }
+                _ => {}
+            },
+            Ok(None) => {}
+        }
+    }
+    core.run(spec, &argv)
+}
+
+/// Argument bookkeeping for `redis.call`: which arguments borrow Lua strings and which were formatted.
+mod smallvec_like {
+    #[derive(Clone, Copy)]
+    pub enum Slot {
+        Str(usize),
+        Owned(usize),
+    }
+    #[derive(Default)]
+    pub struct Args {
+        pub strs: Vec<mlua::LuaString>,
+        pub order: Vec<Slot>,
+    }
+    impl Args {
+        pub fn push_str(&mut self, s: mlua::LuaString) {
+            self.order.push(Slot::Str(self.strs.len()));
+            self.strs.push(s);
+        }
+        pub fn push_owned(&mut self, i: usize) {
+            self.order.push(Slot::Owned(i));
+        }
+    }
+}
+
+static SCRIPT_HELP: &[&str] = &[
+    "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DEBUG (YES|SYNC|NO)",
+    "    Set the debug mode for subsequent scripts executed.",
+    "EXISTS <sha1> [<sha1> ...]",
+    "    Return information about the existence of the scripts in the script cache.",
+    "FLUSH [ASYNC|SYNC]",
+    "    Flush the Lua scripts cache. Very dangerous on replicas.",
+    "    When called without the optional mode argument, the behavior is determined by the",
+    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+    "    * ASYNC: Asynchronously flush the scripts cache.",
+    "    * SYNC: Synchronously flush the scripts cache.",
+    "KILL",
+    "    Kill the currently executing Lua script.",
+    "LOAD <script>",
+    "    Load a script into the scripts cache without executing it.",
+    "HELP",
+    "    Print this help.",
+];
+
+/// The Lua half of the sandbox, run once at start-up with the debug library still present. It returns the
+/// environment scripts run in and the runner that calls a script under Redis's error handler.
+const SETUP_LUA: &str = r#"
+local G = _G
+local getinfo = debug.getinfo
+local type, tostring, rawget, rawset, error, select, xpcall = type, tostring, rawget, rawset, error, select, xpcall
+local lua_pcall, setmetatable, getmetatable = pcall, setmetatable, getmetatable
+local INTERNAL = '=[limitlab]'
+local redis = G.redis
+local raw_call = redis.__raw_call
+rawset(redis, '__raw_call', nil)
+
+-- Errors raised by Rust callbacks arrive as userdata; scripts must see plain strings, as from C.
+local function plain(e)
+  if type(e) == 'userdata' then
+    local s = tostring(e)
+    s = s:gsub('^runtime error: ', '')
+    local cut = s:find('\nstack traceback:', 1, true)
+    if cut then s = s:sub(1, cut - 1) end
+    return s
+  end
+  return e
+end
+
+-- Redis 7.0's __redis__err__handler: errors become {err=..., source=..., line=...}, reported at the line
+-- of the script that raised them (skipping C frames and limitlab's own helpers).
+local function handler(err)
+  local lvl = 2
+  local i = getinfo(lvl, 'Sl')
+  while i and (i.what == 'C' or i.source == INTERNAL) do
+    lvl = lvl + 1
+    i = getinfo(lvl, 'Sl')
+  end
+  err = plain(err)
+  if type(err) ~= 'table' then
+    err = {err = 'ERR ' .. tostring(err)}
+  end
+  if i then
+    err['source'] = i.source
+    err['line'] = i.currentline
+  end
+  return err
+end
+
+-- redis.call itself is a C function (see `redis_call_c`), so a script's `return redis.call(...)` keeps
+-- its frame, and errors are reported at the script's line as in Redis.
+redis.pcall = function(...)
+  return (raw_call(...))
+end
+
+-- luaPushErrorBuff: "-CODE msg" keeps its code; a message without a space gets ERR.
+local function error_table(s)
+  if s:sub(1, 1) ~= '-' then s = '-' .. s end
+  local code, msg
+  local sp = s:find(' ', 1, true)
+  if sp then code, msg = s:sub(2, sp - 1), s:sub(sp + 1) else code, msg = 'ERR', s:sub(2) end
+  msg = msg:gsub('^[\r\n]+', ''):gsub('[\r\n]+$', '')
+  return {err = code .. ' ' .. msg}
+end
+redis.error_reply = function(...)
+  if select('#', ...) ~= 1 or type((...)) ~= 'string' then error('wrong number or type of arguments', 2) end
+  return error_table((...))
+end
+redis.status_reply = function(...)
+  if select('#', ...) ~= 1 or type((...)) ~= 'string' then error('wrong number or type of arguments', 2) end
+  return {ok = (...)}
+end
+redis.log = function(...)
+  local n = select('#', ...)
+  if n < 2 then error('redis.log() requires two arguments or more.', 2) end
+  if type((...)) ~= 'number' then error('First argument must be a number (log level).', 2) end
+  local level = ...
+  if level < 0 or level > 3 then error('Invalid debug level.', 2) end
+end
+redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
+redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
+redis.set_repl = function(...)
+  if select('#', ...) ~= 1 then error('redis.set_repl() requires one argument.', 2) end
+  local f = ...
+  if type(f) ~= 'number' or f < 0 or f > 3 then error('Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.', 2) end
+end
+redis.replicate_commands = function() return true end
+redis.breakpoint = function() return false end
+redis.debug = function() end
+redis.REDIS_VERSION = '7.0.15'
+redis.REDIS_VERSION_NUM = 0x0007000f
+
+-- Redis 7.0's pcall: an error table with an `err` string is returned as that string.
+local killed = redis.__killed
+rawset(redis, '__killed', nil)
+local function fix_pcall(ok, ...)
+  if ok then return ok, ... end
+  if killed() then error((...), 0) end
+  local e = plain((...))
+  if type(e) == 'table' then
+    local s = e.err
+    if type(s) == 'string' or type(s) == 'number' then e = s end
+  end
+  return false, e
+end
+G.pcall = function(f, ...)
+  return fix_pcall(lua_pcall(f, ...))
+end
+-- A killed script must not survive by catching the kill in xpcall either.
+G.xpcall = function(f, h)
+  return xpcall(f, function(e)
+    if killed() then return e end
+    return h(e)
+  end)
+end
+local function recheck(ok, ...)
+  if not ok and killed() then error((...), 0) end
+  return ok, ...
+end
+local xpcall_user = G.xpcall
+G.xpcall = function(f, h) return recheck(xpcall_user(f, h)) end
+local co_resume = coroutine.resume
+coroutine.resume = function(co, ...) return recheck(co_resume(co, ...)) end
+
+-- Read-only globals. Reads of missing names fail, as do writes, through the environment view, rawset on
+-- it, and setmetatable on it.
+local readonly = setmetatable({}, {__mode = 'k'})
+local function ro_error() error('Attempt to modify a readonly table', 2) end
+setmetatable(G, {__index = function(_, k)
+  error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+end})
+local env = setmetatable({}, {__index = G, __newindex = ro_error, __metatable = false})
+readonly[env] = true
+for _, lib in ipairs({'string', 'math', 'table', 'redis', 'cjson', 'bit', 'struct', 'cmsgpack', 'coroutine'}) do
+  local t = rawget(G, lib)
+  if type(t) == 'table' then
+    local view = setmetatable({}, {__index = t, __newindex = ro_error, __metatable = false})
+    readonly[view] = true
+    rawset(G, lib, view)
+  end
+end
+rawset(G, '_G', env)
+G.rawset = function(t, k, v)
+  if readonly[t] then error('Attempt to modify a readonly table', 0) end
+  return rawset(t, k, v)
+end
+
+local function runner(f)
+  return xpcall(f, handler)
+end
+return env, runner
+"#;
+
+/// The scripting commands run here, not in [`Core`]; these entries give them names, arity and flags.
+pub static COMMANDS: &[CommandSpec] = &[
+    scripting_spec("eval", -3),
+    scripting_spec("evalsha", -3),
+    scripting_spec("eval_ro", -3),
+    scripting_spec("evalsha_ro", -3),
+    scripting_spec("script", -2),
+];
+
+const fn scripting_spec(name: &'static str, arity: i32) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity,
+        flags: flags::SCRIPTING | flags::NOSCRIPT | flags::MOVABLE_KEYS,
+        keys: cmd::KeySpec::NONE,
+        handler: |_, a| cmd::unknown_command(a),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,102 @@
+//! Scripting behaviour checked against a real Redis 7.0.15 (expected texts recorded there).
+use crate::emulator::{Emulator, Reply};
+
+fn eval(e: &mut Emulator, body: &str) -> Reply {
+    e.execute(&[b"EVAL", body.as_bytes(), b"0"])
+}
+
+fn err_with_sha(body: &str, text: &str, line: u32) -> Reply {
+    Reply::Error(format!("{text} script: {}, on @user_script:{line}.", super::sha1_hex(body.as_bytes())))
+}
+
+#[test]
+fn errors_carry_sha_and_line() {
+    let mut e = Emulator::new();
+    e.execute(&[b"SET", b"s", b"abc"]);
+    for (body, text) in [
+        ("return redis.call('incr','s')", "ERR value is not an integer or out of range"),
+        ("x = 1", "ERR user_script:1: Attempt to modify a readonly table"),
+        ("return y", "ERR user_script:1: Script attempted to access nonexistent global variable 'y'"),
+        ("rawset(_G,'x',1)", "ERR Attempt to modify a readonly table"),
+        ("error('boom')", "ERR user_script:1: boom"),
+        ("error('ERR x', 0)", "ERR ERR x"),
+        ("error({err='X boom'})", "X boom"),
+        ("error(nil)", "ERR nil"),
+        ("error(12)", "ERR user_script:1: 12"),
+        ("return redis.call('nosuch')", "ERR Unknown Redis command called from script"),
+        ("return redis.call('get')", "ERR Wrong number of args calling Redis command from script"),
+        ("return redis.call('incr', {})", "ERR Lua redis lib command arguments must be strings or integers"),
+        ("local ok,e=pcall(redis.call,'incr','s'); error(e)", "ERR user_script:1: ERR value is not an integer or out of range"),
+    ] {
+        assert_eq!(eval(&mut e, body), err_with_sha(body, text, 1), "{body}");
+    }
+    for name in ["os", "io", "print", "debug", "require", "dofile", "loadfile"] {
+        let body = format!("return type({name})");
+        let want = format!("ERR user_script:1: Script attempted to access nonexistent global variable '{name}'");
+        assert_eq!(eval(&mut e, &body), err_with_sha(&body, &want, 1));
+    }
+    let body = "local function f()\n return redis.call('incr','s')\nend\n\nreturn f()";
+    assert_eq!(eval(&mut e, body), err_with_sha(body, "ERR value is not an integer or out of range", 2));
+}
+
+#[test]
+fn conversions() {
+    let mut e = Emulator::new();
+    e.execute(&[b"SET", b"s", b"abc"]);
+    let cases: Vec<(&str, Reply)> = vec![
+        ("return redis.pcall('incr','s')", Reply::err("ERR value is not an integer or out of range")),
+        ("local ok,e=pcall(redis.call,'incr','s'); return e", Reply::bulk("ERR value is not an integer or out of range")),
+        ("local ok,e=pcall(error,{err='abc'}); return type(e)", Reply::bulk("string")),
+        ("return redis.error_reply('MY code')", Reply::err("MY code")),
+        ("return redis.error_reply('nocode')", Reply::err("ERR nocode")),
+        ("return {err='nocode'}", Reply::err("nocode")),
+        ("return redis.pcall('nosuch')", Reply::err("ERR Unknown Redis command called from script")),
+        ("return {1,2,nil,4}", Reply::Array(vec![Reply::Int(1), Reply::Int(2)])),
+        ("return 100.9", Reply::Int(100)),
+        ("return -3.9", Reply::Int(-3)),
+        ("return 1e20", Reply::Int(i64::MIN)),
+        ("return {ok='fine'}", Reply::Status("fine".into())),
+        ("return true", Reply::Int(1)),
+        ("return false", Reply::Nil),
+        ("redis.call('set','f',0.1); return redis.call('get','f')", Reply::bulk("0.10000000000000001")),
+        ("redis.call('set','f',1e20); return redis.call('get','f')", Reply::bulk("1e+20")),
+        ("return tostring(1700000000123456)", Reply::bulk("1.7000000001235e+15")),
+        ("return redis.call('get','nokey')", Reply::Nil),
+        ("return type(redis.call('get','nokey'))", Reply::bulk("boolean")),
+        ("return redis.call('set','a','1').ok", Reply::bulk("OK")),
+    ];
+    for (body, want) in cases {
+        assert_eq!(eval(&mut e, body), want, "{body}");
+    }
+}
+
+#[test]
+fn runaway_script_is_stopped_and_the_emulator_survives() {
+    let mut e = Emulator::new();
+    e.set_script_budget(1_000_000);
+    let r = eval(&mut e, "local i = 0 while true do i = i + 1 end");
+    match r {
+        Reply::Error(s) => assert!(s.contains("budget"), "{s}"),
+        other => panic!("{other:?}"),
+    }
+    let r = eval(&mut e, "while true do pcall(function() while true do end end) end");
+    assert!(r.is_error());
+    assert_eq!(eval(&mut e, "return 1+1"), Reply::Int(2));
+}
+
+#[test]
+fn script_cache_and_evalsha() {
+    let mut e = Emulator::new();
+    let sha = e.script_load(b"return ARGV[1]..KEYS[1]").unwrap();
+    assert_eq!(e.execute(&[b"EVALSHA", sha.as_bytes(), b"1", b"k", b"v"]), Reply::bulk("vk"));
+    assert_eq!(e.execute(&[b"EVALSHA", sha.to_uppercase().as_bytes(), b"1", b"k", b"v"]), Reply::bulk("vk"));
+    assert_eq!(e.execute(&[b"SCRIPT", b"FLUSH"]), Reply::ok());
+    assert_eq!(
+        e.execute(&[b"EVALSHA", sha.as_bytes(), b"1", b"k", b"v"]),
+        Reply::err("NOSCRIPT No matching script. Please use EVAL.")
+    );
+    assert_eq!(
+        e.execute(&[b"EVAL", b"return 1 +", b"0"]),
+        Reply::err("ERR Error compiling script (new function): user_script:1: unexpected symbol near '<eof>'")
+    );
+}
