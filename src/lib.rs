@@ -6,5 +6,8 @@ pub mod clock;
 pub mod emulator;
 pub mod error;
 pub mod limiter;
+pub mod metrics;
+pub mod report;
+pub mod sim;
 pub mod traffic;
 pub use error::{Error, Result};

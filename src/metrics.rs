@@ -1,0 +1,286 @@
+//! What a run's decisions mean: per-phase counts, the worst window (overshoot), agreement with an
+//! exact limiter, and whether `retry_after` told the truth.
+//!
+//! Definitions, all per subject and cost-weighted (a call of cost 3 that is admitted counts 3):
+//! - **max in window**: the most units admitted in any interval of `window_ms` consecutive
+//!   milliseconds of the script's clock (`now_ms`), over every subject. Scripts see whole
+//!   milliseconds, so an exact limiter (a sliding log) reaches exactly `limit` and never more.
+//! - **overshoot**: max in window / limit. 1.0 is exact; the fixed window's boundary bug is 2.0.
+//! - **false allow / false rejection**: the script admitted a call that an exact sliding log with the
+//!   same limit and window, run independently on the same arrivals (its own admissions shaping its
+//!   own later answers), refused; or the reverse. Counted in calls.
+//! - **retry_after truth**: for every refusal that names a wait (`retry_after_ms >= 0`), a copy of the
+//!   script's exact reference model (see [`crate::limiter::Reference`]) is asked the same request at
+//!   `now_ms + retry_after_ms`, nothing else arriving in between. A lie is a refusal there. Seed
+//!   scripts report no wait and are not checked.
+//! - **reference mismatches**: calls where the script's reply differs from its own reference model
+//!   (should be 0; the property tests enforce it, the count keeps reports honest).
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::limiter::{Flavor, Limiter, Params, Reference};
+use crate::sim::Trace;
+use crate::Result;
+
+/// Calls and units in one phase of the traffic.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PhaseCount {
+    /// The phase label (`""` when the traffic has none).
+    pub phase: String,
+    pub calls: u64,
+    pub allowed_calls: u64,
+    /// Units asked for and units admitted (equal to calls for cost-1 traffic).
+    pub units: u64,
+    pub allowed_units: u64,
+}
+
+/// The measures of one run. See the module documentation for definitions.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Metrics {
+    pub calls: u64,
+    pub allowed_calls: u64,
+    pub allowed_units: u64,
+    /// Per phase, in order of first appearance.
+    pub phases: Vec<PhaseCount>,
+    pub max_in_window: u64,
+    /// The subject that reached `max_in_window`, and where its worst interval starts (now_ms).
+    pub worst_subject: Option<String>,
+    pub worst_window_start_ms: Option<i64>,
+    pub overshoot: f64,
+    pub false_allows: u64,
+    pub false_rejections: u64,
+    /// Refusals whose `retry_after_ms` was checked, and how many of those were wrong.
+    pub retry_checked: u64,
+    pub retry_wrong: u64,
+    pub reference_mismatches: u64,
+}
+
+/// Measures `trace` (made with `limiter`).
+pub fn measure(trace: &Trace, limiter: &Limiter) -> Result<Metrics> {
+    let params = trace.params;
+    let mut phases: Vec<PhaseCount> =
+        trace.phases.iter().map(|p| PhaseCount { phase: p.clone(), ..PhaseCount::default() }).collect();
+    let mut calls = 0;
+    let mut allowed_calls = 0;
+    let mut allowed_units = 0;
+    for r in &trace.records {
+        let p = &mut phases[r.phase as usize];
+        p.calls += 1;
+        p.units += r.cost;
+        calls += 1;
+        if r.decision.allowed {
+            p.allowed_calls += 1;
+            p.allowed_units += r.cost;
+            allowed_calls += 1;
+            allowed_units += r.cost;
+        }
+    }
+
+    // The worst interval, per subject.
+    let mut admitted: Vec<Vec<(i64, u64)>> = vec![Vec::new(); trace.keys.len()];
+    for r in &trace.records {
+        if r.decision.allowed && r.cost > 0 {
+            admitted[r.key as usize].push((r.now_ms, r.cost));
+        }
+    }
+    let mut max_in_window = 0;
+    let mut worst = None;
+    for (k, times) in admitted.iter_mut().enumerate() {
+        let (m, start) = max_in_any_window(times, params.window_ms as i64);
+        if m > max_in_window {
+            max_in_window = m;
+            worst = Some((trace.keys[k].clone(), start));
+        }
+    }
+
+    // False allows and rejections against an independent exact sliding log.
+    let mut exact = ExactLog::new(params);
+    let (mut false_allows, mut false_rejections) = (0, 0);
+    for r in &trace.records {
+        let ok = exact.decide(r.key, r.now_ms, r.cost);
+        match (r.decision.allowed, ok) {
+            (true, false) => false_allows += 1,
+            (false, true) => false_rejections += 1,
+            _ => {}
+        }
+    }
+
+    // The script's own model, one per subject so that a "what if" copy is small.
+    let mut models: Vec<Option<Box<dyn Reference>>> = (0..trace.keys.len()).map(|_| None).collect();
+    let (mut retry_checked, mut retry_wrong, mut reference_mismatches) = (0, 0, 0);
+    let reports_retry = trace.variant.flavor() == Flavor::Ours;
+    let redis_keys: Vec<String> = trace.keys.iter().map(|k| crate::limiter::subject_key(k)).collect();
+    for r in &trace.records {
+        let redis_key = &redis_keys[r.key as usize];
+        let model = models[r.key as usize].get_or_insert_with(|| limiter.reference());
+        let cost = r.cost;
+        let d = model.decide(redis_key, r.now_ms, cost);
+        if d != r.decision {
+            reference_mismatches += 1;
+        }
+        if reports_retry && !r.decision.allowed && r.decision.retry_after_ms >= 0 {
+            retry_checked += 1;
+            let mut copy = model.boxed_clone();
+            let retry_at = r.now_ms + r.decision.retry_after_ms;
+            if !copy.decide(redis_key, retry_at, cost).allowed {
+                retry_wrong += 1;
+            }
+        }
+    }
+
+    let overshoot = max_in_window as f64 / params.limit as f64;
+    Ok(Metrics {
+        calls,
+        allowed_calls,
+        allowed_units,
+        phases,
+        max_in_window,
+        worst_subject: worst.as_ref().map(|w| w.0.clone()),
+        worst_window_start_ms: worst.map(|w| w.1),
+        overshoot,
+        false_allows,
+        false_rejections,
+        retry_checked,
+        retry_wrong,
+        reference_mismatches,
+    })
+}
+
+/// The most units in any interval `[s, s + window)` of integer milliseconds, and the `s` where it is
+/// first reached (the time of its first admission). Sorts `times` (usually already sorted) and walks
+/// two pointers over it: O(n log n) at worst, O(n) for time-ordered traffic.
+pub fn max_in_any_window(times: &mut [(i64, u64)], window: i64) -> (u64, i64) {
+    if !times.is_sorted_by_key(|t| t.0) {
+        times.sort_by_key(|t| t.0);
+    }
+    let (mut best, mut best_start) = (0u64, 0i64);
+    let mut sum = 0u64;
+    let mut lo = 0;
+    for hi in 0..times.len() {
+        sum += times[hi].1;
+        while times[hi].0 - times[lo].0 >= window {
+            sum -= times[lo].1;
+            lo += 1;
+        }
+        if sum > best {
+            best = sum;
+            best_start = times[lo].0;
+        }
+    }
+    (best, best_start)
+}
+
+/// The exact limiter the metrics compare against: per subject, admit a call when every interval of
+/// `window` milliseconds containing its time would hold at most `limit` units with it. For
+/// time-ordered traffic this is the classic sliding log over `(now - window, now]`; a call that goes
+/// back in time is checked against the admissions on both sides of it.
+pub struct ExactLog {
+    limit: u64,
+    window: i64,
+    subjects: HashMap<u32, SubjectLog>,
+}
+
+/// One subject's admissions in time order, with running sums so any interval's total is two binary
+/// searches away.
+#[derive(Default)]
+struct SubjectLog {
+    /// (now_ms, units, units admitted up to and including this entry since the log began).
+    entries: std::collections::VecDeque<(i64, u64, u64)>,
+    /// The latest time seen; entries older than `newest - 2 * window` can no longer matter to any
+    /// call less than a window behind it and are dropped.
+    newest: i64,
+}
+
+impl SubjectLog {
+    /// Units admitted in `[from, to]`.
+    fn sum(&self, from: i64, to: i64) -> u64 {
+        let lo = self.entries.partition_point(|e| e.0 < from);
+        let hi = self.entries.partition_point(|e| e.0 <= to);
+        if hi <= lo {
+            return 0;
+        }
+        let before = if lo == 0 { self.base() } else { self.entries[lo - 1].2 };
+        self.entries[hi - 1].2 - before
+    }
+
+    /// The running total just before the first entry.
+    fn base(&self) -> u64 {
+        self.entries.front().map_or(0, |e| e.2 - e.1)
+    }
+}
+
+impl ExactLog {
+    pub fn new(params: Params) -> ExactLog {
+        ExactLog { limit: params.limit, window: params.window_ms as i64, subjects: HashMap::new() }
+    }
+
+    /// Decides one call, and records it when admitted.
+    pub fn decide(&mut self, subject: u32, now: i64, cost: u64) -> bool {
+        let (limit, w) = (self.limit, self.window);
+        if cost > limit {
+            return false;
+        }
+        let log = self.subjects.entry(subject).or_insert_with(|| SubjectLog { newest: now, ..SubjectLog::default() });
+        let in_order = log.entries.back().is_none_or(|e| e.0 <= now);
+        let worst = if in_order {
+            log.sum(now - w + 1, now)
+        } else {
+            // Every interval [s, s + w) with s in [now - w + 1, now]; the total only changes where an
+            // admission enters on the right, so those starts and the first one are the candidates.
+            let mut worst = log.sum(now - w + 1, now);
+            let lo = log.entries.partition_point(|e| e.0 <= now);
+            let hi = log.entries.partition_point(|e| e.0 <= now + w - 1);
+            for i in lo..hi {
+                let s = log.entries[i].0 - w + 1;
+                worst = worst.max(log.sum(s, s + w - 1));
+            }
+            worst
+        };
+        if worst + cost > limit {
+            return false;
+        }
+        if cost > 0 {
+            let pos = log.entries.partition_point(|e| e.0 <= now);
+            let before = if pos == 0 { log.base() } else { log.entries[pos - 1].2 };
+            log.entries.insert(pos, (now, cost, before + cost));
+            for e in log.entries.iter_mut().skip(pos + 1) {
+                e.2 += cost;
+            }
+        }
+        log.newest = log.newest.max(now);
+        let horizon = log.newest - 2 * w;
+        while log.entries.front().is_some_and(|e| e.0 < horizon) {
+            log.entries.pop_front();
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worst_window_is_exact_and_cost_weighted() {
+        let mut t = vec![(0, 1), (999, 1), (1000, 1), (1998, 3), (1999, 1)];
+        assert_eq!(max_in_any_window(&mut t, 1000), (5, 999), "[999, 1998]: 1 + 1 + 3");
+        let mut t = vec![(5, 2), (0, 1)];
+        assert_eq!(max_in_any_window(&mut t, 1), (2, 5));
+        assert_eq!(max_in_any_window(&mut [], 10), (0, 0));
+    }
+
+    #[test]
+    fn exact_log_admits_limit_per_window_and_checks_both_sides_when_time_goes_back() {
+        let mut x = ExactLog::new(Params::new(2, 10));
+        assert!(x.decide(0, 100, 1));
+        assert!(x.decide(0, 105, 1));
+        assert!(!x.decide(0, 109, 1));
+        assert!(x.decide(0, 110, 1), "100 left the window (100, 110]");
+        assert!(!x.decide(0, 99, 1), "[99, 108] would hold 100, 105 and this one");
+        assert!(x.decide(0, 90, 1), "every interval containing 90 ends before 100");
+        assert!(x.decide(1, 109, 2), "subjects are independent");
+        assert!(!x.decide(1, 200, 3), "more than the limit never fits");
+        assert!(x.decide(1, 200, 0));
+    }
+}

@@ -1,0 +1,1 @@
+//! Tables (human text, markdown, JSON) and plots of simulation results.

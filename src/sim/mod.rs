@@ -1,0 +1,211 @@
+//! The simulator: drives arrivals through a limiter's script on a [`Backend`] under the arrivals' own
+//! clock, and records every decision for [`crate::metrics`] and [`crate::report`].
+//!
+//! The runner is deliberately dumb: it neither models nor judges. For each [`Arrival`] it sets the
+//! backend's clock to the arrival's time (the emulator's virtual clock; a real server ignores it),
+//! passes the same time as `now_ms` in ARGV (the script contract), runs the script and reads the reply
+//! into a [`Decision`]. Judging (overshoot, false allows, retry_after) happens afterwards on the
+//! [`Trace`], so one run can be measured many ways.
+//!
+//! Defaults, in one place: the backend is a fresh [`EmulatedBackend`] on the scenario's start time;
+//! subject keys are [`subject_key`] (`rate:{user42}`) behind the backend's key prefix; a progress bar
+//! appears only on runs of at least [`PROGRESS_MIN`] calls and only when stderr is a terminal.
+pub mod scenario;
+
+use std::collections::HashMap;
+use std::io::IsTerminal;
+
+use crate::backend::emulated::EmulatedBackend;
+use crate::backend::{Backend, Script};
+use crate::clock::{Micros, Stopwatch};
+use crate::limiter::{subject_key, Decision, Limiter, Params, Variant};
+use crate::traffic::Arrival;
+use crate::{Error, Result};
+
+
+
+/// Runs shorter than this never show a progress bar: they finish before one would be useful.
+pub const PROGRESS_MIN: usize = 200_000;
+
+/// One decision of the script, as recorded by the runner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record {
+    /// The arrival's time, µs since the epoch.
+    pub at: Micros,
+    /// The time the script saw (ARGV now_ms): `at` in whole milliseconds, rounded down.
+    pub now_ms: i64,
+    /// Index into [`Trace::keys`].
+    pub key: u32,
+    /// Index into [`Trace::phases`].
+    pub phase: u32,
+    /// The units this call asked for as the script counts them: the arrival's cost for production
+    /// scripts, always 1 for the seed's (which have no cost argument).
+    pub cost: u64,
+    pub decision: Decision,
+}
+
+/// Everything one run produced: its decisions in call order, with subjects and phases interned.
+#[derive(Clone, Debug)]
+pub struct Trace {
+    pub variant: Variant,
+    pub params: Params,
+    /// The subjects, in order of first appearance.
+    pub keys: Vec<String>,
+    /// The phase labels, in order of first appearance (`""` when the traffic has none).
+    pub phases: Vec<String>,
+    pub records: Vec<Record>,
+    /// Wall-clock seconds spent in the backend loop. Not deterministic: reports that must be
+    /// byte-identical across runs leave it out.
+    pub elapsed_secs: f64,
+}
+
+impl Trace {
+    /// Decisions per second of wall-clock time (0 for an empty or instant run).
+    pub fn decisions_per_sec(&self) -> f64 {
+        if self.elapsed_secs > 0.0 {
+            self.records.len() as f64 / self.elapsed_secs
+        } else {
+            0.0
+        }
+    }
+}
+
+/// How a run reports progress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Progress {
+    /// A bar on stderr for long runs when stderr is a terminal (the default).
+    #[default]
+    Auto,
+    /// Never draw anything (tests, JSON output piped elsewhere).
+    Off,
+}
+
+/// Interns strings into dense indices so records stay small and copyable.
+#[derive(Default)]
+struct Interner {
+    index: HashMap<String, u32>,
+    names: Vec<String>,
+}
+
+impl Interner {
+    fn get(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.names.len() as u32;
+        self.index.insert(s.to_string(), i);
+        self.names.push(s.to_string());
+        i
+    }
+}
+
+/// Runs `arrivals`, in the order given, through `limiter`'s script on `backend`.
+///
+/// A script error reply (or a reply of the wrong shape) stops the run: it means the script or the
+/// backend is broken, which no metric should paper over. The error names the script, the call, the
+/// subject and the time.
+pub fn run(limiter: &Limiter, backend: &mut dyn Backend, arrivals: &[Arrival], progress: Progress) -> Result<Trace> {
+    let variant = limiter.variant();
+    let script = Script::new(limiter.script());
+    let mut keys = Interner::default();
+    let mut phases = Interner::default();
+    // The Redis key of each interned subject, prefix included, built once.
+    let mut redis_keys: Vec<String> = Vec::new();
+    let mut records = Vec::with_capacity(arrivals.len());
+    let (mut kbuf, mut abuf) = (Vec::with_capacity(1), Vec::with_capacity(5));
+    let bar = progress_bar(arrivals.len(), progress, variant);
+    let watch = Stopwatch::start();
+    for (i, a) in arrivals.iter().enumerate() {
+        let now_ms = a.at.as_millis().0;
+        limiter.check_call(now_ms, a.cost)?;
+        let key = keys.get(&a.key);
+        if key as usize == redis_keys.len() {
+            redis_keys.push(format!("{}{}", backend.key_prefix(), subject_key(&a.key)));
+        }
+        let phase = phases.get(&a.phase);
+        backend.set_time_ms(now_ms);
+        limiter.write_keys_and_args(&redis_keys[key as usize], now_ms, a.cost, &mut kbuf, &mut abuf);
+        let k: [&[u8]; 1] = [kbuf[0].as_bytes()];
+        let mut argv: [&[u8]; 5] = [b""; 5];
+        for (slot, s) in argv.iter_mut().zip(abuf.iter()) {
+            *slot = s.as_bytes();
+        }
+        let reply = backend.eval(&script, &k, &argv[..abuf.len()])?;
+        let decision = limiter.parse_reply(&reply).map_err(|e| Error::Invalid {
+            context: format!("{variant}: call #{} (subject `{}`, now_ms {now_ms})", i + 1, a.key),
+            field: "reply".into(),
+            reason: e.to_string(),
+        })?;
+        let cost = if variant.takes_cost() { a.cost } else { 1 };
+        records.push(Record { at: a.at, now_ms, key, phase, cost, decision });
+        if let Some(b) = &bar {
+            if i % 4096 == 0 {
+                b.set_position(i as u64);
+            }
+        }
+    }
+    let elapsed_secs = watch.elapsed_secs();
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    Ok(Trace {
+        variant,
+        params: limiter.params(),
+        keys: keys.names,
+        phases: phases.names,
+        records,
+        elapsed_secs,
+    })
+}
+
+/// Runs `arrivals` on a fresh emulator whose clock starts at the first arrival (or `start_ms`).
+pub fn run_emulated(limiter: &Limiter, arrivals: &[Arrival], start_ms: i64, progress: Progress) -> Result<(Trace, EmulatedBackend)> {
+    let mut backend = EmulatedBackend::default();
+    backend.set_time_ms(start_ms);
+    let trace = run(limiter, &mut backend, arrivals, progress)?;
+    Ok((trace, backend))
+}
+
+fn progress_bar(len: usize, progress: Progress, variant: Variant) -> Option<indicatif::ProgressBar> {
+    if progress == Progress::Off || len < PROGRESS_MIN || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new(len as u64);
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{prefix:>20} {bar:40} {pos}/{len} ({eta})") {
+        bar.set_style(style);
+    }
+    bar.set_prefix(variant.name());
+    Some(bar)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::DEFAULT_START;
+
+    fn arrivals(times_ms: &[i64], key: &str) -> Vec<Arrival> {
+        times_ms
+            .iter()
+            .map(|&t| Arrival { at: Micros((DEFAULT_START.0 + t) * 1000), key: key.into(), cost: 1, phase: String::new() })
+            .collect()
+    }
+
+    #[test]
+    fn records_every_decision_with_the_scripts_view_of_time() {
+        let l = Limiter::new(Variant::SEED_FIXED_WINDOW, Params::new(2, 1000)).unwrap();
+        let (t, _) = run_emulated(&l, &arrivals(&[0, 1, 2, 1000], "u"), DEFAULT_START.0, Progress::Off).unwrap();
+        let allowed: Vec<bool> = t.records.iter().map(|r| r.decision.allowed).collect();
+        assert_eq!(allowed, [true, true, false, true]);
+        assert_eq!(t.records[3].now_ms, DEFAULT_START.0 + 1000);
+        assert_eq!(t.keys, ["u"]);
+        assert_eq!(t.phases, [""]);
+    }
+
+    #[test]
+    fn production_replies_carry_remaining_and_retry_after() {
+        let l = Limiter::new(Variant::FIXED_WINDOW, Params::new(1, 1000)).unwrap();
+        let (t, _) = run_emulated(&l, &arrivals(&[0, 250], "u"), DEFAULT_START.0, Progress::Off).unwrap();
+        assert_eq!(t.records[0].decision, Decision { allowed: true, remaining: 0, retry_after_ms: -1, reset_after_ms: 1000 });
+        assert_eq!(t.records[1].decision, Decision { allowed: false, remaining: 0, retry_after_ms: 750, reset_after_ms: 750 });
+    }
+}

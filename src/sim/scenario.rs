@@ -1,0 +1,1 @@
+//! Scenario files (TOML): what to simulate, with which limits and which scripts.
