@@ -53,7 +53,8 @@ fn start_server() -> Option<Server> {
         }
     }
     for _attempt in 0..5 {
-        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port");
+        let port =
+            TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port");
         let child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .stdout(Stdio::null())
@@ -197,7 +198,11 @@ fn random_params(rng: &mut ChaCha8Rng, v: Variant, regime: Regime) -> Params {
         Regime::LongTtl => {
             let limit = if rng.random_bool(0.1) { rng.random_range(13..=200) } else { rng.random_range(1..=12) };
             let windows = [1, 2, 3, 7, 10, 100, 999, 1000, 1001, 60_000];
-            let window = if rng.random_bool(0.2) { rng.random_range(1..=5000) } else { windows[rng.random_range(0..windows.len())] };
+            let window = if rng.random_bool(0.2) {
+                rng.random_range(1..=5000)
+            } else {
+                windows[rng.random_range(0..windows.len())]
+            };
             (limit, window)
         }
     };
@@ -337,7 +342,10 @@ fn production_scripts_reject_bad_arguments_with_their_own_errors() {
             eval(&mut con, v, &[], &["1", "1000", "5"]),
             format!("ERR {name} takes exactly 1 key: the subject, e.g. rate:{{user42}}")
         );
-        assert_eq!(eval(&mut con, v, &["rate:{u}", "rate:{u}:x"], &["1", "1000", "5"]), eval(&mut con, v, &[], &["1", "1000", "5"]));
+        assert_eq!(
+            eval(&mut con, v, &["rate:{u}", "rate:{u}:x"], &["1", "1000", "5"]),
+            eval(&mut con, v, &[], &["1", "1000", "5"])
+        );
         let usage = if v.takes_burst() {
             format!("ERR {name} takes ARGV limit window_ms now_ms [cost [burst]]")
         } else {
@@ -396,7 +404,8 @@ fn production_scripts_store_compact_values() {
         let limiter = Limiter::new(v, Params::new(1000, 60_000)).unwrap();
         for i in 0..100 {
             let (k, a) = limiter.keys_and_args(key, now + i * 7, 1);
-            let r: redis::Value = redis::cmd("EVAL").arg(limiter.script()).arg(1).arg(&k).arg(&a).query(&mut con).unwrap();
+            let r: redis::Value =
+                redis::cmd("EVAL").arg(limiter.script()).arg(1).arg(&k).arg(&a).query(&mut con).unwrap();
             assert!(limiter.parse_reply(&to_reply(&r)).unwrap().allowed);
         }
         let t: String = redis::cmd("TYPE").arg(key).query(&mut con).unwrap();

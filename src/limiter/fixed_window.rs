@@ -42,10 +42,20 @@ impl Reference for Model {
         let reset = (w + 1) * window - now;
         let counted_reset = |n: i64| if n > 0 { reset } else { 0 };
         if cost > limit {
-            return Decision { allowed: false, remaining: (limit - n).max(0), retry_after_ms: -1, reset_after_ms: counted_reset(n) };
+            return Decision {
+                allowed: false,
+                remaining: (limit - n).max(0),
+                retry_after_ms: -1,
+                reset_after_ms: counted_reset(n),
+            };
         }
         if n + cost > limit {
-            return Decision { allowed: false, remaining: (limit - n).max(0), retry_after_ms: reset, reset_after_ms: reset };
+            return Decision {
+                allowed: false,
+                remaining: (limit - n).max(0),
+                retry_after_ms: reset,
+                reset_after_ms: reset,
+            };
         }
         let n = n + cost;
         if cost > 0 {

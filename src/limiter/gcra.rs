@@ -52,7 +52,12 @@ impl Reference for Model {
         };
         let reset = |tat: i64| ceil_div(tat - nt, per_ms);
         if cost > self.burst {
-            return Decision { allowed: false, remaining: remaining(tat), retry_after_ms: -1, reset_after_ms: reset(tat) };
+            return Decision {
+                allowed: false,
+                remaining: remaining(tat),
+                retry_after_ms: -1,
+                reset_after_ms: reset(tat),
+            };
         }
         let new = tat + cost * interval;
         if new - nt > tau {

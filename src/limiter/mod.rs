@@ -86,8 +86,7 @@ impl Variant {
     pub const TOKEN_BUCKET: Variant = Variant { algorithm: Algorithm::TokenBucket, flavor: Flavor::Ours };
     pub const GCRA: Variant = Variant { algorithm: Algorithm::Gcra, flavor: Flavor::Ours };
     pub const SEED_FIXED_WINDOW: Variant = Variant { algorithm: Algorithm::FixedWindow, flavor: Flavor::Seed };
-    pub const SEED_SLIDING_WINDOW: Variant =
-        Variant { algorithm: Algorithm::SlidingWindow, flavor: Flavor::Seed };
+    pub const SEED_SLIDING_WINDOW: Variant = Variant { algorithm: Algorithm::SlidingWindow, flavor: Flavor::Seed };
     pub const SEED_SLIDING_LOG: Variant = Variant { algorithm: Algorithm::SlidingLog, flavor: Flavor::Seed };
     pub const SEED_TOKEN_BUCKET: Variant = Variant { algorithm: Algorithm::TokenBucket, flavor: Flavor::Seed };
 
@@ -410,7 +409,14 @@ impl Limiter {
 
     /// [`Limiter::keys_and_args`] into buffers a hot loop reuses: their strings keep their
     /// allocations from call to call.
-    pub fn write_keys_and_args(&self, key: &str, now_ms: i64, cost: u64, keys: &mut Vec<String>, args: &mut Vec<String>) {
+    pub fn write_keys_and_args(
+        &self,
+        key: &str,
+        now_ms: i64,
+        cost: u64,
+        keys: &mut Vec<String>,
+        args: &mut Vec<String>,
+    ) {
         use std::fmt::Write as _;
         keys.resize_with(1, String::new);
         keys[0].clear();

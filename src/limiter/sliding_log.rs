@@ -76,7 +76,12 @@ impl Reference for Model {
         }
         let reset = |newest: Option<i64>| newest.map_or(0, |s| s + window - now);
         let decision = if cost > limit {
-            Decision { allowed: false, remaining: (limit - n).max(0), retry_after_ms: -1, reset_after_ms: reset(newest) }
+            Decision {
+                allowed: false,
+                remaining: (limit - n).max(0),
+                retry_after_ms: -1,
+                reset_after_ms: reset(newest),
+            }
         } else if n + cost <= limit {
             if cost > 0 {
                 match log.runs.back_mut() {

@@ -23,6 +23,11 @@ struct Slot<V> {
 
 const FIRST_SWEEP: usize = 1024;
 
+/// Whether a key with `deadline` still exists at `server` (Redis: expired once `now > when`).
+fn alive(deadline: Option<i64>, server: i64) -> bool {
+    deadline.is_none_or(|d| server <= d)
+}
+
 impl<V> Default for Store<V> {
     fn default() -> Self {
         Store { map: HashMap::new(), sweep_at: FIRST_SWEEP }
@@ -34,7 +39,7 @@ impl<V> Store<V> {
     pub fn get(&mut self, key: &str, server: i64) -> Option<&mut V> {
         let expired = match self.map.get(key) {
             None => return None,
-            Some(slot) => slot.deadline.is_some_and(|d| server > d),
+            Some(slot) => !alive(slot.deadline, server),
         };
         if expired {
             self.map.remove(key);
@@ -46,7 +51,7 @@ impl<V> Store<V> {
     /// Writes `value` as HSET, INCR or ZADD do: a live key keeps its deadline, a new key has none.
     pub fn put(&mut self, key: &str, value: V, server: i64) {
         if let Some(slot) = self.map.get_mut(key) {
-            if !slot.deadline.is_some_and(|d| server > d) {
+            if alive(slot.deadline, server) {
                 slot.value = value;
                 return;
             }
@@ -82,12 +87,8 @@ impl<V> Store<V> {
 
     /// The live keys at `server`, sorted, with their deadlines.
     pub fn keys(&self, server: i64) -> Vec<(String, Option<i64>)> {
-        let mut v: Vec<(String, Option<i64>)> = self
-            .map
-            .iter()
-            .filter(|(_, s)| !s.deadline.is_some_and(|d| server > d))
-            .map(|(k, s)| (k.clone(), s.deadline))
-            .collect();
+        let mut v: Vec<(String, Option<i64>)> =
+            self.map.iter().filter(|(_, s)| alive(s.deadline, server)).map(|(k, s)| (k.clone(), s.deadline)).collect();
         v.sort();
         v
     }
@@ -98,7 +99,7 @@ impl<V> Store<V> {
             return;
         }
         if self.map.len() >= self.sweep_at {
-            self.map.retain(|_, s| !s.deadline.is_some_and(|d| server > d));
+            self.map.retain(|_, s| alive(s.deadline, server));
             self.sweep_at = (self.map.len() * 2).max(FIRST_SWEEP);
         }
         self.map.insert(key.to_owned(), slot);

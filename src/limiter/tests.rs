@@ -67,7 +67,9 @@ fn replies_are_read_strictly() {
         ours.parse_reply(&r).unwrap(),
         Decision { allowed: false, remaining: 0, retry_after_ms: 500, reset_after_ms: 500 }
     );
-    assert!(matches!(ours.parse_reply(&Reply::err("ERR invalid cost")), Err(Error::Redis(e)) if e == "ERR invalid cost"));
+    assert!(
+        matches!(ours.parse_reply(&Reply::err("ERR invalid cost")), Err(Error::Redis(e)) if e == "ERR invalid cost")
+    );
     assert!(ours.parse_reply(&Reply::Int(1)).is_err());
     assert!(ours.parse_reply(&Reply::Array(vec![Reply::Int(2), Reply::Int(0), Reply::Int(0), Reply::Int(0)])).is_err());
     let seed = Limiter::new(Variant::SEED_FIXED_WINDOW, Params::new(3, 1000)).unwrap();
@@ -110,7 +112,11 @@ fn random_cost(rng: &mut ChaCha8Rng, capacity: u64) -> u64 {
 
 /// Drives every variant with monotone random traffic and calls `check` before each call with the
 /// model, the limiter, the call and the model's decision.
-fn for_random_runs(runs: u64, calls: usize, mut check: impl FnMut(&Limiter, &dyn Reference, &str, i64, u64, Decision, u64)) {
+fn for_random_runs(
+    runs: u64,
+    calls: usize,
+    mut check: impl FnMut(&Limiter, &dyn Reference, &str, i64, u64, Decision, u64),
+) {
     for v in Variant::ALL {
         for seed in 0..runs {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -236,13 +242,17 @@ fn clock_skew_never_refunds_and_never_goes_negative() {
             let mut newest = 1_000_000i64;
             for _ in 0..300 {
                 newest += step(&mut rng, limiter.params().window_ms as i64);
-                let lag = if rng.random_bool(0.3) { rng.random_range(0..=2 * limiter.params().window_ms as i64) } else { 0 };
+                let lag =
+                    if rng.random_bool(0.3) { rng.random_range(0..=2 * limiter.params().window_ms as i64) } else { 0 };
                 let cost = random_cost(&mut rng, limiter.params().capacity());
                 let straight = model.boxed_clone().decide_at(newest, "rate:{a}", newest, 0);
                 let d = model.decide_at(newest, "rate:{a}", newest - lag, cost);
                 assert!(d.remaining >= 0 && d.reset_after_ms >= 0, "{v} seed {seed}: {d:?}");
                 let shown = if d.allowed { d.remaining + cost as i64 } else { d.remaining };
-                assert!(shown <= straight.remaining, "{v} seed {seed}: lag {lag} saw {d:?}, newest time saw {straight:?}");
+                assert!(
+                    shown <= straight.remaining,
+                    "{v} seed {seed}: lag {lag} saw {d:?}, newest time saw {straight:?}"
+                );
             }
         }
     }
@@ -287,7 +297,8 @@ fn scripts_on_the_emulator_decide_exactly_as_their_references() {
                 let k: Vec<&[u8]> = keys.iter().map(|s| s.as_bytes()).collect();
                 let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
                 let reply = emu.evalsha(sha.as_bytes(), &k, &a);
-                let context = format!("{v} seed {seed} call {i}: {:?} now {now} (server {newest}) cost {cost}", limiter.params());
+                let context =
+                    format!("{v} seed {seed} call {i}: {:?} now {now} (server {newest}) cost {cost}", limiter.params());
                 let got = limiter.parse_reply(&reply).unwrap_or_else(|e| panic!("{context}: {e}"));
                 assert_eq!(got, model.decide_at(newest, key, now, cost), "{context}");
 
@@ -320,5 +331,34 @@ fn scripts_on_the_emulator_decide_exactly_as_their_references() {
                 assert_eq!(real, modelled, "{context}: keys and PTTLs");
             }
         }
+    }
+}
+
+#[test]
+fn seed_scripts_reproduce_the_measured_boundary_burst() {
+    // research/anchors-measured.md, limit 100 per 1000 ms: 200 requests two per ms ending 50 ms
+    // before a window boundary, 200 more from 20 ms after it. Measured on a real Redis with
+    // straightforward seed scripts: fixed 100 + 100, token bucket 109 + 17, sliding counter
+    // 100 + 12, sliding log 100 + 0.
+    let boundary = 1_704_067_200_000i64;
+    let expect = [
+        (Variant::SEED_FIXED_WINDOW, (100, 100)),
+        (Variant::SEED_TOKEN_BUCKET, (109, 17)),
+        (Variant::SEED_SLIDING_WINDOW, (100, 12)),
+        (Variant::SEED_SLIDING_LOG, (100, 0)),
+        // The production scripts: the same, except that the counter refuses an estimate that
+        // would exceed the limit instead of one that already has.
+        (Variant::FIXED_WINDOW, (100, 100)),
+        (Variant::TOKEN_BUCKET, (109, 17)),
+        (Variant::GCRA, (109, 17)),
+        (Variant::SLIDING_WINDOW, (100, 11)),
+        (Variant::SLIDING_LOG, (100, 0)),
+    ];
+    for (v, want) in expect {
+        let mut m = Limiter::new(v, Params::new(100, 1000)).unwrap().reference();
+        let mut count = |from: i64| (0..200).filter(|i| m.decide("rate:{k}", from + i / 2, 1).allowed).count();
+        let before = count(boundary - 150);
+        let after = count(boundary + 20);
+        assert_eq!((before, after), want, "{v}");
     }
 }
