@@ -19,6 +19,8 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use crate::backend::Backend;
+use crate::emulator::Reply;
 use crate::limiter::{Flavor, Limiter, Params, Reference};
 use crate::sim::Trace;
 use crate::Result;
@@ -255,6 +257,79 @@ impl ExactLog {
         }
         true
     }
+}
+
+/// The memory a backend's keys take, as the backend reports it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MemoryUsage {
+    pub bytes: u64,
+    pub keys: u64,
+    /// `MEMORY USAGE` when the backend answers it for every key; otherwise `key sizes`: the key's
+    /// name plus its payload (string bytes; hash fields and values; sorted-set members plus 8 bytes
+    /// per score; list and set elements), a floor under what Redis really allocates.
+    pub method: &'static str,
+}
+
+/// Sums the memory of every key under the backend's prefix (SCAN, then `MEMORY USAGE key SAMPLES 0`
+/// per key, or the key-size estimate where that command is missing).
+pub fn memory_usage(backend: &mut dyn Backend) -> Result<MemoryUsage> {
+    let pattern = format!("{}*", backend.key_prefix());
+    let mut cursor = b"0".to_vec();
+    let (mut bytes, mut keys, mut exact) = (0u64, 0u64, true);
+    loop {
+        let reply = backend.command(&[b"SCAN", &cursor, b"MATCH", pattern.as_bytes(), b"COUNT", b"1000"])?;
+        let Reply::Array(parts) = reply else { return Err(crate::Error::Redis(format!("SCAN replied {reply:?}"))) };
+        let (next, page) = match parts.as_slice() {
+            [Reply::Bulk(c), Reply::Array(page)] => (c.clone(), page.clone()),
+            _ => return Err(crate::Error::Redis(format!("SCAN replied {parts:?}"))),
+        };
+        for k in page {
+            let Reply::Bulk(key) = k else { continue };
+            keys += 1;
+            match backend.command(&[b"MEMORY", b"USAGE", &key, b"SAMPLES", b"0"])? {
+                Reply::Int(n) if n >= 0 => bytes += n as u64,
+                _ => {
+                    exact = false;
+                    bytes += key_size(backend, &key)?;
+                }
+            }
+        }
+        if next == b"0" {
+            break;
+        }
+        cursor = next;
+    }
+    Ok(MemoryUsage { bytes, keys, method: if exact { "MEMORY USAGE" } else { "key sizes" } })
+}
+
+/// The key-size estimate of one key (see [`MemoryUsage::method`]).
+fn key_size(backend: &mut dyn Backend, key: &[u8]) -> Result<u64> {
+    let len = |r: &Reply| match r {
+        Reply::Bulk(b) => b.len() as u64,
+        _ => 0,
+    };
+    // Replies keep their RESP3 shape (HGETALL is a map, SMEMBERS a set): flatten them.
+    let all = |r: Reply| match r {
+        Reply::Array(v) | Reply::Set(v) => v,
+        Reply::Map(m) => m.into_iter().flat_map(|(k, v)| [k, v]).collect(),
+        _ => Vec::new(),
+    };
+    let kind = backend.command(&[b"TYPE", key])?;
+    let payload = match &kind {
+        Reply::Status(t) if t == "string" => match backend.command(&[b"STRLEN", key])? {
+            Reply::Int(n) => n.max(0) as u64,
+            _ => 0,
+        },
+        Reply::Status(t) if t == "hash" => all(backend.command(&[b"HGETALL", key])?).iter().map(len).sum(),
+        Reply::Status(t) if t == "zset" => {
+            let v = all(backend.command(&[b"ZRANGE", key, b"0", b"-1"])?);
+            v.iter().map(|m| len(m) + 8).sum()
+        }
+        Reply::Status(t) if t == "list" => all(backend.command(&[b"LRANGE", key, b"0", b"-1"])?).iter().map(len).sum(),
+        Reply::Status(t) if t == "set" => all(backend.command(&[b"SMEMBERS", key])?).iter().map(len).sum(),
+        _ => 0,
+    };
+    Ok(key.len() as u64 + payload)
 }
 
 #[cfg(test)]

@@ -1,2 +1,89 @@
-//! The command-line interface: one module per subcommand.
+//! The command-line interface: clap arguments, validated into a plan per subcommand, then run.
+//! One file per subcommand; `main.rs` only parses, calls [`execute`] and maps errors to exit codes.
+//!
+//! Adding a subcommand: a file with an `Args` struct (clap `Args`), a `Plan` built by validating
+//! it, and `run(plan, out)`; then one variant in [`Command`] and one arm in [`execute`].
+use std::io::Write;
+
+use clap::{Parser, Subcommand};
+
+use crate::report::Format;
+use crate::{Error, Result};
+
+pub mod compare;
+pub mod plot;
 pub mod redis_cli;
+pub mod run;
+pub mod shell;
+
+/// limitlab: test Redis rate-limiter Lua scripts in-process, on a Redis 7.0 emulator with a
+/// virtual clock.
+#[derive(Debug, Parser)]
+#[command(name = "limitlab", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run every script through the standard scenarios and print seed-style tables: the boundary
+    /// burst beside the seed article's figures, accuracy, memory per user, decisions per second.
+    Compare(compare::Args),
+    /// Run one scenario file and report each selected script's decisions and accuracy.
+    Run(run::Args),
+    /// Draw admitted requests over time per script against the limit (PNG and SVG).
+    Plot(plot::Args),
+    /// redis-cli on the emulator: commands on stdin, redis-cli's output on stdout.
+    Cli(shell::Args),
+}
+
+/// How a report is printed: `--json` or `--markdown`, text otherwise.
+#[derive(Clone, Copy, Debug, Default, clap::Args)]
+pub struct FormatArgs {
+    /// Print JSON.
+    #[arg(long, conflicts_with = "markdown")]
+    pub json: bool,
+    /// Print markdown tables.
+    #[arg(long)]
+    pub markdown: bool,
+}
+
+impl FormatArgs {
+    pub fn format(&self) -> Format {
+        if self.json {
+            Format::Json
+        } else if self.markdown {
+            Format::Markdown
+        } else {
+            Format::Text
+        }
+    }
+}
+
+/// Runs a parsed command line, writing reports to `out`.
+pub fn execute(cli: Cli, out: &mut dyn Write) -> Result<()> {
+    match cli.command {
+        Command::Compare(a) => compare::run(compare::Plan::new(a)?, out),
+        Command::Run(a) => run::run(run::Plan::new(a)?, out),
+        Command::Plot(a) => plot::run(plot::Plan::new(a)?, out),
+        Command::Cli(a) => shell::run(shell::Plan::new(a)?, out),
+    }
+}
+
+/// Writes `text` to `out`; a closed pipe or full disk becomes an [`Error::Io`] on `<stdout>`.
+pub(crate) fn emit(out: &mut dyn Write, text: &str) -> Result<()> {
+    out.write_all(text.as_bytes())
+        .and_then(|_| out.flush())
+        .map_err(|source| Error::Io { path: "<stdout>".into(), source })
+}
+
+/// The exit code for an error: 2 for input the user can fix (a scenario, an argument, a file that
+/// cannot be read), 1 for everything else (a script or backend failing).
+pub fn exit_code(e: &Error) -> i32 {
+    match e {
+        Error::Parse { .. } | Error::Invalid { .. } | Error::Io { .. } => 2,
+        _ => 1,
+    }
+}

@@ -11,6 +11,9 @@
 //! subject keys are [`subject_key`] (`rate:{user42}`) behind the backend's key prefix; a progress bar
 //! appears only on runs of at least [`PROGRESS_MIN`] calls and only when stderr is a terminal.
 pub mod scenario;
+pub mod standard;
+
+pub use scenario::Scenario;
 
 use std::collections::HashMap;
 use std::io::IsTerminal;
