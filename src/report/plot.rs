@@ -145,14 +145,17 @@ impl Plot {
                 .map_err(e)?
                 .label(format!("limit ({limit})"))
                 .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK));
-            for (i, s) in self.series.iter().filter(|s| s.seed == seed).enumerate() {
+            let group: Vec<&Series> = self.series.iter().filter(|s| s.seed == seed).collect();
+            for (i, s) in group.iter().enumerate() {
                 let color = Palette99::pick(i * 2 + usize::from(!seed)).to_rgba();
-                let style = color.stroke_width(2);
+                // Earlier lines are wider, so a line drawn over another leaves its edges visible.
+                let width = 2 + (group.len() - 1 - i) as u32;
+                let style = color.stroke_width(width);
                 chart
                     .draw_series(LineSeries::new(s.points.iter().copied(), style))
                     .map_err(e)?
                     .label(s.name.clone())
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3)));
             }
             chart
                 .configure_series_labels()
