@@ -253,7 +253,8 @@ impl Db {
         match self.map.get(key) {
             None => false,
             Some(e) => match e.expire_at {
-                Some(t) if t <= now => {
+                // Redis's keyIsExpired: `now > when`; at its deadline a key still exists (PTTL 0).
+                Some(t) if t < now => {
                     self.map.remove(key);
                     false
                 }
@@ -319,7 +320,7 @@ impl Db {
     }
     /// Removes every key whose expiry has passed (what KEYS, SCAN and DBSIZE see).
     pub fn purge_expired(&mut self, now: i64) {
-        self.map.retain(|_, e| e.expire_at.is_none_or(|t| t > now));
+        self.map.retain(|_, e| e.expire_at.is_none_or(|t| t >= now));
     }
     pub fn len(&self) -> usize {
         self.map.len()

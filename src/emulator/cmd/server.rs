@@ -106,6 +106,9 @@ mod tests {
         run(&mut c, "SET b 1 PX 10");
         assert_eq!(run(&mut c, "DBSIZE"), Reply::Int(2));
         c.clock.advance_millis(10);
+        // At its deadline a key still exists (Redis: expired only when now > when).
+        assert_eq!(run(&mut c, "DBSIZE"), Reply::Int(2));
+        c.clock.advance_millis(1);
         assert_eq!(run(&mut c, "DBSIZE"), Reply::Int(1));
     }
 }

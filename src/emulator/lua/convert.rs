@@ -17,25 +17,27 @@ fn lua_bytes(s: &mlua::LuaString) -> Vec<u8> {
     s.as_bytes().to_vec()
 }
 
-/// A script's return value as the reply Redis sends (`luaReplyToRedisReply`).
-pub fn lua_to_reply(v: &Value) -> Reply {
-    lua_to_reply_depth(v, 0)
+/// A script's return value as the reply Redis sends (`luaReplyToRedisReply`); `resp` is the protocol
+/// the script last chose with `redis.setresp` (booleans are RESP3 booleans under 3).
+pub fn lua_to_reply(v: &Value, resp: u8) -> Reply {
+    lua_to_reply_depth(v, 0, resp)
 }
 
-fn lua_to_reply_depth(v: &Value, depth: usize) -> Reply {
+fn lua_to_reply_depth(v: &Value, depth: usize, resp: u8) -> Reply {
     match v {
         Value::Nil => Reply::Nil,
+        Value::Boolean(b) if resp == 3 => Reply::Bool(*b),
         Value::Boolean(true) => Reply::Int(1),
         Value::Boolean(false) => Reply::Nil,
         Value::Integer(i) => Reply::Int(*i),
         Value::Number(n) => Reply::Int(c_double_to_i64(*n)),
         Value::String(s) => Reply::Bulk(lua_bytes(s)),
-        Value::Table(t) => table_to_reply(t, depth),
+        Value::Table(t) => table_to_reply(t, depth, resp),
         _ => Reply::Nil,
     }
 }
 
-fn table_to_reply(t: &Table, depth: usize) -> Reply {
+fn table_to_reply(t: &Table, depth: usize, resp: u8) -> Reply {
     if depth > 1000 {
         return Reply::err("ERR reached lua stack limit");
     }
@@ -51,17 +53,26 @@ fn table_to_reply(t: &Table, depth: usize) -> Reply {
         Ok(Value::Integer(i)) => return Reply::Double(i as f64),
         _ => {}
     }
+    // RESP3 big numbers and verbatim strings reach a RESP2 client as bulk strings.
+    if let Ok(Value::String(b)) = t.raw_get::<Value>("big_number") {
+        return Reply::Bulk(lua_bytes(&b));
+    }
+    if let Ok(Value::Table(v)) = t.raw_get::<Value>("verbatim_string") {
+        if let Ok(Value::String(b)) = v.raw_get::<Value>("string") {
+            return Reply::Bulk(lua_bytes(&b));
+        }
+    }
     if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
         let mut out = Vec::new();
         for (k, v) in m.pairs::<Value, Value>().flatten() {
-            out.push((lua_to_reply_depth(&k, depth + 1), lua_to_reply_depth(&v, depth + 1)));
+            out.push((lua_to_reply_depth(&k, depth + 1, resp), lua_to_reply_depth(&v, depth + 1, resp)));
         }
         return Reply::Map(out);
     }
     if let Ok(Value::Table(m)) = t.raw_get::<Value>("set") {
         let mut out = Vec::new();
         for (k, _) in m.pairs::<Value, Value>().flatten() {
-            out.push(lua_to_reply_depth(&k, depth + 1));
+            out.push(lua_to_reply_depth(&k, depth + 1, resp));
         }
         return Reply::Set(out);
     }
@@ -70,7 +81,7 @@ fn table_to_reply(t: &Table, depth: usize) -> Reply {
     loop {
         match t.raw_get::<Value>(j) {
             Ok(Value::Nil) | Err(_) => break,
-            Ok(v) => out.push(lua_to_reply_depth(&v, depth + 1)),
+            Ok(v) => out.push(lua_to_reply_depth(&v, depth + 1, resp)),
         }
         j += 1;
     }

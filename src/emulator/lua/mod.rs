@@ -64,12 +64,25 @@ impl Vm {
         let redis = lua.create_table()?;
         register_redis_lib(&lua, &redis, core, state)?;
         g.raw_set("redis", redis)?;
-        for name in ["print", "dofile", "loadfile", "module", "require", "newproxy"] {
+        for name in ["print", "dofile", "loadfile", "module", "require", "newproxy", "getfenv", "setfenv"] {
             g.raw_set(name, Value::Nil)?;
         }
         g.raw_set("package", Value::Nil)?;
         let setup: Function = lua.load(SETUP_LUA).set_name(INTERNAL_CHUNK).into_function()?;
-        let (env, runner): (Table, Function) = setup.call(())?;
+        // SAFETY: `rawset_c` only uses the Lua C API on the stack it is given.
+        let rawset = unsafe { lua.create_c_function(rawset_c)? };
+        // SAFETY: as above.
+        let (setmt, getmt) = unsafe { (lua.create_c_function(setmetatable_c)?, lua.create_c_function(getmetatable_c)?) };
+        let see: Vec<Function> = unsafe {
+            vec![
+                lua.create_c_function(pairs_c)?,
+                lua.create_c_function(ipairs_c)?,
+                lua.create_c_function(next_c)?,
+                lua.create_c_function(rawget_c)?,
+            ]
+        };
+        let cwrap = lua.create_function(|lua, f: Function| c_wrap(lua, f))?;
+        let (env, runner): (Table, Function) = setup.call((rawset, setmt, getmt, see, cwrap))?;
         g.raw_set("debug", Value::Nil)?;
         let st = state.clone();
         lua.set_global_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), move |_, _| {
@@ -166,8 +179,8 @@ impl Scripting {
                     })
                     .collect(),
             )
-        } else if eq_ic(sub, "flush") && a.len() <= 3 {
-            if a.len() == 3 && !eq_ic(a[2], "sync") && !eq_ic(a[2], "async") {
+        } else if eq_ic(sub, "flush") {
+            if a.len() > 3 || (a.len() == 3 && !eq_ic(a[2], "sync") && !eq_ic(a[2], "async")) {
                 return Reply::err("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
             }
             match self.flush() {
@@ -247,8 +260,9 @@ impl Scripting {
     }
 
     fn run(&self, sha: &str, f: &Function, keys: &[&[u8]], argv: &[&[u8]], read_only: bool) -> mlua::Result<Reply> {
-        self.vm.env.raw_set("KEYS", string_array(&self.vm.lua, keys)?)?;
-        self.vm.env.raw_set("ARGV", string_array(&self.vm.lua, argv)?)?;
+        let g = self.vm.lua.globals();
+        g.raw_set("KEYS", string_array(&self.vm.lua, keys)?)?;
+        g.raw_set("ARGV", string_array(&self.vm.lua, argv)?)?;
         let st = &self.state;
         st.read_only.set(read_only);
         st.resp.set(2);
@@ -270,7 +284,7 @@ impl Scripting {
         let killed = st.killed.replace(false);
         let (ok, v) = result?;
         if ok {
-            return Ok(convert::lua_to_reply(&v));
+            return Ok(convert::lua_to_reply(&v, st.resp.get()));
         }
         Ok(script_error(sha, &v, killed, self.budget))
     }
@@ -344,6 +358,10 @@ fn register_redis_lib(lua: &Lua, redis: &Table, core: &Rc<RefCell<Core>>, st: &R
     redis.raw_set("__raw_call", raw)?;
     // SAFETY: `redis_call_c` only uses the Lua C API on the stack it is given.
     redis.raw_set("call", unsafe { lua.create_c_function(redis_call_c)? })?;
+    redis.raw_set(
+        "__known",
+        lua.create_function(|_, name: mlua::LuaString| Ok(cmd::lookup(&name.as_bytes()).is_some()))?,
+    )?;
     let s = st.clone();
     redis.raw_set("__killed", lua.create_function(move |_, ()| Ok(s.killed.get()))?)?;
     redis.raw_set(
@@ -355,7 +373,7 @@ fn register_redis_lib(lua: &Lua, redis: &Table, core: &Rc<RefCell<Core>>, st: &R
             let bytes: Vec<u8> = match &args[0] {
                 Value::String(s) => s.as_bytes().to_vec(),
                 Value::Number(n) => crate::emulator::reply::fmt_g(*n, 14).into_bytes(),
-                Value::Integer(i) => i.to_string().into_bytes(),
+                Value::Integer(i) => crate::emulator::reply::fmt_g(*i as f64, 14).into_bytes(),
                 _ => Vec::new(),
             };
             lua.create_string(sha1_hex(&bytes))
@@ -381,6 +399,114 @@ fn register_redis_lib(lua: &Lua, redis: &Table, core: &Rc<RefCell<Core>>, st: &R
         })?,
     )?;
     Ok(())
+}
+
+/// `rawset` that refuses the read-only tables (registered by the setup code under
+/// `limitlab.readonly`), raising from a C frame as Redis 7.0's patched Lua does.
+unsafe extern "C-unwind" fn rawset_c(l: *mut mlua::ffi::lua_State) -> std::os::raw::c_int {
+    use mlua::ffi;
+    ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+    ffi::luaL_checkany(l, 2);
+    ffi::luaL_checkany(l, 3);
+    ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, c"limitlab.readonly".as_ptr());
+    ffi::lua_pushvalue(l, 1);
+    ffi::lua_rawget(l, -2);
+    if ffi::lua_toboolean(l, -1) != 0 {
+        ffi::lua_pushstring(l, c"Attempt to modify a readonly table".as_ptr());
+        ffi::lua_error(l);
+    }
+    ffi::lua_settop(l, 3);
+    ffi::lua_rawset(l, 1);
+    1
+}
+
+/// True when the value at `idx` is one of the read-only tables.
+unsafe fn is_readonly(l: *mut mlua::ffi::lua_State, idx: std::os::raw::c_int) -> bool {
+    use mlua::ffi;
+    if ffi::lua_type(l, idx) != ffi::LUA_TTABLE {
+        return false;
+    }
+    ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, c"limitlab.readonly".as_ptr());
+    ffi::lua_pushvalue(l, idx);
+    ffi::lua_rawget(l, -2);
+    let ro = ffi::lua_toboolean(l, -1) != 0;
+    ffi::lua_settop(l, -3);
+    ro
+}
+
+/// Calls the original base function saved in the registry under `name` with this call's arguments.
+unsafe fn call_saved(l: *mut mlua::ffi::lua_State, name: &std::ffi::CStr) -> std::os::raw::c_int {
+    use mlua::ffi;
+    let n = ffi::lua_gettop(l);
+    ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, name.as_ptr());
+    ffi::lua_insert(l, 1);
+    ffi::lua_call(l, n, ffi::LUA_MULTRET);
+    ffi::lua_gettop(l)
+}
+
+/// Replaces argument 1 by the table a read-only view stands for, if it is a view.
+unsafe fn unwrap_view(l: *mut mlua::ffi::lua_State) {
+    use mlua::ffi;
+    if ffi::lua_type(l, 1) != ffi::LUA_TTABLE {
+        return;
+    }
+    ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, c"limitlab.readonly".as_ptr());
+    ffi::lua_pushvalue(l, 1);
+    ffi::lua_rawget(l, -2);
+    if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
+        ffi::lua_replace(l, 1);
+        ffi::lua_settop(l, -2);
+    } else {
+        ffi::lua_settop(l, -3);
+    }
+}
+
+/// Base functions that look inside tables (`pairs`, `ipairs`, `next`, `rawget`) see through the
+/// read-only views to the library tables behind them, so iterating `redis` or `_G` works as in Redis.
+macro_rules! see_through {
+    ($($fname:ident => $saved:literal),*) => {$(
+        unsafe extern "C-unwind" fn $fname(l: *mut mlua::ffi::lua_State) -> std::os::raw::c_int {
+            unwrap_view(l);
+            call_saved(l, $saved)
+        }
+    )*};
+}
+see_through!(pairs_c => c"limitlab.pairs", ipairs_c => c"limitlab.ipairs", next_c => c"limitlab.next", rawget_c => c"limitlab.rawget");
+
+/// `setmetatable` that refuses the read-only tables.
+unsafe extern "C-unwind" fn setmetatable_c(l: *mut mlua::ffi::lua_State) -> std::os::raw::c_int {
+    if is_readonly(l, 1) {
+        mlua::ffi::lua_pushstring(l, c"Attempt to modify a readonly table".as_ptr());
+        mlua::ffi::lua_error(l);
+    }
+    call_saved(l, c"limitlab.setmetatable")
+}
+
+/// `getmetatable` that shows the read-only tables as having none, as Redis does.
+unsafe extern "C-unwind" fn getmetatable_c(l: *mut mlua::ffi::lua_State) -> std::os::raw::c_int {
+    if is_readonly(l, 1) {
+        mlua::ffi::lua_pushnil(l);
+        return 1;
+    }
+    call_saved(l, c"limitlab.getmetatable")
+}
+
+/// Calls its upvalue (a Lua function) with its arguments. Helpers written in Lua are wrapped in it so
+/// that they run under a C frame, as Redis's C helpers do: a script's `return redis.log(...)` then keeps
+/// its frame (no tail call), and errors raised at level 2 carry no position, like `luaL_error` from C.
+unsafe extern "C-unwind" fn trampoline_c(l: *mut mlua::ffi::lua_State) -> std::os::raw::c_int {
+    use mlua::ffi;
+    let n = ffi::lua_gettop(l);
+    ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
+    ffi::lua_insert(l, 1);
+    ffi::lua_call(l, n, ffi::LUA_MULTRET);
+    ffi::lua_gettop(l)
+}
+
+/// Wraps a Lua function in [`trampoline_c`].
+fn c_wrap(lua: &Lua, f: Function) -> mlua::Result<Function> {
+    // SAFETY: pushes one C closure over the function exec_raw placed on the stack.
+    unsafe { lua.exec_raw(f, |state| mlua::ffi::lua_pushcclosure(state, trampoline_c, 1)) }
 }
 
 /// Registry key of the Rust half of `redis.call`.
@@ -418,7 +544,7 @@ fn call_from_script(core: &Rc<RefCell<Core>>, st: &RunState, args: MultiValue) -
                 kinds.push_owned(owned.len() - 1);
             }
             Value::Integer(i) => {
-                owned.push(i.to_string().into_bytes());
+                owned.push(crate::emulator::reply::fmt_g(*i as f64, 17).into_bytes());
                 kinds.push_owned(owned.len() - 1);
             }
             _ => return Reply::err("ERR Lua redis lib command arguments must be strings or integers"),
@@ -509,6 +635,7 @@ static SCRIPT_HELP: &[&str] = &[
 /// The Lua half of the sandbox, run once at start-up with the debug library still present. It returns the
 /// environment scripts run in and the runner that calls a script under Redis's error handler.
 const SETUP_LUA: &str = r#"
+local rawset_c, setmetatable_c, getmetatable_c, see, cwrap = ...
 local G = _G
 local getinfo = debug.getinfo
 local type, tostring, rawget, rawset, error, select, xpcall = type, tostring, rawget, rawset, error, select, xpcall
@@ -558,36 +685,86 @@ end
 
 -- luaPushErrorBuff: "-CODE msg" keeps its code; a message without a space gets ERR.
 local function error_table(s)
-  if s:sub(1, 1) ~= '-' then s = '-' .. s end
   local code, msg
-  local sp = s:find(' ', 1, true)
-  if sp then code, msg = s:sub(2, sp - 1), s:sub(sp + 1) else code, msg = 'ERR', s:sub(2) end
+  if s:sub(1, 1) == '-' then
+    local sp = s:find(' ', 1, true)
+    if sp then code, msg = s:sub(2, sp - 1), s:sub(sp + 1) else code, msg = 'ERR', s:sub(2) end
+  else
+    code, msg = 'ERR', s
+  end
   msg = msg:gsub('^[\r\n]+', ''):gsub('[\r\n]+$', '')
   return {err = code .. ' ' .. msg}
 end
+-- With bad arguments these return (not raise) an error table, as Redis's C versions do.
 redis.error_reply = function(...)
-  if select('#', ...) ~= 1 or type((...)) ~= 'string' then error('wrong number or type of arguments', 2) end
-  return error_table((...))
+  if select('#', ...) ~= 1 or type((...)) ~= 'string' then return error_table('wrong number or type of arguments') end
+  local s = ...
+  if s:sub(1, 1) ~= '-' then s = '-' .. s end
+  return error_table(s)
 end
 redis.status_reply = function(...)
-  if select('#', ...) ~= 1 or type((...)) ~= 'string' then error('wrong number or type of arguments', 2) end
+  if select('#', ...) ~= 1 or type((...)) ~= 'string' then return error_table('wrong number or type of arguments') end
   return {ok = (...)}
 end
-redis.log = function(...)
+redis.log = cwrap(function(...)
   local n = select('#', ...)
   if n < 2 then error('redis.log() requires two arguments or more.', 2) end
   if type((...)) ~= 'number' then error('First argument must be a number (log level).', 2) end
   local level = ...
   if level < 0 or level > 3 then error('Invalid debug level.', 2) end
-end
+end)
 redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
 redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
-redis.set_repl = function(...)
-  if select('#', ...) ~= 1 then error('redis.set_repl() requires one argument.', 2) end
-  local f = ...
-  if type(f) ~= 'number' or f < 0 or f > 3 then error('Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.', 2) end
-end
+redis.set_repl = cwrap(function(...)
+  -- (Redis 7.0's own text says "two" although it wants one.)
+  if select('#', ...) ~= 1 then error('redis.set_repl() requires two arguments.', 2) end
+  local f = tonumber((...)) or 0
+  if f < 0 or f > 3 or f % 1 ~= 0 then error('Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.', 2) end
+end)
 redis.replicate_commands = function() return true end
+
+-- Redis's math.random over its lrand48 stream. The draw comes first, as in C, so a failing call still
+-- advances the stream; argument errors carry the script's position, like luaL_argerror.
+local rand_next, rand_seed, floor, math_lib = math.__next, math.__seed, math.floor, math
+rawset(math_lib, '__next', nil)
+rawset(math_lib, '__seed', nil)
+local function checkint(fname, n, count, v)
+  local x = tonumber(v)
+  if x == nil then
+    local got = n > count and 'no value' or type(v)
+    error(("bad argument #%d to '%s' (number expected, got %s)"):format(n, fname, got), 3)
+  end
+  if x >= 0 then return floor(x) else return -floor(-x) end
+end
+math_lib.random = cwrap(function(...)
+  local r = rand_next()
+  local n = select('#', ...)
+  if n == 0 then return r end
+  if n == 1 then
+    local u = checkint('random', 1, n, (...))
+    if u < 1 then error("bad argument #1 to 'random' (interval is empty)", 3) end
+    return floor(r * u) + 1
+  end
+  if n == 2 then
+    local a, b = ...
+    local l = checkint('random', 1, n, a)
+    local u = checkint('random', 2, n, b)
+    if l > u then error("bad argument #2 to 'random' (interval is empty)", 3) end
+    return floor(r * (u - l + 1)) + l
+  end
+  error('wrong number of arguments', 3)
+end)
+math_lib.randomseed = cwrap(function(...)
+  rand_seed(checkint('randomseed', 1, select('#', ...), (...)))
+end)
+local known = redis.__known
+rawset(redis, '__known', nil)
+-- The emulator has one user allowed everything: only unknown commands are refused.
+redis.acl_check_cmd = cwrap(function(...)
+  if select('#', ...) < 1 then error('Please specify at least one argument for this redis lib call', 2) end
+  if not known((...)) then error('Invalid command passed to redis.acl_check_cmd()', 2) end
+  return true
+end)
 redis.breakpoint = function() return false end
 redis.debug = function() end
 redis.REDIS_VERSION = '7.0.15'
@@ -632,21 +809,29 @@ local function ro_error() error('Attempt to modify a readonly table', 2) end
 setmetatable(G, {__index = function(_, k)
   error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
 end})
-local env = setmetatable({}, {__index = G, __newindex = ro_error, __metatable = false})
-readonly[env] = true
+local env = setmetatable({}, {__index = G, __newindex = ro_error})
+readonly[env] = G
 for _, lib in ipairs({'string', 'math', 'table', 'redis', 'cjson', 'bit', 'struct', 'cmsgpack', 'coroutine'}) do
   local t = rawget(G, lib)
   if type(t) == 'table' then
-    local view = setmetatable({}, {__index = t, __newindex = ro_error, __metatable = false})
-    readonly[view] = true
+    local view = setmetatable({}, {__index = t, __newindex = ro_error})
+    readonly[view] = t
     rawset(G, lib, view)
   end
 end
 rawset(G, '_G', env)
-G.rawset = function(t, k, v)
-  if readonly[t] then error('Attempt to modify a readonly table', 0) end
-  return rawset(t, k, v)
+local registry = debug.getregistry()
+registry['limitlab.readonly'] = readonly
+registry['limitlab.setmetatable'] = setmetatable
+registry['limitlab.getmetatable'] = getmetatable
+for i, name in ipairs({'pairs', 'ipairs', 'next', 'rawget'}) do
+  registry['limitlab.' .. name] = G[name]
+  G[name] = see[i]
 end
+G.__redis__err__handler = handler
+G.rawset = rawset_c
+G.setmetatable = setmetatable_c
+G.getmetatable = getmetatable_c
 
 local function runner(f)
   return xpcall(f, handler)

@@ -2,7 +2,7 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use mlua::{Lua, MultiValue, Table, Value};
+use mlua::{Lua, Table};
 
 /// The 48-bit linear congruential generator behind POSIX `lrand48`, as Redis's `rand.c` implements it.
 #[derive(Debug)]
@@ -33,63 +33,18 @@ impl Rand48 {
     }
 }
 
-fn int_arg(v: &Value, pos: usize, fname: &str) -> mlua::Result<i64> {
-    match v {
-        Value::Integer(i) => Ok(*i),
-        Value::Number(n) => Ok(*n as i64),
-        Value::String(s) => s
-            .to_str()
-            .ok()
-            .and_then(|s| s.trim().parse::<f64>().ok())
-            .map(|n| n as i64)
-            .ok_or_else(|| bad_arg(pos, fname, "number expected, got string")),
-        Value::Nil => Err(bad_arg(pos, fname, "number expected, got no value")),
-        other => Err(bad_arg(pos, fname, &format!("number expected, got {}", other.type_name()))),
-    }
-}
-
-fn bad_arg(pos: usize, fname: &str, msg: &str) -> mlua::Error {
-    mlua::Error::RuntimeError(format!("bad argument #{pos} to '{fname}' ({msg})"))
-}
-
-/// Replaces `math.random` and `math.randomseed` with Redis's versions.
+/// Installs the raw generator for the Lua half of `math.random` (in the setup code): `math.__next()`
+/// draws `r` in [0, 1) as Redis's `redis_math_random` does, `math.__seed(n)` reseeds.
 pub fn register(lua: &Lua, globals: &Table, rng: Rc<Rand48>) -> mlua::Result<()> {
     let math: Table = globals.get("math")?;
     let r = rng.clone();
-    math.set(
-        "random",
-        lua.create_function(move |_, args: MultiValue| {
-            let r = (r.next() as i64 % LRAND48_MAX) as f64 / LRAND48_MAX as f64;
-            match args.len() {
-                0 => Ok(r),
-                1 => {
-                    let u = int_arg(&args[0], 1, "random")? as i32;
-                    if u < 1 {
-                        return Err(bad_arg(1, "random", "interval is empty"));
-                    }
-                    Ok((r * u as f64).floor() + 1.0)
-                }
-                2 => {
-                    let l = int_arg(&args[0], 1, "random")? as i32;
-                    let u = int_arg(&args[1], 2, "random")? as i32;
-                    if l > u {
-                        return Err(bad_arg(2, "random", "interval is empty"));
-                    }
-                    Ok((r * (u as f64 - l as f64 + 1.0)).floor() + l as f64)
-                }
-                _ => Err(mlua::Error::RuntimeError("wrong number of arguments".into())),
-            }
-        })?,
+    math.raw_set(
+        "__next",
+        lua.create_function(move |_, ()| Ok((r.next() as i64 % LRAND48_MAX) as f64 / LRAND48_MAX as f64))?,
     )?;
-    let r = rng;
-    math.set(
-        "randomseed",
-        lua.create_function(move |_, args: MultiValue| {
-            let v = args.into_iter().next().unwrap_or(Value::Nil);
-            let s = int_arg(&v, 1, "randomseed")?;
-            r.seed(s as i32);
-            Ok(())
-        })?,
-    )?;
+    math.raw_set("__seed", lua.create_function(move |_, n: f64| {
+        rng.seed(n as i64 as i32);
+        Ok(())
+    })?)?;
     Ok(())
 }
