@@ -141,7 +141,8 @@ impl BoundaryBurst {
     /// The boundary's time for a run starting at `start`.
     pub fn boundary_at(&self, start: Micros) -> Micros {
         let w = self.window_ms.max(1) as i64 * 1000;
-        let first = start.0.div_euclid(w) * w + if start.0.rem_euclid(w) == 0 { 0 } else { w };
+        let rem = start.0.rem_euclid(w);
+        let first = if rem == 0 { start.0 } else { start.0.saturating_add(w - rem) };
         Micros(first.saturating_add((self.boundary.min(i64::MAX as u64) as i64).saturating_mul(w)))
     }
 
@@ -155,11 +156,11 @@ impl BoundaryBurst {
         let total: u64 = self.bursts.iter().map(|b| b.count).sum();
         let mut out = Vec::with_capacity(total as usize);
         for b in &self.bursts {
-            let first = boundary + b.first_offset();
+            let first = boundary.saturating_add(b.first_offset());
             let key = b.key.as_deref().unwrap_or(&self.key);
             for i in 0..b.count {
                 out.push(Arrival {
-                    at: Micros(first + (i * b.spacing_us) as i64),
+                    at: Micros(first.saturating_add((i * b.spacing_us) as i64)),
                     key: key.to_owned(),
                     cost: self.cost,
                     phase: b.phase.clone(),
@@ -263,6 +264,33 @@ mod tests {
         assert_eq!(field(g.clone()), "bursts[0].offset_us");
         assert!(g.arrivals(T0, 0).is_empty());
         BoundaryBurst { window_ms: 100, boundary: 2, ..ok }.validate().unwrap();
+    }
+
+    /// `research/anchors-measured.md`: this pattern, limit 100 per 1000 ms, measured on a real Redis
+    /// with the straightforward (seed) scripts: fixed 100 + 100, token bucket 109 + 17, sliding
+    /// counter 100 + 12, sliding log 100 + 0. The limiter references decide as those scripts do.
+    #[test]
+    fn classic_reproduces_the_measured_anchor_figures() {
+        use crate::limiter::{Limiter, Params, Variant};
+        let v = BoundaryBurst::classic(1000).arrivals(T0, 0);
+        for (variant, want) in [
+            (Variant::SEED_FIXED_WINDOW, (100, 100)),
+            (Variant::SEED_TOKEN_BUCKET, (109, 17)),
+            (Variant::SEED_SLIDING_WINDOW, (100, 12)),
+            (Variant::SEED_SLIDING_LOG, (100, 0)),
+        ] {
+            let mut m = Limiter::new(variant, Params::new(100, 1000)).unwrap().reference();
+            let (mut end, mut next) = (0, 0);
+            for a in &v {
+                if m.decide("rate:{user}", a.at.as_millis().0, a.cost).allowed {
+                    match a.phase.as_str() {
+                        "end of window" => end += 1,
+                        _ => next += 1,
+                    }
+                }
+            }
+            assert_eq!((end, next), want, "{variant}");
+        }
     }
 
     #[test]

@@ -101,12 +101,12 @@ impl IdleThenBurst {
         let mut out = Vec::with_capacity(warm + self.burst as usize);
         if self.warmup_ms > 0 {
             for (_, offset) in constant_rate_offsets(self.warmup_rate, self.warmup_ms as i64 * 1000) {
-                out.push(self.arrival(start.0 + offset, &self.warmup_phase));
+                out.push(self.arrival(start.0.saturating_add(offset), &self.warmup_phase));
             }
         }
         let b = self.burst_at(start).0;
         for i in 0..self.burst {
-            out.push(self.arrival(b + (i * self.spacing_us) as i64, &self.burst_phase));
+            out.push(self.arrival(b.saturating_add((i * self.spacing_us) as i64), &self.burst_phase));
         }
         out
     }

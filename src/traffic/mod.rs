@@ -485,6 +485,25 @@ mod tests {
         assert!(matches!(empty.validate(), Err(Error::Invalid { field, .. }) if field == "parts"));
     }
 
+    /// A start at the edge of time (a scenario may say anything) saturates rather than overflowing.
+    #[test]
+    fn extreme_starts_do_not_panic() {
+        let specs = [
+            TrafficSpec::Uniform(Uniform { jitter: 0.5, ..Uniform::new(100.0, 1000) }),
+            TrafficSpec::Poisson(Poisson::new(100.0, 1000)),
+            TrafficSpec::BoundaryBurst(BoundaryBurst::classic(1000)),
+            TrafficSpec::IdleThenBurst(IdleThenBurst { warmup_rate: 10.0, warmup_ms: 1000, spacing_us: 10, ..IdleThenBurst::new(100, 10) }),
+            TrafficSpec::PeriodicBursts(PeriodicBursts { spacing_us: 10, ..PeriodicBursts::new(5, 100, 1000) }),
+            TrafficSpec::ZipfUsers(ZipfUsers::new(10, 1.0, 100, 1000)),
+        ];
+        for spec in &specs {
+            for start in [i64::MAX - 5, i64::MIN, 0] {
+                let v = spec.arrivals(Micros(start), 1).unwrap();
+                assert!(!v.is_empty() && v.is_sorted_by_key(|a| a.at), "{}", spec.kind());
+            }
+        }
+    }
+
     #[test]
     fn constant_rate_has_no_drift() {
         let v: Vec<_> = constant_rate_offsets(3.0, 1_000_000).collect();

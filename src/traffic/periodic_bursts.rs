@@ -68,10 +68,10 @@ impl PeriodicBursts {
         }
         let mut out = Vec::with_capacity((self.count * self.bursts()) as usize);
         for k in 0..self.bursts() {
-            let begin = start.0 + (k * self.period_ms * 1000) as i64;
+            let begin = start.0.saturating_add((k * self.period_ms * 1000) as i64);
             for i in 0..self.count {
                 out.push(Arrival {
-                    at: Micros(begin + (i * self.spacing_us) as i64),
+                    at: Micros(begin.saturating_add((i * self.spacing_us) as i64)),
                     key: key_name(&self.key, self.keys, k),
                     cost: self.cost,
                     phase: self.phase.clone(),

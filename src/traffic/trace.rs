@@ -38,6 +38,9 @@ const KEY_NAMES: [&str; 7] = ["key", "user", "user_id", "client", "ip", "subject
 const COST_NAME: &str = "cost";
 const PHASE_NAME: &str = "phase";
 
+/// The longest tick a time's resolution is taken to be (one day): `0e30` is a time, not a resolution.
+const MAX_TICK_US: i64 = 86_400_000_000;
+
 /// The header [`write_csv`] writes.
 pub const CSV_HEADER: [&str; 4] = ["time", "key", "cost", "phase"];
 
@@ -606,7 +609,8 @@ fn parse_decimal(s: &str, scale: i32) -> std::result::Result<(i64, i64), String>
     };
     let value = if negative { -value } else { value };
     let value = i64::try_from(value).map_err(|_| format!("time `{s}` is out of range"))?;
-    Ok((value, i64::try_from(res).unwrap_or(i64::MAX)))
+    // A tick longer than a day is no resolution a log has; cap it so tie rules stay sensible.
+    Ok((value, i64::try_from(res).unwrap_or(i64::MAX).min(MAX_TICK_US)))
 }
 
 /// Days from 1970-01-01 to the given proleptic Gregorian date.
@@ -848,6 +852,7 @@ mod tests {
         assert_eq!(parse_decimal("12.5", 3), Ok((12_500, 100)));
         assert_eq!(parse_decimal("1.7040672e9", 6), Ok((1_704_067_200_000_000, 100_000_000)));
         assert_eq!(parse_decimal("1e-7", 6), Ok((0, 1)));
+        assert_eq!(parse_decimal("0e30", 6), Ok((0, MAX_TICK_US)));
         assert_eq!(parse_decimal("-0.25", 6), Ok((-250_000, 10_000)));
         assert_eq!(parse_decimal("-0.0000015", 6), Ok((-2, 1)));
         assert_eq!(parse_decimal("+3", 6), Ok((3_000_000, 1_000_000)));

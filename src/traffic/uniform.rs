@@ -65,7 +65,7 @@ impl Uniform {
         for (i, offset) in constant_rate_offsets(self.rate, duration_us) {
             let delay = if self.jitter > 0.0 { (rng.random::<f64>() * self.jitter * gap).floor() as i64 } else { 0 };
             out.push(Arrival {
-                at: Micros(start.0 + offset + delay),
+                at: Micros(start.0.saturating_add(offset + delay)),
                 key: key_name(&self.key, self.keys, i),
                 cost: self.cost,
                 phase: self.phase.clone(),

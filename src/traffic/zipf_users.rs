@@ -167,7 +167,7 @@ impl Iterator for ZipfIter {
         let offset = self.next_offset();
         let rank = self.sampler.sample(&mut self.ranks);
         self.done += 1;
-        Some(Arrival { at: Micros(self.start + offset), key: numbered(&self.prefix, rank), cost: self.cost, phase: self.phase.clone() })
+        Some(Arrival { at: Micros(self.start.saturating_add(offset)), key: numbered(&self.prefix, rank), cost: self.cost, phase: self.phase.clone() })
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
