@@ -177,6 +177,11 @@ pub fn max_in_any_window(times: &mut [(i64, u64)], window: i64) -> (u64, i64) {
 /// `window` milliseconds containing its time would hold at most `limit` units with it. For
 /// time-ordered traffic this is the classic sliding log over `(now - window, now]`; a call that goes
 /// back in time is checked against the admissions on both sides of it.
+///
+/// It is exact for every call at most one window behind the newest call of its subject. To keep
+/// memory bounded on long runs it forgets admissions more than two windows before that newest call,
+/// so a call further back (a trace out of order by more than a window) is judged against what is
+/// left.
 pub struct ExactLog {
     limit: u64,
     window: i64,
