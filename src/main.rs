@@ -2,7 +2,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use limitlab::cli::{exit_code, execute, Cli};
+use limitlab::cli::{execute, exit_code, Cli};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -10,6 +10,10 @@ fn main() -> ExitCode {
     let mut out = stdout.lock();
     match execute(cli, &mut out).map_err(anyhow::Error::new) {
         Ok(()) => ExitCode::SUCCESS,
+        // A reader that stops early (`limitlab compare | head`) is not a failure.
+        Err(e) if matches!(e.downcast_ref::<limitlab::Error>(), Some(limitlab::Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe) => {
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             let code = e.downcast_ref::<limitlab::Error>().map_or(1, exit_code);
             eprintln!("limitlab: {e:#}");

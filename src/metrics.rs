@@ -237,7 +237,7 @@ impl ExactLog {
             // admission enters on the right, so those starts and the first one are the candidates.
             let mut worst = log.sum(now - w + 1, now);
             let lo = log.entries.partition_point(|e| e.0 <= now);
-            let hi = log.entries.partition_point(|e| e.0 <= now + w - 1);
+            let hi = log.entries.partition_point(|e| e.0 < now + w);
             for i in lo..hi {
                 let s = log.entries[i].0 - w + 1;
                 worst = worst.max(log.sum(s, s + w - 1));

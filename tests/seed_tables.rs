@@ -29,7 +29,11 @@ fn compare_reproduces_the_seed_boundary_table_with_the_seed_scripts() {
     assert_eq!((r.end_of_window, r.start_of_next, r.total), (101, 14, 115));
     for v in SEED_FOUR {
         let r = row(v);
-        assert_eq!(r.seed, Some((r.end_of_window, r.start_of_next, r.total)), "{v}: the seed figure printed beside ours");
+        assert_eq!(
+            r.seed,
+            Some((r.end_of_window, r.start_of_next, r.total)),
+            "{v}: the seed figure printed beside ours"
+        );
         // Both bursts fit in one window: the total is also the most admitted in any window.
         assert_eq!(r.max_in_window, r.total, "{v}");
     }
@@ -103,7 +107,10 @@ fn admitted(spacing_us: u64, first_offset_us: i64, second_offset_us: i64) -> Vec
 
 fn feasible(spacing_us: u64, o1: i64, o2: i64) -> bool {
     let got = admitted(spacing_us, o1, o2);
-    SEED_FOUR.iter().zip(&got).all(|(v, &(e, s))| seed_boundary(v.algorithm()).map(|(se, ss, _)| (se, ss)) == Some((e, s)))
+    SEED_FOUR
+        .iter()
+        .zip(&got)
+        .all(|(v, &(e, s))| seed_boundary(v.algorithm()).map(|(se, ss, _)| (se, ss)) == Some((e, s)))
 }
 
 /// The search. Two bursts of 200 at one spacing: the first starting `o1` before the boundary (whole
@@ -128,7 +135,14 @@ fn search_for_the_timing_of_the_seed_boundary_table() {
             }
         }
         if let (Some(lo), Some(hi)) = (region.first(), region.last()) {
-            println!("spacing {spacing} µs: {} timings, first burst from {} to {} ms, second from {} to {} µs", region.len(), lo.0, hi.0, region.iter().map(|r| r.1).min().unwrap(), region.iter().map(|r| r.1).max().unwrap());
+            println!(
+                "spacing {spacing} µs: {} timings, first burst from {} to {} ms, second from {} to {} µs",
+                region.len(),
+                lo.0,
+                hi.0,
+                region.iter().map(|r| r.1).min().unwrap(),
+                region.iter().map(|r| r.1).max().unwrap()
+            );
         } else {
             println!("spacing {spacing} µs: none");
         }
@@ -144,6 +158,9 @@ fn search_for_the_timing_of_the_seed_boundary_table() {
         let second_end_ms = (o2 + 199 * spacing as i64) / 1000;
         assert!((11..=20).contains(&second_end_ms), "sliding window 2 needs an end 11..20 ms in: {spacing} {o1} {o2}");
         let refill_ms = second_end_ms - o1;
-        assert!((150..=160).contains(&refill_ms), "token bucket 115 needs about 15 tokens of refill: {spacing} {o1} {o2}");
+        assert!(
+            (150..=160).contains(&refill_ms),
+            "token bucket 115 needs about 15 tokens of refill: {spacing} {o1} {o2}"
+        );
     }
 }

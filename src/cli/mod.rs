@@ -1,8 +1,11 @@
 //! The command-line interface: clap arguments, validated into a plan per subcommand, then run.
 //! One file per subcommand; `main.rs` only parses, calls [`execute`] and maps errors to exit codes.
 //!
-//! Adding a subcommand: a file with an `Args` struct (clap `Args`), a `Plan` built by validating
-//! it, and `run(plan, out)`; then one variant in [`Command`] and one arm in [`execute`].
+//! Adding a subcommand (`verify`, `attack`, `memory`, `bench`, ...): a file with an `Args` struct
+//! (clap `Args`), a `Plan` built by validating it, and `run(plan, out)`; then one variant in
+//! [`Command`] and one arm in [`execute`]. Every run today goes to a fresh emulator through
+//! [`crate::sim::standard::run_on_emulator`]; a global `--redis URL` option belongs on [`Cli`]
+//! (`#[arg(global = true)]`) and would choose the [`crate::backend::Backend`] the plans run on.
 use std::io::Write;
 
 use clap::{Parser, Subcommand};

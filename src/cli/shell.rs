@@ -40,5 +40,6 @@ pub fn run(plan: Plan, out: &mut dyn Write) -> Result<()> {
     let mut emu = Emulator::with_clock(VirtualClock::starting_at(plan.at));
     emu.set_cluster(plan.cluster);
     let stdin = std::io::stdin();
-    super::redis_cli::run(stdin.lock(), out, &mut emu).map_err(|source| Error::Io { path: "<stdin/stdout>".into(), source })
+    super::redis_cli::run(stdin.lock(), out, &mut emu)
+        .map_err(|source| Error::Io { path: "<stdin/stdout>".into(), source })
 }

@@ -7,8 +7,12 @@ use crate::sim::standard::{seed_name, Comparison};
 
 /// The seed's scripts first, in the order of the article's boundary table, then ours.
 fn order(name: &str) -> usize {
-    const SEED_ORDER: [Variant; 4] =
-        [Variant::SEED_FIXED_WINDOW, Variant::SEED_SLIDING_LOG, Variant::SEED_SLIDING_WINDOW, Variant::SEED_TOKEN_BUCKET];
+    const SEED_ORDER: [Variant; 4] = [
+        Variant::SEED_FIXED_WINDOW,
+        Variant::SEED_SLIDING_LOG,
+        Variant::SEED_SLIDING_WINDOW,
+        Variant::SEED_TOKEN_BUCKET,
+    ];
     let v: Option<Variant> = name.parse().ok();
     match v {
         Some(v) if v.flavor() == Flavor::Seed => SEED_ORDER.iter().position(|&s| s == v).unwrap_or(0),
@@ -25,7 +29,7 @@ fn label(name: &str) -> String {
     }
 }
 
-fn sorted<'a, T>(rows: &'a [T], name: impl Fn(&T) -> &str) -> Vec<&'a T> {
+fn sorted<T>(rows: &[T], name: impl Fn(&T) -> &str) -> Vec<&T> {
     let mut v: Vec<&T> = rows.iter().collect();
     v.sort_by_key(|r| order(name(r)));
     v
@@ -63,7 +67,15 @@ pub fn tables(c: &Comparison) -> Vec<Table> {
                 "Accuracy, {}: {} (limit {} per {} ms, seed {})",
                 s.scenario, s.description, s.limit, s.window_ms, s.seed
             ),
-            &["Algorithm", "Admitted", "Most in any window", "Overshoot", "False allows", "False rejections", "retry_after wrong"],
+            &[
+                "Algorithm",
+                "Admitted",
+                "Most in any window",
+                "Overshoot",
+                "False allows",
+                "False rejections",
+                "retry_after wrong",
+            ],
         );
         for r in sorted(&s.rows, |r| &r.algorithm) {
             let m = &r.metrics;
@@ -75,7 +87,11 @@ pub fn tables(c: &Comparison) -> Vec<Table> {
                 format!("{:.2}", m.overshoot),
                 thousands(m.false_allows),
                 thousands(m.false_rejections),
-                if m.retry_checked == 0 { "-".into() } else { format!("{} of {}", m.retry_wrong, thousands(m.retry_checked)) },
+                if m.retry_checked == 0 {
+                    "-".into()
+                } else {
+                    format!("{} of {}", m.retry_wrong, thousands(m.retry_checked))
+                },
             ]);
         }
         out.push(t);

@@ -114,10 +114,7 @@ impl Plot {
         root.fill(&WHITE).map_err(e)?;
         let root = root.titled(&self.title, (FAMILY, 22)).map_err(e)?;
         let panels = root.split_evenly((1, 2));
-        let groups = [
-            ("The seed article's scripts", true),
-            ("limitlab's production scripts", false),
-        ];
+        let groups = [("The seed article's scripts", true), ("limitlab's production scripts", false)];
         let x_lo = self.series.iter().flat_map(|s| s.points.first()).map(|p| p.0).min().unwrap_or(0);
         let x_hi = self.series.iter().flat_map(|s| s.points.last()).map(|p| p.0).max().unwrap_or(1).max(x_lo + 1);
         let y_max = self.series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).max().unwrap_or(0).max(self.limit);

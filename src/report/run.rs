@@ -35,7 +35,14 @@ pub struct RunReport {
 
 impl RunReport {
     /// A report with no results yet.
-    pub fn new(s: &Scenario, seed: u64, backend: &str, arrivals: usize, subjects: usize, phases: Vec<String>) -> RunReport {
+    pub fn new(
+        s: &Scenario,
+        seed: u64,
+        backend: &str,
+        arrivals: usize,
+        subjects: usize,
+        phases: Vec<String>,
+    ) -> RunReport {
         RunReport {
             scenario: s.name.clone(),
             description: s.description.clone(),
@@ -58,15 +65,8 @@ impl RunReport {
         let mut headers: Vec<String> = vec!["algorithm".into()];
         headers.extend(named.iter().map(|p| p.to_string()));
         headers.extend(
-            [
-                "admitted",
-                "max in window",
-                "overshoot",
-                "false allows",
-                "false rejections",
-                "retry_after wrong",
-            ]
-            .map(String::from),
+            ["admitted", "max in window", "overshoot", "false allows", "false rejections", "retry_after wrong"]
+                .map(String::from),
         );
         let hs: Vec<&str> = headers.iter().map(String::as_str).collect();
         let mut t = Table::new("", &hs);
@@ -82,7 +82,11 @@ impl RunReport {
             row.push(format!("{:.2}", m.overshoot));
             row.push(m.false_allows.to_string());
             row.push(m.false_rejections.to_string());
-            row.push(if m.retry_checked == 0 { "-".into() } else { format!("{} of {}", m.retry_wrong, m.retry_checked) });
+            row.push(if m.retry_checked == 0 {
+                "-".into()
+            } else {
+                format!("{} of {}", m.retry_wrong, m.retry_checked)
+            });
             t.row(row);
         }
         t.note(format!(

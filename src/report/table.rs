@@ -122,12 +122,11 @@ impl Table {
             }
             out.push('\n');
         }
-        if !self.notes.is_empty() {
+        // Each note is its own paragraph (consecutive markdown lines would run together).
+        for n in &self.notes {
             out.push('\n');
-            for n in &self.notes {
-                out.push_str(n);
-                out.push('\n');
-            }
+            out.push_str(n);
+            out.push('\n');
         }
         out
     }
@@ -156,8 +155,14 @@ mod tests {
         t.row(vec!["fixed_window".into(), "200".into()]);
         t.row(vec!["x".into(), "5".into()]);
         t.note("a note");
-        assert_eq!(t.to_text(), "T\nalgorithm       n\n-----------------\nfixed_window  200\nx               5\na note\n");
-        assert_eq!(t.to_markdown(), "### T\n\n| algorithm | n |\n|---|---:|\n| fixed_window | 200 |\n| x | 5 |\n\na note\n");
+        assert_eq!(
+            t.to_text(),
+            "T\nalgorithm       n\n-----------------\nfixed_window  200\nx               5\na note\n"
+        );
+        assert_eq!(
+            t.to_markdown(),
+            "### T\n\n| algorithm | n |\n|---|---:|\n| fixed_window | 200 |\n| x | 5 |\n\na note\n"
+        );
     }
 
     #[test]

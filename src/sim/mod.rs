@@ -25,8 +25,6 @@ use crate::limiter::{subject_key, Decision, Limiter, Params, Variant};
 use crate::traffic::Arrival;
 use crate::{Error, Result};
 
-
-
 /// Runs shorter than this never show a progress bar: they finish before one would be useful.
 pub const PROGRESS_MIN: usize = 200_000;
 
@@ -151,18 +149,16 @@ pub fn run(limiter: &Limiter, backend: &mut dyn Backend, arrivals: &[Arrival], p
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    Ok(Trace {
-        variant,
-        params: limiter.params(),
-        keys: keys.names,
-        phases: phases.names,
-        records,
-        elapsed_secs,
-    })
+    Ok(Trace { variant, params: limiter.params(), keys: keys.names, phases: phases.names, records, elapsed_secs })
 }
 
 /// Runs `arrivals` on a fresh emulator whose clock starts at the first arrival (or `start_ms`).
-pub fn run_emulated(limiter: &Limiter, arrivals: &[Arrival], start_ms: i64, progress: Progress) -> Result<(Trace, EmulatedBackend)> {
+pub fn run_emulated(
+    limiter: &Limiter,
+    arrivals: &[Arrival],
+    start_ms: i64,
+    progress: Progress,
+) -> Result<(Trace, EmulatedBackend)> {
     let mut backend = EmulatedBackend::default();
     backend.set_time_ms(start_ms);
     let trace = run(limiter, &mut backend, arrivals, progress)?;
@@ -189,7 +185,12 @@ mod tests {
     fn arrivals(times_ms: &[i64], key: &str) -> Vec<Arrival> {
         times_ms
             .iter()
-            .map(|&t| Arrival { at: Micros((DEFAULT_START.0 + t) * 1000), key: key.into(), cost: 1, phase: String::new() })
+            .map(|&t| Arrival {
+                at: Micros((DEFAULT_START.0 + t) * 1000),
+                key: key.into(),
+                cost: 1,
+                phase: String::new(),
+            })
             .collect()
     }
 
@@ -208,7 +209,13 @@ mod tests {
     fn production_replies_carry_remaining_and_retry_after() {
         let l = Limiter::new(Variant::FIXED_WINDOW, Params::new(1, 1000)).unwrap();
         let (t, _) = run_emulated(&l, &arrivals(&[0, 250], "u"), DEFAULT_START.0, Progress::Off).unwrap();
-        assert_eq!(t.records[0].decision, Decision { allowed: true, remaining: 0, retry_after_ms: -1, reset_after_ms: 1000 });
-        assert_eq!(t.records[1].decision, Decision { allowed: false, remaining: 0, retry_after_ms: 750, reset_after_ms: 750 });
+        assert_eq!(
+            t.records[0].decision,
+            Decision { allowed: true, remaining: 0, retry_after_ms: -1, reset_after_ms: 1000 }
+        );
+        assert_eq!(
+            t.records[1].decision,
+            Decision { allowed: false, remaining: 0, retry_after_ms: 750, reset_after_ms: 750 }
+        );
     }
 }

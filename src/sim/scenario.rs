@@ -122,7 +122,11 @@ impl Scenario {
             Some(s) => {
                 let x = *s.get_ref();
                 if !(0..=crate::limiter::MAX_ARG as i64).contains(&x) {
-                    return Err(invalid(s.span(), "start_ms", format!("must be a unix time in ms from 0 to {}, got {x}", crate::limiter::MAX_ARG)));
+                    return Err(invalid(
+                        s.span(),
+                        "start_ms",
+                        format!("must be a unix time in ms from 0 to {}, got {x}", crate::limiter::MAX_ARG),
+                    ));
                 }
                 x
             }
@@ -137,13 +141,19 @@ impl Scenario {
                     match x {
                         toml::Value::String(s) => v.push(s.clone()),
                         other => {
-                            return Err(invalid(span, "algorithms", format!("expected algorithm names (strings), got {other}")))
+                            return Err(invalid(
+                                span,
+                                "algorithms",
+                                format!("expected algorithm names (strings), got {other}"),
+                            ))
                         }
                     }
                 }
                 v
             }
-            other => return Err(invalid(span, "algorithms", format!("expected \"all\" or a list of names, got {other}"))),
+            other => {
+                return Err(invalid(span, "algorithms", format!("expected \"all\" or a list of names, got {other}")))
+            }
         };
         let mut variants = Vec::new();
         for n in &names {
@@ -151,7 +161,9 @@ impl Scenario {
                 variants.extend(Variant::ALL);
                 continue;
             }
-            let v: Variant = n.parse().map_err(|e: crate::limiter::UnknownVariant| invalid(span.clone(), "algorithms", e.to_string()))?;
+            let v: Variant = n
+                .parse()
+                .map_err(|e: crate::limiter::UnknownVariant| invalid(span.clone(), "algorithms", e.to_string()))?;
             variants.push(v);
         }
         if variants.is_empty() {
@@ -162,18 +174,20 @@ impl Scenario {
 
         if let Some(b) = &raw.burst {
             if !variants.iter().any(|v| v.takes_burst()) {
-                return Err(invalid(b.span(), "burst", "only token_bucket and gcra take a burst, and neither is selected".into()));
+                return Err(invalid(
+                    b.span(),
+                    "burst",
+                    "only token_bucket and gcra take a burst, and neither is selected".into(),
+                ));
             }
         }
 
         let traffic_span = raw.traffic.span();
         let traffic = raw.traffic.into_inner();
         traffic.validate().map_err(|e| match e {
-            Error::Invalid { context, field, reason } => Error::Invalid {
-                context: format!("{}: [traffic] {context}", at(traffic_span.clone())),
-                field,
-                reason,
-            },
+            Error::Invalid { context, field, reason } => {
+                Error::Invalid { context: format!("{}: [traffic] {context}", at(traffic_span.clone())), field, reason }
+            }
             other => other,
         })?;
 
@@ -214,11 +228,9 @@ impl Scenario {
     /// The scenario's arrivals for `seed` (the file's own seed unless overridden).
     pub fn arrivals(&self, seed: u64) -> Result<Vec<Arrival>> {
         self.traffic.arrivals(Millis(self.start_ms).as_micros(), seed).map_err(|e| match e {
-            Error::Invalid { context, field, reason } => Error::Invalid {
-                context: format!("{}: [traffic] {context}", self.origin.display()),
-                field,
-                reason,
-            },
+            Error::Invalid { context, field, reason } => {
+                Error::Invalid { context: format!("{}: [traffic] {context}", self.origin.display()), field, reason }
+            }
             other => other,
         })
     }
@@ -250,19 +262,27 @@ duration_ms = 1000
         assert_eq!(s.params, Params::new(10, 1000));
         assert_eq!(s.start_ms, DEFAULT_START.0);
         assert_eq!(s.seed, 0);
-        let all = Scenario::from_toml(&GOOD.replace(r#"["fixed_window", "seed-token-bucket"]"#, "\"all\""), Path::new("s")).unwrap();
+        let all =
+            Scenario::from_toml(&GOOD.replace(r#"["fixed_window", "seed-token-bucket"]"#, "\"all\""), Path::new("s"))
+                .unwrap();
         assert_eq!(all.variants, Variant::ALL);
     }
 
     #[test]
     fn errors_name_file_field_and_reason() {
-        assert_eq!(err(&GOOD.replace("limit = 10", "limit = 0")), "s.toml:3: field `limit`: must be a positive integer, got 0");
+        assert_eq!(
+            err(&GOOD.replace("limit = 10", "limit = 0")),
+            "s.toml:3: field `limit`: must be a positive integer, got 0"
+        );
         assert_eq!(
             err(&GOOD.replace("window_ms = 1000", "window_ms = -5")),
             "s.toml:4: field `window_ms`: must be a positive integer, got -5"
         );
         let e = err(&GOOD.replace("\"fixed_window\"", "\"leaky\""));
-        assert!(e.starts_with("s.toml:5: field `algorithms`: unknown algorithm `leaky`; valid names: fixed_window,"), "{e}");
+        assert!(
+            e.starts_with("s.toml:5: field `algorithms`: unknown algorithm `leaky`; valid names: fixed_window,"),
+            "{e}"
+        );
         let e = err(&GOOD.replace("limit = 10", "limit = \"ten\""));
         assert!(e.starts_with("s.toml:3: field `limit`: invalid type"), "{e}");
         let e = err(&GOOD.replace("limit = 10", "limt = 10"));

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::{run, Progress, Scenario, Trace};
 use crate::backend::emulated::EmulatedBackend;
 use crate::backend::Backend;
-use crate::limiter::{Algorithm, Flavor, Variant};
+use crate::limiter::{Algorithm, Variant};
 use crate::metrics::{self, memory_usage, Metrics};
 use crate::Result;
 
@@ -161,7 +161,12 @@ pub struct CompareOptions {
 }
 
 /// Runs `variant` over the scenario's arrivals on a fresh emulator.
-pub fn run_on_emulator(s: &Scenario, variant: Variant, arrivals: &[crate::traffic::Arrival], progress: Progress) -> Result<(Trace, Metrics, EmulatedBackend)> {
+pub fn run_on_emulator(
+    s: &Scenario,
+    variant: Variant,
+    arrivals: &[crate::traffic::Arrival],
+    progress: Progress,
+) -> Result<(Trace, Metrics, EmulatedBackend)> {
     let limiter = s.limiter(variant)?;
     let mut backend = EmulatedBackend::default();
     backend.set_time_ms(s.start_ms);
@@ -258,11 +263,6 @@ pub fn compare(opts: CompareOptions) -> Result<Comparison> {
         memory_requests: arrivals.len() as u64,
         speed,
     })
-}
-
-/// Whether `v` is one of the seed's four scripts.
-pub fn is_seed(v: Variant) -> bool {
-    v.flavor() == Flavor::Seed
 }
 
 #[cfg(test)]
