@@ -105,7 +105,11 @@ impl RunReport {
     }
 
     fn header_lines(&self) -> Vec<String> {
-        let mut v = vec![format!("scenario {}: {}", self.scenario, self.description)];
+        let mut v = vec![if self.description.is_empty() {
+            format!("scenario {}", self.scenario)
+        } else {
+            format!("scenario {}: {}", self.scenario, self.description)
+        }];
         let burst = self.burst.map_or(String::new(), |b| format!(" (burst {b})"));
         v.push(format!(
             "limit {} per {} ms{burst}, seed {}, {} arrivals, {} subject{}, start {} ms, on the {}",
