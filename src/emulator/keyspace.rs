@@ -241,9 +241,19 @@ pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong
 
 /// One database: keys to entries. Expiry is lazy on access, with the time passed in by the caller
 /// (the emulator freezes it for the duration of a script).
-#[derive(Default, Debug)]
+#[derive(Debug)]
 pub struct Db {
     pub map: HashMap<Vec<u8>, Entry>,
+    /// When false, keys past their deadline are kept as if they had no deadline yet (TTLs are still
+    /// stored and reported). Not a Redis feature: it lets tests show that a script's TTLs are long
+    /// enough, by checking that its decisions do not change when expired keys stay. Default true.
+    pub expiry_enabled: bool,
+}
+
+impl Default for Db {
+    fn default() -> Self {
+        Db { map: HashMap::new(), expiry_enabled: true }
+    }
 }
 
 impl Db {
@@ -254,7 +264,7 @@ impl Db {
             None => false,
             Some(e) => match e.expire_at {
                 // Redis's keyIsExpired: `now > when`; at its deadline a key still exists (PTTL 0).
-                Some(t) if t < now => {
+                Some(t) if t < now && self.expiry_enabled => {
                     self.map.remove(key);
                     false
                 }
@@ -320,6 +330,9 @@ impl Db {
     }
     /// Removes every key whose expiry has passed (what KEYS, SCAN and DBSIZE see).
     pub fn purge_expired(&mut self, now: i64) {
+        if !self.expiry_enabled {
+            return;
+        }
         self.map.retain(|_, e| e.expire_at.is_none_or(|t| t >= now));
     }
     pub fn len(&self) -> usize {
