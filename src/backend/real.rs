@@ -1,0 +1,461 @@
+//! A real Redis (standalone or Cluster) as a [`Backend`], over the `redis` crate.
+//!
+//! Three rules make a run on a shared server safe and its counts honest:
+//! - **Its own keys only.** Every run gets a unique prefix, `ll:<12 hex digits>:`, that callers put
+//!   before their keys (`ll:3f09c2a1b4d0:rate:{user42}`). The prefix has no braces, so the hash tag of
+//!   the key behind it still picks the cluster slot. [`RealRedis::cleanup`] removes exactly the keys
+//!   under that prefix (`SCAN MATCH prefix*` on every master), and is tried again on a fresh
+//!   connection when the run's own connection failed. Nothing ever runs `FLUSHALL`.
+//! - **No double counting.** A script runs with `EVALSHA`; only a `NOSCRIPT` reply (which means the
+//!   script did not run) makes it load the script and send the call again, once. Any transport
+//!   failure (connection lost, no reply within the timeout, an unreadable reply) leaves it unknown
+//!   whether the call ran, so nothing is re-sent: the backend stops, and every later call fails
+//!   with the first failure's message, which says how many replies had arrived. In a cluster a
+//!   `MOVED` reply is the one other error after which a call is sent again (it was not run there):
+//!   the slot map is read afresh and the call goes to the new owner. The redis crate's own cluster
+//!   retries are turned off, because they re-send after I/O errors too.
+//! - **Redis's words.** Error replies come back as [`Reply::Error`] with the server's exact text
+//!   (`ERR ...`, `WRONGTYPE ...`); `Err` is kept for transport failures.
+//!
+//! Whether the server is a cluster is asked, not configured: `INFO cluster` says `cluster_enabled:1`
+//! on a cluster node, and then the backend opens a cluster-aware connection (the redis crate's
+//! `ClusterConnection`, which routes every command to the master of its keys' slot) seeded with
+//! that node.
+//!
+//! Two limits of the redis crate show in replies: a nil array (`*-1`) reads as a nil bulk string,
+//! and in cluster mode an error nested inside an array reply is returned as the whole reply.
+use std::time::Duration;
+
+use redis::cluster::{ClusterClient, ClusterConnection};
+use redis::{Cmd, ConnectionAddr, ConnectionInfo, ConnectionLike, RedisError, Value};
+
+use super::{Backend, Script};
+use crate::emulator::cluster::key_slot;
+use crate::emulator::Reply;
+use crate::{Error, Result};
+
+/// How long to wait for a connection or a reply before giving up, unless told otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How a [`RealRedis`] connects.
+#[derive(Clone, Copy, Debug)]
+pub struct RealOptions {
+    /// Connect and reply timeout. A reply that takes longer ends the run (see the module docs).
+    pub timeout: Duration,
+}
+
+impl Default for RealOptions {
+    fn default() -> Self {
+        RealOptions { timeout: DEFAULT_TIMEOUT }
+    }
+}
+
+/// The live connection: one server, or a cluster through the redis crate's cluster client.
+enum Conn {
+    Single(redis::Connection),
+    Cluster(Box<ClusterConnection>),
+}
+
+/// A real Redis server or cluster.
+pub struct RealRedis {
+    url: String,
+    info: ConnectionInfo,
+    options: RealOptions,
+    conn: Conn,
+    /// The masters (host, port): one for a standalone server, every slot owner for a cluster.
+    masters: Vec<(String, u16)>,
+    cluster: bool,
+    prefix: String,
+    /// Replies received (commands and script calls), for "how far did it get" messages.
+    replies: u64,
+    /// Script calls that got a reply (a NOSCRIPT retry counts once).
+    script_calls: u64,
+    /// Set by the first transport failure: the connection is not used again.
+    broken: Option<String>,
+    /// Whether [`Backend::cleanup`] ran since the last write; `Drop` cleans up otherwise.
+    clean: bool,
+}
+
+impl std::fmt::Debug for RealRedis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RealRedis")
+            .field("url", &self.url)
+            .field("cluster", &self.cluster)
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A fresh run prefix: `ll:` and 48 random bits in hex. Uniqueness, not reproducibility, is the
+/// point, so it comes from the OS-seeded generator rather than the run's seed.
+pub fn new_prefix() -> String {
+    format!("ll:{:012x}:", rand::random::<u64>() & 0xffff_ffff_ffff)
+}
+
+impl RealRedis {
+    /// Connects to `url` (`redis://host:port[/db]`, with optional `user:password@`), finds out
+    /// whether it is a cluster node, and picks a fresh key prefix.
+    pub fn connect(url: &str, options: RealOptions) -> Result<RealRedis> {
+        let client = redis::Client::open(url).map_err(|e| Error::Invalid {
+            context: "--redis".into(),
+            field: "URL".into(),
+            reason: format!("`{url}` is not a Redis URL ({e}); expected redis://HOST:PORT"),
+        })?;
+        let info = client.get_connection_info().clone();
+        let mut probe = open_single(&info, options.timeout).map_err(|e| connect_error(url, &e))?;
+        let cluster = match probe.req_command(redis::cmd("INFO").arg("cluster")) {
+            Ok(Value::BulkString(b)) => String::from_utf8_lossy(&b).contains("cluster_enabled:1"),
+            Ok(_) => false,
+            Err(e) if e.code().is_some() => false,
+            Err(e) => return Err(connect_error(url, &e)),
+        };
+        let (conn, masters) = if cluster {
+            let masters = cluster_masters(&mut probe, &info).map_err(|e| connect_error(url, &e))?;
+            (Conn::Cluster(Box::new(open_cluster(&info, options.timeout).map_err(|e| connect_error(url, &e))?)), masters)
+        } else {
+            let hp = match info.addr() {
+                ConnectionAddr::Tcp(h, p) => vec![(h.clone(), *p)],
+                _ => Vec::new(),
+            };
+            (Conn::Single(probe), hp)
+        };
+        Ok(RealRedis {
+            url: url.to_string(),
+            info,
+            options,
+            conn,
+            masters,
+            cluster,
+            prefix: new_prefix(),
+            replies: 0,
+            script_calls: 0,
+            broken: None,
+            clean: true,
+        })
+    }
+
+    /// The URL this backend was opened with.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Whether the server is a Redis Cluster (and commands are routed by slot).
+    pub fn is_cluster(&self) -> bool {
+        self.cluster
+    }
+
+    /// The masters this backend knows: `host:port` strings.
+    pub fn masters(&self) -> Vec<String> {
+        self.masters.iter().map(|(h, p)| format!("{h}:{p}")).collect()
+    }
+
+    /// Replies received so far (commands and script calls).
+    pub fn replies(&self) -> u64 {
+        self.replies
+    }
+
+    /// Script calls that got a reply so far.
+    pub fn script_calls(&self) -> u64 {
+        self.script_calls
+    }
+
+    /// The first transport failure, once there was one.
+    pub fn failure(&self) -> Option<&str> {
+        self.broken.as_deref()
+    }
+
+    /// Takes a fresh prefix (after removing nothing: call [`Backend::cleanup`] first to remove the
+    /// old prefix's keys).
+    pub fn renew_prefix(&mut self) {
+        self.prefix = new_prefix();
+    }
+
+    /// Sends one command, turning error replies into [`Reply::Error`] and transport failures into a
+    /// [`Error::Connection`] that stops the backend.
+    fn send(&mut self, cmd: &Cmd, what: &str) -> Result<Reply> {
+        if let Some(why) = &self.broken {
+            return Err(Error::Connection(format!("{what} not sent: the connection failed earlier: {why}")));
+        }
+        self.clean = false;
+        let mut moved = 0;
+        loop {
+            let res = match &mut self.conn {
+                Conn::Single(c) => c.req_command(cmd),
+                Conn::Cluster(c) => c.req_command(cmd),
+            };
+            match res {
+                Ok(v) => {
+                    self.replies += 1;
+                    return Ok(to_reply(v));
+                }
+                // MOVED: not run on that node; read the slot map again and send it to the owner.
+                Err(e) if self.cluster && e.code() == Some("MOVED") && moved < 3 => {
+                    moved += 1;
+                    match open_cluster(&self.info, self.options.timeout) {
+                        Ok(c) => self.conn = Conn::Cluster(Box::new(c)),
+                        Err(e2) => return Err(self.fail(what, &e2)),
+                    }
+                }
+                Err(e) if e.code().is_some() => {
+                    self.replies += 1;
+                    return Ok(Reply::Error(error_text(&e)));
+                }
+                Err(e) => return Err(self.fail(what, &e)),
+            }
+        }
+    }
+
+    /// Records a transport failure and builds the error every later call repeats.
+    fn fail(&mut self, what: &str, e: &RedisError) -> Error {
+        let cause = if e.is_timeout() {
+            format!("no reply within {} ms", self.options.timeout.as_millis())
+        } else if e.is_connection_dropped() || e.is_connection_refusal() {
+            format!("connection lost ({e})")
+        } else {
+            e.to_string()
+        };
+        let msg = format!(
+            "{}: {what} failed after {} replies ({} script calls): {cause}. The command in flight may or may \
+             not have run; it was not sent again, since running a script twice would count twice",
+            self.url, self.replies, self.script_calls
+        );
+        self.broken = Some(msg.clone());
+        Error::Connection(msg)
+    }
+
+    /// Deletes every key under the prefix on one master; returns how many it removed.
+    fn cleanup_node(&self, conn: &mut redis::Connection) -> redis::RedisResult<u64> {
+        let pattern = format!("{}*", self.prefix);
+        let mut cursor = "0".to_string();
+        let mut removed = 0u64;
+        loop {
+            let (next, keys): (String, Vec<Vec<u8>>) =
+                redis::cmd("SCAN").arg(&cursor).arg("MATCH").arg(&pattern).arg("COUNT").arg(1000).query(conn)?;
+            if !keys.is_empty() {
+                // One UNLINK per slot: in a cluster a multi-key command must stay in one slot.
+                let mut by_slot: std::collections::BTreeMap<u16, Vec<&[u8]>> = Default::default();
+                for k in &keys {
+                    let slot = if self.cluster { key_slot(k) } else { 0 };
+                    by_slot.entry(slot).or_default().push(k);
+                }
+                let mut pipe = redis::pipe();
+                for group in by_slot.values() {
+                    pipe.cmd("UNLINK").arg(group.as_slice());
+                }
+                let counts: Vec<u64> = pipe.query(conn)?;
+                removed += counts.iter().sum::<u64>();
+            }
+            if next == "0" {
+                return Ok(removed);
+            }
+            cursor = next;
+        }
+    }
+}
+
+impl Backend for RealRedis {
+    fn describe(&self) -> String {
+        if self.cluster {
+            format!("{} (cluster, {} masters)", self.url, self.masters.len())
+        } else {
+            self.url.clone()
+        }
+    }
+
+    fn key_prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    fn eval(&mut self, script: &Script, keys: &[&[u8]], args: &[&[u8]]) -> Result<Reply> {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(&script.sha).arg(keys.len());
+        for k in keys {
+            cmd.arg(*k);
+        }
+        for a in args {
+            cmd.arg(*a);
+        }
+        let reply = self.send(&cmd, "EVALSHA")?;
+        let reply = match reply {
+            // NOSCRIPT means the script did not run: load it (on every master in a cluster) and send
+            // the call once more.
+            Reply::Error(e) if e.starts_with("NOSCRIPT") => {
+                let mut load = redis::cmd("SCRIPT");
+                load.arg("LOAD").arg(&script.body);
+                match self.send(&load, "SCRIPT LOAD")? {
+                    err @ Reply::Error(_) => err,
+                    _ => self.send(&cmd, "EVALSHA")?,
+                }
+            }
+            other => other,
+        };
+        self.script_calls += 1;
+        Ok(reply)
+    }
+
+    fn command(&mut self, args: &[&[u8]]) -> Result<Reply> {
+        if args.is_empty() {
+            return Ok(Reply::err("ERR empty command"));
+        }
+        let mut cmd = Cmd::new();
+        for a in args {
+            cmd.arg(*a);
+        }
+        let what = String::from_utf8_lossy(args[0]).to_ascii_uppercase();
+        self.send(&cmd, &what)
+    }
+
+    /// Removes the prefix's keys from every master, on fresh connections (so it also works after
+    /// the run's own connection failed, when the server is still there).
+    fn cleanup(&mut self) -> Result<u64> {
+        let mut removed = 0;
+        for (host, port) in self.masters.clone() {
+            let info = self.info.clone().set_addr(ConnectionAddr::Tcp(host.clone(), port));
+            let res = open_single(&info, self.options.timeout).and_then(|mut c| self.cleanup_node(&mut c));
+            match res {
+                Ok(n) => removed += n,
+                Err(e) => {
+                    return Err(Error::Connection(format!(
+                        "{}: removing the keys under `{}` on {host}:{port} failed after {removed} were removed: {e}",
+                        self.url, self.prefix
+                    )))
+                }
+            }
+        }
+        self.clean = true;
+        Ok(removed)
+    }
+}
+
+impl Drop for RealRedis {
+    /// A last attempt to leave the server as it was, for runs that ended without cleaning up.
+    fn drop(&mut self) {
+        if !self.clean {
+            let _ = self.cleanup();
+        }
+    }
+}
+
+/// One connection to one server, with the timeouts set.
+fn open_single(info: &ConnectionInfo, timeout: Duration) -> redis::RedisResult<redis::Connection> {
+    let client = redis::Client::open(info.clone())?;
+    let conn = client.get_connection_with_timeout(timeout)?;
+    conn.set_read_timeout(Some(timeout))?;
+    conn.set_write_timeout(Some(timeout))?;
+    Ok(conn)
+}
+
+/// A cluster connection that never re-sends on its own (retries 0).
+fn open_cluster(info: &ConnectionInfo, timeout: Duration) -> redis::RedisResult<ClusterConnection> {
+    let client = ClusterClient::builder(vec![info.clone()])
+        .retries(0)
+        .connection_timeout(timeout)
+        .response_timeout(timeout)
+        .build()?;
+    let conn = client.get_connection()?;
+    conn.set_read_timeout(Some(timeout))?;
+    conn.set_write_timeout(Some(timeout))?;
+    Ok(conn)
+}
+
+/// The masters of a cluster, from `CLUSTER SLOTS` (an empty host means the node we asked).
+fn cluster_masters(conn: &mut redis::Connection, info: &ConnectionInfo) -> redis::RedisResult<Vec<(String, u16)>> {
+    let v = conn.req_command(redis::cmd("CLUSTER").arg("SLOTS"))?.extract_error()?;
+    let default_host = match info.addr() {
+        ConnectionAddr::Tcp(h, _) => h.clone(),
+        _ => "127.0.0.1".to_string(),
+    };
+    let mut out: Vec<(String, u16)> = Vec::new();
+    if let Value::Array(ranges) = v {
+        for r in ranges {
+            let Value::Array(parts) = r else { continue };
+            let Some(Value::Array(node)) = parts.get(2) else { continue };
+            let host = match node.first() {
+                Some(Value::BulkString(h)) if !h.is_empty() => String::from_utf8_lossy(h).into_owned(),
+                _ => default_host.clone(),
+            };
+            let port = match node.get(1) {
+                Some(Value::Int(p)) => *p as u16,
+                _ => continue,
+            };
+            if !out.contains(&(host.clone(), port)) {
+                out.push((host, port));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn connect_error(url: &str, e: &RedisError) -> Error {
+    Error::Connection(format!("{url}: cannot connect: {e}"))
+}
+
+/// The exact text of an error reply: its code, a space and the rest, as the server sent it.
+fn error_text(e: &RedisError) -> String {
+    match (e.code(), e.detail()) {
+        (Some(c), Some(d)) => format!("{c} {d}"),
+        (Some(c), None) => c.to_string(),
+        _ => e.to_string(),
+    }
+}
+
+/// A redis crate value as the emulator's [`Reply`], keeping RESP3 types where the server sent them.
+pub fn to_reply(v: Value) -> Reply {
+    match v {
+        Value::Nil => Reply::Nil,
+        Value::Int(i) => Reply::Int(i),
+        Value::BulkString(b) => Reply::Bulk(b),
+        Value::Array(a) => Reply::Array(a.into_iter().map(to_reply).collect()),
+        Value::SimpleString(s) => Reply::Status(s),
+        Value::Okay => Reply::ok(),
+        Value::Map(kv) => Reply::Map(kv.into_iter().map(|(k, v)| (to_reply(k), to_reply(v))).collect()),
+        Value::Attribute { data, .. } => to_reply(*data),
+        Value::Set(s) => Reply::Set(s.into_iter().map(to_reply).collect()),
+        Value::Double(d) => Reply::Double(d),
+        Value::Boolean(b) => Reply::Bool(b),
+        Value::VerbatimString { text, .. } => Reply::Bulk(text.into_bytes()),
+        Value::Push { data, .. } => Reply::Array(data.into_iter().map(to_reply).collect()),
+        Value::ServerError(e) => Reply::Error(match e.details() {
+            Some(d) => format!("{} {d}", e.code()),
+            None => e.code().to_string(),
+        }),
+        other => Reply::Bulk(format!("{other:?}").into_bytes()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_are_fresh_and_brace_free() {
+        let (a, b) = (new_prefix(), new_prefix());
+        assert_ne!(a, b);
+        assert!(a.starts_with("ll:") && a.ends_with(':') && a.len() == 16, "{a}");
+        assert!(!a.contains('{') && !a.contains('}'));
+        // The hash tag behind the prefix still picks the slot.
+        assert_eq!(key_slot(format!("{a}rate:{{user42}}").as_bytes()), key_slot(b"rate:{user42}"));
+    }
+
+    #[test]
+    fn values_become_replies() {
+        let v = Value::Array(vec![
+            Value::Okay,
+            Value::Int(-2),
+            Value::Nil,
+            Value::BulkString(vec![0, 0xff]),
+            Value::SimpleString("PONG".into()),
+        ]);
+        assert_eq!(
+            to_reply(v),
+            Reply::Array(vec![Reply::ok(), Reply::Int(-2), Reply::Nil, Reply::Bulk(vec![0, 0xff]), Reply::Status("PONG".into())])
+        );
+    }
+
+    #[test]
+    fn bad_urls_are_user_errors() {
+        let e = RealRedis::connect("http://x", RealOptions::default()).unwrap_err();
+        assert!(matches!(e, Error::Invalid { .. }), "{e}");
+    }
+}
