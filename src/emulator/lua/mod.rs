@@ -3,6 +3,7 @@
 //! Redis's deterministic `math.random`, expiry frozen while a script runs, and an instruction budget that
 //! stops runaway scripts.
 pub mod convert;
+mod fast;
 pub mod libs;
 mod rand48;
 
@@ -29,22 +30,25 @@ const INTERNAL_CHUNK: &str = "=[limitlab]";
 const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 
 /// State of the script being run, shared with the Rust callbacks inside the VM.
-struct RunState {
+pub(crate) struct RunState {
     /// EVAL_RO / EVALSHA_RO: write commands are refused.
-    read_only: Cell<bool>,
+    pub(crate) read_only: Cell<bool>,
     /// The protocol `redis.setresp` chose (2 or 3); reset to 2 for every script.
-    resp: Cell<u8>,
+    pub(crate) resp: Cell<u8>,
     /// Instructions left before the script is killed.
-    budget_left: Cell<i64>,
+    pub(crate) budget_left: Cell<i64>,
     /// Set once the budget ran out; the hook then raises at every chance, so `pcall` cannot swallow it.
-    killed: Cell<bool>,
+    pub(crate) killed: Cell<bool>,
     /// Cluster mode: the slot the script is bound to (from its declared keys or first key touched).
-    slot: Cell<Option<u16>>,
+    pub(crate) slot: Cell<Option<u16>>,
 }
 
 /// One Lua VM with Redis's libraries and sandbox installed.
 struct Vm {
     lua: Lua,
+    /// Read by the C closures of `redis.call`/`pcall`; declared after `lua` so it is dropped after it.
+    #[allow(dead_code)] // only read through the raw pointer the C closures hold
+    ctx: Box<fast::CallCtx>,
     /// The environment scripts run in: a read-only view of the globals.
     env: Table,
     /// `function(f) return xpcall(f, handler) end`, Redis's error handler included.
@@ -61,8 +65,9 @@ impl Vm {
         let g = lua.globals();
         libs::register_all(&lua, &g)?;
         rand48::register(&lua, &g, rng.clone())?;
+        let ctx = Box::new(fast::CallCtx { core: core.clone(), state: state.clone(), numbuf: Default::default() });
         let redis = lua.create_table()?;
-        register_redis_lib(&lua, &redis, core, state)?;
+        register_redis_lib(&lua, &redis, &ctx, state)?;
         g.raw_set("redis", redis)?;
         for name in ["print", "dofile", "loadfile", "module", "require", "newproxy", "getfenv", "setfenv"] {
             g.raw_set(name, Value::Nil)?;
@@ -94,7 +99,15 @@ impl Vm {
             }
             Ok(VmState::Continue)
         })?;
-        Ok(Vm { lua, env, runner })
+        // A lazier collector: scripts allocate many short-lived strings; this trades some memory for
+        // fewer collection steps (it changes no script-visible behaviour but collectgarbage('count')).
+        // SAFETY: plain lua_gc calls on the main state.
+        unsafe {
+            lua.exec_raw::<()>((), |l| {
+                mlua::ffi::lua_gc(l, mlua::ffi::LUA_GCSETPAUSE, 400);
+            })?;
+        }
+        Ok(Vm { lua, ctx, env, runner })
     }
 }
 
@@ -260,9 +273,6 @@ impl Scripting {
     }
 
     fn run(&self, sha: &str, f: &Function, keys: &[&[u8]], argv: &[&[u8]], read_only: bool) -> mlua::Result<Reply> {
-        let g = self.vm.lua.globals();
-        g.raw_set("KEYS", string_array(&self.vm.lua, keys)?)?;
-        g.raw_set("ARGV", string_array(&self.vm.lua, argv)?)?;
         let st = &self.state;
         st.read_only.set(read_only);
         st.resp.set(2);
@@ -279,25 +289,39 @@ impl Scripting {
             let now = core.now_ms();
             core.frozen_ms = Some(now);
         }
-        let result: mlua::Result<(bool, Value)> = self.vm.runner.call(f.clone());
+        let mut out: Option<(bool, Reply, Option<fast::ScriptFailure>)> = None;
+        // SAFETY: the closure uses the Lua C API on the stack exec_raw prepared (runner, f); errors are
+        // caught by the runner's xpcall, and exec_raw protects the rest.
+        let result = unsafe {
+            self.vm.lua.exec_raw::<()>((&self.vm.runner, f), |l| {
+                fast::set_string_array(l, c"KEYS", keys);
+                fast::set_string_array(l, c"ARGV", argv);
+                mlua::ffi::lua_call(l, 1, 2);
+                let ok = mlua::ffi::lua_toboolean(l, -2) != 0;
+                out = Some(if ok {
+                    (true, fast::to_reply(l, -1, st.resp.get(), 0), None)
+                } else {
+                    (false, Reply::Nil, Some(fast::read_failure(l, -1)))
+                });
+            })
+        };
         self.core.borrow_mut().frozen_ms = None;
         let killed = st.killed.replace(false);
-        let (ok, v) = result?;
-        if ok {
-            return Ok(convert::lua_to_reply(&v, st.resp.get()));
+        result?;
+        match out {
+            Some((true, reply, _)) => Ok(reply),
+            Some((false, _, Some(fail))) => Ok(script_error(sha, fail, killed, self.budget)),
+            _ => Ok(Reply::err("ERR Error running script: no result")),
         }
-        Ok(script_error(sha, &v, killed, self.budget))
     }
 }
 
 /// Formats a script's runtime error as Redis 7.0 does: `<err> script: <sha>, on <source>:<line>.`
-fn script_error(sha: &str, v: &Value, killed: bool, budget: u64) -> Reply {
-    let Value::Table(t) = v else {
+fn script_error(sha: &str, fail: fast::ScriptFailure, killed: bool, budget: u64) -> Reply {
+    if !fail.is_table {
         return Reply::Error(format!("ERR Error running script {sha}, execution failure"));
-    };
-    let err: Option<String> = t.get::<Option<mlua::LuaString>>("err").ok().flatten().map(|s| s.to_string_lossy());
-    let source: Option<String> = t.get::<Option<mlua::LuaString>>("source").ok().flatten().map(|s| s.to_string_lossy());
-    let line: Option<i64> = t.get::<Option<i64>>("line").ok().flatten();
+    }
+    let (err, source, line) = (fail.err, fail.source, fail.line);
     let msg = if killed {
         format!("ERR Script killed by limitlab: it ran past its budget of {budget} Lua instructions (an endless loop?)")
     } else {
@@ -331,13 +355,6 @@ fn split_numkeys<'a, 'b>(a: &'b [&'a [u8]]) -> Result<(&'b [&'a [u8]], &'b [&'a 
     Ok((&a[3..3 + n], &a[3 + n..]))
 }
 
-fn string_array(lua: &Lua, items: &[&[u8]]) -> mlua::Result<Table> {
-    let t = lua.create_table_with_capacity(items.len(), 0)?;
-    for (i, s) in items.iter().enumerate() {
-        t.raw_set(i + 1, lua.create_string(s)?)?;
-    }
-    Ok(t)
-}
 
 /// SHA1 of a script body, lower-case hex.
 pub fn sha1_hex(body: &[u8]) -> String {
@@ -345,19 +362,19 @@ pub fn sha1_hex(body: &[u8]) -> String {
 }
 
 /// Installs `redis.*` (the Rust halves; the Lua halves are in [`SETUP_LUA`]).
-fn register_redis_lib(lua: &Lua, redis: &Table, core: &Rc<RefCell<Core>>, st: &Rc<RunState>) -> mlua::Result<()> {
-    // __call(raise, ...): runs a command; returns the converted reply and whether it is an error.
-    let c = core.clone();
-    let s = st.clone();
-    let raw = lua.create_function(move |lua, args: MultiValue| -> mlua::Result<(Value, bool)> {
-        let reply = call_from_script(&c, &s, args);
-        let is_err = reply.is_error();
-        Ok((convert::reply_to_lua(lua, reply, s.resp.get())?, is_err))
-    })?;
-    lua.set_named_registry_value(RAW_CALL_KEY, raw.clone())?;
-    redis.raw_set("__raw_call", raw)?;
-    // SAFETY: `redis_call_c` only uses the Lua C API on the stack it is given.
-    redis.raw_set("call", unsafe { lua.create_c_function(redis_call_c)? })?;
+fn register_redis_lib(lua: &Lua, redis: &Table, ctx: &fast::CallCtx, st: &Rc<RunState>) -> mlua::Result<()> {
+    // redis.call and redis.pcall are C closures over the call context (see `fast`).
+    let ctx_ptr = ctx as *const fast::CallCtx as *mut std::ffi::c_void;
+    for (name, f) in [("call", fast::redis_call_c as mlua::ffi::lua_CFunction), ("pcall", fast::redis_pcall_c)] {
+        // SAFETY: the context outlives the VM (both are owned by `Vm`, the context dropped last).
+        let func: Function = unsafe {
+            lua.exec_raw((), |state| {
+                mlua::ffi::lua_pushlightuserdata(state, ctx_ptr);
+                mlua::ffi::lua_pushcclosure(state, f, 1);
+            })?
+        };
+        redis.raw_set(name, func)?;
+    }
     redis.raw_set(
         "__known",
         lua.create_function(|_, name: mlua::LuaString| Ok(cmd::lookup(&name.as_bytes()).is_some()))?,
@@ -509,56 +526,9 @@ fn c_wrap(lua: &Lua, f: Function) -> mlua::Result<Function> {
     unsafe { lua.exec_raw(f, |state| mlua::ffi::lua_pushcclosure(state, trampoline_c, 1)) }
 }
 
-/// Registry key of the Rust half of `redis.call`.
-const RAW_CALL_KEY: &str = "limitlab.raw_call";
-
-/// `redis.call` as a C function: calls the Rust half (which returns the reply and an error flag) and
-/// raises the error table itself, so the error comes from a C frame just as in Redis.
-unsafe extern "C-unwind" fn redis_call_c(l: *mut mlua::ffi::lua_State) -> std::os::raw::c_int {
-    use mlua::ffi;
-    let n = ffi::lua_gettop(l);
-    ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, c"limitlab.raw_call".as_ptr());
-    ffi::lua_insert(l, 1);
-    ffi::lua_call(l, n, 2);
-    if ffi::lua_toboolean(l, -1) != 0 {
-        ffi::lua_settop(l, -2);
-        ffi::lua_error(l);
-    }
-    ffi::lua_settop(l, -2);
-    1
-}
-
-/// `redis.call`/`redis.pcall`: converts the arguments, applies the scripting rules, runs the command.
-fn call_from_script(core: &Rc<RefCell<Core>>, st: &RunState, args: MultiValue) -> Reply {
-    if args.is_empty() {
-        return Reply::err("ERR Please specify at least one argument for this redis lib call");
-    }
-    // Numbers are sent as %.17g, strings as their bytes; anything else is refused.
-    let mut owned: Vec<Vec<u8>> = Vec::new();
-    let mut kinds: smallvec_like::Args = smallvec_like::Args::default();
-    for v in args.iter() {
-        match v {
-            Value::String(s) => kinds.push_str(s.clone()),
-            Value::Number(n) => {
-                owned.push(crate::emulator::reply::fmt_g(*n, 17).into_bytes());
-                kinds.push_owned(owned.len() - 1);
-            }
-            Value::Integer(i) => {
-                owned.push(crate::emulator::reply::fmt_g(*i as f64, 17).into_bytes());
-                kinds.push_owned(owned.len() - 1);
-            }
-            _ => return Reply::err("ERR Lua redis lib command arguments must be strings or integers"),
-        }
-    }
-    let borrowed: Vec<mlua::BorrowedBytes> = kinds.strs.iter().map(|s| s.as_bytes()).collect();
-    let argv: Vec<&[u8]> = kinds
-        .order
-        .iter()
-        .map(|k| match *k {
-            smallvec_like::Slot::Str(i) => &borrowed[i][..],
-            smallvec_like::Slot::Owned(i) => owned[i].as_slice(),
-        })
-        .collect();
+/// `redis.call`/`redis.pcall` after argument conversion: applies the scripting rules (unknown command,
+/// arity, commands scripts may not call, writes in read-only scripts, cluster slots), then runs it.
+pub(crate) fn call_checked(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8]]) -> Reply {
     let Some(spec) = cmd::lookup(argv[0]) else {
         return Reply::err("ERR Unknown Redis command called from script");
     };
@@ -587,29 +557,6 @@ fn call_from_script(core: &Rc<RefCell<Core>>, st: &RunState, args: MultiValue) -
         }
     }
     core.run(spec, &argv)
-}
-
-/// Argument bookkeeping for `redis.call`: which arguments borrow Lua strings and which were formatted.
-mod smallvec_like {
-    #[derive(Clone, Copy)]
-    pub enum Slot {
-        Str(usize),
-        Owned(usize),
-    }
-    #[derive(Default)]
-    pub struct Args {
-        pub strs: Vec<mlua::LuaString>,
-        pub order: Vec<Slot>,
-    }
-    impl Args {
-        pub fn push_str(&mut self, s: mlua::LuaString) {
-            self.order.push(Slot::Str(self.strs.len()));
-            self.strs.push(s);
-        }
-        pub fn push_owned(&mut self, i: usize) {
-            self.order.push(Slot::Owned(i));
-        }
-    }
 }
 
 static SCRIPT_HELP: &[&str] = &[
@@ -642,8 +589,6 @@ local type, tostring, rawget, rawset, error, select, xpcall = type, tostring, ra
 local lua_pcall, setmetatable, getmetatable = pcall, setmetatable, getmetatable
 local INTERNAL = '=[limitlab]'
 local redis = G.redis
-local raw_call = redis.__raw_call
-rawset(redis, '__raw_call', nil)
 
 -- Errors raised by Rust callbacks arrive as userdata; scripts must see plain strings, as from C.
 local function plain(e)
@@ -679,9 +624,6 @@ end
 
 -- redis.call itself is a C function (see `redis_call_c`), so a script's `return redis.call(...)` keeps
 -- its frame, and errors are reported at the script's line as in Redis.
-redis.pcall = function(...)
-  return (raw_call(...))
-end
 
 -- luaPushErrorBuff: "-CODE msg" keeps its code; a message without a space gets ERR.
 local function error_table(s)

@@ -1,0 +1,354 @@
+//! The hot path of scripting on the raw Lua C API: `redis.call`/`redis.pcall` read their arguments
+//! straight off the Lua stack and push replies back without going through mlua values, and a script
+//! call builds KEYS/ARGV and converts its result the same way. Everything here follows one rule: no
+//! Rust value that owns memory is alive when a Lua error is raised (a raise unwinds by longjmp).
+use std::cell::RefCell;
+use std::os::raw::{c_char, c_int};
+use std::rc::Rc;
+
+use mlua::ffi;
+
+use super::convert::c_double_to_i64;
+use super::{call_checked, one_line, RunState};
+use crate::emulator::core::Core;
+use crate::emulator::reply::{fmt_g, Reply};
+
+/// What the C functions need; owned by the VM and handed to them as a light userdata upvalue.
+pub(crate) struct CallCtx {
+    pub core: Rc<RefCell<Core>>,
+    pub state: Rc<RunState>,
+    /// Scratch space for numbers formatted as arguments (reused, so a call allocates nothing).
+    pub numbuf: RefCell<Vec<u8>>,
+}
+
+/// Most commands have few arguments: up to this many are kept on the stack.
+const INLINE_ARGS: usize = 16;
+
+/// Formats a Lua number argument as Redis 7.0 does (`%.17g`), with a fast path for integers.
+fn push_number(buf: &mut Vec<u8>, n: f64) {
+    if n.fract() == 0.0 && n.abs() < 1e17 && !(n == 0.0 && n.is_sign_negative()) {
+        let mut tmp = [0u8; 24];
+        let mut v = (n as i64).unsigned_abs();
+        let mut i = tmp.len();
+        loop {
+            i -= 1;
+            tmp[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        if n < 0.0 {
+            i -= 1;
+            tmp[i] = b'-';
+        }
+        buf.extend_from_slice(&tmp[i..]);
+    } else {
+        buf.extend_from_slice(fmt_g(n, 17).as_bytes());
+    }
+}
+
+enum Arg {
+    Str(*const u8, usize),
+    Num(usize, usize),
+}
+
+/// Runs the command given by the Lua arguments 1..=n; never raises.
+unsafe fn run_from_stack(l: *mut ffi::lua_State, ctx: &CallCtx) -> Reply {
+    let n = ffi::lua_gettop(l) as usize;
+    if n == 0 {
+        return Reply::err("ERR Please specify at least one argument for this redis lib call");
+    }
+    let mut numbuf = ctx.numbuf.borrow_mut();
+    numbuf.clear();
+    let mut inline: [Arg; INLINE_ARGS] = std::array::from_fn(|_| Arg::Num(0, 0));
+    let mut spill: Vec<Arg> = Vec::new();
+    for i in 1..=n {
+        let a = match ffi::lua_type(l, i as c_int) {
+            ffi::LUA_TSTRING => {
+                let mut len = 0usize;
+                let p = ffi::lua_tolstring(l, i as c_int, &mut len);
+                Arg::Str(p as *const u8, len)
+            }
+            ffi::LUA_TNUMBER => {
+                let start = numbuf.len();
+                push_number(&mut numbuf, ffi::lua_tonumber(l, i as c_int));
+                Arg::Num(start, numbuf.len() - start)
+            }
+            _ => return Reply::err("ERR Lua redis lib command arguments must be strings or integers"),
+        };
+        if i <= INLINE_ARGS {
+            inline[i - 1] = a;
+        } else {
+            spill.push(a);
+        }
+    }
+    let nb: &[u8] = &numbuf;
+    let to_slice = |a: &Arg| -> &[u8] {
+        match *a {
+            // SAFETY: the string stays on the Lua stack (argument i) for the whole call.
+            Arg::Str(p, len) => std::slice::from_raw_parts(p, len),
+            Arg::Num(s, len) => &nb[s..s + len],
+        }
+    };
+    if n <= INLINE_ARGS {
+        let mut argv: [&[u8]; INLINE_ARGS] = [&[]; INLINE_ARGS];
+        for (d, a) in argv.iter_mut().zip(&inline[..n]) {
+            *d = to_slice(a);
+        }
+        call_checked(&ctx.core, &ctx.state, &argv[..n])
+    } else {
+        let argv: Vec<&[u8]> = inline.iter().chain(spill.iter()).map(to_slice).collect();
+        call_checked(&ctx.core, &ctx.state, &argv)
+    }
+}
+
+unsafe fn push_bytes(l: *mut ffi::lua_State, b: &[u8]) {
+    ffi::lua_pushlstring_(l, b.as_ptr() as *const c_char, b.len());
+}
+
+unsafe fn push_field(l: *mut ffi::lua_State, field: &std::ffi::CStr, v: &[u8]) {
+    ffi::lua_createtable(l, 0, 1);
+    push_bytes(l, v);
+    ffi::lua_setfield(l, -2, field.as_ptr());
+}
+
+/// Pushes a reply as `redis.call` returns it (`redisProtocolToLuaType`), under RESP2 or RESP3.
+pub(crate) unsafe fn push_reply(l: *mut ffi::lua_State, r: &Reply, resp: u8) {
+    ffi::luaL_checkstack(l, 4, c"reply too deep".as_ptr());
+    match r {
+        Reply::Int(i) => ffi::lua_pushnumber(l, *i as f64),
+        Reply::Bulk(b) => push_bytes(l, b),
+        Reply::Nil | Reply::NilArray => {
+            if resp == 3 {
+                ffi::lua_pushnil(l)
+            } else {
+                ffi::lua_pushboolean(l, 0)
+            }
+        }
+        Reply::Status(s) => push_field(l, c"ok", s.as_bytes()),
+        Reply::Error(s) => push_field(l, c"err", s.as_bytes()),
+        Reply::Array(v) => push_array(l, v, resp),
+        Reply::Set(v) if resp == 2 => push_array(l, v, resp),
+        Reply::Set(v) => {
+            ffi::lua_createtable(l, 0, 1);
+            ffi::lua_createtable(l, 0, v.len() as c_int);
+            for x in v {
+                push_reply(l, x, resp);
+                ffi::lua_pushboolean(l, 1);
+                ffi::lua_rawset(l, -3);
+            }
+            ffi::lua_setfield(l, -2, c"set".as_ptr());
+        }
+        Reply::Map(kv) if resp == 3 => {
+            ffi::lua_createtable(l, 0, 1);
+            ffi::lua_createtable(l, 0, kv.len() as c_int);
+            for (k, x) in kv {
+                push_reply(l, k, resp);
+                push_reply(l, x, resp);
+                ffi::lua_rawset(l, -3);
+            }
+            ffi::lua_setfield(l, -2, c"map".as_ptr());
+        }
+        Reply::Map(kv) => {
+            ffi::lua_createtable(l, (kv.len() * 2) as c_int, 0);
+            for (i, (k, x)) in kv.iter().enumerate() {
+                push_reply(l, k, resp);
+                ffi::lua_rawseti_(l, -2, (2 * i + 1) as c_int);
+                push_reply(l, x, resp);
+                ffi::lua_rawseti_(l, -2, (2 * i + 2) as c_int);
+            }
+        }
+        Reply::Double(d) if resp == 3 => {
+            ffi::lua_createtable(l, 0, 1);
+            ffi::lua_pushnumber(l, *d);
+            ffi::lua_setfield(l, -2, c"double".as_ptr());
+        }
+        Reply::Double(d) => push_bytes(l, crate::emulator::reply::format_double(*d).as_bytes()),
+        Reply::Bool(b) if resp == 3 => ffi::lua_pushboolean(l, *b as c_int),
+        Reply::Bool(b) => ffi::lua_pushnumber(l, *b as i64 as f64),
+    }
+}
+
+unsafe fn push_array(l: *mut ffi::lua_State, v: &[Reply], resp: u8) {
+    ffi::lua_createtable(l, v.len() as c_int, 0);
+    for (i, x) in v.iter().enumerate() {
+        push_reply(l, x, resp);
+        ffi::lua_rawseti_(l, -2, (i + 1) as c_int);
+    }
+}
+
+unsafe fn generic_call(l: *mut ffi::lua_State, raise: bool) -> c_int {
+    let failed = {
+        let ctx = &*(ffi::lua_touserdata(l, ffi::lua_upvalueindex(1)) as *const CallCtx);
+        let reply = run_from_stack(l, ctx);
+        push_reply(l, &reply, ctx.state.resp.get());
+        reply.is_error()
+    };
+    if raise && failed {
+        ffi::lua_error(l);
+    }
+    1
+}
+
+/// `redis.call`: raises the error table of a failed command (from a C frame, as in Redis).
+pub(crate) unsafe extern "C-unwind" fn redis_call_c(l: *mut ffi::lua_State) -> c_int {
+    generic_call(l, true)
+}
+
+/// `redis.pcall`: returns the error table instead.
+pub(crate) unsafe extern "C-unwind" fn redis_pcall_c(l: *mut ffi::lua_State) -> c_int {
+    generic_call(l, false)
+}
+
+/// Sets global `name` to a fresh array of the given strings.
+pub(crate) unsafe fn set_string_array(l: *mut ffi::lua_State, name: &std::ffi::CStr, items: &[&[u8]]) {
+    ffi::lua_createtable(l, items.len() as c_int, 0);
+    for (i, s) in items.iter().enumerate() {
+        push_bytes(l, s);
+        ffi::lua_rawseti_(l, -2, (i + 1) as c_int);
+    }
+    ffi::lua_setfield(l, ffi::LUA_GLOBALSINDEX, name.as_ptr());
+}
+
+fn string_at(l: *mut ffi::lua_State, idx: c_int) -> Option<Vec<u8>> {
+    // SAFETY: reads a value on the stack; lua_tolstring is only called on strings (no conversion).
+    unsafe {
+        if ffi::lua_type(l, idx) != ffi::LUA_TSTRING {
+            return None;
+        }
+        let mut len = 0usize;
+        let p = ffi::lua_tolstring(l, idx, &mut len);
+        Some(std::slice::from_raw_parts(p as *const u8, len).to_vec())
+    }
+}
+
+unsafe fn raw_field(l: *mut ffi::lua_State, t: c_int, name: &std::ffi::CStr) -> c_int {
+    ffi::lua_pushstring(l, name.as_ptr());
+    ffi::lua_rawget(l, t);
+    ffi::lua_type(l, -1)
+}
+
+/// A script's return value at `idx` as the reply Redis sends (`luaReplyToRedisReply`).
+pub(crate) unsafe fn to_reply(l: *mut ffi::lua_State, idx: c_int, resp: u8, depth: usize) -> Reply {
+    let idx = if idx < 0 { ffi::lua_gettop(l) + idx + 1 } else { idx };
+    match ffi::lua_type(l, idx) {
+        ffi::LUA_TBOOLEAN => {
+            let b = ffi::lua_toboolean(l, idx) != 0;
+            if resp == 3 {
+                Reply::Bool(b)
+            } else if b {
+                Reply::Int(1)
+            } else {
+                Reply::Nil
+            }
+        }
+        ffi::LUA_TNUMBER => Reply::Int(c_double_to_i64(ffi::lua_tonumber(l, idx))),
+        ffi::LUA_TSTRING => Reply::Bulk(string_at(l, idx).unwrap_or_default()),
+        ffi::LUA_TTABLE => {
+            if depth > 1000 || ffi::lua_checkstack(l, 4) == 0 {
+                return Reply::err("ERR reached lua stack limit");
+            }
+            table_to_reply(l, idx, resp, depth)
+        }
+        _ => Reply::Nil,
+    }
+}
+
+unsafe fn table_to_reply(l: *mut ffi::lua_State, t: c_int, resp: u8, depth: usize) -> Reply {
+    let top = ffi::lua_gettop(l);
+    let restore = |r: Reply| {
+        ffi::lua_settop(l, top);
+        r
+    };
+    if raw_field(l, t, c"err") == ffi::LUA_TSTRING {
+        let s = string_at(l, -1).unwrap_or_default();
+        return restore(Reply::Error(one_line(&String::from_utf8_lossy(&s))));
+    }
+    ffi::lua_settop(l, top);
+    if raw_field(l, t, c"ok") == ffi::LUA_TSTRING {
+        let s = string_at(l, -1).unwrap_or_default();
+        return restore(Reply::Status(one_line(&String::from_utf8_lossy(&s))));
+    }
+    ffi::lua_settop(l, top);
+    if raw_field(l, t, c"double") == ffi::LUA_TNUMBER {
+        return restore(Reply::Double(ffi::lua_tonumber(l, -1)));
+    }
+    ffi::lua_settop(l, top);
+    if raw_field(l, t, c"big_number") == ffi::LUA_TSTRING {
+        return restore(Reply::Bulk(string_at(l, -1).unwrap_or_default()));
+    }
+    ffi::lua_settop(l, top);
+    if raw_field(l, t, c"map") == ffi::LUA_TTABLE {
+        let m = ffi::lua_gettop(l);
+        let mut out = Vec::new();
+        ffi::lua_pushnil(l);
+        while ffi::lua_next(l, m) != 0 {
+            let v = to_reply(l, -1, resp, depth + 1);
+            let k = to_reply(l, -2, resp, depth + 1);
+            out.push((k, v));
+            ffi::lua_settop(l, -2);
+        }
+        return restore(Reply::Map(out));
+    }
+    ffi::lua_settop(l, top);
+    if raw_field(l, t, c"set") == ffi::LUA_TTABLE {
+        let m = ffi::lua_gettop(l);
+        let mut out = Vec::new();
+        ffi::lua_pushnil(l);
+        while ffi::lua_next(l, m) != 0 {
+            out.push(to_reply(l, -2, resp, depth + 1));
+            ffi::lua_settop(l, -2);
+        }
+        return restore(Reply::Set(out));
+    }
+    ffi::lua_settop(l, top);
+    let mut out = Vec::new();
+    let mut j = 1;
+    loop {
+        ffi::lua_rawgeti_(l, t, j);
+        if ffi::lua_type(l, -1) == ffi::LUA_TNIL {
+            break;
+        }
+        out.push(to_reply(l, -1, resp, depth + 1));
+        ffi::lua_settop(l, top);
+        j += 1;
+    }
+    restore(Reply::Array(out))
+}
+
+/// The `{err=..., source=..., line=...}` table Redis's error handler builds, read off the stack.
+pub(crate) struct ScriptFailure {
+    pub err: Option<String>,
+    pub source: Option<String>,
+    pub line: Option<i64>,
+    pub is_table: bool,
+}
+
+pub(crate) unsafe fn read_failure(l: *mut ffi::lua_State, idx: c_int) -> ScriptFailure {
+    let t = if idx < 0 { ffi::lua_gettop(l) + idx + 1 } else { idx };
+    if ffi::lua_type(l, t) != ffi::LUA_TTABLE {
+        return ScriptFailure { err: None, source: None, line: None, is_table: false };
+    }
+    let top = ffi::lua_gettop(l);
+    let text = |l, name| {
+        let ty = raw_field(l, t, name);
+        let v = if ty == ffi::LUA_TSTRING || ty == ffi::LUA_TNUMBER {
+            let mut len = 0usize;
+            let p = ffi::lua_tolstring(l, -1, &mut len);
+            Some(String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, len)).into_owned())
+        } else {
+            None
+        };
+        ffi::lua_settop(l, top);
+        v
+    };
+    let err = text(l, c"err");
+    let source = text(l, c"source");
+    let line = {
+        let v = if raw_field(l, t, c"line") == ffi::LUA_TNUMBER { Some(ffi::lua_tonumber(l, -1) as i64) } else { None };
+        ffi::lua_settop(l, top);
+        v
+    };
+    ScriptFailure { err, source, line, is_table: true }
+}
