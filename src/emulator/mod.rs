@@ -6,6 +6,7 @@ pub mod core;
 pub mod keyspace;
 pub mod longdouble;
 pub mod lua;
+pub mod memory;
 pub mod reply;
 
 use std::cell::RefCell;

@@ -9,6 +9,7 @@ use super::reply::Reply;
 pub mod hashes;
 pub mod keys;
 pub mod lists;
+pub mod memory;
 pub mod server;
 pub mod sets;
 pub mod strings;
@@ -99,6 +100,7 @@ fn table() -> &'static HashMap<&'static [u8], CommandSpec> {
             lists::COMMANDS,
             sets::COMMANDS,
             server::COMMANDS,
+            memory::COMMANDS,
             crate::emulator::lua::COMMANDS,
         ] {
             for spec in family {

@@ -197,6 +197,9 @@ pub struct ZSet {
     /// back (only loading an RDB, ZRANGESTORE and the Z*STORE family do), and an emptied set's key is
     /// deleted.
     pub skiplist: bool,
+    /// Redis's dict table sizes while skiplist-encoded, for MEMORY USAGE: stepped by lookups, adds and
+    /// deletes as Redis's incremental rehash is (see [`crate::emulator::memory::DictTable`]).
+    pub dict_table: crate::emulator::memory::DictTable,
 }
 
 impl Default for ZSet {
@@ -236,6 +239,7 @@ impl ZSet {
             empty,
             steps: Cell::new(0),
             skiplist: false,
+            dict_table: Default::default(),
         }
     }
 
@@ -270,11 +274,17 @@ impl ZSet {
     /// The handle of a member, O(1).
     #[inline]
     pub fn find(&self, m: &[u8]) -> Option<ZRef> {
+        if self.skiplist {
+            self.dict_table.lookup();
+        }
         self.dict.get(m).map(|&i| ZRef(i))
     }
     /// A member's score, O(1).
     #[inline]
     pub fn score(&self, m: &[u8]) -> Option<f64> {
+        if self.skiplist {
+            self.dict_table.lookup();
+        }
         self.dict.get(m).map(|&i| self.nodes[i as usize].score)
     }
     #[inline]
@@ -649,6 +659,12 @@ impl ZSet {
         debug_assert!(!self.dict.contains_key(m));
         if !self.skiplist && (self.dict.len() >= LISTPACK_MAX_ENTRIES || m.len() > LISTPACK_MAX_VALUE) {
             self.skiplist = true;
+            // zsetConvert adds the members one by one to a new dict, then zsetAdd looks the new one up.
+            self.dict_table = crate::emulator::memory::DictTable::grown(self.dict.len());
+            self.dict_table.lookup();
+        }
+        if self.skiplist {
+            self.dict_table.add(self.dict.len());
         }
         let score = self.stored(score);
         let member: Rc<[u8]> = Rc::from(m);
@@ -711,6 +727,9 @@ impl ZSet {
 
     /// Removes a member; returns true when it was there.
     pub fn remove(&mut self, m: &[u8]) -> bool {
+        if self.skiplist {
+            self.dict_table.delete();
+        }
         match self.dict.remove(m) {
             Some(x) => {
                 self.unlink_and_free(x);
@@ -729,6 +748,9 @@ impl ZSet {
         }
         let score = self.nodes[x as usize].score;
         let member = self.unlink_and_free(x);
+        if self.skiplist {
+            self.dict_table.delete();
+        }
         self.dict.remove(&member);
         self.shrink_if_empty();
         Some((member, score))
@@ -821,12 +843,19 @@ impl ZSet {
     fn remove_linked(&mut self, x: u32, update: &[u32; MAX_LEVEL]) {
         self.unlink_node(x, update);
         let member = std::mem::replace(&mut self.nodes[x as usize].member, self.empty.clone());
+        if self.skiplist {
+            self.dict_table.delete();
+        }
         self.dict.remove(&member);
         self.free_node(x);
     }
 
     /// Gives the arena back once the set is empty (its key is about to be deleted anyway).
     fn shrink_if_empty(&mut self) {
+        if self.skiplist {
+            // Redis checks `htNeedsResize` after every removal command.
+            self.dict_table.resize_if_needed(self.dict.len());
+        }
         if self.dict.is_empty() && self.nodes.len() > 1 {
             self.nodes.truncate(1);
             self.free.clear();
