@@ -21,6 +21,9 @@ pub enum Error {
     /// Talking to a real Redis failed.
     #[error("redis connection: {0}")]
     Connection(String),
+    /// The emulator and a real Redis answered the same thing differently (`verify`, `--redis`).
+    #[error("emulator and Redis differ: {0}")]
+    Mismatch(String),
     /// Reading or writing a file failed.
     #[error("{}: {source}", path.display())]
     Io { path: PathBuf, #[source] source: std::io::Error },

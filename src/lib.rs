@@ -1,5 +1,6 @@
 //! limitlab: run production Redis rate-limiter Lua scripts on an embedded Redis 7.0 emulator
 //! under a deterministic virtual clock.
+pub mod attack;
 pub mod backend;
 pub mod cli;
 pub mod clock;
@@ -10,4 +11,5 @@ pub mod metrics;
 pub mod report;
 pub mod sim;
 pub mod traffic;
+pub mod verify;
 pub use error::{Error, Result};

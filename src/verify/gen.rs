@@ -1,0 +1,1159 @@
+//! The case generator: random command sequences over the emulator's command table and random calls
+//! of every shipped script, each command annotated with the effects [`super::model`] checks.
+//!
+//! A case is a short session (1 to [`MAX_COMMANDS`] commands) on a handful of logical keys. Each key
+//! leans towards one type (string, hash, sorted set, list, set, or a limiter's key), so most
+//! commands hit a key of their own type and some hit another (WRONGTYPE paths). Arguments come from
+//! small pools of edge values (integer limits, float spellings, empty strings, binary bytes,
+//! spaces) mixed with random numbers; one command in twenty is mangled (an argument dropped or an
+//! extra one added) to walk arity and syntax errors.
+//!
+//! What is left out, and why (the comparison must be byte-exact on a server whose clock runs):
+//! `TIME` (the wall clock), `RANDOMKEY` (random), `OBJECT IDLETIME` (time since last access),
+//! `SCAN` and `DBSIZE` on shared servers (other people's keys), `FLUSHALL`/`FLUSHDB`/`SCRIPT FLUSH`
+//! on shared servers (never on a server limitlab did not start), `SELECT 1..15` and `COPY .. DB n`
+//! (the emulator has one database by design), Lua's `math.random` (Redis keeps its stream across
+//! calls for the server's lifetime) and TTLs shorter than 100 s (they could expire mid-case on the
+//! server while the emulator's clock stands still). `KEYS`, `SMEMBERS` and `SCAN` replies are compared
+//! after sorting (their order follows Redis's hash tables); hashes are kept small and their values
+//! short, so they stay listpacks whose order (insertion order) is compared exactly.
+use rand::{Rng, RngCore};
+
+use super::model::{Fx, Model, TtlKind, TtlRead};
+use super::{Arg, Case, Command};
+use crate::backend::Script;
+use crate::limiter::{Algorithm, Flavor, Variant};
+
+/// The most commands in one case.
+pub const MAX_COMMANDS: usize = 24;
+
+/// A digest no script has (EVALSHA and SCRIPT EXISTS on it are deterministic anywhere).
+pub const JUNK_SHA: &str = "ffffffffffffffffffffffffffffffffffffffff";
+
+/// What a key leans towards holding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Family {
+    String,
+    Hash,
+    Zset,
+    List,
+    Set,
+    /// A limiter's subject key (`rate:{u1}`), for the shipped scripts.
+    Limiter,
+}
+
+const FAMILIES: [Family; 5] = [Family::String, Family::Hash, Family::Zset, Family::List, Family::Set];
+
+/// Values for strings, list elements and set/zset members: edge spellings of numbers, blanks,
+/// binary and long strings. Only values are ever non-ASCII (so no error text echoes a non-UTF-8
+/// byte back, which the redis crate could not read).
+const VALUES: &[&[u8]] = &[
+    b"", b"a", b"b", b"hello", b"Hello World", b"0", b"1", b"-1", b"7", b"42", b"100", b"-100",
+    b"9223372036854775807", b"-9223372036854775808", b"9223372036854775808", b"3.14", b"-0.5", b"1e3",
+    b"1e-5", b"inf", b"-inf", b"+inf", b"nan", b" 1", b"1 ", b"0x1f", b"010", b"+5", b"00", b"-0", b"1.0",
+    b"1.", b".5", b"1e400", b"\x00\xff\x01", b"ab\r\nc", b"h\xc3\xa9llo", b"12345678901234567890", b"a b c",
+    b"\"q\"", b"'", b"\\", b"0.1", b"17179869184", b"-17179869185", b"4294967296",
+    b"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+];
+
+/// Short ASCII values: hash fields' values (a hash stays a listpack, in insertion order), and any
+/// argument that might be echoed in an error.
+const SHORT: &[&str] = &[
+    "", "a", "b", "v", "hello", "0", "1", "-1", "2", "10", "42", "-7", "3.5", "1e3", "inf", "-inf", "nan",
+    "9223372036854775807", "-9223372036854775808", "1.5", "x y", "0.1", "5.0e3", "abc", "17179869184",
+];
+
+const INTS: &[&str] = &[
+    "0", "1", "-1", "2", "-2", "3", "5", "10", "-10", "100", "-100", "9223372036854775807",
+    "-9223372036854775808", "9223372036854775808", "x", "1.5", "", " 1", "+1", "01", "-0",
+];
+
+const INCRS: &[&str] = &["1", "-1", "0", "5", "100", "-100", "9223372036854775807", "-9223372036854775808", "a", "1.5", ""];
+
+const FLOATS: &[&str] = &[
+    "1", "1.5", "-2.5", "0.1", "-0", "1e10", "1e308", "1e309", "-1e-300", "inf", "-inf", "+inf", "nan", "abc",
+    "3", "1.0000000000000001", "0x10", " 1", "", "5.0e3", "17179869184", "0.3333333333333333",
+];
+
+const FIELDS: &[&str] = &["f1", "f2", "f3", "a", "b", "n", "w", "c", "p", "t", "tok", "ts", ""];
+
+const MEMBERS: &[&str] = &["a", "b", "c", "d", "m1", "m2", "0", "1", "-1", "10", "1:1", "x y", "", "zz"];
+
+const SCORES: &[&str] = &[
+    "0", "1", "-1", "1.5", "-2.5", "2", "3", "1e10", "inf", "-inf", "+inf", "nan", "abc", "0.1", "1e-300",
+    "9007199254740993", "-0", "(1",
+];
+
+const SCORE_BOUNDS: &[&str] =
+    &["-inf", "+inf", "inf", "(1", "1", "(1.5", "2", "0", "10", "(inf", "-1", "(-inf", "x", "[1", "1e1", ""];
+
+const LEX_BOUNDS: &[&str] = &["-", "+", "[a", "(a", "[b", "(c", "[m", "(z", "a", "[", "(", "[1", ""];
+
+const INDEXES: &[&str] = &["0", "1", "-1", "2", "-2", "3", "10", "-10", "100", "-100", "9223372036854775807", "x"];
+
+const PATTERNS: &[&str] = &["*", "k*", "k?", "rate:*", "*{u1}*", "[a-k]*", "k[12]", "nomatch*", "\\*", "*1*", "?"];
+
+/// Relative seconds: long enough to outlast a case, zero and negatives (delete), and errors.
+const SECS: &[&str] = &[
+    "100", "1000", "86400", "31536000", "0", "-1", "-100", "abc", "1.5", "", "9223372036854775807",
+    "9223372036854775", "-9223372036854775808",
+];
+/// Relative ms that are whole seconds (a `TTL` reads them exactly).
+const MS_SECS: &[&str] = &["100000", "86400000"];
+/// Relative ms that are not whole seconds.
+const MS_ODD: &[&str] = &["100500", "123456789"];
+/// Relative ms that delete or fail.
+const MS_OTHER: &[&str] = &["0", "-1", "x", "9223372036854775807", "-9223372036854775808"];
+/// Absolute seconds, far in the past or the future.
+const ABS_SECS: &[&str] = &["4102444800", "4102444801", "1", "1000000000", "0", "-1", "x"];
+const ABS_MS: &[&str] = &["4102444800000", "4102444800123", "1", "1000000000000", "0", "-5"];
+
+/// Lua snippets for EVAL/EVALSHA beyond the shipped scripts: conversions, errors, the libraries.
+/// Bodies are fixed (so a shared server's script cache grows by at most this many entries).
+struct Snippet {
+    body: &'static str,
+    /// How many keys it reads from KEYS.
+    keys: usize,
+    /// What its ARGV hold.
+    argv: ArgvKind,
+    compiles: bool,
+}
+
+#[derive(Clone, Copy)]
+enum ArgvKind {
+    None,
+    /// Any value (returned as bulk strings only).
+    Value,
+    /// Short ASCII (may be echoed in an error or status reply).
+    Ascii,
+    /// Numbers.
+    Number,
+    Json,
+}
+
+const SNIPPETS: &[Snippet] = &[
+    Snippet { body: "return redis.call('GET', KEYS[1])", keys: 1, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "return redis.call('SET', KEYS[1], ARGV[1])", keys: 1, argv: ArgvKind::Value, compiles: true },
+    Snippet { body: "return redis.call('INCRBY', KEYS[1], ARGV[1])", keys: 1, argv: ArgvKind::Number, compiles: true },
+    Snippet { body: "return redis.pcall('INCR', KEYS[1])", keys: 1, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "return {1, 2.5, 'x', false, true, {3, 'y', {}}, -0.9}", keys: 0, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "return redis.call('HGETALL', KEYS[1])", keys: 1, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "return {err = 'My Error'}", keys: 0, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "return redis.error_reply(ARGV[1])", keys: 0, argv: ArgvKind::Ascii, compiles: true },
+    Snippet { body: "return redis.status_reply(ARGV[1])", keys: 0, argv: ArgvKind::Ascii, compiles: true },
+    Snippet { body: "return tonumber(ARGV[1])", keys: 0, argv: ArgvKind::Number, compiles: true },
+    Snippet {
+        body: "local t = {} for i = 1, #ARGV do t[i] = ARGV[i] .. '!' end return t",
+        keys: 0,
+        argv: ArgvKind::Value,
+        compiles: true,
+    },
+    Snippet { body: "return redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')", keys: 1, argv: ArgvKind::None, compiles: true },
+    Snippet {
+        body: "redis.call('DEL', KEYS[1]) return redis.call('EXISTS', KEYS[1])",
+        keys: 1,
+        argv: ArgvKind::None,
+        compiles: true,
+    },
+    Snippet { body: "return cjson.encode({tonumber(ARGV[1]) or ARGV[1], true})", keys: 0, argv: ArgvKind::Ascii, compiles: true },
+    Snippet { body: "return cjson.decode(ARGV[1])", keys: 0, argv: ArgvKind::Json, compiles: true },
+    Snippet { body: "return cjson.encode(cjson.decode(ARGV[1]))", keys: 0, argv: ArgvKind::Json, compiles: true },
+    Snippet { body: "return bit.band(tonumber(ARGV[1]) or 0, 255)", keys: 0, argv: ArgvKind::Number, compiles: true },
+    Snippet { body: "return bit.tohex(tonumber(ARGV[1]) or 0)", keys: 0, argv: ArgvKind::Number, compiles: true },
+    Snippet { body: "return struct.pack('>i4', tonumber(ARGV[1]) or 0)", keys: 0, argv: ArgvKind::Number, compiles: true },
+    Snippet {
+        body: "return cmsgpack.unpack(cmsgpack.pack({1, 'a', true, 2.5}))",
+        keys: 0,
+        argv: ArgvKind::None,
+        compiles: true,
+    },
+    Snippet { body: "return redis.sha1hex(ARGV[1])", keys: 0, argv: ArgvKind::Value, compiles: true },
+    Snippet { body: "redis.setresp(3) return redis.call('HGETALL', KEYS[1])", keys: 1, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "redis.setresp(3) return redis.call('ZSCORE', KEYS[1], 'a')", keys: 1, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "return redis.call('NOSUCH')", keys: 0, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "return redis.call('GET')", keys: 0, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "return redis.pcall('LPUSH', KEYS[1], 'x')", keys: 1, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "error('boom')", keys: 0, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "error({err = 'ERR custom'})", keys: 0, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "return 1 +", keys: 0, argv: ArgvKind::None, compiles: false },
+    Snippet { body: "return string.format('%.17g', tonumber(ARGV[1]) or 0)", keys: 0, argv: ArgvKind::Number, compiles: true },
+    Snippet { body: "return redis.call('EXPIRE', KEYS[1], 100)", keys: 1, argv: ArgvKind::None, compiles: true },
+    Snippet {
+        body: "local v = redis.call('GET', KEYS[1]) if v then return #v end return -1",
+        keys: 1,
+        argv: ArgvKind::None,
+        compiles: true,
+    },
+    Snippet {
+        body: "return {redis.call('RPUSH', KEYS[1], ARGV[1]), redis.call('LRANGE', KEYS[1], 0, -1)}",
+        keys: 1,
+        argv: ArgvKind::Value,
+        compiles: true,
+    },
+    Snippet {
+        body: "local m = redis.call('SMEMBERS', KEYS[1]) table.sort(m) return m",
+        keys: 1,
+        argv: ArgvKind::None,
+        compiles: true,
+    },
+    Snippet { body: "return redis.call('TYPE', KEYS[1])", keys: 1, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "return redis.call('HINCRBYFLOAT', KEYS[1], 'f1', ARGV[1])", keys: 1, argv: ArgvKind::Number, compiles: true },
+    Snippet {
+        body: "local n = 0 for i = 1, math.min(tonumber(ARGV[1]) or 0, 1000) do n = n + i end return n",
+        keys: 0,
+        argv: ArgvKind::Number,
+        compiles: true,
+    },
+    Snippet { body: "return redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])", keys: 1, argv: ArgvKind::Number, compiles: true },
+    Snippet { body: "return #KEYS + #ARGV * 100", keys: 2, argv: ArgvKind::Value, compiles: true },
+    Snippet {
+        body: "return redis.call('SET', KEYS[1], ARGV[1], 'PX', 100500)",
+        keys: 1,
+        argv: ArgvKind::Value,
+        compiles: true,
+    },
+    Snippet {
+        body: "return {redis.call('MSET', KEYS[1], 1, KEYS[2], 2), redis.call('MGET', KEYS[1], KEYS[2])}",
+        keys: 2,
+        argv: ArgvKind::None,
+        compiles: true,
+    },
+    Snippet { body: "return redis.call('HMGET', KEYS[1], 'w', 'n', 'c')", keys: 1, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "return {tostring(1e15), tostring(0.1), 1e15, 2^53, -2^63}", keys: 0, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "return redis.call('OBJECT', 'ENCODING', KEYS[1])", keys: 1, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "local t = {} t[1] = 1 t[3] = 3 return t", keys: 0, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "return redis.call('ECHO', ARGV[1])", keys: 0, argv: ArgvKind::Value, compiles: true },
+];
+
+const JSON: &[&str] = &[
+    "[1,2,\"x\"]", "{\"a\":1}", "[]", "{}", "[1.5,-0,1e300]", "\"s\"", "null", "[true,false,null]", "bad json",
+    "[1,[2,[3]]]", "123456789012345678", "\"\\u00e9\"", "[", "",
+];
+
+/// Builds one [`Command`].
+struct B {
+    args: Vec<Arg>,
+    fx: Vec<Fx>,
+}
+
+impl B {
+    fn new(name: &str) -> B {
+        B { args: vec![Arg::Lit(name.as_bytes().to_vec())], fx: Vec::new() }
+    }
+    fn lit(mut self, s: impl AsRef<[u8]>) -> B {
+        self.args.push(Arg::Lit(s.as_ref().to_vec()));
+        self
+    }
+    fn key(mut self, k: &str) -> B {
+        self.args.push(Arg::Key(k.to_string()));
+        self
+    }
+    fn fx(mut self, f: Fx) -> B {
+        self.fx.push(f);
+        self
+    }
+    fn build(self) -> Command {
+        Command { args: self.args, fx: self.fx }
+    }
+}
+
+/// The generator's state for one case.
+struct Gen<'a, R: RngCore> {
+    rng: &'a mut R,
+    private: bool,
+    keys: Vec<(String, Family)>,
+    model: Model,
+    /// Digests loaded in this case, for EVALSHA.
+    loaded: Vec<String>,
+    /// The limiter scripts' `now`: moves mostly forward, sometimes back (clock skew).
+    now: u64,
+}
+
+/// One random case. `private`: the server is ours, flushed before every case (DBSIZE, SCAN,
+/// FLUSHALL and SCRIPT FLUSH become fair game).
+pub fn case<R: RngCore>(rng: &mut R, private: bool) -> Case {
+    let n = match rng.random_range(0..10) {
+        0 => 1,
+        1..=3 => rng.random_range(2..6),
+        _ => rng.random_range(6..=MAX_COMMANDS),
+    };
+    let mut keys: Vec<(String, Family)> = (1..=4)
+        .map(|i| {
+            let f = FAMILIES[rng.random_range(0..FAMILIES.len())];
+            (format!("k{i}"), f)
+        })
+        .collect();
+    keys.push(("rate:{u1}".into(), Family::Limiter));
+    keys.push(("rate:{u2}".into(), Family::Limiter));
+    let now = match rng.random_range(0..4) {
+        0 => rng.random_range(0..1_000_000),
+        1 => 999_999_999_000_000 + rng.random_range(0..999_999),
+        _ => 1_704_067_200_000 + rng.random_range(0..86_400_000),
+    };
+    let mut g = Gen { rng, private, keys, model: Model::new(private), loaded: Vec::new(), now };
+    let mut commands = Vec::with_capacity(n);
+    let mut tries = 0;
+    while commands.len() < n && tries < n * 20 {
+        tries += 1;
+        let mut c = g.command();
+        if g.rng.random_range(0..20) == 0 {
+            g.mangle(&mut c);
+        }
+        if g.model.allows(&c.fx) {
+            g.model.apply(&c.fx);
+            commands.push(c);
+        }
+    }
+    Case { commands }
+}
+
+impl<R: RngCore> Gen<'_, R> {
+    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+        xs[self.rng.random_range(0..xs.len())]
+    }
+
+    fn chance(&mut self, percent: u32) -> bool {
+        self.rng.random_range(0..100) < percent
+    }
+
+    /// A key that leans towards `f` (85%), or any key.
+    fn key(&mut self, f: Family) -> String {
+        let matching: Vec<&String> = self.keys.iter().filter(|(_, kf)| *kf == f).map(|(k, _)| k).collect();
+        if !matching.is_empty() && self.rng.random_range(0..100) < 85 {
+            return matching[self.rng.random_range(0..matching.len())].clone();
+        }
+        self.keys[self.rng.random_range(0..self.keys.len())].0.clone()
+    }
+
+    fn value(&mut self) -> Vec<u8> {
+        if self.chance(15) {
+            return self.rng.random_range(-1000i64..100_000).to_string().into_bytes();
+        }
+        self.pick(VALUES).to_vec()
+    }
+
+    fn short(&mut self) -> String {
+        if self.chance(15) {
+            return self.rng.random_range(-1000i64..1000).to_string();
+        }
+        self.pick(SHORT).to_string()
+    }
+
+    fn int(&mut self) -> String {
+        if self.chance(25) {
+            return self.rng.random_range(-20i64..20).to_string();
+        }
+        self.pick(INTS).to_string()
+    }
+
+    fn member(&mut self) -> String {
+        if self.chance(20) {
+            return format!("m{}", self.rng.random_range(0..40));
+        }
+        self.pick(MEMBERS).to_string()
+    }
+
+    fn score(&mut self) -> String {
+        if self.chance(30) {
+            return self.rng.random_range(-5i64..20).to_string();
+        }
+        self.pick(SCORES).to_string()
+    }
+
+    fn index(&mut self) -> String {
+        if self.chance(30) {
+            return self.rng.random_range(-6i64..8).to_string();
+        }
+        self.pick(INDEXES).to_string()
+    }
+
+    /// Drops an argument or adds one, for arity and syntax errors.
+    fn mangle(&mut self, c: &mut Command) {
+        if c.args.len() > 1 && self.chance(50) {
+            let i = self.rng.random_range(1..c.args.len());
+            c.args.remove(i);
+        } else {
+            let extra = self.pick(&["x", "1", "EX", "NX", "WITHSCORES", "LIMIT", "", "-1"]);
+            let at = self.rng.random_range(1..=c.args.len());
+            c.args.insert(at, Arg::Lit(extra.as_bytes().to_vec()));
+        }
+    }
+
+    fn command(&mut self) -> Command {
+        match self.rng.random_range(0..100) {
+            0..=17 => self.string_cmd(),
+            18..=29 => self.keys_cmd(),
+            30..=39 => self.hash_cmd(),
+            40..=52 => self.zset_cmd(),
+            53..=61 => self.list_cmd(),
+            62..=68 => self.set_cmd(),
+            69..=71 => self.server_cmd(),
+            72..=82 => self.snippet_cmd(),
+            _ => self.limiter_cmd(),
+        }
+    }
+
+    // ---- TTL options -------------------------------------------------------------------------
+
+    /// A `(option, value, kind)` for SET/GETEX-style expiry options.
+    fn expiry_option(&mut self) -> (&'static str, String, TtlKind) {
+        match self.rng.random_range(0..4) {
+            0 => ("EX", self.pick(SECS).to_string(), TtlKind::Secs),
+            1 => {
+                let (v, kind) = self.rel_ms();
+                ("PX", v, kind)
+            }
+            2 => ("EXAT", self.pick(ABS_SECS).to_string(), TtlKind::Abs),
+            _ => ("PXAT", self.pick(ABS_MS).to_string(), TtlKind::Abs),
+        }
+    }
+
+    fn rel_ms(&mut self) -> (String, TtlKind) {
+        match self.rng.random_range(0..3) {
+            0 => (self.pick(MS_SECS).to_string(), TtlKind::Secs),
+            1 => (self.pick(MS_ODD).to_string(), TtlKind::Ms),
+            _ => (self.pick(MS_OTHER).to_string(), TtlKind::Secs),
+        }
+    }
+
+    // ---- families ----------------------------------------------------------------------------
+
+    fn string_cmd(&mut self) -> Command {
+        let k = self.key(Family::String);
+        match self.rng.random_range(0..26) {
+            0 | 1 => B::new("GET").key(&k).build(),
+            2..=4 => {
+                let v = self.value();
+                let mut b = B::new("SET").key(&k).lit(v);
+                let mut opts: Vec<Vec<u8>> = Vec::new();
+                let mut fx = Vec::new();
+                if self.chance(30) {
+                    opts.push(self.pick(&[&b"NX"[..], b"XX", b"nx"]).to_vec());
+                }
+                if self.chance(20) {
+                    opts.push(b"GET".to_vec());
+                }
+                if self.chance(50) {
+                    if self.chance(15) {
+                        opts.push(b"KEEPTTL".to_vec());
+                    } else {
+                        let (o, v, kind) = self.expiry_option();
+                        opts.push(o.as_bytes().to_vec());
+                        opts.push(v.into_bytes());
+                        fx.push(Fx::Ttl(k.clone(), kind));
+                    }
+                }
+                // Options in any order (pairs kept together), sometimes a conflicting extra.
+                if opts.len() > 1 && self.chance(30) {
+                    opts.swap(0, 1);
+                }
+                if self.chance(5) {
+                    opts.push(self.pick(&[&b"NX"[..], b"KEEPTTL", b"EX", b"XX"]).to_vec());
+                }
+                for o in opts {
+                    b = b.lit(o);
+                }
+                for f in fx {
+                    b = b.fx(f);
+                }
+                b.build()
+            }
+            5 => B::new("SETNX").key(&k).lit(self.value()).build(),
+            6 => {
+                let s = self.pick(SECS);
+                let v = self.value();
+                B::new("SETEX").key(&k).lit(s).lit(v).fx(Fx::Ttl(k.clone(), TtlKind::Secs)).build()
+            }
+            7 => {
+                let (ms, kind) = self.rel_ms();
+                let v = self.value();
+                B::new("PSETEX").key(&k).lit(ms).lit(v).fx(Fx::Ttl(k.clone(), kind)).build()
+            }
+            8 => {
+                let mut b = B::new("GETEX").key(&k);
+                if self.chance(70) {
+                    if self.chance(20) {
+                        b = b.lit("PERSIST");
+                    } else {
+                        let (o, v, kind) = self.expiry_option();
+                        b = b.lit(o).lit(v).fx(Fx::Ttl(k.clone(), kind));
+                    }
+                }
+                b.build()
+            }
+            9 => B::new("GETSET").key(&k).lit(self.value()).build(),
+            10 => B::new("GETDEL").key(&k).build(),
+            11 => {
+                let mut b = B::new("MGET");
+                for _ in 0..self.rng.random_range(1..4) {
+                    let k = self.key(Family::String);
+                    b = b.key(&k);
+                }
+                b.build()
+            }
+            12 | 13 => {
+                let name = if self.chance(70) { "MSET" } else { "MSETNX" };
+                let mut b = B::new(name);
+                for _ in 0..self.rng.random_range(1..4) {
+                    let k = self.key(Family::String);
+                    let v = self.value();
+                    b = b.key(&k).lit(v);
+                }
+                b.build()
+            }
+            14 => B::new("APPEND").key(&k).lit(self.value()).build(),
+            15 => B::new("STRLEN").key(&k).build(),
+            16 => {
+                let name = if self.chance(80) { "GETRANGE" } else { "SUBSTR" };
+                let (s, e) = (self.index(), self.index());
+                B::new(name).key(&k).lit(s).lit(e).build()
+            }
+            17 => {
+                let off = self.pick(&["0", "1", "3", "10", "100", "-1", "x", "536870912", "1000000000"]);
+                let v = self.value();
+                B::new("SETRANGE").key(&k).lit(off).lit(v).build()
+            }
+            18 => {
+                let k2 = self.key(Family::String);
+                let mut b = B::new("LCS").key(&k).key(&k2);
+                if self.chance(30) {
+                    b = b.lit("LEN");
+                }
+                if self.chance(40) {
+                    b = b.lit("IDX");
+                    if self.chance(50) {
+                        let n = self.pick(&["0", "1", "2", "3", "-1", "x"]);
+                        b = b.lit("MINMATCHLEN").lit(n);
+                    }
+                    if self.chance(50) {
+                        b = b.lit("WITHMATCHLEN");
+                    }
+                }
+                b.build()
+            }
+            19 | 20 => B::new(self.pick(&["INCR", "DECR"])).key(&k).build(),
+            21 | 22 => {
+                let name = self.pick(&["INCRBY", "DECRBY"]);
+                let n = if self.chance(50) { self.pick(INCRS).to_string() } else { self.int() };
+                B::new(name).key(&k).lit(n).build()
+            }
+            23 | 24 => {
+                let f = self.pick(FLOATS);
+                B::new("INCRBYFLOAT").key(&k).lit(f).build()
+            }
+            _ => {
+                // A string built by APPEND or SETRANGE keeps the raw encoding.
+                let v = self.short();
+                B::new("SET").key(&k).lit(v).build()
+            }
+        }
+    }
+
+    fn keys_cmd(&mut self) -> Command {
+        let f = self.pick(&FAMILIES);
+        let k = self.key(f);
+        match self.rng.random_range(0..24) {
+            0 | 1 => {
+                let name = self.pick(&["DEL", "UNLINK", "EXISTS", "TOUCH"]);
+                let mut b = B::new(name).key(&k);
+                for _ in 0..self.rng.random_range(0..3) {
+                    let k2 = self.key(f);
+                    b = b.key(&k2);
+                }
+                b.build()
+            }
+            2 | 3 => {
+                let (name, v, kind) = match self.rng.random_range(0..4) {
+                    0 => ("EXPIRE", self.pick(SECS).to_string(), TtlKind::Secs),
+                    1 => {
+                        let (v, kind) = self.rel_ms();
+                        ("PEXPIRE", v, kind)
+                    }
+                    2 => ("EXPIREAT", self.pick(ABS_SECS).to_string(), TtlKind::Abs),
+                    _ => ("PEXPIREAT", self.pick(ABS_MS).to_string(), TtlKind::Abs),
+                };
+                let mut b = B::new(name).key(&k).lit(v).fx(Fx::Ttl(k.clone(), kind));
+                if self.chance(35) {
+                    b = b.lit(self.pick(&["NX", "XX", "GT", "LT", "gt", "NX XX"]));
+                    if self.chance(15) {
+                        b = b.lit(self.pick(&["XX", "GT", "LT"]));
+                    }
+                }
+                b.build()
+            }
+            4 => B::new("TTL").key(&k).fx(Fx::ReadTtl(k.clone(), TtlRead::Secs)).build(),
+            5 => B::new("PTTL").key(&k).fx(Fx::ReadTtl(k.clone(), TtlRead::Ms)).build(),
+            6 => {
+                let name = self.pick(&["EXPIRETIME", "PEXPIRETIME"]);
+                B::new(name).key(&k).fx(Fx::ReadTtl(k.clone(), TtlRead::Abs)).build()
+            }
+            7 => B::new("PERSIST").key(&k).build(),
+            8 | 9 => B::new("TYPE").key(&k).build(),
+            10 | 11 => {
+                let name = self.pick(&["RENAME", "RENAMENX"]);
+                let k2 = self.key(f);
+                B::new(name).key(&k).key(&k2).fx(Fx::CopyTtl { src: k.clone(), dst: k2.clone() }).build()
+            }
+            12 => {
+                let k2 = self.key(f);
+                let mut b = B::new("COPY").key(&k).key(&k2).fx(Fx::CopyTtl { src: k.clone(), dst: k2.clone() });
+                if self.chance(40) {
+                    b = b.lit("REPLACE");
+                }
+                if self.chance(15) {
+                    b = b.lit("DB").lit(self.pick(&["0", "16", "-1", "x"]));
+                }
+                b.build()
+            }
+            13 | 14 => {
+                let p = self.pick(PATTERNS);
+                let mut b = B::new("KEYS");
+                b.args.push(Arg::Pattern(p.to_string()));
+                b.build()
+            }
+            15..=17 => {
+                let sub = self.pick(&["ENCODING", "ENCODING", "ENCODING", "REFCOUNT", "FREQ", "encoding", "NOPE"]);
+                B::new("OBJECT").lit(sub).key(&k).build()
+            }
+            18 => B::new("OBJECT").lit(self.pick(&["HELP", "help"])).build(),
+            19 if self.private => {
+                let mut b = B::new("SCAN").lit("0");
+                if self.chance(60) {
+                    b.args.push(Arg::Lit(b"MATCH".to_vec()));
+                    b.args.push(Arg::Pattern(self.pick(PATTERNS).to_string()));
+                }
+                b = b.lit("COUNT").lit("1000");
+                if self.chance(30) {
+                    b = b.lit("TYPE").lit(self.pick(&["string", "hash", "zset", "list", "set", "nosuch"]));
+                }
+                b.build()
+            }
+            _ => B::new("EXISTS").key(&k).build(),
+        }
+    }
+
+    fn hash_cmd(&mut self) -> Command {
+        let k = self.key(Family::Hash);
+        let field = |g: &mut Self| g.pick(FIELDS).to_string();
+        match self.rng.random_range(0..17) {
+            0 | 1 => {
+                let f = field(self);
+                B::new("HGET").key(&k).lit(f).build()
+            }
+            2..=4 => {
+                let name = if self.chance(80) { "HSET" } else { "HMSET" };
+                let mut b = B::new(name).key(&k);
+                for _ in 0..self.rng.random_range(1..4) {
+                    let (f, v) = (field(self), self.short());
+                    b = b.lit(f).lit(v);
+                }
+                b.build()
+            }
+            5 => {
+                let (f, v) = (field(self), self.short());
+                B::new("HSETNX").key(&k).lit(f).lit(v).build()
+            }
+            6 => {
+                let mut b = B::new("HMGET").key(&k);
+                for _ in 0..self.rng.random_range(1..4) {
+                    b = b.lit(field(self));
+                }
+                b.build()
+            }
+            7 | 8 => {
+                let f = field(self);
+                let n = if self.chance(50) { self.pick(INCRS).to_string() } else { self.int() };
+                B::new("HINCRBY").key(&k).lit(f).lit(n).build()
+            }
+            9 => {
+                let f = field(self);
+                let x = self.pick(FLOATS);
+                B::new("HINCRBYFLOAT").key(&k).lit(f).lit(x).build()
+            }
+            10 | 11 => B::new(self.pick(&["HGETALL", "HKEYS", "HVALS", "HLEN"])).key(&k).build(),
+            12 => {
+                let mut b = B::new("HDEL").key(&k);
+                for _ in 0..self.rng.random_range(1..3) {
+                    b = b.lit(field(self));
+                }
+                b.build()
+            }
+            13 | 14 => {
+                let f = field(self);
+                B::new(self.pick(&["HEXISTS", "HSTRLEN"])).key(&k).lit(f).build()
+            }
+            _ => B::new("HLEN").key(&k).build(),
+        }
+    }
+
+    fn zset_cmd(&mut self) -> Command {
+        let k = self.key(Family::Zset);
+        match self.rng.random_range(0..30) {
+            0..=4 => {
+                let mut b = B::new("ZADD").key(&k);
+                for o in ["NX", "XX", "GT", "LT", "CH", "INCR"] {
+                    if self.chance(8) {
+                        b = b.lit(o);
+                    }
+                }
+                if self.chance(2) {
+                    // Past 128 members (or a long member) a listpack becomes a skiplist.
+                    for i in 0..130 {
+                        b = b.lit(i.to_string()).lit(format!("member{i}"));
+                    }
+                } else {
+                    for _ in 0..self.rng.random_range(1..4) {
+                        let (s, m) = (self.score(), self.member());
+                        b = b.lit(s).lit(m);
+                    }
+                    if self.chance(3) {
+                        b = b.lit("1").lit("x".repeat(70));
+                    }
+                }
+                b.build()
+            }
+            5 => {
+                let (s, m) = (self.score(), self.member());
+                B::new("ZINCRBY").key(&k).lit(s).lit(m).build()
+            }
+            6 => {
+                let mut b = B::new("ZREM").key(&k);
+                for _ in 0..self.rng.random_range(1..3) {
+                    b = b.lit(self.member());
+                }
+                b.build()
+            }
+            7 => B::new("ZCARD").key(&k).build(),
+            8 | 9 => {
+                let m = self.member();
+                B::new(self.pick(&["ZSCORE", "ZRANK", "ZREVRANK"])).key(&k).lit(m).build()
+            }
+            10 => {
+                let mut b = B::new("ZMSCORE").key(&k);
+                for _ in 0..self.rng.random_range(1..4) {
+                    b = b.lit(self.member());
+                }
+                b.build()
+            }
+            11 | 12 => {
+                let (a, z) = (self.pick(SCORE_BOUNDS), self.pick(SCORE_BOUNDS));
+                B::new("ZCOUNT").key(&k).lit(a).lit(z).build()
+            }
+            13 => {
+                let (a, z) = (self.pick(LEX_BOUNDS), self.pick(LEX_BOUNDS));
+                B::new("ZLEXCOUNT").key(&k).lit(a).lit(z).build()
+            }
+            14..=17 => {
+                let mut b = B::new("ZRANGE").key(&k);
+                let by = self.rng.random_range(0..3);
+                let rev = self.chance(30);
+                let (a, z) = match by {
+                    0 => (self.index(), self.index()),
+                    1 => (self.pick(SCORE_BOUNDS).to_string(), self.pick(SCORE_BOUNDS).to_string()),
+                    _ => (self.pick(LEX_BOUNDS).to_string(), self.pick(LEX_BOUNDS).to_string()),
+                };
+                b = b.lit(a).lit(z);
+                let mut opts: Vec<&str> = Vec::new();
+                match by {
+                    1 => opts.push("BYSCORE"),
+                    2 => opts.push("BYLEX"),
+                    _ => {}
+                }
+                if rev {
+                    opts.push("REV");
+                }
+                if self.chance(30) {
+                    opts.push("WITHSCORES");
+                }
+                if opts.len() > 1 && self.chance(30) {
+                    opts.swap(0, 1);
+                }
+                for o in opts {
+                    b = b.lit(o);
+                }
+                if self.chance(25) {
+                    let (o, c) = (self.index(), self.index());
+                    b = b.lit("LIMIT").lit(o).lit(c);
+                }
+                b.build()
+            }
+            18 => {
+                let (a, z) = (self.index(), self.index());
+                let mut b = B::new("ZREVRANGE").key(&k).lit(a).lit(z);
+                if self.chance(40) {
+                    b = b.lit("WITHSCORES");
+                }
+                b.build()
+            }
+            19 | 20 => {
+                let name = self.pick(&["ZRANGEBYSCORE", "ZREVRANGEBYSCORE"]);
+                let (a, z) = (self.pick(SCORE_BOUNDS), self.pick(SCORE_BOUNDS));
+                let mut b = B::new(name).key(&k).lit(a).lit(z);
+                if self.chance(40) {
+                    b = b.lit("WITHSCORES");
+                }
+                if self.chance(30) {
+                    let (o, c) = (self.index(), self.index());
+                    b = b.lit("LIMIT").lit(o).lit(c);
+                }
+                b.build()
+            }
+            21 | 22 => {
+                let name = self.pick(&["ZRANGEBYLEX", "ZREVRANGEBYLEX"]);
+                let (a, z) = (self.pick(LEX_BOUNDS), self.pick(LEX_BOUNDS));
+                let mut b = B::new(name).key(&k).lit(a).lit(z);
+                if self.chance(30) {
+                    let (o, c) = (self.index(), self.index());
+                    b = b.lit("LIMIT").lit(o).lit(c);
+                }
+                b.build()
+            }
+            23 => {
+                let (a, z) = (self.pick(SCORE_BOUNDS), self.pick(SCORE_BOUNDS));
+                B::new("ZREMRANGEBYSCORE").key(&k).lit(a).lit(z).build()
+            }
+            24 => {
+                let (a, z) = (self.index(), self.index());
+                B::new("ZREMRANGEBYRANK").key(&k).lit(a).lit(z).build()
+            }
+            25 => {
+                let (a, z) = (self.pick(LEX_BOUNDS), self.pick(LEX_BOUNDS));
+                B::new("ZREMRANGEBYLEX").key(&k).lit(a).lit(z).build()
+            }
+            _ => {
+                let mut b = B::new(self.pick(&["ZPOPMIN", "ZPOPMAX"])).key(&k);
+                if self.chance(50) {
+                    b = b.lit(self.index());
+                }
+                b.build()
+            }
+        }
+    }
+
+    fn list_cmd(&mut self) -> Command {
+        let k = self.key(Family::List);
+        match self.rng.random_range(0..16) {
+            0..=3 => {
+                let name = self.pick(&["LPUSH", "RPUSH", "LPUSH", "RPUSH", "LPUSHX", "RPUSHX"]);
+                let mut b = B::new(name).key(&k);
+                for _ in 0..self.rng.random_range(1..5) {
+                    b = b.lit(self.value());
+                }
+                b.build()
+            }
+            4 | 5 => {
+                let mut b = B::new(self.pick(&["LPOP", "RPOP"])).key(&k);
+                if self.chance(40) {
+                    b = b.lit(self.pick(&["0", "1", "2", "3", "-1", "10", "x"]));
+                }
+                b.build()
+            }
+            6 => B::new("LLEN").key(&k).build(),
+            7 | 8 => {
+                let (a, z) = (self.index(), self.index());
+                B::new("LRANGE").key(&k).lit(a).lit(z).build()
+            }
+            9 => {
+                let (a, z) = (self.index(), self.index());
+                B::new("LTRIM").key(&k).lit(a).lit(z).build()
+            }
+            10 => B::new("LINDEX").key(&k).lit(self.index()).build(),
+            11 => {
+                let (n, v) = (self.index(), self.value());
+                B::new("LREM").key(&k).lit(n).lit(v).build()
+            }
+            12 => {
+                let (i, v) = (self.index(), self.value());
+                B::new("LSET").key(&k).lit(i).lit(v).build()
+            }
+            13 | 14 => {
+                let w = self.pick(&["BEFORE", "AFTER", "after", "MIDDLE"]);
+                let (p, v) = (self.value(), self.value());
+                B::new("LINSERT").key(&k).lit(w).lit(p).lit(v).build()
+            }
+            _ => {
+                let (a, z) = ("0", "-1");
+                B::new("LRANGE").key(&k).lit(a).lit(z).build()
+            }
+        }
+    }
+
+    fn set_cmd(&mut self) -> Command {
+        let k = self.key(Family::Set);
+        let member = |g: &mut Self| -> String {
+            if g.chance(50) {
+                g.rng.random_range(-5i64..30).to_string()
+            } else {
+                g.member()
+            }
+        };
+        match self.rng.random_range(0..12) {
+            0..=3 => {
+                let mut b = B::new("SADD").key(&k);
+                if self.chance(2) {
+                    // Past 512 integers an intset becomes a hashtable.
+                    for i in 0..514 {
+                        b = b.lit(i.to_string());
+                    }
+                } else {
+                    for _ in 0..self.rng.random_range(1..5) {
+                        b = b.lit(member(self));
+                    }
+                }
+                b.build()
+            }
+            4 | 5 => {
+                let mut b = B::new("SREM").key(&k);
+                for _ in 0..self.rng.random_range(1..3) {
+                    b = b.lit(member(self));
+                }
+                b.build()
+            }
+            6 => B::new("SCARD").key(&k).build(),
+            7 => {
+                let m = member(self);
+                B::new("SISMEMBER").key(&k).lit(m).build()
+            }
+            8 => {
+                let mut b = B::new("SMISMEMBER").key(&k);
+                for _ in 0..self.rng.random_range(1..4) {
+                    b = b.lit(member(self));
+                }
+                b.build()
+            }
+            _ => B::new("SMEMBERS").key(&k).build(),
+        }
+    }
+
+    fn server_cmd(&mut self) -> Command {
+        match self.rng.random_range(0..10) {
+            0 => B::new("PING").build(),
+            1 => B::new("PING").lit(self.value()).build(),
+            2 => B::new("ECHO").lit(self.value()).build(),
+            3 => B::new("SELECT").lit(self.pick(&["0", "16", "-1", "x", "99999999999"])).build(),
+            4 | 5 if self.private => B::new("DBSIZE").build(),
+            6 if self.private && self.chance(30) => {
+                let mut b = B::new(self.pick(&["FLUSHALL", "FLUSHDB"]));
+                if self.chance(40) {
+                    b = b.lit(self.pick(&["SYNC", "ASYNC", "x"]));
+                }
+                b.build()
+            }
+            7 => B::new("SCRIPT").lit(self.pick(&["KILL", "HELP", "nope", "LOAD", "EXISTS", "DEBUG"])).build(),
+            8 if self.private && self.chance(30) => {
+                let mut b = B::new("SCRIPT").lit("FLUSH").fx(Fx::Unload);
+                if self.chance(30) {
+                    b = b.lit(self.pick(&["SYNC", "ASYNC", "x"]));
+                }
+                b.build()
+            }
+            _ => {
+                let mut b = B::new("SCRIPT").lit("EXISTS");
+                for _ in 0..self.rng.random_range(1..3) {
+                    let sha = if !self.loaded.is_empty() && self.chance(60) {
+                        self.pick_loaded()
+                    } else {
+                        JUNK_SHA.to_string()
+                    };
+                    if sha != JUNK_SHA {
+                        b = b.fx(Fx::NeedLoaded(sha.clone()));
+                    }
+                    b = b.lit(sha);
+                }
+                b.build()
+            }
+        }
+    }
+
+    fn pick_loaded(&mut self) -> String {
+        let i = self.rng.random_range(0..self.loaded.len());
+        self.loaded[i].clone()
+    }
+
+    /// EVAL / EVAL_RO / EVALSHA of `body` with these keys and arguments; SCRIPT LOAD sometimes.
+    fn script_call(&mut self, body: &str, compiles: bool, keys: &[String], argv: Vec<Vec<u8>>) -> Command {
+        let sha = Script::new(body).sha;
+        let known = self.model.is_loaded(&sha) && (self.private || self.loaded.contains(&sha));
+        let mode = self.rng.random_range(0..10);
+        if mode == 0 {
+            let mut b = B::new("SCRIPT").lit("LOAD").lit(body);
+            if compiles {
+                b = b.fx(Fx::Load(sha.clone()));
+                self.loaded.push(sha);
+            }
+            return b.build();
+        }
+        let (name, by_sha) = match mode {
+            1..=3 if known => (if self.chance(85) { "EVALSHA" } else { "EVALSHA_RO" }, true),
+            4 => ("EVAL_RO", false),
+            _ => ("EVAL", false),
+        };
+        let mut b = B::new(name);
+        if by_sha {
+            let s = if self.chance(10) { sha.to_ascii_uppercase() } else { sha.clone() };
+            b = b.lit(s).fx(Fx::NeedLoaded(sha.clone()));
+        } else {
+            b = b.lit(body);
+            if compiles {
+                b = b.fx(Fx::Load(sha.clone()));
+                self.loaded.push(sha);
+            }
+        }
+        let numkeys = if self.chance(3) { self.pick(&["-1", "x", "99"]).to_string() } else { keys.len().to_string() };
+        b = b.lit(numkeys);
+        for k in keys {
+            b = b.key(k).fx(Fx::AnyTtl(k.clone()));
+        }
+        for a in argv {
+            b = b.lit(a);
+        }
+        b.build()
+    }
+
+    fn snippet_cmd(&mut self) -> Command {
+        let s = &SNIPPETS[self.rng.random_range(0..SNIPPETS.len())];
+        let mut keys = Vec::new();
+        for _ in 0..s.keys {
+            let f = self.pick(&FAMILIES);
+            keys.push(self.key(f));
+        }
+        let n = match s.argv {
+            ArgvKind::None => 0,
+            _ => self.rng.random_range(1..=3),
+        };
+        let argv = (0..n)
+            .map(|_| match s.argv {
+                ArgvKind::Value => self.value(),
+                ArgvKind::Ascii => self.short().into_bytes(),
+                ArgvKind::Number => {
+                    if self.chance(50) {
+                        self.pick(FLOATS).as_bytes().to_vec()
+                    } else {
+                        self.int().into_bytes()
+                    }
+                }
+                ArgvKind::Json => self.pick(JSON).as_bytes().to_vec(),
+                ArgvKind::None => Vec::new(),
+            })
+            .collect();
+        self.script_call(s.body, s.compiles, &keys, argv)
+    }
+
+    /// A call of one shipped script: mostly valid arguments (parameters chosen so that every TTL it
+    /// sets is at least 100 s), sometimes an invalid one (which every production script refuses
+    /// before writing anything) or a wrong number of keys or arguments.
+    fn limiter_cmd(&mut self) -> Command {
+        let v = Variant::ALL[self.rng.random_range(0..Variant::ALL.len())];
+        let key = self.key(Family::Limiter);
+        // The next `now`: mostly forward, sometimes backwards (a lagging client), sometimes far.
+        let window = self.window(v);
+        let step = match self.rng.random_range(0..10) {
+            0..=2 => 0,
+            3..=5 => self.rng.random_range(1..=window.min(5_000)),
+            6 => window,
+            7 => self.rng.random_range(0..=3 * window.min(1 << 40)),
+            8 => 0u64.wrapping_sub(self.rng.random_range(1..=window.min(5_000))),
+            _ => self.rng.random_range(0..1000),
+        };
+        self.now = self.now.wrapping_add(step).min(crate::limiter::MAX_ARG);
+        let limit = self.limit(v, window);
+        let mut argv: Vec<String> = vec![limit.to_string(), window.to_string(), self.now.to_string()];
+        if v.takes_cost() && self.chance(85) {
+            let cost = match self.rng.random_range(0..10) {
+                0 => 0,
+                1 => limit,
+                2 => limit + 1,
+                3 => self.rng.random_range(1..=limit.min(300)),
+                4 => crate::limiter::MAX_ARG,
+                _ => 1,
+            };
+            // The sliding log adds one member per unit: keep allowed calls small.
+            let cost = if v.algorithm() == Algorithm::SlidingLog && cost <= limit { cost.min(300) } else { cost };
+            argv.push(cost.to_string());
+            if v.takes_burst() && self.chance(50) {
+                argv.push(self.rng.random_range(1..=limit * 3).to_string());
+            }
+        }
+        let mut keys = vec![key];
+        if self.chance(6) {
+            // Invalid on purpose: production scripts refuse before any write; the seed's scripts
+            // only see values that make no short TTL (no number, zero or negative windows).
+            let i = self.rng.random_range(0..argv.len());
+            argv[i] = self.pick(&["abc", "", "-1000", "0", "1.5", "1e3", "9999999999999999", " 5"]).to_string();
+            if v.flavor() == Flavor::Seed && i == 0 {
+                argv[i] = "abc".into();
+            }
+            if v.flavor() == Flavor::Seed && i == 1 && !matches!(argv[i].as_str(), "abc" | "" | "-1000" | "0") {
+                argv[i] = "-1000".into();
+            }
+        } else if self.chance(3) {
+            match self.rng.random_range(0..3) {
+                0 => keys.clear(),
+                1 => keys.push(self.key(Family::Limiter)),
+                _ => argv.truncate(2),
+            }
+        }
+        let argv = argv.into_iter().map(String::into_bytes).collect();
+        self.script_call(v.script(), true, &keys, argv)
+    }
+
+    /// A window in ms: at least 100 s, so every TTL a script sets outlasts the case.
+    fn window(&mut self, v: Variant) -> u64 {
+        let _ = v;
+        match self.rng.random_range(0..6) {
+            0 => 100_000,
+            1 => 60 * 60_000,
+            2 => self.rng.random_range(100_000..10_000_000),
+            3 => 86_400_000 * self.rng.random_range(1..400),
+            4 => self.rng.random_range(100_000..1_000_000_000_000),
+            _ => 1_000_003,
+        }
+    }
+
+    /// A limit for `window`: the token bucket and GCRA set TTLs as short as `window / limit`, so
+    /// there the limit keeps that at 100 s or more.
+    fn limit(&mut self, v: Variant, window: u64) -> u64 {
+        let max = match (v.flavor(), v.algorithm()) {
+            (Flavor::Ours, Algorithm::TokenBucket | Algorithm::Gcra) => (window / 100_000).max(1),
+            (_, Algorithm::SlidingLog) => 300,
+            _ => 1_000_000,
+        };
+        match self.rng.random_range(0..4) {
+            0 => 1,
+            1 => self.rng.random_range(1..=max.min(10)),
+            2 => self.rng.random_range(1..=max.min(1000)),
+            _ => self.rng.random_range(1..=max),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    #[test]
+    fn cases_are_deterministic_and_safe() {
+        for seed in 0..200u64 {
+            let a = case(&mut ChaCha8Rng::seed_from_u64(seed), false);
+            let b = case(&mut ChaCha8Rng::seed_from_u64(seed), false);
+            assert_eq!(a.commands, b.commands, "seed {seed}");
+            assert!(!a.commands.is_empty() && a.commands.len() <= MAX_COMMANDS);
+            assert!(Model::check(false, a.commands.iter().map(|c| c.fx.as_slice())), "seed {seed}");
+            for c in &a.commands {
+                let name = c.name();
+                assert!(!["flushall", "flushdb", "dbsize", "scan", "time", "randomkey"].contains(&name.as_str()));
+            }
+        }
+    }
+
+    #[test]
+    fn every_snippet_is_marked_right() {
+        let mut emu = crate::emulator::Emulator::new();
+        for s in SNIPPETS {
+            let ok = emu.script_load(s.body.as_bytes()).is_ok();
+            assert_eq!(ok, s.compiles, "{}", s.body);
+        }
+    }
+}
