@@ -115,7 +115,7 @@ impl Vm {
 pub struct Scripting {
     core: Rc<RefCell<Core>>,
     vm: Vm,
-    scripts: HashMap<String, Function>,
+    scripts: HashMap<String, Cached>,
     state: Rc<RunState>,
     /// Redis's `math.random` stream lives outside the VM: SCRIPT FLUSH rebuilds the VM but not it.
     rng: Rc<rand48::Rand48>,
@@ -218,8 +218,13 @@ impl Scripting {
     pub fn load(&mut self, body: &[u8]) -> Result<String, Reply> {
         let sha = sha1_hex(body);
         if !self.scripts.contains_key(&sha) {
-            let f = self.compile(body)?;
-            self.scripts.insert(sha.clone(), f);
+            let (shebang, code) = match Shebang::parse(body) {
+                Ok(Some((flags, len))) => (Some(flags), &body[len..]),
+                Ok(None) => (None, body),
+                Err(e) => return Err(e),
+            };
+            let f = self.compile(code)?;
+            self.scripts.insert(sha.clone(), Cached { f, shebang });
         }
         Ok(sha)
     }
@@ -264,8 +269,19 @@ impl Scripting {
     }
 
     fn run_cached(&mut self, sha: &str, keys: &[&[u8]], argv: &[&[u8]], read_only: bool) -> Reply {
-        let Some(f) = self.scripts.get(sha) else { return Reply::err(NOSCRIPT) };
-        let f = f.clone();
+        let Some(c) = self.scripts.get(sha) else { return Reply::err(NOSCRIPT) };
+        let (f, shebang) = (c.f.clone(), c.shebang);
+        // Redis 7.0: a script with a shebang declares whether it writes; without one it may write.
+        let mut read_only = read_only;
+        if let Some(sb) = shebang {
+            if read_only && !sb.no_writes {
+                return Reply::err("ERR Can not execute a script with write flag using *_ro command.");
+            }
+            if sb.no_cluster && self.core.borrow().cluster {
+                return Reply::err("ERR Can not run script on cluster, 'no-cluster' flag is set.");
+            }
+            read_only |= sb.no_writes;
+        }
         match self.run(sha, &f, keys, argv, read_only) {
             Ok(r) => r,
             Err(e) => Reply::Error(format!("ERR Error running script: {}", one_line(&e.to_string()))),
@@ -313,6 +329,53 @@ impl Scripting {
             Some((false, _, Some(fail))) => Ok(script_error(sha, fail, killed, self.budget)),
             _ => Ok(Reply::err("ERR Error running script: no result")),
         }
+    }
+}
+
+/// A compiled script and the flags of its shebang line, if it has one.
+struct Cached {
+    f: Function,
+    shebang: Option<Shebang>,
+}
+
+/// The flags of a `#!lua flags=...` first line (Redis 7.0).
+#[derive(Clone, Copy, Debug, Default)]
+struct Shebang {
+    no_writes: bool,
+    no_cluster: bool,
+}
+
+impl Shebang {
+    /// Parses a shebang line: `Ok(None)` without one, else its flags and the line's length (the
+    /// line is left out of the compiled code but its newline stays, so line numbers still count it).
+    fn parse(body: &[u8]) -> Result<Option<(Shebang, usize)>, Reply> {
+        if !body.starts_with(b"#!") {
+            return Ok(None);
+        }
+        let Some(len) = body.iter().position(|&c| c == b'\n') else {
+            return Err(Reply::err("ERR Invalid script shebang"));
+        };
+        let line = String::from_utf8_lossy(&body[..len]);
+        let mut parts = line.split(' ').filter(|p| !p.is_empty());
+        let engine = parts.next().unwrap_or("");
+        if engine != "#!lua" {
+            return Err(Reply::Error(format!("ERR Unexpected engine in script shebang: {engine}")));
+        }
+        let mut sb = Shebang::default();
+        for opt in parts {
+            let Some(list) = opt.strip_prefix("flags=") else {
+                return Err(Reply::Error(format!("ERR Unknown lua shebang option: {opt}")));
+            };
+            for flag in list.split(',').filter(|f| !f.is_empty()) {
+                match flag {
+                    "no-writes" => sb.no_writes = true,
+                    "no-cluster" => sb.no_cluster = true,
+                    "allow-oom" | "allow-stale" | "allow-cross-slot-keys" => {}
+                    other => return Err(Reply::Error(format!("ERR Unexpected flag in script shebang: {other}"))),
+                }
+            }
+        }
+        Ok(Some((sb, len)))
     }
 }
 
