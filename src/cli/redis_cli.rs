@@ -344,6 +344,22 @@ To set redis-cli preferences:\n      \
 \":set nohints\" disable online hints\n\
 Set your preferences in ~/.redisclirc\n";
 
+/// Commands whose replies redis-cli prints as they are, with no `\n` after them (`cliSendCommand`'s
+/// `output_raw` list): their text ends with its own newline, and an error gets one `\n`, not two.
+fn prints_raw_strings(cmd: &[Vec<u8>]) -> bool {
+    let is = |i: usize, name: &str| cmd.get(i).is_some_and(|a| a.eq_ignore_ascii_case(name.as_bytes()));
+    let argc = cmd.len();
+    is(0, "info")
+        || is(0, "lolwut")
+        || (is(0, "debug") && (is(1, "htstats") || is(1, "htstats-key") || is(1, "client-eviction")))
+        || (is(0, "memory") && (is(1, "malloc-stats") || is(1, "doctor")))
+        || (argc == 2 && is(0, "cluster") && (is(1, "nodes") || is(1, "info")))
+        || (is(0, "client") && (is(1, "list") || is(1, "info")))
+        || (argc == 3 && is(0, "latency") && is(1, "graph"))
+        || (argc == 2 && is(0, "latency") && is(1, "doctor"))
+        || (is(0, "proxy") && is(1, "info"))
+}
+
 /// Runs redis-cli input through any executor (the emulator, or a connection to a real Redis), printing
 /// each reply the way piped redis-cli does.
 pub fn run_on<R, W, F>(mut input: R, mut out: W, mut exec: F) -> std::io::Result<()>
@@ -376,6 +392,8 @@ where
                 for _ in 0..repeat {
                     if help {
                         buf.extend_from_slice(HELP.as_bytes());
+                    } else if prints_raw_strings(cmd) {
+                        write_raw(&exec(cmd), &mut buf);
                     } else {
                         write_reply(&exec(cmd), &mut buf);
                     }
