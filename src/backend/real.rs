@@ -72,6 +72,8 @@ pub struct RealRedis {
     script_calls: u64,
     /// Set by the first transport failure: the connection is not used again.
     broken: Option<String>,
+    /// Whether `Drop` removes the prefix's keys when [`Backend::cleanup`] was not called.
+    auto_cleanup: bool,
     /// Whether [`Backend::cleanup`] ran since the last write; `Drop` cleans up otherwise.
     clean: bool,
 }
@@ -130,6 +132,7 @@ impl RealRedis {
             replies: 0,
             script_calls: 0,
             broken: None,
+            auto_cleanup: true,
             clean: true,
         })
     }
@@ -162,6 +165,12 @@ impl RealRedis {
     /// The first transport failure, once there was one.
     pub fn failure(&self) -> Option<&str> {
         self.broken.as_deref()
+    }
+
+    /// Whether dropping the backend removes the prefix's keys when [`Backend::cleanup`] was not
+    /// called (on by default; `cli --redis`, which sends keys as written, turns it off).
+    pub fn set_auto_cleanup(&mut self, on: bool) {
+        self.auto_cleanup = on;
     }
 
     /// Takes a fresh prefix (after removing nothing: call [`Backend::cleanup`] first to remove the
@@ -330,7 +339,7 @@ impl Backend for RealRedis {
 impl Drop for RealRedis {
     /// A last attempt to leave the server as it was, for runs that ended without cleaning up.
     fn drop(&mut self) {
-        if !self.clean {
+        if !self.clean && self.auto_cleanup {
             let _ = self.cleanup();
         }
     }

@@ -1,5 +1,6 @@
 //! `limitlab compare`: the main job. Every script, the seed article's and ours, through the
-//! standard scenarios on the embedded emulator, printed as seed-style tables.
+//! standard scenarios on the embedded emulator, printed as seed-style tables (with `--redis URL`,
+//! also on a real Redis, checked against the emulator).
 use std::io::Write;
 
 use super::{emit, FormatArgs};
@@ -19,6 +20,8 @@ pub struct Args {
     pub no_timing: bool,
     #[command(flatten)]
     pub format: FormatArgs,
+    #[command(flatten)]
+    pub redis: super::verify::RedisArgs,
 }
 
 #[derive(Debug)]
@@ -39,4 +42,26 @@ impl Plan {
 pub fn run(plan: Plan, out: &mut dyn Write) -> Result<()> {
     let c = compare(plan.options)?;
     emit(out, &crate::report::compare::render(&c, plan.format))
+}
+
+/// `compare` from its arguments: the tables, then with `--redis` every standard scenario through
+/// every script on the server, checked call for call against the emulator's decisions (an
+/// [`crate::Error::Mismatch`] names the first differing call of each script).
+pub fn execute(a: Args, out: &mut dyn Write) -> Result<()> {
+    let target = a.redis.target()?;
+    let plan = Plan::new(a)?;
+    let Some(target) = target else { return run(plan, out) };
+    let c = compare(plan.options)?;
+    let mut real = target.connect()?;
+    let mut check = crate::verify::decisions::check_standard(plan.options.seed, &mut real, plan.options.progress)?;
+    check.show_speed = plan.options.timing;
+    let text = match plan.format {
+        Format::Json => {
+            let v = serde_json::json!({ "comparison": c, "redis": check });
+            serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+        }
+        f => format!("{}\n{}", crate::report::compare::render(&c, f), check.render(f)),
+    };
+    emit(out, &text)?;
+    check.into_result()
 }

@@ -18,6 +18,7 @@ pub mod plot;
 pub mod redis_cli;
 pub mod run;
 pub mod shell;
+pub mod verify;
 
 /// limitlab: test Redis rate-limiter Lua scripts in-process, on a Redis 7.0 emulator with a
 /// virtual clock.
@@ -40,6 +41,10 @@ pub enum Command {
     Plot(plot::Args),
     /// redis-cli on the emulator: commands on stdin, redis-cli's output on stdout.
     Cli(shell::Args),
+    /// Differential fuzzing: random command sequences and random calls of every shipped script on
+    /// the emulator and on a real Redis (--redis, or a private redis-server); replies must be
+    /// byte-identical, and a mismatch is shrunk and printed as redis-cli lines.
+    Verify(verify::Args),
 }
 
 /// How a report is printed: `--json` or `--markdown`, text otherwise.
@@ -68,10 +73,11 @@ impl FormatArgs {
 /// Runs a parsed command line, writing reports to `out`.
 pub fn execute(cli: Cli, out: &mut dyn Write) -> Result<()> {
     match cli.command {
-        Command::Compare(a) => compare::run(compare::Plan::new(a)?, out),
-        Command::Run(a) => run::run(run::Plan::new(a)?, out),
+        Command::Compare(a) => compare::execute(a, out),
+        Command::Run(a) => run::execute(a, out),
         Command::Plot(a) => plot::run(plot::Plan::new(a)?, out),
         Command::Cli(a) => shell::run(shell::Plan::new(a)?, out),
+        Command::Verify(a) => verify::run(verify::Plan::new(a)?, out),
     }
 }
 

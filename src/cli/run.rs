@@ -1,4 +1,5 @@
-//! `limitlab run FILE [--json|--markdown] [--seed S]`: one scenario, every script it selects.
+//! `limitlab run FILE [--json|--markdown] [--seed S] [--redis URL]`: one scenario, every script it
+//! selects (with `--redis`, also on a real Redis, checked against the emulator).
 use std::collections::HashSet;
 use std::io::Write;
 use std::path::PathBuf;
@@ -19,6 +20,8 @@ pub struct Args {
     pub seed: Option<u64>,
     #[command(flatten)]
     pub format: FormatArgs,
+    #[command(flatten)]
+    pub redis: super::verify::RedisArgs,
 }
 
 /// A validated `run`: the parsed scenario and the seed it runs with.
@@ -60,4 +63,25 @@ pub fn report(plan: &Plan, progress: Progress) -> Result<RunReport> {
 pub fn run(plan: Plan, out: &mut dyn Write) -> Result<()> {
     let r = report(&plan, Progress::Auto)?;
     emit(out, &r.render(plan.format))
+}
+
+/// `run` from its arguments: the emulator's report, then with `--redis` the same arrivals through
+/// every selected script on the server, checked call for call against the emulator's decisions
+/// (an [`crate::Error::Mismatch`] names the first differing call of each script).
+pub fn execute(a: Args, out: &mut dyn Write) -> Result<()> {
+    let target = a.redis.target()?;
+    let plan = Plan::new(a)?;
+    let Some(target) = target else { return run(plan, out) };
+    let r = report(&plan, Progress::Auto)?;
+    let mut real = target.connect()?;
+    let check = crate::verify::decisions::check_run(&plan.scenario, plan.seed, &mut real, Progress::Auto)?;
+    let text = match plan.format {
+        Format::Json => {
+            let v = serde_json::json!({ "run": r, "redis": check });
+            serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+        }
+        f => format!("{}\n{}", r.render(f), check.render(f)),
+    };
+    emit(out, &text)?;
+    check.into_result()
 }

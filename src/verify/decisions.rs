@@ -111,6 +111,9 @@ pub struct ScriptCheck {
 pub struct RedisCheck {
     pub backend: String,
     pub checks: Vec<ScriptCheck>,
+    /// Show the server's calls per second (wall-clock figures; off for byte-identical output).
+    #[serde(skip)]
+    pub show_speed: bool,
 }
 
 impl RedisCheck {
@@ -133,13 +136,23 @@ impl RedisCheck {
             format!("The same arrivals on {}: decisions against the emulator's, call for call", self.backend),
             &["Scenario", "Algorithm", "Calls", "Decisions", "Keys removed"],
         );
+        if self.show_speed {
+            t.headers.push("Calls/s on the server".into());
+            t.align.push(crate::report::table::Align::Right);
+        }
         for c in &self.checks {
             let verdict = match (&c.divergence, c.attempts) {
                 (None, 1) => "identical".to_string(),
                 (None, n) => format!("identical (attempt {n})"),
                 (Some(d), _) => format!("DIFFER from call #{}", d.call),
             };
-            t.row(vec![c.scenario.clone(), c.algorithm.clone(), c.calls.to_string(), verdict, c.keys_removed.to_string()]);
+            let mut row =
+                vec![c.scenario.clone(), c.algorithm.clone(), c.calls.to_string(), verdict, c.keys_removed.to_string()];
+            if self.show_speed {
+                let rate = if c.redis_secs > 0.0 { c.calls as f64 / c.redis_secs } else { 0.0 };
+                row.push(crate::report::table::thousands(rate.round() as u64));
+            }
+            t.row(row);
         }
         for c in &self.checks {
             if let Some(d) = &c.divergence {
@@ -283,7 +296,7 @@ pub fn check_scenario(s: &Scenario, seed: u64, real: &mut RealRedis, progress: P
 
 /// `run --redis`: one scenario file.
 pub fn check_run(s: &Scenario, seed: u64, real: &mut RealRedis, progress: Progress) -> Result<RedisCheck> {
-    Ok(RedisCheck { backend: real.describe(), checks: check_scenario(s, seed, real, progress)? })
+    Ok(RedisCheck { backend: real.describe(), checks: check_scenario(s, seed, real, progress)?, show_speed: false })
 }
 
 /// `compare --redis`: every standard scenario, every script (`seed` overrides the files' own).
@@ -295,7 +308,7 @@ pub fn check_standard(seed: Option<u64>, real: &mut RealRedis, progress: Progres
         let seed = seed.unwrap_or(s.seed);
         checks.extend(check_scenario(&s, seed, real, progress)?);
     }
-    Ok(RedisCheck { backend: real.describe(), checks })
+    Ok(RedisCheck { backend: real.describe(), checks, show_speed: false })
 }
 
 #[cfg(test)]

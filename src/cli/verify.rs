@@ -1,0 +1,146 @@
+//! `limitlab verify [--redis URL] [--cases N] [--seed S]`: differential fuzzing of the emulator
+//! against a real Redis (see [`crate::verify`]); also the `--redis URL` option `run`, `compare` and
+//! `cli` share ([`RedisArgs`]).
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use super::emit;
+use crate::backend::real::{RealOptions, RealRedis, DEFAULT_TIMEOUT};
+use crate::verify::server::PrivateServer;
+use crate::verify::{self, Options};
+use crate::{Error, Result};
+
+/// `--redis URL [--redis-timeout-ms MS]`: a real server to run on as well as the emulator.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct RedisArgs {
+    /// A real Redis to run on too: redis://HOST:PORT[/DB] (user:password@ allowed). A cluster node
+    /// is detected and the cluster used. Keys are written under a fresh `ll:<id>:` prefix and
+    /// removed afterwards; nothing else on the server is touched.
+    #[arg(long, value_name = "URL")]
+    pub redis: Option<String>,
+    /// How long to wait for the server (connecting, or one reply) before giving up, in ms.
+    #[arg(long, value_name = "MS", default_value_t = DEFAULT_TIMEOUT.as_millis() as u64)]
+    pub redis_timeout_ms: u64,
+}
+
+/// A validated `--redis`: where, and how patiently.
+#[derive(Clone, Debug)]
+pub struct RedisTarget {
+    pub url: String,
+    pub options: RealOptions,
+}
+
+impl RedisTarget {
+    /// Opens the connection (and finds out whether it is a cluster).
+    pub fn connect(&self) -> Result<RealRedis> {
+        RealRedis::connect(&self.url, self.options)
+    }
+}
+
+impl RedisArgs {
+    /// The target, checked without connecting: `None` without `--redis`.
+    pub fn target(&self) -> Result<Option<RedisTarget>> {
+        let options = self.options()?;
+        let Some(url) = &self.redis else { return Ok(None) };
+        if let Err(e) = redis::Client::open(url.as_str()) {
+            return Err(Error::Invalid {
+                context: "--redis".into(),
+                field: "URL".into(),
+                reason: format!("`{url}` is not a Redis URL ({e}); expected redis://HOST:PORT"),
+            });
+        }
+        Ok(Some(RedisTarget { url: url.clone(), options }))
+    }
+
+    fn options(&self) -> Result<RealOptions> {
+        if self.redis_timeout_ms == 0 || self.redis_timeout_ms > 3_600_000 {
+            return Err(Error::Invalid {
+                context: "--redis-timeout-ms".into(),
+                field: "MS".into(),
+                reason: format!("must be from 1 to 3600000, got {}", self.redis_timeout_ms),
+            });
+        }
+        Ok(RealOptions { timeout: Duration::from_millis(self.redis_timeout_ms) })
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub redis: RedisArgs,
+    /// How many random cases to run.
+    #[arg(long, default_value_t = 2000)]
+    pub cases: u64,
+    /// The seed of the cases (each case has its own stream of it).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Stop after this many mismatches (each is shrunk first).
+    #[arg(long, default_value_t = 3)]
+    pub max_mismatches: usize,
+}
+
+/// A validated `verify`.
+#[derive(Debug)]
+pub struct Plan {
+    /// `None`: start a private redis-server.
+    pub target: Option<RedisTarget>,
+    pub timeout: RealOptions,
+    pub options: Options,
+}
+
+impl Plan {
+    pub fn new(a: Args) -> Result<Plan> {
+        let timeout = a.redis.options()?;
+        if a.max_mismatches == 0 {
+            return Err(Error::Invalid {
+                context: "verify".into(),
+                field: "--max-mismatches".into(),
+                reason: "must be at least 1".into(),
+            });
+        }
+        Ok(Plan {
+            target: a.redis.target()?,
+            timeout,
+            options: Options { cases: a.cases, seed: a.seed, max_mismatches: a.max_mismatches, ..Options::default() },
+        })
+    }
+}
+
+/// Runs the cases against `--redis`, or against a private redis-server started for the purpose.
+pub fn run(plan: Plan, out: &mut dyn Write) -> Result<()> {
+    let mut options = plan.options;
+    let server;
+    let (mut real, backend) = match &plan.target {
+        Some(t) => {
+            let r = t.connect()?;
+            let d = crate::backend::Backend::describe(&r);
+            (r, d)
+        }
+        None => {
+            server = PrivateServer::start()?;
+            options.private = true;
+            let r = RealRedis::connect(&server.url(), plan.timeout)?;
+            (r, format!("a private redis-server on 127.0.0.1:{} ({})", server.port(), server.version()))
+        }
+    };
+    let bar = (options.cases >= 500 && std::io::stderr().is_terminal()).then(|| {
+        let b = indicatif::ProgressBar::new(options.cases);
+        if let Ok(style) = indicatif::ProgressStyle::with_template("verify {bar:40} {pos}/{len} ({eta})") {
+            b.set_style(style);
+        }
+        b
+    });
+    let mut report = verify::verify(&mut real, &options, |n| {
+        if let Some(b) = &bar {
+            if n % 25 == 0 {
+                b.set_position(n);
+            }
+        }
+    })?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    report.backend = backend;
+    emit(out, &report.render())?;
+    report.into_result()
+}
