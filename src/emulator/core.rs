@@ -12,11 +12,14 @@ pub struct Core {
     pub frozen_ms: Option<i64>,
     /// Cluster mode: commands and scripts must keep to one hash slot.
     pub cluster: bool,
+    /// The caller speaks RESP3 (a script after `redis.setresp(3)`): some replies change shape, e.g.
+    /// WITHSCORES ranges nest `[member, score]` pairs.
+    pub resp3: bool,
 }
 
 impl Core {
     pub fn new(clock: VirtualClock) -> Self {
-        Core { db: Db::default(), clock, frozen_ms: None, cluster: false }
+        Core { db: Db::default(), clock, frozen_ms: None, cluster: false, resp3: false }
     }
 
     /// The time, in unix milliseconds, against which keys expire.

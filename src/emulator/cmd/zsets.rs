@@ -477,6 +477,19 @@ fn zrange_generic(core: &mut Core, a: &[&[u8]], mut rtype: RangeType, mut dir: D
             walk_limited(z, first, offset, limit, reverse, false, in_range)
         }
     };
+    scored(core.resp3 && withscores, out)
+}
+
+/// A flat `member, score, ...` list, nested as `[member, score]` pairs for a RESP3 caller.
+fn scored(nest: bool, flat: Vec<Reply>) -> Reply {
+    if !nest {
+        return Reply::Array(flat);
+    }
+    let mut out = Vec::with_capacity(flat.len() / 2);
+    let mut it = flat.into_iter();
+    while let (Some(m), Some(s)) = (it.next(), it.next()) {
+        out.push(Reply::Array(vec![m, s]));
+    }
     Reply::Array(out)
 }
 
@@ -622,7 +635,8 @@ fn pop_generic(core: &mut Core, a: &[&[u8]], max: bool) -> Reply {
     }
     let empty = z.is_empty();
     delete_if_empty(core, key, empty);
-    Reply::Array(out)
+    // With an explicit count, a RESP3 caller gets [member, score] pairs.
+    scored(core.resp3 && a.len() == 3, out)
 }
 
 #[cfg(test)]

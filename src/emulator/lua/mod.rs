@@ -619,7 +619,10 @@ pub(crate) fn call_checked(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8
             Ok(None) => {}
         }
     }
-    core.run(spec, &argv)
+    core.resp3 = st.resp.get() == 3;
+    let reply = core.run(spec, argv);
+    core.resp3 = false;
+    reply
 }
 
 static SCRIPT_HELP: &[&str] = &[
