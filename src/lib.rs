@@ -8,6 +8,7 @@ pub mod emulator;
 pub mod error;
 pub mod limiter;
 pub mod metrics;
+pub mod race;
 pub mod report;
 pub mod sim;
 pub mod traffic;

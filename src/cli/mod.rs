@@ -13,6 +13,7 @@ use clap::{Parser, Subcommand};
 use crate::report::Format;
 use crate::{Error, Result};
 
+pub mod attack;
 pub mod compare;
 pub mod plot;
 pub mod redis_cli;
@@ -45,6 +46,9 @@ pub enum Command {
     /// the emulator and on a real Redis (--redis, or a private redis-server); replies must be
     /// byte-identical, and a mismatch is shrunk and printed as redis-cli lines.
     Verify(verify::Args),
+    /// Search arrival patterns within a request budget for one script's highest overshoot and
+    /// highest false-rejection rate; print them, save them as replayable traces, plot them.
+    Attack(attack::Args),
 }
 
 /// How a report is printed: `--json` or `--markdown`, text otherwise.
@@ -78,6 +82,7 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> Result<()> {
         Command::Plot(a) => plot::run(plot::Plan::new(a)?, out),
         Command::Cli(a) => shell::run(shell::Plan::new(a)?, out),
         Command::Verify(a) => verify::run(verify::Plan::new(a)?, out),
+        Command::Attack(a) => attack::run(attack::Plan::new(a)?, out),
     }
 }
 

@@ -16,9 +16,10 @@ static FONT: &[u8] = include_bytes!("fonts/DejaVuSans.ttf");
 static REGISTER: Once = Once::new();
 
 /// The family name the embedded font is registered under.
-const FAMILY: &str = "sans-serif";
+pub(crate) const FAMILY: &str = "sans-serif";
 
-fn register_font() {
+/// Registers the embedded font under [`FAMILY`] (once); every plot calls it before drawing.
+pub(crate) fn register_font() {
     REGISTER.call_once(|| {
         // The bytes are a valid TrueType font (tested), so this cannot fail at run time.
         let _ = plotters::style::register_font(FAMILY, FontStyle::Normal, FONT);
