@@ -1,5 +1,6 @@
 //! Tables (human text, markdown, JSON) and plots of simulation results.
 pub mod compare;
+pub mod memory;
 pub mod plot;
 pub mod run;
 pub mod table;
