@@ -15,6 +15,7 @@ use crate::{Error, Result};
 
 pub mod attack;
 pub mod compare;
+pub mod memory;
 pub mod plot;
 pub mod redis_cli;
 pub mod run;
@@ -49,6 +50,9 @@ pub enum Command {
     /// Search arrival patterns within a request budget for one script's highest overshoot and
     /// highest false-rejection rate; print them, save them as replayable traces, plot them.
     Attack(attack::Args),
+    /// Bytes per user and for N users (default 1,000,000) of every script after a window's worth
+    /// of calls (MEMORY USAGE), beside the seed article's figures and, with --redis, a real server's.
+    Memory(memory::Args),
 }
 
 /// How a report is printed: `--json` or `--markdown`, text otherwise.
@@ -83,6 +87,7 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> Result<()> {
         Command::Cli(a) => shell::run(shell::Plan::new(a)?, out),
         Command::Verify(a) => verify::run(verify::Plan::new(a)?, out),
         Command::Attack(a) => attack::run(attack::Plan::new(a)?, out),
+        Command::Memory(a) => memory::run(memory::Plan::new(a)?, out),
     }
 }
 
