@@ -51,8 +51,13 @@ struct Vm {
     ctx: Box<fast::CallCtx>,
     /// The environment scripts run in: a read-only view of the globals.
     env: Table,
-    /// `function(f) return xpcall(f, handler) end`, Redis's error handler included.
+    /// `function(f) return xpcall(f, handler) end`, Redis's error handler included (called through
+    /// `runner_ref`; kept here so it lives as long as the VM).
+    #[allow(dead_code)]
     runner: Function,
+    /// The main Lua state and the registry slot of `runner`, for the per-call fast path.
+    state: *mut mlua::ffi::lua_State,
+    runner_ref: std::os::raw::c_int,
 }
 
 impl Vm {
@@ -78,6 +83,8 @@ impl Vm {
         let rawset = unsafe { lua.create_c_function(rawset_c)? };
         // SAFETY: as above.
         let (setmt, getmt) = unsafe { (lua.create_c_function(setmetatable_c)?, lua.create_c_function(getmetatable_c)?) };
+        // SAFETY: as above.
+        let tonumber = unsafe { lua.create_c_function(tonumber_c)? };
         let see: Vec<Function> = unsafe {
             vec![
                 lua.create_c_function(pairs_c)?,
@@ -87,7 +94,7 @@ impl Vm {
             ]
         };
         let cwrap = lua.create_function(|lua, f: Function| c_wrap(lua, f))?;
-        let (env, runner): (Table, Function) = setup.call((rawset, setmt, getmt, see, cwrap))?;
+        let (env, runner): (Table, Function) = setup.call((rawset, setmt, getmt, see, cwrap, tonumber))?;
         g.raw_set("debug", Value::Nil)?;
         let st = state.clone();
         lua.set_global_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), move |_, _| {
@@ -107,8 +114,22 @@ impl Vm {
                 mlua::ffi::lua_gc(l, mlua::ffi::LUA_GCSETPAUSE, 400);
             })?;
         }
-        Ok(Vm { lua, ctx, env, runner })
+        let (state, runner_ref) = registry_ref(&lua, &runner)?;
+        Ok(Vm { lua, ctx, env, runner, state, runner_ref })
     }
+}
+
+/// Stores `f` in the registry; returns the main state and the reference.
+fn registry_ref(lua: &Lua, f: &Function) -> mlua::Result<(*mut mlua::ffi::lua_State, std::os::raw::c_int)> {
+    let mut out = (std::ptr::null_mut(), 0);
+    // SAFETY: pops the function exec_raw pushed into a registry reference.
+    unsafe {
+        lua.exec_raw::<()>(f, |l| {
+            let r = mlua::ffi::luaL_ref(l, mlua::ffi::LUA_REGISTRYINDEX);
+            out = (l, r);
+        })?;
+    }
+    Ok(out)
 }
 
 /// The scripting engine of one emulator.
@@ -224,7 +245,8 @@ impl Scripting {
                 Err(e) => return Err(e),
             };
             let f = self.compile(code)?;
-            self.scripts.insert(sha.clone(), Cached { f, shebang });
+            let (_, fref) = registry_ref(&self.vm.lua, &f).map_err(|e| Reply::Error(format!("ERR {e}")))?;
+            self.scripts.insert(sha.clone(), Cached { f, fref, shebang });
         }
         Ok(sha)
     }
@@ -270,7 +292,7 @@ impl Scripting {
 
     fn run_cached(&mut self, sha: &str, keys: &[&[u8]], argv: &[&[u8]], read_only: bool) -> Reply {
         let Some(c) = self.scripts.get(sha) else { return Reply::err(NOSCRIPT) };
-        let (f, shebang) = (c.f.clone(), c.shebang);
+        let (fref, shebang) = (c.fref, c.shebang);
         // Redis 7.0: a script with a shebang declares whether it writes; without one it may write.
         let mut read_only = read_only;
         if let Some(sb) = shebang {
@@ -282,13 +304,13 @@ impl Scripting {
             }
             read_only |= sb.no_writes;
         }
-        match self.run(sha, &f, keys, argv, read_only) {
+        match self.run(sha, fref, keys, argv, read_only) {
             Ok(r) => r,
             Err(e) => Reply::Error(format!("ERR Error running script: {}", one_line(&e.to_string()))),
         }
     }
 
-    fn run(&self, sha: &str, f: &Function, keys: &[&[u8]], argv: &[&[u8]], read_only: bool) -> mlua::Result<Reply> {
+    fn run(&self, sha: &str, fref: std::os::raw::c_int, keys: &[&[u8]], argv: &[&[u8]], read_only: bool) -> mlua::Result<Reply> {
         let st = &self.state;
         st.read_only.set(read_only);
         st.resp.set(2);
@@ -305,21 +327,33 @@ impl Scripting {
             let now = core.now_ms();
             core.frozen_ms = Some(now);
         }
-        let mut out: Option<(bool, Reply, Option<fast::ScriptFailure>)> = None;
-        // SAFETY: the closure uses the Lua C API on the stack exec_raw prepared (runner, f); errors are
-        // caught by the runner's xpcall, and exec_raw protects the rest.
-        let result = unsafe {
-            self.vm.lua.exec_raw::<()>((&self.vm.runner, f), |l| {
-                fast::set_string_array(l, c"KEYS", keys);
-                fast::set_string_array(l, c"ARGV", argv);
-                mlua::ffi::lua_call(l, 1, 2);
-                let ok = mlua::ffi::lua_toboolean(l, -2) != 0;
-                out = Some(if ok {
-                    (true, fast::to_reply(l, -1, st.resp.get(), 0), None)
+        let l = self.vm.state;
+        // SAFETY: runs on the main state between mlua calls and leaves its stack as it found it. The
+        // runner's xpcall catches the script's errors; lua_pcall catches anything else.
+        let (out, result) = unsafe {
+            use mlua::ffi;
+            let top = ffi::lua_gettop(l);
+            ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, self.vm.runner_ref);
+            ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, fref);
+            fast::set_string_array(l, c"KEYS", keys);
+            fast::set_string_array(l, c"ARGV", argv);
+            let status = ffi::lua_pcall(l, 1, 2, 0);
+            let r = if status != 0 {
+                let mut len = 0usize;
+                let p = ffi::lua_tolstring(l, -1, &mut len);
+                let msg = if p.is_null() {
+                    "unknown error".to_string()
                 } else {
-                    (false, Reply::Nil, Some(fast::read_failure(l, -1)))
-                });
-            })
+                    String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, len)).into_owned()
+                };
+                (None, Err(mlua::Error::RuntimeError(msg)))
+            } else if ffi::lua_toboolean(l, -2) != 0 {
+                (Some((true, fast::to_reply(l, -1, st.resp.get(), 0), None)), Ok(()))
+            } else {
+                (Some((false, Reply::Nil, Some(fast::read_failure(l, -1)))), Ok(()))
+            };
+            ffi::lua_settop(l, top);
+            r
         };
         self.core.borrow_mut().frozen_ms = None;
         let killed = st.killed.replace(false);
@@ -334,7 +368,10 @@ impl Scripting {
 
 /// A compiled script and the flags of its shebang line, if it has one.
 struct Cached {
+    /// Keeps the compiled function alive; calls go through `fref`.
+    #[allow(dead_code)]
     f: Function,
+    fref: std::os::raw::c_int,
     shebang: Option<Shebang>,
 }
 
@@ -553,6 +590,28 @@ macro_rules! see_through {
 }
 see_through!(pairs_c => c"limitlab.pairs", ipairs_c => c"limitlab.ipairs", next_c => c"limitlab.next", rawget_c => c"limitlab.rawget");
 
+/// `tonumber` with a fast path for what rate limiters pass in ARGV: a plain decimal integer of at most
+/// 15 digits, which `strtod` would convert exactly to the same double. Anything else (bases, spaces,
+/// signs other than one leading `-`, fractions, hex, exponents) goes to the original.
+unsafe extern "C-unwind" fn tonumber_c(l: *mut mlua::ffi::lua_State) -> std::os::raw::c_int {
+    use mlua::ffi;
+    if ffi::lua_gettop(l) == 1 && ffi::lua_type(l, 1) == ffi::LUA_TSTRING {
+        let mut len = 0usize;
+        let p = ffi::lua_tolstring(l, 1, &mut len);
+        let b = std::slice::from_raw_parts(p as *const u8, len);
+        let (neg, digits) = match b.first() {
+            Some(b'-') => (true, &b[1..]),
+            _ => (false, b),
+        };
+        if !digits.is_empty() && digits.len() <= 15 && digits.iter().all(u8::is_ascii_digit) {
+            let v = digits.iter().fold(0i64, |acc, d| acc * 10 + (d - b'0') as i64) as f64;
+            ffi::lua_pushnumber(l, if neg { -v } else { v });
+            return 1;
+        }
+    }
+    call_saved(l, c"limitlab.tonumber")
+}
+
 /// `setmetatable` that refuses the read-only tables.
 unsafe extern "C-unwind" fn setmetatable_c(l: *mut mlua::ffi::lua_State) -> std::os::raw::c_int {
     if is_readonly(l, 1) {
@@ -648,7 +707,7 @@ static SCRIPT_HELP: &[&str] = &[
 /// The Lua half of the sandbox, run once at start-up with the debug library still present. It returns the
 /// environment scripts run in and the runner that calls a script under Redis's error handler.
 const SETUP_LUA: &str = r#"
-local rawset_c, setmetatable_c, getmetatable_c, see, cwrap = ...
+local rawset_c, setmetatable_c, getmetatable_c, see, cwrap, tonumber_c = ...
 local G = _G
 local getinfo = debug.getinfo
 local type, tostring, rawget, rawset, error, select, xpcall = type, tostring, rawget, rawset, error, select, xpcall
@@ -836,6 +895,8 @@ for i, name in ipairs({'pairs', 'ipairs', 'next', 'rawget'}) do
   registry['limitlab.' .. name] = G[name]
   G[name] = see[i]
 end
+registry['limitlab.tonumber'] = G.tonumber
+G.tonumber = tonumber_c
 G.__redis__err__handler = handler
 G.rawset = rawset_c
 G.setmetatable = setmetatable_c
