@@ -69,9 +69,30 @@ pub struct Built {
     pub times_us: Vec<i64>,
     /// Whether the model admitted each arrival.
     pub allowed: Vec<bool>,
+    /// The index of the segment that sent each arrival.
+    pub segment: Vec<u16>,
 }
 
 impl Built {
+    pub fn len(&self) -> usize {
+        self.times_us.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.times_us.is_empty()
+    }
+
+    /// The segments that send exactly the first `k` of these arrivals: segments cut to what they
+    /// sent, the ones that sent nothing dropped. Building is causal (an arrival's decision depends
+    /// only on earlier ones), so building them gives this pattern's first `k` arrivals.
+    pub fn prefix_segments(&self, segments: &[Segment], k: usize) -> Vec<Segment> {
+        let mut counts = vec![0u32; segments.len()];
+        for &j in &self.segment[..k.min(self.segment.len())] {
+            counts[j as usize] += 1;
+        }
+        segments.iter().zip(counts).filter(|(_, n)| *n > 0).map(|(s, n)| Segment { count: n, ..*s }).collect()
+    }
+
     /// The millisecond the script sees for arrival `i` (relative to the origin).
     pub fn ms(&self, i: usize) -> i64 {
         self.times_us[i].div_euclid(1000)
@@ -88,7 +109,7 @@ pub fn build(segments: &[Segment], limiter: &Limiter, origin_ms: i64, budget: u3
     let mut left = budget;
     let mut last_us = 0i64;
     let end_ms = SPAN_WINDOWS * window;
-    for s in segments {
+    for (j, s) in segments.iter().enumerate() {
         if left == 0 {
             break;
         }
@@ -104,6 +125,7 @@ pub fn build(segments: &[Segment], limiter: &Limiter, origin_ms: i64, budget: u3
                     let ok = model.decide(&key, origin_ms + t.div_euclid(1000), 1).allowed;
                     out.times_us.push(t);
                     out.allowed.push(ok);
+                    out.segment.push(j as u16);
                     last_us = t;
                 }
                 left -= n;
@@ -122,6 +144,7 @@ pub fn build(segments: &[Segment], limiter: &Limiter, origin_ms: i64, budget: u3
                     let ok = model.decide(&key, origin_ms + t, 1).allowed;
                     out.times_us.push(t * 1000);
                     out.allowed.push(ok);
+                    out.segment.push(j as u16);
                     last_us = t * 1000;
                     left -= 1;
                     ms = t;

@@ -56,6 +56,22 @@ pub fn span(ms: &[i64], window: i64) -> (i64, i64) {
     (lo - (window / 10).max(1), hi + window)
 }
 
+/// The points as a step line (each value holds until the next point), without the points that
+/// change nothing. Only right angles remain, so wide lines have no miter spikes where a count
+/// drops and rises again within one step.
+fn steps(points: &[(i64, u64)]) -> Vec<(i64, u64)> {
+    let mut out: Vec<(i64, u64)> = Vec::with_capacity(points.len());
+    for (i, &(x, y)) in points.iter().enumerate() {
+        match out.last() {
+            Some(&(_, prev)) if prev == y && i + 1 < points.len() => continue,
+            Some(&(_, prev)) if prev != y => out.push((x, prev)),
+            _ => {}
+        }
+        out.push((x, y));
+    }
+    out
+}
+
 /// Writes the panels side by side as a PNG and an SVG.
 pub fn write(title: &str, limit: u64, window_ms: u64, panels: &[Panel], png: &Path, svg: &Path) -> Result<()> {
     register_font();
@@ -94,7 +110,8 @@ fn draw<DB: DrawingBackend>(
         let (x_lo, x_hi) = if x_lo > x_hi { (0, 1) } else { (x_lo, x_hi.max(x_lo + 1)) };
         let y_max = [&p.sent, &p.script, &p.exact].iter().flat_map(|l| l.points.iter().map(|q| q.1)).max().unwrap_or(0);
         let y_max = y_max.max(limit);
-        let y_hi = y_max + y_max / 8 + 1;
+        // Head room for the legend above the lines.
+        let y_hi = y_max + y_max * 3 / 8 + 1;
         let mut chart = ChartBuilder::on(area)
             .caption(&p.caption, (FAMILY, 17))
             .margin(12)
@@ -128,7 +145,7 @@ fn draw<DB: DrawingBackend>(
         for (line, color, width) in [(&p.sent, grey, 1), (&p.exact, dark, 2), (&p.script, blue, 3)] {
             let style = color.stroke_width(width);
             chart
-                .draw_series(LineSeries::new(line.points.iter().copied(), style))
+                .draw_series(LineSeries::new(steps(&line.points), style))
                 .map_err(e)?
                 .label(line.name.clone())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3)));
@@ -159,5 +176,11 @@ mod tests {
         assert_eq!(at(9), Some(4));
         assert_eq!(at(10), Some(3), "(0, 10] drops the two at 0");
         assert_eq!(at(12), Some(3));
+    }
+
+    #[test]
+    fn step_lines_turn_at_right_angles_only() {
+        let p = [(0, 1), (1, 1), (2, 5), (3, 5), (4, 0), (5, 0)];
+        assert_eq!(steps(&p), [(0, 1), (2, 1), (2, 5), (4, 5), (4, 0), (5, 0)]);
     }
 }

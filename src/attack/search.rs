@@ -13,10 +13,10 @@ use rand_chacha::ChaCha8Rng;
 use super::pattern::{build, Built, Kind, Segment};
 use super::Goal;
 use crate::limiter::Limiter;
-use crate::metrics::{max_in_any_window, ExactLog};
+use crate::metrics::ExactLog;
 
-/// How many of the best patterns the search keeps and mutates.
-const ELITE: usize = 6;
+/// Hill climbs the iterations are shared between.
+const CLIMBS: u32 = 4;
 /// Random patterns among the starting ones.
 const RANDOM_STARTS: usize = 10;
 /// At most this many segments in a pattern.
@@ -51,21 +51,76 @@ impl Score {
 /// Scores built arrivals: the worst window of admissions and the false rejections against an
 /// independent exact sliding log (as [`crate::metrics`] defines them).
 pub fn score(built: &Built, limiter: &Limiter) -> Score {
+    prefix_scores(built, limiter).last().copied().unwrap_or_default()
+}
+
+/// The score of every prefix of the arrivals: element `k - 1` scores the first `k`. Both figures
+/// are causal (a prefix's decisions and the exact log's are those of the whole), so one pass
+/// computes them all.
+pub fn prefix_scores(built: &Built, limiter: &Limiter) -> Vec<Score> {
     let p = limiter.params();
-    let mut admitted: Vec<(i64, u64)> = Vec::with_capacity(built.times_us.len());
+    let window = p.window_ms as i64;
     let mut exact = ExactLog::new(p);
-    let mut false_rejections = 0;
+    let mut out = Vec::with_capacity(built.len());
+    // Admitted times in order, and the start of the trailing window over them.
+    let mut admitted: Vec<i64> = Vec::with_capacity(built.len());
+    let mut tail = 0usize;
+    let mut s = Score::default();
     for (i, &ok) in built.allowed.iter().enumerate() {
         let ms = built.ms(i);
+        s.calls += 1;
         if ok {
-            admitted.push((ms, 1));
+            admitted.push(ms);
+            while ms - admitted[tail] >= window {
+                tail += 1;
+            }
+            s.admitted += 1;
+            s.max_in_window = s.max_in_window.max((admitted.len() - tail) as u64);
         }
         if exact.decide(0, ms, 1) && !ok {
-            false_rejections += 1;
+            s.false_rejections += 1;
+        }
+        out.push(s);
+    }
+    out
+}
+
+/// The length and score of the best prefix (the shortest among equals); `(0, default)` when there
+/// are no arrivals.
+fn best_prefix(scores: &[Score], goal: Goal) -> (usize, Score) {
+    let mut k = scores.len();
+    for (i, s) in scores.iter().enumerate() {
+        if s.beats(&scores[k - 1], goal) {
+            k = i + 1;
         }
     }
-    let (max_in_window, _) = max_in_any_window(&mut admitted, p.window_ms as i64);
-    Score { calls: built.times_us.len() as u64, admitted: admitted.len() as u64, max_in_window, false_rejections }
+    (k, scores.get(k.wrapping_sub(1)).copied().unwrap_or_default())
+}
+
+/// The best prefix of `best`'s arrivals for `goal` (requests after the worst window, or that end a
+/// pattern without being false rejections, add nothing), as segments, rebuilt.
+fn trim(
+    segments: Vec<Segment>,
+    built: Built,
+    limiter: &Limiter,
+    goal: Goal,
+    origin_ms: i64,
+    budget: u32,
+) -> (Vec<Segment>, Built, Score) {
+    let scores = prefix_scores(&built, limiter);
+    let Some(full) = scores.last().copied() else { return (segments, built, Score::default()) };
+    let (k, _) = best_prefix(&scores, goal);
+    if k == scores.len() {
+        return (segments, built, full);
+    }
+    let cut = built.prefix_segments(&segments, k);
+    let rebuilt = build(&cut, limiter, origin_ms, budget);
+    let s = score(&rebuilt, limiter);
+    if rebuilt.len() == k && rebuilt.times_us[..] == built.times_us[..k] && s == scores[k - 1] {
+        (cut, rebuilt, s)
+    } else {
+        (segments, built, full)
+    }
 }
 
 /// The best pattern found and how many patterns were scored.
@@ -77,46 +132,73 @@ pub struct Best {
     pub evaluations: u32,
 }
 
+/// One scored pattern.
+#[derive(Clone, Debug, Default)]
+struct Candidate {
+    segments: Vec<Segment>,
+    built: Built,
+    score: Score,
+}
+
 /// Searches for the pattern that maximizes `goal` within `budget` requests, scoring
 /// `iterations` mutants after the starting patterns.
+///
+/// The mutants come from [`CLIMBS`] hill climbs, each from one of the best starting patterns (the
+/// best first); a climb moves to any mutant that is no worse than where it stands (so it can drift
+/// along plateaus), and the best pattern seen anywhere wins.
 pub fn search(limiter: &Limiter, goal: Goal, origin_ms: i64, budget: u32, seed: u64, iterations: u32) -> Best {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let space = Space { window: limiter.params().window_ms as i64, limit: limiter.params().limit, budget };
-    let mut elite: Vec<(Vec<Segment>, Built, Score)> = Vec::with_capacity(ELITE + 1);
     let mut evaluations = 0u32;
-    let mut consider = |segs: Vec<Segment>, elite: &mut Vec<(Vec<Segment>, Built, Score)>| {
-        let segs = space.normalize(segs);
-        if segs.is_empty() || elite.iter().any(|e| e.0 == segs) {
-            return;
+    let mut evaluate = |segs: Vec<Segment>| -> Option<Candidate> {
+        let segments = space.normalize(segs);
+        if segments.is_empty() {
+            return None;
         }
-        let built = build(&segs, limiter, origin_ms, budget);
-        let s = score(&built, limiter);
+        let built = build(&segments, limiter, origin_ms, budget);
+        // Judged by its best prefix: what it would score once trimmed.
+        let (_, score) = best_prefix(&prefix_scores(&built, limiter), goal);
         evaluations += 1;
-        // After every pattern that is at least as good (ties keep the older first).
-        let pos = elite.iter().position(|e| s.beats(&e.2, goal)).unwrap_or(elite.len());
-        if pos < ELITE {
-            elite.insert(pos, (segs, built, s));
-            elite.truncate(ELITE);
-        }
+        Some(Candidate { segments, built, score })
     };
+    let mut pool: Vec<Candidate> = Vec::new();
     for segs in space.starts(goal) {
-        consider(segs, &mut elite);
+        pool.extend(evaluate(segs));
     }
     for _ in 0..RANDOM_STARTS {
         let segs = space.random(&mut rng);
-        consider(segs, &mut elite);
+        pool.extend(evaluate(segs));
     }
-    for _ in 0..iterations {
-        if elite.is_empty() {
-            break;
+    // Best first; a stable sort keeps the order of equals, so this is deterministic.
+    pool.sort_by(|a, b| {
+        if a.score.beats(&b.score, goal) {
+            std::cmp::Ordering::Less
+        } else if b.score.beats(&a.score, goal) {
+            std::cmp::Ordering::Greater
+        } else {
+            std::cmp::Ordering::Equal
         }
-        // Biased towards the best: the better of two picks.
-        let n = elite.len();
-        let i = rng.random_range(0..n).min(rng.random_range(0..n));
-        let child = space.mutate(&elite[i].0, &mut rng);
-        consider(child, &mut elite);
+    });
+    let mut best = pool.first().cloned().unwrap_or_default();
+    if !pool.is_empty() {
+        for c in 0..CLIMBS {
+            let steps = iterations / CLIMBS + u32::from(c < iterations % CLIMBS);
+            let mut here = pool[c as usize % pool.len()].clone();
+            for _ in 0..steps {
+                let child = space.mutate(&here.segments, &mut rng);
+                let Some(cand) = evaluate(child) else { continue };
+                // Among equals, the simplest pattern is kept.
+                let simpler = !best.score.beats(&cand.score, goal) && cand.segments.len() < best.segments.len();
+                if cand.score.beats(&best.score, goal) || simpler {
+                    best = cand.clone();
+                }
+                if !here.score.beats(&cand.score, goal) {
+                    here = cand;
+                }
+            }
+        }
     }
-    let (segments, built, score) = elite.into_iter().next().unwrap_or_default();
+    let (segments, built, score) = trim(best.segments, best.built, limiter, goal, origin_ms, budget);
     Best { segments, built, score, evaluations }
 }
 
@@ -144,7 +226,7 @@ impl Space {
                 s.spacing_us = 0;
             }
         }
-        segs.sort();
+        segs.sort_by_key(|s| (s.at_ms, s.kind, s.count, s.spacing_us));
         segs.truncate(MAX_SEGMENTS);
         let mut left = self.budget;
         segs.retain_mut(|s| {
@@ -177,6 +259,19 @@ impl Space {
                 out.push(vec![Segment::burst(0, l, 0), Segment::burst(w + (w - p).min(w - 1), l, 0)]);
                 out.push(vec![Segment::greedy(p, l), Segment::burst(p + w, l, 0)]);
             }
+        }
+        // Bursts alternating with streams at the limit's rate, a window apart.
+        let stream_us = (w as u64 * 1000 / self.limit).max(1);
+        for &p in &phases {
+            let mut segs = Vec::new();
+            let mut t = p;
+            while segs.len() + 2 <= MAX_SEGMENTS {
+                segs.push(Segment::burst(t, l, 0));
+                segs.push(Segment::burst(t + (stream_us / 1000) as i64 + 1, l, stream_us));
+                t += w;
+            }
+            segs.push(Segment::burst(t, l, 0));
+            out.push(segs);
         }
         // A steady stream at twice the limit's rate.
         out.push(vec![Segment::burst(0, b, (w as u64 * 1000 / (2 * self.limit)).max(1))]);
