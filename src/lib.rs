@@ -2,6 +2,7 @@
 //! under a deterministic virtual clock.
 pub mod attack;
 pub mod backend;
+pub mod bench;
 pub mod cli;
 pub mod clock;
 pub mod emulator;

@@ -14,6 +14,7 @@ use crate::report::Format;
 use crate::{Error, Result};
 
 pub mod attack;
+pub mod bench;
 pub mod compare;
 pub mod memory;
 pub mod plot;
@@ -47,6 +48,9 @@ pub enum Command {
     /// the emulator and on a real Redis (--redis, or a private redis-server); replies must be
     /// byte-identical, and a mismatch is shrunk and printed as redis-cli lines.
     Verify(verify::Args),
+    /// Decisions per second of every script on the Rust reference, the emulator and a real Redis
+    /// (one connection and pipelined), side by side; and the sliding log's cost against its size.
+    Bench(bench::Args),
     /// Search arrival patterns within a request budget for one script's highest overshoot and
     /// highest false-rejection rate; print them, save them as replayable traces, plot them.
     Attack(attack::Args),
@@ -86,6 +90,7 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> Result<()> {
         Command::Plot(a) => plot::run(plot::Plan::new(a)?, out),
         Command::Cli(a) => shell::run(shell::Plan::new(a)?, out),
         Command::Verify(a) => verify::run(verify::Plan::new(a)?, out),
+        Command::Bench(a) => bench::run(bench::Plan::new(a)?, out),
         Command::Attack(a) => attack::run(attack::Plan::new(a)?, out),
         Command::Memory(a) => memory::run(memory::Plan::new(a)?, out),
     }

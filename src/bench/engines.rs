@@ -1,0 +1,250 @@
+//! The engines a benchmark times, each running a [`Workload`]'s calls and keeping every decision:
+//! the Rust reference model ("native"), the embedded emulator, and a real Redis over one connection,
+//! with or without pipelining.
+//!
+//! Every engine formats the same KEYS and ARGV with [`Limiter::write_keys_and_args`] and reads
+//! replies with [`Limiter::parse_reply`], so the figures differ by what runs the script, not by
+//! client code. Calls `0..skip` run first, untimed (warm-up, or filling a sliding log); the clock
+//! covers calls `skip..skip + n` only. Decisions of all calls are returned, for checking.
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use redis::ConnectionLike;
+
+use super::workload::Workload;
+use crate::backend::real::to_reply;
+use crate::clock::Millis;
+use crate::emulator::{Emulator, Reply};
+use crate::limiter::{Decision, Limiter};
+use crate::{Error, Result};
+
+/// What one engine did: its decisions (all calls) and the seconds the timed calls took.
+#[derive(Clone, Debug)]
+pub struct Timed {
+    pub decisions: Vec<Decision>,
+    /// Calls timed.
+    pub calls: u64,
+    pub secs: f64,
+}
+
+impl Timed {
+    /// Timed calls per second of wall-clock time.
+    pub fn per_sec(&self) -> f64 {
+        if self.secs > 0.0 {
+            self.calls as f64 / self.secs
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The reference model, deciding in Rust with no script at all: the ceiling any engine could reach.
+pub fn native(w: &Workload, l: &Limiter, skip: usize, n: usize) -> Timed {
+    let keys = w.keys("");
+    let mut model = l.reference();
+    let mut decisions = Vec::with_capacity(skip + n);
+    for i in 0..skip {
+        decisions.push(model.decide(&keys[w.user(i)], w.now_ms(i), 1));
+    }
+    let start = Instant::now();
+    for i in skip..skip + n {
+        decisions.push(black_box(model.decide(&keys[w.user(i)], w.now_ms(i), 1)));
+    }
+    let secs = start.elapsed().as_secs_f64();
+    Timed { decisions, calls: n as u64, secs }
+}
+
+/// The embedded emulator: a fresh one, its virtual clock set to each call's time, the script run
+/// with EVALSHA.
+pub fn emulator(w: &Workload, l: &Limiter, skip: usize, n: usize) -> Result<Timed> {
+    let mut emu = Emulator::new();
+    let sha = emu.script_load(l.script().as_bytes()).map_err(|r| Error::Redis(format!("SCRIPT LOAD: {r:?}")))?;
+    let clock = emu.clock();
+    let keys = w.keys("");
+    let (mut kbuf, mut abuf) = (Vec::with_capacity(1), Vec::with_capacity(5));
+    let mut decisions = Vec::with_capacity(skip + n);
+    let mut call = |i: usize, emu: &mut Emulator, decisions: &mut Vec<Decision>| -> Result<()> {
+        let now = w.now_ms(i);
+        clock.set_millis(Millis(now));
+        l.write_keys_and_args(&keys[w.user(i)], now, 1, &mut kbuf, &mut abuf);
+        let k: [&[u8]; 1] = [kbuf[0].as_bytes()];
+        let mut argv: [&[u8]; 5] = [b""; 5];
+        for (slot, s) in argv.iter_mut().zip(abuf.iter()) {
+            *slot = s.as_bytes();
+        }
+        let reply = emu.evalsha(sha.as_bytes(), &k, &argv[..abuf.len()]);
+        decisions.push(l.parse_reply(&reply)?);
+        Ok(())
+    };
+    for i in 0..skip {
+        call(i, &mut emu, &mut decisions)?;
+    }
+    let start = Instant::now();
+    for i in skip..skip + n {
+        call(i, &mut emu, &mut decisions)?;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    Ok(Timed { decisions, calls: n as u64, secs })
+}
+
+/// One plain connection to a real Redis, sending pre-encoded RESP (pipelined or not).
+pub struct RedisConn {
+    url: String,
+    conn: redis::Connection,
+    buf: Vec<u8>,
+}
+
+/// Appends one command in RESP to `buf`.
+fn encode(buf: &mut Vec<u8>, args: &[&[u8]]) {
+    use std::io::Write as _;
+    let _ = write!(buf, "*{}\r\n", args.len());
+    for a in args {
+        let _ = write!(buf, "${}\r\n", a.len());
+        buf.extend_from_slice(a);
+        buf.extend_from_slice(b"\r\n");
+    }
+}
+
+impl RedisConn {
+    /// Connects to a standalone server (no cluster routing: every key goes to this node).
+    pub fn connect(url: &str, timeout: Duration) -> Result<RedisConn> {
+        let fail = |e: redis::RedisError| Error::Connection(format!("{url}: {e}"));
+        let client = redis::Client::open(url).map_err(fail)?;
+        let conn = client.get_connection_with_timeout(timeout).map_err(fail)?;
+        conn.set_read_timeout(Some(timeout)).map_err(fail)?;
+        conn.set_write_timeout(Some(timeout)).map_err(fail)?;
+        Ok(RedisConn { url: url.to_string(), conn, buf: Vec::new() })
+    }
+
+    /// Runs one command and returns its reply (error replies included as [`Reply::Error`]).
+    pub fn command(&mut self, args: &[&[u8]]) -> Result<Reply> {
+        self.buf.clear();
+        encode(&mut self.buf, args);
+        let v = self
+            .conn
+            .req_packed_command(&self.buf)
+            .map_err(|e| Error::Connection(format!("{}: {e}", self.url)))?;
+        Ok(to_reply(v))
+    }
+
+    /// The server's `redis_version`, from INFO server.
+    pub fn version(&mut self) -> Option<String> {
+        match self.command(&[b"INFO", b"server"]).ok()? {
+            Reply::Bulk(b) => String::from_utf8_lossy(&b)
+                .lines()
+                .find_map(|l| l.strip_prefix("redis_version:").map(|v| v.trim().to_string())),
+            _ => None,
+        }
+    }
+
+    /// Runs the workload's calls with EVALSHA, `depth` calls per round trip (1: no pipelining),
+    /// on keys behind `prefix`.
+    pub fn run(&mut self, w: &Workload, l: &Limiter, prefix: &str, depth: usize, skip: usize, n: usize) -> Result<Timed> {
+        match self.command(&[b"SCRIPT", b"LOAD", l.script().as_bytes()])? {
+            Reply::Bulk(_) => {}
+            other => return Err(Error::Redis(format!("SCRIPT LOAD replied {other:?}"))),
+        }
+        let depth = depth.max(1);
+        let keys = w.keys(prefix);
+        let sha = l.sha1().as_bytes().to_vec();
+        let (mut kbuf, mut abuf) = (Vec::with_capacity(1), Vec::with_capacity(5));
+        let mut decisions = Vec::with_capacity(skip + n);
+        let mut batch = |from: usize, to: usize, this: &mut RedisConn, decisions: &mut Vec<Decision>| -> Result<()> {
+            this.buf.clear();
+            for i in from..to {
+                l.write_keys_and_args(&keys[w.user(i)], w.now_ms(i), 1, &mut kbuf, &mut abuf);
+                let mut args: [&[u8]; 9] = [b""; 9];
+                args[0] = b"EVALSHA";
+                args[1] = &sha;
+                args[2] = b"1";
+                args[3] = kbuf[0].as_bytes();
+                for (slot, s) in args[4..].iter_mut().zip(abuf.iter()) {
+                    *slot = s.as_bytes();
+                }
+                encode(&mut this.buf, &args[..4 + abuf.len()]);
+            }
+            let replies = if to - from == 1 {
+                this.conn.req_packed_command(&this.buf).map(|v| vec![v])
+            } else {
+                this.conn.req_packed_commands(&this.buf, 0, to - from)
+            }
+            .map_err(|e| Error::Connection(format!("{}: {e}", this.url)))?;
+            for v in replies {
+                decisions.push(l.parse_reply(&to_reply(v))?);
+            }
+            Ok(())
+        };
+        let mut i = 0;
+        while i < skip {
+            let to = (i + depth).min(skip);
+            batch(i, to, self, &mut decisions)?;
+            i = to;
+        }
+        let start = Instant::now();
+        while i < skip + n {
+            let to = (i + depth).min(skip + n);
+            batch(i, to, self, &mut decisions)?;
+            i = to;
+        }
+        let secs = start.elapsed().as_secs_f64();
+        Ok(Timed { decisions, calls: n as u64, secs })
+    }
+
+    /// Removes every key under `prefix` (SCAN MATCH, then UNLINK); returns how many.
+    pub fn cleanup(&mut self, prefix: &str) -> Result<u64> {
+        let pattern = format!("{prefix}*");
+        let mut cursor = b"0".to_vec();
+        let mut removed = 0;
+        loop {
+            let reply = self.command(&[b"SCAN", &cursor, b"MATCH", pattern.as_bytes(), b"COUNT", b"1000"])?;
+            let Reply::Array(parts) = reply else { return Err(Error::Redis(format!("SCAN replied {reply:?}"))) };
+            let (next, keys) = match parts.as_slice() {
+                [Reply::Bulk(c), Reply::Array(keys)] => (c.clone(), keys),
+                _ => return Err(Error::Redis(format!("SCAN replied {parts:?}"))),
+            };
+            let mut args: Vec<&[u8]> = vec![b"UNLINK"];
+            args.extend(keys.iter().filter_map(|k| match k {
+                Reply::Bulk(b) => Some(b.as_slice()),
+                _ => None,
+            }));
+            if args.len() > 1 {
+                if let Reply::Int(n) = self.command(&args)? {
+                    removed += n.max(0) as u64;
+                }
+            }
+            if next == b"0" {
+                return Ok(removed);
+            }
+            cursor = next;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::workload::Check;
+    use crate::limiter::Variant;
+
+    #[test]
+    fn resp_encoding() {
+        let mut b = Vec::new();
+        encode(&mut b, &[b"GET", b"k"]);
+        assert_eq!(b, b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n");
+    }
+
+    #[test]
+    fn emulator_and_native_decide_as_the_reference() {
+        let w = Workload::throughput();
+        for v in Variant::ALL {
+            let l = w.limiter(v).unwrap();
+            let want = w.reference_decisions(&l, 600);
+            let e = emulator(&w, &l, 100, 500).unwrap();
+            assert_eq!(e.decisions.len(), 600);
+            assert_eq!(Check::of(&e.decisions, &want).differ, 0, "{v}");
+            let nat = native(&w, &l, 100, 500);
+            assert_eq!(nat.decisions, want, "{v}");
+            assert_eq!(nat.calls, 500);
+        }
+    }
+}

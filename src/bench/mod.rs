@@ -1,0 +1,376 @@
+//! `limitlab bench`: how fast each script decides, on every engine, side by side in one run.
+//!
+//! Engines: the Rust reference model of each script ("native", the ceiling: no Lua, no Redis), the
+//! embedded emulator (one core, in process), and a real Redis over one loopback connection, once
+//! without pipelining and once per pipeline depth (N EVALSHA per round trip). The real server is
+//! `--redis URL`, or else a private `redis-server` started for the run when one is installed.
+//!
+//! Every engine runs the same calls ([`workload::Workload`]) and keeps every decision, which is
+//! compared with the reference model's: a benchmark that decided differently would be timing
+//! something else. Throughput is measured, never asserted.
+//!
+//! A second table times the sliding log with its log full at sizes L = 10 ... 100,000: Redis's
+//! skiplist (and the emulator's) make each call O(log L), which the figures should show.
+pub mod engines;
+pub mod render;
+pub mod server;
+pub mod workload;
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use self::engines::{RedisConn, Timed};
+use self::server::PrivateServer;
+use self::workload::{Check, Workload};
+use crate::limiter::{Decision, Variant};
+use crate::Result;
+
+/// The default pipeline depths.
+pub const PIPELINES: [usize; 2] = [16, 64];
+/// The default sliding-log sizes.
+pub const LOG_SIZES: [u64; 5] = [10, 100, 1_000, 10_000, 100_000];
+
+/// Where the real-Redis columns come from.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum RedisTarget {
+    /// A private `redis-server` when one is installed (the default).
+    #[default]
+    Private,
+    /// A running server.
+    Url(String),
+    /// No real Redis: those columns stay empty.
+    None,
+}
+
+/// How many calls each engine makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Sizes {
+    /// Untimed calls before the timed ones (script loading, first keys, caches).
+    pub warmup: usize,
+    pub native: usize,
+    pub emulator: usize,
+    pub redis_single: usize,
+    pub redis_pipelined: usize,
+    /// Timed calls per sliding-log size, after the untimed calls that fill the log.
+    pub log_calls: usize,
+}
+
+impl Sizes {
+    /// The full run: about a second per measurement on the slower engines.
+    pub const FULL: Sizes = Sizes {
+        warmup: 2_000,
+        native: 2_000_000,
+        emulator: 200_000,
+        redis_single: 20_000,
+        redis_pipelined: 200_000,
+        log_calls: 20_000,
+    };
+    /// `--quick`: enough to see the order of magnitude, in seconds overall.
+    pub const QUICK: Sizes = Sizes {
+        warmup: 200,
+        native: 50_000,
+        emulator: 5_000,
+        redis_single: 1_000,
+        redis_pipelined: 5_000,
+        log_calls: 1_000,
+    };
+}
+
+/// Options of [`run`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchOptions {
+    pub redis: RedisTarget,
+    pub sizes: Sizes,
+    pub quick: bool,
+    /// Pipeline depths for the pipelined Redis columns.
+    pub pipelines: Vec<usize>,
+    /// Sliding-log sizes L.
+    pub log_sizes: Vec<u64>,
+    /// The scripts to time (default: every one).
+    pub variants: Vec<Variant>,
+    /// Progress lines on stderr (only when it is a terminal).
+    pub progress: bool,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        BenchOptions {
+            redis: RedisTarget::Private,
+            sizes: Sizes::FULL,
+            quick: false,
+            pipelines: PIPELINES.to_vec(),
+            log_sizes: LOG_SIZES.to_vec(),
+            variants: Variant::ALL.to_vec(),
+            progress: true,
+        }
+    }
+}
+
+/// The machine the figures come from.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Machine {
+    /// `std::thread::available_parallelism` (what `nproc` prints).
+    pub cores: usize,
+    /// `model name` from /proc/cpuinfo, when there is one.
+    pub cpu: String,
+}
+
+impl Machine {
+    pub fn detect() -> Machine {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cpu = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split_once(':'))
+                    .map(|(_, v)| v.trim().to_string())
+            })
+            .unwrap_or_else(|| "unknown CPU".to_string());
+        Machine { cores, cpu }
+    }
+}
+
+/// The real Redis of a run, or why there is none.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct RedisInfo {
+    /// `private` (started for the run), `url` or `none`.
+    pub source: String,
+    pub url: Option<String>,
+    pub version: Option<String>,
+    /// Why some or all Redis columns are empty.
+    pub note: Option<String>,
+}
+
+/// One engine's figure for one script.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Measure {
+    /// Timed calls.
+    pub calls: u64,
+    pub secs: f64,
+    pub per_sec: f64,
+    /// Decisions of every call (untimed ones too) against the reference model.
+    pub check: Check,
+}
+
+impl Measure {
+    fn of(t: &Timed, reference: &[Decision]) -> Measure {
+        Measure { calls: t.calls, secs: t.secs, per_sec: t.per_sec(), check: Check::of(&t.decisions, reference) }
+    }
+}
+
+/// A pipelined Redis figure.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Pipelined {
+    pub depth: usize,
+    pub measure: Measure,
+}
+
+/// Every engine on one script.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ScriptRow {
+    pub algorithm: String,
+    pub native: Measure,
+    pub emulator: Measure,
+    pub redis_single: Option<Measure>,
+    pub redis_pipelined: Vec<Pipelined>,
+}
+
+impl ScriptRow {
+    /// The fastest pipelined Redis figure.
+    pub fn best_pipelined(&self) -> Option<&Pipelined> {
+        self.redis_pipelined.iter().max_by(|a, b| a.measure.per_sec.total_cmp(&b.measure.per_sec))
+    }
+}
+
+/// The sliding log at one size L, log full.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LogRow {
+    pub l: u64,
+    pub native: Measure,
+    pub emulator: Measure,
+    pub seed_emulator: Measure,
+    pub redis_pipelined: Option<Pipelined>,
+}
+
+/// Everything `limitlab bench` prints.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BenchReport {
+    pub machine: Machine,
+    pub quick: bool,
+    pub sizes: Sizes,
+    /// The throughput workload, in words.
+    pub workload: String,
+    pub redis: RedisInfo,
+    pub pipelines: Vec<usize>,
+    pub scripts: Vec<ScriptRow>,
+    pub sliding_log: Vec<LogRow>,
+}
+
+impl BenchReport {
+    /// Calls, over every measurement, whose decision differed from the reference's.
+    pub fn differ(&self) -> u64 {
+        let mut n = 0;
+        for r in &self.scripts {
+            n += r.native.check.differ + r.emulator.check.differ;
+            n += r.redis_single.map_or(0, |m| m.check.differ);
+            n += r.redis_pipelined.iter().map(|p| p.measure.check.differ).sum::<u64>();
+        }
+        for r in &self.sliding_log {
+            n += r.native.check.differ + r.emulator.check.differ + r.seed_emulator.check.differ;
+            n += r.redis_pipelined.map_or(0, |p| p.measure.check.differ);
+        }
+        n
+    }
+}
+
+/// The real server for a run: a connection to it, and the private server to keep alive.
+struct Live {
+    conn: RedisConn,
+    url: String,
+    _server: Option<PrivateServer>,
+    prefix: String,
+}
+
+impl Drop for Live {
+    /// Leaves the server as it was: every key of the run is under its prefix.
+    fn drop(&mut self) {
+        let prefix = self.prefix.clone();
+        let _ = self.conn.cleanup(&prefix);
+    }
+}
+
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Opens the real Redis of `target`. A private server that cannot be had leaves the Redis columns
+/// empty with a note saying why; a `--redis URL` that cannot be used is an error.
+fn open(target: &RedisTarget) -> Result<(Option<Live>, RedisInfo)> {
+    let none = |note: String| RedisInfo { source: "none".into(), url: None, version: None, note: Some(note) };
+    let (server, url, source) = match target {
+        RedisTarget::None => return Ok((None, none("no real Redis (--no-redis)".into()))),
+        RedisTarget::Url(u) => (None, u.clone(), "url"),
+        RedisTarget::Private => match PrivateServer::start() {
+            Ok(s) => {
+                let u = s.url();
+                (Some(s), u, "private")
+            }
+            Err(why) => return Ok((None, none(why))),
+        },
+    };
+    let mut conn = match RedisConn::connect(&url, TIMEOUT) {
+        Ok(c) => c,
+        Err(e) if server.is_some() => return Ok((None, none(format!("the private server: {e}")))),
+        Err(e) => return Err(e),
+    };
+    if let Ok(crate::emulator::Reply::Bulk(b)) = conn.command(&[b"INFO", b"cluster"]) {
+        if String::from_utf8_lossy(&b).contains("cluster_enabled:1") {
+            return Err(crate::Error::Invalid {
+                context: "bench".into(),
+                field: "--redis".into(),
+                reason: format!(
+                    "{url} is a cluster node; give one standalone server (a run's keys would span every slot)"
+                ),
+            });
+        }
+    }
+    let version = conn.version();
+    let info = RedisInfo { source: source.into(), url: Some(url.clone()), version, note: None };
+    let prefix = crate::backend::real::new_prefix();
+    Ok((Some(Live { conn, url, _server: server, prefix }), info))
+}
+
+fn say(opts: &BenchOptions, what: &str) {
+    if opts.progress && std::io::stderr().is_terminal() {
+        eprintln!("bench: {what}");
+    }
+}
+
+/// Runs the benchmark.
+pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
+    let sizes = opts.sizes;
+    let (mut live, mut redis) = open(&opts.redis)?;
+    let w = Workload::throughput();
+    let skip = sizes.warmup;
+    let mut scripts = Vec::new();
+    let mut ns = 0u64;
+    for &v in &opts.variants {
+        let l = w.limiter(v)?;
+        let longest = skip + sizes.emulator.max(sizes.redis_single).max(sizes.redis_pipelined);
+        let reference = w.reference_decisions(&l, longest);
+        say(opts, &format!("{v}: native"));
+        let native = engines::native(&w, &l, skip, sizes.native);
+        say(opts, &format!("{v}: emulator"));
+        let emulator = Measure::of(&engines::emulator(&w, &l, skip, sizes.emulator)?, &reference);
+        let mut row = ScriptRow {
+            algorithm: v.name().to_string(),
+            native: Measure::of(&native, &reference),
+            emulator,
+            redis_single: None,
+            redis_pipelined: Vec::new(),
+        };
+        if let Some(lv) = live.as_mut() {
+            let mut go = |depth: usize, n: usize| -> Result<Measure> {
+                say(opts, &format!("{v}: redis, {depth} per round trip"));
+                ns += 1;
+                let prefix = format!("{}{ns}:", lv.prefix);
+                let t = lv.conn.run(&w, &l, &prefix, depth, skip, n)?;
+                Ok(Measure::of(&t, &reference))
+            };
+            match go(1, sizes.redis_single) {
+                Ok(m) => {
+                    row.redis_single = Some(m);
+                    for &d in &opts.pipelines {
+                        row.redis_pipelined.push(Pipelined { depth: d, measure: go(d, sizes.redis_pipelined)? });
+                    }
+                }
+                Err(e) => {
+                    redis.note = Some(format!("{}: {e}", lv.url));
+                    live = None;
+                }
+            }
+        }
+        scripts.push(row);
+    }
+
+    let mut sliding_log = Vec::new();
+    let deepest = opts.pipelines.iter().copied().max();
+    for &size in &opts.log_sizes {
+        let w = Workload::full_log(size);
+        let fill = size as usize;
+        let n = sizes.log_calls;
+        let l = w.limiter(Variant::SLIDING_LOG)?;
+        let seed = w.limiter(Variant::SEED_SLIDING_LOG)?;
+        let reference = w.reference_decisions(&l, fill + n);
+        let seed_reference = w.reference_decisions(&seed, fill + n);
+        say(opts, &format!("sliding log, L = {size}"));
+        let native = Measure::of(&engines::native(&w, &l, fill, n.max(sizes.native / 10)), &reference);
+        let emulator = Measure::of(&engines::emulator(&w, &l, fill, n)?, &reference);
+        let seed_emulator = Measure::of(&engines::emulator(&w, &seed, fill, n)?, &seed_reference);
+        let mut redis_pipelined = None;
+        if let (Some(lv), Some(depth)) = (live.as_mut(), deepest) {
+            ns += 1;
+            let prefix = format!("{}{ns}:", lv.prefix);
+            let t = lv.conn.run(&w, &l, &prefix, depth, fill, n)?;
+            redis_pipelined = Some(Pipelined { depth, measure: Measure::of(&t, &reference) });
+            let _ = lv.conn.cleanup(&prefix);
+        }
+        sliding_log.push(LogRow { l: size, native, emulator, seed_emulator, redis_pipelined });
+    }
+    drop(live);
+
+    Ok(BenchReport {
+        machine: Machine::detect(),
+        quick: opts.quick,
+        sizes,
+        workload: format!(
+            "{} users called in turn, one call per virtual ms, limit {} per {} ms (about one call in five refused)",
+            w.users, w.params.limit, w.params.window_ms
+        ),
+        redis,
+        pipelines: opts.pipelines.clone(),
+        scripts,
+        sliding_log,
+    })
+}

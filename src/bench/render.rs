@@ -1,0 +1,174 @@
+//! `limitlab bench`'s tables: throughput per script and engine with the ratios, then the sliding
+//! log against its size. Text, markdown or JSON, like every other report.
+use super::{BenchReport, Measure};
+use crate::report::table::{thousands, Table};
+use crate::report::Format;
+
+fn rate(m: &Measure) -> String {
+    thousands(m.per_sec.round() as u64)
+}
+
+fn ratio(a: f64, b: f64) -> String {
+    if a > 0.0 && b > 0.0 {
+        let r = a / b;
+        if r >= 10.0 {
+            format!("{r:.0}x")
+        } else {
+            format!("{r:.1}x")
+        }
+    } else {
+        "-".into()
+    }
+}
+
+/// One line on where the figures come from.
+pub fn header(r: &BenchReport) -> String {
+    let redis = match (&r.redis.url, &r.redis.version) {
+        (Some(u), v) => format!(
+            "Redis {} ({}{})",
+            v.as_deref().unwrap_or("?"),
+            if r.redis.source == "private" { "private redis-server at " } else { "" },
+            u
+        ),
+        (None, _) => "no real Redis".to_string(),
+    };
+    format!(
+        "Machine: {} cores, {}. {redis}.{}",
+        r.machine.cores,
+        r.machine.cpu,
+        if r.quick { " Quick run (--quick): few calls, rough figures." } else { "" }
+    )
+}
+
+/// The tables, in print order.
+pub fn tables(r: &BenchReport) -> Vec<Table> {
+    let mut out = Vec::new();
+    let mut headers: Vec<String> =
+        ["Script", "Native (Rust)", "Emulator", "Redis, 1 connection"].iter().map(|s| s.to_string()).collect();
+    for d in &r.pipelines {
+        headers.push(format!("Redis, pipeline {d}"));
+    }
+    headers.extend(["Emulator / Redis", "Emulator / pipelined", "Native / emulator"].map(String::from));
+    let hs: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let mut t = Table::new("Decisions per second, one engine at a time", &hs);
+    for s in &r.scripts {
+        let mut row = vec![s.algorithm.clone(), rate(&s.native), rate(&s.emulator)];
+        row.push(s.redis_single.as_ref().map_or("-".into(), rate));
+        for d in &r.pipelines {
+            let m = s.redis_pipelined.iter().find(|p| p.depth == *d);
+            row.push(m.map_or("-".into(), |p| rate(&p.measure)));
+        }
+        row.push(s.redis_single.map_or("-".into(), |m| ratio(s.emulator.per_sec, m.per_sec)));
+        row.push(s.best_pipelined().map_or("-".into(), |p| ratio(s.emulator.per_sec, p.measure.per_sec)));
+        row.push(ratio(s.native.per_sec, s.emulator.per_sec));
+        t.row(row);
+    }
+    t.note(format!("Workload: {}.", r.workload));
+    t.note(
+        "Native: the script's exact Rust reference model (the ceiling). Emulator: EVALSHA on the embedded \
+         emulator, in process. Redis: EVALSHA over one loopback connection, one call per round trip or N \
+         per round trip (pipelined); client and server share the machine. Emulator / pipelined is against \
+         the fastest depth.",
+    );
+    match &r.redis.note {
+        Some(n) => t.note(format!("Redis columns empty: {n}.")),
+        None if r.redis.url.is_none() => t.note("Redis columns empty: no real Redis."),
+        None => {}
+    }
+    t.note(check_note(r));
+    out.push(t);
+
+    if !r.sliding_log.is_empty() {
+        let depth = r.sliding_log.iter().find_map(|l| l.redis_pipelined.map(|p| p.depth));
+        let redis_h = depth.map_or("Redis, pipelined".to_string(), |d| format!("Redis, pipeline {d}"));
+        let mut t = Table::new(
+            "Sliding log, log full: decisions per second against its size L",
+            &[
+                "L",
+                "Native (Rust)",
+                "Emulator",
+                "Emulator (seed script)",
+                &redis_h,
+                "Emulator µs per decision",
+                "Cost vs first L",
+            ],
+        );
+        let first = r.sliding_log[0].emulator.per_sec;
+        for l in &r.sliding_log {
+            let us = if l.emulator.per_sec > 0.0 { 1e6 / l.emulator.per_sec } else { 0.0 };
+            t.row(vec![
+                thousands(l.l),
+                rate(&l.native),
+                rate(&l.emulator),
+                rate(&l.seed_emulator),
+                l.redis_pipelined.map_or("-".into(), |p| rate(&p.measure)),
+                format!("{us:.2}"),
+                ratio(first, l.emulator.per_sec),
+            ]);
+        }
+        if let (Some(a), Some(b)) = (r.sliding_log.first(), r.sliding_log.last()) {
+            if b.l > a.l && a.emulator.per_sec > 0.0 && b.emulator.per_sec > 0.0 {
+                let growth = a.emulator.per_sec / b.emulator.per_sec;
+                let log_growth = (b.l as f64).log2() / (a.l as f64).log2();
+                t.note(format!(
+                    "From L = {} to {}: the log is {} times longer, log2 L is {:.1} times larger, and the \
+                     emulator's time per decision is {:.2} times larger (linear growth would be {}x).",
+                    thousands(a.l),
+                    thousands(b.l),
+                    thousands(b.l / a.l),
+                    log_growth,
+                    growth,
+                    thousands(b.l / a.l)
+                ));
+            }
+        }
+        t.note(
+            "Limit L per L ms, one user, one call per ms: after L untimed calls fill the log, every call \
+             removes the entry that just left the window and adds its own (ZREMRANGEBYSCORE, ZCARD, ZADD, \
+             PEXPIRE on a zset of L members).",
+        );
+        out.push(t);
+    }
+    out
+}
+
+/// Whether every engine decided as the reference did.
+fn check_note(r: &BenchReport) -> String {
+    let mut compared = 0;
+    for s in &r.scripts {
+        compared += s.native.check.compared + s.emulator.check.compared;
+        compared += s.redis_single.map_or(0, |m| m.check.compared);
+        compared += s.redis_pipelined.iter().map(|p| p.measure.check.compared).sum::<u64>();
+    }
+    for l in &r.sliding_log {
+        compared += l.native.check.compared + l.emulator.check.compared + l.seed_emulator.check.compared;
+        compared += l.redis_pipelined.map_or(0, |p| p.measure.check.compared);
+    }
+    match r.differ() {
+        0 => format!(
+            "Checked: every engine's decisions equal the reference model's ({} calls compared).",
+            thousands(compared)
+        ),
+        n => format!(
+            "MISMATCH: {} of {} calls decided differently from the reference model (see --json).",
+            thousands(n),
+            thousands(compared)
+        ),
+    }
+}
+
+/// The report in `format`, ending with a newline.
+pub fn render(r: &BenchReport, format: Format) -> String {
+    match format {
+        Format::Json => crate::report::to_json(r),
+        Format::Text | Format::Markdown => {
+            let mut s = header(r);
+            s.push('\n');
+            for t in tables(r) {
+                s.push('\n');
+                s.push_str(&if format == Format::Text { t.to_text() } else { t.to_markdown() });
+            }
+            s
+        }
+    }
+}
