@@ -12,6 +12,7 @@ pub mod metrics;
 pub mod race;
 pub mod report;
 pub mod sim;
+pub mod skew;
 pub mod traffic;
 pub mod verify;
 pub use error::{Error, Result};

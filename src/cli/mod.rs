@@ -18,9 +18,11 @@ pub mod bench;
 pub mod compare;
 pub mod memory;
 pub mod plot;
+pub mod race;
 pub mod redis_cli;
 pub mod run;
 pub mod shell;
+pub mod skew;
 pub mod verify;
 
 /// limitlab: test Redis rate-limiter Lua scripts in-process, on a Redis 7.0 emulator with a
@@ -54,6 +56,12 @@ pub enum Command {
     /// Search arrival patterns within a request budget for one script's highest overshoot and
     /// highest false-rejection rate; print them, save them as replayable traces, plot them.
     Attack(attack::Args),
+    /// N application servers with network latency: the non-atomic GET+INCR fixed window against the
+    /// Lua script, one row per (servers, latency).
+    Race(race::Args),
+    /// Application servers with skewed clocks passing their own now_ms: every production script
+    /// against its variant that reads Redis's TIME.
+    Skew(skew::Args),
     /// Bytes per user and for N users (default 1,000,000) of every script after a window's worth
     /// of calls (MEMORY USAGE), beside the seed article's figures and, with --redis, a real server's.
     Memory(memory::Args),
@@ -92,6 +100,8 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> Result<()> {
         Command::Verify(a) => verify::run(verify::Plan::new(a)?, out),
         Command::Bench(a) => bench::run(bench::Plan::new(a)?, out),
         Command::Attack(a) => attack::run(attack::Plan::new(a)?, out),
+        Command::Race(a) => race::run(race::Plan::new(a)?, out),
+        Command::Skew(a) => skew::run(skew::Plan::new(a)?, out),
         Command::Memory(a) => memory::run(memory::Plan::new(a)?, out),
     }
 }
