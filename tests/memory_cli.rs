@@ -28,14 +28,18 @@ fn default_is_the_seed_setting_with_its_figures() {
     let out = limitlab(&["memory"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let s = text(&out.stdout);
-    assert!(s.starts_with(
-        "Memory per user: limit 1,000 per 60,000 ms, 1,000 calls in the window, key rate:{user42}\n"
-    ));
+    assert!(s.starts_with("Memory per user: limit 1,000 per 60,000 ms, 1,000 calls in the window, key rate:{user42}\n"));
     // Exact figures (integers and listpacks); a real Redis 7.0.15 gives the same.
     assert_eq!(row(&s, "fixed_window"), ["fixed_window (Fixed window)", "1", "88", "83.9 MB", "56", "53.4 MB"]);
     assert_eq!(row(&s, "gcra"), ["gcra (GCRA)", "1", "56", "53.4 MB", "-", "-"]);
-    assert_eq!(row(&s, "seed_fixed_window"), ["seed_fixed_window (Fixed window)", "1", "72", "68.7 MB", "56", "53.4 MB"]);
-    assert_eq!(row(&s, "seed_token_bucket"), ["seed_token_bucket (Token bucket)", "1", "104", "99.2 MB", "72", "68.7 MB"]);
+    assert_eq!(
+        row(&s, "seed_fixed_window"),
+        ["seed_fixed_window (Fixed window)", "1", "72", "68.7 MB", "56", "53.4 MB"]
+    );
+    assert_eq!(
+        row(&s, "seed_token_bucket"),
+        ["seed_token_bucket (Token bucket)", "1", "104", "99.2 MB", "72", "68.7 MB"]
+    );
     assert_eq!(row(&s, "sliding_window")[4..], ["56", "-"]);
     // The sorted sets of 1,000 members: skiplists, near 94 KB and 118 KB.
     let log = row(&s, "sliding_log");

@@ -93,22 +93,15 @@ fn measure(
         };
         let real: Option<i64> =
             redis::cmd("MEMORY").arg("USAGE").arg(&k).arg("SAMPLES").arg(0).query(conn).expect("MEMORY USAGE");
-        let real = real.unwrap_or_else(|| panic!("{script}: key {} missing on the real server", String::from_utf8_lossy(&k)));
+        let real =
+            real.unwrap_or_else(|| panic!("{script}: key {} missing on the real server", String::from_utf8_lossy(&k)));
         let encoding: String = redis::cmd("OBJECT").arg("ENCODING").arg(&k).query(conn).expect("OBJECT ENCODING");
         let emu_encoding = match emu.execute(&[b"OBJECT", b"ENCODING", &k]) {
             Reply::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
             other => panic!("OBJECT ENCODING replied {other:?}"),
         };
         assert_eq!(emu_encoding, encoding, "{script} at {limit}: encodings differ");
-        rows.push(Row {
-            script,
-            limit,
-            point,
-            key: String::from_utf8_lossy(&k).into_owned(),
-            encoding,
-            model,
-            real,
-        });
+        rows.push(Row { script, limit, point, key: String::from_utf8_lossy(&k).into_owned(), encoding, model, real });
     }
 }
 

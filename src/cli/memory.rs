@@ -70,13 +70,8 @@ pub fn parse_limit(s: &str) -> Result<Params> {
         "ms" => 1,
         p => match p.strip_suffix("ms") {
             Some(ms) if !ms.is_empty() && ms.bytes().all(|b| b.is_ascii_digit()) => match ms.parse::<u64>() {
-                Ok(v) if v >= 1 && v <= crate::limiter::MAX_ARG => v,
-                _ => {
-                    return Err(bad(format!(
-                        "`{p}`: the period in ms must be from 1 to {}",
-                        crate::limiter::MAX_ARG
-                    )))
-                }
+                Ok(v) if (1..=crate::limiter::MAX_ARG).contains(&v) => v,
+                _ => return Err(bad(format!("`{p}`: the period in ms must be from 1 to {}", crate::limiter::MAX_ARG))),
             },
             _ => return Err(bad(format!("`{}` is not a period: {usage}", period.as_str()))),
         },
@@ -129,8 +124,20 @@ mod tests {
         assert_eq!(parse_limit("100/250ms").unwrap(), Params::new(100, 250));
         assert_eq!(parse_limit(" 7/MIN ").unwrap(), Params::new(7, 60_000));
         assert_eq!(parse_limit("3/ms").unwrap(), Params::new(3, 1));
-        for bad in ["", "1000", "/min", "x/min", "-1/min", "+1/min", "0/min", "1000/day", "1/0ms", "1/ms5", "1/-5ms", "2000000/min"]
-        {
+        for bad in [
+            "",
+            "1000",
+            "/min",
+            "x/min",
+            "-1/min",
+            "+1/min",
+            "0/min",
+            "1000/day",
+            "1/0ms",
+            "1/ms5",
+            "1/-5ms",
+            "2000000/min",
+        ] {
             let e = parse_limit(bad).unwrap_err().to_string();
             assert!(e.starts_with("--limit: field `N/PERIOD`: "), "{bad}: {e}");
         }
