@@ -29,6 +29,10 @@ impl Backend for EmulatedBackend {
         ""
     }
     fn eval(&mut self, script: &Script, keys: &[&[u8]], args: &[&[u8]]) -> Result<Reply> {
+        // As a cluster node does before running anything: declared keys must share one slot.
+        if self.emu.core().cluster && crate::emulator::cluster::common_slot(keys.iter().copied()).is_err() {
+            return Ok(Reply::err(crate::emulator::cluster::CROSSSLOT));
+        }
         let r = self.emu.evalsha(script.sha.as_bytes(), keys, args);
         if matches!(&r, Reply::Error(e) if e.starts_with("NOSCRIPT")) {
             if let Err(e) = self.emu.script_load(script.body.as_bytes()) {

@@ -136,6 +136,7 @@ impl RedisCheck {
             format!("The same arrivals on {}: decisions against the emulator's, call for call", self.backend),
             &["Scenario", "Algorithm", "Calls", "Decisions", "Keys removed"],
         );
+        t.align[1] = crate::report::table::Align::Left;
         if self.show_speed {
             t.headers.push("Calls/s on the server".into());
             t.align.push(crate::report::table::Align::Right);

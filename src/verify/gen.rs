@@ -108,6 +108,12 @@ const MS_OTHER: &[&str] = &["0", "-1", "x", "9223372036854775807", "-92233720368
 const ABS_SECS: &[&str] = &["4102444800", "4102444801", "1", "1000000000", "0", "-1", "x"];
 const ABS_MS: &[&str] = &["4102444800000", "4102444800123", "1", "1000000000000", "0", "-5"];
 
+/// A long ASCII argument: Redis cuts echoed arguments in error texts at 128 bytes.
+const ECHOED_LONG: &str = "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz0123456789";
+
+/// Subcommand and option names that do not exist: Redis echoes them (cut, with CR/LF as spaces).
+const BAD_NAMES: &[&str] = &["nope", "a\nb", "x\r\ny", ECHOED_LONG, ""];
+
 /// Lua snippets for EVAL/EVALSHA beyond the shipped scripts: conversions, errors, the libraries.
 /// Bodies are fixed (so a shared server's script cache grows by at most this many entries).
 struct Snippet {
@@ -373,7 +379,7 @@ impl<R: RngCore> Gen<'_, R> {
             let i = self.rng.random_range(1..c.args.len());
             c.args.remove(i);
         } else {
-            let extra = self.pick(&["x", "1", "EX", "NX", "WITHSCORES", "LIMIT", "", "-1"]);
+            let extra = self.pick(&["x", "1", "EX", "NX", "WITHSCORES", "LIMIT", "", "-1", "a\r\nb", ECHOED_LONG]);
             let at = self.rng.random_range(1..=c.args.len());
             c.args.insert(at, Arg::Lit(extra.as_bytes().to_vec()));
         }
@@ -574,7 +580,7 @@ impl<R: RngCore> Gen<'_, R> {
                 };
                 let mut b = B::new(name).key(&k).lit(v).fx(Fx::Ttl(k.clone(), kind));
                 if self.chance(35) {
-                    b = b.lit(self.pick(&["NX", "XX", "GT", "LT", "gt", "NX XX"]));
+                    b = b.lit(self.pick(&["NX", "XX", "GT", "LT", "gt", "NX XX", "a\r\nb", ECHOED_LONG]));
                     if self.chance(15) {
                         b = b.lit(self.pick(&["XX", "GT", "LT"]));
                     }
@@ -613,6 +619,7 @@ impl<R: RngCore> Gen<'_, R> {
             }
             15..=17 => {
                 let sub = self.pick(&["ENCODING", "ENCODING", "ENCODING", "REFCOUNT", "FREQ", "encoding", "NOPE"]);
+                let sub = if self.chance(10) { self.pick(BAD_NAMES) } else { sub };
                 B::new("OBJECT").lit(sub).key(&k).build()
             }
             18 => B::new("OBJECT").lit(self.pick(&["HELP", "help"])).build(),
@@ -926,12 +933,20 @@ impl<R: RngCore> Gen<'_, R> {
     }
 
     fn server_cmd(&mut self) -> Command {
-        match self.rng.random_range(0..10) {
+        match self.rng.random_range(0..11) {
+            10 => {
+                // Unknown to Redis and to the emulator: the error echoes name and arguments.
+                let mut b = B::new(self.pick(&["NOSUCHCMD", "no\nsuch", ECHOED_LONG]));
+                for _ in 0..self.rng.random_range(0..3) {
+                    b = b.lit(self.pick(BAD_NAMES));
+                }
+                b.build()
+            }
             0 => B::new("PING").build(),
             1 => B::new("PING").lit(self.value()).build(),
             2 => B::new("ECHO").lit(self.value()).build(),
             3 => B::new("SELECT").lit(self.pick(&["0", "16", "-1", "x", "99999999999"])).build(),
-            4 | 5 if self.private => B::new("DBSIZE").build(),
+            4 | 5 if self.private => B::new("DBSIZE").fx(Fx::CountKeys).build(),
             6 if self.private && self.chance(30) => {
                 let mut b = B::new(self.pick(&["FLUSHALL", "FLUSHDB"]));
                 if self.chance(40) {
@@ -939,7 +954,10 @@ impl<R: RngCore> Gen<'_, R> {
                 }
                 b.build()
             }
-            7 => B::new("SCRIPT").lit(self.pick(&["KILL", "HELP", "nope", "LOAD", "EXISTS", "DEBUG"])).build(),
+            7 => {
+                let sub = self.pick(&["KILL", "HELP", "nope", "LOAD", "EXISTS", "DEBUG", "a\nb", ECHOED_LONG]);
+                B::new("SCRIPT").lit(sub).build()
+            }
             8 if self.private && self.chance(30) => {
                 let mut b = B::new("SCRIPT").lit("FLUSH").fx(Fx::Unload);
                 if self.chance(30) {

@@ -152,6 +152,9 @@ pub struct Report {
     /// scripts under `script:<name>`.
     pub by_name: BTreeMap<String, u64>,
     pub mismatches: Vec<Mismatch>,
+    /// Further mismatches that looked like one already found (same command, same replies once
+    /// digits are left out), not shrunk or counted in `mismatches`.
+    pub duplicates: u64,
     pub secs: f64,
     pub keys_removed: u64,
 }
@@ -189,6 +192,9 @@ impl Report {
             .map(|v| format!("{} {}", v.name(), self.by_name.get(&format!("script:{}", v.name())).unwrap_or(&0)))
             .collect();
         s.push_str(&format!("shipped-script calls: {}\n", per_script.join(", ")));
+        if self.duplicates > 0 {
+            s.push_str(&format!("mismatches like one already shown (not repeated): {}\n", self.duplicates));
+        }
         if self.keys_removed > 0 {
             s.push_str(&format!("keys removed from the server: {}\n", self.keys_removed));
         }
@@ -256,7 +262,7 @@ pub fn normalise(name: &str, r: Reply) -> Reply {
 /// mismatching command with both replies, or `None`. `names` counts what was sent.
 fn run_case(
     cmds: &[Command],
-    real: &mut RealRedis,
+    real: &mut dyn Backend,
     prefix: &str,
     opts: &Options,
     clock: Millis,
@@ -303,8 +309,16 @@ fn script_name(c: &Command) -> Option<String> {
         .map(|v| format!("script:{}", v.name()))
 }
 
+/// What makes two mismatches look alike: the command, and both replies without their digits.
+fn signature(c: &Command, e: &Reply, r: &Reply) -> String {
+    let strip = |s: String| -> String {
+        s.chars().filter(|c| !c.is_ascii_digit() && !c.is_whitespace()).take(60).collect()
+    };
+    format!("{}|{}|{}", c.name(), strip(render::show(e)), strip(render::show(r)))
+}
+
 /// The server's clock (TIME), for the emulators' clocks.
-fn server_time(real: &mut RealRedis) -> Result<Millis> {
+fn server_time(real: &mut dyn Backend) -> Result<Millis> {
     match real.command(&[b"TIME"])? {
         Reply::Array(v) if v.len() == 2 => {
             let num = |r: &Reply| match r {
@@ -320,9 +334,8 @@ fn server_time(real: &mut RealRedis) -> Result<Millis> {
     }
 }
 
-/// Runs `opts.cases` random cases on the emulator and on `real`, shrinking every mismatch (up to
-/// `opts.max_mismatches`). `progress` is called after every case with the number done.
-pub fn verify(real: &mut RealRedis, opts: &Options, mut progress: impl FnMut(u64)) -> Result<Report> {
+/// [`verify_on`] a real server, which must be a standalone one (a case's keys are in any slots).
+pub fn verify(real: &mut RealRedis, opts: &Options, progress: impl FnMut(u64)) -> Result<Report> {
     if real.is_cluster() {
         return Err(Error::Invalid {
             context: "verify".into(),
@@ -330,6 +343,12 @@ pub fn verify(real: &mut RealRedis, opts: &Options, mut progress: impl FnMut(u64
             reason: format!("{} is a cluster node; verify needs a standalone server", real.url()),
         });
     }
+    verify_on(real, opts, progress)
+}
+
+/// Runs `opts.cases` random cases on the emulator and on `real`, shrinking every mismatch (up to
+/// `opts.max_mismatches`). `progress` is called after every case with the number done.
+pub fn verify_on(real: &mut dyn Backend, opts: &Options, mut progress: impl FnMut(u64)) -> Result<Report> {
     let watch = Stopwatch::start();
     let start = server_time(real)?;
     let base = real.key_prefix().to_string();
@@ -340,10 +359,12 @@ pub fn verify(real: &mut RealRedis, opts: &Options, mut progress: impl FnMut(u64
         commands: 0,
         by_name: BTreeMap::new(),
         mismatches: Vec::new(),
+        duplicates: 0,
         secs: 0.0,
         keys_removed: 0,
     };
     let mut shrink_no = 0u64;
+    let mut seen = std::collections::HashSet::new();
     for i in 0..opts.cases {
         let case = case_of(opts.seed, i, opts.private);
         let clock = Millis(start.0 + (watch.elapsed_secs() * 1000.0) as i64);
@@ -351,7 +372,13 @@ pub fn verify(real: &mut RealRedis, opts: &Options, mut progress: impl FnMut(u64
         report.cases += 1;
         report.commands += case.commands.len() as u64;
         let found = run_case(&case.commands, real, &prefix, opts, clock, Some(&mut report.by_name))?;
-        if let Some((at, _, _)) = found {
+        if let Some((at, e, r)) = &found {
+            let at = *at;
+            if !seen.insert(signature(&case.commands[at], e, r)) {
+                report.duplicates += 1;
+                progress(i + 1);
+                continue;
+            }
             let original_len = case.commands.len();
             let mut cmds = case.commands;
             cmds.truncate(at + 1);

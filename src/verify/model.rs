@@ -17,6 +17,9 @@
 //!   exact on keys that may only have no TTL or an absolute one; `PTTL` only on keys that never had
 //!   one. The model tracks, per key, every kind it may have had (a union that only grows: safe
 //!   whatever the earlier commands did or failed to do).
+//! - **Counting keys.** `SET k v PXAT 1` leaves a key that is already expired; Redis drops it when
+//!   something looks it up or its expiry cycle samples it, and `DBSIZE` counts it until then. So
+//!   `DBSIZE` ([`Fx::CountKeys`]) only follows cases where no key had an absolute TTL.
 //! - **Scripts the server may already know.** On a server other people use, the script cache may
 //!   hold anything, so `EVALSHA` and `SCRIPT EXISTS` only name scripts the same case loaded before
 //!   (by `SCRIPT LOAD`, or by an `EVAL` that compiles), or digests no script has. A private server
@@ -86,6 +89,10 @@ pub enum Fx {
     Unload,
     /// Needs this digest loaded earlier in the case (EVALSHA, SCRIPT EXISTS) on a shared server.
     NeedLoaded(String),
+    /// Counts keys without looking at them (DBSIZE): a key given an absolute expiry in the past by
+    /// `SET .. EXAT/PXAT` stays in Redis's count until its expiry cycle gets to it, so no key may
+    /// have had an absolute TTL.
+    CountKeys,
 }
 
 /// The state [`Fx`] are checked against while walking a case.
@@ -123,6 +130,7 @@ impl Model {
         fx.iter().all(|f| match f {
             Fx::ReadTtl(k, how) => self.can_read(k, *how),
             Fx::NeedLoaded(sha) => self.is_loaded(sha),
+            Fx::CountKeys => self.ttl.values().all(|k| k & TtlKind::Abs.bit() == 0),
             _ => true,
         })
     }
@@ -141,7 +149,7 @@ impl Model {
                     self.loaded.insert(sha.clone());
                 }
                 Fx::Unload => self.loaded.clear(),
-                Fx::ReadTtl(..) | Fx::NeedLoaded(_) => {}
+                Fx::ReadTtl(..) | Fx::NeedLoaded(_) | Fx::CountKeys => {}
             }
         }
     }
