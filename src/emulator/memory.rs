@@ -348,6 +348,9 @@ fn extrapolate(asize: usize, elesize: f64, seen: usize, count: usize) -> u64 {
     (asize as f64 + elesize / seen as f64 * count as f64) as u64
 }
 
+/// A string's robj and its sds. An integer counts its 16-byte robj whether or not it is one of the
+/// shared integers 0..9999 (which a maxmemory LRU/LFU policy turns off): MEMORY USAGE gives 48 for
+/// `k`=5 either way.
 fn string_usage(s: &RStr) -> usize {
     match s {
         RStr::Int(_) => ROBJ,

@@ -88,7 +88,10 @@ fn unknown_subcommand(sub: &[u8]) -> Reply {
 }
 
 /// MEMORY USAGE key [SAMPLES count]: options are checked before the key is looked up; SAMPLES may
-/// repeat (the last one counts); 0 means every element. A missing key is a nil reply.
+/// repeat (the last one counts); 0 means every element. A missing key is a nil reply, and so is an
+/// expired one: Redis looks the key up without expiring it, so it still reports a key whose time
+/// is up until its active expiry cycle reclaims it (within about 100 ms for a few keys), while the
+/// emulator reclaims keys exactly on time.
 fn usage(core: &mut Core, a: &[&[u8]]) -> Reply {
     let mut samples = DEFAULT_SAMPLES;
     let mut j = 3;
