@@ -306,11 +306,11 @@ impl MemoryReport {
         } else {
             t.note("The seed article measured a limit of 1,000 per minute only; its figures are left out here.");
         }
-        if self.redis.is_some() {
-            t.note(
-                "Real Redis: the same calls on the server (every TTL lengthened so no key expires before it is measured), \
-                 under a run prefix in the key name, which both columns include; the keys were deleted afterwards.",
-            );
+        if let Some(server) = &self.redis {
+            t.note(format!(
+                "Real Redis: the same calls on {server} (every TTL lengthened so no key expires before it is measured), \
+                 under a run prefix in the key name, which both columns include; the keys were deleted afterwards."
+            ));
         }
         for s in skipped {
             t.note(s);
