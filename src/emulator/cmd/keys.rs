@@ -48,7 +48,12 @@ fn exists(core: &mut Core, a: &[&[u8]]) -> Reply {
 /// A C string's view of an argument: Redis prints some arguments with `%s`, which stops at a NUL.
 fn c_str(b: &[u8]) -> std::borrow::Cow<'_, str> {
     let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
-    String::from_utf8_lossy(&b[..end])
+    let s = String::from_utf8_lossy(&b[..end]);
+    // Errors are formatted on one line: Redis turns CR and LF into spaces.
+    if s.contains(['\r', '\n']) {
+        return s.replace(['\r', '\n'], " ").into();
+    }
+    s
 }
 
 /// The shared body of EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT (`expireGenericCommand`): options first,
