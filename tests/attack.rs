@@ -153,3 +153,20 @@ fn bad_arguments_are_errors_not_panics() {
         assert!(out.stdout.is_empty());
     }
 }
+
+/// The example committed under simulations/ replays to the figures docs/accuracy.md quotes.
+#[test]
+fn the_committed_example_replays() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    for (file, max_in_window, false_rejections) in
+        [("attack_sliding_window_overshoot.toml", 199, 0), ("attack_sliding_window_false_rejections.toml", 100, 100)]
+    {
+        let path = format!("{root}/simulations/{file}");
+        let out = limitlab(&["run", &path, "--json"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let m = &run["results"][0]["metrics"];
+        assert_eq!(m["max_in_window"].as_u64(), Some(max_in_window), "{file}");
+        assert_eq!(m["false_rejections"].as_u64(), Some(false_rejections), "{file}");
+    }
+}

@@ -208,6 +208,8 @@ impl Run {
         let what = if self.per_point == 1 { "1 request".to_string() } else { format!("{} requests", self.per_point) };
         if self.points == 1 {
             format!("{what} at {} ms", self.from_ms)
+        } else if self.points == 2 {
+            format!("{what} at {} ms, and again at {} ms", self.from_ms, self.to_ms())
         } else {
             format!(
                 "{what} every {} ms, {} times, from {} to {} ms",
@@ -268,6 +270,8 @@ mod tests {
         );
         assert_eq!(r[1].describe(), "1 request every 10 ms, 3 times, from 1010 to 1030 ms");
         assert_eq!(r[0].describe(), "3 requests at 999 ms");
+        let two = Run { from_ms: 0, points: 2, step_ms: 1001, per_point: 100 };
+        assert_eq!(two.describe(), "100 requests at 0 ms, and again at 1001 ms");
     }
 
     #[test]

@@ -87,6 +87,9 @@ impl GoalResult {
                 ),
                 None => format!("{:.2} (nothing admitted)", self.overshoot),
             },
+            Goal::FalseRejections if self.false_rejections == 0 => {
+                "0 (no pattern found made it refuse a request an exact sliding log admits)".to_string()
+            }
             Goal::FalseRejections => format!(
                 "{:.3} ({} of {} requests refused that an exact sliding log admits)",
                 self.false_rejection_rate, self.false_rejections, self.requests

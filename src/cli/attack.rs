@@ -91,7 +91,7 @@ pub fn run(plan: Plan, out: &mut dyn Write) -> Result<()> {
         let csv = plan.out.join(format!("{stem}.csv"));
         let toml = plan.out.join(format!("{stem}.toml"));
         write_csv(&csv, &f.arrivals)?;
-        write_file(&toml, &scenario(s, f, &stem, r.overshoot, r.false_rejection_rate))?;
+        write_file(&toml, &scenario(s, f, &stem, &toml, r.overshoot, r.false_rejection_rate))?;
         r.trace = Some(csv.display().to_string());
         r.scenario = Some(toml.display().to_string());
     }
@@ -110,7 +110,7 @@ fn write_file(path: &Path, text: &str) -> Result<()> {
 }
 
 /// A scenario file that replays a saved pattern with `limitlab run`.
-fn scenario(s: &Settings, f: &Found, stem: &str, overshoot: f64, rate: f64) -> String {
+fn scenario(s: &Settings, f: &Found, stem: &str, path: &Path, overshoot: f64, rate: f64) -> String {
     let p = s.limiter.params();
     let name = s.limiter.variant().name();
     let burst = p.burst.map(|b| format!(" --burst {b}")).unwrap_or_default();
@@ -123,7 +123,7 @@ fn scenario(s: &Settings, f: &Found, stem: &str, overshoot: f64, rate: f64) -> S
         Goal::Overshoot => format!("# the pattern with the highest overshoot it found ({overshoot:.2}).\n"),
         Goal::FalseRejections => format!("# the pattern with the highest false-rejection rate it found ({rate:.3} per request).\n"),
     });
-    t.push_str(&format!("# Replay: limitlab run {stem}.toml (from this directory)\n"));
+    t.push_str(&format!("# Replay: limitlab run {}\n", path.display()));
     t.push_str(&format!("name = \"{stem}\"\n"));
     t.push_str(&format!(
         "description = \"limitlab attack on {name}: {} ({} requests)\"\n",
