@@ -41,6 +41,11 @@ impl Core {
         let Some(spec) = cmd::lookup(args[0]) else {
             return cmd::unknown_command(args);
         };
+        self.dispatch_spec(spec, args)
+    }
+
+    /// [`Core::dispatch`] for a command already looked up by name (one table lookup per call).
+    pub fn dispatch_spec(&mut self, spec: &CommandSpec, args: &[&[u8]]) -> Reply {
         if !spec.arity_ok(args.len()) {
             return cmd::wrong_arity(spec);
         }

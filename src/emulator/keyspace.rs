@@ -1,5 +1,7 @@
 //! The in-memory keyspace: Redis's value types, expiry read from the emulator's clock, and SCAN.
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
+
+use super::fxhash::{FxHashMap, FxHashSet};
 
 /// A string value, kept as an integer when Redis would use the integer encoding.
 #[derive(Clone, Debug, PartialEq)]
@@ -86,42 +88,92 @@ mod zset;
 /// Sorted sets live in their own file: a member index plus a skiplist with spans.
 pub use zset::{LexBound, LexRange, ScoreRange, ZRef, ZSet};
 
+/// Redis 7.0's default `hash-max-listpack-entries` (its source default and redis.conf's: 512).
+pub const HASH_MAX_LISTPACK_ENTRIES: usize = 512;
+
 /// A hash that keeps insertion order, as Redis's listpack encoding does for small hashes.
+///
+/// Up to [`Hash::INDEX_FROM`]` - 1` fields a lookup scans `fields` (as Redis scans a listpack): a
+/// rate limiter's hash has two or three fields, and a scan of those is cheaper than hashing the
+/// field name, and saves a table per subject. From [`Hash::INDEX_FROM`] fields on, `index` maps
+/// every field to its position; below that it is empty.
 #[derive(Clone, Debug, Default)]
 pub struct Hash {
     pub fields: Vec<(Vec<u8>, Vec<u8>)>,
-    pub index: HashMap<Vec<u8>, usize>,
+    pub index: FxHashMap<Vec<u8>, usize>,
     /// True once Redis would have converted the hash to a hashtable.
     pub hashtable: bool,
 }
 
 impl Hash {
+    /// The field count from which lookups go through `index`.
+    pub const INDEX_FROM: usize = 9;
+
     pub fn len(&self) -> usize {
         self.fields.len()
     }
     pub fn is_empty(&self) -> bool {
         self.fields.is_empty()
     }
+    /// The position of field `f` in `fields`.
+    #[inline]
+    fn position(&self, f: &[u8]) -> Option<usize> {
+        if self.fields.len() < Self::INDEX_FROM {
+            self.fields.iter().position(|(name, _)| name.as_slice() == f)
+        } else {
+            self.index.get(f).copied()
+        }
+    }
     pub fn get(&self, f: &[u8]) -> Option<&Vec<u8>> {
-        self.index.get(f).map(|&i| &self.fields[i].1)
+        self.position(f).map(|i| &self.fields[i].1)
+    }
+    /// The value of field `f`, to change in place (the encoding is the caller's to keep right: a
+    /// value longer than 64 bytes must go through [`Hash::set`]).
+    pub fn get_mut(&mut self, f: &[u8]) -> Option<&mut Vec<u8>> {
+        self.position(f).map(|i| &mut self.fields[i].1)
     }
     /// Sets a field; returns true when the field is new. A listpack-encoded hash keeps its order
     /// (an existing field is replaced in place, a new one goes to the end).
     pub fn set(&mut self, f: &[u8], v: Vec<u8>) -> bool {
+        self.write(f, v.len(), |slot| *slot = v)
+    }
+    /// [`Hash::set`] from a slice: an existing field's value keeps its allocation.
+    pub fn set_bytes(&mut self, f: &[u8], v: &[u8]) -> bool {
+        self.write(f, v.len(), |slot| {
+            slot.clear();
+            slot.extend_from_slice(v);
+        })
+    }
+    /// [`Hash::set`] of an integer's decimal form, written in place without allocating when the
+    /// field exists.
+    pub fn set_int(&mut self, f: &[u8], n: i64) -> bool {
+        let mut buf = [0u8; 20];
+        let digits = format_i64(n, &mut buf);
+        self.set_bytes(f, digits)
+    }
+    /// Writes field `f` (value of `len` bytes) with `put`, which fills the value's slot.
+    fn write(&mut self, f: &[u8], len: usize, put: impl FnOnce(&mut Vec<u8>)) -> bool {
         // Redis converts to a hashtable when a field or value longer than hash-max-listpack-value
         // is written, or the hash grows past hash-max-listpack-entries; checking only the pair being
         // written is equivalent (it never converts back) and keeps a write O(1).
-        if !self.hashtable && (f.len() > 64 || v.len() > 64) {
+        if !self.hashtable && (f.len() > 64 || len > 64) {
             self.hashtable = true;
         }
-        let new = match self.index.get(f) {
-            Some(&i) => {
-                self.fields[i].1 = v;
+        let new = match self.position(f) {
+            Some(i) => {
+                put(&mut self.fields[i].1);
                 false
             }
             None => {
-                self.index.insert(f.to_vec(), self.fields.len());
+                let mut v = Vec::new();
+                put(&mut v);
                 self.fields.push((f.to_vec(), v));
+                let n = self.fields.len();
+                if n == Self::INDEX_FROM {
+                    self.index = self.fields.iter().enumerate().map(|(i, (name, _))| (name.clone(), i)).collect();
+                } else if n > Self::INDEX_FROM {
+                    self.index.insert(f.to_vec(), n - 1);
+                }
                 true
             }
         };
@@ -134,24 +186,54 @@ impl Hash {
     /// keeps its order; a hashtable-encoded one has no defined order in Redis, so the last field moves
     /// into the hole and a removal stays O(1) however big the hash is.
     pub fn remove(&mut self, f: &[u8]) -> bool {
-        let Some(i) = self.index.remove(f) else { return false };
+        let Some(i) = self.position(f) else { return false };
+        let indexed = self.fields.len() >= Self::INDEX_FROM;
+        if indexed {
+            self.index.remove(f);
+        }
         if self.hashtable {
             self.fields.swap_remove(i);
-            if let Some((moved, _)) = self.fields.get(i) {
-                if let Some(idx) = self.index.get_mut(moved.as_slice()) {
-                    *idx = i;
+            if indexed {
+                if let Some((moved, _)) = self.fields.get(i) {
+                    if let Some(idx) = self.index.get_mut(moved.as_slice()) {
+                        *idx = i;
+                    }
                 }
             }
         } else {
             self.fields.remove(i);
-            for (j, (name, _)) in self.fields.iter().enumerate().skip(i) {
-                if let Some(idx) = self.index.get_mut(name.as_slice()) {
-                    *idx = j;
+            if indexed {
+                for (j, (name, _)) in self.fields.iter().enumerate().skip(i) {
+                    if let Some(idx) = self.index.get_mut(name.as_slice()) {
+                        *idx = j;
+                    }
                 }
             }
         }
+        if self.fields.len() < Self::INDEX_FROM && !self.index.is_empty() {
+            self.index = FxHashMap::default();
+        }
         true
     }
+}
+
+/// The decimal form of `n` in `buf`, without allocating.
+pub fn format_i64(n: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut v = n.unsigned_abs();
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    &buf[i..]
 }
 
 /// A value stored under a key.
@@ -167,7 +249,7 @@ pub enum Value {
 /// A set; integer-only small sets are kept sorted like Redis's intset, so SMEMBERS orders like Redis.
 #[derive(Clone, Debug, Default)]
 pub struct SetValue {
-    pub members: HashSet<Vec<u8>>,
+    pub members: FxHashSet<Vec<u8>>,
     /// False while Redis 7.0 would keep the set as an intset (every member a canonical i64, at most
     /// set-max-intset-entries = 512 of them); it then iterates in ascending numeric order. Once true
     /// (hashtable encoding) the order is undefined, and it never goes back.
@@ -177,7 +259,7 @@ pub struct SetValue {
 impl SetValue {
     /// An empty set with the encoding Redis's `setTypeCreate` picks for its first member.
     pub fn for_first(member: &[u8]) -> SetValue {
-        SetValue { members: HashSet::new(), hashtable: parse_canonical_i64(member).is_none() }
+        SetValue { members: FxHashSet::default(), hashtable: parse_canonical_i64(member).is_none() }
     }
     pub fn len(&self) -> usize {
         self.members.len()
@@ -243,7 +325,7 @@ pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong
 /// (the emulator freezes it for the duration of a script).
 #[derive(Debug)]
 pub struct Db {
-    pub map: HashMap<Vec<u8>, Entry>,
+    pub map: FxHashMap<Vec<u8>, Entry>,
     /// When false, keys past their deadline are kept as if they had no deadline yet (TTLs are still
     /// stored and reported). Not a Redis feature: it lets tests show that a script's TTLs are long
     /// enough, by checking that its decisions do not change when expired keys stay. Default true.
@@ -252,43 +334,50 @@ pub struct Db {
 
 impl Default for Db {
     fn default() -> Self {
-        Db { map: HashMap::new(), expiry_enabled: true }
+        Db { map: FxHashMap::default(), expiry_enabled: true }
     }
 }
 
 impl Db {
+    /// Whether an entry with deadline `expire_at` is gone at `now` (Redis's keyIsExpired: `now >
+    /// when`; at its deadline a key still exists, PTTL 0).
+    #[inline]
+    fn expired(&self, expire_at: Option<i64>, now: i64) -> bool {
+        matches!(expire_at, Some(t) if t < now && self.expiry_enabled)
+    }
     /// Removes `key` if it has expired at `now`; returns true when the key is (still) present.
     #[inline]
     fn expire_if_needed(&mut self, key: &[u8], now: i64) -> bool {
         match self.map.get(key) {
             None => false,
-            Some(e) => match e.expire_at {
-                // Redis's keyIsExpired: `now > when`; at its deadline a key still exists (PTTL 0).
-                Some(t) if t < now && self.expiry_enabled => {
-                    self.map.remove(key);
-                    false
-                }
-                _ => true,
-            },
+            Some(e) if self.expired(e.expire_at, now) => {
+                self.map.remove(key);
+                false
+            }
+            Some(_) => true,
         }
     }
     /// The live entry under `key`.
     #[inline]
     pub fn get(&mut self, key: &[u8], now: i64) -> Option<&Entry> {
-        if self.expire_if_needed(key, now) {
-            self.map.get(key)
-        } else {
-            None
-        }
+        self.get_mut(key, now).map(|e| &*e)
     }
-    /// The live entry under `key`, mutable.
+    /// The live entry under `key`, mutable. One hash lookup when the key is live (a second one
+    /// only to delete an expired key).
     #[inline]
     pub fn get_mut(&mut self, key: &[u8], now: i64) -> Option<&mut Entry> {
-        if self.expire_if_needed(key, now) {
-            self.map.get_mut(key)
-        } else {
-            None
+        let expiry_enabled = self.expiry_enabled;
+        let entry: *mut Entry = self.map.get_mut(key)?;
+        // SAFETY: `entry` points into `self.map`, which is not touched between here and the return
+        // below except by `remove` on the expired path, after which `entry` is never used. (The
+        // borrow checker cannot yet see that a reference returned on one path is not alive on the
+        // other.)
+        let expire_at = unsafe { (*entry).expire_at };
+        if matches!(expire_at, Some(t) if t < now && expiry_enabled) {
+            self.map.remove(key);
+            return None;
         }
+        Some(unsafe { &mut *entry })
     }
     /// Stores a value, replacing any previous one and its TTL.
     pub fn set(&mut self, key: &[u8], value: Value, expire_at: Option<i64>) {

@@ -3,6 +3,7 @@
 pub mod cluster;
 pub mod cmd;
 pub mod core;
+pub mod fxhash;
 pub mod keyspace;
 pub mod longdouble;
 pub mod lua;
@@ -69,15 +70,16 @@ impl Emulator {
         if args.is_empty() {
             return Reply::err("ERR empty command");
         }
-        if let Some(spec) = cmd::lookup(args[0]) {
-            if spec.has(cmd::flags::SCRIPTING) {
-                if !spec.arity_ok(args.len()) {
-                    return cmd::wrong_arity(spec);
-                }
-                return self.scripting.command(spec, args);
+        let Some(spec) = cmd::lookup(args[0]) else {
+            return cmd::unknown_command(args);
+        };
+        if spec.has(cmd::flags::SCRIPTING) {
+            if !spec.arity_ok(args.len()) {
+                return cmd::wrong_arity(spec);
             }
+            return self.scripting.command(spec, args);
         }
-        self.core.borrow_mut().dispatch(args)
+        self.core.borrow_mut().dispatch_spec(spec, args)
     }
 
     /// `execute` for owned arguments.

@@ -61,13 +61,13 @@ fn set_pairs(core: &mut Core, a: &[&[u8]]) -> Result<i64, Reply> {
     match hash_of(core, a[1])? {
         Some(h) => {
             for p in pairs {
-                created += h.set(p[0], p[1].to_vec()) as i64;
+                created += h.set_bytes(p[0], p[1]) as i64;
             }
         }
         None => {
             let mut h = Hash::default();
             for p in pairs {
-                created += h.set(p[0], p[1].to_vec()) as i64;
+                created += h.set_bytes(p[0], p[1]) as i64;
             }
             core.db.set(a[1], Value::Hash(h), None);
         }
@@ -139,12 +139,12 @@ fn hincrby(core: &mut Core, a: &[&[u8]]) -> Reply {
             let Some(n) = cur.checked_add(incr) else {
                 return Reply::err("ERR increment or decrement would overflow");
             };
-            h.set(field, n.to_string().into_bytes());
+            h.set_int(field, n);
             Reply::Int(n)
         }
         None => {
             let mut h = Hash::default();
-            h.set(field, incr.to_string().into_bytes());
+            h.set_int(field, incr);
             core.db.set(a[1], Value::Hash(h), None);
             Reply::Int(incr)
         }

@@ -1,9 +1,9 @@
 //! The command table: one file per command family, each exporting a `COMMANDS` slice; a lookup by
 //! lower-cased name (no allocation) finds a [`CommandSpec`], and [`Core::dispatch`] checks arity and runs it.
-use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::core::Core;
+use super::fxhash::FxHashMap;
 use super::reply::Reply;
 
 pub mod hashes;
@@ -88,10 +88,10 @@ impl CommandSpec {
     }
 }
 
-fn table() -> &'static HashMap<&'static [u8], CommandSpec> {
-    static TABLE: OnceLock<HashMap<&'static [u8], CommandSpec>> = OnceLock::new();
+fn table() -> &'static FxHashMap<&'static [u8], CommandSpec> {
+    static TABLE: OnceLock<FxHashMap<&'static [u8], CommandSpec>> = OnceLock::new();
     TABLE.get_or_init(|| {
-        let mut m = HashMap::new();
+        let mut m = FxHashMap::default();
         for family in [
             strings::COMMANDS,
             keys::COMMANDS,

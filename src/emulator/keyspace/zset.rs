@@ -10,9 +10,10 @@
 //! observable: OBJECT ENCODING reports it, and a listpack stores scores as text, which turns -0 into 0.
 use std::cell::Cell;
 use std::cmp::Ordering;
-use std::collections::HashMap;
 use std::fmt;
 use std::rc::Rc;
+
+use crate::emulator::fxhash::FxHashMap;
 
 /// "No node" in a link.
 const NIL: u32 = u32::MAX;
@@ -178,7 +179,7 @@ impl LexRange {
 /// A sorted set with Redis's ordering: by score, ties by member bytes.
 #[derive(Clone)]
 pub struct ZSet {
-    dict: HashMap<Rc<[u8]>, u32>,
+    dict: FxHashMap<Rc<[u8]>, u32>,
     nodes: Vec<Node>,
     free: Vec<u32>,
     /// Levels in use (at least 1).
@@ -229,7 +230,7 @@ impl ZSet {
             upper: vec![EMPTY_LINK; MAX_LEVEL - 1].into_boxed_slice(),
         };
         ZSet {
-            dict: HashMap::new(),
+            dict: FxHashMap::default(),
             nodes: vec![head],
             free: Vec::new(),
             level: 1,
@@ -878,7 +879,7 @@ impl ZSet {
         let mut x = self.nodes[HEAD as usize].l0.next;
         let mut prev = NIL;
         let mut pos = 0usize;
-        let mut rank_of = HashMap::new();
+        let mut rank_of = std::collections::HashMap::new();
         while x != NIL {
             pos += 1;
             let n = &self.nodes[x as usize];
@@ -919,7 +920,7 @@ impl ZSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeSet;
+    use std::collections::{BTreeSet, HashMap};
 
     fn range(min: f64, max: f64) -> ScoreRange {
         ScoreRange { min, max, min_ex: false, max_ex: false }
