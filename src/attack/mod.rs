@@ -174,7 +174,7 @@ mod tests {
         assert_eq!(origin_ms(1000), DEFAULT_START.0);
         let o = origin_ms(7);
         assert_eq!(o % 7, 0);
-        assert!(o >= DEFAULT_START.0 && o < DEFAULT_START.0 + 7);
+        assert!((DEFAULT_START.0..DEFAULT_START.0 + 7).contains(&o));
     }
 
     #[test]

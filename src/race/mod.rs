@@ -230,9 +230,11 @@ pub fn run(spec: &RaceSpec, seed: u64) -> Result<RaceReport> {
     })
 }
 
-/// Every server's arrivals, merged in time order: (arrival µs, subject index), and the subjects'
-/// Redis keys.
-fn arrivals(spec: &RaceSpec, servers: u32, seed: u64) -> Result<(Vec<(i64, u32)>, Vec<String>)> {
+/// Arrivals as (µs, subject index), and the subjects' Redis keys.
+type Arrivals = (Vec<(i64, u32)>, Vec<String>);
+
+/// Every server's arrivals, merged in time order (ties: the lower server first).
+fn arrivals(spec: &RaceSpec, servers: u32, seed: u64) -> Result<Arrivals> {
     let start = DEFAULT_START.as_micros();
     let mut all: Vec<(i64, u32, String)> = Vec::new();
     for s in 0..servers {
@@ -240,7 +242,7 @@ fn arrivals(spec: &RaceSpec, servers: u32, seed: u64) -> Result<(Vec<(i64, u32)>
             all.push((a.at.0, s, a.key));
         }
     }
-    all.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    all.sort_by_key(|a| (a.0, a.1));
     let mut names: HashMap<String, u32> = HashMap::new();
     let mut keys = Vec::new();
     let out = all
@@ -296,6 +298,7 @@ fn simulate(spec: &RaceSpec, limiter: &Limiter, reqs: &[(i64, Req)], keys: &[Str
     // (subject, window) -> admitted
     let mut counted: HashMap<(u32, i64), u64> = HashMap::new();
     let (mut kbuf, mut abuf) = (Vec::new(), Vec::new());
+    let mut now = String::new();
     while let Some(Reverse((t, _, ev))) = queue.pop() {
         match ev {
             Ev::Arrive(i) => push(&mut queue, t + reqs[i as usize].1.lat[0], Ev::Read(i)),
@@ -305,7 +308,7 @@ fn simulate(spec: &RaceSpec, limiter: &Limiter, reqs: &[(i64, Req)], keys: &[Str
                 let key = keys[r.subject as usize].as_bytes();
                 let value = match mode {
                     Mode::NonAtomic => {
-                        let now = r.now_ms.to_string();
+                        set_decimal(&mut now, r.now_ms);
                         int_reply(backend.eval(&get, &[key], &[window_arg.as_bytes(), now.as_bytes()])?)?
                     }
                     Mode::Lua => {
@@ -332,7 +335,7 @@ fn simulate(spec: &RaceSpec, limiter: &Limiter, reqs: &[(i64, Req)], keys: &[Str
             Ev::Incr(i) => {
                 let r = &reqs[i as usize].1;
                 clock.set_micros(Micros(t));
-                let now = r.now_ms.to_string();
+                set_decimal(&mut now, r.now_ms);
                 let key = keys[r.subject as usize].as_bytes();
                 int_reply(backend.eval(&incr, &[key], &[window_arg.as_bytes(), now.as_bytes()])?)?;
             }
@@ -351,6 +354,13 @@ fn simulate(spec: &RaceSpec, limiter: &Limiter, reqs: &[(i64, Req)], keys: &[Str
         }
     }
     Ok(f)
+}
+
+/// Writes `n` in decimal into `buf`, keeping its allocation.
+fn set_decimal(buf: &mut String, n: i64) {
+    use std::fmt::Write as _;
+    buf.clear();
+    let _ = write!(buf, "{n}");
 }
 
 fn int_reply(r: Reply) -> Result<i64> {
