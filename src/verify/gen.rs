@@ -373,15 +373,20 @@ impl<R: RngCore> Gen<'_, R> {
         self.pick(INDEXES).to_string()
     }
 
-    /// Drops an argument or adds one, for arity and syntax errors.
+    /// Drops the last argument or adds one at the end, for arity and syntax errors. Nothing moves:
+    /// a literal shifted into a key's place would be a key outside the case's prefix (on a shared
+    /// server, someone else's). The added argument is sent behind the prefix for the same reason
+    /// (it may land where a key is read: `DEL k1 x`). A mangled command may no longer load its
+    /// script, so it loses its [`Fx::Load`]; every other effect is a "may", which stays true.
     fn mangle(&mut self, c: &mut Command) {
+        c.fx.retain(|f| !matches!(f, Fx::Load(_)));
         if c.args.len() > 1 && self.chance(50) {
-            let i = self.rng.random_range(1..c.args.len());
-            c.args.remove(i);
+            c.args.pop();
         } else {
             let extra = self.pick(&["x", "1", "EX", "NX", "WITHSCORES", "LIMIT", "", "-1", "a\r\nb", ECHOED_LONG]);
-            let at = self.rng.random_range(1..=c.args.len());
-            c.args.insert(at, Arg::Lit(extra.as_bytes().to_vec()));
+            // Where every trailing argument is a key, the extra one is a key too.
+            let keys_to_the_end = ["del", "unlink", "exists", "touch", "mget"].contains(&c.name().as_str());
+            c.args.push(if keys_to_the_end { Arg::Key(extra.to_string()) } else { Arg::Lit(extra.as_bytes().to_vec()) });
         }
     }
 
@@ -1007,17 +1012,19 @@ impl<R: RngCore> Gen<'_, R> {
             _ => ("EVAL", false),
         };
         let mut b = B::new(name);
+        // Redis reads numkeys before it compiles: a bad one loads nothing.
+        let bad_numkeys = self.chance(3);
         if by_sha {
             let s = if self.chance(10) { sha.to_ascii_uppercase() } else { sha.clone() };
             b = b.lit(s).fx(Fx::NeedLoaded(sha.clone()));
         } else {
             b = b.lit(body);
-            if compiles {
+            if compiles && !bad_numkeys {
                 b = b.fx(Fx::Load(sha.clone()));
                 self.loaded.push(sha);
             }
         }
-        let numkeys = if self.chance(3) { self.pick(&["-1", "x", "99"]).to_string() } else { keys.len().to_string() };
+        let numkeys = if bad_numkeys { self.pick(&["-1", "x", "99"]).to_string() } else { keys.len().to_string() };
         b = b.lit(numkeys);
         for k in keys {
             b = b.key(k).fx(Fx::AnyTtl(k.clone()));
@@ -1162,6 +1169,48 @@ mod tests {
             for c in &a.commands {
                 let name = c.name();
                 assert!(!["flushall", "flushdb", "dbsize", "scan", "time", "randomkey"].contains(&name.as_str()));
+            }
+        }
+    }
+
+    /// Every argument Redis reads as a key is one of the case's keys (sent behind its prefix), so
+    /// a run on a shared server never touches a key of someone else's.
+    #[test]
+    fn keys_are_only_ever_the_cases_own() {
+        use crate::emulator::cmd::{self, flags};
+        for seed in 0..3000u64 {
+            for private in [false, true] {
+                for c in case(&mut ChaCha8Rng::seed_from_u64(seed), private).commands {
+                    let args = c.materialise("P:");
+                    let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+                    let Some(spec) = cmd::lookup(refs[0]) else { continue };
+                    let mut key_at: Vec<usize> = Vec::new();
+                    if spec.has(flags::SCRIPTING) {
+                        if spec.name.starts_with("eval") && refs.len() >= 3 {
+                            // (More keys than arguments is refused before anything runs.)
+                            if let Some(n) = std::str::from_utf8(refs[2]).ok().and_then(|s| s.parse::<usize>().ok()) {
+                                if 3 + n <= refs.len() {
+                                    key_at.extend(3..3 + n);
+                                }
+                            }
+                        }
+                    } else if spec.arity_ok(refs.len())
+                        && !(spec.keys.step == 2 && refs.len() % 2 == 0)
+                        && !(spec.name == "object" && refs[1].eq_ignore_ascii_case(b"help"))
+                    {
+                        // (OBJECT HELP takes no key.)
+                        // (MSET with a key and no value is an arity error before any key is read.)
+                        let keys = spec.keys.keys(&refs);
+                        for (i, a) in refs.iter().enumerate().skip(1) {
+                            if keys.iter().any(|k| std::ptr::eq(k.as_ptr(), a.as_ptr())) {
+                                key_at.push(i);
+                            }
+                        }
+                    }
+                    for i in key_at {
+                        assert!(matches!(c.args[i], Arg::Key(_)), "seed {seed}: argument {i} of `{}` is read as a key", c.line());
+                    }
+                }
             }
         }
     }
