@@ -4,8 +4,9 @@
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::clock::Stopwatch;
 use crate::{Error, Result};
 
 /// A `redis-server` child process.
@@ -59,8 +60,8 @@ impl PrivateServer {
             .spawn()
             .map_err(|e| format!("spawning redis-server: {e}"))?;
         let mut s = PrivateServer { child, port, dir, version: version.to_string() };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
+        let waited = Stopwatch::start();
+        while waited.elapsed_secs() < 10.0 {
             if let Ok(Some(status)) = s.child.try_wait() {
                 return Err(format!("redis-server exited at once ({status}) on port {port}"));
             }
