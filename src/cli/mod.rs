@@ -3,9 +3,10 @@
 //!
 //! Adding a subcommand (`verify`, `attack`, `memory`, `bench`, ...): a file with an `Args` struct
 //! (clap `Args`), a `Plan` built by validating it, and `run(plan, out)`; then one variant in
-//! [`Command`] and one arm in [`execute`]. Every run today goes to a fresh emulator through
-//! [`crate::sim::standard::run_on_emulator`]; a global `--redis URL` option belongs on [`Cli`]
-//! (`#[arg(global = true)]`) and would choose the [`crate::backend::Backend`] the plans run on.
+//! [`Command`] and one arm in [`execute`]. Runs go to a fresh emulator through
+//! [`crate::sim::standard::run_on_emulator`]; `run`, `compare`, `cli` and `verify` also take
+//! `--redis URL` ([`verify::RedisArgs`]), which adds a real server: the emulator's report first, then
+//! the same arrivals on the server checked call for call ([`crate::verify::decisions`]).
 use std::io::Write;
 
 use clap::{Parser, Subcommand};
