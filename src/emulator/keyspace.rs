@@ -177,12 +177,12 @@ impl Hash {
                 true
             }
         };
-        if !self.hashtable && self.fields.len() > 128 {
+        if !self.hashtable && self.fields.len() > HASH_MAX_LISTPACK_ENTRIES {
             self.hashtable = true;
         }
         new
     }
-    /// Removes a field; returns true when it was there. A listpack-encoded hash (at most 128 fields)
+    /// Removes a field; returns true when it was there. A listpack-encoded hash (at most 512 fields)
     /// keeps its order; a hashtable-encoded one has no defined order in Redis, so the last field moves
     /// into the hole and a removal stays O(1) however big the hash is.
     pub fn remove(&mut self, f: &[u8]) -> bool {

@@ -1,7 +1,7 @@
 //! Hash commands (HSET, HGET, HINCRBY, HGETALL, ...) with Redis 7.0's replies, check order and error texts.
 //!
 //! Small hashes keep insertion order, as Redis's listpack encoding does, so HGETALL/HKEYS/HVALS of a
-//! hash with at most 128 short fields come out exactly as Redis sends them.
+//! hash with at most 512 short fields come out exactly as Redis sends them.
 use super::flags::*;
 use super::{arg_i64, CommandSpec, KeySpec, NOT_FLOAT};
 use crate::emulator::core::Core;
@@ -345,7 +345,7 @@ mod tests {
     #[test]
     fn encoding_flag_and_big_hdel() {
         let mut e = Emulator::new();
-        for i in 0..128 {
+        for i in 0..512 {
             run(&mut e, &format!("HSET h f{i} v"));
         }
         let is_ht = |e: &mut Emulator| match &e.core().db.map[&b"h"[..]].value {
@@ -353,7 +353,7 @@ mod tests {
             _ => unreachable!(),
         };
         assert!(!is_ht(&mut e));
-        run(&mut e, "HSET h f128 v");
+        run(&mut e, "HSET h f512 v");
         assert!(is_ht(&mut e));
         let mut big: Vec<Vec<u8>> = vec![b"HSET".to_vec(), b"big".to_vec()];
         for i in 0..50_000 {
