@@ -70,6 +70,13 @@ const INTS: &[&str] = &[
 
 const INCRS: &[&str] = &["1", "-1", "0", "5", "100", "-100", "9223372036854775807", "-9223372036854775808", "a", "1.5", ""];
 
+/// Increments for hash fields: a value past 64 bytes (HINCRBYFLOAT prints 1e308 in full) turns the
+/// hash into a hashtable, whose order Redis randomises per process.
+const HASH_FLOATS: &[&str] = &[
+    "1", "1.5", "-2.5", "0.1", "-0", "1e10", "-1e-300", "inf", "-inf", "+inf", "nan", "abc", "3",
+    "1.0000000000000001", "0x10", " 1", "", "5.0e3", "17179869184", "0.3333333333333333",
+];
+
 const FLOATS: &[&str] = &[
     "1", "1.5", "-2.5", "0.1", "-0", "1e10", "1e308", "1e309", "-1e-300", "inf", "-inf", "+inf", "nan", "abc",
     "3", "1.0000000000000001", "0x10", " 1", "", "5.0e3", "17179869184", "0.3333333333333333",
@@ -134,6 +141,8 @@ enum ArgvKind {
     Ascii,
     /// Numbers.
     Number,
+    /// Increments that keep a hash a listpack.
+    HashFloat,
     Json,
 }
 
@@ -203,7 +212,8 @@ const SNIPPETS: &[Snippet] = &[
         compiles: true,
     },
     Snippet { body: "return redis.call('TYPE', KEYS[1])", keys: 1, argv: ArgvKind::None, compiles: true },
-    Snippet { body: "return redis.call('HINCRBYFLOAT', KEYS[1], 'f1', ARGV[1])", keys: 1, argv: ArgvKind::Number, compiles: true },
+    Snippet { body: "return redis.call('HINCRBYFLOAT', KEYS[1], 'f1', ARGV[1])", keys: 1, argv: ArgvKind::HashFloat, compiles: true },
+    Snippet { body: "redis.setresp(3) return redis.call('HMGET', KEYS[1], 'w', 'n', 'c')", keys: 1, argv: ArgvKind::None, compiles: true },
     Snippet {
         body: "local n = 0 for i = 1, math.min(tonumber(ARGV[1]) or 0, 1000) do n = n + i end return n",
         keys: 0,
@@ -229,6 +239,55 @@ const SNIPPETS: &[Snippet] = &[
     Snippet { body: "return redis.call('OBJECT', 'ENCODING', KEYS[1])", keys: 1, argv: ArgvKind::None, compiles: true },
     Snippet { body: "local t = {} t[1] = 1 t[3] = 3 return t", keys: 0, argv: ArgvKind::None, compiles: true },
     Snippet { body: "return redis.call('ECHO', ARGV[1])", keys: 0, argv: ArgvKind::Value, compiles: true },
+    Snippet {
+        body: "redis.call('SET', KEYS[1], tonumber(ARGV[1]) or 0) return redis.call('GET', KEYS[1])",
+        keys: 1,
+        argv: ArgvKind::Number,
+        compiles: true,
+    },
+    Snippet {
+        body: "return redis.call('ZINCRBY', KEYS[1], tonumber(ARGV[1]) or 1, 'm')",
+        keys: 1,
+        argv: ArgvKind::Number,
+        compiles: true,
+    },
+    Snippet {
+        body: "redis.setresp(3) return redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')",
+        keys: 1,
+        argv: ArgvKind::None,
+        compiles: true,
+    },
+    Snippet { body: "return redis.pcall('HSET', KEYS[1])", keys: 1, argv: ArgvKind::None, compiles: true },
+    Snippet {
+        body: "local ok, e = pcall(redis.call, 'INCR', KEYS[1]) return {tostring(ok), type(e) == 'table' and e.err or e}",
+        keys: 1,
+        argv: ArgvKind::None,
+        compiles: true,
+    },
+    Snippet { body: "return {1, nil, 3}", keys: 0, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "return {1.9, -1.9, 0.5, -0.5, 1e300}", keys: 0, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "return {double = 3.14}", keys: 0, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "redis.setresp(3) return {double = 3.14}", keys: 0, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "redis.setresp(3) return {map = {a = 1}}", keys: 0, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "redis.setresp(3) return {true, false, {set = {x = true}}}", keys: 0, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "return {string.byte(ARGV[1], 1, -1)}", keys: 0, argv: ArgvKind::Value, compiles: true },
+    Snippet { body: "return {struct.unpack('<i2', ARGV[1] .. 'xx')}", keys: 0, argv: ArgvKind::Value, compiles: true },
+    Snippet { body: "return cmsgpack.pack(tonumber(ARGV[1]) or ARGV[1])", keys: 0, argv: ArgvKind::Number, compiles: true },
+    Snippet { body: "return cjson.encode({tonumber(ARGV[1]) or 0})", keys: 0, argv: ArgvKind::Number, compiles: true },
+    Snippet { body: "return string.format('%q', ARGV[1])", keys: 0, argv: ArgvKind::Value, compiles: true },
+    Snippet {
+        body: "return redis.call('SET', KEYS[1], ARGV[1], 'KEEPTTL', 'GET')",
+        keys: 1,
+        argv: ArgvKind::Value,
+        compiles: true,
+    },
+    Snippet { body: "return redis.call('LRANGE', KEYS[1], 0, -1)", keys: 1, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "return redis.call('HINCRBY', KEYS[1], ARGV[1], 1)", keys: 1, argv: ArgvKind::Ascii, compiles: true },
+    Snippet { body: "return redis.call('GETRANGE', KEYS[1], ARGV[1], -1)", keys: 1, argv: ArgvKind::Number, compiles: true },
+    Snippet { body: "return type(redis.call('GET', KEYS[1]))", keys: 1, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "return math.huge", keys: 0, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "return {math.floor(-0.5), math.fmod(7, -3), 7 % -3, 2^63, -(2^63)}", keys: 0, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "return redis.call('INCRBYFLOAT', KEYS[1], ARGV[1])", keys: 1, argv: ArgvKind::Number, compiles: true },
 ];
 
 const JSON: &[&str] = &[
@@ -584,11 +643,21 @@ impl<R: RngCore> Gen<'_, R> {
                     _ => ("PEXPIREAT", self.pick(ABS_MS).to_string(), TtlKind::Abs),
                 };
                 let mut b = B::new(name).key(&k).lit(v).fx(Fx::Ttl(k.clone(), kind));
+                let mut opts = Vec::new();
                 if self.chance(35) {
-                    b = b.lit(self.pick(&["NX", "XX", "GT", "LT", "gt", "NX XX", "a\r\nb", ECHOED_LONG]));
+                    opts.push(self.pick(&["NX", "XX", "GT", "LT", "gt", "NX XX", "a\r\nb", ECHOED_LONG]));
                     if self.chance(15) {
-                        b = b.lit(self.pick(&["XX", "GT", "LT"]));
+                        opts.push(self.pick(&["XX", "GT", "LT"]));
                     }
+                }
+                // GT and LT compare the new deadline with the key's: two deadlines relative to "now"
+                // compare by how much time passed between them, so with a relative one the key may
+                // only have had an absolute TTL (or none).
+                if kind != TtlKind::Abs && opts.iter().any(|o| o.eq_ignore_ascii_case("gt") || o.eq_ignore_ascii_case("lt")) {
+                    b = b.fx(Fx::ReadTtl(k.clone(), TtlRead::Abs));
+                }
+                for o in opts {
+                    b = b.lit(o);
                 }
                 b.build()
             }
@@ -679,7 +748,7 @@ impl<R: RngCore> Gen<'_, R> {
             }
             9 => {
                 let f = field(self);
-                let x = self.pick(FLOATS);
+                let x = self.pick(HASH_FLOATS);
                 B::new("HINCRBYFLOAT").key(&k).lit(f).lit(x).build()
             }
             10 | 11 => B::new(self.pick(&["HGETALL", "HKEYS", "HVALS", "HLEN"])).key(&k).build(),
@@ -1058,6 +1127,7 @@ impl<R: RngCore> Gen<'_, R> {
                     }
                 }
                 ArgvKind::Json => self.pick(JSON).as_bytes().to_vec(),
+                ArgvKind::HashFloat => self.pick(HASH_FLOATS).as_bytes().to_vec(),
                 ArgvKind::None => Vec::new(),
             })
             .collect();

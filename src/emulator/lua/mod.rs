@@ -226,6 +226,16 @@ impl Scripting {
             }
         } else if eq_ic(sub, "kill") && a.len() == 2 {
             Reply::err("NOTBUSY No scripts in execution right now.")
+        } else if eq_ic(sub, "debug") && a.len() == 3 {
+            // Redis's Lua debugger (a session driven by the client) is not emulated: NO, which turns it
+            // off, is all the emulator can say yes to.
+            if eq_ic(a[2], "no") {
+                Reply::ok()
+            } else if eq_ic(a[2], "yes") || eq_ic(a[2], "sync") {
+                Reply::err("ERR limitlab does not emulate the Lua debugger (SCRIPT DEBUG YES/SYNC)")
+            } else {
+                Reply::err("ERR Use SCRIPT DEBUG YES/SYNC/NO")
+            }
         } else if eq_ic(sub, "help") && a.len() == 2 {
             Reply::Array(SCRIPT_HELP.iter().map(|l| Reply::Status((*l).into())).collect())
         } else {
