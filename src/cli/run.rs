@@ -1,13 +1,15 @@
 //! `limitlab run FILE [--json|--markdown] [--seed S] [--redis URL]`: one scenario, every script it
 //! selects (with `--redis`, also on a real Redis, checked against the emulator).
-use std::collections::HashSet;
 use std::io::Write;
 use std::path::PathBuf;
 
 use super::{emit, FormatArgs};
 use crate::report::run::{RunReport, VariantResult};
 use crate::report::Format;
-use crate::sim::standard::run_on_emulator;
+use crate::clock::Stopwatch;
+use crate::report::table::thousands;
+use crate::sim::parallel::default_jobs;
+use crate::sim::stream::{peak_rss_bytes, run_variants};
 use crate::sim::{Progress, Scenario};
 use crate::Result;
 
@@ -22,6 +24,13 @@ pub struct Args {
     pub format: FormatArgs,
     #[command(flatten)]
     pub redis: super::verify::RedisArgs,
+    /// Run up to N scripts at once, one thread each (default: the cores available). The report
+    /// is the same whatever N is.
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Print the wall time and the peak resident memory (VmHWM) on stderr when done.
+    #[arg(long)]
+    pub stats: bool,
 }
 
 /// A validated `run`: the parsed scenario and the seed it runs with.
@@ -43,21 +52,35 @@ impl Plan {
 /// Runs the scenario on the emulator and builds its report (no wall-clock figures, so the same
 /// scenario and seed always give the same report).
 pub fn report(plan: &Plan, progress: Progress) -> Result<RunReport> {
+    report_jobs(plan, progress, 0)
+}
+
+/// [`report`] on up to `jobs` threads (0: the cores available). Arrivals stream through each
+/// script and decisions fold into the metrics as they come (see [`crate::sim::stream`]), so
+/// memory does not grow with the number of requests.
+pub fn report_jobs(plan: &Plan, progress: Progress, jobs: usize) -> Result<RunReport> {
     let s = &plan.scenario;
-    let arrivals = s.arrivals(plan.seed)?;
-    let subjects = arrivals.iter().map(|a| a.key.as_str()).collect::<HashSet<_>>().len();
-    let mut phases: Vec<String> = Vec::new();
-    for a in &arrivals {
-        if !phases.contains(&a.phase) {
-            phases.push(a.phase.clone());
-        }
-    }
-    let mut report = RunReport::new(s, plan.seed, "emulator", arrivals.len(), subjects, phases);
-    for &v in &s.variants {
-        let (_, metrics, _) = run_on_emulator(s, v, &arrivals, progress)?;
-        report.results.push(VariantResult { algorithm: v.name().to_string(), metrics });
+    let runs = run_variants(s, plan.seed, &s.variants, jobs, progress)?;
+    let (arrivals, subjects, phases) = match runs.first() {
+        Some(r) => (r.metrics.calls as usize, r.subjects.len(), r.phases.clone()),
+        None => (0, 0, Vec::new()),
+    };
+    let mut report = RunReport::new(s, plan.seed, "emulator", arrivals, subjects, phases);
+    for r in runs {
+        report.results.push(VariantResult { algorithm: r.variant.name().to_string(), metrics: r.metrics });
     }
     Ok(report)
+}
+
+/// The `--stats` lines: wall time, peak memory, and each script's own loop.
+fn print_stats(plan: &Plan, r: &RunReport, secs: f64, threads: usize) {
+    let peak = peak_rss_bytes().map_or("unknown".to_string(), |b| format!("{} MB", thousands(b / (1024 * 1024))));
+    eprintln!(
+        "stats: {} script(s) x {} requests ({} subjects) in {secs:.1} s wall on up to {threads} thread(s); peak RSS {peak} (VmHWM)",
+        plan.scenario.variants.len(),
+        thousands(r.arrivals as u64),
+        thousands(r.subjects as u64),
+    );
 }
 
 pub fn run(plan: Plan, out: &mut dyn Write) -> Result<()> {
@@ -69,10 +92,16 @@ pub fn run(plan: Plan, out: &mut dyn Write) -> Result<()> {
 /// every selected script on the server, checked call for call against the emulator's decisions
 /// (an [`crate::Error::Mismatch`] names the first differing call of each script).
 pub fn execute(a: Args, out: &mut dyn Write) -> Result<()> {
+    let watch = Stopwatch::start();
+    let (jobs, stats) = (a.jobs.unwrap_or(0), a.stats);
     let target = a.redis.target()?;
     let plan = Plan::new(a)?;
-    let Some(target) = target else { return run(plan, out) };
-    let r = report(&plan, Progress::Auto)?;
+    let r = report_jobs(&plan, Progress::Auto, jobs)?;
+    if stats {
+        let threads = if jobs == 0 { default_jobs() } else { jobs }.min(plan.scenario.variants.len());
+        print_stats(&plan, &r, watch.elapsed_secs(), threads);
+    }
+    let Some(target) = target else { return emit(out, &r.render(plan.format)) };
     let mut real = target.connect()?;
     let check = crate::verify::decisions::check_run(&plan.scenario, plan.seed, &mut real, Progress::Auto)?;
     let text = match plan.format {
