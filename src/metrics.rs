@@ -15,7 +15,7 @@
 //!   scripts report no wait and are not checked.
 //! - **reference mismatches**: calls where the script's reply differs from its own reference model
 //!   (should be 0; the property tests enforce it, the count keeps reports honest).
-use std::collections::HashMap;
+use crate::emulator::fxhash::FxHashMap;
 
 use serde::Serialize;
 
@@ -185,7 +185,7 @@ pub fn max_in_any_window(times: &mut [(i64, u64)], window: i64) -> (u64, i64) {
 pub struct ExactLog {
     limit: u64,
     window: i64,
-    subjects: HashMap<u32, SubjectLog>,
+    subjects: FxHashMap<u32, SubjectLog>,
 }
 
 /// One subject's admissions in time order, with running sums so any interval's total is two binary
@@ -219,7 +219,7 @@ impl SubjectLog {
 
 impl ExactLog {
     pub fn new(params: Params) -> ExactLog {
-        ExactLog { limit: params.limit, window: params.window_ms as i64, subjects: HashMap::new() }
+        ExactLog { limit: params.limit, window: params.window_ms as i64, subjects: FxHashMap::default() }
     }
 
     /// Decides one call, and records it when admitted.

@@ -1,6 +1,6 @@
 //! A model of the few Redis keys one script touches: values with PEXPIRE deadlines that vanish
 //! exactly when Redis 7.0 would drop them, so reference models forget state when Redis does.
-use std::collections::HashMap;
+use crate::emulator::fxhash::FxHashMap;
 
 /// Keys of one reference model, each with an optional deadline in server milliseconds.
 ///
@@ -9,7 +9,7 @@ use std::collections::HashMap;
 /// once; both rules are kept here.
 #[derive(Clone, Debug)]
 pub(crate) struct Store<V> {
-    map: HashMap<String, Slot<V>>,
+    map: FxHashMap<String, Slot<V>>,
     /// When the map reaches this size, expired keys are swept so a long simulation over many
     /// subjects does not keep every subject it ever saw (Redis's active expiry does the same).
     sweep_at: usize,
@@ -30,7 +30,7 @@ fn alive(deadline: Option<i64>, server: i64) -> bool {
 
 impl<V> Default for Store<V> {
     fn default() -> Self {
-        Store { map: HashMap::new(), sweep_at: FIRST_SWEEP }
+        Store { map: FxHashMap::default(), sweep_at: FIRST_SWEEP }
     }
 }
 

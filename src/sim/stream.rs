@@ -7,13 +7,14 @@
 //! (the tests compare them on every standard scenario), given arrivals in time order, which every
 //! traffic source produces. [`run_variants`] runs several scripts over the same arrivals, one
 //! thread per script (each with its own emulator, built inside its thread).
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::io::IsTerminal;
 
 use super::{Progress, Record, Scenario, PROGRESS_MIN};
 use crate::backend::emulated::EmulatedBackend;
 use crate::backend::{Backend, Script};
 use crate::clock::{Millis, Stopwatch};
+use crate::emulator::fxhash::FxHashMap;
 use crate::limiter::{Flavor, Limiter, Params, Reference, Variant};
 use crate::metrics::{ExactLog, Metrics, PhaseCount};
 use crate::traffic::{Arrival, TrafficSpec};
@@ -214,7 +215,7 @@ pub struct StreamRun {
 /// Interns names into dense indices, in order of first appearance.
 #[derive(Default)]
 struct Names {
-    index: HashMap<String, u32>,
+    index: FxHashMap<String, u32>,
     names: Vec<String>,
 }
 
