@@ -62,8 +62,9 @@ pub struct RealRedis {
     info: ConnectionInfo,
     options: RealOptions,
     conn: Conn,
-    /// The masters (host, port): one for a standalone server, every slot owner for a cluster.
-    masters: Vec<(String, u16)>,
+    /// The masters: the server itself when standalone (any address kind), every slot owner of a
+    /// cluster.
+    masters: Vec<ConnectionInfo>,
     cluster: bool,
     prefix: String,
     /// Replies received (commands and script calls), for "how far did it get" messages.
@@ -113,13 +114,10 @@ impl RealRedis {
         };
         let (conn, masters) = if cluster {
             let masters = cluster_masters(&mut probe, &info).map_err(|e| connect_error(url, &e))?;
+            let masters = masters.into_iter().map(|(h, p)| info.clone().set_addr(ConnectionAddr::Tcp(h, p))).collect();
             (Conn::Cluster(Box::new(open_cluster(&info, options.timeout).map_err(|e| connect_error(url, &e))?)), masters)
         } else {
-            let hp = match info.addr() {
-                ConnectionAddr::Tcp(h, p) => vec![(h.clone(), *p)],
-                _ => Vec::new(),
-            };
-            (Conn::Single(probe), hp)
+            (Conn::Single(probe), vec![info.clone()])
         };
         Ok(RealRedis {
             url: url.to_string(),
@@ -147,9 +145,9 @@ impl RealRedis {
         self.cluster
     }
 
-    /// The masters this backend knows: `host:port` strings.
+    /// The masters this backend knows: `host:port` (or the socket path).
     pub fn masters(&self) -> Vec<String> {
-        self.masters.iter().map(|(h, p)| format!("{h}:{p}")).collect()
+        self.masters.iter().map(|m| m.addr().to_string()).collect()
     }
 
     /// Replies received so far (commands and script calls).
@@ -318,15 +316,16 @@ impl Backend for RealRedis {
     /// the run's own connection failed, when the server is still there).
     fn cleanup(&mut self) -> Result<u64> {
         let mut removed = 0;
-        for (host, port) in self.masters.clone() {
-            let info = self.info.clone().set_addr(ConnectionAddr::Tcp(host.clone(), port));
+        for info in self.masters.clone() {
             let res = open_single(&info, self.options.timeout).and_then(|mut c| self.cleanup_node(&mut c));
             match res {
                 Ok(n) => removed += n,
                 Err(e) => {
                     return Err(Error::Connection(format!(
-                        "{}: removing the keys under `{}` on {host}:{port} failed after {removed} were removed: {e}",
-                        self.url, self.prefix
+                        "{}: removing the keys under `{}` on {} failed after {removed} were removed: {e}",
+                        self.url,
+                        self.prefix,
+                        info.addr()
                     )))
                 }
             }
