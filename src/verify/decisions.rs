@@ -101,6 +101,8 @@ pub struct ScriptCheck {
     pub retried_after: Option<Divergence>,
     /// Keys removed from the server after the runs.
     pub keys_removed: u64,
+    /// Whether the arrivals' times never go backwards (where no decision depends on expiry).
+    pub monotone: bool,
     /// Wall-clock seconds of the last run on the server (not deterministic).
     #[serde(skip)]
     pub redis_secs: f64,
@@ -157,7 +159,13 @@ impl RedisCheck {
         }
         for c in &self.checks {
             if let Some(d) = &c.divergence {
-                t.note(format!("{} / {}: first difference at {d}", c.scenario, c.algorithm));
+                let why = if c.monotone {
+                    ""
+                } else {
+                    " (the arrivals' times go backwards in this scenario, where key expiry on the server's own \
+                     clock can legitimately change a decision)"
+                };
+                t.note(format!("{} / {}: first difference at {d}{why}", c.scenario, c.algorithm));
             } else if let Some(d) = &c.retried_after {
                 t.note(format!(
                     "{} / {}: the first run differed at {d}; a later run on a clean keyspace agreed, so it was the \
@@ -225,6 +233,7 @@ pub fn check_script(
         divergence: None,
         retried_after: None,
         keys_removed: 0,
+        monotone: arrivals.windows(2).all(|w| w[0].at <= w[1].at),
         redis_secs: 0.0,
     };
     for attempt in 1..=ATTEMPTS {
