@@ -86,7 +86,7 @@ fn error_replies_are_replies_with_redis_text() {
         Reply::err("ERR Error compiling script (new function): user_script:1: unexpected symbol near '<eof>'")
     );
     assert_eq!(real.command(&[b"INCR", k.as_bytes()]).unwrap(), Reply::err("ERR value is not an integer or out of range"));
-    assert_eq!(real.command(&[b"LPUSH", k.as_bytes(), b"a"]).unwrap().is_error(), true);
+    assert!(real.command(&[b"LPUSH", k.as_bytes(), b"a"]).unwrap().is_error());
     assert_eq!(real.command(&[b"GET", k.as_bytes()]).unwrap(), Reply::bulk("x"));
     assert!(real.failure().is_none(), "error replies are not failures");
     real.cleanup().unwrap();

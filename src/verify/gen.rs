@@ -1141,7 +1141,7 @@ impl<R: RngCore> Gen<'_, R> {
         let v = Variant::ALL[self.rng.random_range(0..Variant::ALL.len())];
         let key = self.key(Family::Limiter);
         // The next `now`: mostly forward, sometimes backwards (a lagging client), sometimes far.
-        let window = self.window(v);
+        let window = self.window();
         let step = match self.rng.random_range(0..10) {
             0..=2 => 0,
             3..=5 => self.rng.random_range(1..=window.min(5_000)),
@@ -1193,8 +1193,7 @@ impl<R: RngCore> Gen<'_, R> {
     }
 
     /// A window in ms: at least 100 s, so every TTL a script sets outlasts the case.
-    fn window(&mut self, v: Variant) -> u64 {
-        let _ = v;
+    fn window(&mut self) -> u64 {
         match self.rng.random_range(0..6) {
             0 => 100_000,
             1 => 60 * 60_000,
