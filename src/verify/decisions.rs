@@ -280,11 +280,15 @@ fn stopped(
     if let Some(a) = arrivals.get(done) {
         let _ = write!(where_, " (call #{} was subject `{}` at now_ms {})", done + 1, a.key, a.at.as_millis().0);
     }
-    let keys = match cleanup {
-        Ok(n) => format!("{n} keys of the run were removed"),
-        Err(c) => format!("its keys under `{}` could not be removed: {c}", real.key_prefix()),
+    let text = |e: &Error| match e {
+        Error::Connection(m) | Error::Redis(m) => m.clone(),
+        other => other.to_string(),
     };
-    let msg = format!("{where_}: {e}; {keys}");
+    let keys = match &cleanup {
+        Ok(n) => format!("{n} keys of the run were removed"),
+        Err(c) => format!("Its keys under `{}` could not be removed ({})", real.key_prefix(), text(c)),
+    };
+    let msg = format!("{where_}: {}. {keys}", text(&e).trim_end_matches('.'));
     match e {
         Error::Connection(_) => Error::Connection(msg),
         Error::Redis(_) => Error::Redis(msg),
