@@ -116,8 +116,9 @@ pub fn reply_to_lua(lua: &Lua, r: Reply, resp: u8) -> mlua::Result<Value> {
             t.raw_set("double", d)?;
             Value::Table(t)
         }
+        // Grown one key at a time as Redis does (see fast::push_reply).
         Reply::Map(kv) if resp == 3 => {
-            let m = lua.create_table_with_capacity(0, kv.len())?;
+            let m = lua.create_table()?;
             for (k, v) in kv {
                 m.raw_set(reply_to_lua(lua, k, resp)?, reply_to_lua(lua, v, resp)?)?;
             }
@@ -126,7 +127,7 @@ pub fn reply_to_lua(lua: &Lua, r: Reply, resp: u8) -> mlua::Result<Value> {
             Value::Table(t)
         }
         Reply::Set(v) if resp == 3 => {
-            let m = lua.create_table_with_capacity(0, v.len())?;
+            let m = lua.create_table()?;
             for k in v {
                 m.raw_set(reply_to_lua(lua, k, resp)?, true)?;
             }
@@ -140,7 +141,7 @@ pub fn reply_to_lua(lua: &Lua, r: Reply, resp: u8) -> mlua::Result<Value> {
 }
 
 fn array(lua: &Lua, v: Vec<Reply>, resp: u8) -> mlua::Result<Value> {
-    let t = lua.create_table_with_capacity(v.len(), 0)?;
+    let t = if resp == 3 { lua.create_table()? } else { lua.create_table_with_capacity(v.len(), 0)? };
     for (i, x) in v.into_iter().enumerate() {
         t.raw_set(i + 1, reply_to_lua(lua, x, resp)?)?;
     }

@@ -130,9 +130,11 @@ pub(crate) unsafe fn push_reply(l: *mut ffi::lua_State, r: &Reply, resp: u8) {
         Reply::Error(s) => push_field(l, c"err", s.as_bytes()),
         Reply::Array(v) => push_array(l, v, resp),
         Reply::Set(v) if resp == 2 => push_array(l, v, resp),
+        // Redis builds these tables with lua_newtable and one key at a time; the layout that gives
+        // decides the order `pairs` sees and what `#` says of an array with nils, so no presizing.
         Reply::Set(v) => {
             ffi::lua_createtable(l, 0, 1);
-            ffi::lua_createtable(l, 0, v.len() as c_int);
+            ffi::lua_createtable(l, 0, 0);
             for x in v {
                 push_reply(l, x, resp);
                 ffi::lua_pushboolean(l, 1);
@@ -142,7 +144,7 @@ pub(crate) unsafe fn push_reply(l: *mut ffi::lua_State, r: &Reply, resp: u8) {
         }
         Reply::Map(kv) if resp == 3 => {
             ffi::lua_createtable(l, 0, 1);
-            ffi::lua_createtable(l, 0, kv.len() as c_int);
+            ffi::lua_createtable(l, 0, 0);
             for (k, x) in kv {
                 push_reply(l, k, resp);
                 push_reply(l, x, resp);
@@ -171,7 +173,9 @@ pub(crate) unsafe fn push_reply(l: *mut ffi::lua_State, r: &Reply, resp: u8) {
 }
 
 unsafe fn push_array(l: *mut ffi::lua_State, v: &[Reply], resp: u8) {
-    ffi::lua_createtable(l, v.len() as c_int, 0);
+    // Under RESP3 an element may be nil (a hole): grow the table as Redis does (see push_reply).
+    // Under RESP2 there are no holes and presizing gives the same table.
+    ffi::lua_createtable(l, if resp == 3 { 0 } else { v.len() as c_int }, 0);
     for (i, x) in v.iter().enumerate() {
         push_reply(l, x, resp);
         ffi::lua_rawseti_(l, -2, (i + 1) as c_int);
