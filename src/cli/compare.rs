@@ -5,7 +5,7 @@ use std::io::Write;
 
 use super::{emit, FormatArgs};
 use crate::report::Format;
-use crate::sim::standard::{compare, CompareOptions};
+use crate::sim::standard::{compare_jobs, CompareOptions};
 use crate::sim::Progress;
 use crate::Result;
 
@@ -22,12 +22,18 @@ pub struct Args {
     pub format: FormatArgs,
     #[command(flatten)]
     pub redis: super::verify::RedisArgs,
+    /// Run up to N scenario/script pairs at once, one thread each (default: the cores available).
+    /// The tables come out the same whatever N is.
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
 }
 
 #[derive(Debug)]
 pub struct Plan {
     pub options: CompareOptions,
     pub format: Format,
+    /// Threads (0: the cores available).
+    pub jobs: usize,
 }
 
 impl Plan {
@@ -35,12 +41,13 @@ impl Plan {
         Ok(Plan {
             options: CompareOptions { seed: a.seed, timing: !a.no_timing, progress: Progress::Auto },
             format: a.format.format(),
+            jobs: a.jobs.unwrap_or(0),
         })
     }
 }
 
 pub fn run(plan: Plan, out: &mut dyn Write) -> Result<()> {
-    let c = compare(plan.options)?;
+    let c = compare_jobs(plan.options, plan.jobs)?;
     emit(out, &crate::report::compare::render(&c, plan.format))
 }
 
@@ -51,7 +58,7 @@ pub fn execute(a: Args, out: &mut dyn Write) -> Result<()> {
     let target = a.redis.target()?;
     let plan = Plan::new(a)?;
     let Some(target) = target else { return run(plan, out) };
-    let c = compare(plan.options)?;
+    let c = compare_jobs(plan.options, plan.jobs)?;
     let mut real = target.connect()?;
     let mut check = crate::verify::decisions::check_standard(plan.options.seed, &mut real, plan.options.progress)?;
     check.show_speed = plan.options.timing;

@@ -23,6 +23,7 @@ pub mod race;
 pub mod redis_cli;
 pub mod run;
 pub mod shell;
+pub mod sweep;
 pub mod skew;
 pub mod verify;
 
@@ -54,6 +55,9 @@ pub enum Command {
     /// Decisions per second of every script on the Rust reference, the emulator and a real Redis
     /// (one connection and pipelined), side by side; and the sliding log's cost against its size.
     Bench(bench::Args),
+    /// Run one scenario over many traffic seeds in parallel and summarise each script: mean, min
+    /// and max of overshoot, false allows and false rejections.
+    Sweep(sweep::Args),
     /// Search arrival patterns within a request budget for one script's highest overshoot and
     /// highest false-rejection rate; print them, save them as replayable traces, plot them.
     Attack(attack::Args),
@@ -100,6 +104,7 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> Result<()> {
         Command::Cli(a) => shell::run(shell::Plan::new(a)?, out),
         Command::Verify(a) => verify::run(verify::Plan::new(a)?, out),
         Command::Bench(a) => bench::run(bench::Plan::new(a)?, out),
+        Command::Sweep(a) => sweep::run(sweep::Plan::new(a)?, out),
         Command::Attack(a) => attack::run(attack::Plan::new(a)?, out),
         Command::Race(a) => race::run(race::Plan::new(a)?, out),
         Command::Skew(a) => skew::run(skew::Plan::new(a)?, out),

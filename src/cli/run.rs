@@ -9,7 +9,7 @@ use crate::report::Format;
 use crate::clock::Stopwatch;
 use crate::report::table::thousands;
 use crate::sim::parallel::default_jobs;
-use crate::sim::stream::{peak_rss_bytes, run_variants};
+use crate::sim::stream::{cpu_secs, peak_rss_bytes, run_variants};
 use crate::sim::{Progress, Scenario};
 use crate::Result;
 
@@ -24,7 +24,8 @@ pub struct Args {
     pub format: FormatArgs,
     #[command(flatten)]
     pub redis: super::verify::RedisArgs,
-    /// Run up to N scripts at once, one thread each (default: the cores available). The report
+    /// Run up to N scripts at once, one thread each (default: every selected script at once, up to
+    /// twice the cores available, so that three scripts on two cores finish together). The report
     /// is the same whatever N is.
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
@@ -55,11 +56,12 @@ pub fn report(plan: &Plan, progress: Progress) -> Result<RunReport> {
     report_jobs(plan, progress, 0)
 }
 
-/// [`report`] on up to `jobs` threads (0: the cores available). Arrivals stream through each
+/// [`report`] on up to `jobs` threads (0: [`default_run_jobs`]). Arrivals stream through each
 /// script and decisions fold into the metrics as they come (see [`crate::sim::stream`]), so
 /// memory does not grow with the number of requests.
 pub fn report_jobs(plan: &Plan, progress: Progress, jobs: usize) -> Result<RunReport> {
     let s = &plan.scenario;
+    let jobs = if jobs == 0 { default_run_jobs(s.variants.len()) } else { jobs };
     let runs = run_variants(s, plan.seed, &s.variants, jobs, progress)?;
     let (arrivals, subjects, phases) = match runs.first() {
         Some(r) => (r.metrics.calls as usize, r.subjects.len(), r.phases.clone()),
@@ -72,14 +74,23 @@ pub fn report_jobs(plan: &Plan, progress: Progress, jobs: usize) -> Result<RunRe
     Ok(report)
 }
 
-/// The `--stats` lines: wall time, peak memory, and each script's own loop.
+/// Threads for `run` without `--jobs`: every script at once, up to twice the cores. The operating
+/// system shares the cores between them, which balances three scripts on two cores better than
+/// running two and then one.
+pub fn default_run_jobs(scripts: usize) -> usize {
+    scripts.clamp(1, 2 * default_jobs())
+}
+
+/// The `--stats` line: wall time, CPU time, peak memory, on stderr.
 fn print_stats(plan: &Plan, r: &RunReport, secs: f64, threads: usize) {
     let peak = peak_rss_bytes().map_or("unknown".to_string(), |b| format!("{} MB", thousands(b / (1024 * 1024))));
+    let cpu = cpu_secs().map_or(String::new(), |c| format!(", {c:.1} s CPU"));
     eprintln!(
-        "stats: {} script(s) x {} requests ({} subjects) in {secs:.1} s wall on up to {threads} thread(s); peak RSS {peak} (VmHWM)",
+        "stats: {} script(s) x {} requests ({} subjects) in {secs:.1} s wall{cpu} on {threads} thread(s), {} core(s); peak RSS {peak} (VmHWM)",
         plan.scenario.variants.len(),
         thousands(r.arrivals as u64),
         thousands(r.subjects as u64),
+        default_jobs(),
     );
 }
 
@@ -98,7 +109,8 @@ pub fn execute(a: Args, out: &mut dyn Write) -> Result<()> {
     let plan = Plan::new(a)?;
     let r = report_jobs(&plan, Progress::Auto, jobs)?;
     if stats {
-        let threads = if jobs == 0 { default_jobs() } else { jobs }.min(plan.scenario.variants.len());
+        let n = plan.scenario.variants.len();
+        let threads = if jobs == 0 { default_run_jobs(n) } else { jobs.min(n) };
         print_stats(&plan, &r, watch.elapsed_secs(), threads);
     }
     let Some(target) = target else { return emit(out, &r.render(plan.format)) };

@@ -175,24 +175,59 @@ pub fn run_on_emulator(
     Ok((trace, m, backend))
 }
 
-/// Runs every script through the standard scenarios and gathers `compare`'s tables.
+/// Runs every script through the standard scenarios and gathers `compare`'s tables, on every core
+/// available (see [`compare_jobs`]).
 pub fn compare(opts: CompareOptions) -> Result<Comparison> {
-    let mut speed: Vec<(u64, f64)> = vec![(0, 0.0); Variant::ALL.len()];
-    let slot = |v: Variant| Variant::ALL.iter().position(|&x| x == v).unwrap_or(0);
-    let mut accuracy = Vec::new();
-    let mut boundary = Vec::new();
-    let (mut boundary_limit, mut boundary_window_ms) = (0, 0);
-    for (file, _) in &STANDARD[..3] {
+    compare_jobs(opts, 0)
+}
+
+/// One (scenario, script) run of [`compare_jobs`].
+struct Done {
+    decisions: u64,
+    secs: f64,
+    metrics: Metrics,
+    /// For the memory scenario: the keys' memory and the number of users.
+    memory: Option<(crate::metrics::MemoryUsage, u64)>,
+}
+
+/// [`compare`] on up to `jobs` threads (0: the cores available). Each (scenario, script) pair is
+/// an independent run on its own emulator, built inside its thread; the tables are assembled in
+/// the same order whatever `jobs` is, so the output is byte-identical (timing aside).
+pub fn compare_jobs(opts: CompareOptions, jobs: usize) -> Result<Comparison> {
+    let mut scenarios = Vec::new();
+    for (file, _) in &STANDARD {
         let s = builtin(file)?;
         let seed = opts.seed.unwrap_or(s.seed);
         let arrivals = s.arrivals(seed)?;
+        scenarios.push((s, seed, arrivals));
+    }
+    let n = Variant::ALL.len();
+    let memory_scenario = STANDARD.len() - 1;
+    let done = super::parallel::map_indexed(scenarios.len() * n, jobs, |j| -> Result<Done> {
+        let (s, _, arrivals) = &scenarios[j / n];
+        let (trace, metrics, mut backend) = run_on_emulator(s, Variant::ALL[j % n], arrivals, opts.progress)?;
+        let memory = if j / n == memory_scenario {
+            Some((memory_usage(&mut backend)?, trace.keys.len().max(1) as u64))
+        } else {
+            None
+        };
+        Ok(Done { decisions: trace.records.len() as u64, secs: trace.elapsed_secs, metrics, memory })
+    });
+    let done: Vec<Done> = done.into_iter().collect::<Result<_>>()?;
+
+    let mut speed: Vec<(u64, f64)> = vec![(0, 0.0); n];
+    for (j, d) in done.iter().enumerate() {
+        speed[j % n].0 += d.decisions;
+        speed[j % n].1 += d.secs;
+    }
+    let mut accuracy = Vec::new();
+    let mut boundary = Vec::new();
+    let (mut boundary_limit, mut boundary_window_ms) = (0, 0);
+    for (si, (s, seed, _)) in scenarios[..memory_scenario].iter().enumerate() {
         let mut rows = Vec::new();
-        for &v in &Variant::ALL {
-            let (trace, m, _) = run_on_emulator(&s, v, &arrivals, opts.progress)?;
-            let sp = &mut speed[slot(v)];
-            sp.0 += trace.records.len() as u64;
-            sp.1 += trace.elapsed_secs;
-            if *file == STANDARD[0].0 {
+        for (vi, &v) in Variant::ALL.iter().enumerate() {
+            let m = done[si * n + vi].metrics.clone();
+            if si == 0 {
                 let phase = |i: usize| m.phases.get(i).map_or(0, |p| p.allowed_units);
                 boundary.push(BoundaryRow {
                     algorithm: v.name().to_string(),
@@ -212,26 +247,19 @@ pub fn compare(opts: CompareOptions) -> Result<Comparison> {
             description: s.description.clone(),
             limit: s.params.limit,
             window_ms: s.params.window_ms,
-            seed,
+            seed: *seed,
             rows,
         });
     }
 
-    let s = builtin(STANDARD[3].0)?;
-    let seed = opts.seed.unwrap_or(s.seed);
-    let arrivals = s.arrivals(seed)?;
+    let (s, _, arrivals) = &scenarios[memory_scenario];
     let mut memory = Vec::new();
-    for &v in &Variant::ALL {
-        let (trace, _, mut backend) = run_on_emulator(&s, v, &arrivals, opts.progress)?;
-        let sp = &mut speed[slot(v)];
-        sp.0 += trace.records.len() as u64;
-        sp.1 += trace.elapsed_secs;
-        let users = trace.keys.len().max(1) as u64;
-        let usage = memory_usage(&mut backend)?;
+    for (vi, &v) in Variant::ALL.iter().enumerate() {
+        let Some((usage, users)) = &done[memory_scenario * n + vi].memory else { continue };
         memory.push(MemoryRow {
             algorithm: v.name().to_string(),
             bytes_per_user: usage.bytes / users,
-            keys_per_user: usage.keys as f64 / users as f64,
+            keys_per_user: usage.keys as f64 / *users as f64,
             method: usage.method.to_string(),
             seed_bytes: seed_memory(v.algorithm()),
         });

@@ -327,6 +327,17 @@ pub fn peak_rss_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// The process's CPU time so far (user and system), in seconds, from /proc/self/stat (whose clock
+/// ticks are USER_HZ, 100 per second on Linux).
+pub fn cpu_secs() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let (utime, stime): (u64, u64) = (f.get(11)?.parse().ok()?, f.get(12)?.parse().ok()?);
+    Some((utime + stime) as f64 / 100.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,6 +368,14 @@ mod tests {
         }
         let mut v = events.to_vec();
         assert_eq!((w.best, w.best_start), crate::metrics::max_in_any_window(&mut v, 1000));
+    }
+
+    #[test]
+    fn process_figures_are_read_from_proc() {
+        if std::path::Path::new("/proc/self/status").exists() {
+            assert!(peak_rss_bytes().is_some_and(|b| b > 1 << 20));
+            assert!(cpu_secs().is_some_and(|c| c >= 0.0));
+        }
     }
 
     #[test]
