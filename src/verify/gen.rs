@@ -697,6 +697,13 @@ impl<R: RngCore> Gen<'_, R> {
                 B::new("OBJECT").lit(sub).key(&k).build()
             }
             18 => B::new("OBJECT").lit(self.pick(&["HELP", "help"])).build(),
+            20 | 21 => {
+                let mut b = B::new("MEMORY").lit("USAGE").key(&k).fx(Fx::Measure(k.clone()));
+                if self.chance(20) {
+                    b = b.lit("SAMPLES").lit(self.pick(&["0", "1", "5", "-1", "x"]));
+                }
+                b.build()
+            }
             19 if self.private => {
                 let mut b = B::new("SCAN").lit("0");
                 if self.chance(60) {
@@ -782,13 +789,14 @@ impl<R: RngCore> Gen<'_, R> {
                     for i in 0..130 {
                         b = b.lit(i.to_string()).lit(format!("member{i}"));
                     }
+                    b = b.fx(Fx::Skiplist(k.clone()));
                 } else {
                     for _ in 0..self.rng.random_range(1..4) {
                         let (s, m) = (self.score(), self.member());
                         b = b.lit(s).lit(m);
                     }
                     if self.chance(3) {
-                        b = b.lit("1").lit("x".repeat(70));
+                        b = b.lit("1").lit("x".repeat(70)).fx(Fx::Skiplist(k.clone()));
                     }
                 }
                 b.build()
@@ -1169,6 +1177,7 @@ impl<R: RngCore> Gen<'_, R> {
                 argv.push(self.rng.random_range(1..=limit * 3).to_string());
             }
         }
+        let sliding_log = v.algorithm() == Algorithm::SlidingLog;
         let mut keys = vec![key];
         if self.chance(6) {
             // Invalid on purpose: production scripts refuse before any write; the seed's scripts
@@ -1189,7 +1198,14 @@ impl<R: RngCore> Gen<'_, R> {
             }
         }
         let argv = argv.into_iter().map(String::into_bytes).collect();
-        self.script_call(v.script(), true, &keys, argv)
+        let mut c = self.script_call(v.script(), true, &keys, argv);
+        // A sliding log keeps up to `limit` members: past 128, a skiplist.
+        if sliding_log {
+            for k in &keys {
+                c.fx.push(Fx::Skiplist(k.clone()));
+            }
+        }
+        c
     }
 
     /// A window in ms: at least 100 s, so every TTL a script sets outlasts the case.

@@ -20,6 +20,8 @@
 //! - **Counting keys.** `SET k v PXAT 1` leaves a key that is already expired; Redis drops it when
 //!   something looks it up or its expiry cycle samples it, and `DBSIZE` counts it until then. So
 //!   `DBSIZE` ([`Fx::CountKeys`]) only follows cases where no key had an absolute TTL.
+//! - **Measuring.** `MEMORY USAGE` is exact except on a skiplist-encoded sorted set (its nodes get
+//!   random levels) and on a key that already expired ([`Fx::Measure`], [`Fx::Skiplist`]).
 //! - **Scripts the server may already know.** On a server other people use, the script cache may
 //!   hold anything, so `EVALSHA` and `SCRIPT EXISTS` only name scripts the same case loaded before
 //!   (by `SCRIPT LOAD`, or by an `EVAL` that compiles), or digests no script has. A private server
@@ -79,7 +81,7 @@ pub enum Fx {
     Ttl(String, TtlKind),
     /// The key may have any TTL (a script touched it).
     AnyTtl(String),
-    /// `dst` may now carry any TTL `src` had (RENAME, COPY).
+    /// `dst` may now carry any TTL `src` had, and its value (RENAME, COPY).
     CopyTtl { src: String, dst: String },
     /// Reads the key's TTL: only exact for some kinds.
     ReadTtl(String, TtlRead),
@@ -93,12 +95,20 @@ pub enum Fx {
     /// `SET .. EXAT/PXAT` stays in Redis's count until its expiry cycle gets to it, so no key may
     /// have had an absolute TTL.
     CountKeys,
+    /// The key may hold a sorted set encoded as a skiplist (past 128 members, or a member past 64
+    /// bytes), whose nodes have random levels.
+    Skiplist(String),
+    /// Measures the key (MEMORY USAGE): exact only for a key that cannot be a skiplist (random node
+    /// levels) and never had an absolute TTL (MEMORY USAGE reports an expired key until Redis's
+    /// expiry cycle reclaims it).
+    Measure(String),
 }
 
 /// The state [`Fx`] are checked against while walking a case.
 #[derive(Clone, Debug, Default)]
 pub struct Model {
     ttl: HashMap<String, u8>,
+    skiplist: HashSet<String>,
     loaded: HashSet<String>,
     /// A private server, flushed before every case: script-cache rules do not apply.
     private: bool,
@@ -131,6 +141,7 @@ impl Model {
             Fx::ReadTtl(k, how) => self.can_read(k, *how),
             Fx::NeedLoaded(sha) => self.is_loaded(sha),
             Fx::CountKeys => self.ttl.values().all(|k| k & TtlKind::Abs.bit() == 0),
+            Fx::Measure(k) => !self.skiplist.contains(k) && self.ttl_kinds(k) & TtlKind::Abs.bit() == 0,
             _ => true,
         })
     }
@@ -144,12 +155,18 @@ impl Model {
                 Fx::CopyTtl { src, dst } => {
                     let s = self.ttl_kinds(src);
                     *self.ttl.entry(dst.clone()).or_default() |= s;
+                    if self.skiplist.contains(src) {
+                        self.skiplist.insert(dst.clone());
+                    }
+                }
+                Fx::Skiplist(k) => {
+                    self.skiplist.insert(k.clone());
                 }
                 Fx::Load(sha) => {
                     self.loaded.insert(sha.clone());
                 }
                 Fx::Unload => self.loaded.clear(),
-                Fx::ReadTtl(..) | Fx::NeedLoaded(_) | Fx::CountKeys => {}
+                Fx::ReadTtl(..) | Fx::NeedLoaded(_) | Fx::CountKeys | Fx::Measure(_) => {}
             }
         }
     }
