@@ -163,7 +163,7 @@ fn a_server_that_dies_mid_run_stops_it_with_how_far_it_got() {
     let emulated = sim::run_emulated(&limiter, &arr[..10], DEFAULT_START.0, Progress::Off).unwrap().0;
     let pid = server.pid();
     let killer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(300));
+        std::thread::sleep(Duration::from_millis(800));
         Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap();
     });
     let err = check_script("killed", &limiter, &arr, &emulated, &mut real, Progress::Off).unwrap_err();
