@@ -74,6 +74,11 @@ fn every_script_on_the_emulator_and_natively_decides_as_its_reference() {
 
     let logs = r["sliding_log"].as_array().unwrap();
     assert_eq!(logs.iter().map(|l| l["l"].as_u64().unwrap()).collect::<Vec<_>>(), [10, 100]);
+    // The skiplist's work per decision (counted, not timed) grows with L, but far slower than L:
+    // O(log L), not O(L).
+    let steps: Vec<f64> = logs.iter().map(|l| l["zset_steps_per_call"].as_f64().unwrap()).collect();
+    assert!(steps[0] > 0.0 && steps[1] > steps[0] && steps[1] < 3.0 * steps[0], "{steps:?}");
+    assert!(logs.iter().all(|l| l["commands_per_sec"].as_f64().unwrap() > 0.0));
     for l in logs {
         for engine in ["native", "emulator", "seed_emulator"] {
             let m = &l[engine];

@@ -25,6 +25,9 @@ pub struct Timed {
     /// Calls timed.
     pub calls: u64,
     pub secs: f64,
+    /// Emulator only: skiplist nodes its sorted sets visited during the timed calls (searches,
+    /// walks, removals), a deterministic measure of the work the data structure did.
+    pub zset_steps: Option<u64>,
 }
 
 impl Timed {
@@ -51,7 +54,7 @@ pub fn native(w: &Workload, l: &Limiter, skip: usize, n: usize) -> Timed {
         decisions.push(black_box(model.decide(&keys[w.user(i)], w.now_ms(i), 1)));
     }
     let secs = start.elapsed().as_secs_f64();
-    Timed { decisions, calls: n as u64, secs }
+    Timed { decisions, calls: n as u64, secs, zset_steps: None }
 }
 
 /// The embedded emulator: a fresh one, its virtual clock set to each call's time, the script run
@@ -79,12 +82,67 @@ pub fn emulator(w: &Workload, l: &Limiter, skip: usize, n: usize) -> Result<Time
     for i in 0..skip {
         call(i, &mut emu, &mut decisions)?;
     }
+    let steps_before = zset_steps(&emu);
     let start = Instant::now();
     for i in skip..skip + n {
         call(i, &mut emu, &mut decisions)?;
     }
     let secs = start.elapsed().as_secs_f64();
-    Ok(Timed { decisions, calls: n as u64, secs })
+    let zset_steps = Some(zset_steps(&emu).saturating_sub(steps_before));
+    Ok(Timed { decisions, calls: n as u64, secs, zset_steps })
+}
+
+/// Skiplist nodes visited so far by every sorted set in the emulator's keyspace.
+fn zset_steps(emu: &Emulator) -> u64 {
+    emu.core()
+        .db
+        .map
+        .values()
+        .map(|e| match &e.value {
+            crate::emulator::keyspace::Value::ZSet(z) => z.steps(),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// The production sliding log's commands for the workload's calls, sent straight to the emulator
+/// with no Lua: ZRANGE -1 -1 WITHSCORES, ZREMRANGEBYSCORE, ZCARD, ZCOUNT, ZADD, PEXPIRE, as the
+/// script sends them when it admits a call. Times the data structure alone; returns the seconds
+/// and skiplist steps of the timed calls (decisions: none).
+pub fn sliding_log_commands(w: &Workload, skip: usize, n: usize) -> Result<Timed> {
+    let mut emu = Emulator::new();
+    let clock = emu.clock();
+    let key = w.keys("")[0].clone().into_bytes();
+    let window = w.params.window_ms as i64;
+    let call = |i: usize, emu: &mut Emulator| -> Result<()> {
+        let t = w.now_ms(i);
+        clock.set_millis(Millis(t));
+        let (ts, cut, member) = (t.to_string(), (t - window).to_string(), (t % window).to_string());
+        let replies = [
+            emu.execute(&[b"ZRANGE", &key, b"-1", b"-1", b"WITHSCORES"]),
+            emu.execute(&[b"ZREMRANGEBYSCORE", &key, b"-inf", cut.as_bytes()]),
+            emu.execute(&[b"ZCARD", &key]),
+            emu.execute(&[b"ZCOUNT", &key, ts.as_bytes(), ts.as_bytes()]),
+            emu.execute(&[b"ZADD", &key, ts.as_bytes(), member.as_bytes()]),
+            emu.execute(&[b"PEXPIRE", &key, window.to_string().as_bytes()]),
+        ];
+        if let Some(Reply::Error(e)) = replies.iter().find(|r| r.is_error()) {
+            return Err(Error::Redis(e.clone()));
+        }
+        black_box(replies);
+        Ok(())
+    };
+    for i in 0..skip {
+        call(i, &mut emu)?;
+    }
+    let steps_before = zset_steps(&emu);
+    let start = Instant::now();
+    for i in skip..skip + n {
+        call(i, &mut emu)?;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let zset_steps = Some(zset_steps(&emu).saturating_sub(steps_before));
+    Ok(Timed { decisions: Vec::new(), calls: n as u64, secs, zset_steps })
 }
 
 /// One plain connection to a real Redis, sending pre-encoded RESP (pipelined or not).
@@ -187,7 +245,7 @@ impl RedisConn {
             i = to;
         }
         let secs = start.elapsed().as_secs_f64();
-        Ok(Timed { decisions, calls: n as u64, secs })
+        Ok(Timed { decisions, calls: n as u64, secs, zset_steps: None })
     }
 
     /// Removes every key under `prefix` (SCAN MATCH, then UNLINK); returns how many.
@@ -231,6 +289,20 @@ mod tests {
         let mut b = Vec::new();
         encode(&mut b, &[b"GET", b"k"]);
         assert_eq!(b, b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n");
+    }
+
+    #[test]
+    fn a_full_sliding_log_costs_log_l_skiplist_steps_per_call() {
+        let steps = |l: u64| {
+            let w = Workload::full_log(l);
+            let t = sliding_log_commands(&w, l as usize, 500).unwrap();
+            t.zset_steps.unwrap() as f64 / 500.0
+        };
+        let (a, b, c) = (steps(256), steps(2048), steps(16_384));
+        // log2 L goes 8, 11, 14: the steps grow by about as much each time L grows 8 times.
+        assert!(a < b && b < c, "{a} {b} {c}");
+        assert!(c < 2.0 * b && b < 2.0 * a, "{a} {b} {c}");
+        assert!((c - b) < 2.0 * (b - a) && (b - a) < 2.0 * (c - b), "steps per decade of L should be even: {a} {b} {c}");
     }
 
     #[test]

@@ -193,6 +193,10 @@ pub struct LogRow {
     pub emulator: Measure,
     pub seed_emulator: Measure,
     pub redis_pipelined: Option<Pipelined>,
+    /// The production script's commands sent to the emulator without Lua: calls per second.
+    pub commands_per_sec: f64,
+    /// Skiplist nodes visited per decision by the production script on the emulator.
+    pub zset_steps_per_call: f64,
 }
 
 /// Everything `limitlab bench` prints.
@@ -346,7 +350,10 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
         let seed_reference = w.reference_decisions(&seed, fill + n);
         say(opts, &format!("sliding log, L = {size}"));
         let native = Measure::of(&engines::native(&w, &l, fill, n.max(sizes.native / 10)), &reference);
-        let emulator = Measure::of(&engines::emulator(&w, &l, fill, n)?, &reference);
+        let emu_run = engines::emulator(&w, &l, fill, n)?;
+        let zset_steps_per_call = emu_run.zset_steps.unwrap_or(0) as f64 / n.max(1) as f64;
+        let emulator = Measure::of(&emu_run, &reference);
+        let commands_per_sec = engines::sliding_log_commands(&w, fill, n.max(sizes.native / 20))?.per_sec();
         let seed_emulator = Measure::of(&engines::emulator(&w, &seed, fill, n)?, &seed_reference);
         let mut redis_pipelined = None;
         if let (Some(lv), Some(depth)) = (live.as_mut(), deepest) {
@@ -356,7 +363,15 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
             redis_pipelined = Some(Pipelined { depth, measure: Measure::of(&t, &reference) });
             let _ = lv.conn.cleanup(&prefix);
         }
-        sliding_log.push(LogRow { l: size, native, emulator, seed_emulator, redis_pipelined });
+        sliding_log.push(LogRow {
+            l: size,
+            native,
+            emulator,
+            seed_emulator,
+            redis_pipelined,
+            commands_per_sec,
+            zset_steps_per_call,
+        });
     }
     drop(live);
 
