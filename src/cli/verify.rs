@@ -13,9 +13,9 @@ use crate::{Error, Result};
 /// `--redis URL [--redis-timeout-ms MS]`: a real server to run on as well as the emulator.
 #[derive(Clone, Debug, Default, clap::Args)]
 pub struct RedisArgs {
-    /// A real Redis to run on too: redis://HOST:PORT[/DB] (user:password@ allowed). A cluster node
-    /// is detected and the cluster used. Keys are written under a fresh `ll:<id>:` prefix and
-    /// removed afterwards; nothing else on the server is touched.
+    /// A real Redis: redis://HOST:PORT[/DB] (user:password@ allowed); a cluster node is detected
+    /// and the cluster used. run, compare and verify write only under a fresh `ll:<id>:` key prefix
+    /// and remove those keys afterwards; cli sends its lines as written.
     #[arg(long, value_name = "URL")]
     pub redis: Option<String>,
     /// How long to wait for the server (connecting, or one reply) before giving up, in ms.
