@@ -12,9 +12,11 @@
 //! `TIME` (the wall clock), `RANDOMKEY` (random), `OBJECT IDLETIME` (time since last access),
 //! `SCAN` and `DBSIZE` on shared servers (other people's keys), `FLUSHALL`/`FLUSHDB`/`SCRIPT FLUSH`
 //! on shared servers (never on a server limitlab did not start), `SELECT 1..15` and `COPY .. DB n`
-//! (the emulator has one database by design), Lua's `math.random` (Redis keeps its stream across
-//! calls for the server's lifetime) and TTLs shorter than 100 s (they could expire mid-case on the
-//! server while the emulator's clock stands still). `KEYS`, `SMEMBERS` and `SCAN` replies are compared
+//! (the emulator has one database by design; on shared servers not even `SELECT 0`, since the URL
+//! may name another database), `SCRIPT DEBUG YES|SYNC` (a debugging session), Lua's `math.random`
+//! (Redis keeps its stream across calls for the server's lifetime), `MEMORY USAGE` of skiplists and
+//! of expired keys, and TTLs shorter than 100 s (they could expire mid-case on the server while the
+//! emulator's clock stands still); [`super::model`] has the rules that keep the rest exact. `KEYS`, `SMEMBERS` and `SCAN` replies are compared
 //! after sorting (their order follows Redis's hash tables); hashes are kept small and their values
 //! short, so they stay listpacks whose order (insertion order) is compared exactly.
 use rand::{Rng, RngCore};
