@@ -22,8 +22,11 @@
 //! `ClusterConnection`, which routes every command to the master of its keys' slot) seeded with
 //! that node.
 //!
-//! Two limits of the redis crate show in replies: a nil array (`*-1`) reads as a nil bulk string,
-//! and in cluster mode an error nested inside an array reply is returned as the whole reply.
+//! Three habits of the redis crate show in replies: a nil array (`*-1`) reads as a nil bulk string;
+//! in cluster mode an error nested inside an array reply is returned as the whole reply; and in
+//! cluster mode the multi-key commands it knows how to split (MGET, MSET, DEL, EXISTS, ...) are sent
+//! per slot and their replies joined, where a node would answer CROSSSLOT (scripts and the other
+//! multi-key commands do get CROSSSLOT).
 use std::time::Duration;
 
 use redis::cluster::{ClusterClient, ClusterConnection};
