@@ -195,6 +195,18 @@ impl RedisConn {
         }
     }
 
+    /// The server's own count of EVALSHA calls and the microseconds it spent running them (INFO
+    /// commandstats: time inside the command, without reading the request or writing the reply).
+    pub fn evalsha_stats(&mut self) -> Option<(u64, u64)> {
+        let Reply::Bulk(b) = self.command(&[b"INFO", b"commandstats"]).ok()? else { return None };
+        let text = String::from_utf8_lossy(&b);
+        let Some(line) = text.lines().find_map(|l| l.strip_prefix("cmdstat_evalsha:")) else { return Some((0, 0)) };
+        let field = |name: &str| -> Option<u64> {
+            line.split(',').find_map(|kv| kv.strip_prefix(name).and_then(|v| v.strip_prefix('='))).and_then(|v| v.trim().parse().ok())
+        };
+        Some((field("calls")?, field("usec")?))
+    }
+
     /// Runs the workload's calls with EVALSHA, `depth` calls per round trip (1: no pipelining),
     /// on keys behind `prefix`.
     pub fn run(&mut self, w: &Workload, l: &Limiter, prefix: &str, depth: usize, skip: usize, n: usize) -> Result<Timed> {

@@ -176,6 +176,9 @@ pub struct ScriptRow {
     pub emulator: Measure,
     pub redis_single: Option<Measure>,
     pub redis_pipelined: Vec<Pipelined>,
+    /// Microseconds the server spent inside EVALSHA per call over this script's Redis runs (INFO
+    /// commandstats): the cost of running the script there, without network or protocol.
+    pub redis_server_usec: Option<f64>,
 }
 
 impl ScriptRow {
@@ -313,8 +316,10 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
             emulator,
             redis_single: None,
             redis_pipelined: Vec::new(),
+            redis_server_usec: None,
         };
         if let Some(lv) = live.as_mut() {
+            let before = lv.conn.evalsha_stats();
             let mut go = |depth: usize, n: usize| -> Result<Measure> {
                 say(opts, &format!("{v}: redis, {depth} per round trip"));
                 ns += 1;
@@ -332,6 +337,13 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
                 Err(e) => {
                     redis.note = Some(format!("{}: {e}", lv.url));
                     live = None;
+                }
+            }
+            if let (Some(lv), Some((c0, u0))) = (live.as_mut(), before) {
+                if let Some((c1, u1)) = lv.conn.evalsha_stats() {
+                    if c1 > c0 {
+                        row.redis_server_usec = Some(u1.saturating_sub(u0) as f64 / (c1 - c0) as f64);
+                    }
                 }
             }
         }
