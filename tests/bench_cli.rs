@@ -66,7 +66,7 @@ fn every_script_on_the_emulator_and_natively_decides_as_its_reference() {
         // The workload refuses some calls and admits most: both paths of every script are timed.
         let allowed = e["check"]["allowed"].as_u64().unwrap() as f64 / e["check"]["compared"].as_u64().unwrap() as f64;
         assert!((0.7..0.95).contains(&allowed), "{name}: {allowed}");
-        assert!(s["redis_single"].is_null());
+        assert!(s["redis_single"].is_null() && s["redis_server_usec"].is_null());
         assert_eq!(s["redis_pipelined"].as_array().unwrap().len(), 0);
     }
     assert_eq!(r["redis"]["source"], "none");
@@ -152,6 +152,8 @@ fn a_real_redis_fills_the_redis_columns_and_is_left_clean() {
     for s in r["scripts"].as_array().unwrap() {
         let name = s["algorithm"].as_str().unwrap();
         assert_checked(&s["redis_single"], &format!("{name} redis"));
+        // The server's own time inside EVALSHA was read from INFO commandstats.
+        assert!(s["redis_server_usec"].as_f64().is_some_and(|u| u > 0.0), "{name}: {}", s["redis_server_usec"]);
         let p = s["redis_pipelined"].as_array().unwrap();
         assert_eq!(p.iter().map(|p| p["depth"].as_u64().unwrap()).collect::<Vec<_>>(), [4, 16]);
         for x in p {
