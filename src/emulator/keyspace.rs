@@ -11,6 +11,9 @@ pub enum RStr {
     Raw(Vec<u8>),
     /// Bytes that Redis keeps as `raw` whatever their length: strings grown in place by APPEND/SETRANGE.
     Grown(Vec<u8>),
+    /// Bytes kept as `raw` in an exactly sized allocation: what SETRANGE creates on a missing key
+    /// (`sdsnewlen`), which has none of a grown string's spare room.
+    Exact(Vec<u8>),
 }
 
 impl RStr {
@@ -26,14 +29,14 @@ impl RStr {
     pub fn to_bytes(&self) -> Vec<u8> {
         match self {
             RStr::Int(i) => i.to_string().into_bytes(),
-            RStr::Raw(v) | RStr::Grown(v) => v.clone(),
+            RStr::Raw(v) | RStr::Grown(v) | RStr::Exact(v) => v.clone(),
         }
     }
     /// Length in bytes, as STRLEN reports it.
     pub fn len(&self) -> usize {
         match self {
             RStr::Int(i) => int_len(*i),
-            RStr::Raw(v) | RStr::Grown(v) => v.len(),
+            RStr::Raw(v) | RStr::Grown(v) | RStr::Exact(v) => v.len(),
         }
     }
     pub fn is_empty(&self) -> bool {
@@ -254,12 +257,18 @@ pub struct SetValue {
     /// set-max-intset-entries = 512 of them); it then iterates in ascending numeric order. Once true
     /// (hashtable encoding) the order is undefined, and it never goes back.
     pub hashtable: bool,
+    /// The hashtable's table sizes as Redis's dict would have them (for MEMORY USAGE).
+    pub dict_table: crate::emulator::memory::DictTable,
 }
 
 impl SetValue {
     /// An empty set with the encoding Redis's `setTypeCreate` picks for its first member.
     pub fn for_first(member: &[u8]) -> SetValue {
-        SetValue { members: FxHashSet::default(), hashtable: parse_canonical_i64(member).is_none() }
+        SetValue {
+            members: FxHashSet::default(),
+            hashtable: parse_canonical_i64(member).is_none(),
+            dict_table: Default::default(),
+        }
     }
     pub fn len(&self) -> usize {
         self.members.len()
@@ -268,24 +277,43 @@ impl SetValue {
         self.members.is_empty()
     }
     pub fn contains(&self, m: &[u8]) -> bool {
+        if self.hashtable {
+            self.dict_table.lookup();
+        }
         self.members.contains(m)
     }
-    /// Adds a member (`setTypeAdd`); returns true when it is new.
+    /// Adds a member (`setTypeAdd`); returns true when it is new. On a hashtable every attempt is a
+    /// `dictAdd`, which may grow the table even when the member is already there.
     pub fn insert(&mut self, m: &[u8]) -> bool {
+        if self.hashtable {
+            self.dict_table.add(self.members.len());
+        }
         if self.members.contains(m) {
             return false;
         }
         if !self.hashtable && parse_canonical_i64(m).is_none() {
+            // setTypeConvert: a dict presized for the intset's members, then this member's dictAdd.
             self.hashtable = true;
+            self.dict_table = crate::emulator::memory::DictTable::presized(self.members.len());
+            self.dict_table.add(self.members.len());
         }
         self.members.insert(m.to_vec());
         if !self.hashtable && self.members.len() > 512 {
             self.hashtable = true;
+            self.dict_table = crate::emulator::memory::DictTable::presized(self.members.len());
         }
         true
     }
     pub fn remove(&mut self, m: &[u8]) -> bool {
-        self.members.remove(m)
+        if !self.hashtable {
+            return self.members.remove(m);
+        }
+        self.dict_table.delete();
+        let removed = self.members.remove(m);
+        if removed {
+            self.dict_table.resize_if_needed(self.members.len());
+        }
+        removed
     }
     /// The members in the order Redis iterates them: ascending numbers for an intset, otherwise
     /// the hash table's (undefined) order.

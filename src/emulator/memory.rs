@@ -234,6 +234,17 @@ impl DictTable {
         t
     }
 
+    /// A new dict presized with `dictExpand(n)` (as `setTypeConvert` does), then filled with `n`
+    /// entries one by one.
+    pub fn presized(n: usize) -> DictTable {
+        let t = DictTable::default();
+        t.size0.set(next_table_size(n as u64));
+        for used in 0..n {
+            t.add(used);
+        }
+        t
+    }
+
     /// Whether the dict exists (it does from its first add on).
     pub fn exists(&self) -> bool {
         self.size0.get() > 0
@@ -356,7 +367,7 @@ fn string_usage(s: &RStr) -> usize {
         RStr::Int(_) => ROBJ,
         // The robj and an sdshdr8 string in one allocation.
         RStr::Raw(b) if b.len() <= EMBSTR_MAX => jemalloc_usable(ROBJ + 3 + b.len() + 1),
-        RStr::Raw(b) => ROBJ + sds_alloc(b.len()),
+        RStr::Raw(b) | RStr::Exact(b) => ROBJ + sds_alloc(b.len()),
         RStr::Grown(b) => ROBJ + sds_grown_alloc(b.len()),
     }
 }
@@ -409,7 +420,8 @@ fn set_usage(s: &SetValue, samples: usize) -> u64 {
             .unwrap_or(2);
         return (ROBJ + jemalloc_usable(8 + width * s.len())) as u64;
     }
-    let asize = ROBJ + DICT + 8 * settled_slots(s.len()) as usize;
+    let slots = if s.dict_table.exists() { s.dict_table.slots() } else { settled_slots(s.len()) };
+    let asize = ROBJ + DICT + 8 * slots as usize;
     let mut elesize = 0usize;
     let mut seen = 0usize;
     for m in s.members.iter().take(samples) {

@@ -411,7 +411,7 @@ const EMBSTR_MAX: usize = 44;
 fn encoding_of(v: &Value) -> &'static str {
     match v {
         Value::Str(RStr::Int(_)) => "int",
-        Value::Str(RStr::Grown(_)) => "raw",
+        Value::Str(RStr::Grown(_) | RStr::Exact(_)) => "raw",
         Value::Str(RStr::Raw(b)) => {
             if b.len() <= EMBSTR_MAX {
                 "embstr"

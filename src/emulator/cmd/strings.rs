@@ -298,20 +298,20 @@ fn msetnx(core: &mut Core, a: &[&[u8]]) -> Reply {
 fn make_raw(s: &mut RStr) -> &mut Vec<u8> {
     let bytes = match s {
         RStr::Grown(v) => return v,
-        RStr::Raw(v) => std::mem::take(v),
+        RStr::Raw(v) | RStr::Exact(v) => std::mem::take(v),
         RStr::Int(i) => i.to_string().into_bytes(),
     };
     *s = RStr::Grown(bytes);
     match s {
         RStr::Grown(v) => v,
-        RStr::Int(_) | RStr::Raw(_) => unreachable!("converted to Grown above"),
+        RStr::Int(_) | RStr::Raw(_) | RStr::Exact(_) => unreachable!("converted to Grown above"),
     }
 }
 
 /// The bytes of a string value; integers are printed into `buf` (no allocation for the others).
 fn str_view<'a>(s: &'a RStr, buf: &'a mut [u8; 20]) -> &'a [u8] {
     match s {
-        RStr::Raw(v) | RStr::Grown(v) => v,
+        RStr::Raw(v) | RStr::Grown(v) | RStr::Exact(v) => v,
         RStr::Int(i) => {
             let mut n = i.unsigned_abs();
             let mut pos = buf.len();
@@ -413,7 +413,7 @@ fn setrange(core: &mut Core, a: &[&[u8]]) -> Reply {
             }
             let mut v = vec![0u8; total as usize];
             v[offset as usize..].copy_from_slice(val);
-            core.db.set(key, Value::Str(RStr::Grown(v)), None);
+            core.db.set(key, Value::Str(RStr::Exact(v)), None);
             Reply::Int(total as i64)
         }
         Some(e) => {
@@ -563,7 +563,7 @@ pub(crate) fn incr_by(core: &mut Core, key: &[u8], by: i64) -> Reply {
             let Value::Str(s) = &mut e.value else { return Reply::err(WRONGTYPE) };
             let cur = match s {
                 RStr::Int(i) => *i,
-                RStr::Raw(b) | RStr::Grown(b) => match parse_canonical_i64(b) {
+                RStr::Raw(b) | RStr::Grown(b) | RStr::Exact(b) => match parse_canonical_i64(b) {
                     Some(i) => i,
                     None => return Reply::err(NOT_INTEGER),
                 },
