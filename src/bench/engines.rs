@@ -259,35 +259,6 @@ impl RedisConn {
         let secs = start.elapsed().as_secs_f64();
         Ok(Timed { decisions, calls: n as u64, secs, zset_steps: None })
     }
-
-    /// Removes every key under `prefix` (SCAN MATCH, then UNLINK); returns how many.
-    pub fn cleanup(&mut self, prefix: &str) -> Result<u64> {
-        let pattern = format!("{prefix}*");
-        let mut cursor = b"0".to_vec();
-        let mut removed = 0;
-        loop {
-            let reply = self.command(&[b"SCAN", &cursor, b"MATCH", pattern.as_bytes(), b"COUNT", b"1000"])?;
-            let Reply::Array(parts) = reply else { return Err(Error::Redis(format!("SCAN replied {reply:?}"))) };
-            let (next, keys) = match parts.as_slice() {
-                [Reply::Bulk(c), Reply::Array(keys)] => (c.clone(), keys),
-                _ => return Err(Error::Redis(format!("SCAN replied {parts:?}"))),
-            };
-            let mut args: Vec<&[u8]> = vec![b"UNLINK"];
-            args.extend(keys.iter().filter_map(|k| match k {
-                Reply::Bulk(b) => Some(b.as_slice()),
-                _ => None,
-            }));
-            if args.len() > 1 {
-                if let Reply::Int(n) = self.command(&args)? {
-                    removed += n.max(0) as u64;
-                }
-            }
-            if next == b"0" {
-                return Ok(removed);
-            }
-            cursor = next;
-        }
-    }
 }
 
 #[cfg(test)]

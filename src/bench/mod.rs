@@ -24,6 +24,8 @@ use serde::Serialize;
 use self::engines::{RedisConn, Timed};
 use self::server::PrivateServer;
 use self::workload::{Check, Workload};
+use crate::backend::real::{RealOptions, RealRedis};
+use crate::backend::Backend;
 use crate::limiter::{Decision, Variant};
 use crate::Result;
 
@@ -233,19 +235,19 @@ impl BenchReport {
     }
 }
 
-/// The real server for a run: a connection to it, and the private server to keep alive.
+/// The real server for a run: the backend that owns the run's key prefix (and removes its keys),
+/// a plain connection for the timed calls, and the private server to keep alive.
 struct Live {
+    real: RealRedis,
     conn: RedisConn,
     url: String,
     _server: Option<PrivateServer>,
-    prefix: String,
 }
 
 impl Drop for Live {
-    /// Leaves the server as it was: every key of the run is under its prefix.
+    /// Leaves the server as it was: every key of the run is under the backend's prefix.
     fn drop(&mut self) {
-        let prefix = self.prefix.clone();
-        let _ = self.conn.cleanup(&prefix);
+        let _ = self.real.cleanup();
     }
 }
 
@@ -266,26 +268,23 @@ fn open(target: &RedisTarget) -> Result<(Option<Live>, RedisInfo)> {
             Err(why) => return Ok((None, none(why))),
         },
     };
-    let mut conn = match RedisConn::connect(&url, TIMEOUT) {
+    let opened = RealRedis::connect(&url, RealOptions { timeout: TIMEOUT })
+        .and_then(|real| Ok((real, RedisConn::connect(&url, TIMEOUT)?)));
+    let (real, mut conn) = match opened {
         Ok(c) => c,
         Err(e) if server.is_some() => return Ok((None, none(format!("the private server: {e}")))),
         Err(e) => return Err(e),
     };
-    if let Ok(crate::emulator::Reply::Bulk(b)) = conn.command(&[b"INFO", b"cluster"]) {
-        if String::from_utf8_lossy(&b).contains("cluster_enabled:1") {
-            return Err(crate::Error::Invalid {
-                context: "bench".into(),
-                field: "--redis".into(),
-                reason: format!(
-                    "{url} is a cluster node; give one standalone server (a run's keys would span every slot)"
-                ),
-            });
-        }
+    if real.is_cluster() {
+        return Err(crate::Error::Invalid {
+            context: "bench".into(),
+            field: "--redis".into(),
+            reason: format!("{url} is a cluster node; give one standalone server (a run's keys would span every slot)"),
+        });
     }
     let version = conn.version();
     let info = RedisInfo { source: source.into(), url: Some(url.clone()), version, note: None };
-    let prefix = crate::backend::real::new_prefix();
-    Ok((Some(Live { conn, url, _server: server, prefix }), info))
+    Ok((Some(Live { real, conn, url, _server: server }), info))
 }
 
 fn say(opts: &BenchOptions, what: &str) {
@@ -323,7 +322,7 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
             let mut go = |depth: usize, n: usize| -> Result<Measure> {
                 say(opts, &format!("{v}: redis, {depth} per round trip"));
                 ns += 1;
-                let prefix = format!("{}{ns}:", lv.prefix);
+                let prefix = format!("{}{ns}:", lv.real.key_prefix());
                 let t = lv.conn.run(&w, &l, &prefix, depth, skip, n)?;
                 Ok(Measure::of(&t, &reference))
             };
@@ -370,10 +369,9 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
         let mut redis_pipelined = None;
         if let (Some(lv), Some(depth)) = (live.as_mut(), deepest) {
             ns += 1;
-            let prefix = format!("{}{ns}:", lv.prefix);
+            let prefix = format!("{}{ns}:", lv.real.key_prefix());
             let t = lv.conn.run(&w, &l, &prefix, depth, fill, n)?;
             redis_pipelined = Some(Pipelined { depth, measure: Measure::of(&t, &reference) });
-            let _ = lv.conn.cleanup(&prefix);
         }
         sliding_log.push(LogRow {
             l: size,
