@@ -17,12 +17,12 @@ pub mod stream;
 
 pub use scenario::Scenario;
 
-use std::collections::HashMap;
 use std::io::IsTerminal;
 
 use crate::backend::emulated::EmulatedBackend;
 use crate::backend::{Backend, Script};
 use crate::clock::{Micros, Stopwatch};
+use crate::emulator::fxhash::FxHashMap;
 use crate::limiter::{subject_key, Decision, Limiter, Params, Variant};
 use crate::traffic::Arrival;
 use crate::{Error, Result};
@@ -85,13 +85,14 @@ pub enum Progress {
 
 /// Interns strings into dense indices so records stay small and copyable.
 #[derive(Default)]
-struct Interner {
-    index: HashMap<String, u32>,
-    names: Vec<String>,
+pub(crate) struct Interner {
+    index: FxHashMap<String, u32>,
+    /// The strings, in order of first appearance.
+    pub(crate) names: Vec<String>,
 }
 
 impl Interner {
-    fn get(&mut self, s: &str) -> u32 {
+    pub(crate) fn get(&mut self, s: &str) -> u32 {
         if let Some(&i) = self.index.get(s) {
             return i;
         }
@@ -102,32 +103,52 @@ impl Interner {
     }
 }
 
-/// Runs `arrivals`, in the order given, through `limiter`'s script on `backend`.
+/// What [`drive`] leaves besides the records it hands out.
+pub(crate) struct Driven {
+    /// The subjects and the phase labels, in order of first appearance.
+    pub(crate) keys: Vec<String>,
+    pub(crate) phases: Vec<String>,
+    /// Wall-clock seconds of the loop.
+    pub(crate) elapsed_secs: f64,
+}
+
+/// The loop under [`run`] and [`stream::run_streaming`]: each arrival, in the order given, through
+/// `limiter`'s script on `backend`, each decision handed to `each` with its arrival. Keeps no
+/// record itself.
 ///
 /// A script error reply (or a reply of the wrong shape) stops the run: it means the script or the
 /// backend is broken, which no metric should paper over. The error names the script, the call, the
 /// subject and the time.
-pub fn run(limiter: &Limiter, backend: &mut dyn Backend, arrivals: &[Arrival], progress: Progress) -> Result<Trace> {
+pub(crate) fn drive<A: std::borrow::Borrow<Arrival>>(
+    limiter: &Limiter,
+    backend: &mut dyn Backend,
+    arrivals: impl Iterator<Item = A>,
+    bar: Option<&indicatif::ProgressBar>,
+    mut each: impl FnMut(&Record, &Arrival) -> Result<()>,
+) -> Result<Driven> {
     let variant = limiter.variant();
     let script = Script::new(limiter.script());
     let mut keys = Interner::default();
     let mut phases = Interner::default();
-    // The Redis key of each interned subject, prefix included, built once.
-    let mut redis_keys: Vec<String> = Vec::new();
-    let mut records = Vec::with_capacity(arrivals.len());
+    let prefix = backend.key_prefix().to_string();
+    let mut redis_key = String::new();
     let (mut kbuf, mut abuf) = (Vec::with_capacity(1), Vec::with_capacity(5));
-    let bar = progress_bar(arrivals.len(), progress, variant);
     let watch = Stopwatch::start();
-    for (i, a) in arrivals.iter().enumerate() {
+    for (i, a) in arrivals.enumerate() {
+        let a = a.borrow();
         let now_ms = a.at.as_millis().0;
         limiter.check_call(now_ms, a.cost)?;
         let key = keys.get(&a.key);
-        if key as usize == redis_keys.len() {
-            redis_keys.push(format!("{}{}", backend.key_prefix(), subject_key(&a.key)));
-        }
         let phase = phases.get(&a.phase);
+        // `{prefix}rate:{subject}`, as [`subject_key`] spells it, without allocating.
+        redis_key.clear();
+        redis_key.push_str(&prefix);
+        redis_key.push_str("rate:{");
+        redis_key.push_str(&a.key);
+        redis_key.push('}');
+        debug_assert_eq!(redis_key, format!("{prefix}{}", subject_key(&a.key)));
         backend.set_time_ms(now_ms);
-        limiter.write_keys_and_args(&redis_keys[key as usize], now_ms, a.cost, &mut kbuf, &mut abuf);
+        limiter.write_keys_and_args(&redis_key, now_ms, a.cost, &mut kbuf, &mut abuf);
         let k: [&[u8]; 1] = [kbuf[0].as_bytes()];
         let mut argv: [&[u8]; 5] = [b""; 5];
         for (slot, s) in argv.iter_mut().zip(abuf.iter()) {
@@ -140,18 +161,30 @@ pub fn run(limiter: &Limiter, backend: &mut dyn Backend, arrivals: &[Arrival], p
             reason: e.to_string(),
         })?;
         let cost = if variant.takes_cost() { a.cost } else { 1 };
-        records.push(Record { at: a.at, now_ms, key, phase, cost, decision });
-        if let Some(b) = &bar {
+        each(&Record { at: a.at, now_ms, key, phase, cost, decision }, a)?;
+        if let Some(b) = bar {
             if i % 4096 == 0 {
                 b.set_position(i as u64);
             }
         }
     }
-    let elapsed_secs = watch.elapsed_secs();
+    Ok(Driven { keys: keys.names, phases: phases.names, elapsed_secs: watch.elapsed_secs() })
+}
+
+/// Runs `arrivals`, in the order given, through `limiter`'s script on `backend`, and keeps every
+/// decision (see [`drive`] for errors).
+pub fn run(limiter: &Limiter, backend: &mut dyn Backend, arrivals: &[Arrival], progress: Progress) -> Result<Trace> {
+    let variant = limiter.variant();
+    let mut records = Vec::with_capacity(arrivals.len());
+    let bar = progress_bar(arrivals.len(), progress, variant);
+    let d = drive(limiter, backend, arrivals.iter(), bar.as_ref(), |r, _| {
+        records.push(*r);
+        Ok(())
+    })?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    Ok(Trace { variant, params: limiter.params(), keys: keys.names, phases: phases.names, records, elapsed_secs })
+    Ok(Trace { variant, params: limiter.params(), keys: d.keys, phases: d.phases, records, elapsed_secs: d.elapsed_secs })
 }
 
 /// Runs `arrivals` on a fresh emulator whose clock starts at the first arrival (or `start_ms`).

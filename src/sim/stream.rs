@@ -12,9 +12,8 @@ use std::io::IsTerminal;
 
 use super::{Progress, Record, Scenario, PROGRESS_MIN};
 use crate::backend::emulated::EmulatedBackend;
-use crate::backend::{Backend, Script};
-use crate::clock::{Millis, Stopwatch};
-use crate::emulator::fxhash::FxHashMap;
+use crate::backend::Backend;
+use crate::clock::Millis;
 use crate::limiter::{Flavor, Limiter, Params, Reference, Variant};
 use crate::metrics::{ExactLog, Metrics, PhaseCount};
 use crate::traffic::{Arrival, TrafficSpec};
@@ -212,25 +211,6 @@ pub struct StreamRun {
     pub elapsed_secs: f64,
 }
 
-/// Interns names into dense indices, in order of first appearance.
-#[derive(Default)]
-struct Names {
-    index: FxHashMap<String, u32>,
-    names: Vec<String>,
-}
-
-impl Names {
-    fn get(&mut self, s: &str) -> u32 {
-        if let Some(&i) = self.index.get(s) {
-            return i;
-        }
-        let i = self.names.len() as u32;
-        self.index.insert(s.to_string(), i);
-        self.names.push(s.to_string());
-        i
-    }
-}
-
 /// Runs `arrivals` through `limiter`'s script on `backend`, as [`super::run`] does, folding every
 /// decision into [`MetricsAcc`] instead of keeping it. `bar` shows progress when given.
 pub fn run_streaming(
@@ -239,50 +219,10 @@ pub fn run_streaming(
     arrivals: impl Iterator<Item = Arrival>,
     bar: Option<&indicatif::ProgressBar>,
 ) -> Result<StreamRun> {
-    let variant = limiter.variant();
-    let script = Script::new(limiter.script());
-    let mut subjects = Names::default();
-    let mut phases = Names::default();
     let mut acc = MetricsAcc::new(limiter);
-    let (mut kbuf, mut abuf) = (Vec::with_capacity(1), Vec::with_capacity(5));
-    let mut key = String::new();
-    let prefix = backend.key_prefix().to_string();
-    let watch = Stopwatch::start();
-    for (i, a) in arrivals.enumerate() {
-        let now_ms = a.at.as_millis().0;
-        limiter.check_call(now_ms, a.cost)?;
-        let k = subjects.get(&a.key);
-        let phase = phases.get(&a.phase);
-        key.clear();
-        key.push_str(&prefix);
-        key.push_str("rate:{");
-        key.push_str(&a.key);
-        key.push('}');
-        backend.set_time_ms(now_ms);
-        limiter.write_keys_and_args(&key, now_ms, a.cost, &mut kbuf, &mut abuf);
-        let keys: [&[u8]; 1] = [kbuf[0].as_bytes()];
-        let mut argv: [&[u8]; 5] = [b""; 5];
-        for (slot, s) in argv.iter_mut().zip(abuf.iter()) {
-            *slot = s.as_bytes();
-        }
-        let reply = backend.eval(&script, &keys, &argv[..abuf.len()])?;
-        let decision = limiter.parse_reply(&reply).map_err(|e| Error::Invalid {
-            context: format!("{variant}: call #{} (subject `{}`, now_ms {now_ms})", i + 1, a.key),
-            field: "reply".into(),
-            reason: e.to_string(),
-        })?;
-        let cost = if variant.takes_cost() { a.cost } else { 1 };
-        let r = Record { at: a.at, now_ms, key: k, phase, cost, decision };
-        acc.push(&r, &a.key, &a.phase)?;
-        if let Some(b) = bar {
-            if i % 4096 == 0 {
-                b.set_position(i as u64);
-            }
-        }
-    }
-    let elapsed_secs = watch.elapsed_secs();
-    let metrics = acc.finish(&subjects.names);
-    Ok(StreamRun { variant, metrics, subjects: subjects.names, phases: phases.names, elapsed_secs })
+    let d = super::drive(limiter, backend, arrivals, bar, |r, a| acc.push(r, &a.key, &a.phase))?;
+    let metrics = acc.finish(&d.keys);
+    Ok(StreamRun { variant: limiter.variant(), metrics, subjects: d.keys, phases: d.phases, elapsed_secs: d.elapsed_secs })
 }
 
 /// Runs each of `variants` over the scenario's arrivals for `seed`, streaming, on a fresh emulator
