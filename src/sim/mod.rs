@@ -8,7 +8,7 @@
 //! [`Trace`], so one run can be measured many ways.
 //!
 //! Defaults, in one place: the backend is a fresh [`EmulatedBackend`] on the scenario's start time;
-//! subject keys are [`subject_key`] (`rate:{user42}`) behind the backend's key prefix; a progress bar
+//! subject keys are [`subject_key`](crate::limiter::subject_key) (`rate:{user42}`) behind the backend's key prefix; a progress bar
 //! appears only on runs of at least [`PROGRESS_MIN`] calls and only when stderr is a terminal.
 pub mod parallel;
 pub mod scenario;
