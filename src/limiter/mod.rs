@@ -241,6 +241,12 @@ pub struct Decision {
     pub reset_after_ms: i64,
 }
 
+/// A four-field decision, for the models' tests (`d(allowed, remaining, retry_after, reset_after)`).
+#[cfg(test)]
+pub(crate) fn decision(allowed: bool, remaining: i64, retry: i64, reset: i64) -> Decision {
+    Decision { allowed, remaining, retry_after_ms: retry, reset_after_ms: reset }
+}
+
 impl Decision {
     /// The value of a field a seed script does not report.
     pub const NOT_REPORTED: i64 = -1;

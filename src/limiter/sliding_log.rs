@@ -195,9 +195,7 @@ impl Reference for SeedModel {
 mod tests {
     use super::*;
 
-    fn d(allowed: bool, remaining: i64, retry: i64, reset: i64) -> Decision {
-        Decision { allowed, remaining, retry_after_ms: retry, reset_after_ms: reset }
-    }
+    use crate::limiter::decision as d;
 
     // Replies checked on a real Redis 7.0.15 with the same calls.
     #[test]
