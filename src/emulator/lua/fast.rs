@@ -3,12 +3,13 @@
 //! call builds KEYS/ARGV and converts its result the same way. Everything here follows one rule: no
 //! Rust value that owns memory is alive when a Lua error is raised (a raise unwinds by longjmp).
 use std::cell::RefCell;
-use std::os::raw::{c_char, c_int};
+use std::os::raw::c_int;
 use std::rc::Rc;
 
 use mlua::ffi;
 
-use super::convert::c_double_to_i64;
+use super::libs::cvt_i64;
+use super::libs::raw::push_bytes;
 use super::{call_checked, one_line, RunState};
 use crate::emulator::core::Core;
 use crate::emulator::reply::{fmt_g, Reply};
@@ -101,10 +102,6 @@ unsafe fn run_from_stack(l: *mut ffi::lua_State, ctx: &CallCtx) -> Reply {
         let argv: Vec<&[u8]> = inline.iter().chain(spill.iter()).map(to_slice).collect();
         call_checked(&ctx.core, &ctx.state, &argv)
     }
-}
-
-unsafe fn push_bytes(l: *mut ffi::lua_State, b: &[u8]) {
-    ffi::lua_pushlstring_(l, b.as_ptr() as *const c_char, b.len());
 }
 
 unsafe fn push_field(l: *mut ffi::lua_State, field: &std::ffi::CStr, v: &[u8]) {
@@ -247,7 +244,7 @@ pub(crate) unsafe fn to_reply(l: *mut ffi::lua_State, idx: c_int, resp: u8, dept
                 Reply::Nil
             }
         }
-        ffi::LUA_TNUMBER => Reply::Int(c_double_to_i64(ffi::lua_tonumber(l, idx))),
+        ffi::LUA_TNUMBER => Reply::Int(cvt_i64(ffi::lua_tonumber(l, idx))),
         ffi::LUA_TSTRING => Reply::Bulk(string_at(l, idx).unwrap_or_default()),
         ffi::LUA_TTABLE => {
             if depth > 1000 || ffi::lua_checkstack(l, 4) == 0 {

@@ -2,7 +2,6 @@
 //! `KEYS`/`ARGV`, `redis.call`/`pcall` with Redis's conversion rules and error texts, the script cache,
 //! Redis's deterministic `math.random`, expiry frozen while a script runs, and an instruction budget that
 //! stops runaway scripts.
-pub mod convert;
 mod fast;
 pub mod libs;
 mod rand48;
