@@ -15,4 +15,12 @@ pub mod sim;
 pub mod skew;
 pub mod traffic;
 pub mod verify;
+
+/// mimalloc is the allocator of everything built from this crate (the binary, the tests, the
+/// benches). Lua allocates many short-lived strings and tables per script call and mimalloc serves
+/// them faster than the system allocator; the emulator's Lua states also allocate from mimalloc
+/// directly (`emulator::lua`), which is only sound because every block they may inherit from mlua's
+/// own allocator (the global one) is a mimalloc block too.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 pub use error::{Error, Result};

@@ -4,11 +4,6 @@ use std::process::ExitCode;
 use clap::Parser;
 use limitlab::cli::{execute, exit_code, Cli};
 
-/// Lua allocates many short-lived strings and tables per script call; mimalloc serves them faster
-/// than the system allocator (about 9% fewer instructions per decision, measured with callgrind).
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let stdout = std::io::stdout();

@@ -202,14 +202,19 @@ pub(crate) unsafe extern "C-unwind" fn redis_pcall_c(l: *mut ffi::lua_State) -> 
     generic_call(l, false)
 }
 
-/// Sets global `name` to a fresh array of the given strings.
-pub(crate) unsafe fn set_string_array(l: *mut ffi::lua_State, name: &std::ffi::CStr, items: &[&[u8]]) {
+/// Sets a global (its name is the string in registry slot `name_ref`) to a fresh array of the given
+/// strings.
+pub(crate) unsafe fn set_string_array(l: *mut ffi::lua_State, name_ref: c_int, items: &[&[u8]]) {
+    ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, name_ref);
     ffi::lua_createtable(l, items.len() as c_int, 0);
     for (i, s) in items.iter().enumerate() {
         push_bytes(l, s);
         ffi::lua_rawseti_(l, -2, (i + 1) as c_int);
     }
-    ffi::lua_setfield(l, ffi::LUA_GLOBALSINDEX, name.as_ptr());
+    // The globals are read-only to scripts; Redis lifts that for the moment it sets KEYS and ARGV.
+    super::ext::lua_enablereadonlytable(l, ffi::LUA_GLOBALSINDEX, 0);
+    ffi::lua_rawset(l, ffi::LUA_GLOBALSINDEX);
+    super::ext::lua_enablereadonlytable(l, ffi::LUA_GLOBALSINDEX, 1);
 }
 
 fn string_at(l: *mut ffi::lua_State, idx: c_int) -> Option<Vec<u8>> {
@@ -262,46 +267,49 @@ unsafe fn table_to_reply(l: *mut ffi::lua_State, t: c_int, resp: u8, depth: usiz
         ffi::lua_settop(l, top);
         r
     };
-    if raw_field(l, t, c"err") == ffi::LUA_TSTRING {
-        let s = string_at(l, -1).unwrap_or_default();
-        return restore(Reply::Error(one_line(&String::from_utf8_lossy(&s))));
-    }
-    ffi::lua_settop(l, top);
-    if raw_field(l, t, c"ok") == ffi::LUA_TSTRING {
-        let s = string_at(l, -1).unwrap_or_default();
-        return restore(Reply::Status(one_line(&String::from_utf8_lossy(&s))));
-    }
-    ffi::lua_settop(l, top);
-    if raw_field(l, t, c"double") == ffi::LUA_TNUMBER {
-        return restore(Reply::Double(ffi::lua_tonumber(l, -1)));
-    }
-    ffi::lua_settop(l, top);
-    if raw_field(l, t, c"big_number") == ffi::LUA_TSTRING {
-        return restore(Reply::Bulk(string_at(l, -1).unwrap_or_default()));
-    }
-    ffi::lua_settop(l, top);
-    if raw_field(l, t, c"map") == ffi::LUA_TTABLE {
-        let m = ffi::lua_gettop(l);
-        let mut out = Vec::new();
-        ffi::lua_pushnil(l);
-        while ffi::lua_next(l, m) != 0 {
-            let v = to_reply(l, -1, resp, depth + 1);
-            let k = to_reply(l, -2, resp, depth + 1);
-            out.push((k, v));
-            ffi::lua_settop(l, -2);
+    // A table with no hash part (what `{a, b, c}` builds) can hold none of the keys below.
+    if super::ext::lua_tablenohash(l, t) == 0 {
+        if raw_field(l, t, c"err") == ffi::LUA_TSTRING {
+            let s = string_at(l, -1).unwrap_or_default();
+            return restore(Reply::Error(one_line(&String::from_utf8_lossy(&s))));
         }
-        return restore(Reply::Map(out));
-    }
-    ffi::lua_settop(l, top);
-    if raw_field(l, t, c"set") == ffi::LUA_TTABLE {
-        let m = ffi::lua_gettop(l);
-        let mut out = Vec::new();
-        ffi::lua_pushnil(l);
-        while ffi::lua_next(l, m) != 0 {
-            out.push(to_reply(l, -2, resp, depth + 1));
-            ffi::lua_settop(l, -2);
+        ffi::lua_settop(l, top);
+        if raw_field(l, t, c"ok") == ffi::LUA_TSTRING {
+            let s = string_at(l, -1).unwrap_or_default();
+            return restore(Reply::Status(one_line(&String::from_utf8_lossy(&s))));
         }
-        return restore(Reply::Set(out));
+        ffi::lua_settop(l, top);
+        if raw_field(l, t, c"double") == ffi::LUA_TNUMBER {
+            return restore(Reply::Double(ffi::lua_tonumber(l, -1)));
+        }
+        ffi::lua_settop(l, top);
+        if raw_field(l, t, c"big_number") == ffi::LUA_TSTRING {
+            return restore(Reply::Bulk(string_at(l, -1).unwrap_or_default()));
+        }
+        ffi::lua_settop(l, top);
+        if raw_field(l, t, c"map") == ffi::LUA_TTABLE {
+            let m = ffi::lua_gettop(l);
+            let mut out = Vec::new();
+            ffi::lua_pushnil(l);
+            while ffi::lua_next(l, m) != 0 {
+                let v = to_reply(l, -1, resp, depth + 1);
+                let k = to_reply(l, -2, resp, depth + 1);
+                out.push((k, v));
+                ffi::lua_settop(l, -2);
+            }
+            return restore(Reply::Map(out));
+        }
+        ffi::lua_settop(l, top);
+        if raw_field(l, t, c"set") == ffi::LUA_TTABLE {
+            let m = ffi::lua_gettop(l);
+            let mut out = Vec::new();
+            ffi::lua_pushnil(l);
+            while ffi::lua_next(l, m) != 0 {
+                out.push(to_reply(l, -2, resp, depth + 1));
+                ffi::lua_settop(l, -2);
+            }
+            return restore(Reply::Set(out));
+        }
     }
     ffi::lua_settop(l, top);
     let mut out = Vec::new();

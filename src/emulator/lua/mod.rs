@@ -48,15 +48,17 @@ struct Vm {
     /// Read by the C closures of `redis.call`/`pcall`; declared after `lua` so it is dropped after it.
     #[allow(dead_code)] // only read through the raw pointer the C closures hold
     ctx: Box<fast::CallCtx>,
-    /// The environment scripts run in: a read-only view of the globals.
+    /// The environment scripts run in: the globals, read-only (Redis 7.0's protected tables).
     env: Table,
-    /// `function(f) return xpcall(f, handler) end`, Redis's error handler included (called through
-    /// `runner_ref`; kept here so it lives as long as the VM).
+    /// Redis's `__redis__err__handler`, the message handler scripts run under (called through
+    /// `handler_ref`; kept here so it lives as long as the VM).
     #[allow(dead_code)]
-    runner: Function,
-    /// The main Lua state and the registry slot of `runner`, for the per-call fast path.
+    handler: Function,
+    /// The main Lua state and the registry slot of `handler`, for the per-call fast path.
     state: *mut mlua::ffi::lua_State,
-    runner_ref: std::os::raw::c_int,
+    handler_ref: std::os::raw::c_int,
+    /// Registry slots of the strings "KEYS" and "ARGV" (interned once, not on every call).
+    names_ref: [std::os::raw::c_int; 2],
 }
 
 impl Vm {
@@ -78,23 +80,26 @@ impl Vm {
         }
         g.raw_set("package", Value::Nil)?;
         let setup: Function = lua.load(SETUP_LUA).set_name(INTERNAL_CHUNK).into_function()?;
-        // SAFETY: `rawset_c` only uses the Lua C API on the stack it is given.
-        let rawset = unsafe { lua.create_c_function(rawset_c)? };
-        // SAFETY: as above.
-        let (setmt, getmt) = unsafe { (lua.create_c_function(setmetatable_c)?, lua.create_c_function(getmetatable_c)?) };
-        // SAFETY: as above.
-        let tonumber = unsafe { lua.create_c_function(tonumber_c)? };
-        let see: Vec<Function> = unsafe {
-            vec![
-                lua.create_c_function(pairs_c)?,
-                lua.create_c_function(ipairs_c)?,
-                lua.create_c_function(next_c)?,
-                lua.create_c_function(rawget_c)?,
-            ]
-        };
         let cwrap = lua.create_function(|lua, f: Function| c_wrap(lua, f))?;
-        let (env, runner): (Table, Function) = setup.call((rawset, setmt, getmt, see, cwrap, tonumber))?;
+        let handler: Function = setup.call(cwrap)?;
         g.raw_set("debug", Value::Nil)?;
+        // Redis 7.0 marks every table scripts can reach from the globals read-only (the string
+        // metatable too), in its patched Lua; ours has the same patch (vendor/lua-src).
+        // SAFETY: raw API on the main state; leaves the stack as it found it.
+        unsafe {
+            lua.exec_raw::<()>((), |l| {
+                use mlua::ffi;
+                ffi::lua_pushvalue(l, ffi::LUA_GLOBALSINDEX);
+                protect_tables(l);
+                ffi::lua_pushstring(l, c"".as_ptr());
+                if ffi::lua_getmetatable(l, -1) != 0 {
+                    protect_tables(l);
+                    ffi::lua_settop(l, -2);
+                }
+                ffi::lua_settop(l, -3);
+            })?;
+        }
+        let env = g.clone();
         let st = state.clone();
         lua.set_global_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), move |_, _| {
             let left = st.budget_left.get() - HOOK_EVERY as i64;
@@ -110,16 +115,45 @@ impl Vm {
         // SAFETY: plain lua_gc calls on the main state.
         unsafe {
             lua.exec_raw::<()>((), |l| {
-                mlua::ffi::lua_gc(l, mlua::ffi::LUA_GCSETPAUSE, 400);
+                mlua::ffi::lua_gc(l, mlua::ffi::LUA_GCSETPAUSE, 1000);
             })?;
         }
-        let (state, runner_ref) = registry_ref(&lua, &runner)?;
-        Ok(Vm { lua, ctx, env, runner, state, runner_ref })
+        let (state, handler_ref) = registry_ref(&lua, &handler)?;
+        // From here on the state allocates from mimalloc directly rather than through mlua's
+        // accounting allocator (no memory limit is set, so the accounting has nothing to do). Blocks
+        // allocated before are mimalloc blocks too: mimalloc is the global allocator (lib.rs).
+        // SAFETY: swaps the allocation function of a state no other thread uses; the user data
+        // pointer stays mlua's, which it reads back with lua_getallocf.
+        unsafe {
+            let mut ud = std::ptr::null_mut();
+            mlua::ffi::lua_getallocf(state, &mut ud);
+            mlua::ffi::lua_setallocf(state, lua_alloc, ud);
+        }
+        let mut names_ref = [0; 2];
+        for (slot, name) in names_ref.iter_mut().zip(["KEYS", "ARGV"]) {
+            *slot = registry_ref(&lua, lua.create_string(name)?)?.1;
+        }
+        Ok(Vm { lua, ctx, env, handler, state, handler_ref, names_ref })
+    }
+}
+
+/// The Lua allocation function (`lua_Alloc`) over mimalloc: free when the new size is 0, else realloc.
+unsafe extern "C" fn lua_alloc(
+    _ud: *mut std::ffi::c_void,
+    ptr: *mut std::ffi::c_void,
+    _osize: usize,
+    nsize: usize,
+) -> *mut std::ffi::c_void {
+    if nsize == 0 {
+        libmimalloc_sys::mi_free(ptr);
+        std::ptr::null_mut()
+    } else {
+        libmimalloc_sys::mi_realloc(ptr, nsize)
     }
 }
 
 /// Stores `f` in the registry; returns the main state and the reference.
-fn registry_ref(lua: &Lua, f: &Function) -> mlua::Result<(*mut mlua::ffi::lua_State, std::os::raw::c_int)> {
+fn registry_ref(lua: &Lua, f: impl mlua::IntoLua) -> mlua::Result<(*mut mlua::ffi::lua_State, std::os::raw::c_int)> {
     let mut out = (std::ptr::null_mut(), 0);
     // SAFETY: pops the function exec_raw pushed into a registry reference.
     unsafe {
@@ -346,40 +380,31 @@ impl Scripting {
             core.frozen_ms = Some(now);
         }
         let l = self.vm.state;
-        // SAFETY: runs on the main state between mlua calls and leaves its stack as it found it. The
-        // runner's xpcall catches the script's errors; lua_pcall catches anything else.
-        let (out, result) = unsafe {
+        // SAFETY: runs on the main state between mlua calls and leaves its stack as it found it. As in
+        // Redis (luaCallFunction), the script runs under lua_pcall with the error handler as the message
+        // handler: a failure leaves the handler's {err, source, line} table (or, should the handler
+        // itself fail, Lua's message) on the stack.
+        let (ok, reply, fail) = unsafe {
             use mlua::ffi;
             let top = ffi::lua_gettop(l);
-            ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, self.vm.runner_ref);
+            ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, self.vm.handler_ref);
             ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, fref);
-            fast::set_string_array(l, c"KEYS", keys);
-            fast::set_string_array(l, c"ARGV", argv);
-            let status = ffi::lua_pcall(l, 1, 2, 0);
-            let r = if status != 0 {
-                let mut len = 0usize;
-                let p = ffi::lua_tolstring(l, -1, &mut len);
-                let msg = if p.is_null() {
-                    "unknown error".to_string()
-                } else {
-                    String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, len)).into_owned()
-                };
-                (None, Err(mlua::Error::RuntimeError(msg)))
-            } else if ffi::lua_toboolean(l, -2) != 0 {
-                (Some((true, fast::to_reply(l, -1, st.resp.get(), 0), None)), Ok(()))
+            fast::set_string_array(l, self.vm.names_ref[0], keys);
+            fast::set_string_array(l, self.vm.names_ref[1], argv);
+            let r = if ffi::lua_pcall(l, 0, 1, top + 1) == 0 {
+                (true, fast::to_reply(l, -1, st.resp.get(), 0), None)
             } else {
-                (Some((false, Reply::Nil, Some(fast::read_failure(l, -1)))), Ok(()))
+                (false, Reply::Nil, Some(fast::read_failure(l, -1)))
             };
             ffi::lua_settop(l, top);
             r
         };
         self.core.borrow_mut().frozen_ms = None;
         let killed = st.killed.replace(false);
-        result?;
-        match out {
-            Some((true, reply, _)) => Ok(reply),
-            Some((false, _, Some(fail))) => Ok(script_error(sha, fail, killed, self.budget)),
-            _ => Ok(Reply::err("ERR Error running script: no result")),
+        match (ok, fail) {
+            (true, _) => Ok(reply),
+            (false, Some(fail)) => Ok(script_error(sha, fail, killed, self.budget)),
+            (false, None) => Ok(Reply::err("ERR Error running script: no result")),
         }
     }
 }
@@ -536,119 +561,41 @@ fn register_redis_lib(lua: &Lua, redis: &Table, ctx: &fast::CallCtx, st: &Rc<Run
     Ok(())
 }
 
-/// `rawset` that refuses the read-only tables (registered by the setup code under
-/// `limitlab.readonly`), raising from a C frame as Redis 7.0's patched Lua does.
-unsafe extern "C-unwind" fn rawset_c(l: *mut mlua::ffi::lua_State) -> std::os::raw::c_int {
+/// Marks the table on top of the stack read-only, then every table reachable from it through its
+/// values and metatables (Redis 7.0's `luaSetTableProtectionRecursively`).
+unsafe fn protect_tables(l: *mut mlua::ffi::lua_State) {
     use mlua::ffi;
-    ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
-    ffi::luaL_checkany(l, 2);
-    ffi::luaL_checkany(l, 3);
-    ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, c"limitlab.readonly".as_ptr());
-    ffi::lua_pushvalue(l, 1);
-    ffi::lua_rawget(l, -2);
-    if ffi::lua_toboolean(l, -1) != 0 {
-        ffi::lua_pushstring(l, c"Attempt to modify a readonly table".as_ptr());
-        ffi::lua_error(l);
-    }
-    ffi::lua_settop(l, 3);
-    ffi::lua_rawset(l, 1);
-    1
-}
-
-/// True when the value at `idx` is one of the read-only tables.
-unsafe fn is_readonly(l: *mut mlua::ffi::lua_State, idx: std::os::raw::c_int) -> bool {
-    use mlua::ffi;
-    if ffi::lua_type(l, idx) != ffi::LUA_TTABLE {
-        return false;
-    }
-    ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, c"limitlab.readonly".as_ptr());
-    ffi::lua_pushvalue(l, idx);
-    ffi::lua_rawget(l, -2);
-    let ro = ffi::lua_toboolean(l, -1) != 0;
-    ffi::lua_settop(l, -3);
-    ro
-}
-
-/// Calls the original base function saved in the registry under `name` with this call's arguments.
-unsafe fn call_saved(l: *mut mlua::ffi::lua_State, name: &std::ffi::CStr) -> std::os::raw::c_int {
-    use mlua::ffi;
-    let n = ffi::lua_gettop(l);
-    ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, name.as_ptr());
-    ffi::lua_insert(l, 1);
-    ffi::lua_call(l, n, ffi::LUA_MULTRET);
-    ffi::lua_gettop(l)
-}
-
-/// Replaces argument 1 by the table a read-only view stands for, if it is a view.
-unsafe fn unwrap_view(l: *mut mlua::ffi::lua_State) {
-    use mlua::ffi;
-    if ffi::lua_type(l, 1) != ffi::LUA_TTABLE {
+    if ext::lua_isreadonlytable(l, -1) != 0 {
         return;
     }
-    ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, c"limitlab.readonly".as_ptr());
-    ffi::lua_pushvalue(l, 1);
-    ffi::lua_rawget(l, -2);
-    if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
-        ffi::lua_replace(l, 1);
+    ext::lua_enablereadonlytable(l, -1, 1);
+    ffi::luaL_checkstack(l, 3, c"tables nested too deep".as_ptr());
+    ffi::lua_pushnil(l);
+    while ffi::lua_next(l, -2) != 0 {
+        if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
+            protect_tables(l);
+        }
         ffi::lua_settop(l, -2);
-    } else {
-        ffi::lua_settop(l, -3);
+    }
+    if ffi::lua_getmetatable(l, -1) != 0 {
+        protect_tables(l);
+        ffi::lua_settop(l, -2);
     }
 }
 
-/// Base functions that look inside tables (`pairs`, `ipairs`, `next`, `rawget`) see through the
-/// read-only views to the library tables behind them, so iterating `redis` or `_G` works as in Redis.
-macro_rules! see_through {
-    ($($fname:ident => $saved:literal),*) => {$(
-        unsafe extern "C-unwind" fn $fname(l: *mut mlua::ffi::lua_State) -> std::os::raw::c_int {
-            unwrap_view(l);
-            call_saved(l, $saved)
-        }
-    )*};
-}
-see_through!(pairs_c => c"limitlab.pairs", ipairs_c => c"limitlab.ipairs", next_c => c"limitlab.next", rawget_c => c"limitlab.rawget");
-
-/// `tonumber` with a fast path for what rate limiters pass in ARGV: a plain decimal integer of at most
-/// 15 digits, which `strtod` would convert exactly to the same double. Anything else (bases, spaces,
-/// signs other than one leading `-`, fractions, hex, exponents) goes to the original.
-unsafe extern "C-unwind" fn tonumber_c(l: *mut mlua::ffi::lua_State) -> std::os::raw::c_int {
-    use mlua::ffi;
-    if ffi::lua_gettop(l) == 1 && ffi::lua_type(l, 1) == ffi::LUA_TSTRING {
-        let mut len = 0usize;
-        let p = ffi::lua_tolstring(l, 1, &mut len);
-        let b = std::slice::from_raw_parts(p as *const u8, len);
-        let (neg, digits) = match b.first() {
-            Some(b'-') => (true, &b[1..]),
-            _ => (false, b),
-        };
-        if !digits.is_empty() && digits.len() <= 15 && digits.iter().all(u8::is_ascii_digit) {
-            let v = digits.iter().fold(0i64, |acc, d| acc * 10 + (d - b'0') as i64) as f64;
-            ffi::lua_pushnumber(l, if neg { -v } else { v });
-            return 1;
-        }
+/// The C API our Lua build adds (vendor/lua-src): Redis 7.0's read-only tables, as in its deps/lua,
+/// and a test for tables without a hash part.
+pub(crate) mod ext {
+    use std::os::raw::c_int;
+    extern "C-unwind" {
+        pub fn lua_enablereadonlytable(l: *mut mlua::ffi::lua_State, idx: c_int, enabled: c_int);
+        pub fn lua_isreadonlytable(l: *mut mlua::ffi::lua_State, idx: c_int) -> c_int;
+        /// 1 when the table has no hash part: no key but array indices can be in it.
+        pub fn lua_tablenohash(l: *mut mlua::ffi::lua_State, idx: c_int) -> c_int;
     }
-    call_saved(l, c"limitlab.tonumber")
 }
 
-/// `setmetatable` that refuses the read-only tables.
-unsafe extern "C-unwind" fn setmetatable_c(l: *mut mlua::ffi::lua_State) -> std::os::raw::c_int {
-    if is_readonly(l, 1) {
-        mlua::ffi::lua_pushstring(l, c"Attempt to modify a readonly table".as_ptr());
-        mlua::ffi::lua_error(l);
-    }
-    call_saved(l, c"limitlab.setmetatable")
-}
-
-/// `getmetatable` that shows the read-only tables as having none, as Redis does.
-unsafe extern "C-unwind" fn getmetatable_c(l: *mut mlua::ffi::lua_State) -> std::os::raw::c_int {
-    if is_readonly(l, 1) {
-        mlua::ffi::lua_pushnil(l);
-        return 1;
-    }
-    call_saved(l, c"limitlab.getmetatable")
-}
-
-/// Calls its upvalue (a Lua function) with its arguments. Helpers written in Lua are wrapped in it so
+/// Calls its upvalue (a Lua function) with its arguments./// Calls its upvalue (a Lua function) with its arguments. Helpers written in Lua are wrapped in it so
 /// that they run under a C frame, as Redis's C helpers do: a script's `return redis.log(...)` then keeps
 /// its frame (no tail call), and errors raised at level 2 carry no position, like `luaL_error` from C.
 unsafe extern "C-unwind" fn trampoline_c(l: *mut mlua::ffi::lua_State) -> std::os::raw::c_int {
@@ -722,10 +669,10 @@ static SCRIPT_HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
-/// The Lua half of the sandbox, run once at start-up with the debug library still present. It returns the
-/// environment scripts run in and the runner that calls a script under Redis's error handler.
+/// The Lua half of the sandbox, run once at start-up with the debug library still present. It returns
+/// Redis's error handler, the message handler every script runs under.
 const SETUP_LUA: &str = r#"
-local rawset_c, setmetatable_c, getmetatable_c, see, cwrap, tonumber_c = ...
+local cwrap = ...
 local G = _G
 local getinfo = debug.getinfo
 local type, tostring, rawget, rawset, error, select, xpcall = type, tostring, rawget, rawset, error, select, xpcall
@@ -887,43 +834,14 @@ G.xpcall = function(f, h) return recheck(xpcall_user(f, h)) end
 local co_resume = coroutine.resume
 coroutine.resume = function(co, ...) return recheck(co_resume(co, ...)) end
 
--- Read-only globals. Reads of missing names fail, as do writes, through the environment view, rawset on
--- it, and setmetatable on it.
-local readonly = setmetatable({}, {__mode = 'k'})
-local function ro_error() error('Attempt to modify a readonly table', 2) end
+-- Reads of missing globals fail (the globals and everything reachable from them are made read-only
+-- after this chunk has run, by the Rust side).
 setmetatable(G, {__index = function(_, k)
   error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
 end})
-local env = setmetatable({}, {__index = G, __newindex = ro_error})
-readonly[env] = G
-for _, lib in ipairs({'string', 'math', 'table', 'redis', 'cjson', 'bit', 'struct', 'cmsgpack', 'coroutine'}) do
-  local t = rawget(G, lib)
-  if type(t) == 'table' then
-    local view = setmetatable({}, {__index = t, __newindex = ro_error})
-    readonly[view] = t
-    rawset(G, lib, view)
-  end
-end
-rawset(G, '_G', env)
-local registry = debug.getregistry()
-registry['limitlab.readonly'] = readonly
-registry['limitlab.setmetatable'] = setmetatable
-registry['limitlab.getmetatable'] = getmetatable
-for i, name in ipairs({'pairs', 'ipairs', 'next', 'rawget'}) do
-  registry['limitlab.' .. name] = G[name]
-  G[name] = see[i]
-end
-registry['limitlab.tonumber'] = G.tonumber
-G.tonumber = tonumber_c
 G.__redis__err__handler = handler
-G.rawset = rawset_c
-G.setmetatable = setmetatable_c
-G.getmetatable = getmetatable_c
 
-local function runner(f)
-  return xpcall(f, handler)
-end
-return env, runner
+return handler
 "#;
 
 /// The scripting commands run here, not in [`Core`]; these entries give them names, arity and flags.

@@ -89,6 +89,17 @@ int luaO_rawequalObj (const TValue *t1, const TValue *t2) {
 
 int luaO_str2d (const char *s, lua_Number *result) {
   char *endptr;
+  {  /* limitlab: a plain decimal integer of at most 15 digits (an optional '-' before it), which is
+     ** what scripts convert most, is exact in a double: no need for strtod, which gives the same */
+    const char *p = (*s == '-') ? s + 1 : s;
+    const char *d = p;
+    unsigned long long v = 0;
+    while (*p >= '0' && *p <= '9' && p - d < 16) v = v * 10 + (unsigned long long)(*p++ - '0');
+    if (*p == '\0' && p > d && p - d <= 15) {
+      *result = (*s == '-') ? -(lua_Number)v : (lua_Number)v;
+      return 1;
+    }
+  }
   *result = lua_str2number(s, &endptr);
   if (endptr == s) return 0;  /* conversion failed */
   if (*endptr == 'x' || *endptr == 'X')  /* maybe an hexadecimal constant? */
@@ -99,6 +110,28 @@ int luaO_str2d (const char *s, lua_Number *result) {
   return 1;
 }
 
+
+
+/*
+** limitlab: lua_number2str ("%.14g") with a fast path. An integer of at most 14 digits prints under
+** "%.14g" as its plain digits (with '-' if negative; -0 prints as "-0" and takes the slow path), so
+** those are written directly. Returns the length.
+*/
+size_t luaO_num2str (char *s, lua_Number n) {
+  if (n > -1e14 && n < 1e14 && n == (lua_Number)(long long)n && !(n == 0 && 1 / n < 0)) {
+    long long v = (long long)n;
+    unsigned long long u = (v < 0) ? (unsigned long long)(-v) : (unsigned long long)v;
+    char digits[16];
+    size_t i = 0, len = 0;
+    if (v < 0) s[len++] = '-';
+    do { digits[i++] = (char)('0' + (int)(u % 10)); u /= 10; } while (u != 0);
+    while (i > 0) s[len++] = digits[--i];
+    s[len] = '\0';
+    return len;
+  }
+  lua_number2str(s, n);
+  return strlen(s);
+}
 
 
 static void pushstr (lua_State *L, const char *str) {

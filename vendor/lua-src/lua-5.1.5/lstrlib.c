@@ -47,7 +47,9 @@ static int str_sub (lua_State *L) {
   ptrdiff_t end = posrelat(luaL_optinteger(L, 3, -1), l);
   if (start < 1) start = 1;
   if (end > (ptrdiff_t)l) end = (ptrdiff_t)l;
-  if (start <= end)
+  if (start == 1 && end == (ptrdiff_t)l)  /* limitlab: the whole string is argument 1 itself */
+    lua_pushvalue(L, 1);
+  else if (start <= end)
     lua_pushlstring(L, s+start-1, end-start+1);
   else lua_pushliteral(L, "");
   return 1;
@@ -526,6 +528,12 @@ static int str_find_aux (lua_State *L, int find) {
           return push_captures(&ms, NULL, 0) + 2;
         }
         else
+          if (ms.level == 0 && s1 == s && res == ms.src_end) {
+            /* limitlab: the whole subject matched without captures: it is argument 1 itself (strings
+            ** are interned, so this is the very string lua_pushlstring would find) */
+            lua_pushvalue(L, 1);
+            return 1;
+          }
           return push_captures(&ms, s1, res);
       }
     } while (s1++ < ms.src_end && !anchor);

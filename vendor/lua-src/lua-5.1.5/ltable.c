@@ -360,6 +360,7 @@ Table *luaH_new (lua_State *L, int narray, int nhash) {
   luaC_link(L, obj2gco(t), LUA_TTABLE);
   t->metatable = NULL;
   t->flags = cast_byte(~0);
+  t->readonly = 0;
   /* temporary values (kept only if some malloc fails) */
   t->array = NULL;
   t->sizearray = 0;
@@ -586,3 +587,9 @@ Node *luaH_mainposition (const Table *t, const TValue *key) {
 int luaH_isdummy (Node *n) { return n == dummynode; }
 
 #endif
+
+
+/* limitlab: 1 when the table has no hash part (no key outside its array part was ever stored) */
+int luaH_nohash (const Table *t) {
+  return t->node == dummynode;
+}

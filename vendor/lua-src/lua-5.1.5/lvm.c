@@ -50,8 +50,8 @@ int luaV_tostring (lua_State *L, StkId obj) {
   else {
     char s[LUAI_MAXNUMBER2STR];
     lua_Number n = nvalue(obj);
-    lua_number2str(s, n);
-    setsvalue2s(L, obj, luaS_new(L, s));
+    size_t len = luaO_num2str(s, n);  /* limitlab: lua_number2str with an integer fast path */
+    setsvalue2s(L, obj, luaS_newlstr(L, s, len));
     return 1;
   }
 }
@@ -138,7 +138,10 @@ void luaV_settable (lua_State *L, const TValue *t, TValue *key, StkId val) {
     const TValue *tm;
     if (ttistable(t)) {  /* `t' is a table? */
       Table *h = hvalue(t);
-      TValue *oldval = luaH_set(L, h, key); /* do a primitive set */
+      TValue *oldval;
+      if (h->readonly)  /* limitlab: Redis 7.0's read-only tables */
+        luaG_runerror(L, "Attempt to modify a readonly table");
+      oldval = luaH_set(L, h, key); /* do a primitive set */
       if (!ttisnil(oldval) ||  /* result is no nil? */
           (tm = fasttm(L, h->metatable, TM_NEWINDEX)) == NULL) { /* or no TM? */
         setobj2t(L, oldval, val);
