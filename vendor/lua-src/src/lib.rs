@@ -52,17 +52,13 @@ impl Build {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("lua-5.1.5");
         let (lib_dir, include_dir) = (out.join("lib"), out.join("include"));
         fs::create_dir_all(&include_dir).expect("cannot create the include directory");
-        let mut files: Vec<PathBuf> = fs::read_dir(&src)
-            .expect("cannot read lua-5.1.5")
-            .map(|e| e.expect("cannot read lua-5.1.5").path())
-            .filter(|p| p.extension().is_some_and(|x| x == "c"))
-            .collect();
-        files.sort();
+        // One translation unit (lua-5.1.5/limitlab_one.c includes every other .c file).
+        let one = src.join("limitlab_one.c");
         let mut cc = cc::Build::new();
         cc.warnings(false)
             .cargo_metadata(false)
             .include(&src)
-            .files(&files)
+            .file(&one)
             .flag_if_supported("-fno-common")
             .out_dir(&lib_dir);
         if env::var("TARGET").map(|t| t.contains("linux") || t.contains("bsd")).unwrap_or(false) {
@@ -74,8 +70,8 @@ impl Build {
         for h in ["lauxlib.h", "lua.h", "luaconf.h", "lualib.h"] {
             fs::copy(src.join(h), include_dir.join(h)).expect("cannot copy a Lua header");
         }
-        for f in &files {
-            println!("cargo:rerun-if-changed={}", f.display());
+        for e in fs::read_dir(&src).expect("cannot read lua-5.1.5") {
+            println!("cargo:rerun-if-changed={}", e.expect("cannot read lua-5.1.5").path().display());
         }
         Artifacts { include_dir, lib_dir, lib_name: "lua5.1" }
     }
