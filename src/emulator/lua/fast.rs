@@ -202,19 +202,45 @@ pub(crate) unsafe extern "C-unwind" fn redis_pcall_c(l: *mut ffi::lua_State) -> 
     generic_call(l, false)
 }
 
-/// Sets a global (its name is the string in registry slot `name_ref`) to a fresh array of the given
-/// strings.
+/// Sets a global (its name is the string in registry slot `name_ref`) to an array of the given
+/// strings, as Redis sets KEYS and ARGV before each call.
+///
+/// Redis builds a new table every time. When the table the global holds is in the very state a new
+/// one would be in (array part of exactly `items.len()` slots, no hash part, no metatable, not
+/// read-only), it is refilled instead: no script can tell, because nothing a script creates outlives
+/// its call (the globals are read-only), so no script can hold on to the old table, and a table's
+/// behaviour depends on nothing else than that state and its contents.
 pub(crate) unsafe fn set_string_array(l: *mut ffi::lua_State, name_ref: c_int, items: &[&[u8]]) {
+    use super::ext;
+    let n = items.len() as c_int;
     ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, name_ref);
-    ffi::lua_createtable(l, items.len() as c_int, 0);
+    let name_at = ffi::lua_gettop(l);
+    ffi::lua_pushvalue(l, -1);
+    ffi::lua_rawget(l, ffi::LUA_GLOBALSINDEX);
+    let reusable = ffi::lua_type(l, -1) == ffi::LUA_TTABLE
+        && ext::lua_tablearraysize(l, -1) == n
+        && ext::lua_tablenohash(l, -1) != 0
+        && ext::lua_isreadonlytable(l, -1) == 0
+        && ffi::lua_getmetatable(l, -1) == 0;
+    if reusable {
+        for (i, s) in items.iter().enumerate() {
+            push_bytes(l, s);
+            ffi::lua_rawseti_(l, -2, (i + 1) as c_int);
+        }
+        ffi::lua_settop(l, name_at - 1);
+        return;
+    }
+    // Drops the old value (and the metatable lua_getmetatable may have pushed), keeps the name.
+    ffi::lua_settop(l, name_at);
+    ffi::lua_createtable(l, n, 0);
     for (i, s) in items.iter().enumerate() {
         push_bytes(l, s);
         ffi::lua_rawseti_(l, -2, (i + 1) as c_int);
     }
     // The globals are read-only to scripts; Redis lifts that for the moment it sets KEYS and ARGV.
-    super::ext::lua_enablereadonlytable(l, ffi::LUA_GLOBALSINDEX, 0);
+    ext::lua_enablereadonlytable(l, ffi::LUA_GLOBALSINDEX, 0);
     ffi::lua_rawset(l, ffi::LUA_GLOBALSINDEX);
-    super::ext::lua_enablereadonlytable(l, ffi::LUA_GLOBALSINDEX, 1);
+    ext::lua_enablereadonlytable(l, ffi::LUA_GLOBALSINDEX, 1);
 }
 
 fn string_at(l: *mut ffi::lua_State, idx: c_int) -> Option<Vec<u8>> {

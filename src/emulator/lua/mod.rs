@@ -584,7 +584,7 @@ unsafe fn protect_tables(l: *mut mlua::ffi::lua_State) {
 }
 
 /// The C API our Lua build adds (vendor/lua-src): Redis 7.0's read-only tables, as in its deps/lua,
-/// and a test for tables without a hash part.
+/// and two views of a table's layout.
 pub(crate) mod ext {
     use std::os::raw::c_int;
     extern "C-unwind" {
@@ -592,6 +592,8 @@ pub(crate) mod ext {
         pub fn lua_isreadonlytable(l: *mut mlua::ffi::lua_State, idx: c_int) -> c_int;
         /// 1 when the table has no hash part: no key but array indices can be in it.
         pub fn lua_tablenohash(l: *mut mlua::ffi::lua_State, idx: c_int) -> c_int;
+        /// The size of the table's array part.
+        pub fn lua_tablearraysize(l: *mut mlua::ffi::lua_State, idx: c_int) -> c_int;
     }
 }
 

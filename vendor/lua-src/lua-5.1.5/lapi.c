@@ -1126,3 +1126,14 @@ LUA_API int lua_tablenohash (lua_State *L, int objindex) {
   api_check(L, ttistable(o));
   return luaH_nohash(hvalue(o));
 }
+
+
+/*
+** limitlab: the size of the array part of the table at objindex. With lua_tablenohash it tells
+** whether a table is in the very state lua_createtable(L, n, 0) leaves a new one in.
+*/
+LUA_API int lua_tablearraysize (lua_State *L, int objindex) {
+  const TValue *o = index2adr(L, objindex);
+  api_check(L, ttistable(o));
+  return hvalue(o)->sizearray;
+}

@@ -53,9 +53,11 @@ static int luaB_print (lua_State *L) {
 static int luaB_tonumber (lua_State *L) {
   int base = luaL_optint(L, 2, 10);
   if (base == 10) {  /* standard conversion */
+    lua_Number n;
     luaL_checkany(L, 1);
-    if (lua_isnumber(L, 1)) {
-      lua_pushnumber(L, lua_tonumber(L, 1));
+    n = lua_tonumber(L, 1);  /* limitlab: convert once (0 also means "not a number": check then) */
+    if (n != 0 || lua_isnumber(L, 1)) {
+      lua_pushnumber(L, n);
       return 1;
     }
   }

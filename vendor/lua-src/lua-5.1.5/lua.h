@@ -197,6 +197,7 @@ LUA_API int   (lua_setmetatable) (lua_State *L, int objindex);
 LUA_API void  (lua_enablereadonlytable) (lua_State *L, int objindex, int enabled);
 LUA_API int   (lua_isreadonlytable) (lua_State *L, int objindex);
 LUA_API int   (lua_tablenohash) (lua_State *L, int objindex);  /* limitlab (lapi.c) */
+LUA_API int   (lua_tablearraysize) (lua_State *L, int objindex);  /* limitlab (lapi.c) */
 LUA_API int   (lua_setfenv) (lua_State *L, int idx);
 
 
