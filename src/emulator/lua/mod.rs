@@ -7,7 +7,7 @@ pub mod libs;
 mod rand48;
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use crate::emulator::fxhash::FxHashMap;
 use std::rc::Rc;
 
 use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
@@ -169,7 +169,7 @@ fn registry_ref(lua: &Lua, f: impl mlua::IntoLua) -> mlua::Result<(*mut mlua::ff
 pub struct Scripting {
     core: Rc<RefCell<Core>>,
     vm: Vm,
-    scripts: HashMap<String, Cached>,
+    scripts: FxHashMap<String, Cached>,
     state: Rc<RunState>,
     /// Redis's `math.random` stream lives outside the VM: SCRIPT FLUSH rebuilds the VM but not it.
     rng: Rc<rand48::Rand48>,
@@ -188,7 +188,7 @@ impl Scripting {
         });
         let rng = Rc::new(rand48::Rand48::default());
         let vm = Vm::new(&core, &state, &rng)?;
-        Ok(Scripting { core, vm, scripts: HashMap::new(), state, rng, budget: DEFAULT_BUDGET })
+        Ok(Scripting { core, vm, scripts: FxHashMap::default(), state, rng, budget: DEFAULT_BUDGET })
     }
 
     /// SCRIPT FLUSH: forgets every script and, as Redis 7.0 does, starts a fresh VM (so library

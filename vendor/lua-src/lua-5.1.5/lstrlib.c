@@ -303,6 +303,12 @@ static const char *matchbalance (MatchState *ms, const char *s,
 static const char *max_expand (MatchState *ms, const char *s,
                                  const char *p, const char *ep) {
   ptrdiff_t i = 0;  /* counts maximum expand for item */
+  if (*p == L_ESC && *(p+1) == 'd') {  /* limitlab: %d, the class scripts repeat most, in a tight loop
+                                       ** (the same test match_class makes for it) */
+    while ((s+i)<ms->src_end && isdigit(uchar(*(s+i))))
+      i++;
+  }
+  else
   while ((s+i)<ms->src_end && singlematch(uchar(*(s+i)), p, ep))
     i++;
   /* keeps trying to match with the maximum repetitions */
