@@ -35,45 +35,46 @@
 -- Errors: redis.error_reply('ERR ...') for a wrong number of keys or arguments or an argument that
 --   is not a plain decimal integer in range.
 
-local MAXS = '999999999999999' -- the largest argument: 15 digits, below 2^50
-
--- ARGV[i] as an integer in [lo, 999999999999999], or nil when it is not a plain decimal integer in range.
-local function int(i, lo)
-  local s = ARGV[i]
-  if type(s) ~= 'string' or #s > 15 or not string.match(s, '^%d+$') then return nil end
-  local v = tonumber(s)
-  if v < lo then return nil end
-  return v
-end
-
-local function bad(name, lo)
-  return redis.error_reply('ERR invalid ' .. name .. ': expected an integer from ' .. lo .. ' to ' .. MAXS)
-end
-
-if #KEYS ~= 1 then
+local K, A, tonumber = KEYS, ARGV, tonumber
+if #K ~= 1 then
   return redis.error_reply('ERR sliding_window takes exactly 1 key: the subject, e.g. rate:{user42}')
 end
-if #ARGV < 3 or #ARGV > 4 then
+local nargs = #A
+if nargs < 3 or nargs > 4 then
   return redis.error_reply('ERR sliding_window takes ARGV limit window_ms now_ms [cost]')
 end
-local limit = int(1, 1)
-if not limit then return bad('limit', 1) end
-local window = int(2, 1)
-if not window then return bad('window_ms', 1) end
-if limit * window > 2^50 then
+-- Every argument must be a plain decimal integer of 1 to 15 digits (so exact, below 2^50), limit and
+-- window_ms at least 1. All are checked at once; only when one fails are they checked again one by
+-- one, in order, to name the first bad one. An absent cost is '1', which is valid.
+local s1, s2, s3, s4 = A[1], A[2], A[3], A[4] or '1'
+local limit, window, now, cost = tonumber(s1), tonumber(s2), tonumber(s3), s4 == '1' and 1 or tonumber(s4)
+if not (#s1 < 16 and #s2 < 16 and #s3 < 16 and s1:find('^%d+$') and s2:find('^%d+$') and s3:find('^%d+$')
+    and (s4 == '1' or #s4 < 16 and s4:find('^%d+$')) and limit > 0 and window > 0) then
+  -- s as an integer in [lo, 999999999999999], or nil when it is not a plain decimal integer in range.
+  local function int(s, lo)
+    if #s > 15 or not s:find('^%d+$') then return nil end
+    local v = tonumber(s)
+    if v < lo then return nil end
+    return v
+  end
+  local function bad(name, lo)
+    return redis.error_reply('ERR invalid ' .. name .. ': expected an integer from ' .. lo .. ' to 999999999999999')
+  end
+  if not int(s1, 1) then return bad('limit', 1) end
+  if not int(s2, 1) then return bad('window_ms', 1) end
+  if limit * window <= 2^50 then
+    if not int(s3, 0) then return bad('now_ms', 0) end
+    if not int(s4, 0) then return bad('cost', 0) end
+  end
+end
+local cap = limit * window
+if cap > 2^50 then
   return redis.error_reply('ERR invalid limit and window_ms: limit * window_ms must not exceed 2^50')
 end
-local now = int(3, 0)
-if not now then return bad('now_ms', 0) end
-local cost = 1
-if ARGV[4] then
-  cost = int(4, 0)
-  if not cost then return bad('cost', 0) end
-end
 
-local key = KEYS[1]
-local win = math.floor(now / window)
-local s = redis.call('HMGET', key, 'w', 'c', 'p')
+local call, key = redis.call, K[1]
+local win = (now - now % window) / window   -- floor(now / window_ms), exact: both are integers below 2^50
+local s = call('HMGET', key, 'w', 'c', 'p')
 local w, c, p = tonumber(s[1]), tonumber(s[2]), tonumber(s[3])
 if w == nil or c == nil or p == nil then
   w, c, p = win, 0, 0
@@ -87,35 +88,31 @@ local start = w * window
 local lag = 0
 if now < start then lag = start - now end
 local left = window - (now + lag - start)   -- ms from the effective time to the end of window w
-local cap = limit * window
+-- used: the estimate scaled by window_ms. r: the room left under cap, an integer at most 2^50 when
+-- the state is the script's own, so r - r % window is floor(r / window_ms) * window_ms exactly.
+local used = p * left + c * window
 
--- The estimate scaled by window_ms.
-local function used() return p * left + c * window end
-
-local function remaining()
-  local r = cap - used()
-  if r <= 0 then return 0 end
-  return math.floor(r / window)
-end
-
-local function reset()
-  if c > 0 then return lag + left + window end
-  if p > 0 then return lag + left end
-  return 0
-end
-
-if cost > limit then
-  return {0, remaining(), -1, reset()}
-end
-if used() + cost * window <= cap then
+if cost <= limit and used + cost * window <= cap then
   if cost > 0 then
     c = c + cost
-    redis.call('HSET', key, 'w', w, 'c', c, 'p', p)
-    redis.call('PEXPIRE', key, lag + left + window)
+    call('HSET', key, 'w', w, 'c', c, 'p', p)
+    call('PEXPIRE', key, lag + left + window)
+    used = p * left + c * window
   end
-  return {1, remaining(), -1, reset()}
+  local r = cap - used
+  if r <= 0 then r = 0 elseif r <= cap then r = (r - r % window) / window else r = math.floor(r / window) end
+  if c > 0 then return {1, r, -1, lag + left + window} end
+  if p > 0 then return {1, r, -1, lag + left} end
+  return {1, r, -1, 0}
 end
 
+local r = cap - used
+if r <= 0 then r = 0 elseif r <= cap then r = (r - r % window) / window else r = math.floor(r / window) end
+local reset = 0
+if c > 0 then reset = lag + left + window elseif p > 0 then reset = lag + left end
+if cost > limit then
+  return {0, r, -1, reset}
+end
 -- Refused: find the first ms at which p's decaying weight, or the rollover, makes room.
 local retry
 local room = (limit - c - cost) * window   -- what p * (left - d) may still weigh in window w
@@ -132,4 +129,4 @@ else
   end
   retry = left + x
 end
-return {0, remaining(), lag + retry, reset()}
+return {0, r, lag + retry, reset}
