@@ -38,78 +38,83 @@
 -- Errors: redis.error_reply('ERR ...') for a wrong number of keys or arguments or an argument that
 --   is not a plain decimal integer in range.
 
-local MAXS = '999999999999999' -- the largest argument: 15 digits, below 2^50
-
--- ARGV[i] as an integer in [lo, 999999999999999], or nil when it is not a plain decimal integer in range.
-local function int(i, lo)
-  local s = ARGV[i]
-  if type(s) ~= 'string' or #s > 15 or not string.match(s, '^%d+$') then return nil end
-  local v = tonumber(s)
-  if v < lo then return nil end
-  return v
-end
-
-local function bad(name, lo)
-  return redis.error_reply('ERR invalid ' .. name .. ': expected an integer from ' .. lo .. ' to ' .. MAXS)
-end
-
-if #KEYS ~= 1 then
+local K, A, tonumber = KEYS, ARGV, tonumber
+if #K ~= 1 then
   return redis.error_reply('ERR sliding_log takes exactly 1 key: the subject, e.g. rate:{user42}')
 end
-if #ARGV < 3 or #ARGV > 4 then
+local nargs = #A
+if nargs < 3 or nargs > 4 then
   return redis.error_reply('ERR sliding_log takes ARGV limit window_ms now_ms [cost]')
 end
-local limit = int(1, 1)
-if not limit then return bad('limit', 1) end
-local window = int(2, 1)
-if not window then return bad('window_ms', 1) end
-local now = int(3, 0)
-if not now then return bad('now_ms', 0) end
-local cost = 1
-if ARGV[4] then
-  cost = int(4, 0)
-  if not cost then return bad('cost', 0) end
+-- Every argument must be a plain decimal integer of 1 to 15 digits (so exact, below 2^50), limit and
+-- window_ms at least 1. All are checked at once; only when one fails are they checked again one by
+-- one, in order, to name the first bad one. An absent cost is '1', which is valid.
+local s1, s2, s3, s4 = A[1], A[2], A[3], A[4] or '1'
+local limit, window, now, cost = tonumber(s1), tonumber(s2), tonumber(s3), s4 == '1' and 1 or tonumber(s4)
+if not (#s1 < 16 and #s2 < 16 and #s3 < 16 and s1:find('^%d+$') and s2:find('^%d+$') and s3:find('^%d+$')
+    and (s4 == '1' or #s4 < 16 and s4:find('^%d+$')) and limit > 0 and window > 0) then
+  -- s as an integer in [lo, 999999999999999], or nil when it is not a plain decimal integer in range.
+  local function int(s, lo)
+    if #s > 15 or not s:find('^%d+$') then return nil end
+    local v = tonumber(s)
+    if v < lo then return nil end
+    return v
+  end
+  local function bad(name, lo)
+    return redis.error_reply('ERR invalid ' .. name .. ': expected an integer from ' .. lo .. ' to 999999999999999')
+  end
+  if not int(s1, 1) then return bad('limit', 1) end
+  if not int(s2, 1) then return bad('window_ms', 1) end
+  if not int(s3, 0) then return bad('now_ms', 0) end
+  if not int(s4, 0) then return bad('cost', 0) end
 end
 
-local key = KEYS[1]
+local call, key = redis.call, K[1]
 local t = now
-local top = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+local top = call('ZRANGE', key, -1, -1, 'WITHSCORES')
 local newest = tonumber(top[2])
 if newest and newest > t then t = newest end
-redis.call('ZREMRANGEBYSCORE', key, '-inf', t - window)
-local n = redis.call('ZCARD', key)
+call('ZREMRANGEBYSCORE', key, '-inf', t - window)
+local n = call('ZCARD', key)
 if n == 0 then newest = nil end
 
-local function reset()
-  if newest then return newest + window - now end
-  return 0
-end
-
-if cost > limit then
-  return {0, math.max(0, limit - n), -1, reset()}
-end
-if n + cost <= limit then
+if cost <= limit and n + cost <= limit then
   if cost > 0 then
-    local j = redis.call('ZCOUNT', key, t, t)
-    local base = string.format('%d', t % window)
-    local args = {}
-    for i = j, j + cost - 1 do
-      args[#args + 1] = t
-      if i == 0 then args[#args + 1] = base else args[#args + 1] = base .. ':' .. string.format('%d', i) end
-      if #args >= 512 then
-        redis.call('ZADD', key, unpack(args))
-        args = {}
+    -- Members already logged at t are numbered 0..j-1; there are none unless t is the newest score.
+    local j = 0
+    if t == newest then j = call('ZCOUNT', key, t, t) end
+    local base = ('%d'):format(t % window)
+    if j == 0 and cost == 1 then
+      call('ZADD', key, t, base)
+    else
+      local args = {}
+      for i = j, j + cost - 1 do
+        args[#args + 1] = t
+        if i == 0 then args[#args + 1] = base else args[#args + 1] = base .. ':' .. ('%d'):format(i) end
+        if #args >= 512 then
+          call('ZADD', key, unpack(args))
+          args = {}
+        end
       end
+      if #args > 0 then call('ZADD', key, unpack(args)) end
     end
-    if #args > 0 then redis.call('ZADD', key, unpack(args)) end
     n = n + cost
-    newest = t
-    redis.call('PEXPIRE', key, t + window - now)
+    local reset = t + window - now
+    call('PEXPIRE', key, reset)
+    return {1, limit - n, -1, reset}
   end
-  return {1, limit - n, -1, reset()}
+  if newest then return {1, limit - n, -1, newest + window - now} end
+  return {1, limit - n, -1, 0}
 end
 
+local left = limit - n
+if left < 0 then left = 0 end
+local reset = 0
+if newest then reset = newest + window - now end
+if cost > limit then
+  return {0, left, -1, reset}
+end
 -- Refused: the request fits once the (n + cost - limit)-th oldest member has left.
 local rank = n + cost - limit - 1
-local e = redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')
-return {0, math.max(0, limit - n), tonumber(e[2]) + window - now, reset()}
+local e = call('ZRANGE', key, rank, rank, 'WITHSCORES')
+return {0, left, tonumber(e[2]) + window - now, reset}
