@@ -35,53 +35,47 @@
 -- Errors: redis.error_reply('ERR ...') for a wrong number of keys or arguments or an argument that
 --   is not a plain decimal integer in range.
 
-local MAXS = '999999999999999' -- the largest argument: 15 digits, below 2^50
-
--- ARGV[i] as an integer in [lo, 999999999999999], or nil when it is not a plain decimal integer in range.
-local function int(i, lo)
-  local s = ARGV[i]
-  if type(s) ~= 'string' or #s > 15 or not string.match(s, '^%d+$') then return nil end
-  local v = tonumber(s)
-  if v < lo then return nil end
-  return v
-end
-
-local function bad(name, lo)
-  return redis.error_reply('ERR invalid ' .. name .. ': expected an integer from ' .. lo .. ' to ' .. MAXS)
-end
-
-if #KEYS ~= 1 then
+local K, A, tonumber = KEYS, ARGV, tonumber
+if #K ~= 1 then
   return redis.error_reply('ERR token_bucket takes exactly 1 key: the subject, e.g. rate:{user42}')
 end
-if #ARGV < 3 or #ARGV > 5 then
+local nargs = #A
+if nargs < 3 or nargs > 5 then
   return redis.error_reply('ERR token_bucket takes ARGV limit window_ms now_ms [cost [burst]]')
 end
-local limit = int(1, 1)
-if not limit then return bad('limit', 1) end
-local window = int(2, 1)
-if not window then return bad('window_ms', 1) end
-local now = int(3, 0)
-if not now then return bad('now_ms', 0) end
-local cost = 1
-if ARGV[4] then
-  cost = int(4, 0)
-  if not cost then return bad('cost', 0) end
+-- Every argument must be a plain decimal integer of 1 to 15 digits (so exact, below 2^50), limit,
+-- window_ms and burst at least 1. All are checked at once; only when one fails are they checked again
+-- one by one, in order, to name the first bad one. An absent cost is '1', which is valid; an absent
+-- burst is limit, valid when limit is.
+local s1, s2, s3, s4, s5 = A[1], A[2], A[3], A[4] or '1', A[5] or A[1]
+local limit, window, now = tonumber(s1), tonumber(s2), tonumber(s3)
+local cost, burst = s4 == '1' and 1 or tonumber(s4), s5 == s1 and limit or tonumber(s5)
+if not (#s1 < 16 and #s2 < 16 and #s3 < 16 and s1:find('^%d+$') and s2:find('^%d+$') and s3:find('^%d+$')
+    and (s4 == '1' or #s4 < 16 and s4:find('^%d+$')) and (s5 == s1 or #s5 < 16 and s5:find('^%d+$'))
+    and limit > 0 and window > 0 and burst > 0) then
+  -- s as an integer in [lo, 999999999999999], or nil when it is not a plain decimal integer in range.
+  local function int(s, lo)
+    if #s > 15 or not s:find('^%d+$') then return nil end
+    local v = tonumber(s)
+    if v < lo then return nil end
+    return v
+  end
+  local function bad(name, lo)
+    return redis.error_reply('ERR invalid ' .. name .. ': expected an integer from ' .. lo .. ' to 999999999999999')
+  end
+  if not int(s1, 1) then return bad('limit', 1) end
+  if not int(s2, 1) then return bad('window_ms', 1) end
+  if not int(s3, 0) then return bad('now_ms', 0) end
+  if not int(s4, 0) then return bad('cost', 0) end
+  if not int(s5, 1) then return bad('burst', 1) end
 end
-local burst = limit
-if ARGV[5] then
-  burst = int(5, 1)
-  if not burst then return bad('burst', 1) end
-end
-if burst * window > 2^50 then
+local cap = burst * window
+if cap > 2^50 then
   return redis.error_reply('ERR invalid burst and window_ms: burst * window_ms must not exceed 2^50')
 end
 
--- ceil(a / b) for integers a >= 0, b >= 1 (exact below 2^52).
-local function ceil_div(a, b) return math.floor((a + b - 1) / b) end
-
-local key = KEYS[1]
-local cap = burst * window
-local s = redis.call('HMGET', key, 'n', 't')
+local call, key = redis.call, K[1]
+local s = call('HMGET', key, 'n', 't')
 local n, t = tonumber(s[1]), tonumber(s[2])
 if n == nil or t == nil then
   n, t = cap, now
@@ -95,22 +89,23 @@ end
 if n > cap then n = cap end
 if n < 0 then n = 0 end
 local lag = t - now
+-- From here n is in [0, cap], cap <= 2^50. For 0 <= a < 2^52 and an integer b >= 1, (a - a % b) / b
+-- is floor(a / b) exactly, and ceil(a / b) is that floor for c = a + b - 1: whole tokens are
+-- (n - n % window) / window, and the ms until the bucket holds x are ceil((x - n) / limit).
 
-local function reset()
-  if n >= cap then return 0 end
-  return lag + ceil_div(cap - n, limit)
-end
-
-if cost > burst then
-  return {0, math.floor(n / window), -1, reset()}
-end
 local need = cost * window
-if n < need then
-  return {0, math.floor(n / window), lag + ceil_div(need - n, limit), reset()}
+if cost > burst or n < need then   -- refused; cost > burst never fits
+  local reset, c = 0, cap - n + limit - 1   -- ms until the bucket is full again
+  if not (n >= cap) then reset = lag + (c - c % limit) / limit end
+  if cost > burst then return {0, (n - n % window) / window, -1, reset} end
+  c = need - n + limit - 1                  -- ms until it holds need
+  return {0, (n - n % window) / window, lag + (c - c % limit) / limit, reset}
 end
+if cost > 0 then n = n - need end
+local reset, c = 0, cap - n + limit - 1
+if not (n >= cap) then reset = lag + (c - c % limit) / limit end
 if cost > 0 then
-  n = n - need
-  redis.call('HSET', key, 'n', n, 't', t)
-  redis.call('PEXPIRE', key, reset())
+  call('HSET', key, 'n', n, 't', t)
+  call('PEXPIRE', key, reset)
 end
-return {1, math.floor(n / window), -1, reset()}
+return {1, (n - n % window) / window, -1, reset}
