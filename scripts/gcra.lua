@@ -40,49 +40,43 @@
 -- Errors: redis.error_reply('ERR ...') for a wrong number of keys or arguments or an argument that
 --   is not a plain decimal integer in range.
 
-local MAXS = '999999999999999' -- the largest argument: 15 digits, below 2^50
-
--- ARGV[i] as an integer in [lo, 999999999999999], or nil when it is not a plain decimal integer in range.
-local function int(i, lo)
-  local s = ARGV[i]
-  if type(s) ~= 'string' or #s > 15 or not string.match(s, '^%d+$') then return nil end
-  local v = tonumber(s)
-  if v < lo then return nil end
-  return v
-end
-
-local function bad(name, lo)
-  return redis.error_reply('ERR invalid ' .. name .. ': expected an integer from ' .. lo .. ' to ' .. MAXS)
-end
-
-if #KEYS ~= 1 then
+local K, A, tonumber = KEYS, ARGV, tonumber
+if #K ~= 1 then
   return redis.error_reply('ERR gcra takes exactly 1 key: the subject, e.g. rate:{user42}')
 end
-if #ARGV < 3 or #ARGV > 5 then
+local nargs = #A
+if nargs < 3 or nargs > 5 then
   return redis.error_reply('ERR gcra takes ARGV limit window_ms now_ms [cost [burst]]')
 end
-local limit = int(1, 1)
-if not limit then return bad('limit', 1) end
-local window = int(2, 1)
-if not window then return bad('window_ms', 1) end
-local now = int(3, 0)
-if not now then return bad('now_ms', 0) end
-local cost = 1
-if ARGV[4] then
-  cost = int(4, 0)
-  if not cost then return bad('cost', 0) end
-end
-local burst = limit
-if ARGV[5] then
-  burst = int(5, 1)
-  if not burst then return bad('burst', 1) end
+-- Every argument must be a plain decimal integer of 1 to 15 digits (so exact, below 2^50), limit,
+-- window_ms and burst at least 1. All are checked at once; only when one fails are they checked again
+-- one by one, in order, to name the first bad one. An absent cost is '1', which is valid; an absent
+-- burst is limit, valid when limit is.
+local s1, s2, s3, s4, s5 = A[1], A[2], A[3], A[4] or '1', A[5] or A[1]
+local limit, window, now = tonumber(s1), tonumber(s2), tonumber(s3)
+local cost, burst = s4 == '1' and 1 or tonumber(s4), s5 == s1 and limit or tonumber(s5)
+if not (#s1 < 16 and #s2 < 16 and #s3 < 16 and s1:find('^%d+$') and s2:find('^%d+$') and s3:find('^%d+$')
+    and (s4 == '1' or #s4 < 16 and s4:find('^%d+$')) and (s5 == s1 or #s5 < 16 and s5:find('^%d+$'))
+    and limit > 0 and window > 0 and burst > 0) then
+  -- s as an integer in [lo, 999999999999999], or nil when it is not a plain decimal integer in range.
+  local function int(s, lo)
+    if #s > 15 or not s:find('^%d+$') then return nil end
+    local v = tonumber(s)
+    if v < lo then return nil end
+    return v
+  end
+  local function bad(name, lo)
+    return redis.error_reply('ERR invalid ' .. name .. ': expected an integer from ' .. lo .. ' to 999999999999999')
+  end
+  if not int(s1, 1) then return bad('limit', 1) end
+  if not int(s2, 1) then return bad('window_ms', 1) end
+  if not int(s3, 0) then return bad('now_ms', 0) end
+  if not int(s4, 0) then return bad('cost', 0) end
+  if not int(s5, 1) then return bad('burst', 1) end
 end
 if burst * window > 2^50 then
   return redis.error_reply('ERR invalid burst and window_ms: burst * window_ms must not exceed 2^50')
 end
-
--- ceil(a / b) for integers a >= 0, b >= 1 (exact below 2^52).
-local function ceil_div(a, b) return math.floor((a + b - 1) / b) end
 
 local g, r = limit, window
 while r > 0 do g, r = r, g % r end
@@ -94,27 +88,28 @@ if nt > 2^51 then
   return redis.error_reply('ERR invalid now_ms for this limit: now_ms * limit / gcd(limit, window_ms) must not exceed 2^51')
 end
 
-local key = KEYS[1]
-local tat = tonumber(redis.call('GET', key))
+local call, key = redis.call, K[1]
+local tat = tonumber(call('GET', key))
 if tat == nil or tat < nt then tat = nt end
 
-local function remaining()
-  local r = tau - (tat - nt)
-  if r <= 0 then return 0 end
-  return math.floor(r / interval)
-end
-
-local function reset() return ceil_div(tat - nt, per_ms) end
-
-if cost > burst then
-  return {0, remaining(), -1, reset()}
-end
 local new = tat + cost * interval
-if new - nt > tau then
-  return {0, remaining(), ceil_div(new - tau - nt, per_ms), reset()}
+if cost > burst or new - nt > tau then   -- refused; cost > burst never fits
+  -- The stored TAT may be anything here, so floor is math.floor. ceil(a / b) = floor((a + b - 1) / b).
+  local floor = math.floor
+  r = tau - (tat - nt)
+  if r <= 0 then r = 0 else r = floor(r / interval) end
+  local reset = floor((tat - nt + per_ms - 1) / per_ms)
+  if cost > burst then return {0, r, -1, reset} end
+  return {0, r, floor((new - tau - nt + per_ms - 1) / per_ms), reset}
 end
+if cost > 0 then tat = new end
+-- Allowed: 0 <= tat - nt <= tau <= 2^50, so for these integers (a - a % b) / b is floor(a / b)
+-- exactly, and ceil(a / b) is the floor of a + b - 1 over b.
+r = tau - (tat - nt)
+if r <= 0 then r = 0 else r = (r - r % interval) / interval end
+local c = tat - nt + per_ms - 1
+local reset = (c - c % per_ms) / per_ms
 if cost > 0 then
-  tat = new
-  redis.call('SET', key, tat, 'PX', reset())
+  call('SET', key, tat, 'PX', reset)
 end
-return {1, remaining(), -1, reset()}
+return {1, r, -1, reset}
