@@ -20,8 +20,8 @@
 //! - **TTL sufficiency**: with clocks moving forward, every reply is the same whether expired keys
 //!   vanish or the emulator keeps them (`Db::expiry_enabled = false`): a TTL never drops state the
 //!   script still needs. All nine scripts. `a_ttl_of_one_window_is_caught` runs the same check on a
-//!   deliberately broken sliding window counter (`scripts/variants/sliding_window_short_ttl.lua`) and
-//!   requires it to fail.
+//!   deliberately broken sliding window counter (`short_ttl`: `scripts/sliding_window.lua` with its
+//!   TTL cut to one window) and requires it to fail.
 //! - **clock skew**: a call whose `now_ms` is older than what the subject's state has seen (a caller
 //!   whose clock lags the others') never errors, never replies a negative figure, is admitted only
 //!   when the same request at the newest time would be, and never gives capacity back: a cost-0
@@ -35,8 +35,25 @@ use limitlab::metrics::max_in_any_window;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, RngAlgorithm, TestError, TestRng, TestRunner};
 
-/// The deliberately broken sliding window counter: its keys live one window instead of two.
-const SHORT_TTL: &str = include_str!("../scripts/variants/sliding_window_short_ttl.lua");
+/// The line of `scripts/sliding_window.lua` that sets the key's TTL after counting a request: to the
+/// end of the next window, where the current count still weighs on the estimate as the previous one.
+const TTL_LINE: &str = "call('PEXPIRE', key, lag + left + window)";
+/// The same line in the broken variant: one window.
+const SHORT_TTL_LINE: &str = "call('PEXPIRE', key, window)";
+
+/// A deliberately broken sliding window counter, made from the production script by replacing its
+/// TTL line: its keys live one window instead of until the end of the next, so the count of the
+/// window that has just ended can vanish while it still weighs on the estimate, and the limiter
+/// then admits more than it should. Never deployed; it exists to show the TTL check catching it.
+fn short_ttl() -> String {
+    let script = Variant::SLIDING_WINDOW.script();
+    assert_eq!(
+        script.matches(TTL_LINE).count(),
+        1,
+        "scripts/sliding_window.lua should set its TTL in exactly one line, `{TTL_LINE}`"
+    );
+    script.replacen(TTL_LINE, SHORT_TTL_LINE, 1)
+}
 
 /// How many subjects a case spreads its calls over.
 const SUBJECTS: usize = 3;
@@ -509,18 +526,18 @@ fn switching_expiry_off_keeps_keys_past_their_deadline() {
     }
 }
 
-/// The broken variant differs from the production script only in its header and its TTL line, so
-/// what the TTL check catches in it is that line and nothing else.
+/// The broken variant differs from the production script in its TTL line only, so what the TTL
+/// check catches in it is that line and nothing else.
 #[test]
 fn the_broken_variant_is_the_production_script_but_for_one_line() {
-    let body = |s: &str| s.lines().skip_while(|l| l.starts_with("--")).map(str::to_owned).collect::<Vec<_>>();
-    let good = body(Variant::SLIDING_WINDOW.script());
-    let bad = body(SHORT_TTL);
+    let good: Vec<&str> = Variant::SLIDING_WINDOW.script().lines().collect();
+    let bad = short_ttl();
+    let bad: Vec<&str> = bad.lines().collect();
     assert_eq!(good.len(), bad.len());
-    let diff: Vec<(&String, &String)> = good.iter().zip(&bad).filter(|(g, b)| g != b).collect();
+    let diff: Vec<(&&str, &&str)> = good.iter().zip(&bad).filter(|(g, b)| g != b).collect();
     assert_eq!(diff.len(), 1, "{diff:?}");
-    assert!(diff[0].0.contains("PEXPIRE', key, lag + left + window)"), "{diff:?}");
-    assert!(diff[0].1.contains("PEXPIRE', key, window)"), "{diff:?}");
+    assert!(diff[0].0.contains(TTL_LINE), "{diff:?}");
+    assert!(diff[0].1.contains(SHORT_TTL_LINE), "{diff:?}");
 }
 
 /// A hand-made case: two requests at 500 ms with limit 2 per second. At 1,600 ms the previous
@@ -538,7 +555,7 @@ fn a_ttl_of_one_window_changes_a_reply() {
         ],
     };
     assert!(check_ttl(Variant::SLIDING_WINDOW, Variant::SLIDING_WINDOW.script(), &case).is_ok());
-    let e = check_ttl(Variant::SLIDING_WINDOW, SHORT_TTL, &case).unwrap_err().to_string();
+    let e = check_ttl(Variant::SLIDING_WINDOW, &short_ttl(), &case).unwrap_err().to_string();
     assert!(e.contains("call 1") && e.contains("expired keys vanishing changes the reply"), "{e}");
 }
 
@@ -548,9 +565,9 @@ fn a_ttl_of_one_window_changes_a_reply() {
 fn a_ttl_of_one_window_is_caught() {
     let config = Config { cases: 1000, failure_persistence: None, ..Config::default() };
     let mut runner = TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
-    let result = runner.run(&forward_plain(Variant::SLIDING_WINDOW), |case| {
-        check_ttl(Variant::SLIDING_WINDOW, SHORT_TTL, &case)
-    });
+    let bad = short_ttl();
+    let result =
+        runner.run(&forward_plain(Variant::SLIDING_WINDOW), |case| check_ttl(Variant::SLIDING_WINDOW, &bad, &case));
     match result {
         Err(TestError::Fail(reason, case)) => {
             assert!(reason.to_string().contains("expired keys vanishing changes the reply"), "{reason}");
