@@ -6,14 +6,20 @@
 //! replies with [`Limiter::parse_reply`], so the figures differ by what runs the script, not by
 //! client code. Calls `0..skip` run first, untimed (warm-up, or filling a sliding log); the clock
 //! covers calls `skip..skip + n` only. Decisions of all calls are returned, for checking.
+//!
+//! The timed calls run in [`CHUNKS`] consecutive chunks, each timed on its own, and an engine's rate
+//! is its fastest chunk's. This machine is shared (a virtual machine whose host runs other work), and
+//! a burst of outside load can halve a run's rate for a second or two; the fastest chunk is what the
+//! engine does when nothing else intervenes. Every engine is measured the same way, so ratios stay
+//! fair, and the total seconds of all chunks are kept too.
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use redis::ConnectionLike;
 
 use super::workload::Workload;
 use crate::backend::real::to_reply;
-use crate::clock::Millis;
+use crate::clock::{Millis, Stopwatch};
 use crate::emulator::{Emulator, Reply};
 use crate::limiter::{Decision, Limiter};
 use crate::{Error, Result};
@@ -24,7 +30,10 @@ pub struct Timed {
     pub decisions: Vec<Decision>,
     /// Calls timed.
     pub calls: u64,
+    /// Seconds all the timed calls would take at the fastest chunk's rate (see the module notes).
     pub secs: f64,
+    /// Seconds the timed calls took in all (every chunk).
+    pub total_secs: f64,
     /// Emulator only: skiplist nodes its sorted sets visited during the timed calls (searches,
     /// walks, removals), a deterministic measure of the work the data structure did.
     pub zset_steps: Option<u64>,
@@ -41,6 +50,32 @@ impl Timed {
     }
 }
 
+/// How many chunks the timed calls are split into.
+pub const CHUNKS: usize = 5;
+
+/// Runs `run(from, to)` over `start..start + n` in [`CHUNKS`] consecutive chunks (boundaries rounded
+/// to multiples of `step`, e.g. a pipeline's depth), timing each. Returns (the seconds `n` calls take
+/// at the fastest chunk's rate, the seconds of all chunks).
+pub fn time_chunks(start: usize, n: usize, step: usize, mut run: impl FnMut(usize, usize) -> Result<()>) -> Result<(f64, f64)> {
+    let step = step.max(1);
+    let per = (n / CHUNKS).div_ceil(step).max(1) * step;
+    let (mut best, mut total) = (f64::INFINITY, 0.0);
+    let mut from = start;
+    while from < start + n {
+        let to = (from + per).min(start + n);
+        let watch = Stopwatch::start();
+        run(from, to)?;
+        let secs = watch.elapsed_secs();
+        total += secs;
+        // A short last chunk is timed but only counts when it is the only one.
+        if to - from == per || from == start {
+            best = best.min(secs / (to - from) as f64);
+        }
+        from = to;
+    }
+    Ok(if n == 0 { (0.0, 0.0) } else { (best * n as f64, total) })
+}
+
 /// The reference model, deciding in Rust with no script at all: the ceiling any engine could reach.
 pub fn native(w: &Workload, l: &Limiter, skip: usize, n: usize) -> Timed {
     let keys = w.keys("");
@@ -49,12 +84,14 @@ pub fn native(w: &Workload, l: &Limiter, skip: usize, n: usize) -> Timed {
     for i in 0..skip {
         decisions.push(model.decide(&keys[w.user(i)], w.now_ms(i), 1));
     }
-    let start = Instant::now();
-    for i in skip..skip + n {
-        decisions.push(black_box(model.decide(&keys[w.user(i)], w.now_ms(i), 1)));
-    }
-    let secs = start.elapsed().as_secs_f64();
-    Timed { decisions, calls: n as u64, secs, zset_steps: None }
+    let (secs, total_secs) = time_chunks(skip, n, 1, |from, to| {
+        for i in from..to {
+            decisions.push(black_box(model.decide(&keys[w.user(i)], w.now_ms(i), 1)));
+        }
+        Ok(())
+    })
+    .expect("the native model cannot fail");
+    Timed { decisions, calls: n as u64, secs, total_secs, zset_steps: None }
 }
 
 /// The embedded emulator: a fresh one, its virtual clock set to each call's time, the script run
@@ -83,13 +120,14 @@ pub fn emulator(w: &Workload, l: &Limiter, skip: usize, n: usize) -> Result<Time
         call(i, &mut emu, &mut decisions)?;
     }
     let steps_before = zset_steps(&emu);
-    let start = Instant::now();
-    for i in skip..skip + n {
-        call(i, &mut emu, &mut decisions)?;
-    }
-    let secs = start.elapsed().as_secs_f64();
+    let (secs, total_secs) = time_chunks(skip, n, 1, |from, to| {
+        for i in from..to {
+            call(i, &mut emu, &mut decisions)?;
+        }
+        Ok(())
+    })?;
     let zset_steps = Some(zset_steps(&emu).saturating_sub(steps_before));
-    Ok(Timed { decisions, calls: n as u64, secs, zset_steps })
+    Ok(Timed { decisions, calls: n as u64, secs, total_secs, zset_steps })
 }
 
 /// Skiplist nodes visited so far by every sorted set in the emulator's keyspace.
@@ -106,8 +144,9 @@ fn zset_steps(emu: &Emulator) -> u64 {
 }
 
 /// The production sliding log's commands for the workload's calls, sent straight to the emulator
-/// with no Lua: ZRANGE -1 -1 WITHSCORES, ZREMRANGEBYSCORE, ZCARD, ZCOUNT, ZADD, PEXPIRE, as the
-/// script sends them when it admits a call. Times the data structure alone; returns the seconds
+/// with no Lua: ZRANGE -1 -1 WITHSCORES, ZREMRANGEBYSCORE, ZCARD, ZADD, PEXPIRE, as the script
+/// sends them when it admits a call later than every logged one (it sends ZCOUNT only for a call
+/// at the newest logged time, which this workload never makes). Times the data structure alone; returns the seconds
 /// and skiplist steps of the timed calls (decisions: none).
 pub fn sliding_log_commands(w: &Workload, skip: usize, n: usize) -> Result<Timed> {
     let mut emu = Emulator::new();
@@ -122,7 +161,6 @@ pub fn sliding_log_commands(w: &Workload, skip: usize, n: usize) -> Result<Timed
             emu.execute(&[b"ZRANGE", &key, b"-1", b"-1", b"WITHSCORES"]),
             emu.execute(&[b"ZREMRANGEBYSCORE", &key, b"-inf", cut.as_bytes()]),
             emu.execute(&[b"ZCARD", &key]),
-            emu.execute(&[b"ZCOUNT", &key, ts.as_bytes(), ts.as_bytes()]),
             emu.execute(&[b"ZADD", &key, ts.as_bytes(), member.as_bytes()]),
             emu.execute(&[b"PEXPIRE", &key, window.to_string().as_bytes()]),
         ];
@@ -136,13 +174,14 @@ pub fn sliding_log_commands(w: &Workload, skip: usize, n: usize) -> Result<Timed
         call(i, &mut emu)?;
     }
     let steps_before = zset_steps(&emu);
-    let start = Instant::now();
-    for i in skip..skip + n {
-        call(i, &mut emu)?;
-    }
-    let secs = start.elapsed().as_secs_f64();
+    let (secs, total_secs) = time_chunks(skip, n, 1, |from, to| {
+        for i in from..to {
+            call(i, &mut emu)?;
+        }
+        Ok(())
+    })?;
     let zset_steps = Some(zset_steps(&emu).saturating_sub(steps_before));
-    Ok(Timed { decisions: Vec::new(), calls: n as u64, secs, zset_steps })
+    Ok(Timed { decisions: Vec::new(), calls: n as u64, secs, total_secs, zset_steps })
 }
 
 /// One plain connection to a real Redis, sending pre-encoded RESP (pipelined or not).
@@ -250,14 +289,16 @@ impl RedisConn {
             batch(i, to, self, &mut decisions)?;
             i = to;
         }
-        let start = Instant::now();
-        while i < skip + n {
-            let to = (i + depth).min(skip + n);
-            batch(i, to, self, &mut decisions)?;
-            i = to;
-        }
-        let secs = start.elapsed().as_secs_f64();
-        Ok(Timed { decisions, calls: n as u64, secs, zset_steps: None })
+        let (secs, total_secs) = time_chunks(i, n, depth, |from, end| {
+            let mut i = from;
+            while i < end {
+                let to = (i + depth).min(end);
+                batch(i, to, self, &mut decisions)?;
+                i = to;
+            }
+            Ok(())
+        })?;
+        Ok(Timed { decisions, calls: n as u64, secs, total_secs, zset_steps: None })
     }
 }
 
@@ -286,6 +327,32 @@ mod tests {
         assert!(a < b && b < c, "{a} {b} {c}");
         assert!(c < 2.0 * b && b < 2.0 * a, "{a} {b} {c}");
         assert!((c - b) < 2.0 * (b - a) && (b - a) < 2.0 * (c - b), "steps per decade of L should be even: {a} {b} {c}");
+    }
+
+    #[test]
+    fn time_chunks_runs_every_call_once_in_step_aligned_chunks() {
+        for (start, n, step) in [(0, 10, 1), (7, 23, 1), (100, 1000, 16), (5, 3, 64), (0, 0, 1), (2, 101, 10)] {
+            let mut seen = Vec::new();
+            let mut ranges = Vec::new();
+            let (secs, total) = time_chunks(start, n, step, |from, to| {
+                ranges.push((from, to));
+                seen.extend(from..to);
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(seen, (start..start + n).collect::<Vec<_>>(), "{start} {n} {step}");
+            for &(from, _) in &ranges {
+                assert_eq!((from - start) % step, 0, "chunks start on multiples of the step");
+            }
+            assert!(ranges.len() <= CHUNKS + 1 && (n == 0 || !ranges.is_empty()));
+            assert!(secs >= 0.0 && total >= 0.0);
+            if n > 0 {
+                assert!(secs.is_finite(), "a rate was measured");
+            }
+        }
+        // An error stops the run and comes back.
+        let r = time_chunks(0, 10, 1, |from, _| if from >= 4 { Err(Error::Redis("boom".into())) } else { Ok(()) });
+        assert!(matches!(r, Err(Error::Redis(m)) if m == "boom"));
     }
 
     #[test]

@@ -68,7 +68,8 @@ pub fn tables(r: &BenchReport) -> Vec<Table> {
         "Native: the script's exact Rust reference model (the ceiling). Emulator: EVALSHA on the embedded \
          emulator, in process. Redis: EVALSHA over one loopback connection, one call per round trip or N \
          per round trip (pipelined); client and server share the machine. Emulator / pipelined is against \
-         the fastest depth.",
+         the fastest depth. Every rate is that of the fastest of 5 equal chunks of the timed calls, for \
+         every engine alike: on a shared machine outside load slows some chunks.",
     );
     match &r.redis.note {
         Some(n) => t.note(format!("Redis columns empty: {n}.")),
@@ -152,7 +153,7 @@ pub fn tables(r: &BenchReport) -> Vec<Table> {
         t.note(
             "Limit L per L ms, one user, one call per ms: after L untimed calls fill the log, every call \
              removes the entry that just left the window and adds its own (ZRANGE, ZREMRANGEBYSCORE, ZCARD, \
-             ZCOUNT, ZADD, PEXPIRE on a zset of L members). Commands only: those six commands sent to the \
+             ZADD, PEXPIRE on a zset of L members). Commands only: those five commands sent to the \
              emulator without Lua. Skiplist steps: nodes the emulator's sorted set visited per decision \
              (searches, walks, removals), counted, not timed.",
         );
