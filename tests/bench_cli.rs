@@ -92,7 +92,7 @@ fn every_script_on_the_emulator_and_natively_decides_as_its_reference() {
 
 #[test]
 fn text_output_has_both_tables_and_every_column() {
-    let out = limitlab(&["bench", "--quick", "--no-redis", "--only", "fixed_window,seed_token_bucket", "--log-sizes", "10,100"]);
+    let out = limitlab(&["bench", "--quick", "--no-redis", "--only", "fixed_window,seed_sliding_log", "--log-sizes", "10,100"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let s = text(&out.stdout);
     let lines: Vec<&str> = s.lines().collect();
@@ -113,7 +113,7 @@ fn text_output_has_both_tables_and_every_column() {
     ] {
         assert!(lines[3].contains(col), "missing column {col}: {}", lines[3]);
     }
-    assert!(lines[5].starts_with("fixed_window ") && lines[6].starts_with("seed_token_bucket "), "{s}");
+    assert!(lines[5].starts_with("fixed_window ") && lines[6].starts_with("seed_sliding_log "), "{s}");
     // Without a server the Redis cells and ratios are dashes; native / emulator is a ratio.
     let cells: Vec<&str> = lines[5].split_whitespace().collect();
     assert_eq!(cells.len(), 9, "{}", lines[5]);
@@ -128,6 +128,8 @@ fn text_output_has_both_tables_and_every_column() {
     let md = text(&md.stdout);
     assert!(md.contains("### Decisions per second, one engine at a time\n\n| Script | Native (Rust) | Emulator |"), "{md}");
     assert!(md.contains("\n| gcra | "), "{md}");
+    // Without a sliding log among the scripts there is no size table.
+    assert!(!md.contains("Sliding log, log full"), "{md}");
 }
 
 #[test]

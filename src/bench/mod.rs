@@ -351,7 +351,9 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
 
     let mut sliding_log = Vec::new();
     let deepest = opts.pipelines.iter().copied().max();
-    for &size in &opts.log_sizes {
+    // The sliding log's size table is about the sliding log: only when it is among the scripts.
+    let log_sizes: &[u64] = if opts.variants.iter().any(|v| v.name().contains("sliding_log")) { &opts.log_sizes } else { &[] };
+    for &size in log_sizes {
         let w = Workload::full_log(size);
         let fill = size as usize;
         let n = sizes.log_calls;

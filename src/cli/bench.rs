@@ -24,7 +24,8 @@ pub struct Args {
     /// Pipeline depths for the pipelined Redis columns, comma-separated.
     #[arg(long, value_name = "N,N", value_delimiter = ',', default_values_t = bench::PIPELINES)]
     pub pipeline: Vec<usize>,
-    /// Sliding-log sizes L, comma-separated.
+    /// Sliding-log sizes L, comma-separated (the size table runs when sliding_log or seed_sliding_log is
+    /// among the scripts).
     #[arg(long, value_name = "L,L", value_delimiter = ',', default_values_t = bench::LOG_SIZES)]
     pub log_sizes: Vec<u64>,
     /// Only these scripts (comma-separated names; default every one).
