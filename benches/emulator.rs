@@ -11,9 +11,8 @@ use limitlab::clock::Millis;
 use limitlab::emulator::Emulator;
 use limitlab::limiter::Variant;
 
-/// Production builds of the binary use mimalloc; so do the benchmarks, for the same figures.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+// mimalloc is the global allocator of everything built from the crate (src/lib.rs), these benchmarks
+// included, so their figures match the binary's.
 
 /// EVALSHA of each script, one call per iteration, cycling through the workload's calls (the
 /// clock moves with them, so windows roll and refusals happen as in `limitlab bench`).
