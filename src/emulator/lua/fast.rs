@@ -223,24 +223,24 @@ pub(crate) unsafe fn set_string_array(l: *mut ffi::lua_State, name_ref: c_int, i
         && ext::lua_isreadonlytable(l, -1) == 0
         && ffi::lua_getmetatable(l, -1) == 0;
     if reusable {
-        for (i, s) in items.iter().enumerate() {
-            push_bytes(l, s);
-            ffi::lua_rawseti_(l, -2, (i + 1) as c_int);
-        }
-        ffi::lua_settop(l, name_at - 1);
-        return;
+        ffi::lua_remove(l, name_at);
+    } else {
+        // Drops the old value (and the metatable lua_getmetatable may have pushed), keeps the name,
+        // and sets the global to a new table, leaving that table on top.
+        ffi::lua_settop(l, name_at);
+        ffi::lua_createtable(l, n, 0);
+        ffi::lua_pushvalue(l, -1);
+        ffi::lua_insert(l, name_at);
+        // The globals are read-only to scripts; Redis lifts that for the moment it sets KEYS and ARGV.
+        ext::lua_enablereadonlytable(l, ffi::LUA_GLOBALSINDEX, 0);
+        ffi::lua_rawset(l, ffi::LUA_GLOBALSINDEX);
+        ext::lua_enablereadonlytable(l, ffi::LUA_GLOBALSINDEX, 1);
     }
-    // Drops the old value (and the metatable lua_getmetatable may have pushed), keeps the name.
-    ffi::lua_settop(l, name_at);
-    ffi::lua_createtable(l, n, 0);
     for (i, s) in items.iter().enumerate() {
         push_bytes(l, s);
         ffi::lua_rawseti_(l, -2, (i + 1) as c_int);
     }
-    // The globals are read-only to scripts; Redis lifts that for the moment it sets KEYS and ARGV.
-    ext::lua_enablereadonlytable(l, ffi::LUA_GLOBALSINDEX, 0);
-    ffi::lua_rawset(l, ffi::LUA_GLOBALSINDEX);
-    ext::lua_enablereadonlytable(l, ffi::LUA_GLOBALSINDEX, 1);
+    ffi::lua_settop(l, name_at - 1);
 }
 
 fn string_at(l: *mut ffi::lua_State, idx: c_int) -> Option<Vec<u8>> {

@@ -48,8 +48,6 @@ struct Vm {
     /// Read by the C closures of `redis.call`/`pcall`; declared after `lua` so it is dropped after it.
     #[allow(dead_code)] // only read through the raw pointer the C closures hold
     ctx: Box<fast::CallCtx>,
-    /// The environment scripts run in: the globals, read-only (Redis 7.0's protected tables).
-    env: Table,
     /// Redis's `__redis__err__handler`, the message handler scripts run under (called through
     /// `handler_ref`; kept here so it lives as long as the VM).
     #[allow(dead_code)]
@@ -99,7 +97,6 @@ impl Vm {
                 ffi::lua_settop(l, -3);
             })?;
         }
-        let env = g.clone();
         let st = state.clone();
         lua.set_global_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), move |_, _| {
             let left = st.budget_left.get() - HOOK_EVERY as i64;
@@ -133,7 +130,7 @@ impl Vm {
         for (slot, name) in names_ref.iter_mut().zip(["KEYS", "ARGV"]) {
             *slot = registry_ref(&lua, lua.create_string(name)?)?.1;
         }
-        Ok(Vm { lua, ctx, env, handler, state, handler_ref, names_ref })
+        Ok(Vm { lua, ctx, handler, state, handler_ref, names_ref })
     }
 }
 
@@ -309,7 +306,6 @@ impl Scripting {
             .load(body)
             .set_name("@user_script")
             .set_mode(mlua::chunk::ChunkMode::Text)
-            .set_environment(self.vm.env.clone())
             .into_function()
             .map_err(|e| {
                 let msg = match &e {
@@ -356,13 +352,10 @@ impl Scripting {
             }
             read_only |= sb.no_writes;
         }
-        match self.run(sha, fref, keys, argv, read_only) {
-            Ok(r) => r,
-            Err(e) => Reply::Error(format!("ERR Error running script: {}", one_line(&e.to_string()))),
-        }
+        self.run(sha, fref, keys, argv, read_only)
     }
 
-    fn run(&self, sha: &str, fref: std::os::raw::c_int, keys: &[&[u8]], argv: &[&[u8]], read_only: bool) -> mlua::Result<Reply> {
+    fn run(&self, sha: &str, fref: std::os::raw::c_int, keys: &[&[u8]], argv: &[&[u8]], read_only: bool) -> Reply {
         let st = &self.state;
         st.read_only.set(read_only);
         st.resp.set(2);
@@ -384,7 +377,7 @@ impl Scripting {
         // Redis (luaCallFunction), the script runs under lua_pcall with the error handler as the message
         // handler: a failure leaves the handler's {err, source, line} table (or, should the handler
         // itself fail, Lua's message) on the stack.
-        let (ok, reply, fail) = unsafe {
+        let outcome = unsafe {
             use mlua::ffi;
             let top = ffi::lua_gettop(l);
             ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, self.vm.handler_ref);
@@ -392,20 +385,16 @@ impl Scripting {
             fast::set_string_array(l, self.vm.names_ref[0], keys);
             fast::set_string_array(l, self.vm.names_ref[1], argv);
             let r = if ffi::lua_pcall(l, 0, 1, top + 1) == 0 {
-                (true, fast::to_reply(l, -1, st.resp.get(), 0), None)
+                Ok(fast::to_reply(l, -1, st.resp.get(), 0))
             } else {
-                (false, Reply::Nil, Some(fast::read_failure(l, -1)))
+                Err(fast::read_failure(l, -1))
             };
             ffi::lua_settop(l, top);
             r
         };
         self.core.borrow_mut().frozen_ms = None;
         let killed = st.killed.replace(false);
-        match (ok, fail) {
-            (true, _) => Ok(reply),
-            (false, Some(fail)) => Ok(script_error(sha, fail, killed, self.budget)),
-            (false, None) => Ok(Reply::err("ERR Error running script: no result")),
-        }
+        outcome.unwrap_or_else(|fail| script_error(sha, fail, killed, self.budget))
     }
 }
 
@@ -677,8 +666,8 @@ const SETUP_LUA: &str = r#"
 local cwrap = ...
 local G = _G
 local getinfo = debug.getinfo
-local type, tostring, rawget, rawset, error, select, xpcall = type, tostring, rawget, rawset, error, select, xpcall
-local lua_pcall, setmetatable, getmetatable = pcall, setmetatable, getmetatable
+local type, tostring, rawset, error, select, xpcall = type, tostring, rawset, error, select, xpcall
+local lua_pcall, setmetatable = pcall, setmetatable
 local INTERNAL = '=[limitlab]'
 local redis = G.redis
 
