@@ -11,7 +11,7 @@
 //! is its fastest chunk's. This machine is shared (a virtual machine whose host runs other work), and
 //! a burst of outside load can halve a run's rate for a second or two; the fastest chunk is what the
 //! engine does when nothing else intervenes. Every engine is measured the same way, so ratios stay
-//! fair, and the total seconds of all chunks are kept too.
+//! fair.
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -32,8 +32,6 @@ pub struct Timed {
     pub calls: u64,
     /// Seconds all the timed calls would take at the fastest chunk's rate (see the module notes).
     pub secs: f64,
-    /// Seconds the timed calls took in all (every chunk).
-    pub total_secs: f64,
     /// Emulator only: skiplist nodes its sorted sets visited during the timed calls (searches,
     /// walks, removals), a deterministic measure of the work the data structure did.
     pub zset_steps: Option<u64>,
@@ -54,26 +52,25 @@ impl Timed {
 pub const CHUNKS: usize = 5;
 
 /// Runs `run(from, to)` over `start..start + n` in [`CHUNKS`] consecutive chunks (boundaries rounded
-/// to multiples of `step`, e.g. a pipeline's depth), timing each. Returns (the seconds `n` calls take
-/// at the fastest chunk's rate, the seconds of all chunks).
-pub fn time_chunks(start: usize, n: usize, step: usize, mut run: impl FnMut(usize, usize) -> Result<()>) -> Result<(f64, f64)> {
+/// to multiples of `step`, e.g. a pipeline's depth), timing each. Returns the seconds `n` calls take
+/// at the fastest chunk's rate.
+pub fn time_chunks(start: usize, n: usize, step: usize, mut run: impl FnMut(usize, usize) -> Result<()>) -> Result<f64> {
     let step = step.max(1);
     let per = (n / CHUNKS).div_ceil(step).max(1) * step;
-    let (mut best, mut total) = (f64::INFINITY, 0.0);
+    let mut best = f64::INFINITY;
     let mut from = start;
     while from < start + n {
         let to = (from + per).min(start + n);
         let watch = Stopwatch::start();
         run(from, to)?;
         let secs = watch.elapsed_secs();
-        total += secs;
         // A short last chunk is timed but only counts when it is the only one.
         if to - from == per || from == start {
             best = best.min(secs / (to - from) as f64);
         }
         from = to;
     }
-    Ok(if n == 0 { (0.0, 0.0) } else { (best * n as f64, total) })
+    Ok(if n == 0 { 0.0 } else { best * n as f64 })
 }
 
 /// The reference model, deciding in Rust with no script at all: the ceiling any engine could reach.
@@ -84,14 +81,14 @@ pub fn native(w: &Workload, l: &Limiter, skip: usize, n: usize) -> Timed {
     for i in 0..skip {
         decisions.push(model.decide(&keys[w.user(i)], w.now_ms(i), 1));
     }
-    let (secs, total_secs) = time_chunks(skip, n, 1, |from, to| {
+    let secs = time_chunks(skip, n, 1, |from, to| {
         for i in from..to {
             decisions.push(black_box(model.decide(&keys[w.user(i)], w.now_ms(i), 1)));
         }
         Ok(())
     })
     .expect("the native model cannot fail");
-    Timed { decisions, calls: n as u64, secs, total_secs, zset_steps: None }
+    Timed { decisions, calls: n as u64, secs, zset_steps: None }
 }
 
 /// The embedded emulator: a fresh one, its virtual clock set to each call's time, the script run
@@ -120,14 +117,14 @@ pub fn emulator(w: &Workload, l: &Limiter, skip: usize, n: usize) -> Result<Time
         call(i, &mut emu, &mut decisions)?;
     }
     let steps_before = zset_steps(&emu);
-    let (secs, total_secs) = time_chunks(skip, n, 1, |from, to| {
+    let secs = time_chunks(skip, n, 1, |from, to| {
         for i in from..to {
             call(i, &mut emu, &mut decisions)?;
         }
         Ok(())
     })?;
     let zset_steps = Some(zset_steps(&emu).saturating_sub(steps_before));
-    Ok(Timed { decisions, calls: n as u64, secs, total_secs, zset_steps })
+    Ok(Timed { decisions, calls: n as u64, secs, zset_steps })
 }
 
 /// Skiplist nodes visited so far by every sorted set in the emulator's keyspace.
@@ -174,14 +171,14 @@ pub fn sliding_log_commands(w: &Workload, skip: usize, n: usize) -> Result<Timed
         call(i, &mut emu)?;
     }
     let steps_before = zset_steps(&emu);
-    let (secs, total_secs) = time_chunks(skip, n, 1, |from, to| {
+    let secs = time_chunks(skip, n, 1, |from, to| {
         for i in from..to {
             call(i, &mut emu)?;
         }
         Ok(())
     })?;
     let zset_steps = Some(zset_steps(&emu).saturating_sub(steps_before));
-    Ok(Timed { decisions: Vec::new(), calls: n as u64, secs, total_secs, zset_steps })
+    Ok(Timed { decisions: Vec::new(), calls: n as u64, secs, zset_steps })
 }
 
 /// One plain connection to a real Redis, sending pre-encoded RESP (pipelined or not).
@@ -283,22 +280,19 @@ impl RedisConn {
             }
             Ok(())
         };
-        let mut i = 0;
-        while i < skip {
-            let to = (i + depth).min(skip);
-            batch(i, to, self, &mut decisions)?;
-            i = to;
-        }
-        let (secs, total_secs) = time_chunks(i, n, depth, |from, end| {
+        // Calls from..end, `depth` per round trip.
+        let mut batches = |from: usize, end: usize, this: &mut RedisConn, decisions: &mut Vec<Decision>| -> Result<()> {
             let mut i = from;
             while i < end {
                 let to = (i + depth).min(end);
-                batch(i, to, self, &mut decisions)?;
+                batch(i, to, this, decisions)?;
                 i = to;
             }
             Ok(())
-        })?;
-        Ok(Timed { decisions, calls: n as u64, secs, total_secs, zset_steps: None })
+        };
+        batches(0, skip, self, &mut decisions)?;
+        let secs = time_chunks(skip, n, depth, |from, end| batches(from, end, self, &mut decisions))?;
+        Ok(Timed { decisions, calls: n as u64, secs, zset_steps: None })
     }
 }
 
@@ -334,7 +328,7 @@ mod tests {
         for (start, n, step) in [(0, 10, 1), (7, 23, 1), (100, 1000, 16), (5, 3, 64), (0, 0, 1), (2, 101, 10)] {
             let mut seen = Vec::new();
             let mut ranges = Vec::new();
-            let (secs, total) = time_chunks(start, n, step, |from, to| {
+            let secs = time_chunks(start, n, step, |from, to| {
                 ranges.push((from, to));
                 seen.extend(from..to);
                 Ok(())
@@ -345,7 +339,7 @@ mod tests {
                 assert_eq!((from - start) % step, 0, "chunks start on multiples of the step");
             }
             assert!(ranges.len() <= CHUNKS + 1 && (n == 0 || !ranges.is_empty()));
-            assert!(secs >= 0.0 && total >= 0.0);
+            assert!(secs >= 0.0);
             if n > 0 {
                 assert!(secs.is_finite(), "a rate was measured");
             }
