@@ -22,5 +22,46 @@ pub mod verify;
 /// directly (`emulator::lua`), which is only sound because every block they may inherit from mlua's
 /// own allocator (the global one) is a mimalloc block too.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: Mimalloc = Mimalloc;
+
+/// mimalloc as the global allocator, calling its plain `mi_malloc`/`mi_realloc` when the
+/// alignment asked for is one they already give (the `mimalloc` crate's own `MiMalloc` always takes
+/// the aligned entry points, which cost more on every allocation). mimalloc aligns every block to
+/// the largest power of two dividing its size, up to 16 bytes (MI_MAX_ALIGN_SIZE), and a Rust
+/// layout's size is a multiple of its alignment, so `align <= 16 && align <= size` is enough.
+struct Mimalloc;
+
+const MI_PLAIN_ALIGN: usize = 16;
+
+// SAFETY: every block comes from mimalloc and goes back to it; alignment as argued above.
+unsafe impl std::alloc::GlobalAlloc for Mimalloc {
+    #[inline]
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        if layout.align() <= MI_PLAIN_ALIGN && layout.align() <= layout.size() {
+            libmimalloc_sys::mi_malloc(layout.size()).cast()
+        } else {
+            libmimalloc_sys::mi_malloc_aligned(layout.size(), layout.align()).cast()
+        }
+    }
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        if layout.align() <= MI_PLAIN_ALIGN && layout.align() <= layout.size() {
+            libmimalloc_sys::mi_zalloc(layout.size()).cast()
+        } else {
+            libmimalloc_sys::mi_zalloc_aligned(layout.size(), layout.align()).cast()
+        }
+    }
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, _layout: std::alloc::Layout) {
+        libmimalloc_sys::mi_free(ptr.cast());
+    }
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        if layout.align() <= MI_PLAIN_ALIGN && layout.align() <= new_size {
+            libmimalloc_sys::mi_realloc(ptr.cast(), new_size).cast()
+        } else {
+            libmimalloc_sys::mi_realloc_aligned(ptr.cast(), new_size, layout.align()).cast()
+        }
+    }
+}
 pub use error::{Error, Result};

@@ -124,6 +124,38 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
     table().get(&buf[..name.len()])
 }
 
+/// A few recently found commands, by their name exactly as spelled: scripts call the same handful
+/// of commands with the same spelling over and over, and comparing a few bytes is cheaper than
+/// folding the case and hashing. Keyed by the exact bytes, so it answers what [`lookup`] answers.
+#[derive(Default)]
+pub struct LookupCache {
+    entries: [Option<(u8, [u8; LookupCache::MAX], &'static CommandSpec)>; LookupCache::SLOTS],
+    /// The entry the next miss replaces (round robin).
+    next: usize,
+}
+
+impl LookupCache {
+    const SLOTS: usize = 8;
+    const MAX: usize = 24;
+
+    /// [`lookup`], through the cache.
+    pub fn find(&mut self, name: &[u8]) -> Option<&'static CommandSpec> {
+        for (len, bytes, spec) in self.entries.iter().flatten() {
+            if *len as usize == name.len() && &bytes[..name.len()] == name {
+                return Some(spec);
+            }
+        }
+        let spec = lookup(name)?;
+        if name.len() <= Self::MAX {
+            let mut bytes = [0u8; Self::MAX];
+            bytes[..name.len()].copy_from_slice(name);
+            self.entries[self.next] = Some((name.len() as u8, bytes, spec));
+            self.next = (self.next + 1) % Self::SLOTS;
+        }
+        Some(spec)
+    }
+}
+
 /// Every command in the table (for documentation and tests).
 pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
     table().values()

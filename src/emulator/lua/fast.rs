@@ -49,57 +49,61 @@ fn push_number(buf: &mut Vec<u8>, n: f64) {
     }
 }
 
-enum Arg {
-    Str(*const u8, usize),
-    Num(usize, usize),
-}
-
 /// Runs the command given by the Lua arguments 1..=n; never raises.
 unsafe fn run_from_stack(l: *mut ffi::lua_State, ctx: &CallCtx) -> Reply {
+    use super::ext::{lua_peekargs, PeekArg};
     let n = ffi::lua_gettop(l) as usize;
     if n == 0 {
         return Reply::err("ERR Please specify at least one argument for this redis lib call");
     }
+    // The arguments, described in one pass by C (no conversion, nothing pushed): on the stack for
+    // the usual few, on the heap beyond that.
+    let mut inline = std::mem::MaybeUninit::<[PeekArg; INLINE_ARGS]>::uninit();
+    let mut heap: Vec<PeekArg> = Vec::new();
+    let args: &mut [PeekArg] = if n <= INLINE_ARGS {
+        lua_peekargs(l, n as c_int, inline.as_mut_ptr().cast());
+        // SAFETY: lua_peekargs wrote the first n.
+        std::slice::from_raw_parts_mut(inline.as_mut_ptr().cast(), n)
+    } else {
+        heap.reserve_exact(n);
+        lua_peekargs(l, n as c_int, heap.as_mut_ptr());
+        heap.set_len(n);
+        &mut heap
+    };
+    // Numbers are formatted first, all into one buffer (each one's length kept in its `len`), so
+    // that slices of the buffer can be taken after.
     let mut numbuf = ctx.numbuf.borrow_mut();
     numbuf.clear();
-    let mut inline: [Arg; INLINE_ARGS] = std::array::from_fn(|_| Arg::Num(0, 0));
-    let mut spill: Vec<Arg> = Vec::new();
-    for i in 1..=n {
-        let a = match ffi::lua_type(l, i as c_int) {
-            ffi::LUA_TSTRING => {
-                let mut len = 0usize;
-                let p = ffi::lua_tolstring(l, i as c_int, &mut len);
-                Arg::Str(p as *const u8, len)
-            }
+    for a in args.iter_mut() {
+        match a.ty {
+            ffi::LUA_TSTRING => {}
             ffi::LUA_TNUMBER => {
-                let start = numbuf.len();
-                push_number(&mut numbuf, ffi::lua_tonumber(l, i as c_int));
-                Arg::Num(start, numbuf.len() - start)
+                let before = numbuf.len();
+                push_number(&mut numbuf, a.num);
+                a.len = numbuf.len() - before;
             }
             _ => return Reply::err("ERR Lua redis lib command arguments must be strings or integers"),
-        };
-        if i <= INLINE_ARGS {
-            inline[i - 1] = a;
-        } else {
-            spill.push(a);
         }
     }
-    let nb: &[u8] = &numbuf;
-    let to_slice = |a: &Arg| -> &[u8] {
-        match *a {
-            // SAFETY: the string stays on the Lua stack (argument i) for the whole call.
-            Arg::Str(p, len) => std::slice::from_raw_parts(p, len),
-            Arg::Num(s, len) => &nb[s..s + len],
+    let mut at = 0;
+    let mut slice_of = |a: &PeekArg| -> &[u8] {
+        if a.ty == ffi::LUA_TSTRING {
+            // SAFETY: the string is argument i on the Lua stack for the whole call.
+            std::slice::from_raw_parts(a.str, a.len)
+        } else {
+            let s = &numbuf[at..at + a.len];
+            at += s.len();
+            s
         }
     };
     if n <= INLINE_ARGS {
         let mut argv: [&[u8]; INLINE_ARGS] = [&[]; INLINE_ARGS];
-        for (d, a) in argv.iter_mut().zip(&inline[..n]) {
-            *d = to_slice(a);
+        for (d, a) in argv.iter_mut().zip(args.iter()) {
+            *d = slice_of(a);
         }
         call_checked(&ctx.core, &ctx.state, &argv[..n])
     } else {
-        let argv: Vec<&[u8]> = inline.iter().chain(spill.iter()).map(to_slice).collect();
+        let argv: Vec<&[u8]> = args.iter().map(slice_of).collect();
         call_checked(&ctx.core, &ctx.state, &argv)
     }
 }
@@ -112,7 +116,11 @@ unsafe fn push_field(l: *mut ffi::lua_State, field: &std::ffi::CStr, v: &[u8]) {
 
 /// Pushes a reply as `redis.call` returns it (`redisProtocolToLuaType`), under RESP2 or RESP3.
 pub(crate) unsafe fn push_reply(l: *mut ffi::lua_State, r: &Reply, resp: u8) {
-    ffi::luaL_checkstack(l, 4, c"reply too deep".as_ptr());
+    // A scalar takes one slot, which a C function always has (LUA_MINSTACK); a container pushes
+    // itself and then one element at a time (a nested one checks again).
+    if matches!(r, Reply::Array(_) | Reply::Set(_) | Reply::Map(_) | Reply::Status(_) | Reply::Error(_) | Reply::Double(_)) {
+        ffi::luaL_checkstack(l, 4, c"reply too deep".as_ptr());
+    }
     match r {
         Reply::Int(i) => ffi::lua_pushnumber(l, *i as f64),
         Reply::Bulk(b) => push_bytes(l, b),
@@ -202,45 +210,24 @@ pub(crate) unsafe extern "C-unwind" fn redis_pcall_c(l: *mut ffi::lua_State) -> 
     generic_call(l, false)
 }
 
-/// Sets a global (its name is the string in registry slot `name_ref`) to an array of the given
-/// strings, as Redis sets KEYS and ARGV before each call.
-///
-/// Redis builds a new table every time. When the table the global holds is in the very state a new
-/// one would be in (array part of exactly `items.len()` slots, no hash part, no metatable, not
-/// read-only), it is refilled instead: no script can tell, because nothing a script creates outlives
-/// its call (the globals are read-only), so no script can hold on to the old table, and a table's
-/// behaviour depends on nothing else than that state and its contents.
-pub(crate) unsafe fn set_string_array(l: *mut ffi::lua_State, name_ref: c_int, items: &[&[u8]]) {
-    use super::ext;
-    let n = items.len() as c_int;
-    ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, name_ref);
-    let name_at = ffi::lua_gettop(l);
-    ffi::lua_pushvalue(l, -1);
-    ffi::lua_rawget(l, ffi::LUA_GLOBALSINDEX);
-    let reusable = ffi::lua_type(l, -1) == ffi::LUA_TTABLE
-        && ext::lua_tablearraysize(l, -1) == n
-        && ext::lua_tablenohash(l, -1) != 0
-        && ext::lua_isreadonlytable(l, -1) == 0
-        && ffi::lua_getmetatable(l, -1) == 0;
-    if reusable {
-        ffi::lua_remove(l, name_at);
+/// Sets the global `name` to an array of the given strings, as Redis sets KEYS and ARGV before each
+/// call (`lua_setglobalstrings` in our Lua: it refills the old table when no script could tell a new
+/// one from it).
+pub(crate) unsafe fn set_string_array(l: *mut ffi::lua_State, name: &std::ffi::CStr, items: &[&[u8]]) {
+    use super::ext::{lua_setglobalstrings, PeekArg};
+    let describe = |s: &&[u8]| PeekArg { str: s.as_ptr(), len: s.len(), num: 0.0, ty: ffi::LUA_TSTRING };
+    if items.len() <= INLINE_ARGS {
+        let mut inline = std::mem::MaybeUninit::<[PeekArg; INLINE_ARGS]>::uninit();
+        let first: *mut PeekArg = inline.as_mut_ptr().cast();
+        for (i, s) in items.iter().enumerate() {
+            first.add(i).write(describe(s));
+        }
+        // SAFETY: the C side reads the first items.len() entries, all written above.
+        lua_setglobalstrings(l, name.as_ptr(), items.len() as c_int, first);
     } else {
-        // Drops the old value (and the metatable lua_getmetatable may have pushed), keeps the name,
-        // and sets the global to a new table, leaving that table on top.
-        ffi::lua_settop(l, name_at);
-        ffi::lua_createtable(l, n, 0);
-        ffi::lua_pushvalue(l, -1);
-        ffi::lua_insert(l, name_at);
-        // The globals are read-only to scripts; Redis lifts that for the moment it sets KEYS and ARGV.
-        ext::lua_enablereadonlytable(l, ffi::LUA_GLOBALSINDEX, 0);
-        ffi::lua_rawset(l, ffi::LUA_GLOBALSINDEX);
-        ext::lua_enablereadonlytable(l, ffi::LUA_GLOBALSINDEX, 1);
+        let all: Vec<PeekArg> = items.iter().map(describe).collect();
+        lua_setglobalstrings(l, name.as_ptr(), all.len() as c_int, all.as_ptr());
     }
-    for (i, s) in items.iter().enumerate() {
-        push_bytes(l, s);
-        ffi::lua_rawseti_(l, -2, (i + 1) as c_int);
-    }
-    ffi::lua_settop(l, name_at - 1);
 }
 
 fn string_at(l: *mut ffi::lua_State, idx: c_int) -> Option<Vec<u8>> {
@@ -338,15 +325,20 @@ unsafe fn table_to_reply(l: *mut ffi::lua_State, t: c_int, resp: u8, depth: usiz
         }
     }
     ffi::lua_settop(l, top);
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(super::ext::lua_tablearraysize(l, t).max(0) as usize);
     let mut j = 1;
     loop {
-        ffi::lua_rawgeti_(l, t, j);
-        if ffi::lua_type(l, -1) == ffi::LUA_TNIL {
-            break;
+        // Numbers, what rate-limiter replies hold, are read in place; anything else is pushed.
+        let mut num = 0.0;
+        match super::ext::lua_rawgetitype(l, t, j, &mut num) {
+            ffi::LUA_TNIL => break,
+            ffi::LUA_TNUMBER => out.push(Reply::Int(cvt_i64(num))),
+            _ => {
+                ffi::lua_rawgeti_(l, t, j);
+                out.push(to_reply(l, -1, resp, depth + 1));
+                ffi::lua_settop(l, top);
+            }
         }
-        out.push(to_reply(l, -1, resp, depth + 1));
-        ffi::lua_settop(l, top);
         j += 1;
     }
     restore(Reply::Array(out))

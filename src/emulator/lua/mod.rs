@@ -40,6 +40,8 @@ pub(crate) struct RunState {
     pub(crate) killed: Cell<bool>,
     /// Cluster mode: the slot the script is bound to (from its declared keys or first key touched).
     pub(crate) slot: Cell<Option<u16>>,
+    /// The commands `redis.call` found lately (see [`cmd::LookupCache`]).
+    pub(crate) commands: RefCell<cmd::LookupCache>,
 }
 
 /// One Lua VM with Redis's libraries and sandbox installed.
@@ -55,8 +57,6 @@ struct Vm {
     /// The main Lua state and the registry slot of `handler`, for the per-call fast path.
     state: *mut mlua::ffi::lua_State,
     handler_ref: std::os::raw::c_int,
-    /// Registry slots of the strings "KEYS" and "ARGV" (interned once, not on every call).
-    names_ref: [std::os::raw::c_int; 2],
 }
 
 impl Vm {
@@ -126,15 +126,12 @@ impl Vm {
             mlua::ffi::lua_getallocf(state, &mut ud);
             mlua::ffi::lua_setallocf(state, lua_alloc, ud);
         }
-        let mut names_ref = [0; 2];
-        for (slot, name) in names_ref.iter_mut().zip(["KEYS", "ARGV"]) {
-            *slot = registry_ref(&lua, lua.create_string(name)?)?.1;
-        }
-        Ok(Vm { lua, ctx, handler, state, handler_ref, names_ref })
+        Ok(Vm { lua, ctx, handler, state, handler_ref })
     }
 }
 
-/// The Lua allocation function (`lua_Alloc`) over mimalloc: free when the new size is 0, else realloc.
+/// The Lua allocation function (`lua_Alloc`) over mimalloc: free when the new size is 0, malloc for a
+/// new block, else realloc.
 unsafe extern "C" fn lua_alloc(
     _ud: *mut std::ffi::c_void,
     ptr: *mut std::ffi::c_void,
@@ -144,6 +141,8 @@ unsafe extern "C" fn lua_alloc(
     if nsize == 0 {
         libmimalloc_sys::mi_free(ptr);
         std::ptr::null_mut()
+    } else if ptr.is_null() {
+        libmimalloc_sys::mi_malloc(nsize)
     } else {
         libmimalloc_sys::mi_realloc(ptr, nsize)
     }
@@ -182,6 +181,7 @@ impl Scripting {
             budget_left: Cell::new(i64::MAX),
             killed: Cell::new(false),
             slot: Cell::new(None),
+            commands: RefCell::default(),
         });
         let rng = Rc::new(rand48::Rand48::default());
         let vm = Vm::new(&core, &state, &rng)?;
@@ -330,11 +330,15 @@ impl Scripting {
         if sha.len() != 40 {
             return Reply::err(NOSCRIPT);
         }
+        if !sha.is_ascii() {
+            return Reply::err(NOSCRIPT);
+        }
         let mut buf = [0u8; 40];
         for (d, s) in buf.iter_mut().zip(sha) {
             *d = s.to_ascii_lowercase();
         }
-        let Ok(sha) = std::str::from_utf8(&buf) else { return Reply::err(NOSCRIPT) };
+        // SAFETY: ASCII bytes (checked above), and lowercasing keeps them ASCII.
+        let sha = unsafe { std::str::from_utf8_unchecked(&buf) };
         self.run_cached(sha, keys, argv, read_only)
     }
 
@@ -382,8 +386,8 @@ impl Scripting {
             let top = ffi::lua_gettop(l);
             ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, self.vm.handler_ref);
             ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, fref);
-            fast::set_string_array(l, self.vm.names_ref[0], keys);
-            fast::set_string_array(l, self.vm.names_ref[1], argv);
+            fast::set_string_array(l, c"KEYS", keys);
+            fast::set_string_array(l, c"ARGV", argv);
             let r = if ffi::lua_pcall(l, 0, 1, top + 1) == 0 {
                 Ok(fast::to_reply(l, -1, st.resp.get(), 0))
             } else {
@@ -583,10 +587,30 @@ pub(crate) mod ext {
         pub fn lua_tablenohash(l: *mut mlua::ffi::lua_State, idx: c_int) -> c_int;
         /// The size of the table's array part.
         pub fn lua_tablearraysize(l: *mut mlua::ffi::lua_State, idx: c_int) -> c_int;
+        /// Sets the global `name` to an array of the strings described by `items` (their `str`
+        /// and `len`), refilling the old table when no script could tell (see lapi.c).
+        pub fn lua_setglobalstrings(l: *mut mlua::ffi::lua_State, name: *const std::os::raw::c_char, n: c_int, items: *const PeekArg);
+        /// The type of `t[n]` (raw) for the table at `idx`, without pushing it; `*num` receives it
+        /// when it is a number.
+        pub fn lua_rawgetitype(l: *mut mlua::ffi::lua_State, idx: c_int, n: c_int, num: *mut f64) -> c_int;
+        /// Describes the running C function's arguments 1..=n (n at most `lua_gettop`) into `out`.
+        pub fn lua_peekargs(l: *mut mlua::ffi::lua_State, n: c_int, out: *mut PeekArg);
+    }
+
+    /// One argument as `lua_peekargs` describes it (`struct lua_PeekArg` in lua.h).
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub struct PeekArg {
+        /// A string's bytes (set for strings only).
+        pub str: *const u8,
+        pub len: usize,
+        /// A number's value (set for numbers only).
+        pub num: f64,
+        pub ty: c_int,
     }
 }
 
-/// Calls its upvalue (a Lua function) with its arguments./// Calls its upvalue (a Lua function) with its arguments. Helpers written in Lua are wrapped in it so
+/// Calls its upvalue (a Lua function) with its arguments. Helpers written in Lua are wrapped in it so
 /// that they run under a C frame, as Redis's C helpers do: a script's `return redis.log(...)` then keeps
 /// its frame (no tail call), and errors raised at level 2 carry no position, like `luaL_error` from C.
 unsafe extern "C-unwind" fn trampoline_c(l: *mut mlua::ffi::lua_State) -> std::os::raw::c_int {
@@ -607,7 +631,7 @@ fn c_wrap(lua: &Lua, f: Function) -> mlua::Result<Function> {
 /// `redis.call`/`redis.pcall` after argument conversion: applies the scripting rules (unknown command,
 /// arity, commands scripts may not call, writes in read-only scripts, cluster slots), then runs it.
 pub(crate) fn call_checked(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8]]) -> Reply {
-    let Some(spec) = cmd::lookup(argv[0]) else {
+    let Some(spec) = st.commands.borrow_mut().find(argv[0]) else {
         return Reply::err("ERR Unknown Redis command called from script");
     };
     if !spec.arity_ok(argv.len()) {

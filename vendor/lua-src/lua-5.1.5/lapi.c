@@ -1137,3 +1137,81 @@ LUA_API int lua_tablearraysize (lua_State *L, int objindex) {
   api_check(L, ttistable(o));
   return hvalue(o)->sizearray;
 }
+
+
+/*
+** limitlab: the type of t[n] (raw) for the table t at idx, without pushing it; when it is a number,
+** *num receives it. The emulator reads a script's reply arrays with it.
+*/
+LUA_API int lua_rawgetitype (lua_State *L, int idx, int n, lua_Number *num) {
+  const TValue *o = index2adr(L, idx);
+  const TValue *v;
+  api_check(L, ttistable(o));
+  v = luaH_getnum(hvalue(o), n);
+  if (ttisnumber(v)) *num = nvalue(v);
+  return ttype(v);
+}
+
+
+/*
+** limitlab: what the n values at the bottom of the running C function's stack (its arguments
+** 1..n, n <= lua_gettop) are, without converting any: each one's type and, for a string, its bytes,
+** for a number, its value. The emulator's redis.call reads its arguments with it.
+*/
+LUA_API void lua_peekargs (lua_State *L, int n, struct lua_PeekArg *out) {
+  int i;
+  api_check(L, n <= L->top - L->base);
+  for (i = 0; i < n; i++) {
+    const TValue *o = L->base + i;
+    out[i].type = ttype(o);
+    if (ttisstring(o)) {
+      out[i].str = svalue(o);
+      out[i].len = tsvalue(o)->len;
+    }
+    else if (ttisnumber(o))
+      out[i].num = nvalue(o);
+  }
+}
+
+
+/*
+** limitlab: sets the global `name` to an array of the n strings in items (their str and len), as
+** Redis sets KEYS and ARGV before each call, bypassing the globals' read-only flag as Redis does for
+** that moment. Redis makes a new table each time; when the global already holds a table in the very
+** state a new one would be in (array part of exactly n slots, no hash part, no metatable, not
+** read-only), that table is refilled instead: no script can tell the difference, since nothing a
+** script makes outlives its call. A slot already holding an equal string is left as it is.
+*/
+LUA_API void lua_setglobalstrings (lua_State *L, const char *name, int n,
+                                   const struct lua_PeekArg *items) {
+  Table *g;
+  TString *key;
+  const TValue *cur;
+  Table *t;
+  int i;
+  lua_lock(L);
+  api_check(L, ttistable(gt(L)));
+  g = hvalue(gt(L));
+  key = luaS_new(L, name);  /* the name of an existing global: anchored by the globals */
+  cur = luaH_getstr(g, key);
+  if (ttistable(cur) && hvalue(cur)->sizearray == n && luaH_nohash(hvalue(cur)) &&
+      !hvalue(cur)->readonly && hvalue(cur)->metatable == NULL)
+    t = hvalue(cur);
+  else {
+    TValue tv;
+    t = luaH_new(L, n, 0);
+    sethvalue(L, &tv, t);
+    setobj2t(L, luaH_setstr(L, g, key), &tv);  /* anchors t before anything can collect */
+    luaC_barriert(L, g, &tv);
+  }
+  for (i = 0; i < n; i++) {
+    TValue *slot = &t->array[i];
+    if (ttisstring(slot) && tsvalue(slot)->len == items[i].len &&
+        memcmp(svalue(slot), items[i].str, items[i].len) == 0)
+      continue;
+    setsvalue(L, slot, luaS_newlstr(L, items[i].str, items[i].len));
+    luaC_barriert(L, t, slot);
+  }
+  luaC_checkGC(L);  /* only now: every new object is anchored */
+  lua_unlock(L);
+}

@@ -19,6 +19,11 @@
 #include "lauxlib.h"
 #include "lualib.h"
 
+/* limitlab: the internals tonumber's fast path reads */
+#include "lobject.h"
+#include "lstate.h"
+#include "lapi.h"
+
 
 
 
@@ -51,7 +56,23 @@ static int luaB_print (lua_State *L) {
 
 
 static int luaB_tonumber (lua_State *L) {
-  int base = luaL_optint(L, 2, 10);
+  int base;
+  if (lua_gettop(L) == 1) {
+    /* limitlab: tonumber(x), the usual call, read and answered in place (same result as below) */
+    const TValue *o = L->base;
+    lua_Number n;
+    if (ttisnumber(o))
+      n = nvalue(o);
+    else if (!(ttisstring(o) && luaO_str2d(svalue(o), &n))) {
+      setnilvalue(L->top);
+      api_incr_top(L);
+      return 1;
+    }
+    setnvalue(L->top, n);
+    api_incr_top(L);
+    return 1;
+  }
+  base = luaL_optint(L, 2, 10);
   if (base == 10) {  /* standard conversion */
     lua_Number n;
     luaL_checkany(L, 1);

@@ -19,6 +19,10 @@
 #include "lauxlib.h"
 #include "lualib.h"
 
+/* limitlab: the internals str_find_aux's fast path reads */
+#include "lobject.h"
+#include "lstate.h"
+
 
 /* macro to `unsign' a character */
 #define uchar(c)        ((unsigned char)(c))
@@ -500,13 +504,56 @@ static int push_captures (MatchState *ms, const char *s, const char *e) {
 }
 
 
+/*
+** limitlab: '^%x+$' or '^%x*$' (one escaped class, repeated to the end: what scripts use to validate
+** an argument, e.g. '^%d+$'), searched from init. The matcher would match the class greedily from
+** init and then require the end, so there is a match exactly when every character from init on is in
+** the class (and, for '+', there is at least one): this scans for that instead. Pushes the results
+** and returns their count as str_find_aux would, or returns -1 (pushing nothing) for any other
+** pattern.
+*/
+static int limitlab_classrun (lua_State *L, int find, const char *s, size_t l1,
+                              const char *p, size_t l2, ptrdiff_t init) {
+  const char *q = s + init, *e = s + l1;
+  if (!(l2 == 5 && p[0] == '^' && p[1] == L_ESC && p[2] != '\0' && (p[3] == '+' || p[3] == '*') &&
+        p[4] == '$'))
+    return -1;
+  if (uchar(p[2]) == 'd')
+    while (q < e && isdigit(uchar(*q))) q++;
+  else
+    while (q < e && match_class(uchar(*q), uchar(p[2]))) q++;
+  if (q == e && (p[3] == '*' || e > s + init)) {
+    if (find) {
+      lua_pushinteger(L, init + 1);
+      lua_pushinteger(L, (lua_Integer)l1);
+      return 2;
+    }
+    if (init == 0) lua_pushvalue(L, 1);  /* the whole subject: argument 1 itself */
+    else lua_pushlstring(L, s + init, l1 - init);
+    return 1;
+  }
+  lua_pushnil(L);
+  return 1;
+}
+
+
 static int str_find_aux (lua_State *L, int find) {
   size_t l1, l2;
+  if (lua_gettop(L) == 2 && ttisstring(L->base) && ttisstring(L->base + 1)) {
+    /* limitlab: s:find(p) or s:match(p) of two strings, read in place for limitlab_classrun */
+    int r = limitlab_classrun(L, find, svalue(L->base), tsvalue(L->base)->len,
+                              svalue(L->base + 1), tsvalue(L->base + 1)->len, 0);
+    if (r >= 0) return r;
+  }
   const char *s = luaL_checklstring(L, 1, &l1);
   const char *p = luaL_checklstring(L, 2, &l2);
   ptrdiff_t init = posrelat(luaL_optinteger(L, 3, 1), l1) - 1;
   if (init < 0) init = 0;
   else if ((size_t)(init) > l1) init = (ptrdiff_t)l1;
+  if (!(find && lua_toboolean(L, 4))) {
+    int r = limitlab_classrun(L, find, s, l1, p, l2, init);
+    if (r >= 0) return r;
+  }
   if (find && (lua_toboolean(L, 4) ||  /* explicit request? */
       strpbrk(p, SPECIALS) == NULL)) {  /* or no special characters? */
     /* do a plain search */

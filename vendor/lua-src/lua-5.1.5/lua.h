@@ -198,6 +198,16 @@ LUA_API void  (lua_enablereadonlytable) (lua_State *L, int objindex, int enabled
 LUA_API int   (lua_isreadonlytable) (lua_State *L, int objindex);
 LUA_API int   (lua_tablenohash) (lua_State *L, int objindex);  /* limitlab (lapi.c) */
 LUA_API int   (lua_tablearraysize) (lua_State *L, int objindex);  /* limitlab (lapi.c) */
+LUA_API int   (lua_rawgetitype) (lua_State *L, int idx, int n, lua_Number *num);  /* limitlab */
+/* limitlab: one argument of a C function as lua_peekargs describes it */
+struct lua_PeekArg {
+  const char *str;  /* a string's bytes (not converted: only for LUA_TSTRING) */
+  size_t len;
+  lua_Number num;   /* a number's value (only for LUA_TNUMBER) */
+  int type;
+};
+LUA_API void  (lua_peekargs) (lua_State *L, int n, struct lua_PeekArg *out);  /* limitlab */
+LUA_API void  (lua_setglobalstrings) (lua_State *L, const char *name, int n, const struct lua_PeekArg *items);  /* limitlab */
 LUA_API int   (lua_setfenv) (lua_State *L, int idx);
 
 

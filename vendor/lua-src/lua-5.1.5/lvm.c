@@ -377,6 +377,38 @@ static void Arith (lua_State *L, StkId ra, const TValue *rb,
 
 
 
+/*
+** limitlab: t[key] for the table h when it holds key (a non-nil value), else NULL: the common case
+** of luaV_gettable without its call and its metamethod loop (a present key never consults __index).
+** String keys go straight to the string lookup and whole numbers inside the array part straight to
+** their slot; anything else takes luaH_get, as luaV_gettable would.
+*/
+static const TValue *limitlab_fastget (Table *h, const TValue *key) {
+  const TValue *res;
+  if (ttisstring(key))
+    res = luaH_getstr(h, rawtsvalue(key));
+  else if (ttisnumber(key) && nvalue(key) >= 1 && nvalue(key) <= h->sizearray &&
+           cast_num(cast(int, nvalue(key))) == nvalue(key))
+    res = &h->array[cast(int, nvalue(key)) - 1];
+  else
+    res = luaH_get(h, key);
+  return ttisnil(res) ? NULL : res;
+}
+
+
+/*
+** limitlab: the __index table of strings (the string library, through the string metatable), or
+** NULL when that is not a table: what `s:method()` looks the method up in.
+*/
+static Table *limitlab_stringindex (lua_State *L) {
+  Table *mt = G(L)->mt[LUA_TSTRING];
+  const TValue *idx;
+  if (mt == NULL) return NULL;
+  idx = luaH_getstr(mt, G(L)->tmname[TM_INDEX]);
+  return ttistable(idx) ? hvalue(idx) : NULL;
+}
+
+
 void luaV_execute (lua_State *L, int nexeccalls) {
   LClosure *cl;
   StkId base;
@@ -435,13 +467,25 @@ void luaV_execute (lua_State *L, int nexeccalls) {
       case OP_GETGLOBAL: {
         TValue g;
         TValue *rb = KBx(i);
-        sethvalue(L, &g, cl->env);
+        const TValue *res = limitlab_fastget(cl->env, rb);  /* limitlab: fast path */
         lua_assert(ttisstring(rb));
+        if (res != NULL) {
+          setobj2s(L, ra, res);
+          continue;
+        }
+        sethvalue(L, &g, cl->env);
         Protect(luaV_gettable(L, &g, rb, ra));
         continue;
       }
       case OP_GETTABLE: {
-        Protect(luaV_gettable(L, RB(i), RKC(i), ra));
+        TValue *rb = RB(i);
+        TValue *rc = RKC(i);
+        const TValue *res = ttistable(rb) ? limitlab_fastget(hvalue(rb), rc) : NULL;  /* limitlab */
+        if (res != NULL) {
+          setobj2s(L, ra, res);
+          continue;
+        }
+        Protect(luaV_gettable(L, rb, rc, ra));
         continue;
       }
       case OP_SETGLOBAL: {
@@ -470,8 +514,20 @@ void luaV_execute (lua_State *L, int nexeccalls) {
       }
       case OP_SELF: {
         StkId rb = RB(i);
+        TValue *rc = RKC(i);
+        const TValue *res = NULL;
+        if (ttistable(rb))  /* limitlab: fast paths for obj:method() on tables and strings */
+          res = limitlab_fastget(hvalue(rb), rc);
+        else if (ttisstring(rb)) {
+          Table *lib = limitlab_stringindex(L);
+          if (lib != NULL) res = limitlab_fastget(lib, rc);
+        }
         setobjs2s(L, ra+1, rb);
-        Protect(luaV_gettable(L, rb, RKC(i), ra));
+        if (res != NULL) {
+          setobj2s(L, ra, res);
+          continue;
+        }
+        Protect(luaV_gettable(L, rb, rc, ra));
         continue;
       }
       case OP_ADD: {
@@ -548,6 +604,15 @@ void luaV_execute (lua_State *L, int nexeccalls) {
       case OP_EQ: {
         TValue *rb = RKB(i);
         TValue *rc = RKC(i);
+        if (ttype(rb) == ttype(rc) && (ttisnumber(rb) || ttisstring(rb) || ttisnil(rb))) {
+          /* limitlab: no metamethod can be involved: numbers by value, interned strings by identity */
+          int eq = ttisnumber(rb) ? luai_numeq(nvalue(rb), nvalue(rc))
+                 : ttisstring(rb) ? rawtsvalue(rb) == rawtsvalue(rc) : 1;
+          if (eq == GETARG_A(i))
+            dojump(L, pc, GETARG_sBx(*pc));
+          pc++;
+          continue;
+        }
         Protect(
           if (equalobj(L, rb, rc) == GETARG_A(i))
             dojump(L, pc, GETARG_sBx(*pc));
@@ -556,16 +621,32 @@ void luaV_execute (lua_State *L, int nexeccalls) {
         continue;
       }
       case OP_LT: {
+        TValue *rb = RKB(i);
+        TValue *rc = RKC(i);
+        if (ttisnumber(rb) && ttisnumber(rc)) {  /* limitlab: numbers without the call */
+          if (luai_numlt(nvalue(rb), nvalue(rc)) == GETARG_A(i))
+            dojump(L, pc, GETARG_sBx(*pc));
+          pc++;
+          continue;
+        }
         Protect(
-          if (luaV_lessthan(L, RKB(i), RKC(i)) == GETARG_A(i))
+          if (luaV_lessthan(L, rb, rc) == GETARG_A(i))
             dojump(L, pc, GETARG_sBx(*pc));
         )
         pc++;
         continue;
       }
       case OP_LE: {
+        TValue *rb = RKB(i);
+        TValue *rc = RKC(i);
+        if (ttisnumber(rb) && ttisnumber(rc)) {  /* limitlab: numbers without the call */
+          if (luai_numle(nvalue(rb), nvalue(rc)) == GETARG_A(i))
+            dojump(L, pc, GETARG_sBx(*pc));
+          pc++;
+          continue;
+        }
         Protect(
-          if (lessequal(L, RKB(i), RKC(i)) == GETARG_A(i))
+          if (lessequal(L, rb, rc) == GETARG_A(i))
             dojump(L, pc, GETARG_sBx(*pc));
         )
         pc++;
