@@ -54,10 +54,10 @@ impl Emulator {
         self.core.borrow_mut().cluster = on;
     }
 
-    /// Sets the instruction budget after which a running script is killed (default
-    /// [`lua::DEFAULT_BUDGET`]).
-    pub fn set_script_budget(&mut self, instructions: u64) {
-        self.scripting.set_budget(instructions);
+    /// Sets the budget, in loop iterations and Lua function calls, after which a running script is
+    /// killed (default [`lua::DEFAULT_BUDGET`]).
+    pub fn set_script_budget(&mut self, steps: u64) {
+        self.scripting.set_budget(steps);
     }
 
     /// Direct access to the server state (keyspace, clock), for inspection.

@@ -81,6 +81,21 @@ fn runaway_script_is_stopped_and_the_emulator_survives() {
     }
     let r = eval(&mut e, "while true do pcall(function() while true do end end) end");
     assert!(r.is_error());
+    // Every kind of loop and unbounded recursion reaches the budget (our Lua counts it on backward
+    // jumps and function entries only).
+    for body in [
+        "repeat local x = 1 until x == 2",
+        "for i = 1, 1e300 do end",
+        "for k in function() return 1 end do end",
+        "local function f() return f() end return f()",
+        "local i = 0 while i >= 0 do i = i + 1 end",
+        "local s = 'a' repeat s = s .. '' until s == 'b'",
+    ] {
+        match eval(&mut e, body) {
+            Reply::Error(s) => assert!(s.contains("budget"), "{body}: {s}"),
+            other => panic!("{body}: {other:?}"),
+        }
+    }
     assert_eq!(eval(&mut e, "return 1+1"), Reply::Int(2));
 }
 

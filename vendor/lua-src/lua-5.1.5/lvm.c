@@ -61,10 +61,7 @@ static void traceexec (lua_State *L, const Instruction *pc) {
   lu_byte mask = L->hookmask;
   const Instruction *oldpc = L->savedpc;
   L->savedpc = pc;
-  if ((mask & LUA_MASKCOUNT) && L->hookcount == 0) {
-    resethookcount(L);
-    luaD_callhook(L, LUA_HOOKCOUNT, -1);
-  }
+  /* limitlab: count hooks are called from limitlab_count, not here */
   if (mask & LUA_MASKLINE) {
     Proto *p = ci_func(L->ci)->l.p;
     int npc = pcRel(pc, p);
@@ -358,7 +355,19 @@ static void Arith (lua_State *L, StkId ra, const TValue *rb,
 #define KBx(i)	check_exp(getBMode(GET_OPCODE(i)) == OpArgK, k+GETARG_Bx(i))
 
 
-#define dojump(L,pc,i)	{(pc) += (i); luai_threadyield(L);}
+/*
+** limitlab: count hooks are counted on backward jumps and on entering a Lua function (a call, a tail
+** call, a return into a Lua caller), not on every instruction: every loop and every recursion passes
+** there, so a count hook still stops any runaway script, and the loop below no longer pays a
+** decrement and two tests per instruction. The emulator's script budget is the only count hook
+** (scripts have no debug library). A count hook here must not yield.
+*/
+#define limitlab_count(L) \
+  { if ((L->hookmask & LUA_MASKCOUNT) && --L->hookcount == 0) { \
+      L->savedpc = pc; resethookcount(L); luaD_callhook(L, LUA_HOOKCOUNT, -1); base = L->base; } }
+
+#define dojump(L,pc,i)	{ int limitlab_j = (i); (pc) += limitlab_j; luai_threadyield(L); \
+                          if (limitlab_j < 0) limitlab_count(L); }
 
 
 #define Protect(x)	{ L->savedpc = pc; {x;}; base = L->base; }
@@ -420,12 +429,12 @@ void luaV_execute (lua_State *L, int nexeccalls) {
   cl = &clvalue(L->ci->func)->l;
   base = L->base;
   k = cl->p->k;
+  limitlab_count(L);  /* limitlab: a Lua function entered (see limitlab_count) */
   /* main loop of interpreter */
   for (;;) {
     const Instruction i = *pc++;
     StkId ra;
-    if ((L->hookmask & (LUA_MASKLINE | LUA_MASKCOUNT)) &&
-        (--L->hookcount == 0 || L->hookmask & LUA_MASKLINE)) {
+    if (L->hookmask & LUA_MASKLINE) {  /* limitlab: line hooks only; counts go by limitlab_count */
       traceexec(L, pc);
       if (L->status == LUA_YIELD) {  /* did hook yield? */
         L->savedpc = pc - 1;
@@ -741,9 +750,9 @@ void luaV_execute (lua_State *L, int nexeccalls) {
         lua_Number limit = nvalue(ra+1);
         if (luai_numlt(0, step) ? luai_numle(idx, limit)
                                 : luai_numle(limit, idx)) {
-          dojump(L, pc, GETARG_sBx(i));  /* jump back */
           setnvalue(ra, idx);  /* update internal index... */
           setnvalue(ra+3, idx);  /* ...and external index */
+          dojump(L, pc, GETARG_sBx(i));  /* jump back (limitlab: last, as it may call a hook) */
         }
         continue;
       }
