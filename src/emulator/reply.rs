@@ -123,6 +123,10 @@ pub fn fmt_g(d: f64, prec: usize) -> String {
     if d == 0.0 {
         return if d.is_sign_negative() { "-0".into() } else { "0".into() };
     }
+    // An integer of at most p digits prints as its digits (p <= 17 keeps 10^p within i64).
+    if p <= 17 && d.fract() == 0.0 && d.abs() < 10f64.powi(p as i32) {
+        return (d as i64).to_string();
+    }
     // Use exponential formatting to find the decimal exponent after rounding to p digits.
     let e_repr = format!("{:.*e}", p - 1, d);
     let (mantissa, exp) = e_repr.split_once('e').expect("exponent");
@@ -161,5 +165,34 @@ mod tests {
         assert_eq!(fmt_g(1e15, 14), "1e+15");
         assert_eq!(fmt_g(1e14, 14), "1e+14");
         assert_eq!(fmt_g(1e13, 14), "10000000000000");
+    }
+
+    extern "C" {
+        fn snprintf(buf: *mut std::os::raw::c_char, n: usize, fmt: *const std::os::raw::c_char, ...) -> i32;
+    }
+
+    /// C's own `%.*g`, through the C library.
+    fn c_g(d: f64, prec: usize) -> String {
+        let mut buf = [0 as std::os::raw::c_char; 64];
+        // SAFETY: the buffer's size is passed; the format takes an int precision and a double.
+        let n = unsafe { snprintf(buf.as_mut_ptr(), buf.len(), c"%.*g".as_ptr(), prec as i32, d) };
+        let bytes: Vec<u8> = buf[..n as usize].iter().map(|&c| c as u8).collect();
+        String::from_utf8(bytes).unwrap()
+    }
+
+    #[test]
+    fn g_formatting_of_integers_and_fractions_matches_the_c_library() {
+        let mut values = vec![1.0, 7.0, 0.5, 2.5, 1e-5, 123.456, 9007199254740992.0, 9007199254740993.0];
+        for k in 0..=18 {
+            let p = 10f64.powi(k);
+            values.extend([p, p - 1.0, p + 1.0, p * 1.5, 1_704_067_200_000.0 + k as f64]);
+        }
+        for v in values {
+            for d in [v, -v] {
+                for prec in [1, 2, 6, 13, 14, 15, 16, 17] {
+                    assert_eq!(fmt_g(d, prec), c_g(d, prec), "{d} at %.{prec}g");
+                }
+            }
+        }
     }
 }

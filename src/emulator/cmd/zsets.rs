@@ -88,6 +88,17 @@ fn parse_bound(b: &[u8]) -> Option<(f64, bool)> {
 /// characters; anything else (`inf`, hex, stray bytes) takes the general, allocating path.
 #[inline]
 fn parse_number(b: &[u8]) -> Option<f64> {
+    // A plain integer of up to 15 digits (timestamps, counts) is exact in a double: no parser needed.
+    let digits = b.strip_prefix(b"-").unwrap_or(b);
+    if !digits.is_empty() && digits.len() <= 15 && digits.iter().all(u8::is_ascii_digit) {
+        let v = digits.iter().fold(0i64, |v, &c| v * 10 + i64::from(c - b'0')) as f64;
+        return Some(if digits.len() < b.len() { -v } else { v });
+    }
+    match b {
+        b"-inf" => return Some(f64::NEG_INFINITY),
+        b"inf" | b"+inf" => return Some(f64::INFINITY),
+        _ => {}
+    }
     if !b.is_empty() && b.iter().all(|c| matches!(c, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')) {
         std::str::from_utf8(b).ok()?.parse::<f64>().ok()
     } else {
@@ -641,6 +652,14 @@ fn pop_generic(core: &mut Core, a: &[&[u8]], max: bool) -> Reply {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_integer_and_infinity_shortcuts_parse_as_the_general_path() {
+        for t in ["0", "-0", "007", "1", "-1", "123456789012345", "-123456789012345", "1234567890123456", "-inf", "inf", "+inf", "1704067200000"] {
+            let (fast, general) = (parse_number(t.as_bytes()), super::super::parse_f64(t.as_bytes()));
+            assert_eq!(fast.map(f64::to_bits), general.map(f64::to_bits), "{t}");
+        }
+    }
     use super::*;
     use crate::clock::VirtualClock;
 

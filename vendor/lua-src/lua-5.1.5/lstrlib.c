@@ -839,6 +839,19 @@ static int str_format (lua_State *L) {
           break;
         }
         case 'd':  case 'i': {
+          if (form[2] == '\0') {
+            /* limitlab: a bare %d or %i: the same conversion to LUA_INTFRM_T, its digits written
+            ** directly (what sprintf's %ld writes) */
+            LUA_INTFRM_T v = (LUA_INTFRM_T)luaL_checknumber(L, arg);
+            unsigned LUA_INTFRM_T u = v < 0 ? 0 - (unsigned LUA_INTFRM_T)v : (unsigned LUA_INTFRM_T)v;
+            char digits[32];
+            int k = (int)sizeof(digits);
+            do { digits[--k] = (char)('0' + (int)(u % 10)); u /= 10; } while (u != 0);
+            if (v < 0) digits[--k] = '-';
+            memcpy(buff, digits + k, sizeof(digits) - k);
+            buff[sizeof(digits) - k] = '\0';
+            break;
+          }
           addintlen(form);
           sprintf(buff, form, (LUA_INTFRM_T)luaL_checknumber(L, arg));
           break;

@@ -387,6 +387,27 @@ static void Arith (lua_State *L, StkId ra, const TValue *rb,
 
 
 /*
+** limitlab: threaded dispatch where the compiler has labels as values (GCC, Clang). vmnext is what
+** `continue` did (back to the top of the loop: fetch, line hook, dispatch), done in place.
+*/
+#if defined(__GNUC__)
+#define LIMITLAB_CGOTO
+#define vmlabel(op)	L_##op:
+#define vmnext	{ i = *pc++; \
+    if (L->hookmask & LUA_MASKLINE) { \
+      traceexec(L, pc); \
+      if (L->status == LUA_YIELD) { L->savedpc = pc - 1; return; } \
+      base = L->base; \
+    } \
+    ra = RA(i); \
+    goto *disptab[GET_OPCODE(i)]; }
+#else
+#define vmlabel(op)
+#define vmnext	continue
+#endif
+
+
+/*
 ** limitlab: t[key] for the table h when it holds key (a non-nil value), else NULL: the common case
 ** of luaV_gettable without its call and its metamethod loop (a present key never consults __index).
 ** String keys go straight to the string lookup and whole numbers inside the array part straight to
@@ -423,6 +444,52 @@ void luaV_execute (lua_State *L, int nexeccalls) {
   StkId base;
   TValue *k;
   const Instruction *pc;
+  Instruction i;
+  StkId ra;
+#ifdef LIMITLAB_CGOTO
+  /* limitlab: each opcode's code ends by fetching and dispatching the next one itself (vmnext): one
+  ** indirect jump per instruction, taken from its own place, with no bounds check */
+  static const void *const disptab[NUM_OPCODES] = {
+    &&L_OP_MOVE,
+    &&L_OP_LOADK,
+    &&L_OP_LOADBOOL,
+    &&L_OP_LOADNIL,
+    &&L_OP_GETUPVAL,
+    &&L_OP_GETGLOBAL,
+    &&L_OP_GETTABLE,
+    &&L_OP_SETGLOBAL,
+    &&L_OP_SETUPVAL,
+    &&L_OP_SETTABLE,
+    &&L_OP_NEWTABLE,
+    &&L_OP_SELF,
+    &&L_OP_ADD,
+    &&L_OP_SUB,
+    &&L_OP_MUL,
+    &&L_OP_DIV,
+    &&L_OP_MOD,
+    &&L_OP_POW,
+    &&L_OP_UNM,
+    &&L_OP_NOT,
+    &&L_OP_LEN,
+    &&L_OP_CONCAT,
+    &&L_OP_JMP,
+    &&L_OP_EQ,
+    &&L_OP_LT,
+    &&L_OP_LE,
+    &&L_OP_TEST,
+    &&L_OP_TESTSET,
+    &&L_OP_CALL,
+    &&L_OP_TAILCALL,
+    &&L_OP_RETURN,
+    &&L_OP_FORLOOP,
+    &&L_OP_FORPREP,
+    &&L_OP_TFORLOOP,
+    &&L_OP_SETLIST,
+    &&L_OP_CLOSE,
+    &&L_OP_CLOSURE,
+    &&L_OP_VARARG
+  };
+#endif
  reentry:  /* entry point */
   lua_assert(isLua(L->ci));
   pc = L->savedpc;
@@ -432,8 +499,7 @@ void luaV_execute (lua_State *L, int nexeccalls) {
   limitlab_count(L);  /* limitlab: a Lua function entered (see limitlab_count) */
   /* main loop of interpreter */
   for (;;) {
-    const Instruction i = *pc++;
-    StkId ra;
+    i = *pc++;
     if (L->hookmask & LUA_MASKLINE) {  /* limitlab: line hooks only; counts go by limitlab_count */
       traceexec(L, pc);
       if (L->status == LUA_YIELD) {  /* did hook yield? */
@@ -448,80 +514,80 @@ void luaV_execute (lua_State *L, int nexeccalls) {
     lua_assert(base <= L->top && L->top <= L->stack + L->stacksize);
     lua_assert(L->top == L->ci->top || luaG_checkopenop(i));
     switch (GET_OPCODE(i)) {
-      case OP_MOVE: {
+      case OP_MOVE: vmlabel(OP_MOVE) {
         setobjs2s(L, ra, RB(i));
-        continue;
+        vmnext;
       }
-      case OP_LOADK: {
+      case OP_LOADK: vmlabel(OP_LOADK) {
         setobj2s(L, ra, KBx(i));
-        continue;
+        vmnext;
       }
-      case OP_LOADBOOL: {
+      case OP_LOADBOOL: vmlabel(OP_LOADBOOL) {
         setbvalue(ra, GETARG_B(i));
         if (GETARG_C(i)) pc++;  /* skip next instruction (if C) */
-        continue;
+        vmnext;
       }
-      case OP_LOADNIL: {
+      case OP_LOADNIL: vmlabel(OP_LOADNIL) {
         TValue *rb = RB(i);
         do {
           setnilvalue(rb--);
         } while (rb >= ra);
-        continue;
+        vmnext;
       }
-      case OP_GETUPVAL: {
+      case OP_GETUPVAL: vmlabel(OP_GETUPVAL) {
         int b = GETARG_B(i);
         setobj2s(L, ra, cl->upvals[b]->v);
-        continue;
+        vmnext;
       }
-      case OP_GETGLOBAL: {
+      case OP_GETGLOBAL: vmlabel(OP_GETGLOBAL) {
         TValue g;
         TValue *rb = KBx(i);
         const TValue *res = limitlab_fastget(cl->env, rb);  /* limitlab: fast path */
         lua_assert(ttisstring(rb));
         if (res != NULL) {
           setobj2s(L, ra, res);
-          continue;
+          vmnext;
         }
         sethvalue(L, &g, cl->env);
         Protect(luaV_gettable(L, &g, rb, ra));
-        continue;
+        vmnext;
       }
-      case OP_GETTABLE: {
+      case OP_GETTABLE: vmlabel(OP_GETTABLE) {
         TValue *rb = RB(i);
         TValue *rc = RKC(i);
         const TValue *res = ttistable(rb) ? limitlab_fastget(hvalue(rb), rc) : NULL;  /* limitlab */
         if (res != NULL) {
           setobj2s(L, ra, res);
-          continue;
+          vmnext;
         }
         Protect(luaV_gettable(L, rb, rc, ra));
-        continue;
+        vmnext;
       }
-      case OP_SETGLOBAL: {
+      case OP_SETGLOBAL: vmlabel(OP_SETGLOBAL) {
         TValue g;
         sethvalue(L, &g, cl->env);
         lua_assert(ttisstring(KBx(i)));
         Protect(luaV_settable(L, &g, KBx(i), ra));
-        continue;
+        vmnext;
       }
-      case OP_SETUPVAL: {
+      case OP_SETUPVAL: vmlabel(OP_SETUPVAL) {
         UpVal *uv = cl->upvals[GETARG_B(i)];
         setobj(L, uv->v, ra);
         luaC_barrier(L, uv, ra);
-        continue;
+        vmnext;
       }
-      case OP_SETTABLE: {
+      case OP_SETTABLE: vmlabel(OP_SETTABLE) {
         Protect(luaV_settable(L, ra, RKB(i), RKC(i)));
-        continue;
+        vmnext;
       }
-      case OP_NEWTABLE: {
+      case OP_NEWTABLE: vmlabel(OP_NEWTABLE) {
         int b = GETARG_B(i);
         int c = GETARG_C(i);
         sethvalue(L, ra, luaH_new(L, luaO_fb2int(b), luaO_fb2int(c)));
         Protect(luaC_checkGC(L));
-        continue;
+        vmnext;
       }
-      case OP_SELF: {
+      case OP_SELF: vmlabel(OP_SELF) {
         StkId rb = RB(i);
         TValue *rc = RKC(i);
         const TValue *res = NULL;
@@ -534,36 +600,36 @@ void luaV_execute (lua_State *L, int nexeccalls) {
         setobjs2s(L, ra+1, rb);
         if (res != NULL) {
           setobj2s(L, ra, res);
-          continue;
+          vmnext;
         }
         Protect(luaV_gettable(L, rb, rc, ra));
-        continue;
+        vmnext;
       }
-      case OP_ADD: {
+      case OP_ADD: vmlabel(OP_ADD) {
         arith_op(luai_numadd, TM_ADD);
-        continue;
+        vmnext;
       }
-      case OP_SUB: {
+      case OP_SUB: vmlabel(OP_SUB) {
         arith_op(luai_numsub, TM_SUB);
-        continue;
+        vmnext;
       }
-      case OP_MUL: {
+      case OP_MUL: vmlabel(OP_MUL) {
         arith_op(luai_nummul, TM_MUL);
-        continue;
+        vmnext;
       }
-      case OP_DIV: {
+      case OP_DIV: vmlabel(OP_DIV) {
         arith_op(luai_numdiv, TM_DIV);
-        continue;
+        vmnext;
       }
-      case OP_MOD: {
+      case OP_MOD: vmlabel(OP_MOD) {
         arith_op(luai_nummod, TM_MOD);
-        continue;
+        vmnext;
       }
-      case OP_POW: {
+      case OP_POW: vmlabel(OP_POW) {
         arith_op(luai_numpow, TM_POW);
-        continue;
+        vmnext;
       }
-      case OP_UNM: {
+      case OP_UNM: vmlabel(OP_UNM) {
         TValue *rb = RB(i);
         if (ttisnumber(rb)) {
           lua_Number nb = nvalue(rb);
@@ -572,14 +638,14 @@ void luaV_execute (lua_State *L, int nexeccalls) {
         else {
           Protect(Arith(L, ra, rb, rb, TM_UNM));
         }
-        continue;
+        vmnext;
       }
-      case OP_NOT: {
+      case OP_NOT: vmlabel(OP_NOT) {
         int res = l_isfalse(RB(i));  /* next assignment may change this value */
         setbvalue(ra, res);
-        continue;
+        vmnext;
       }
-      case OP_LEN: {
+      case OP_LEN: vmlabel(OP_LEN) {
         const TValue *rb = RB(i);
         switch (ttype(rb)) {
           case LUA_TTABLE: {
@@ -597,20 +663,20 @@ void luaV_execute (lua_State *L, int nexeccalls) {
             )
           }
         }
-        continue;
+        vmnext;
       }
-      case OP_CONCAT: {
+      case OP_CONCAT: vmlabel(OP_CONCAT) {
         int b = GETARG_B(i);
         int c = GETARG_C(i);
         Protect(luaV_concat(L, c-b+1, c); luaC_checkGC(L));
         setobjs2s(L, RA(i), base+b);
-        continue;
+        vmnext;
       }
-      case OP_JMP: {
+      case OP_JMP: vmlabel(OP_JMP) {
         dojump(L, pc, GETARG_sBx(i));
-        continue;
+        vmnext;
       }
-      case OP_EQ: {
+      case OP_EQ: vmlabel(OP_EQ) {
         TValue *rb = RKB(i);
         TValue *rc = RKC(i);
         if (ttype(rb) == ttype(rc) && (ttisnumber(rb) || ttisstring(rb) || ttisnil(rb))) {
@@ -620,63 +686,63 @@ void luaV_execute (lua_State *L, int nexeccalls) {
           if (eq == GETARG_A(i))
             dojump(L, pc, GETARG_sBx(*pc));
           pc++;
-          continue;
+          vmnext;
         }
         Protect(
           if (equalobj(L, rb, rc) == GETARG_A(i))
             dojump(L, pc, GETARG_sBx(*pc));
         )
         pc++;
-        continue;
+        vmnext;
       }
-      case OP_LT: {
+      case OP_LT: vmlabel(OP_LT) {
         TValue *rb = RKB(i);
         TValue *rc = RKC(i);
         if (ttisnumber(rb) && ttisnumber(rc)) {  /* limitlab: numbers without the call */
           if (luai_numlt(nvalue(rb), nvalue(rc)) == GETARG_A(i))
             dojump(L, pc, GETARG_sBx(*pc));
           pc++;
-          continue;
+          vmnext;
         }
         Protect(
           if (luaV_lessthan(L, rb, rc) == GETARG_A(i))
             dojump(L, pc, GETARG_sBx(*pc));
         )
         pc++;
-        continue;
+        vmnext;
       }
-      case OP_LE: {
+      case OP_LE: vmlabel(OP_LE) {
         TValue *rb = RKB(i);
         TValue *rc = RKC(i);
         if (ttisnumber(rb) && ttisnumber(rc)) {  /* limitlab: numbers without the call */
           if (luai_numle(nvalue(rb), nvalue(rc)) == GETARG_A(i))
             dojump(L, pc, GETARG_sBx(*pc));
           pc++;
-          continue;
+          vmnext;
         }
         Protect(
           if (lessequal(L, rb, rc) == GETARG_A(i))
             dojump(L, pc, GETARG_sBx(*pc));
         )
         pc++;
-        continue;
+        vmnext;
       }
-      case OP_TEST: {
+      case OP_TEST: vmlabel(OP_TEST) {
         if (l_isfalse(ra) != GETARG_C(i))
           dojump(L, pc, GETARG_sBx(*pc));
         pc++;
-        continue;
+        vmnext;
       }
-      case OP_TESTSET: {
+      case OP_TESTSET: vmlabel(OP_TESTSET) {
         TValue *rb = RB(i);
         if (l_isfalse(rb) != GETARG_C(i)) {
           setobjs2s(L, ra, rb);
           dojump(L, pc, GETARG_sBx(*pc));
         }
         pc++;
-        continue;
+        vmnext;
       }
-      case OP_CALL: {
+      case OP_CALL: vmlabel(OP_CALL) {
         int b = GETARG_B(i);
         int nresults = GETARG_C(i) - 1;
         if (b != 0) L->top = ra+b;  /* else previous instruction set top */
@@ -690,14 +756,14 @@ void luaV_execute (lua_State *L, int nexeccalls) {
             /* it was a C function (`precall' called it); adjust results */
             if (nresults >= 0) L->top = L->ci->top;
             base = L->base;
-            continue;
+            vmnext;
           }
           default: {
             return;  /* yield */
           }
         }
       }
-      case OP_TAILCALL: {
+      case OP_TAILCALL: vmlabel(OP_TAILCALL) {
         int b = GETARG_B(i);
         if (b != 0) L->top = ra+b;  /* else previous instruction set top */
         L->savedpc = pc;
@@ -722,14 +788,14 @@ void luaV_execute (lua_State *L, int nexeccalls) {
           }
           case PCRC: {  /* it was a C function (`precall' called it) */
             base = L->base;
-            continue;
+            vmnext;
           }
           default: {
             return;  /* yield */
           }
         }
       }
-      case OP_RETURN: {
+      case OP_RETURN: vmlabel(OP_RETURN) {
         int b = GETARG_B(i);
         if (b != 0) L->top = ra+b-1;
         if (L->openupval) luaF_close(L, base);
@@ -744,7 +810,7 @@ void luaV_execute (lua_State *L, int nexeccalls) {
           goto reentry;
         }
       }
-      case OP_FORLOOP: {
+      case OP_FORLOOP: vmlabel(OP_FORLOOP) {
         lua_Number step = nvalue(ra+2);
         lua_Number idx = luai_numadd(nvalue(ra), step); /* increment index */
         lua_Number limit = nvalue(ra+1);
@@ -754,9 +820,9 @@ void luaV_execute (lua_State *L, int nexeccalls) {
           setnvalue(ra+3, idx);  /* ...and external index */
           dojump(L, pc, GETARG_sBx(i));  /* jump back (limitlab: last, as it may call a hook) */
         }
-        continue;
+        vmnext;
       }
-      case OP_FORPREP: {
+      case OP_FORPREP: vmlabel(OP_FORPREP) {
         const TValue *init = ra;
         const TValue *plimit = ra+1;
         const TValue *pstep = ra+2;
@@ -769,9 +835,9 @@ void luaV_execute (lua_State *L, int nexeccalls) {
           luaG_runerror(L, LUA_QL("for") " step must be a number");
         setnvalue(ra, luai_numsub(nvalue(ra), nvalue(pstep)));
         dojump(L, pc, GETARG_sBx(i));
-        continue;
+        vmnext;
       }
-      case OP_TFORLOOP: {
+      case OP_TFORLOOP: vmlabel(OP_TFORLOOP) {
         StkId cb = ra + 3;  /* call base */
         setobjs2s(L, cb+2, ra+2);
         setobjs2s(L, cb+1, ra+1);
@@ -785,9 +851,9 @@ void luaV_execute (lua_State *L, int nexeccalls) {
           dojump(L, pc, GETARG_sBx(*pc));  /* jump back */
         }
         pc++;
-        continue;
+        vmnext;
       }
-      case OP_SETLIST: {
+      case OP_SETLIST: vmlabel(OP_SETLIST) {
         int n = GETARG_B(i);
         int c = GETARG_C(i);
         int last;
@@ -807,13 +873,13 @@ void luaV_execute (lua_State *L, int nexeccalls) {
           setobj2t(L, luaH_setnum(L, h, last--), val);
           luaC_barriert(L, h, val);
         }
-        continue;
+        vmnext;
       }
-      case OP_CLOSE: {
+      case OP_CLOSE: vmlabel(OP_CLOSE) {
         luaF_close(L, ra);
-        continue;
+        vmnext;
       }
-      case OP_CLOSURE: {
+      case OP_CLOSURE: vmlabel(OP_CLOSURE) {
         Proto *p;
         Closure *ncl;
         int nup, j;
@@ -831,9 +897,9 @@ void luaV_execute (lua_State *L, int nexeccalls) {
         }
         setclvalue(L, ra, ncl);
         Protect(luaC_checkGC(L));
-        continue;
+        vmnext;
       }
-      case OP_VARARG: {
+      case OP_VARARG: vmlabel(OP_VARARG) {
         int b = GETARG_B(i) - 1;
         int j;
         CallInfo *ci = L->ci;
@@ -852,7 +918,7 @@ void luaV_execute (lua_State *L, int nexeccalls) {
             setnilvalue(ra + j);
           }
         }
-        continue;
+        vmnext;
       }
     }
   }
