@@ -87,7 +87,10 @@ pub fn parse_canonical_i64(b: &[u8]) -> Option<i64> {
     }
 }
 
+mod small;
 mod zset;
+/// Keys and small hash fields are kept inline (see its file).
+pub use small::SmallBytes;
 /// Sorted sets live in their own file: a member index plus a skiplist with spans.
 pub use zset::{LexBound, LexRange, ScoreRange, ZRef, ZSet};
 
@@ -102,8 +105,8 @@ pub const HASH_MAX_LISTPACK_ENTRIES: usize = 512;
 /// every field to its position; below that it is empty.
 #[derive(Clone, Debug, Default)]
 pub struct Hash {
-    pub fields: Vec<(Vec<u8>, Vec<u8>)>,
-    pub index: FxHashMap<Vec<u8>, usize>,
+    pub fields: Vec<(SmallBytes, SmallBytes)>,
+    pub index: FxHashMap<SmallBytes, usize>,
     /// True once Redis would have converted the hash to a hashtable.
     pub hashtable: bool,
 }
@@ -127,25 +130,17 @@ impl Hash {
             self.index.get(f).copied()
         }
     }
-    pub fn get(&self, f: &[u8]) -> Option<&Vec<u8>> {
-        self.position(f).map(|i| &self.fields[i].1)
-    }
-    /// The value of field `f`, to change in place (the encoding is the caller's to keep right: a
-    /// value longer than 64 bytes must go through [`Hash::set`]).
-    pub fn get_mut(&mut self, f: &[u8]) -> Option<&mut Vec<u8>> {
-        self.position(f).map(|i| &mut self.fields[i].1)
+    pub fn get(&self, f: &[u8]) -> Option<&[u8]> {
+        self.position(f).map(|i| self.fields[i].1.as_slice())
     }
     /// Sets a field; returns true when the field is new. A listpack-encoded hash keeps its order
     /// (an existing field is replaced in place, a new one goes to the end).
     pub fn set(&mut self, f: &[u8], v: Vec<u8>) -> bool {
-        self.write(f, v.len(), |slot| *slot = v)
+        self.set_bytes(f, &v)
     }
-    /// [`Hash::set`] from a slice: an existing field's value keeps its allocation.
+    /// [`Hash::set`] from a slice.
     pub fn set_bytes(&mut self, f: &[u8], v: &[u8]) -> bool {
-        self.write(f, v.len(), |slot| {
-            slot.clear();
-            slot.extend_from_slice(v);
-        })
+        self.write(f, v.len(), |slot| slot.set(v))
     }
     /// [`Hash::set`] of an integer's decimal form, written in place without allocating when the
     /// field exists.
@@ -155,7 +150,7 @@ impl Hash {
         self.set_bytes(f, digits)
     }
     /// Writes field `f` (value of `len` bytes) with `put`, which fills the value's slot.
-    fn write(&mut self, f: &[u8], len: usize, put: impl FnOnce(&mut Vec<u8>)) -> bool {
+    fn write(&mut self, f: &[u8], len: usize, put: impl FnOnce(&mut SmallBytes)) -> bool {
         // Redis converts to a hashtable when a field or value longer than hash-max-listpack-value
         // is written, or the hash grows past hash-max-listpack-entries; checking only the pair being
         // written is equivalent (it never converts back) and keeps a write O(1).
@@ -168,14 +163,14 @@ impl Hash {
                 false
             }
             None => {
-                let mut v = Vec::new();
+                let mut v = SmallBytes::default();
                 put(&mut v);
-                self.fields.push((f.to_vec(), v));
+                self.fields.push((SmallBytes::new(f), v));
                 let n = self.fields.len();
                 if n == Self::INDEX_FROM {
                     self.index = self.fields.iter().enumerate().map(|(i, (name, _))| (name.clone(), i)).collect();
                 } else if n > Self::INDEX_FROM {
-                    self.index.insert(f.to_vec(), n - 1);
+                    self.index.insert(SmallBytes::new(f), n - 1);
                 }
                 true
             }
@@ -353,7 +348,7 @@ pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong
 /// (the emulator freezes it for the duration of a script).
 #[derive(Debug)]
 pub struct Db {
-    pub map: FxHashMap<Vec<u8>, Entry>,
+    pub map: FxHashMap<SmallBytes, Entry>,
     /// When false, keys past their deadline are kept as if they had no deadline yet (TTLs are still
     /// stored and reported). Not a Redis feature: it lets tests show that a script's TTLs are long
     /// enough, by checking that its decisions do not change when expired keys stay. Default true.
@@ -415,7 +410,7 @@ impl Db {
                 e.expire_at = expire_at;
             }
             None => {
-                self.map.insert(key.to_vec(), Entry { value, expire_at });
+                self.map.insert(SmallBytes::new(key), Entry { value, expire_at });
             }
         }
     }
@@ -441,7 +436,7 @@ impl Db {
         match self.map.get_mut(key) {
             Some(e) => *e = entry,
             None => {
-                self.map.insert(key.to_vec(), entry);
+                self.map.insert(SmallBytes::new(key), entry);
             }
         }
     }

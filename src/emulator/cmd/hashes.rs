@@ -48,7 +48,7 @@ fn hash_of<'a>(core: &'a mut Core, key: &[u8]) -> Result<Option<&'a mut Hash>, R
 
 fn hget(core: &mut Core, a: &[&[u8]]) -> Reply {
     match tri!(hash_of(core, a[1])).and_then(|h| h.get(a[2])) {
-        Some(v) => Reply::Bulk(v.clone()),
+        Some(v) => Reply::Bulk(v.to_vec()),
         None => Reply::Nil,
     }
 }
@@ -117,7 +117,7 @@ fn hmget(core: &mut Core, a: &[&[u8]]) -> Reply {
     let h = tri!(hash_of(core, a[1]));
     let fields = &a[2..];
     Reply::Array(match h {
-        Some(h) => fields.iter().map(|f| h.get(f).map_or(Reply::Nil, |v| Reply::Bulk(v.clone()))).collect(),
+        Some(h) => fields.iter().map(|f| h.get(f).map_or(Reply::Nil, |v| Reply::Bulk(v.to_vec()))).collect(),
         None => fields.iter().map(|_| Reply::Nil).collect(),
     })
 }
@@ -167,7 +167,7 @@ fn hincrbyfloat(core: &mut Core, a: &[&[u8]]) -> Reply {
     }
     let hash = tri!(hash_of(core, a[1]));
     let cur: &[u8] = match &hash {
-        Some(h) => h.get(field).map_or(b"0", |v| v.as_slice()),
+        Some(h) => h.get(field).map_or(b"0", |v| v),
         None => b"0",
     };
     let new = match longdouble::incr_by_float_checked(cur, incr) {
@@ -207,7 +207,7 @@ fn hgetall(core: &mut Core, a: &[&[u8]]) -> Reply {
     match tri!(hash_of(core, a[1])) {
         None => Reply::Map(Vec::new()),
         Some(h) => {
-            Reply::Map(h.fields.iter().map(|(f, v)| (Reply::Bulk(f.clone()), Reply::Bulk(v.clone()))).collect())
+            Reply::Map(h.fields.iter().map(|(f, v)| (Reply::Bulk(f.to_vec()), Reply::Bulk(v.to_vec()))).collect())
         }
     }
 }
@@ -215,14 +215,14 @@ fn hgetall(core: &mut Core, a: &[&[u8]]) -> Reply {
 fn hkeys(core: &mut Core, a: &[&[u8]]) -> Reply {
     match tri!(hash_of(core, a[1])) {
         None => Reply::Array(Vec::new()),
-        Some(h) => Reply::Array(h.fields.iter().map(|(f, _)| Reply::Bulk(f.clone())).collect()),
+        Some(h) => Reply::Array(h.fields.iter().map(|(f, _)| Reply::Bulk(f.to_vec())).collect()),
     }
 }
 
 fn hvals(core: &mut Core, a: &[&[u8]]) -> Reply {
     match tri!(hash_of(core, a[1])) {
         None => Reply::Array(Vec::new()),
-        Some(h) => Reply::Array(h.fields.iter().map(|(_, v)| Reply::Bulk(v.clone())).collect()),
+        Some(h) => Reply::Array(h.fields.iter().map(|(_, v)| Reply::Bulk(v.to_vec())).collect()),
     }
 }
 

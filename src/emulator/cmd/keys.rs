@@ -254,11 +254,11 @@ fn copy(core: &mut Core, a: &[&[u8]]) -> Reply {
 }
 
 /// A live key with its SCAN group: the top 63 bits of the stable [`scan_hash`].
-type Slot<'a> = (u64, &'a Vec<u8>, &'a Entry);
+type Slot<'a> = (u64, &'a crate::emulator::keyspace::SmallBytes, &'a Entry);
 
 /// SCAN order: by group, then by bytes.
 fn scan_cmp(x: &Slot, y: &Slot) -> std::cmp::Ordering {
-    (x.0, x.1).cmp(&(y.0, y.1))
+    (x.0, x.1.as_slice()).cmp(&(y.0, y.1.as_slice()))
 }
 
 /// Live keys whose group is at least `from`, unordered (expired keys are reclaimed first).
@@ -306,7 +306,7 @@ fn keys(core: &mut Core, a: &[&[u8]]) -> Reply {
     let mut v = live_keys(core, 0);
     v.retain(|(_, k, _)| all || glob_match(pat, k, false));
     v.sort_unstable_by(scan_cmp);
-    Reply::Array(v.into_iter().map(|(_, k, _)| Reply::Bulk(k.clone())).collect())
+    Reply::Array(v.into_iter().map(|(_, k, _)| Reply::Bulk(k.to_vec())).collect())
 }
 
 /// SCAN's cursor as Redis reads it (`strtoul`, base 10): no leading space, optional sign (a negative
@@ -373,7 +373,7 @@ fn scan(core: &mut Core, a: &[&[u8]]) -> Reply {
             pattern.is_none_or(|p| glob_match(p, k, false))
                 && type_name.is_none_or(|t| t.eq_ignore_ascii_case(e.value.type_name().as_bytes()))
         })
-        .map(|(_, k, _)| Reply::Bulk((*k).clone()))
+        .map(|(_, k, _)| Reply::Bulk(k.to_vec()))
         .collect();
     done(keys, next)
 }
@@ -381,7 +381,7 @@ fn scan(core: &mut Core, a: &[&[u8]]) -> Reply {
 /// RANDOMKEY: limitlab picks deterministically, the first live key in SCAN order.
 fn randomkey(core: &mut Core, _: &[&[u8]]) -> Reply {
     match live_keys(core, 0).into_iter().min_by(scan_cmp) {
-        Some((_, k, _)) => Reply::Bulk((*k).clone()),
+        Some((_, k, _)) => Reply::Bulk(k.to_vec()),
         None => Reply::Nil,
     }
 }

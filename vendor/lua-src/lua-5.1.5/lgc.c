@@ -430,10 +430,10 @@ static GCObject **sweeplist (lua_State *L, GCObject **p, lu_mem count) {
 
 static void checkSizes (lua_State *L) {
   global_State *g = G(L);
-  /* check size of string hash */
-  if (g->strt.nuse < cast(lu_int32, g->strt.size/4) &&
-      g->strt.size > MINSTRTABSIZE*2)
-    luaS_resize(L, g->strt.size/2);  /* table is too big */
+  /* limitlab: the string table is never shrunk. A script call interns a few new strings (its keys
+  ** and arguments) that die with it, so the table filled up between collections and emptied at each
+  ** one, and was halved and then doubled again, rehashing every string, cycle after cycle. Its
+  ** size is invisible to scripts. */
   /* check size of buffer */
   if (luaZ_sizebuffer(&g->buff) > LUA_MINBUFFER*2) {  /* buffer too big? */
     size_t newsize = luaZ_sizebuffer(&g->buff) / 2;
