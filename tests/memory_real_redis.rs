@@ -83,7 +83,7 @@ fn measure(
 ) {
     let now = emu.core().now_ms();
     emu.core().db.purge_expired(now);
-    let mut keys: Vec<Vec<u8>> = emu.core().db.map.keys().cloned().collect();
+    let mut keys: Vec<Vec<u8>> = emu.core().db.map.keys().map(|k| k.to_vec()).collect();
     keys.sort();
     assert!(!keys.is_empty(), "{script} at {limit}: no keys");
     for k in keys {
