@@ -94,7 +94,8 @@ int luaO_str2d (const char *s, lua_Number *result) {
     const char *p = (*s == '-') ? s + 1 : s;
     const char *d = p;
     unsigned long long v = 0;
-    while (*p >= '0' && *p <= '9' && p - d < 16) v = v * 10 + (unsigned long long)(*p++ - '0');
+    /* unsigned arithmetic: a longer run of digits wraps v harmlessly and is then left to strtod */
+    while ((unsigned char)(*p - '0') < 10) v = v * 10 + (unsigned long long)(*p++ - '0');
     if (*p == '\0' && p > d && p - d <= 15) {
       *result = (*s == '-') ? -(lua_Number)v : (lua_Number)v;
       return 1;
