@@ -210,10 +210,10 @@ pub(crate) unsafe extern "C-unwind" fn redis_pcall_c(l: *mut ffi::lua_State) -> 
     generic_call(l, false)
 }
 
-/// Sets the global `name` to an array of the given strings, as Redis sets KEYS and ARGV before each
-/// call (`lua_setglobalstrings` in our Lua: it refills the old table when no script could tell a new
-/// one from it).
-pub(crate) unsafe fn set_string_array(l: *mut ffi::lua_State, name: &std::ffi::CStr, items: &[&[u8]]) {
+/// Sets the global `name` (from `lua_fixedstring`) to an array of the given strings, as Redis sets
+/// KEYS and ARGV before each call (`lua_setglobalstrings` in our Lua: it refills the old table when
+/// no script could tell a new one from it).
+pub(crate) unsafe fn set_string_array(l: *mut ffi::lua_State, name: *const std::ffi::c_void, items: &[&[u8]]) {
     use super::ext::{lua_setglobalstrings, PeekArg};
     let describe = |s: &&[u8]| PeekArg { str: s.as_ptr(), len: s.len(), num: 0.0, ty: ffi::LUA_TSTRING };
     if items.len() <= INLINE_ARGS {
@@ -223,10 +223,10 @@ pub(crate) unsafe fn set_string_array(l: *mut ffi::lua_State, name: &std::ffi::C
             first.add(i).write(describe(s));
         }
         // SAFETY: the C side reads the first items.len() entries, all written above.
-        lua_setglobalstrings(l, name.as_ptr(), items.len() as c_int, first);
+        lua_setglobalstrings(l, name, items.len() as c_int, first);
     } else {
         let all: Vec<PeekArg> = items.iter().map(describe).collect();
-        lua_setglobalstrings(l, name.as_ptr(), all.len() as c_int, all.as_ptr());
+        lua_setglobalstrings(l, name, all.len() as c_int, all.as_ptr());
     }
 }
 

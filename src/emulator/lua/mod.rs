@@ -59,6 +59,8 @@ struct Vm {
     /// The main Lua state and the registry slot of `handler`, for the per-call fast path.
     state: *mut mlua::ffi::lua_State,
     handler_ref: std::os::raw::c_int,
+    /// The names "KEYS" and "ARGV", interned once for good (`lua_fixedstring`).
+    names: [*const std::ffi::c_void; 2],
 }
 
 impl Vm {
@@ -128,7 +130,9 @@ impl Vm {
             mlua::ffi::lua_getallocf(state, &mut ud);
             mlua::ffi::lua_setallocf(state, lua_alloc, ud);
         }
-        Ok(Vm { lua, ctx, handler, state, handler_ref })
+        // SAFETY: interns two constant names on the main state; they live as long as it does.
+        let names = unsafe { [ext::lua_fixedstring(state, c"KEYS".as_ptr()), ext::lua_fixedstring(state, c"ARGV".as_ptr())] };
+        Ok(Vm { lua, ctx, handler, state, handler_ref, names })
     }
 }
 
@@ -388,8 +392,8 @@ impl Scripting {
             let top = ffi::lua_gettop(l);
             ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, self.vm.handler_ref);
             ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, fref);
-            fast::set_string_array(l, c"KEYS", keys);
-            fast::set_string_array(l, c"ARGV", argv);
+            fast::set_string_array(l, self.vm.names[0], keys);
+            fast::set_string_array(l, self.vm.names[1], argv);
             let r = if ffi::lua_pcall(l, 0, 1, top + 1) == 0 {
                 Ok(fast::to_reply(l, -1, st.resp.get(), 0))
             } else {
@@ -591,7 +595,10 @@ pub(crate) mod ext {
         pub fn lua_tablearraysize(l: *mut mlua::ffi::lua_State, idx: c_int) -> c_int;
         /// Sets the global `name` to an array of the strings described by `items` (their `str`
         /// and `len`), refilling the old table when no script could tell (see lapi.c).
-        pub fn lua_setglobalstrings(l: *mut mlua::ffi::lua_State, name: *const std::os::raw::c_char, n: c_int, items: *const PeekArg);
+        pub fn lua_setglobalstrings(l: *mut mlua::ffi::lua_State, name: *const std::ffi::c_void, n: c_int, items: *const PeekArg);
+        /// The interned string `s`, never to be collected, as an opaque pointer for
+        /// `lua_setglobalstrings`.
+        pub fn lua_fixedstring(l: *mut mlua::ffi::lua_State, s: *const std::os::raw::c_char) -> *const std::ffi::c_void;
         /// The type of `t[n]` (raw) for the table at `idx`, without pushing it; `*num` receives it
         /// when it is a number.
         pub fn lua_rawgetitype(l: *mut mlua::ffi::lua_State, idx: c_int, n: c_int, num: *mut f64) -> c_int;

@@ -1175,24 +1175,38 @@ LUA_API void lua_peekargs (lua_State *L, int n, struct lua_PeekArg *out) {
 
 
 /*
-** limitlab: sets the global `name` to an array of the n strings in items (their str and len), as
+** limitlab: the interned string s, made permanent (never collected, as Lua's reserved words are),
+** as an opaque pointer that stays valid as long as the state: a name to hand to lua_setglobalstrings
+** without interning it again on every call.
+*/
+LUA_API const void *lua_fixedstring (lua_State *L, const char *s) {
+  TString *ts;
+  lua_lock(L);
+  ts = luaS_new(L, s);
+  luaS_fix(ts);
+  lua_unlock(L);
+  return ts;
+}
+
+
+/*
+** limitlab: sets the global `name` (a string from lua_fixedstring) to an array of the n strings in items (their str and len), as
 ** Redis sets KEYS and ARGV before each call, bypassing the globals' read-only flag as Redis does for
 ** that moment. Redis makes a new table each time; when the global already holds a table in the very
 ** state a new one would be in (array part of exactly n slots, no hash part, no metatable, not
 ** read-only), that table is refilled instead: no script can tell the difference, since nothing a
 ** script makes outlives its call. A slot already holding an equal string is left as it is.
 */
-LUA_API void lua_setglobalstrings (lua_State *L, const char *name, int n,
+LUA_API void lua_setglobalstrings (lua_State *L, const void *name, int n,
                                    const struct lua_PeekArg *items) {
   Table *g;
-  TString *key;
+  TString *key = (TString *)name;
   const TValue *cur;
   Table *t;
   int i;
   lua_lock(L);
   api_check(L, ttistable(gt(L)));
   g = hvalue(gt(L));
-  key = luaS_new(L, name);  /* the name of an existing global: anchored by the globals */
   cur = luaH_getstr(g, key);
   if (ttistable(cur) && hvalue(cur)->sizearray == n && luaH_nohash(hvalue(cur)) &&
       !hvalue(cur)->readonly && hvalue(cur)->metatable == NULL)

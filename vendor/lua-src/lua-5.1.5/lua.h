@@ -207,7 +207,8 @@ struct lua_PeekArg {
   int type;
 };
 LUA_API void  (lua_peekargs) (lua_State *L, int n, struct lua_PeekArg *out);  /* limitlab */
-LUA_API void  (lua_setglobalstrings) (lua_State *L, const char *name, int n, const struct lua_PeekArg *items);  /* limitlab */
+LUA_API const void *(lua_fixedstring) (lua_State *L, const char *s);  /* limitlab */
+LUA_API void  (lua_setglobalstrings) (lua_State *L, const void *name, int n, const struct lua_PeekArg *items);  /* limitlab */
 LUA_API int   (lua_setfenv) (lua_State *L, int idx);
 
 
