@@ -285,6 +285,20 @@ pub trait Reference {
 
     /// A copy of the model and its state, to ask "what if" without disturbing it.
     fn boxed_clone(&self) -> Box<dyn Reference>;
+
+    /// Starts (`true`) or ends (`false`) a trial: every change to the model's keys in between is
+    /// undone when it ends. See [`Reference::probe`].
+    fn trial(&mut self, start: bool);
+
+    /// What [`Reference::decide`] would answer for this call, leaving the model as it was: the
+    /// answer a [`Reference::boxed_clone`] would give, without copying every key (only the few the
+    /// call touches are saved and put back).
+    fn probe(&mut self, key: &str, now_ms: i64, cost: u64) -> Decision {
+        self.trial(true);
+        let d = self.decide(key, now_ms, cost);
+        self.trial(false);
+        d
+    }
 }
 
 impl Clone for Box<dyn Reference> {

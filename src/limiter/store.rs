@@ -13,6 +13,10 @@ pub(crate) struct Store<V> {
     /// When the map reaches this size, expired keys are swept so a long simulation over many
     /// subjects does not keep every subject it ever saw (Redis's active expiry does the same).
     sweep_at: usize,
+    /// Whether a trial is running (see [`Store::trial`]): changes are then recorded in `undo`.
+    in_trial: bool,
+    /// During a trial, every key it touched with its slot from before the trial (`None`: absent).
+    undo: Vec<(String, Option<Slot<V>>)>,
 }
 
 #[derive(Clone, Debug)]
@@ -30,13 +34,46 @@ fn alive(deadline: Option<i64>, server: i64) -> bool {
 
 impl<V> Default for Store<V> {
     fn default() -> Self {
-        Store { map: FxHashMap::default(), sweep_at: FIRST_SWEEP }
+        Store { map: FxHashMap::default(), sweep_at: FIRST_SWEEP, in_trial: false, undo: Vec::new() }
     }
 }
 
-impl<V> Store<V> {
-    /// The live value of `key` at server time `server`; an expired key is removed first.
+impl<V: Clone> Store<V> {
+    /// `true` starts a trial: from now on every key a call touches is saved first. `false` ends it
+    /// and puts every saved key back as it was, so the store is exactly as before the trial. This
+    /// lets a model answer "what if" ([`super::Reference::probe`]) without copying all its keys:
+    /// a call touches one or two.
+    pub fn trial(&mut self, start: bool) {
+        if start {
+            self.undo.clear();
+            self.in_trial = true;
+            return;
+        }
+        self.in_trial = false;
+        for (key, slot) in self.undo.drain(..) {
+            match slot {
+                Some(slot) => {
+                    self.map.insert(key, slot);
+                }
+                None => {
+                    self.map.remove(&key);
+                }
+            }
+        }
+    }
+
+    /// Saves `key`'s slot before a change, once per trial (a call touches few keys: a scan is
+    /// enough). Outside a trial it does nothing.
+    fn save(&mut self, key: &str) {
+        if self.in_trial && !self.undo.iter().any(|(k, _)| k == key) {
+            self.undo.push((key.to_owned(), self.map.get(key).cloned()));
+        }
+    }
+
+    /// The live value of `key` at server time `server`; an expired key is removed first. The
+    /// caller may change the value in place, so a trial saves the key here.
     pub fn get(&mut self, key: &str, server: i64) -> Option<&mut V> {
+        self.save(key);
         let expired = match self.map.get(key) {
             None => return None,
             Some(slot) => !alive(slot.deadline, server),
@@ -50,6 +87,7 @@ impl<V> Store<V> {
 
     /// Writes `value` as HSET, INCR or ZADD do: a live key keeps its deadline, a new key has none.
     pub fn put(&mut self, key: &str, value: V, server: i64) {
+        self.save(key);
         if let Some(slot) = self.map.get_mut(key) {
             if alive(slot.deadline, server) {
                 slot.value = value;
@@ -61,6 +99,7 @@ impl<V> Store<V> {
 
     /// Writes `value` with a TTL, as `SET key value PX ttl` does.
     pub fn put_px(&mut self, key: &str, value: V, ttl: i64, server: i64) {
+        self.save(key);
         if ttl <= 0 {
             self.map.remove(key);
             return;
@@ -82,6 +121,7 @@ impl<V> Store<V> {
 
     /// Deletes `key` (a sorted set or hash whose last element went away).
     pub fn remove(&mut self, key: &str) {
+        self.save(key);
         self.map.remove(key);
     }
 
@@ -98,7 +138,9 @@ impl<V> Store<V> {
             *s = slot;
             return;
         }
-        if self.map.len() >= self.sweep_at {
+        // No sweep during a trial: dropping expired keys changes no answer, and the trial would
+        // have to save every one of them.
+        if !self.in_trial && self.map.len() >= self.sweep_at {
             self.map.retain(|_, s| alive(s.deadline, server));
             self.sweep_at = (self.map.len() * 2).max(FIRST_SWEEP);
         }
@@ -130,6 +172,25 @@ mod tests {
         assert_eq!(s.get("k", 3), None);
         s.pexpire("missing", 5, 3);
         assert!(s.keys(3).is_empty());
+    }
+
+    #[test]
+    fn a_trial_puts_back_every_key_it_touched() {
+        let mut s: Store<i64> = Store::default();
+        s.put_px("old", 1, 5, 0);
+        s.put("kept", 2, 0);
+        s.trial(true);
+        assert_eq!(s.get("old", 10), None, "expired at 10: removed by the read");
+        *s.get("kept", 10).unwrap() += 40;
+        s.put_px("new", 3, 5, 10);
+        s.remove("kept");
+        s.trial(false);
+        assert_eq!(s.keys(0), vec![("kept".to_string(), None), ("old".to_string(), Some(5))]);
+        assert_eq!(s.get("kept", 0).copied(), Some(2));
+        // Outside a trial nothing is recorded.
+        s.put("kept", 7, 0);
+        s.trial(false);
+        assert_eq!(s.get("kept", 0).copied(), Some(7));
     }
 
     #[test]
