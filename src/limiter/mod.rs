@@ -267,8 +267,10 @@ impl Decision {
     }
 }
 
-/// An exact Rust model of one script: the same decisions, replies and keys, call for call.
-pub trait Reference {
+/// An exact Rust model of one script: the same decisions, replies and keys, call for call. Models
+/// are plain data, so they can move between threads (a streaming run finishes its metrics on
+/// another thread than the one that ran the script).
+pub trait Reference: Send {
     /// Decides a call made when the server's clock (which Redis uses for key expiry) reads
     /// `server_ms` and the caller passes `now_ms` (which the script uses). They differ when the
     /// caller's clock is skewed. Inputs must pass [`Limiter::check_call`].
@@ -437,7 +439,6 @@ impl Limiter {
         keys: &mut Vec<String>,
         args: &mut Vec<String>,
     ) {
-        use std::fmt::Write as _;
         keys.resize_with(1, String::new);
         keys[0].clear();
         keys[0].push_str(key);
@@ -448,9 +449,9 @@ impl Limiter {
         }
         args[0].push_str(&self.limit_arg);
         args[1].push_str(&self.window_arg);
-        let _ = write!(args[2], "{now_ms}");
+        crate::decimal::push_i64(&mut args[2], now_ms);
         if self.variant.takes_cost() {
-            let _ = write!(args[3], "{cost}");
+            crate::decimal::push_u64(&mut args[3], cost);
             if let Some(b) = &self.burst_arg {
                 args[4].push_str(b);
             }
