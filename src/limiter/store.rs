@@ -27,9 +27,15 @@ struct Slot<V> {
 
 const FIRST_SWEEP: usize = 1024;
 
+/// The deadline of a key found expired when read. Redis deletes such a key there and then, so it
+/// stays gone even if the server clock later goes back before its old deadline. Marking the slot
+/// instead of removing it spares a second lookup on every read of a live key; a marked slot counts
+/// as missing everywhere, is overwritten by the next write and goes at the next sweep.
+const GONE: Option<i64> = Some(i64::MIN);
+
 /// Whether a key with `deadline` still exists at `server` (Redis: expired once `now > when`).
 fn alive(deadline: Option<i64>, server: i64) -> bool {
-    deadline.is_none_or(|d| server <= d)
+    deadline != GONE && deadline.is_none_or(|d| server <= d)
 }
 
 impl<V> Default for Store<V> {
@@ -70,15 +76,17 @@ impl<V: Clone> Store<V> {
         }
     }
 
-    /// The live value of `key` at server time `server`. The caller may change the value in place,
-    /// so a trial saves the key here.
-    ///
-    /// An expired key reads as missing but stays in the map until it is written again or swept:
-    /// every read checks the deadline, so no answer can tell it from a key Redis removed, and
-    /// removing it here would cost a second lookup on every read of a live key.
+    /// The live value of `key` at server time `server`; an expired key is deleted (see [`GONE`]).
+    /// The caller may change the value in place, so a trial saves the key here.
     pub fn get(&mut self, key: &str, server: i64) -> Option<&mut V> {
         self.save(key);
-        self.map.get_mut(key).filter(|s| alive(s.deadline, server)).map(|s| &mut s.value)
+        let slot = self.map.get_mut(key)?;
+        if alive(slot.deadline, server) {
+            Some(&mut slot.value)
+        } else {
+            slot.deadline = GONE;
+            None
+        }
     }
 
     /// Writes `value` as HSET, INCR or ZADD do: a live key keeps its deadline, a new key has none.
@@ -108,6 +116,7 @@ impl<V: Clone> Store<V> {
         self.save(key);
         let Some(slot) = self.map.get_mut(key) else { return };
         if !alive(slot.deadline, server) {
+            slot.deadline = GONE;
             return;
         }
         if ttl <= 0 {
@@ -158,6 +167,23 @@ mod tests {
         assert_eq!(s.get("k", 110).copied(), Some(1));
         assert_eq!(s.get("k", 111), None);
         assert!(s.keys(111).is_empty());
+    }
+
+    #[test]
+    fn a_key_read_after_its_deadline_stays_gone_when_the_clock_goes_back() {
+        let mut s: Store<i64> = Store::default();
+        s.put_px("read", 1, 10, 0);
+        s.put_px("expired", 2, 10, 0);
+        s.put_px("untouched", 3, 10, 0);
+        assert_eq!(s.get("read", 11), None);
+        s.pexpire("expired", 100, 11);
+        // Back before the deadlines: Redis deleted the two keys it found expired, not the third.
+        assert_eq!(s.get("read", 5), None);
+        assert_eq!(s.get("expired", 5), None);
+        assert_eq!(s.get("untouched", 5).copied(), Some(3));
+        assert_eq!(s.keys(5), vec![("untouched".to_string(), Some(10))]);
+        s.put("read", 4, 5);
+        assert_eq!(s.keys(5), vec![("read".to_string(), None), ("untouched".to_string(), Some(10))]);
     }
 
     #[test]
