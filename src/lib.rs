@@ -5,6 +5,7 @@ pub mod backend;
 pub mod bench;
 pub mod cli;
 pub mod clock;
+mod decimal;
 pub mod emulator;
 pub mod error;
 pub mod limiter;

@@ -15,8 +15,6 @@
 //!   scripts report no wait and are not checked.
 //! - **reference mismatches**: calls where the script's reply differs from its own reference model
 //!   (should be 0; the property tests enforce it, the count keeps reports honest).
-use crate::emulator::fxhash::FxHashMap;
-
 use serde::Serialize;
 
 use crate::backend::Backend;
@@ -185,18 +183,25 @@ pub fn max_in_any_window(times: &mut [(i64, u64)], window: i64) -> (u64, i64) {
 pub struct ExactLog {
     limit: u64,
     window: i64,
-    subjects: FxHashMap<u32, SubjectLog>,
+    /// Indexed by subject: subjects are dense indices (interned in order of first appearance).
+    subjects: Vec<SubjectLog>,
 }
 
 /// One subject's admissions in time order, with running sums so any interval's total is two binary
 /// searches away.
-#[derive(Default)]
 struct SubjectLog {
     /// (now_ms, units, units admitted up to and including this entry since the log began).
     entries: std::collections::VecDeque<(i64, u64, u64)>,
-    /// The latest time seen; entries older than `newest - 2 * window` can no longer matter to any
-    /// call less than a window behind it and are dropped.
+    /// The latest time seen (`i64::MIN` before the first call); entries older than
+    /// `newest - 2 * window` can no longer matter to any call less than a window behind it and are
+    /// dropped.
     newest: i64,
+}
+
+impl Default for SubjectLog {
+    fn default() -> Self {
+        SubjectLog { entries: std::collections::VecDeque::new(), newest: i64::MIN }
+    }
 }
 
 impl SubjectLog {
@@ -219,16 +224,21 @@ impl SubjectLog {
 
 impl ExactLog {
     pub fn new(params: Params) -> ExactLog {
-        ExactLog { limit: params.limit, window: params.window_ms as i64, subjects: FxHashMap::default() }
+        ExactLog { limit: params.limit, window: params.window_ms as i64, subjects: Vec::new() }
     }
 
-    /// Decides one call, and records it when admitted.
+    /// Decides one call of `subject` (a dense index: the log keeps a slot for every index up to
+    /// the largest seen), and records it when admitted.
     pub fn decide(&mut self, subject: u32, now: i64, cost: u64) -> bool {
         let (limit, w) = (self.limit, self.window);
         if cost > limit {
             return false;
         }
-        let log = self.subjects.entry(subject).or_insert_with(|| SubjectLog { newest: now, ..SubjectLog::default() });
+        let i = subject as usize;
+        if i >= self.subjects.len() {
+            self.subjects.resize_with(i + 1, SubjectLog::default);
+        }
+        let log = &mut self.subjects[i];
         let in_order = log.entries.back().is_none_or(|e| e.0 <= now);
         let worst = if in_order {
             log.sum(now - w + 1, now)
@@ -256,7 +266,7 @@ impl ExactLog {
             }
         }
         log.newest = log.newest.max(now);
-        let horizon = log.newest - 2 * w;
+        let horizon = log.newest.saturating_sub(2 * w);
         while log.entries.front().is_some_and(|e| e.0 < horizon) {
             log.entries.pop_front();
         }

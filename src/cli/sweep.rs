@@ -13,7 +13,8 @@ use crate::metrics::Metrics;
 use crate::report::table::{thousands, Table};
 use crate::report::Format;
 use crate::sim::parallel::map_indexed;
-use crate::sim::stream::{arrival_stream, run_streaming};
+use crate::sim::feed::Feed;
+use crate::sim::stream::run_streaming;
 use crate::sim::Scenario;
 use crate::{Error, Result};
 
@@ -168,7 +169,8 @@ pub fn sweep(plan: &Plan) -> Result<SweepReport> {
         let limiter = s.limiter(variants[j % n])?;
         let mut backend = EmulatedBackend::default();
         backend.set_time_ms(s.start_ms);
-        let run = run_streaming(&limiter, &mut backend, arrival_stream(s, seed)?, None)?;
+        let feed = Feed::scenario(s, seed)?.judged(s.params, &[variants[j % n]]);
+        let run = run_streaming(&limiter, &mut backend, feed, None)?;
         if let Some(b) = &bar {
             b.inc(1);
         }

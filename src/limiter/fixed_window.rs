@@ -74,6 +74,10 @@ impl Reference for Model {
     fn boxed_clone(&self) -> Box<dyn Reference> {
         Box::new(self.clone())
     }
+
+    fn trial(&mut self, start: bool) {
+        self.keys.trial(start);
+    }
 }
 
 /// The reference of `scripts/seed/fixed_window.lua`: one INCR counter per window, named with the
@@ -117,6 +121,10 @@ impl Reference for SeedModel {
 
     fn boxed_clone(&self) -> Box<dyn Reference> {
         Box::new(self.clone())
+    }
+
+    fn trial(&mut self, start: bool) {
+        self.keys.trial(start);
     }
 }
 

@@ -82,6 +82,10 @@ impl Reference for Model {
     fn boxed_clone(&self) -> Box<dyn Reference> {
         Box::new(self.clone())
     }
+
+    fn trial(&mut self, start: bool) {
+        self.keys.trial(start);
+    }
 }
 
 #[cfg(test)]

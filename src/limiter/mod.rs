@@ -267,8 +267,10 @@ impl Decision {
     }
 }
 
-/// An exact Rust model of one script: the same decisions, replies and keys, call for call.
-pub trait Reference {
+/// An exact Rust model of one script: the same decisions, replies and keys, call for call. Models
+/// are plain data, so they can move between threads (a streaming run finishes its metrics on
+/// another thread than the one that ran the script).
+pub trait Reference: Send {
     /// Decides a call made when the server's clock (which Redis uses for key expiry) reads
     /// `server_ms` and the caller passes `now_ms` (which the script uses). They differ when the
     /// caller's clock is skewed. Inputs must pass [`Limiter::check_call`].
@@ -285,6 +287,20 @@ pub trait Reference {
 
     /// A copy of the model and its state, to ask "what if" without disturbing it.
     fn boxed_clone(&self) -> Box<dyn Reference>;
+
+    /// Starts (`true`) or ends (`false`) a trial: every change to the model's keys in between is
+    /// undone when it ends. See [`Reference::probe`].
+    fn trial(&mut self, start: bool);
+
+    /// What [`Reference::decide`] would answer for this call, leaving the model as it was: the
+    /// answer a [`Reference::boxed_clone`] would give, without copying every key (only the few the
+    /// call touches are saved and put back).
+    fn probe(&mut self, key: &str, now_ms: i64, cost: u64) -> Decision {
+        self.trial(true);
+        let d = self.decide(key, now_ms, cost);
+        self.trial(false);
+        d
+    }
 }
 
 impl Clone for Box<dyn Reference> {
@@ -423,7 +439,6 @@ impl Limiter {
         keys: &mut Vec<String>,
         args: &mut Vec<String>,
     ) {
-        use std::fmt::Write as _;
         keys.resize_with(1, String::new);
         keys[0].clear();
         keys[0].push_str(key);
@@ -434,9 +449,9 @@ impl Limiter {
         }
         args[0].push_str(&self.limit_arg);
         args[1].push_str(&self.window_arg);
-        let _ = write!(args[2], "{now_ms}");
+        crate::decimal::push_i64(&mut args[2], now_ms);
         if self.variant.takes_cost() {
-            let _ = write!(args[3], "{cost}");
+            crate::decimal::push_u64(&mut args[3], cost);
             if let Some(b) = &self.burst_arg {
                 args[4].push_str(b);
             }

@@ -122,6 +122,10 @@ impl Reference for Model {
     fn boxed_clone(&self) -> Box<dyn Reference> {
         Box::new(self.clone())
     }
+
+    fn trial(&mut self, start: bool) {
+        self.keys.trial(start);
+    }
 }
 
 /// The seed's sorted set, member by member: its member names can collide when the clock goes
@@ -188,6 +192,10 @@ impl Reference for SeedModel {
 
     fn boxed_clone(&self) -> Box<dyn Reference> {
         Box::new(self.clone())
+    }
+
+    fn trial(&mut self, start: bool) {
+        self.keys.trial(start);
     }
 }
 

@@ -94,6 +94,10 @@ impl Reference for Model {
     fn boxed_clone(&self) -> Box<dyn Reference> {
         Box::new(self.clone())
     }
+
+    fn trial(&mut self, start: bool) {
+        self.keys.trial(start);
+    }
 }
 
 /// The reference of `scripts/seed/sliding_window.lua`: INCR counters per window, and the estimate
@@ -150,6 +154,10 @@ impl Reference for SeedModel {
 
     fn boxed_clone(&self) -> Box<dyn Reference> {
         Box::new(self.clone())
+    }
+
+    fn trial(&mut self, start: bool) {
+        self.keys.trial(start);
     }
 }
 

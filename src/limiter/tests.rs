@@ -232,6 +232,33 @@ fn token_bucket_and_gcra_admit_the_same_requests() {
 }
 
 #[test]
+fn a_probe_answers_as_a_copy_would_and_leaves_the_model_unchanged() {
+    // Two models in lockstep, one of them probed before every call at a random later time (often
+    // past its keys' deadlines, so the probe also drops and recreates keys): the probe answers as
+    // a copy of the model would, and the probed model keeps deciding exactly as the other.
+    for v in Variant::ALL {
+        for seed in 0..30 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let limiter = Limiter::new(v, random_params(&mut rng, v)).unwrap();
+            let window = limiter.params().window_ms as i64;
+            let (mut probed, mut plain) = (limiter.reference(), limiter.reference());
+            let mut now = 1_000_000;
+            for i in 0..300 {
+                now += step(&mut rng, window);
+                let key = ["rate:{a}", "rate:{b}"][rng.random_range(0..2)];
+                let cost = random_cost(&mut rng, limiter.params().capacity());
+                let later = now + rng.random_range(0..=3 * window);
+                let probe_key = ["rate:{a}", "rate:{b}"][rng.random_range(0..2)];
+                let want = probed.boxed_clone().decide(probe_key, later, cost);
+                assert_eq!(probed.probe(probe_key, later, cost), want, "{v} seed {seed} call {i}");
+                assert_eq!(probed.keys(i64::MIN), plain.keys(i64::MIN), "{v} seed {seed} call {i}");
+                assert_eq!(probed.decide(key, now, cost), plain.decide(key, now, cost), "{v} seed {seed} call {i}");
+            }
+        }
+    }
+}
+
+#[test]
 fn clock_skew_never_refunds_and_never_goes_negative() {
     // Calls from a clock that lags behind never see more room than a call at the newest time.
     for v in Variant::ALL.into_iter().filter(|v| v.flavor() == Flavor::Ours) {

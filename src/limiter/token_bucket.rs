@@ -76,6 +76,10 @@ impl Reference for Model {
     fn boxed_clone(&self) -> Box<dyn Reference> {
         Box::new(self.clone())
     }
+
+    fn trial(&mut self, start: bool) {
+        self.keys.trial(start);
+    }
 }
 
 /// The reference of `scripts/seed/token_bucket.lua`: tokens as a Lua double, refilled with
@@ -116,6 +120,10 @@ impl Reference for SeedModel {
 
     fn boxed_clone(&self) -> Box<dyn Reference> {
         Box::new(self.clone())
+    }
+
+    fn trial(&mut self, start: bool) {
+        self.keys.trial(start);
     }
 }
 

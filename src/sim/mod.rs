@@ -10,6 +10,9 @@
 //! Defaults, in one place: the backend is a fresh [`EmulatedBackend`] on the scenario's start time;
 //! subject keys are [`subject_key`](crate::limiter::subject_key) (`rate:{user42}`) behind the backend's key prefix; a progress bar
 //! appears only on runs of at least [`PROGRESS_MIN`] calls and only when stderr is a terminal.
+pub mod acc;
+pub mod fanout;
+pub mod feed;
 pub mod parallel;
 pub mod scenario;
 pub mod standard;
@@ -22,10 +25,10 @@ use std::io::IsTerminal;
 use crate::backend::emulated::EmulatedBackend;
 use crate::backend::{Backend, Script};
 use crate::clock::{Micros, Stopwatch};
-use crate::emulator::fxhash::FxHashMap;
 use crate::limiter::{Decision, Limiter, Params, Variant};
 use crate::traffic::Arrival;
 use crate::{Error, Result};
+use feed::{Chunk, Feed, Step};
 
 /// Runs shorter than this never show a progress bar: they finish before one would be useful.
 pub const PROGRESS_MIN: usize = 200_000;
@@ -83,91 +86,60 @@ pub enum Progress {
     Off,
 }
 
-/// Interns strings into dense indices so records stay small and copyable.
-#[derive(Default)]
-pub(crate) struct Interner {
-    index: FxHashMap<String, u32>,
-    /// The strings, in order of first appearance.
-    pub(crate) names: Vec<String>,
-}
-
-impl Interner {
-    pub(crate) fn get(&mut self, s: &str) -> u32 {
-        if let Some(&i) = self.index.get(s) {
-            return i;
-        }
-        let i = self.names.len() as u32;
-        self.index.insert(s.to_string(), i);
-        self.names.push(s.to_string());
-        i
-    }
-}
-
-/// What [`drive`] leaves besides the records it hands out.
-pub(crate) struct Driven {
-    /// The subjects and the phase labels, in order of first appearance.
-    pub(crate) keys: Vec<String>,
-    pub(crate) phases: Vec<String>,
-    /// Wall-clock seconds of the loop.
-    pub(crate) elapsed_secs: f64,
-}
-
-/// The loop under [`run`] and [`stream::run_streaming`]: each arrival, in the order given, through
-/// `limiter`'s script on `backend`, each decision handed to `each` with its arrival. Keeps no
-/// record itself.
+/// The loop under [`run`] and [`stream::run_streaming`]: each request of `chunks`, in order,
+/// through `limiter`'s script on `backend`, each decision handed to `each` with its step and its
+/// subject's name. Keeps no record itself; returns the wall-clock seconds of the loop.
 ///
 /// A script error reply (or a reply of the wrong shape) stops the run: it means the script or the
 /// backend is broken, which no metric should paper over. The error names the script, the call, the
 /// subject and the time.
-pub(crate) fn drive<A: std::borrow::Borrow<Arrival>>(
+pub(crate) fn drive<C: std::borrow::Borrow<Chunk>>(
     limiter: &Limiter,
     backend: &mut dyn Backend,
-    arrivals: impl Iterator<Item = A>,
+    chunks: impl Iterator<Item = C>,
     bar: Option<&indicatif::ProgressBar>,
-    mut each: impl FnMut(&Record, &Arrival) -> Result<()>,
-) -> Result<Driven> {
+    mut each: impl FnMut(&Record, &Step, &str) -> Result<()>,
+) -> Result<f64> {
     let variant = limiter.variant();
     let script = Script::new(limiter.script());
-    let mut keys = Interner::default();
-    let mut phases = Interner::default();
     let prefix = backend.key_prefix().to_string();
     let mut redis_key = String::new();
     let (mut kbuf, mut abuf) = (Vec::with_capacity(1), Vec::with_capacity(5));
     let watch = Stopwatch::start();
-    for (i, a) in arrivals.enumerate() {
-        let a = a.borrow();
-        let now_ms = a.at.as_millis().0;
-        limiter.check_call(now_ms, a.cost)?;
-        let key = keys.get(&a.key);
-        let phase = phases.get(&a.phase);
-        // `{prefix}rate:{subject}`, as `limiter::subject_key` spells it, without allocating.
-        redis_key.clear();
-        redis_key.push_str(&prefix);
-        redis_key.push_str("rate:{");
-        redis_key.push_str(&a.key);
-        redis_key.push('}');
-        backend.set_time_ms(now_ms);
-        limiter.write_keys_and_args(&redis_key, now_ms, a.cost, &mut kbuf, &mut abuf);
-        let k: [&[u8]; 1] = [kbuf[0].as_bytes()];
-        let mut argv: [&[u8]; 5] = [b""; 5];
-        for (slot, s) in argv.iter_mut().zip(abuf.iter()) {
-            *slot = s.as_bytes();
-        }
-        let reply = backend.eval(&script, &k, &argv[..abuf.len()])?;
-        let decision = limiter.parse_reply(&reply).map_err(|e| Error::Invalid {
-            context: format!("{variant}: call #{} (subject `{}`, now_ms {now_ms})", i + 1, a.key),
-            field: "reply".into(),
-            reason: e.to_string(),
-        })?;
-        let cost = if variant.takes_cost() { a.cost } else { 1 };
-        each(&Record { at: a.at, now_ms, key, phase, cost, decision }, a)?;
-        if let Some(b) = bar {
-            if i % 4096 == 0 {
-                b.set_position(i as u64);
+    let mut i = 0usize;
+    for chunk in chunks {
+        for (step, subject) in chunk.borrow().iter() {
+            let now_ms = step.at.as_millis().0;
+            limiter.check_call(now_ms, step.cost)?;
+            // `{prefix}rate:{subject}`, as `limiter::subject_key` spells it, without allocating.
+            redis_key.clear();
+            redis_key.push_str(&prefix);
+            redis_key.push_str("rate:{");
+            redis_key.push_str(subject);
+            redis_key.push('}');
+            backend.set_time_ms(now_ms);
+            limiter.write_keys_and_args(&redis_key, now_ms, step.cost, &mut kbuf, &mut abuf);
+            let k: [&[u8]; 1] = [kbuf[0].as_bytes()];
+            let mut argv: [&[u8]; 5] = [b""; 5];
+            for (slot, s) in argv.iter_mut().zip(abuf.iter()) {
+                *slot = s.as_bytes();
             }
+            let reply = backend.eval(&script, &k, &argv[..abuf.len()])?;
+            let decision = limiter.parse_reply(&reply).map_err(|e| Error::Invalid {
+                context: format!("{variant}: call #{} (subject `{subject}`, now_ms {now_ms})", i + 1),
+                field: "reply".into(),
+                reason: e.to_string(),
+            })?;
+            let cost = if variant.takes_cost() { step.cost } else { 1 };
+            let record = Record { at: step.at, now_ms, key: step.subject, phase: step.phase, cost, decision };
+            each(&record, step, subject)?;
+            i += 1;
+        }
+        if let Some(b) = bar {
+            b.set_position(i as u64);
         }
     }
-    Ok(Driven { keys: keys.names, phases: phases.names, elapsed_secs: watch.elapsed_secs() })
+    Ok(watch.elapsed_secs())
 }
 
 /// Runs `arrivals`, in the order given, through `limiter`'s script on `backend`, and keeps every
@@ -176,14 +148,16 @@ pub fn run(limiter: &Limiter, backend: &mut dyn Backend, arrivals: &[Arrival], p
     let variant = limiter.variant();
     let mut records = Vec::with_capacity(arrivals.len());
     let bar = progress_bar(arrivals.len(), progress, variant);
-    let d = drive(limiter, backend, arrivals.iter(), bar.as_ref(), |r, _| {
+    let mut feed = Feed::arrivals(arrivals);
+    let elapsed_secs = drive(limiter, backend, feed.by_ref(), bar.as_ref(), |r, _, _| {
         records.push(*r);
         Ok(())
     })?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    Ok(Trace { variant, params: limiter.params(), keys: d.keys, phases: d.phases, records, elapsed_secs: d.elapsed_secs })
+    let (keys, phases) = feed.into_names();
+    Ok(Trace { variant, params: limiter.params(), keys, phases, records, elapsed_secs })
 }
 
 /// Runs `arrivals` on a fresh emulator whose clock starts at the first arrival (or `start_ms`).

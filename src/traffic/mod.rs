@@ -229,22 +229,9 @@ pub(crate) fn unit_open0(rng: &mut ChaCha8Rng) -> f64 {
 
 /// `prefix` followed by the decimal digits of `n`, allocated once at its exact size.
 pub(crate) fn numbered(prefix: &str, n: u64) -> String {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    let mut v = n;
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    let mut s = String::with_capacity(prefix.len() + digits.len() - i);
+    let mut s = String::with_capacity(prefix.len() + crate::decimal::digits(n));
     s.push_str(prefix);
-    for &d in &digits[i..] {
-        s.push(d as char);
-    }
+    crate::decimal::push_u64(&mut s, n);
     s
 }
 

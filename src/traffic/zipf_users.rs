@@ -141,6 +141,34 @@ pub struct ZipfIter {
 }
 
 impl ZipfIter {
+    /// The next request as its time and the rank of its user, without building its key: a caller
+    /// that tells users apart by rank (the runner's feed) skips a string per request.
+    /// [`Iterator::next`] is this plus the key.
+    pub fn next_rank(&mut self) -> Option<(Micros, u64)> {
+        if self.done >= self.requests {
+            return None;
+        }
+        let offset = self.next_offset();
+        let rank = self.sampler.sample(&mut self.ranks);
+        self.done += 1;
+        Some((Micros(self.start.saturating_add(offset)), rank))
+    }
+
+    /// What every key starts with (the rank follows).
+    pub fn key_prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The cost of every request.
+    pub fn cost(&self) -> u64 {
+        self.cost
+    }
+
+    /// The phase label of every request.
+    pub fn phase(&self) -> &str {
+        &self.phase
+    }
+
     /// The offset (µs after start) of the next request.
     fn next_offset(&mut self) -> i64 {
         match self.timing {
@@ -161,13 +189,8 @@ impl Iterator for ZipfIter {
     type Item = Arrival;
 
     fn next(&mut self) -> Option<Arrival> {
-        if self.done >= self.requests {
-            return None;
-        }
-        let offset = self.next_offset();
-        let rank = self.sampler.sample(&mut self.ranks);
-        self.done += 1;
-        Some(Arrival { at: Micros(self.start.saturating_add(offset)), key: numbered(&self.prefix, rank), cost: self.cost, phase: self.phase.clone() })
+        let (at, rank) = self.next_rank()?;
+        Some(Arrival { at, key: numbered(&self.prefix, rank), cost: self.cost, phase: self.phase.clone() })
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
