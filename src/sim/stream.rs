@@ -133,9 +133,10 @@ pub fn run_variants(s: &Scenario, seed: u64, variants: &[Variant], jobs: usize, 
 /// One wave of [`run_variants`]: `wave`'s scripts over one feed, each on its own thread (or on
 /// this one, with the feed, for a single script).
 fn run_wave(s: &Scenario, mut feed: Feed, wave: &[Variant], bars: &[Option<indicatif::ProgressBar>]) -> Vec<Result<StreamRun>> {
+    let bar = |i: usize| bars.get(i).and_then(Option::as_ref);
     let folded: Vec<Result<Folded>> = match wave {
-        [v] => vec![fold_on_emulator(s, *v, feed.by_ref(), bars[0].as_ref())],
-        _ => super::fanout::fan_out(&mut feed, wave.len(), |i, chunks| fold_on_emulator(s, wave[i], chunks, bars[i].as_ref())),
+        [v] => vec![fold_on_emulator(s, *v, feed.by_ref(), bar(0))],
+        _ => super::fanout::fan_out(&mut feed, wave.len(), |i, chunks| fold_on_emulator(s, wave[i], chunks, bar(i))),
     };
     let (subjects, phases) = feed.into_names();
     let subjects = Arc::new(subjects);
