@@ -198,12 +198,12 @@ mod tests {
         // metrics it gets when run alone, on its own feed, and the batch metrics.
         let zipf = scenario(
             "name = \"z\"\nlimit = 4\nwindow_ms = 500\nburst = 6\nalgorithms = \"all\"\n\
-             [traffic]\nkind = \"zipf_users\"\nusers = 300\ns = 1.1\nrequests = 30000\nduration_ms = 20000\ncost = 2\nphase = \"p\"\n",
+             [traffic]\nkind = \"zipf_users\"\nusers = 300\ns = 1.1\nrequests = 9000\nduration_ms = 6000\ncost = 2\nphase = \"p\"\n",
         );
         let mix = scenario(
             "name = \"m\"\nlimit = 10\nwindow_ms = 1000\nalgorithms = \"all\"\n[traffic]\nkind = \"mix\"\n\
-             [[traffic.parts]]\nkind = \"zipf_users\"\nusers = 50\nrequests = 5000\nduration_ms = 10000\nphase = \"bg\"\n\
-             [[traffic.parts]]\nkind = \"poisson\"\nrate = 300.0\nduration_ms = 10000\nkey = \"attacker\"\n",
+             [[traffic.parts]]\nkind = \"zipf_users\"\nusers = 50\nrequests = 3000\nduration_ms = 6000\nphase = \"bg\"\n\
+             [[traffic.parts]]\nkind = \"poisson\"\nrate = 300.0\nduration_ms = 6000\nkey = \"attacker\"\n",
         );
         for s in [zipf, mix] {
             let arrivals = s.arrivals(9).unwrap();
