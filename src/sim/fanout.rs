@@ -83,7 +83,7 @@ mod tests {
     fn readers_that_stop_early_do_not_stop_the_others() {
         // More chunks than the channels hold: the producer must notice the reader that left.
         let text = "name = \"z\"\nlimit = 3\nwindow_ms = 100\nalgorithms = \"all\"\n\
-                    [traffic]\nkind = \"zipf_users\"\nusers = 1000\nrequests = 200000\nduration_ms = 60000\n";
+                    [traffic]\nkind = \"zipf_users\"\nusers = 1000\nrequests = 80000\nduration_ms = 60000\n";
         let s = crate::sim::Scenario::from_toml(text, std::path::Path::new("z.toml")).unwrap();
         let total = Feed::scenario(&s, 1).unwrap().len();
         assert!(total > (IN_FLIGHT + 2) * crate::sim::feed::CHUNK_LEN);

@@ -133,9 +133,10 @@ pub fn run_variants(s: &Scenario, seed: u64, variants: &[Variant], jobs: usize, 
 /// One wave of [`run_variants`]: `wave`'s scripts over one feed, each on its own thread (or on
 /// this one, with the feed, for a single script).
 fn run_wave(s: &Scenario, mut feed: Feed, wave: &[Variant], bars: &[Option<indicatif::ProgressBar>]) -> Vec<Result<StreamRun>> {
+    let bar = |i: usize| bars.get(i).and_then(Option::as_ref);
     let folded: Vec<Result<Folded>> = match wave {
-        [v] => vec![fold_on_emulator(s, *v, feed.by_ref(), bars[0].as_ref())],
-        _ => super::fanout::fan_out(&mut feed, wave.len(), |i, chunks| fold_on_emulator(s, wave[i], chunks, bars[i].as_ref())),
+        [v] => vec![fold_on_emulator(s, *v, feed.by_ref(), bar(0))],
+        _ => super::fanout::fan_out(&mut feed, wave.len(), |i, chunks| fold_on_emulator(s, wave[i], chunks, bar(i))),
     };
     let (subjects, phases) = feed.into_names();
     let subjects = Arc::new(subjects);
@@ -197,12 +198,12 @@ mod tests {
         // metrics it gets when run alone, on its own feed, and the batch metrics.
         let zipf = scenario(
             "name = \"z\"\nlimit = 4\nwindow_ms = 500\nburst = 6\nalgorithms = \"all\"\n\
-             [traffic]\nkind = \"zipf_users\"\nusers = 300\ns = 1.1\nrequests = 30000\nduration_ms = 20000\ncost = 2\nphase = \"p\"\n",
+             [traffic]\nkind = \"zipf_users\"\nusers = 300\ns = 1.1\nrequests = 9000\nduration_ms = 6000\ncost = 2\nphase = \"p\"\n",
         );
         let mix = scenario(
             "name = \"m\"\nlimit = 10\nwindow_ms = 1000\nalgorithms = \"all\"\n[traffic]\nkind = \"mix\"\n\
-             [[traffic.parts]]\nkind = \"zipf_users\"\nusers = 50\nrequests = 5000\nduration_ms = 10000\nphase = \"bg\"\n\
-             [[traffic.parts]]\nkind = \"poisson\"\nrate = 300.0\nduration_ms = 10000\nkey = \"attacker\"\n",
+             [[traffic.parts]]\nkind = \"zipf_users\"\nusers = 50\nrequests = 3000\nduration_ms = 6000\nphase = \"bg\"\n\
+             [[traffic.parts]]\nkind = \"poisson\"\nrate = 300.0\nduration_ms = 6000\nkey = \"attacker\"\n",
         );
         for s in [zipf, mix] {
             let arrivals = s.arrivals(9).unwrap();
