@@ -364,7 +364,11 @@ static void Arith (lua_State *L, StkId ra, const TValue *rb,
 */
 #define limitlab_count(L) \
   { if ((L->hookmask & LUA_MASKCOUNT) && --L->hookcount == 0) { \
-      L->savedpc = pc; resethookcount(L); luaD_callhook(L, LUA_HOOKCOUNT, -1); base = L->base; } }
+      /* as after fetching the next instruction: hooks assume an incremented pc. A conditional \
+      ** jump is counted one instruction before its target (its pc++ comes after), so the result \
+      ** is kept past the function's first instruction: no hook may see line -1 */ \
+      L->savedpc = (pc + 1 > cl->p->code) ? pc + 1 : cl->p->code + 1; \
+      resethookcount(L); luaD_callhook(L, LUA_HOOKCOUNT, -1); base = L->base; } }
 
 #define dojump(L,pc,i)	{ int limitlab_j = (i); (pc) += limitlab_j; luai_threadyield(L); \
                           if (limitlab_j < 0) limitlab_count(L); }
