@@ -32,13 +32,18 @@ static GLOBAL: Mimalloc = Mimalloc;
 /// layout's size is a multiple of its alignment, so `align <= 16 && align <= size` is enough.
 struct Mimalloc;
 
-const MI_PLAIN_ALIGN: usize = 16;
+/// Whether a block of `size` bytes aligned to `align` can come from mimalloc's plain entry points
+/// (see [`Mimalloc`]).
+#[inline]
+fn mi_plain(align: usize, size: usize) -> bool {
+    align <= 16 && align <= size
+}
 
 // SAFETY: every block comes from mimalloc and goes back to it; alignment as argued above.
 unsafe impl std::alloc::GlobalAlloc for Mimalloc {
     #[inline]
     unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
-        if layout.align() <= MI_PLAIN_ALIGN && layout.align() <= layout.size() {
+        if mi_plain(layout.align(), layout.size()) {
             libmimalloc_sys::mi_malloc(layout.size()).cast()
         } else {
             libmimalloc_sys::mi_malloc_aligned(layout.size(), layout.align()).cast()
@@ -46,7 +51,7 @@ unsafe impl std::alloc::GlobalAlloc for Mimalloc {
     }
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
-        if layout.align() <= MI_PLAIN_ALIGN && layout.align() <= layout.size() {
+        if mi_plain(layout.align(), layout.size()) {
             libmimalloc_sys::mi_zalloc(layout.size()).cast()
         } else {
             libmimalloc_sys::mi_zalloc_aligned(layout.size(), layout.align()).cast()
@@ -58,7 +63,7 @@ unsafe impl std::alloc::GlobalAlloc for Mimalloc {
     }
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
-        if layout.align() <= MI_PLAIN_ALIGN && layout.align() <= new_size {
+        if mi_plain(layout.align(), new_size) {
             libmimalloc_sys::mi_realloc(ptr.cast(), new_size).cast()
         } else {
             libmimalloc_sys::mi_realloc_aligned(ptr.cast(), new_size, layout.align()).cast()

@@ -333,10 +333,7 @@ impl Scripting {
 
     /// EVALSHA: runs a cached script, or NOSCRIPT.
     pub fn evalsha(&mut self, sha: &[u8], keys: &[&[u8]], argv: &[&[u8]], read_only: bool) -> Reply {
-        if sha.len() != 40 {
-            return Reply::err(NOSCRIPT);
-        }
-        if !sha.is_ascii() {
+        if sha.len() != 40 || !sha.is_ascii() {
             return Reply::err(NOSCRIPT);
         }
         let mut buf = [0u8; 40];
