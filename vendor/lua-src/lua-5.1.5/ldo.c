@@ -329,6 +329,47 @@ int luaD_precall (lua_State *L, StkId func, int nresults) {
 }
 
 
+/*
+** limitlab: OP_CALL of a C function, the usual case when no call or return hook is set and the
+** stack and the CallInfo array have room: luaD_precall's C branch and luaD_poscall in one place,
+** without their checks for what cannot happen here. Anything else goes through luaD_precall.
+** Returns PCRC, or PCRYIELD when the function yielded.
+*/
+int limitlab_callC (lua_State *L, StkId func, int nresults) {
+  CallInfo *ci;
+  StkId res, first;
+  int n, i;
+  if ((char *)L->stack_last - (char *)L->top <= LUA_MINSTACK*(int)sizeof(TValue) ||
+      L->ci == L->end_ci || (L->hookmask & (LUA_MASKCALL | LUA_MASKRET)))
+    return luaD_precall(L, func, nresults);
+  L->ci->savedpc = L->savedpc;
+  ci = ++L->ci;
+  ci->func = func;
+  L->base = ci->base = func + 1;
+  ci->top = L->top + LUA_MINSTACK;
+  ci->nresults = nresults;
+  n = (*clvalue(func)->c.f)(L);
+  if (n < 0)  /* yielding? */
+    return PCRYIELD;
+  first = L->top - n;
+  if (L->hookmask & LUA_MASKRET) {  /* a hook set by the function itself */
+    luaD_poscall(L, first);
+    return PCRC;
+  }
+  /* luaD_poscall, with the hook checked above */
+  ci = L->ci--;
+  res = ci->func;  /* the stack may have moved: ci->func was corrected with it */
+  L->base = (ci - 1)->base;
+  L->savedpc = (ci - 1)->savedpc;
+  for (i = nresults; i != 0 && first < L->top; i--)
+    setobjs2s(L, res++, first++);
+  while (i-- > 0)
+    setnilvalue(res++);
+  L->top = res;
+  return PCRC;
+}
+
+
 static StkId callrethooks (lua_State *L, StkId firstResult) {
   ptrdiff_t fr = savestack(L, firstResult);  /* next call may change stack */
   luaD_callhook(L, LUA_HOOKRET, -1);

@@ -77,6 +77,18 @@ TString *luaS_newlstr (lua_State *L, const char *str, size_t l) {
   unsigned int h = cast(unsigned int, l);  /* seed */
   size_t step = (l>>5)+1;  /* if string is too long, don't hash all its chars */
   size_t l1;
+  if (step == 1) {  /* limitlab: a short string hashes every char: the same hash, four a round */
+    const unsigned char *p = (const unsigned char *)str;
+    for (l1 = l; l1 >= 4; l1 -= 4) {
+      h = h ^ ((h<<5)+(h>>2)+p[l1-1]);
+      h = h ^ ((h<<5)+(h>>2)+p[l1-2]);
+      h = h ^ ((h<<5)+(h>>2)+p[l1-3]);
+      h = h ^ ((h<<5)+(h>>2)+p[l1-4]);
+    }
+    for (; l1 > 0; l1--)
+      h = h ^ ((h<<5)+(h>>2)+p[l1-1]);
+  }
+  else
   for (l1=l; l1>=step; l1-=step)  /* compute hash */
     h = h ^ ((h<<5)+(h>>2)+cast(unsigned char, str[l1-1]));
   for (o = G(L)->strt.hash[lmod(h, G(L)->strt.size)];

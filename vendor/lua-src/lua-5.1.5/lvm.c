@@ -751,6 +751,12 @@ void luaV_execute (lua_State *L, int nexeccalls) {
         int nresults = GETARG_C(i) - 1;
         if (b != 0) L->top = ra+b;  /* else previous instruction set top */
         L->savedpc = pc;
+        if (ttisfunction(ra) && clvalue(ra)->c.isC) {  /* limitlab: C functions called directly */
+          if (limitlab_callC(L, ra, nresults) != PCRC) return;  /* yield */
+          if (nresults >= 0) L->top = L->ci->top;
+          base = L->base;
+          vmnext;
+        }
         switch (luaD_precall(L, ra, nresults)) {
           case PCRLUA: {
             nexeccalls++;
