@@ -90,7 +90,7 @@ pub fn parse_canonical_i64(b: &[u8]) -> Option<i64> {
 mod small;
 mod zset;
 /// Keys and small hash fields are kept inline (see its file).
-pub use small::SmallBytes;
+pub use small::{short_eq, SmallBytes};
 /// Sorted sets live in their own file: a member index plus a skiplist with spans.
 pub use zset::{LexBound, LexRange, ScoreRange, ZRef, ZSet};
 
@@ -125,7 +125,7 @@ impl Hash {
     #[inline]
     fn position(&self, f: &[u8]) -> Option<usize> {
         if self.fields.len() < Self::INDEX_FROM {
-            self.fields.iter().position(|(name, _)| name.as_slice() == f)
+            self.fields.iter().position(|(name, _)| short_eq(name, f))
         } else {
             self.index.get(f).copied()
         }

@@ -95,6 +95,28 @@ impl Reply {
     }
 }
 
+/// Where a command writes its reply. Commands return a [`Reply`]; a few hot read commands write
+/// theirs through this instead (see [`crate::emulator::cmd::Direct`]), so that `redis.call` turns
+/// what they read into Lua values without building a `Reply` first. `Option<Reply>` is the sink
+/// that builds the `Reply`, so a command written this way has one body for both.
+pub trait ReplySink {
+    /// The whole reply at once (errors, and replies not worth writing piece by piece).
+    fn reply(&mut self, r: Reply);
+    /// An array of `n` bulk strings, `None` for a nil one (HMGET).
+    fn bulks(&mut self, n: usize, items: &mut dyn Iterator<Item = Option<&[u8]>>);
+}
+
+impl ReplySink for Option<Reply> {
+    fn reply(&mut self, r: Reply) {
+        *self = Some(r);
+    }
+    fn bulks(&mut self, n: usize, items: &mut dyn Iterator<Item = Option<&[u8]>>) {
+        let mut v = Vec::with_capacity(n);
+        v.extend(items.map(|x| x.map_or(Reply::Nil, |b| Reply::Bulk(b.to_vec()))));
+        *self = Some(Reply::Array(v));
+    }
+}
+
 struct ByteWriter<'a>(&'a mut Vec<u8>);
 impl std::fmt::Write for ByteWriter<'_> {
     fn write_str(&mut self, s: &str) -> std::fmt::Result {

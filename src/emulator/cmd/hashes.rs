@@ -7,7 +7,7 @@ use super::{arg_i64, CommandSpec, KeySpec, NOT_FLOAT};
 use crate::emulator::core::Core;
 use crate::emulator::keyspace::{parse_canonical_i64, Hash, Value};
 use crate::emulator::longdouble::{self, IncrFloatError};
-use crate::emulator::reply::Reply;
+use crate::emulator::reply::{Reply, ReplySink};
 use crate::tri;
 
 pub static COMMANDS: &[CommandSpec] = &[
@@ -114,12 +114,18 @@ fn hsetnx(core: &mut Core, a: &[&[u8]]) -> Reply {
 }
 
 fn hmget(core: &mut Core, a: &[&[u8]]) -> Reply {
-    let h = tri!(hash_of(core, a[1]));
+    let mut out = None;
+    hmget_to(core, a, &mut out);
+    out.expect("hmget_to writes a reply")
+}
+
+/// HMGET through a [`ReplySink`] (`redis.call` pushes the values straight onto the Lua stack).
+pub(super) fn hmget_to(core: &mut Core, a: &[&[u8]], out: &mut dyn ReplySink) {
     let fields = &a[2..];
-    Reply::Array(match h {
-        Some(h) => fields.iter().map(|f| h.get(f).map_or(Reply::Nil, |v| Reply::Bulk(v.to_vec()))).collect(),
-        None => fields.iter().map(|_| Reply::Nil).collect(),
-    })
+    match hash_of(core, a[1]) {
+        Err(e) => out.reply(e),
+        Ok(h) => out.bulks(fields.len(), &mut fields.iter().map(|f| h.as_ref().and_then(|h| h.get(f)))),
+    }
 }
 
 /// HINCRBY: the increment is parsed before the key's type is checked; a stored value must be a

@@ -4,7 +4,7 @@ use std::sync::OnceLock;
 
 use super::core::Core;
 use super::fxhash::FxHashMap;
-use super::reply::Reply;
+use super::reply::{Reply, ReplySink};
 
 pub mod hashes;
 pub mod keys;
@@ -17,6 +17,19 @@ pub mod zsets;
 
 /// Runs a command: `args[0]` is the command name as sent.
 pub type Handler = fn(&mut Core, &[&[u8]]) -> Reply;
+
+/// Runs a command writing its reply through a [`ReplySink`]: the hot read commands scripts call,
+/// so that `redis.call` needs no intermediate [`Reply`]. Such a command's [`Handler`] runs the same
+/// body into a sink that builds the `Reply`.
+pub type Direct = fn(&mut Core, &[&[u8]], &mut dyn ReplySink);
+
+/// The [`Direct`] form of a command, for those that have one.
+pub fn direct(spec: &CommandSpec) -> Option<Direct> {
+    match spec.name {
+        "hmget" => Some(hashes::hmget_to),
+        _ => None,
+    }
+}
 
 /// Command flags, as in Redis's command table.
 pub mod flags {
@@ -124,12 +137,19 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
     table().get(&buf[..name.len()])
 }
 
+/// A command found by [`LookupCache::find`].
+#[derive(Clone, Copy)]
+pub struct Found {
+    pub spec: &'static CommandSpec,
+    pub direct: Option<Direct>,
+}
+
 /// A few recently found commands, by their name exactly as spelled: scripts call the same handful
 /// of commands with the same spelling over and over, and comparing a few bytes is cheaper than
 /// folding the case and hashing. Keyed by the exact bytes, so it answers what [`lookup`] answers.
 #[derive(Default)]
 pub struct LookupCache {
-    entries: [Option<(u8, [u8; LookupCache::MAX], &'static CommandSpec)>; LookupCache::SLOTS],
+    entries: [Option<(u8, [u8; LookupCache::MAX], Found)>; LookupCache::SLOTS],
     /// The entry the next miss replaces (round robin).
     next: usize,
 }
@@ -138,21 +158,22 @@ impl LookupCache {
     const SLOTS: usize = 8;
     const MAX: usize = 24;
 
-    /// [`lookup`], through the cache.
-    pub fn find(&mut self, name: &[u8]) -> Option<&'static CommandSpec> {
-        for (len, bytes, spec) in self.entries.iter().flatten() {
-            if *len as usize == name.len() && &bytes[..name.len()] == name {
-                return Some(spec);
+    /// [`lookup`] and [`direct`], through the cache.
+    pub fn find(&mut self, name: &[u8]) -> Option<Found> {
+        for (len, bytes, found) in self.entries.iter().flatten() {
+            if *len as usize == name.len() && crate::emulator::keyspace::short_eq(&bytes[..name.len()], name) {
+                return Some(*found);
             }
         }
         let spec = lookup(name)?;
+        let found = Found { spec, direct: direct(spec) };
         if name.len() <= Self::MAX {
             let mut bytes = [0u8; Self::MAX];
             bytes[..name.len()].copy_from_slice(name);
-            self.entries[self.next] = Some((name.len() as u8, bytes, spec));
+            self.entries[self.next] = Some((name.len() as u8, bytes, found));
             self.next = (self.next + 1) % Self::SLOTS;
         }
-        Some(spec)
+        Some(found)
     }
 }
 

@@ -46,6 +46,30 @@ impl SmallBytes {
     }
 }
 
+/// `a == b`, for the short names this crate compares most (hash fields such as `w`, command names),
+/// without a call to `memcmp`: lengths first, then at most two overlapping word loads per side.
+#[inline]
+pub fn short_eq(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    // Two loads of `W` bytes each, at the start and at the end (overlapping when n < 2W), cover n.
+    #[inline(always)]
+    fn ends<const W: usize>(a: &[u8], b: &[u8]) -> bool {
+        let n = a.len();
+        a[..W] == b[..W] && a[n - W..] == b[n - W..]
+    }
+    match n {
+        0 => true,
+        1 => a[0] == b[0],
+        2..=3 => ends::<2>(a, b),
+        4..=7 => ends::<4>(a, b),
+        8..=16 => ends::<8>(a, b),
+        _ => a == b,
+    }
+}
+
 impl Default for SmallBytes {
     fn default() -> Self {
         SmallBytes::Inline { len: 0, buf: [0; INLINE] }
@@ -122,5 +146,19 @@ mod tests {
         }
         b.set(b"x");
         assert_eq!(&*b, b"x");
+    }
+
+    #[test]
+    fn short_eq_is_slice_equality() {
+        for n in 0..40usize {
+            let a: Vec<u8> = (0..n).map(|i| b'a' + (i % 26) as u8).collect();
+            assert!(short_eq(&a, &a.clone()));
+            assert!(!short_eq(&a, &a[..n.saturating_sub(1)]) || n == 0);
+            for at in 0..n {
+                let mut b = a.clone();
+                b[at] ^= 0x20;
+                assert!(!short_eq(&a, &b), "length {n}, differing at {at}");
+            }
+        }
     }
 }

@@ -12,7 +12,7 @@ use super::libs::cvt_i64;
 use super::libs::raw::push_bytes;
 use super::{call_checked, one_line, RunState};
 use crate::emulator::core::Core;
-use crate::emulator::reply::{fmt_g, Reply};
+use crate::emulator::reply::{fmt_g, Reply, ReplySink};
 
 /// What the C functions need; owned by the VM and handed to them as a light userdata upvalue.
 pub(crate) struct CallCtx {
@@ -49,12 +49,46 @@ fn push_number(buf: &mut Vec<u8>, n: f64) {
     }
 }
 
-/// Runs the command given by the Lua arguments 1..=n; never raises.
-unsafe fn run_from_stack(l: *mut ffi::lua_State, ctx: &CallCtx) -> Reply {
+/// Where `redis.call` writes a command's reply: onto the Lua stack, as `redisProtocolToLuaType`.
+struct LuaSink {
+    l: *mut ffi::lua_State,
+    resp: u8,
+    /// The reply was an error (`redis.call` raises it).
+    failed: bool,
+}
+
+impl ReplySink for LuaSink {
+    fn reply(&mut self, r: Reply) {
+        self.failed = r.is_error();
+        // SAFETY: the C function's frame, with the arguments below.
+        unsafe { push_reply(self.l, &r, self.resp) }
+    }
+    /// Pushed while the command still borrows the keyspace (the values are its own bytes). Nothing
+    /// here raises a Lua error (which would leave the borrow taken): a flat array takes two of the
+    /// LUA_MINSTACK slots a C function is given, so no stack check; only running out of memory could.
+    fn bulks(&mut self, n: usize, items: &mut dyn Iterator<Item = Option<&[u8]>>) {
+        let l = self.l;
+        // SAFETY: as in push_array, of which this is the flat case (same table, same elements).
+        unsafe {
+            ffi::lua_createtable(l, if self.resp == 3 { 0 } else { n as c_int }, 0);
+            for (i, x) in items.enumerate() {
+                match x {
+                    Some(b) => push_bytes(l, b),
+                    None if self.resp == 3 => ffi::lua_pushnil(l),
+                    None => ffi::lua_pushboolean(l, 0),
+                }
+                ffi::lua_rawseti_(l, -2, (i + 1) as c_int);
+            }
+        }
+    }
+}
+
+/// Runs the command given by the Lua arguments 1..=n, its reply pushed through `out`; never raises.
+unsafe fn run_from_stack(l: *mut ffi::lua_State, ctx: &CallCtx, out: &mut LuaSink) {
     use super::ext::{lua_peekargs, PeekArg};
     let n = ffi::lua_gettop(l) as usize;
     if n == 0 {
-        return Reply::err("ERR Please specify at least one argument for this redis lib call");
+        return out.reply(Reply::err("ERR Please specify at least one argument for this redis lib call"));
     }
     // The arguments, described in one pass by C (no conversion, nothing pushed): on the stack for
     // the usual few, on the heap beyond that.
@@ -82,7 +116,7 @@ unsafe fn run_from_stack(l: *mut ffi::lua_State, ctx: &CallCtx) -> Reply {
                 push_number(&mut numbuf, a.num);
                 a.len = numbuf.len() - before;
             }
-            _ => return Reply::err("ERR Lua redis lib command arguments must be strings or integers"),
+            _ => return out.reply(Reply::err("ERR Lua redis lib command arguments must be strings or integers")),
         }
     }
     let mut at = 0;
@@ -101,10 +135,10 @@ unsafe fn run_from_stack(l: *mut ffi::lua_State, ctx: &CallCtx) -> Reply {
         for (d, a) in argv.iter_mut().zip(args.iter()) {
             *d = slice_of(a);
         }
-        call_checked(&ctx.core, &ctx.state, &argv[..n])
+        call_checked(&ctx.core, &ctx.state, &argv[..n], out)
     } else {
         let argv: Vec<&[u8]> = args.iter().map(slice_of).collect();
-        call_checked(&ctx.core, &ctx.state, &argv)
+        call_checked(&ctx.core, &ctx.state, &argv, out)
     }
 }
 
@@ -190,9 +224,9 @@ unsafe fn push_array(l: *mut ffi::lua_State, v: &[Reply], resp: u8) {
 unsafe fn generic_call(l: *mut ffi::lua_State, raise: bool) -> c_int {
     let failed = {
         let ctx = &*(ffi::lua_touserdata(l, ffi::lua_upvalueindex(1)) as *const CallCtx);
-        let reply = run_from_stack(l, ctx);
-        push_reply(l, &reply, ctx.state.resp.get());
-        reply.is_error()
+        let mut out = LuaSink { l, resp: ctx.state.resp.get(), failed: false };
+        run_from_stack(l, ctx, &mut out);
+        out.failed
     };
     if raise && failed {
         ffi::lua_error(l);

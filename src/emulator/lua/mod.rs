@@ -15,7 +15,7 @@ use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, V
 use super::cluster;
 use super::cmd::{self, eq_ic, flags, CommandSpec};
 use super::core::Core;
-use super::reply::Reply;
+use super::reply::{Reply, ReplySink};
 
 /// Default budget of one script call, in loop iterations and Lua function calls (our Lua counts its
 /// count hook on backward jumps and function entries, not per instruction: vendor/lua-src): about a
@@ -636,28 +636,29 @@ fn c_wrap(lua: &Lua, f: Function) -> mlua::Result<Function> {
 
 /// `redis.call`/`redis.pcall` after argument conversion: applies the scripting rules (unknown command,
 /// arity, commands scripts may not call, writes in read-only scripts, cluster slots), then runs it.
-pub(crate) fn call_checked(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8]]) -> Reply {
-    let Some(spec) = st.commands.borrow_mut().find(argv[0]) else {
-        return Reply::err("ERR Unknown Redis command called from script");
+pub(crate) fn call_checked(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8]], out: &mut dyn ReplySink) {
+    let Some(found) = st.commands.borrow_mut().find(argv[0]) else {
+        return out.reply(Reply::err("ERR Unknown Redis command called from script"));
     };
+    let spec = found.spec;
     if !spec.arity_ok(argv.len()) {
-        return Reply::err("ERR Wrong number of args calling Redis command from script");
+        return out.reply(Reply::err("ERR Wrong number of args calling Redis command from script"));
     }
     if spec.has(flags::NOSCRIPT) || spec.has(flags::SCRIPTING) {
-        return Reply::err("ERR This Redis command is not allowed from script");
+        return out.reply(Reply::err("ERR This Redis command is not allowed from script"));
     }
     if st.read_only.get() && spec.has(flags::WRITE) {
-        return Reply::err("ERR Write commands are not allowed from read-only scripts.");
+        return out.reply(Reply::err("ERR Write commands are not allowed from read-only scripts."));
     }
     let mut core = core.borrow_mut();
     if core.cluster {
         let keys = spec.keys.keys(&argv);
         match cluster::common_slot(keys.iter().copied()) {
-            Err(()) => return Reply::err("ERR Script attempted to access a non local key in a cluster node"),
+            Err(()) => return out.reply(Reply::err("ERR Script attempted to access a non local key in a cluster node")),
             Ok(Some(slot)) => match st.slot.get() {
                 None => st.slot.set(Some(slot)),
                 Some(s) if s != slot => {
-                    return Reply::err("ERR Script attempted to access keys that do not hash to the same slot")
+                    return out.reply(Reply::err("ERR Script attempted to access keys that do not hash to the same slot"))
                 }
                 _ => {}
             },
@@ -665,9 +666,15 @@ pub(crate) fn call_checked(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8
         }
     }
     core.resp3 = st.resp.get() == 3;
+    if let Some(direct) = found.direct {
+        direct(&mut core, argv, out);
+        core.resp3 = false;
+        return;
+    }
     let reply = core.run(spec, argv);
     core.resp3 = false;
-    reply
+    drop(core); // released before the reply becomes Lua values (Lua may collect garbage meanwhile)
+    out.reply(reply)
 }
 
 static SCRIPT_HELP: &[&str] = &[

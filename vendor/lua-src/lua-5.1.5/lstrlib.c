@@ -518,8 +518,8 @@ static int limitlab_classrun (lua_State *L, int find, const char *s, size_t l1,
   if (!(l2 == 5 && p[0] == '^' && p[1] == L_ESC && p[2] != '\0' && (p[3] == '+' || p[3] == '*') &&
         p[4] == '$'))
     return -1;
-  if (uchar(p[2]) == 'd')
-    while (q < e && isdigit(uchar(*q))) q++;
+  if (uchar(p[2]) == 'd')  /* isdigit in the C locale, which scripts run in */
+    while (q < e && (unsigned char)(*q - '0') < 10) q++;
   else
     while (q < e && match_class(uchar(*q), uchar(p[2]))) q++;
   if (q == e && (p[3] == '*' || e > s + init)) {
