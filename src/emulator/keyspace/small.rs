@@ -46,28 +46,16 @@ impl SmallBytes {
     }
 }
 
-/// `a == b`, for the short names this crate compares most (hash fields such as `w`, command names),
-/// without a call to `memcmp`: lengths first, then at most two overlapping word loads per side.
-#[inline]
+/// `a == b`, for the names this crate compares most: a one-byte hash field (`w`, `n`) is compared
+/// without a call to `memcmp`.
+#[inline(always)]
 pub fn short_eq(a: &[u8], b: &[u8]) -> bool {
-    let n = a.len();
-    if n != b.len() {
-        return false;
-    }
-    // Two loads of `W` bytes each, at the start and at the end (overlapping when n < 2W), cover n.
-    #[inline(always)]
-    fn ends<const W: usize>(a: &[u8], b: &[u8]) -> bool {
-        let n = a.len();
-        a[..W] == b[..W] && a[n - W..] == b[n - W..]
-    }
-    match n {
-        0 => true,
-        1 => a[0] == b[0],
-        2..=3 => ends::<2>(a, b),
-        4..=7 => ends::<4>(a, b),
-        8..=16 => ends::<8>(a, b),
-        _ => a == b,
-    }
+    a.len() == b.len()
+        && match a.len() {
+            0 => true,
+            1 => a[0] == b[0],
+            _ => a == b,
+        }
 }
 
 impl Default for SmallBytes {

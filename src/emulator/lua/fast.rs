@@ -2,6 +2,8 @@
 //! straight off the Lua stack and push replies back without going through mlua values, and a script
 //! call builds KEYS/ARGV and converts its result the same way. Everything here follows one rule: no
 //! Rust value that owns memory is alive when a Lua error is raised (a raise unwinds by longjmp).
+//! The one place Lua is called while Rust holds something (the keyspace borrow) is
+//! [`LuaSink::bulks`], which pushes only what cannot raise but for running out of memory.
 use std::cell::RefCell;
 use std::os::raw::c_int;
 use std::rc::Rc;
@@ -83,12 +85,14 @@ impl ReplySink for LuaSink {
     }
 }
 
-/// Runs the command given by the Lua arguments 1..=n, its reply pushed through `out`; never raises.
-unsafe fn run_from_stack(l: *mut ffi::lua_State, ctx: &CallCtx, out: &mut LuaSink) {
+/// Runs the command given by the Lua arguments 1..=n; never raises. A command with a direct form
+/// pushes its reply through `out` (None); any other reply is returned, to be pushed once nothing
+/// here holds memory or a borrow.
+unsafe fn run_from_stack(l: *mut ffi::lua_State, ctx: &CallCtx, out: &mut LuaSink) -> Option<Reply> {
     use super::ext::{lua_peekargs, PeekArg};
     let n = ffi::lua_gettop(l) as usize;
     if n == 0 {
-        return out.reply(Reply::err("ERR Please specify at least one argument for this redis lib call"));
+        return Some(Reply::err("ERR Please specify at least one argument for this redis lib call"));
     }
     // The arguments, described in one pass by C (no conversion, nothing pushed): on the stack for
     // the usual few, on the heap beyond that.
@@ -116,7 +120,7 @@ unsafe fn run_from_stack(l: *mut ffi::lua_State, ctx: &CallCtx, out: &mut LuaSin
                 push_number(&mut numbuf, a.num);
                 a.len = numbuf.len() - before;
             }
-            _ => return out.reply(Reply::err("ERR Lua redis lib command arguments must be strings or integers")),
+            _ => return Some(Reply::err("ERR Lua redis lib command arguments must be strings or integers")),
         }
     }
     let mut at = 0;
@@ -225,7 +229,9 @@ unsafe fn generic_call(l: *mut ffi::lua_State, raise: bool) -> c_int {
     let failed = {
         let ctx = &*(ffi::lua_touserdata(l, ffi::lua_upvalueindex(1)) as *const CallCtx);
         let mut out = LuaSink { l, resp: ctx.state.resp.get(), failed: false };
-        run_from_stack(l, ctx, &mut out);
+        if let Some(reply) = run_from_stack(l, ctx, &mut out) {
+            out.reply(reply);
+        }
         out.failed
     };
     if raise && failed {

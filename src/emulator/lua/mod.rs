@@ -636,29 +636,31 @@ fn c_wrap(lua: &Lua, f: Function) -> mlua::Result<Function> {
 
 /// `redis.call`/`redis.pcall` after argument conversion: applies the scripting rules (unknown command,
 /// arity, commands scripts may not call, writes in read-only scripts, cluster slots), then runs it.
-pub(crate) fn call_checked(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8]], out: &mut dyn ReplySink) {
+/// A command with a direct form ([`cmd::Direct`]) writes its reply into `out` and None is returned;
+/// any other reply is returned.
+pub(crate) fn call_checked(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8]], out: &mut dyn ReplySink) -> Option<Reply> {
     let Some(found) = st.commands.borrow_mut().find(argv[0]) else {
-        return out.reply(Reply::err("ERR Unknown Redis command called from script"));
+        return Some(Reply::err("ERR Unknown Redis command called from script"));
     };
     let spec = found.spec;
     if !spec.arity_ok(argv.len()) {
-        return out.reply(Reply::err("ERR Wrong number of args calling Redis command from script"));
+        return Some(Reply::err("ERR Wrong number of args calling Redis command from script"));
     }
     if spec.has(flags::NOSCRIPT) || spec.has(flags::SCRIPTING) {
-        return out.reply(Reply::err("ERR This Redis command is not allowed from script"));
+        return Some(Reply::err("ERR This Redis command is not allowed from script"));
     }
     if st.read_only.get() && spec.has(flags::WRITE) {
-        return out.reply(Reply::err("ERR Write commands are not allowed from read-only scripts."));
+        return Some(Reply::err("ERR Write commands are not allowed from read-only scripts."));
     }
     let mut core = core.borrow_mut();
     if core.cluster {
         let keys = spec.keys.keys(&argv);
         match cluster::common_slot(keys.iter().copied()) {
-            Err(()) => return out.reply(Reply::err("ERR Script attempted to access a non local key in a cluster node")),
+            Err(()) => return Some(Reply::err("ERR Script attempted to access a non local key in a cluster node")),
             Ok(Some(slot)) => match st.slot.get() {
                 None => st.slot.set(Some(slot)),
                 Some(s) if s != slot => {
-                    return out.reply(Reply::err("ERR Script attempted to access keys that do not hash to the same slot"))
+                    return Some(Reply::err("ERR Script attempted to access keys that do not hash to the same slot"))
                 }
                 _ => {}
             },
@@ -666,15 +668,15 @@ pub(crate) fn call_checked(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8
         }
     }
     core.resp3 = st.resp.get() == 3;
-    if let Some(direct) = found.direct {
-        direct(&mut core, argv, out);
-        core.resp3 = false;
-        return;
-    }
-    let reply = core.run(spec, argv);
+    let reply = match found.direct {
+        Some(direct) => {
+            direct(&mut core, argv, out);
+            None
+        }
+        None => Some(core.run(spec, argv)),
+    };
     core.resp3 = false;
-    drop(core); // released before the reply becomes Lua values (Lua may collect garbage meanwhile)
-    out.reply(reply)
+    reply
 }
 
 static SCRIPT_HELP: &[&str] = &[
