@@ -291,3 +291,37 @@ macro_rules! tri {
         }
     };
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::VirtualClock;
+
+    /// Every command with a direct form is in the table, is found through the cache with it, and
+    /// writes through a sink exactly the reply its handler returns (hits, misses, a wrong type).
+    #[test]
+    fn direct_forms_write_what_their_handlers_return() {
+        let names = all().filter(|spec| direct(spec).is_some()).map(|spec| spec.name).collect::<Vec<_>>();
+        assert!(names.contains(&"hmget"), "{names:?}");
+        let mut core = Core::new(VirtualClock::default());
+        let setup: [&[&[u8]]; 2] = [&[b"HSET", b"h", b"w", b"17", b"n", b""], &[b"SET", b"s", b"v"]];
+        for args in setup {
+            let spec = lookup(args[0]).unwrap();
+            assert!(!core.run(spec, args).is_error());
+        }
+        let mut cache = LookupCache::default();
+        for name in names {
+            let found = cache.find(name.to_uppercase().as_bytes()).expect("in the table");
+            let run_direct = found.direct.expect("found with its direct form");
+            for args in [
+                vec![name.as_bytes(), b"h", b"w", b"x", b"n", b"w"],
+                vec![name.as_bytes(), b"nokey", b"a"],
+                vec![name.as_bytes(), b"s", b"a"],
+            ] {
+                let mut out = None;
+                run_direct(&mut core, &args, &mut out);
+                assert_eq!(out, Some(core.run(found.spec, &args)), "{args:?}");
+            }
+        }
+    }
+}
