@@ -70,14 +70,14 @@ impl ReplySink for LuaSink {
     /// LUA_MINSTACK slots a C function is given, so no stack check; only running out of memory could.
     fn bulks(&mut self, n: usize, items: &mut dyn Iterator<Item = Option<&[u8]>>) {
         let l = self.l;
-        // SAFETY: as in push_array, of which this is the flat case (same table, same elements).
+        // SAFETY: push_array's flat case: the same table, the same elements (a nil as push_reply
+        // pushes Reply::Nil, which allocates nothing).
         unsafe {
-            ffi::lua_createtable(l, if self.resp == 3 { 0 } else { n as c_int }, 0);
+            new_array(l, n, self.resp);
             for (i, x) in items.enumerate() {
                 match x {
                     Some(b) => push_bytes(l, b),
-                    None if self.resp == 3 => ffi::lua_pushnil(l),
-                    None => ffi::lua_pushboolean(l, 0),
+                    None => push_reply(l, &Reply::Nil, self.resp),
                 }
                 ffi::lua_rawseti_(l, -2, (i + 1) as c_int);
             }
@@ -215,10 +215,15 @@ pub(crate) unsafe fn push_reply(l: *mut ffi::lua_State, r: &Reply, resp: u8) {
     }
 }
 
+/// The table for an array reply of `n` elements. Under RESP3 an element may be nil (a hole): the
+/// table grows as Redis's does (see push_reply). Under RESP2 there are no holes and presizing gives
+/// the same table.
+unsafe fn new_array(l: *mut ffi::lua_State, n: usize, resp: u8) {
+    ffi::lua_createtable(l, if resp == 3 { 0 } else { n as c_int }, 0);
+}
+
 unsafe fn push_array(l: *mut ffi::lua_State, v: &[Reply], resp: u8) {
-    // Under RESP3 an element may be nil (a hole): grow the table as Redis does (see push_reply).
-    // Under RESP2 there are no holes and presizing gives the same table.
-    ffi::lua_createtable(l, if resp == 3 { 0 } else { v.len() as c_int }, 0);
+    new_array(l, v.len(), resp);
     for (i, x) in v.iter().enumerate() {
         push_reply(l, x, resp);
         ffi::lua_rawseti_(l, -2, (i + 1) as c_int);

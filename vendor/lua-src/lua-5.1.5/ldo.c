@@ -330,15 +330,37 @@ int luaD_precall (lua_State *L, StkId func, int nresults) {
 
 
 /*
+** limitlab: luaD_poscall after the return hook: leaves the frame and moves the results into place
+** (inline, so limitlab_callC shares it without a call).
+*/
+static inline int limitlab_leave (lua_State *L, StkId firstResult) {
+  StkId res;
+  int wanted, i;
+  CallInfo *ci;
+  ci = L->ci--;
+  res = ci->func;  /* res == final position of 1st result */
+  wanted = ci->nresults;
+  L->base = (ci - 1)->base;  /* restore base */
+  L->savedpc = (ci - 1)->savedpc;  /* restore savedpc */
+  /* move results to correct place */
+  for (i = wanted; i != 0 && firstResult < L->top; i--)
+    setobjs2s(L, res++, firstResult++);
+  while (i-- > 0)
+    setnilvalue(res++);
+  L->top = res;
+  return (wanted - LUA_MULTRET);  /* 0 iff wanted == LUA_MULTRET */
+}
+
+
+/*
 ** limitlab: OP_CALL of a C function, the usual case when no call or return hook is set and the
-** stack and the CallInfo array have room: luaD_precall's C branch and luaD_poscall in one place,
-** without their checks for what cannot happen here. Anything else goes through luaD_precall.
+** stack and the CallInfo array have room: luaD_precall's C branch without its checks for what cannot
+** happen here, then luaD_poscall. Anything else goes through luaD_precall.
 ** Returns PCRC, or PCRYIELD when the function yielded.
 */
 int limitlab_callC (lua_State *L, StkId func, int nresults) {
   CallInfo *ci;
-  StkId res, first;
-  int n, i;
+  int n;
   if ((char *)L->stack_last - (char *)L->top <= LUA_MINSTACK*(int)sizeof(TValue) ||
       L->ci == L->end_ci || (L->hookmask & (LUA_MASKCALL | LUA_MASKRET)))
     return luaD_precall(L, func, nresults);
@@ -351,21 +373,10 @@ int limitlab_callC (lua_State *L, StkId func, int nresults) {
   n = (*clvalue(func)->c.f)(L);
   if (n < 0)  /* yielding? */
     return PCRYIELD;
-  first = L->top - n;
-  if (L->hookmask & LUA_MASKRET) {  /* a hook set by the function itself */
-    luaD_poscall(L, first);
-    return PCRC;
-  }
-  /* luaD_poscall, with the hook checked above */
-  ci = L->ci--;
-  res = ci->func;  /* the stack may have moved: ci->func was corrected with it */
-  L->base = (ci - 1)->base;
-  L->savedpc = (ci - 1)->savedpc;
-  for (i = nresults; i != 0 && first < L->top; i--)
-    setobjs2s(L, res++, first++);
-  while (i-- > 0)
-    setnilvalue(res++);
-  L->top = res;
+  if (L->hookmask & LUA_MASKRET)  /* a hook set by the function itself */
+    luaD_poscall(L, L->top - n);
+  else
+    limitlab_leave(L, L->top - n);
   return PCRC;
 }
 
@@ -382,23 +393,9 @@ static StkId callrethooks (lua_State *L, StkId firstResult) {
 
 
 int luaD_poscall (lua_State *L, StkId firstResult) {
-  StkId res;
-  int wanted, i;
-  CallInfo *ci;
   if (L->hookmask & LUA_MASKRET)
     firstResult = callrethooks(L, firstResult);
-  ci = L->ci--;
-  res = ci->func;  /* res == final position of 1st result */
-  wanted = ci->nresults;
-  L->base = (ci - 1)->base;  /* restore base */
-  L->savedpc = (ci - 1)->savedpc;  /* restore savedpc */
-  /* move results to correct place */
-  for (i = wanted; i != 0 && firstResult < L->top; i--)
-    setobjs2s(L, res++, firstResult++);
-  while (i-- > 0)
-    setnilvalue(res++);
-  L->top = res;
-  return (wanted - LUA_MULTRET);  /* 0 iff wanted == LUA_MULTRET */
+  return limitlab_leave(L, firstResult);
 }
 
 
