@@ -9,6 +9,9 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use limitlab::bench::workload::Workload;
 use limitlab::clock::Millis;
 use limitlab::emulator::Emulator;
+use limitlab::backend::emulated::EmulatedBackend;
+use limitlab::backend::Backend;
+use limitlab::limiter::direct::Direct;
 use limitlab::limiter::Variant;
 
 // mimalloc is the global allocator of everything built from the crate (src/lib.rs), these benchmarks
@@ -22,7 +25,7 @@ fn evalsha(c: &mut Criterion) {
     let w = Workload::throughput();
     let keys = w.keys("");
     for v in Variant::ALL {
-        let l = w.limiter(v).expect("valid parameters");
+        let l = Direct::new(v, w.params).expect("valid parameters");
         let mut emu = Emulator::new();
         let sha = emu.script_load(l.script().as_bytes()).expect("the script compiles");
         let clock = emu.clock();
@@ -40,6 +43,32 @@ fn evalsha(c: &mut Criterion) {
                 }
                 i += 1;
                 black_box(emu.evalsha(sha.as_bytes(), &k, &argv[..ab.len()]))
+            })
+        });
+    }
+    g.finish();
+}
+
+/// The same calls through each script's spec (`Limiter::call`, the path every tool takes): KEYS and
+/// ARGV from the spec's templates, the decision from its expressions. Against `evalsha` (the
+/// hand-written path), this is what a spec costs.
+fn spec_path(c: &mut Criterion) {
+    let mut g = c.benchmark_group("spec_path");
+    g.throughput(Throughput::Elements(1)).measurement_time(Duration::from_secs(3));
+    let w = Workload::throughput();
+    let subjects = w.subjects();
+    for v in Variant::ALL {
+        let l = w.limiter(v).expect("valid parameters");
+        let mut backend = EmulatedBackend::default();
+        let mut session = l.session();
+        let mut i = 0usize;
+        g.bench_function(v.name(), |b| {
+            b.iter(|| {
+                let now = w.now_ms(i);
+                backend.set_time_ms(now);
+                let d = l.call(&mut backend, &mut session, &subjects[w.user(i)], now, 1).expect("the script runs");
+                i += 1;
+                black_box(d)
             })
         });
     }
@@ -116,5 +145,5 @@ fn redis_call_overhead(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, evalsha, commands, redis_call_overhead);
+criterion_group!(benches, evalsha, spec_path, commands, redis_call_overhead);
 criterion_main!(benches);

@@ -3,6 +3,10 @@
 use std::path::PathBuf;
 
 /// Everything that can go wrong in limitlab's library. Binaries wrap it in `anyhow`.
+///
+/// Every variant's message is complete on its own: `Io` ends with its source's text and also returns
+/// that source from `source()`, so a printer of the whole chain must leave out a cause the message
+/// already ends with (as `src/main.rs` does), or it is printed twice.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -15,6 +19,10 @@ pub enum Error {
     /// A field of a scenario or an argument that has a value it cannot take.
     #[error("{context}: field `{field}`: {reason}")]
     Invalid { context: String, field: String, reason: String },
+    /// A script or a spec's command answered a request with an error reply: Redis's own text, where
+    /// in the user's files (`my_limiter.lua:52: the line`), and the request that triggered it.
+    #[error("{reply}\n  at {at}\n  during the {request}")]
+    Script { reply: String, at: String, request: String },
     /// The Lua engine failed outside of a script's own error handling.
     #[error("lua: {0}")]
     Lua(String),

@@ -14,6 +14,7 @@ pub mod race;
 pub mod report;
 pub mod sim;
 pub mod skew;
+pub mod spec;
 pub mod traffic;
 pub mod verify;
 

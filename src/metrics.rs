@@ -12,14 +12,15 @@
 //! - **retry_after truth**: for every refusal that names a wait (`retry_after_ms >= 0`), a copy of the
 //!   script's exact reference model (see [`crate::limiter::Reference`]) is asked the same request at
 //!   `now_ms + retry_after_ms`, nothing else arriving in between. A lie is a refusal there. Seed
-//!   scripts report no wait and are not checked.
+//!   scripts report no wait and are not checked; nor are specs without a model here (`limitlab
+//!   check` asks their script itself).
 //! - **reference mismatches**: calls where the script's reply differs from its own reference model
 //!   (should be 0; the property tests enforce it, the count keeps reports honest).
 use serde::Serialize;
 
 use crate::backend::Backend;
 use crate::emulator::Reply;
-use crate::limiter::{Flavor, Limiter, Params, Reference};
+use crate::limiter::{Limiter, Params, Reference};
 use crate::sim::Trace;
 use crate::Result;
 
@@ -107,13 +108,19 @@ pub fn measure(trace: &Trace, limiter: &Limiter) -> Result<Metrics> {
     }
 
     // The script's own model, one per subject so that a "what if" copy is small.
+    // Specs without a model (a user's script) are not checked here: `limitlab check` asks the
+    // script itself on a copy of the keyspace.
     let mut models: Vec<Option<Box<dyn Reference>>> = (0..trace.keys.len()).map(|_| None).collect();
     let (mut retry_checked, mut retry_wrong, mut reference_mismatches) = (0, 0, 0);
-    let reports_retry = trace.variant.flavor() == Flavor::Ours;
+    let reports_retry = limiter.reports().retry_after;
     let redis_keys: Vec<String> = trace.keys.iter().map(|k| crate::limiter::subject_key(k)).collect();
-    for r in &trace.records {
+    for r in trace.records.iter().filter(|_| limiter.variant().is_some()) {
         let redis_key = &redis_keys[r.key as usize];
-        let model = models[r.key as usize].get_or_insert_with(|| limiter.reference());
+        let slot = &mut models[r.key as usize];
+        if slot.is_none() {
+            *slot = limiter.reference();
+        }
+        let Some(model) = slot.as_mut() else { break };
         let cost = r.cost;
         let d = model.decide(redis_key, r.now_ms, cost);
         if d != r.decision {

@@ -29,7 +29,8 @@
 //!   only: the seed's sliding log can undercount when the clock goes back (two members get the same
 //!   name; see `limitlab::limiter::sliding_log`'s tests), and the seed's scripts report no figures.
 use limitlab::backend::emulated::EmulatedBackend;
-use limitlab::backend::{Backend, Script};
+use limitlab::backend::Backend;
+use limitlab::spec::exec::Session;
 use limitlab::limiter::{subject_key, Algorithm, Decision, Limiter, Params, Variant};
 use limitlab::metrics::max_in_any_window;
 use proptest::prelude::*;
@@ -64,11 +65,11 @@ const START: i64 = 1_000_000;
 /// A script on a fresh emulator, with the buffers a hot loop reuses.
 struct Emu {
     backend: EmulatedBackend,
-    script: Script,
+    /// The limiter, its script possibly replaced; called through its spec as every tool calls it.
     limiter: Limiter,
+    session: Session,
+    subjects: Vec<String>,
     keys: Vec<String>,
-    kbuf: Vec<String>,
-    abuf: Vec<String>,
 }
 
 impl Emu {
@@ -79,13 +80,14 @@ impl Emu {
 
     /// Another body with `limiter`'s KEYS, ARGV and reply (a variant of its script).
     fn with_body(limiter: &Limiter, body: &str) -> Emu {
+        let limiter = limiter.with_script_body(body);
+        let subjects: Vec<String> = (0..SUBJECTS).map(|i| format!("u{i}")).collect();
         Emu {
             backend: EmulatedBackend::default(),
-            script: Script::new(body),
-            limiter: limiter.clone(),
-            keys: (0..SUBJECTS).map(|i| subject_key(&format!("u{i}"))).collect(),
-            kbuf: Vec::new(),
-            abuf: Vec::new(),
+            session: limiter.session(),
+            limiter,
+            keys: subjects.iter().map(|s| subject_key(s)).collect(),
+            subjects,
         }
     }
 
@@ -99,15 +101,8 @@ impl Emu {
     fn call(&mut self, server: i64, subject: u8, now: i64, cost: u64) -> Result<Decision, TestCaseError> {
         self.backend.set_time_ms(server);
         let key = &self.keys[subject as usize];
-        self.limiter.write_keys_and_args(key, now, cost, &mut self.kbuf, &mut self.abuf);
-        let k: Vec<&[u8]> = self.kbuf.iter().map(|s| s.as_bytes()).collect();
-        let a: Vec<&[u8]> = self.abuf.iter().map(|s| s.as_bytes()).collect();
-        let reply = self.backend.eval(&self.script, &k, &a).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        self.limiter.parse_reply(&reply).map_err(|e| {
-            TestCaseError::fail(format!(
-                "{} (server {server}, key {key}, now {now}, cost {cost}): {e}",
-                self.limiter.variant()
-            ))
+        self.limiter.call(&mut self.backend, &mut self.session, &self.subjects[subject as usize], now, cost).map_err(|e| {
+            TestCaseError::fail(format!("{} (server {server}, key {key}, now {now}, cost {cost}): {e}", self.limiter.name()))
         })
     }
 }
@@ -279,7 +274,7 @@ fn check_signs(v: Variant, d: &Decision, at: &str) -> Result<(), TestCaseError> 
 fn check_remaining(v: Variant, case: &AnyClocks) -> Result<(), TestCaseError> {
     let l = limiter(v, case.params)?;
     let mut emu = Emu::new(&l);
-    let mut model = l.reference();
+    let mut model = l.reference().expect("a shipped script's model");
     let mut server = START;
     for (i, c) in case.calls.iter().enumerate() {
         let now = if case.same {

@@ -5,7 +5,7 @@
 //! deadlines. 1,000 cases per script; failures shrink and are saved under
 //! `proptest-regressions/scripts_vs_reference.txt`, which is committed and replayed first.
 use limitlab::backend::emulated::EmulatedBackend;
-use limitlab::backend::{Backend, Script};
+use limitlab::backend::Backend;
 use limitlab::emulator::Reply;
 use limitlab::limiter::{subject_key, Limiter, Params, Variant};
 use proptest::prelude::*;
@@ -83,11 +83,11 @@ fn case(v: Variant) -> impl Strategy<Value = Case> {
 /// Runs `case` on the emulator and on the reference; returns the first difference.
 fn check(v: Variant, case: &Case) -> Result<(), TestCaseError> {
     let limiter = Limiter::new(v, case.params).map_err(|e| TestCaseError::reject(e.to_string()))?;
-    let mut model = limiter.reference();
+    let mut model = limiter.reference().expect("every shipped script has a model");
     let mut backend = EmulatedBackend::default();
-    let script = Script::new(limiter.script());
-    let keys: Vec<String> = (0..3).map(|i| subject_key(&format!("u{i}"))).collect();
-    let (mut kbuf, mut abuf) = (Vec::new(), Vec::new());
+    let mut session = limiter.session();
+    let subjects: Vec<String> = (0..3).map(|i| format!("u{i}")).collect();
+    let keys: Vec<String> = subjects.iter().map(|s| subject_key(s)).collect();
     let mut server: i64 = 1_000_000;
     for (i, c) in case.calls.iter().enumerate() {
         let now = match case.clocks {
@@ -102,11 +102,8 @@ fn check(v: Variant, case: &Case) -> Result<(), TestCaseError> {
         };
         backend.set_time_ms(server);
         let key = &keys[c.subject as usize];
-        limiter.write_keys_and_args(key, now, c.cost, &mut kbuf, &mut abuf);
-        let k: Vec<&[u8]> = kbuf.iter().map(|s| s.as_bytes()).collect();
-        let a: Vec<&[u8]> = abuf.iter().map(|s| s.as_bytes()).collect();
-        let reply = backend.eval(&script, &k, &a).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let got = limiter.parse_reply(&reply).map_err(|e| {
+        // Through the spec (scripts/<name>.toml), the path every tool takes.
+        let got = limiter.call(&mut backend, &mut session, &subjects[c.subject as usize], now, c.cost).map_err(|e| {
             TestCaseError::fail(format!("{v} call {i} (server {server}, now {now}, cost {}): {e}", c.cost))
         })?;
         let want = model.decide_at(server, key, now, c.cost);

@@ -12,7 +12,7 @@ const SEED_FOUR: [Variant; 4] =
 
 #[test]
 fn compare_reproduces_the_seed_boundary_table_with_the_seed_scripts() {
-    let c = compare(CompareOptions { seed: None, timing: false, progress: Progress::Off }).unwrap();
+    let c = compare(CompareOptions { scripts: Vec::new(), seed: None, timing: false, progress: Progress::Off }).unwrap();
     assert_eq!((c.boundary_limit, c.boundary_window_ms), (100, 1000));
     let row = |v: Variant| c.boundary.iter().find(|r| r.algorithm == v.name()).unwrap();
     // The article: | Fixed window | 100 | 100 | 200 |
@@ -88,7 +88,7 @@ fn admitted(spacing_us: u64, first_offset_us: i64, second_offset_us: i64) -> Vec
     SEED_FOUR
         .iter()
         .map(|&v| {
-            let mut model = Limiter::new(v, Params::new(100, 1000)).unwrap().reference();
+            let mut model = Limiter::new(v, Params::new(100, 1000)).unwrap().reference().expect("a shipped script has a model");
             let key = subject_key("user");
             let (mut end, mut start) = (0, 0);
             for a in &arrivals {

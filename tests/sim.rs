@@ -47,7 +47,7 @@ fn the_files_on_disk_are_the_embedded_scenarios() {
     for (file, _) in STANDARD {
         let on_disk = Scenario::from_file(Path::new(file)).unwrap();
         assert_eq!(on_disk, builtin(file).unwrap(), "{file}");
-        assert_eq!(on_disk.variants, Variant::ALL, "{file}: the standard scenarios run every script");
+        assert_eq!(on_disk.variants(), Variant::ALL, "{file}: the standard scenarios run every script");
     }
 }
 
@@ -103,7 +103,8 @@ fn a_lying_retry_after_is_caught() {
     let ok = Decision { allowed: true, remaining: 0, retry_after_ms: -1, reset_after_ms: 1000 };
     let no = Decision { allowed: false, remaining: 0, retry_after_ms: 899, reset_after_ms: 900 };
     let trace = Trace {
-        variant: Variant::FIXED_WINDOW,
+        name: "fixed_window".into(),
+        variant: Some(Variant::FIXED_WINDOW),
         params: l.params(),
         keys: vec!["a".into()],
         phases: vec![String::new()],
@@ -119,7 +120,7 @@ fn a_lying_retry_after_is_caught() {
 fn the_seed_fixed_window_doubles_at_the_boundary_and_the_metrics_say_so() {
     let s = builtin("simulations/boundary_burst.toml").unwrap();
     let arrivals = s.arrivals(s.seed).unwrap();
-    let l = s.limiter(Variant::SEED_FIXED_WINDOW).unwrap();
+    let l = s.builtin_limiter(Variant::SEED_FIXED_WINDOW).unwrap();
     let t = run(&l, &mut EmulatedBackend::default(), &arrivals, Progress::Off).unwrap();
     let m = measure(&t, &l).unwrap();
     assert_eq!(m.phases[0].phase, "end of window");

@@ -8,7 +8,8 @@
 //! deterministic.
 use serde::Serialize;
 
-use crate::limiter::{Limiter, Reference};
+use crate::limiter::oracle::Oracle;
+use crate::limiter::Limiter;
 
 /// The subject every attack request uses (its Redis key is `rate:{attacker}`).
 pub const SUBJECT: &str = "attacker";
@@ -102,9 +103,8 @@ impl Built {
 /// Plays `segments` (in order) against a fresh model of `limiter`, at most `budget` requests in
 /// all. `origin_ms` is the absolute time of offset 0.
 pub fn build(segments: &[Segment], limiter: &Limiter, origin_ms: i64, budget: u32) -> Built {
-    let key = crate::limiter::subject_key(SUBJECT);
     let window = limiter.params().window_ms as i64;
-    let mut model = limiter.reference();
+    let mut model = limiter.oracle(SUBJECT);
     let mut out = Built::default();
     let mut left = budget;
     let mut last_us = 0i64;
@@ -122,7 +122,9 @@ pub fn build(segments: &[Segment], limiter: &Limiter, origin_ms: i64, budget: u3
                     if t > end_ms * 1000 {
                         return out;
                     }
-                    let ok = model.decide(&key, origin_ms + t.div_euclid(1000), 1).allowed;
+                    // A script error stops the pattern here; the confirming run reports it.
+                    let Ok(d) = model.decide(origin_ms + t.div_euclid(1000), 1) else { return out };
+                    let ok = d.allowed;
                     out.times_us.push(t);
                     out.allowed.push(ok);
                     out.segment.push(j as u16);
@@ -138,10 +140,11 @@ pub fn build(segments: &[Segment], limiter: &Limiter, origin_ms: i64, budget: u3
                     if ms > to {
                         return out;
                     }
-                    let Some(t) = earliest(model.as_ref(), &key, origin_ms, ms, to) else {
+                    let Some(t) = earliest(model.as_mut(), origin_ms, ms, to) else {
                         break;
                     };
-                    let ok = model.decide(&key, origin_ms + t, 1).allowed;
+                    let Ok(d) = model.decide(origin_ms + t, 1) else { return out };
+                    let ok = d.allowed;
                     out.times_us.push(t * 1000);
                     out.allowed.push(ok);
                     out.segment.push(j as u16);
@@ -159,8 +162,8 @@ pub fn build(segments: &[Segment], limiter: &Limiter, origin_ms: i64, budget: u3
 /// cost 1, asking copies of it. Admission only gets easier as time passes for every algorithm here
 /// (with no other arrivals), so an exponential then a binary search finds it in O(log window)
 /// questions.
-fn earliest(model: &dyn Reference, key: &str, origin_ms: i64, from: i64, to: i64) -> Option<i64> {
-    let admits = |t: i64| model.boxed_clone().decide(key, origin_ms + t, 1).allowed;
+fn earliest(model: &mut dyn Oracle, origin_ms: i64, from: i64, to: i64) -> Option<i64> {
+    let mut admits = |t: i64| model.probe(origin_ms + t, 1).is_ok_and(|d| d.allowed);
     if admits(from) {
         return Some(from);
     }

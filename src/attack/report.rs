@@ -122,7 +122,7 @@ impl AttackReport {
         let p = s.limiter.params();
         let origin = origin_ms(p.window_ms);
         AttackReport {
-            script: s.limiter.variant().name().to_string(),
+            script: s.limiter.name().to_string(),
             limit: p.limit,
             window_ms: p.window_ms,
             burst: p.burst,

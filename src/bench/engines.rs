@@ -2,9 +2,10 @@
 //! the Rust reference model ("native"), the embedded emulator, and a real Redis over one connection,
 //! with or without pipelining.
 //!
-//! Every engine formats the same KEYS and ARGV with [`Limiter::write_keys_and_args`] and reads
-//! replies with [`Limiter::parse_reply`], so the figures differ by what runs the script, not by
-//! client code. Calls `0..skip` run first, untimed (warm-up, or filling a sliding log); the clock
+//! Every engine formats KEYS and ARGV and reads replies through the limiter's spec (the path every
+//! tool takes), so the figures differ by what runs the script, not by client code; one more engine,
+//! [`emulator_direct`], calls a shipped script the hand-written way, to measure what the spec path
+//! costs. Calls `0..skip` run first, untimed (warm-up, or filling a sliding log); the clock
 //! covers calls `skip..skip + n` only. Decisions of all calls are returned, for checking.
 //!
 //! The timed calls run in [`CHUNKS`] consecutive chunks, each timed on its own, and an engine's rate
@@ -21,6 +22,9 @@ use super::workload::Workload;
 use crate::backend::real::to_reply;
 use crate::clock::{Millis, Stopwatch};
 use crate::emulator::{Emulator, Reply};
+use crate::backend::emulated::EmulatedBackend;
+use crate::backend::Backend;
+use crate::limiter::direct::Direct;
 use crate::limiter::{Decision, Limiter};
 use crate::{Error, Result};
 
@@ -73,10 +77,11 @@ pub fn time_chunks(start: usize, n: usize, step: usize, mut run: impl FnMut(usiz
     Ok(if n == 0 { 0.0 } else { best * n as f64 })
 }
 
-/// The reference model, deciding in Rust with no script at all: the ceiling any engine could reach.
-pub fn native(w: &Workload, l: &Limiter, skip: usize, n: usize) -> Timed {
+/// The reference model, deciding in Rust with no script at all: the ceiling any engine could reach
+/// (limitlab's own scripts only: `None` without a model).
+pub fn native(w: &Workload, l: &Limiter, skip: usize, n: usize) -> Option<Timed> {
     let keys = w.keys("");
-    let mut model = l.reference();
+    let mut model = l.reference()?;
     let mut decisions = Vec::with_capacity(skip + n);
     for i in 0..skip {
         decisions.push(model.decide(&keys[w.user(i)], w.now_ms(i), 1));
@@ -88,12 +93,40 @@ pub fn native(w: &Workload, l: &Limiter, skip: usize, n: usize) -> Timed {
         Ok(())
     })
     .expect("the native model cannot fail");
-    Timed { decisions, calls: n as u64, secs, zset_steps: None }
+    Some(Timed { decisions, calls: n as u64, secs, zset_steps: None })
 }
 
-/// The embedded emulator: a fresh one, its virtual clock set to each call's time, the script run
-/// with EVALSHA.
+/// The embedded emulator through the spec path ([`Limiter::call`], as every tool runs scripts): a
+/// fresh emulator, its virtual clock set to each call's time.
 pub fn emulator(w: &Workload, l: &Limiter, skip: usize, n: usize) -> Result<Timed> {
+    let mut backend = EmulatedBackend::default();
+    let mut session = l.session();
+    let subjects = w.subjects();
+    let mut decisions = Vec::with_capacity(skip + n);
+    let mut call = |i: usize, backend: &mut EmulatedBackend, decisions: &mut Vec<Decision>| -> Result<()> {
+        let now = w.now_ms(i);
+        backend.set_time_ms(now);
+        decisions.push(l.call(backend, &mut session, &subjects[w.user(i)], now, 1)?);
+        Ok(())
+    };
+    for i in 0..skip {
+        call(i, &mut backend, &mut decisions)?;
+    }
+    let steps_before = zset_steps(&backend.emu);
+    let secs = time_chunks(skip, n, 1, |from, to| {
+        for i in from..to {
+            call(i, &mut backend, &mut decisions)?;
+        }
+        Ok(())
+    })?;
+    let zset_steps = Some(zset_steps(&backend.emu).saturating_sub(steps_before));
+    Ok(Timed { decisions, calls: n as u64, secs, zset_steps })
+}
+
+/// The embedded emulator called the hand-written way ([`Direct`]: KEYS and ARGV formatted and the
+/// reply read by code that knows the script), as every tool did before specs: the baseline of the
+/// spec path's cost.
+pub fn emulator_direct(w: &Workload, l: &Direct, skip: usize, n: usize) -> Result<Timed> {
     let mut emu = Emulator::new();
     let sha = emu.script_load(l.script().as_bytes()).map_err(|r| Error::Redis(format!("SCRIPT LOAD: {r:?}")))?;
     let clock = emu.clock();
@@ -244,30 +277,36 @@ impl RedisConn {
     }
 
     /// Runs the workload's calls with EVALSHA, `depth` calls per round trip (1: no pipelining),
-    /// on keys behind `prefix`.
+    /// on keys behind `prefix`. The spec must make one script call per request
+    /// ([`Limiter::single_script`]).
     pub fn run(&mut self, w: &Workload, l: &Limiter, prefix: &str, depth: usize, skip: usize, n: usize) -> Result<Timed> {
-        match self.command(&[b"SCRIPT", b"LOAD", l.script().as_bytes()])? {
+        let Some(script) = l.single_script() else {
+            return Err(Error::Invalid {
+                context: l.name().to_string(),
+                field: "call".into(),
+                reason: "pipelining needs a spec that makes one script call per request".into(),
+            });
+        };
+        match self.command(&[b"SCRIPT", b"LOAD", script.body.as_bytes()])? {
             Reply::Bulk(_) => {}
             other => return Err(Error::Redis(format!("SCRIPT LOAD replied {other:?}"))),
         }
         let depth = depth.max(1);
-        let keys = w.keys(prefix);
-        let sha = l.sha1().as_bytes().to_vec();
+        let subjects = w.subjects();
+        let sha = script.sha.as_bytes().to_vec();
         let (mut kbuf, mut abuf) = (Vec::with_capacity(1), Vec::with_capacity(5));
+        let mut replies_buf = Vec::with_capacity(1);
         let mut decisions = Vec::with_capacity(skip + n);
         let mut batch = |from: usize, to: usize, this: &mut RedisConn, decisions: &mut Vec<Decision>| -> Result<()> {
             this.buf.clear();
             for i in from..to {
-                l.write_keys_and_args(&keys[w.user(i)], w.now_ms(i), 1, &mut kbuf, &mut abuf);
-                let mut args: [&[u8]; 9] = [b""; 9];
-                args[0] = b"EVALSHA";
-                args[1] = &sha;
-                args[2] = b"1";
-                args[3] = kbuf[0].as_bytes();
-                for (slot, s) in args[4..].iter_mut().zip(abuf.iter()) {
-                    *slot = s.as_bytes();
-                }
-                encode(&mut this.buf, &args[..4 + abuf.len()]);
+                l.render_single(prefix, &subjects[w.user(i)], w.now_ms(i), 1, &mut kbuf, &mut abuf)?;
+                let numkeys = kbuf.len().to_string();
+                let mut args: Vec<&[u8]> = Vec::with_capacity(3 + kbuf.len() + abuf.len());
+                args.extend([b"EVALSHA".as_slice(), &sha, numkeys.as_bytes()]);
+                args.extend(kbuf.iter().map(|k| k.as_bytes()));
+                args.extend(abuf.iter().map(|a| a.as_bytes()));
+                encode(&mut this.buf, &args);
             }
             let replies = if to - from == 1 {
                 this.conn.req_packed_command(&this.buf).map(|v| vec![v])
@@ -275,8 +314,8 @@ impl RedisConn {
                 this.conn.req_packed_commands(&this.buf, 0, to - from)
             }
             .map_err(|e| Error::Connection(format!("{}: {e}", this.url)))?;
-            for v in replies {
-                decisions.push(l.parse_reply(&to_reply(v))?);
+            for (i, v) in (from..to).zip(replies) {
+                decisions.push(l.read_single(to_reply(v), &subjects[w.user(i)], w.now_ms(i), 1, &mut replies_buf)?);
             }
             Ok(())
         };
@@ -354,11 +393,13 @@ mod tests {
         let w = Workload::throughput();
         for v in Variant::ALL {
             let l = w.limiter(v).unwrap();
-            let want = w.reference_decisions(&l, 600);
+            let want = w.reference_decisions(&l, 600).unwrap();
             let e = emulator(&w, &l, 100, 500).unwrap();
             assert_eq!(e.decisions.len(), 600);
             assert_eq!(Check::of(&e.decisions, &want).differ, 0, "{v}");
-            let nat = native(&w, &l, 100, 500);
+            let d = emulator_direct(&w, &Direct::new(v, w.params).unwrap(), 100, 500).unwrap();
+            assert_eq!(d.decisions, want, "{v}: the hand-written path decides as the spec path");
+            let nat = native(&w, &l, 100, 500).unwrap();
             assert_eq!(nat.decisions, want, "{v}");
             assert_eq!(nat.calls, 500);
         }

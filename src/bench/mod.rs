@@ -26,7 +26,11 @@ use self::server::PrivateServer;
 use self::workload::{Check, Workload};
 use crate::backend::real::{RealOptions, RealRedis};
 use crate::backend::Backend;
-use crate::limiter::{Decision, Variant};
+use std::sync::Arc;
+
+use crate::limiter::direct::Direct;
+use crate::limiter::{Decision, Limiter, Variant};
+use crate::spec::SharedSpec;
 use crate::Result;
 
 /// The default pipeline depths.
@@ -90,8 +94,8 @@ pub struct BenchOptions {
     pub pipelines: Vec<usize>,
     /// Sliding-log sizes L.
     pub log_sizes: Vec<u64>,
-    /// The scripts to time (default: every one).
-    pub variants: Vec<Variant>,
+    /// The scripts to time, as specs (default: the nine shipped ones).
+    pub scripts: Vec<SharedSpec>,
     /// Progress lines on stderr (only when it is a terminal).
     pub progress: bool,
 }
@@ -104,7 +108,7 @@ impl Default for BenchOptions {
             quick: false,
             pipelines: PIPELINES.to_vec(),
             log_sizes: LOG_SIZES.to_vec(),
-            variants: Variant::ALL.to_vec(),
+            scripts: Variant::ALL.iter().map(|&v| crate::spec::builtin::spec(v)).collect(),
             progress: true,
         }
     }
@@ -174,8 +178,13 @@ pub struct Pipelined {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ScriptRow {
     pub algorithm: String,
-    pub native: Measure,
+    /// The exact model in Rust (limitlab's own scripts only).
+    pub native: Option<Measure>,
+    /// The emulator, the script run through its spec (the path every tool takes).
     pub emulator: Measure,
+    /// The emulator, the shipped script called the hand-written way (limitlab's own scripts only):
+    /// `emulator / emulator_direct` is what the spec path costs.
+    pub emulator_direct: Option<Measure>,
     pub redis_single: Option<Measure>,
     pub redis_pipelined: Vec<Pipelined>,
     /// Microseconds the server spent inside EVALSHA per call over this script's Redis runs (INFO
@@ -223,7 +232,8 @@ impl BenchReport {
     pub fn differ(&self) -> u64 {
         let mut n = 0;
         for r in &self.scripts {
-            n += r.native.check.differ + r.emulator.check.differ;
+            n += r.native.as_ref().map_or(0, |m| m.check.differ) + r.emulator.check.differ;
+            n += r.emulator_direct.as_ref().map_or(0, |m| m.check.differ);
             n += r.redis_single.map_or(0, |m| m.check.differ);
             n += r.redis_pipelined.iter().map(|p| p.measure.check.differ).sum::<u64>();
         }
@@ -301,18 +311,40 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
     let skip = sizes.warmup;
     let mut scripts = Vec::new();
     let mut ns = 0u64;
-    for &v in &opts.variants {
-        let l = w.limiter(v)?;
+    for spec in &opts.scripts {
+        let v = spec.name.as_str();
+        let l = Limiter::from_spec(Arc::clone(spec), w.params)?;
         let longest = skip + sizes.emulator.max(sizes.redis_single).max(sizes.redis_pipelined);
-        let reference = w.reference_decisions(&l, longest);
-        say(opts, &format!("{v}: native"));
-        let native = engines::native(&w, &l, skip, sizes.native);
         say(opts, &format!("{v}: emulator"));
-        let emulator = Measure::of(&engines::emulator(&w, &l, skip, sizes.emulator)?, &reference);
+        let emu_run = engines::emulator(&w, &l, skip, sizes.emulator)?;
+        // The reference: the exact model's decisions, or (a user's script) the emulator's own, which
+        // the real server's must then equal call for call.
+        let reference = match w.reference_decisions(&l, longest) {
+            Some(r) => r,
+            None => {
+                let mut r = emu_run.decisions.clone();
+                if r.len() < longest {
+                    r = engines::emulator(&w, &l, longest, 0)?.decisions;
+                }
+                r
+            }
+        };
+        say(opts, &format!("{v}: native"));
+        let native = engines::native(&w, &l, skip, sizes.native).map(|t| Measure::of(&t, &reference));
+        let emulator = Measure::of(&emu_run, &reference);
+        let emulator_direct = match spec.model {
+            Some(m) => {
+                say(opts, &format!("{v}: emulator, direct"));
+                let d = Direct::new(m, w.params)?;
+                Some(Measure::of(&engines::emulator_direct(&w, &d, skip, sizes.emulator)?, &reference))
+            }
+            None => None,
+        };
         let mut row = ScriptRow {
-            algorithm: v.name().to_string(),
-            native: Measure::of(&native, &reference),
+            algorithm: v.to_string(),
+            native,
             emulator,
+            emulator_direct,
             redis_single: None,
             redis_pipelined: Vec::new(),
             redis_server_usec: None,
@@ -352,17 +384,17 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
     let mut sliding_log = Vec::new();
     let deepest = opts.pipelines.iter().copied().max();
     // The sliding log's size table is about the sliding log: only when it is among the scripts.
-    let log_sizes: &[u64] = if opts.variants.iter().any(|v| v.name().contains("sliding_log")) { &opts.log_sizes } else { &[] };
+    let log_sizes: &[u64] = if opts.scripts.iter().any(|s| s.model.is_some_and(|v| v.name().contains("sliding_log"))) { &opts.log_sizes } else { &[] };
     for &size in log_sizes {
         let w = Workload::full_log(size);
         let fill = size as usize;
         let n = sizes.log_calls;
         let l = w.limiter(Variant::SLIDING_LOG)?;
         let seed = w.limiter(Variant::SEED_SLIDING_LOG)?;
-        let reference = w.reference_decisions(&l, fill + n);
-        let seed_reference = w.reference_decisions(&seed, fill + n);
+        let reference = w.reference_decisions(&l, fill + n).expect("the sliding log has a model");
+        let seed_reference = w.reference_decisions(&seed, fill + n).expect("the seed's sliding log has a model");
         say(opts, &format!("sliding log, L = {size}"));
-        let native = Measure::of(&engines::native(&w, &l, fill, n.max(sizes.native / 10)), &reference);
+        let native = Measure::of(&engines::native(&w, &l, fill, n.max(sizes.native / 10)).expect("a model"), &reference);
         let emu_run = engines::emulator(&w, &l, fill, n)?;
         let zset_steps_per_call = emu_run.zset_steps.unwrap_or(0) as f64 / n.max(1) as f64;
         let emulator = Measure::of(&emu_run, &reference);

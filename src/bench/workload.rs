@@ -62,16 +62,21 @@ impl Workload {
         (0..self.users).map(|u| format!("{prefix}{}", subject_key(&format!("u{u}")))).collect()
     }
 
+    /// The subjects' names (`u7`), indexed by user.
+    pub fn subjects(&self) -> Vec<String> {
+        (0..self.users).map(|u| format!("u{u}")).collect()
+    }
+
     /// The limiter of `variant` on this workload's parameters.
     pub fn limiter(&self, variant: Variant) -> Result<Limiter> {
         Limiter::new(variant, self.params)
     }
 
-    /// The reference model's decisions for calls `0..n`.
-    pub fn reference_decisions(&self, limiter: &Limiter, n: usize) -> Vec<Decision> {
+    /// The reference model's decisions for calls `0..n`, when the limiter has a model.
+    pub fn reference_decisions(&self, limiter: &Limiter, n: usize) -> Option<Vec<Decision>> {
         let keys = self.keys("");
-        let mut model = limiter.reference();
-        (0..n).map(|i| model.decide(&keys[self.user(i)], self.now_ms(i), 1)).collect()
+        let mut model = limiter.reference()?;
+        Some((0..n).map(|i| model.decide(&keys[self.user(i)], self.now_ms(i), 1)).collect())
     }
 }
 
@@ -115,7 +120,7 @@ mod tests {
         let w = Workload::throughput();
         for v in Variant::ALL {
             let l = w.limiter(v).unwrap();
-            let d = w.reference_decisions(&l, 10_000);
+            let d = w.reference_decisions(&l, 10_000).unwrap();
             let allowed = d.iter().filter(|d| d.allowed).count();
             // Token bucket and GCRA also admit their initial burst: 8 more per user over 100 calls.
             assert!((7_000..=8_800).contains(&allowed), "{v}: {allowed}");
@@ -126,7 +131,7 @@ mod tests {
     fn a_full_log_admits_every_call_after_filling() {
         let w = Workload::full_log(50);
         for v in [Variant::SLIDING_LOG, Variant::SEED_SLIDING_LOG] {
-            let d = w.reference_decisions(&w.limiter(v).unwrap(), 500);
+            let d = w.reference_decisions(&w.limiter(v).unwrap(), 500).unwrap();
             assert!(d.iter().all(|d| d.allowed), "{v}");
         }
     }

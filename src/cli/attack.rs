@@ -9,7 +9,6 @@ use super::{emit, FormatArgs};
 use crate::attack::plot::{self, Line, Panel};
 use crate::attack::report::AttackReport;
 use crate::attack::{self, origin_ms, Found, Goal, Settings, DEFAULT_ITERATIONS};
-use crate::limiter::{Limiter, Params, Variant};
 use crate::metrics::ExactLog;
 use crate::report::Format;
 use crate::traffic::write_csv;
@@ -17,16 +16,17 @@ use crate::{Error, Result};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The script to attack: fixed_window, sliding_window, sliding_log, token_bucket, gcra, or one
-    /// of the seed article's (seed_fixed_window, ...).
+    /// The script to attack: a spec file (my_limiter.toml), or a built-in name: fixed_window,
+    /// sliding_window, sliding_log, token_bucket, gcra, or one of the seed article's
+    /// (seed_fixed_window, ...).
     #[arg(long)]
     pub script: String,
-    /// Units per window (tokens per window for token_bucket and gcra).
+    /// Units per window (tokens per window for token_bucket and gcra); default: the spec's policy.
     #[arg(long)]
-    pub limit: u64,
-    /// The window in ms.
+    pub limit: Option<u64>,
+    /// The window in ms; default: the spec's policy.
     #[arg(long, visible_alias = "window-ms")]
-    pub window: u64,
+    pub window: Option<u64>,
     /// token_bucket and gcra: the capacity (default: the limit).
     #[arg(long)]
     pub burst: Option<u64>,
@@ -60,17 +60,9 @@ pub struct Plan {
 
 impl Plan {
     pub fn new(a: Args) -> Result<Plan> {
-        let variant: Variant = a.script.parse().map_err(|e: crate::limiter::UnknownVariant| Error::Invalid {
-            context: "attack".into(),
-            field: "script".into(),
-            reason: e.to_string(),
-        })?;
-        let mut params = Params::new(a.limit, a.window);
-        if let Some(b) = a.burst {
-            params = params.with_burst(b);
-        }
-        let limiter = Limiter::new(variant, params)?;
-        let budget = a.budget.unwrap_or_else(|| attack::default_budget(a.limit));
+        let spec = crate::spec::resolve(&a.script)?;
+        let limiter = crate::spec::limiter_with(spec, a.limit, a.window, a.burst)?;
+        let budget = a.budget.unwrap_or_else(|| attack::default_budget(limiter.params().limit));
         let settings = Settings::new(limiter, budget, a.seed, a.iterations)?;
         for dir in [&a.out, &a.plots] {
             if !dir.is_dir() {
@@ -85,7 +77,7 @@ pub fn run(plan: Plan, out: &mut dyn Write) -> Result<()> {
     let s = &plan.settings;
     let found = attack::attack(s)?;
     let mut report = AttackReport::new(s, &found);
-    let name = s.limiter.variant().name();
+    let name = s.limiter.name();
     for (f, r) in found.iter().zip(report.results.iter_mut()) {
         let stem = format!("attack_{name}_{}", f.goal.name());
         let csv = plan.out.join(format!("{stem}.csv"));
@@ -112,11 +104,15 @@ fn write_file(path: &Path, text: &str) -> Result<()> {
 /// A scenario file that replays a saved pattern with `limitlab run`.
 fn scenario(s: &Settings, f: &Found, stem: &str, path: &Path, overshoot: f64, rate: f64) -> String {
     let p = s.limiter.params();
-    let name = s.limiter.variant().name();
+    let name = s.limiter.name();
     let burst = p.burst.map(|b| format!(" --burst {b}")).unwrap_or_default();
+    let script = match s.limiter.variant() {
+        Some(_) => name.to_string(),
+        None => s.limiter.spec().origin.display().to_string(),
+    };
     let mut t = String::new();
     t.push_str(&format!(
-        "# Found by `limitlab attack --script {name} --limit {} --window {}{burst} --budget {} --seed {} --iterations {}`:\n",
+        "# Found by `limitlab attack --script {script} --limit {} --window {}{burst} --budget {} --seed {} --iterations {}`:\n",
         p.limit, p.window_ms, s.budget, s.seed, s.iterations
     ));
     t.push_str(&match f.goal {
@@ -134,7 +130,14 @@ fn scenario(s: &Settings, f: &Found, stem: &str, path: &Path, overshoot: f64, ra
     if let Some(b) = p.burst {
         t.push_str(&format!("burst = {b}\n"));
     }
-    t.push_str(&format!("algorithms = [\"{name}\"]\n"));
+    match s.limiter.variant() {
+        Some(_) => t.push_str(&format!("algorithms = [\"{name}\"]\n")),
+        None => {
+            let spec = &s.limiter.spec().origin;
+            let abs = std::fs::canonicalize(spec).unwrap_or_else(|_| spec.clone());
+            t.push_str(&format!("scripts = [{:?}]\n", abs.display().to_string()));
+        }
+    }
     if let Some(a) = f.arrivals.first() {
         t.push_str(&format!("start_ms = {}\n", a.at.as_millis().0));
     }
@@ -157,6 +160,6 @@ fn panel(s: &Settings, f: &Found, caption: &str) -> Panel {
         caption: caption.to_string(),
         sent: Line { name: "requests sent".into(), points: plot::trailing(&ms, w, from, to) },
         exact: Line { name: "admitted by an exact sliding log".into(), points: plot::trailing(&exact_admitted, w, from, to) },
-        script: Line { name: format!("admitted by {}", s.limiter.variant().name()), points: plot::trailing(&admitted, w, from, to) },
+        script: Line { name: format!("admitted by {}", s.limiter.name()), points: plot::trailing(&admitted, w, from, to) },
     }
 }

@@ -51,13 +51,13 @@ impl Plan {
         if a.log_sizes.iter().any(|&l| !(1..=1_000_000).contains(&l)) {
             return Err(invalid("--log-sizes", "each size must be from 1 to 1000000".into()));
         }
-        let variants = if a.only.is_empty() {
-            Variant::ALL.to_vec()
+        let scripts = if a.only.is_empty() {
+            Variant::ALL.iter().map(|&v| crate::spec::builtin::spec(v)).collect()
         } else {
-            let mut v = Vec::new();
+            let mut v: Vec<crate::spec::SharedSpec> = Vec::new();
             for n in &a.only {
-                let x: Variant = n.parse().map_err(|e: crate::limiter::UnknownVariant| invalid("--only", e.to_string()))?;
-                if !v.contains(&x) {
+                let x = crate::spec::resolve(n).map_err(|e| invalid("--only", e.to_string()))?;
+                if !v.iter().any(|s| s.name == x.name) {
                     v.push(x);
                 }
             }
@@ -77,7 +77,7 @@ impl Plan {
                 quick: a.quick,
                 pipelines,
                 log_sizes: a.log_sizes,
-                variants,
+                scripts,
                 progress: true,
             },
             format: a.format.format(),

@@ -22,6 +22,10 @@ pub struct Args {
     pub format: FormatArgs,
     #[command(flatten)]
     pub redis: super::verify::RedisArgs,
+    /// Compare these scripts instead of the nine shipped ones (repeatable): spec files
+    /// (my_limiter.toml) or built-in names. The seed article's columns show for shipped scripts.
+    #[arg(long = "script", value_name = "NAME|SPEC")]
+    pub scripts: Vec<String>,
     /// Run up to N scenario/script pairs at once, one thread each (default: the cores available).
     /// The tables come out the same whatever N is.
     #[arg(long, value_name = "N")]
@@ -39,7 +43,12 @@ pub struct Plan {
 impl Plan {
     pub fn new(a: Args) -> Result<Plan> {
         Ok(Plan {
-            options: CompareOptions { seed: a.seed, timing: !a.no_timing, progress: Progress::Auto },
+            options: CompareOptions {
+                scripts: a.scripts.iter().map(|n| crate::spec::resolve(n)).collect::<Result<_>>()?,
+                seed: a.seed,
+                timing: !a.no_timing,
+                progress: Progress::Auto,
+            },
             format: a.format.format(),
             jobs: a.jobs.unwrap_or(0),
         })
@@ -47,7 +56,7 @@ impl Plan {
 }
 
 pub fn run(plan: Plan, out: &mut dyn Write) -> Result<()> {
-    let c = compare_jobs(plan.options, plan.jobs)?;
+    let c = compare_jobs(plan.options.clone(), plan.jobs)?;
     emit(out, &crate::report::compare::render(&c, plan.format))
 }
 
@@ -58,7 +67,7 @@ pub fn execute(a: Args, out: &mut dyn Write) -> Result<()> {
     let target = a.redis.target()?;
     let plan = Plan::new(a)?;
     let Some(target) = target else { return run(plan, out) };
-    let c = compare_jobs(plan.options, plan.jobs)?;
+    let c = compare_jobs(plan.options.clone(), plan.jobs)?;
     let mut real = target.connect()?;
     let mut check = crate::verify::decisions::check_standard(plan.options.seed, &mut real, plan.options.progress)?;
     check.show_speed = plan.options.timing;

@@ -28,6 +28,10 @@ pub struct Args {
     /// key's string is part of every key's MEMORY USAGE.
     #[arg(long, value_name = "NAME", default_value = "user42")]
     pub subject: String,
+    /// Measure this script only (repeatable): a spec file (my_limiter.toml) or a built-in name.
+    /// Default: the nine shipped scripts.
+    #[arg(long = "script", value_name = "NAME|SPEC")]
+    pub scripts: Vec<String>,
     #[command(flatten)]
     pub redis: RedisArgs,
     #[command(flatten)]
@@ -93,7 +97,12 @@ impl Plan {
             Limiter::new(v, params)?;
         }
         Ok(Plan {
-            memory: MemoryPlan { params, users: a.users, subject: a.subject },
+            memory: MemoryPlan {
+                params,
+                users: a.users,
+                subject: a.subject,
+                scripts: a.scripts.iter().map(|n| crate::spec::resolve(n)).collect::<Result<_>>()?,
+            },
             redis: a.redis.target()?,
             format: a.format.format(),
         })

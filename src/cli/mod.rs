@@ -72,6 +72,40 @@ pub enum Command {
     Memory(memory::Args),
 }
 
+/// `--script NAME|SPEC` (repeatable): the scripts a scenario-driven command runs instead of the
+/// scenario's own, as built-in names or spec files.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct ScriptsArg {
+    /// Run this script instead of the scenario's (repeatable): a spec file (my_limiter.toml) or a
+    /// built-in name (fixed_window, ..., seed_token_bucket).
+    #[arg(long = "script", value_name = "NAME|SPEC")]
+    pub script: Vec<String>,
+}
+
+impl ScriptsArg {
+    /// Replaces the scenario's scripts when any were given; each must accept the scenario's policy.
+    pub fn apply(&self, s: &mut crate::sim::Scenario) -> Result<()> {
+        if self.script.is_empty() {
+            return Ok(());
+        }
+        let mut specs: Vec<crate::spec::SharedSpec> = Vec::new();
+        for n in &self.script {
+            let spec = crate::spec::resolve(n)?;
+            if !specs.iter().any(|x| x.name == spec.name) {
+                specs.push(spec);
+            }
+        }
+        if s.params.burst.is_some() && !specs.iter().any(|x| x.uses_burst()) {
+            s.params.burst = None;
+        }
+        for spec in &specs {
+            s.limiter(spec)?;
+        }
+        s.scripts = specs;
+        Ok(())
+    }
+}
+
 /// How a report is printed: `--json` or `--markdown`, text otherwise.
 #[derive(Clone, Copy, Debug, Default, clap::Args)]
 pub struct FormatArgs {

@@ -19,6 +19,8 @@ pub struct Args {
     /// The traffic seed, instead of the scenario's own.
     #[arg(long)]
     pub seed: Option<u64>,
+    #[command(flatten)]
+    pub scripts: super::ScriptsArg,
 }
 
 #[derive(Debug)]
@@ -31,10 +33,11 @@ pub struct Plan {
 
 impl Plan {
     pub fn new(a: Args) -> Result<Plan> {
-        let scenario = match &a.file {
+        let mut scenario = match &a.file {
             Some(f) => Scenario::from_file(f)?,
             None => builtin(STANDARD[0].0)?,
         };
+        a.scripts.apply(&mut scenario)?;
         if !a.out.is_dir() {
             std::fs::create_dir_all(&a.out).map_err(|source| Error::Io { path: a.out.clone(), source })?;
         }
@@ -48,9 +51,9 @@ impl Plan {
 pub fn run(plan: Plan, out: &mut dyn Write) -> Result<()> {
     let s = &plan.scenario;
     let arrivals = s.arrivals(plan.seed)?;
-    let mut traces = Vec::with_capacity(s.variants.len());
-    for &v in &s.variants {
-        traces.push(run_on_emulator(s, v, &arrivals, Progress::Auto)?.0);
+    let mut traces = Vec::with_capacity(s.scripts.len());
+    for spec in &s.scripts {
+        traces.push(run_on_emulator(s, spec, &arrivals, Progress::Auto)?.0);
     }
     let title = format!("{}: limit {} per {} ms", s.name, s.params.limit, s.params.window_ms);
     Plot::from_traces(title, &traces).write(&plan.png, &plan.svg)?;

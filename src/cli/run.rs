@@ -32,6 +32,8 @@ pub struct Args {
     /// Print the wall time and the peak resident memory (VmHWM) on stderr when done.
     #[arg(long)]
     pub stats: bool,
+    #[command(flatten)]
+    pub scripts: super::ScriptsArg,
 }
 
 /// A validated `run`: the parsed scenario and the seed it runs with.
@@ -44,7 +46,8 @@ pub struct Plan {
 
 impl Plan {
     pub fn new(a: Args) -> Result<Plan> {
-        let scenario = Scenario::from_file(&a.file)?;
+        let mut scenario = Scenario::from_file(&a.file)?;
+        a.scripts.apply(&mut scenario)?;
         let seed = a.seed.unwrap_or(scenario.seed);
         Ok(Plan { scenario, seed, format: a.format.format() })
     }
@@ -61,15 +64,15 @@ pub fn report(plan: &Plan, progress: Progress) -> Result<RunReport> {
 /// memory does not grow with the number of requests.
 pub fn report_jobs(plan: &Plan, progress: Progress, jobs: usize) -> Result<RunReport> {
     let s = &plan.scenario;
-    let jobs = if jobs == 0 { default_run_jobs(s.variants.len()) } else { jobs };
-    let runs = run_variants(s, plan.seed, &s.variants, jobs, progress)?;
+    let jobs = if jobs == 0 { default_run_jobs(s.scripts.len()) } else { jobs };
+    let runs = run_variants(s, plan.seed, &s.scripts, jobs, progress)?;
     let (arrivals, subjects, phases) = match runs.first() {
         Some(r) => (r.metrics.calls as usize, r.subjects.len(), r.phases.clone()),
         None => (0, 0, Vec::new()),
     };
     let mut report = RunReport::new(s, plan.seed, "emulator", arrivals, subjects, phases);
     for r in runs {
-        report.results.push(VariantResult { algorithm: r.variant.name().to_string(), metrics: r.metrics });
+        report.results.push(VariantResult { algorithm: r.name.clone(), metrics: r.metrics });
     }
     Ok(report)
 }
@@ -87,7 +90,7 @@ fn print_stats(plan: &Plan, r: &RunReport, secs: f64, threads: usize) {
     let cpu = cpu_secs().map_or(String::new(), |c| format!(", {c:.1} s CPU"));
     eprintln!(
         "stats: {} script(s) x {} requests ({} subjects) in {secs:.1} s wall{cpu} on {threads} thread(s), {} core(s); peak RSS {peak} (VmHWM)",
-        plan.scenario.variants.len(),
+        plan.scenario.scripts.len(),
         thousands(r.arrivals as u64),
         thousands(r.subjects as u64),
         default_jobs(),
@@ -109,7 +112,7 @@ pub fn execute(a: Args, out: &mut dyn Write) -> Result<()> {
     let plan = Plan::new(a)?;
     let r = report_jobs(&plan, Progress::Auto, jobs)?;
     if stats {
-        let n = plan.scenario.variants.len();
+        let n = plan.scenario.scripts.len();
         let threads = if jobs == 0 { default_run_jobs(n) } else { jobs.min(n) };
         print_stats(&plan, &r, watch.elapsed_secs(), threads);
     }

@@ -34,6 +34,8 @@ pub struct Args {
     pub jobs: Option<usize>,
     #[command(flatten)]
     pub format: FormatArgs,
+    #[command(flatten)]
+    pub scripts: super::ScriptsArg,
 }
 
 /// A validated sweep.
@@ -77,7 +79,8 @@ pub fn parse_seeds(text: &str) -> Result<(u64, u64)> {
 impl Plan {
     pub fn new(a: Args) -> Result<Plan> {
         let (first, count) = parse_seeds(&a.seeds)?;
-        let scenario = Scenario::from_file(&a.file)?;
+        let mut scenario = Scenario::from_file(&a.file)?;
+        a.scripts.apply(&mut scenario)?;
         Ok(Plan { scenario, first, count, jobs: a.jobs.unwrap_or(0), format: a.format.format() })
     }
 }
@@ -153,7 +156,7 @@ pub struct SweepReport {
 /// Runs every (seed, script) pair on up to `plan.jobs` threads and summarises.
 pub fn sweep(plan: &Plan) -> Result<SweepReport> {
     let s = &plan.scenario;
-    let variants = &s.variants;
+    let variants = &s.scripts;
     let n = variants.len();
     let total = plan.count as usize * n;
     let bar = (total >= 20 && std::io::stderr().is_terminal()).then(|| {
@@ -166,10 +169,10 @@ pub fn sweep(plan: &Plan) -> Result<SweepReport> {
     });
     let results = map_indexed(total, plan.jobs, |j| -> Result<Metrics> {
         let seed = plan.first + (j / n) as u64;
-        let limiter = s.limiter(variants[j % n])?;
+        let limiter = s.limiter(&variants[j % n])?;
         let mut backend = EmulatedBackend::default();
         backend.set_time_ms(s.start_ms);
-        let feed = Feed::scenario(s, seed)?.judged(s.params, &[variants[j % n]]);
+        let feed = Feed::scenario(s, seed)?.judged(s.params, &[limiter.takes_cost()]);
         let run = run_streaming(&limiter, &mut backend, feed, None)?;
         if let Some(b) = &bar {
             b.inc(1);
@@ -188,7 +191,7 @@ pub fn sweep(plan: &Plan) -> Result<SweepReport> {
         };
         let mine = || (0..plan.count as usize).map(|k| &results[k * n + vi]);
         rows.push(SweepRow {
-            algorithm: v.name().to_string(),
+            algorithm: v.name.clone(),
             runs: plan.count,
             overshoot: Spread::of(&of(&|m| m.overshoot)),
             false_allows: Spread::of(&of(&|m| m.false_allows as f64)),
@@ -203,7 +206,7 @@ pub fn sweep(plan: &Plan) -> Result<SweepReport> {
         .enumerate()
         .map(|(j, m)| SeedRun {
             seed: plan.first + (j / n) as u64,
-            algorithm: variants[j % n].name().to_string(),
+            algorithm: variants[j % n].name.clone(),
             calls: m.calls,
             allowed_units: m.allowed_units,
             overshoot: m.overshoot,

@@ -346,7 +346,7 @@ pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong
 
 /// One database: keys to entries. Expiry is lazy on access, with the time passed in by the caller
 /// (the emulator freezes it for the duration of a script).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Db {
     pub map: FxHashMap<SmallBytes, Entry>,
     /// When false, keys past their deadline are kept as if they had no deadline yet (TTLs are still

@@ -26,9 +26,14 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::emulator::Reply;
+use std::sync::Arc;
+
+use crate::spec::exec::Session;
+use crate::spec::{Compiled, Reports, SharedSpec, Spec};
 use crate::{Error, Result};
 
+pub mod direct;
+pub mod oracle;
 pub mod fixed_window;
 pub mod gcra;
 pub mod sliding_log;
@@ -315,196 +320,130 @@ pub fn subject_key(subject: &str) -> String {
     format!("rate:{{{subject}}}")
 }
 
-/// A variant with validated parameters: everything needed to call its script and to model it.
+/// A limiter: a spec (a shipped script's or a user's) with the policy it runs under. Every tool
+/// takes one; nothing downstream knows whether the script is limitlab's. Cheap to clone; shared
+/// across threads (the per-thread state lives in a [`Session`](crate::spec::exec::Session)).
 #[derive(Clone, Debug)]
 pub struct Limiter {
-    variant: Variant,
+    spec: SharedSpec,
     params: Params,
-    /// ARGV[1], ARGV[2] and ARGV[5] never change between calls: formatted once.
-    limit_arg: String,
-    window_arg: String,
-    burst_arg: Option<String>,
-    sha1: String,
+    program: Arc<Compiled>,
+    takes_cost: bool,
+    reports: Reports,
 }
 
 impl Limiter {
-    /// Checks `params` against what `variant`'s script accepts (the same rules the production
-    /// scripts enforce, so a validated limiter never gets an `ERR` back for its parameters).
+    /// A shipped script's limiter (its spec in `scripts/`), its parameters checked against what the
+    /// script accepts (so a validated limiter never gets an `ERR` back for its parameters).
     pub fn new(variant: Variant, params: Params) -> Result<Limiter> {
-        let name = variant.name();
-        let invalid = |field: &str, reason: String| Error::Invalid {
-            context: name.to_string(),
-            field: field.to_string(),
-            reason,
-        };
-        let range = |field: &str, v: u64| {
-            if v == 0 || v > MAX_ARG {
-                Err(invalid(field, format!("{v} is not an integer from 1 to {MAX_ARG}")))
-            } else {
-                Ok(())
-            }
-        };
-        range("limit", params.limit)?;
-        range("window_ms", params.window_ms)?;
-        if let Some(b) = params.burst {
-            if !variant.takes_burst() {
-                return Err(invalid("burst", format!("{name} has no burst; only token_bucket and gcra do")));
-            }
-            range("burst", b)?;
-        }
-        let scaled = |a: u64, what: &str| {
-            if (a as u128) * (params.window_ms as u128) > MAX_SCALED as u128 {
-                Err(invalid(what, format!("{what} * window_ms must not exceed 2^50")))
-            } else {
-                Ok(())
-            }
-        };
-        if variant.flavor == Flavor::Ours {
-            match variant.algorithm {
-                Algorithm::SlidingWindow => scaled(params.limit, "limit")?,
-                Algorithm::TokenBucket | Algorithm::Gcra => scaled(params.capacity(), "burst")?,
-                _ => {}
-            }
-        }
-        Ok(Limiter {
-            variant,
-            params,
-            limit_arg: params.limit.to_string(),
-            window_arg: params.window_ms.to_string(),
-            burst_arg: params.burst.map(|b| b.to_string()),
-            sha1: sha1_smol::Sha1::from(variant.script()).digest().to_string(),
-        })
+        Limiter::from_spec(crate::spec::builtin::spec(variant), params)
     }
 
-    pub fn variant(&self) -> Variant {
-        self.variant
+    /// A limiter from any spec with `params` (a spec's own policy is [`Spec::policy`]). When the
+    /// spec names one of limitlab's models, its parameter rules apply.
+    pub fn from_spec(spec: SharedSpec, params: Params) -> Result<Limiter> {
+        if let Some(v) = spec.model {
+            direct::Direct::new(v, params).map_err(|e| match e {
+                Error::Invalid { field, reason, .. } => Error::Invalid { context: spec.name.clone(), field, reason },
+                other => other,
+            })?;
+        } else if params.limit == 0 || params.window_ms == 0 || params.limit > MAX_ARG || params.window_ms > MAX_ARG {
+            return Err(Error::Invalid {
+                context: spec.name.clone(),
+                field: "limit".into(),
+                reason: format!("limit and window_ms must be integers from 1 to {MAX_ARG}"),
+            });
+        }
+        let program = Arc::new(spec.compile(&params)?);
+        Ok(Limiter { takes_cost: spec.uses_cost(), reports: spec.reports(), spec, params, program })
+    }
+
+    /// The spec's name: `fixed_window`, `seed_token_bucket`, or a user's `name`.
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// The spec this limiter runs.
+    pub fn spec(&self) -> &Spec {
+        &self.spec
+    }
+
+    /// The spec, shared.
+    pub fn shared_spec(&self) -> &SharedSpec {
+        &self.spec
+    }
+
+    pub(crate) fn program(&self) -> &Compiled {
+        &self.program
+    }
+
+    /// The shipped script this limiter runs, when it is one of limitlab's (it has an exact model).
+    pub fn variant(&self) -> Option<Variant> {
+        self.spec.model
     }
 
     pub fn params(&self) -> Params {
         self.params
     }
 
-    /// The script's Lua source.
-    pub fn script(&self) -> &'static str {
-        self.variant.script()
+    /// Whether requests pass their cost to the script; otherwise every call counts 1.
+    pub fn takes_cost(&self) -> bool {
+        self.takes_cost
     }
 
-    /// The script's SHA1 in hex, as `SCRIPT LOAD` returns it (for EVALSHA).
+    /// Which decision fields the spec reads from the reply besides `allowed`.
+    pub fn reports(&self) -> Reports {
+        self.reports
+    }
+
+    /// The first script's Lua source (the only one, for limitlab's scripts).
+    pub fn script(&self) -> &str {
+        self.spec.scripts.first().map_or("", |s| s.script.body.as_str())
+    }
+
+    /// The first script's SHA1 in hex, as `SCRIPT LOAD` returns it (for EVALSHA).
     pub fn sha1(&self) -> &str {
-        &self.sha1
+        self.spec.scripts.first().map_or("", |s| s.script.sha.as_str())
     }
 
-    /// Checks one call's `now_ms` and `cost` against what the script accepts: `now_ms` from 0 to
-    /// [`MAX_ARG`], `cost` at most [`MAX_ARG`] (ignored by seed scripts), and for GCRA the clock in
-    /// ticks at most [`MAX_GCRA_TICKS`].
+    /// The same limiter with its first script's body replaced (`skew`'s variant that reads TIME).
+    pub fn with_script_body(&self, body: impl Into<String>) -> Limiter {
+        let mut spec = (*self.spec).clone();
+        if let Some(s) = spec.scripts.first_mut() {
+            s.script = crate::backend::Script::new(body);
+        }
+        Limiter { spec: Arc::new(spec), ..self.clone() }
+    }
+
+    /// Checks one call's `now_ms` and `cost` against what the script accepts. For limitlab's
+    /// scripts: `now_ms` from 0 to [`MAX_ARG`], `cost` at most [`MAX_ARG`] (ignored by seed
+    /// scripts), and for GCRA the clock in ticks at most [`MAX_GCRA_TICKS`]; for any other spec,
+    /// `now_ms` from 0.
     pub fn check_call(&self, now_ms: i64, cost: u64) -> Result<()> {
-        let invalid = |field: &str, reason: String| Error::Invalid {
-            context: self.variant.name().to_string(),
-            field: field.to_string(),
-            reason,
-        };
-        if now_ms < 0 || now_ms as u64 > MAX_ARG {
-            return Err(invalid("now_ms", format!("{now_ms} is not an integer from 0 to {MAX_ARG}")));
-        }
-        if self.variant.takes_cost() && cost > MAX_ARG {
-            return Err(invalid("cost", format!("{cost} is not an integer from 0 to {MAX_ARG}")));
-        }
-        if self.variant == Variant::GCRA {
-            let ticks = now_ms as u128 * gcra::ticks_per_ms(&self.params) as u128;
-            if ticks > MAX_GCRA_TICKS as u128 {
-                return Err(invalid(
-                    "now_ms",
-                    format!("{now_ms} * limit / gcd(limit, window_ms) exceeds 2^51 (choose a window_ms sharing more factors with limit)"),
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// KEYS and ARGV for one call on the subject key `key` (e.g. [`subject_key`]`("user42")`).
-    pub fn keys_and_args(&self, key: &str, now_ms: i64, cost: u64) -> (Vec<String>, Vec<String>) {
-        let mut keys = Vec::with_capacity(1);
-        let mut args = Vec::with_capacity(5);
-        self.write_keys_and_args(key, now_ms, cost, &mut keys, &mut args);
-        (keys, args)
-    }
-
-    /// [`Limiter::keys_and_args`] into buffers a hot loop reuses: their strings keep their
-    /// allocations from call to call.
-    pub fn write_keys_and_args(
-        &self,
-        key: &str,
-        now_ms: i64,
-        cost: u64,
-        keys: &mut Vec<String>,
-        args: &mut Vec<String>,
-    ) {
-        keys.resize_with(1, String::new);
-        keys[0].clear();
-        keys[0].push_str(key);
-        let n = 3 + usize::from(self.variant.takes_cost()) + usize::from(self.burst_arg.is_some());
-        args.resize_with(n, String::new);
-        for a in args.iter_mut() {
-            a.clear();
-        }
-        args[0].push_str(&self.limit_arg);
-        args[1].push_str(&self.window_arg);
-        crate::decimal::push_i64(&mut args[2], now_ms);
-        if self.variant.takes_cost() {
-            crate::decimal::push_u64(&mut args[3], cost);
-            if let Some(b) = &self.burst_arg {
-                args[4].push_str(b);
-            }
+        match self.spec.model {
+            Some(v) => direct::check_call(v, &self.params, now_ms, cost),
+            None if now_ms < 0 => Err(Error::Invalid {
+                context: self.spec.name.clone(),
+                field: "now_ms".into(),
+                reason: format!("{now_ms} is before the epoch"),
+            }),
+            None => Ok(()),
         }
     }
 
-    /// Reads the script's reply. An error reply becomes [`Error::Redis`] with its text; a reply of
-    /// the wrong shape becomes [`Error::Invalid`].
-    pub fn parse_reply(&self, reply: &Reply) -> Result<Decision> {
-        let name = self.variant.name();
-        let shape = |what: &str| Error::Invalid {
-            context: name.to_string(),
-            field: "reply".to_string(),
-            reason: format!("expected {what}, got {reply:?}"),
-        };
-        if let Reply::Error(e) = reply {
-            return Err(Error::Redis(e.clone()));
-        }
-        match self.variant.flavor {
-            Flavor::Seed => match reply {
-                Reply::Int(0) => Ok(Decision::allowed_only(false)),
-                Reply::Int(1) => Ok(Decision::allowed_only(true)),
-                _ => Err(shape("the integer 0 or 1")),
-            },
-            Flavor::Ours => match reply {
-                Reply::Array(v) => match v.as_slice() {
-                    [Reply::Int(a @ (0 | 1)), Reply::Int(rem), Reply::Int(retry), Reply::Int(reset)] => Ok(Decision {
-                        allowed: *a == 1,
-                        remaining: *rem,
-                        retry_after_ms: *retry,
-                        reset_after_ms: *reset,
-                    }),
-                    _ => Err(shape("{allowed 0/1, remaining, retry_after_ms, reset_after_ms}")),
-                },
-                _ => Err(shape("{allowed 0/1, remaining, retry_after_ms, reset_after_ms}")),
-            },
-        }
+    /// A fresh exact model of this limiter's script (an empty keyspace), when limitlab has one.
+    pub fn reference(&self) -> Option<Box<dyn Reference>> {
+        self.spec.model.map(|v| direct::reference(v, self.params))
     }
 
-    /// A fresh reference model of this limiter's script (an empty keyspace).
-    pub fn reference(&self) -> Box<dyn Reference> {
-        let p = self.params;
-        match (self.variant.flavor, self.variant.algorithm) {
-            (Flavor::Ours, Algorithm::FixedWindow) => Box::new(fixed_window::Model::new(p)),
-            (Flavor::Ours, Algorithm::SlidingWindow) => Box::new(sliding_window::Model::new(p)),
-            (Flavor::Ours, Algorithm::SlidingLog) => Box::new(sliding_log::Model::new(p)),
-            (Flavor::Ours, Algorithm::TokenBucket) => Box::new(token_bucket::Model::new(p)),
-            (Flavor::Ours, Algorithm::Gcra) | (Flavor::Seed, Algorithm::Gcra) => Box::new(gcra::Model::new(p)),
-            (Flavor::Seed, Algorithm::FixedWindow) => Box::new(fixed_window::SeedModel::new(p)),
-            (Flavor::Seed, Algorithm::SlidingWindow) => Box::new(sliding_window::SeedModel::new(p)),
-            (Flavor::Seed, Algorithm::SlidingLog) => Box::new(sliding_log::SeedModel::new(p)),
-            (Flavor::Seed, Algorithm::TokenBucket) => Box::new(token_bucket::SeedModel::new(p)),
-        }
+    /// A session for running this limiter's requests on one thread.
+    pub fn session(&self) -> Session {
+        Session::default()
+    }
+
+    /// The overshoot bound the spec declares (or its family's), if any.
+    pub fn overshoot_bound(&self) -> Option<f64> {
+        self.spec.overshoot_bound(&self.params)
     }
 }
 

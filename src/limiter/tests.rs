@@ -4,6 +4,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::*;
+use crate::emulator::Reply;
 
 #[test]
 fn names_round_trip_and_unknown_names_list_the_valid_ones() {
@@ -44,37 +45,50 @@ fn parameters_are_checked_as_the_scripts_check_them() {
 
 #[test]
 fn arguments_follow_the_contract() {
+    // Through the spec (scripts/token_bucket.toml), as every tool formats them.
     let l = Limiter::new(Variant::TOKEN_BUCKET, Params::new(100, 1000).with_burst(150)).unwrap();
-    let (k, a) = l.keys_and_args(&subject_key("user42"), 1_704_067_200_123, 2);
+    let (mut k, mut a) = (Vec::new(), Vec::new());
+    l.render_single("", "user42", 1_704_067_200_123, 2, &mut k, &mut a).unwrap();
     assert_eq!(k, ["rate:{user42}"]);
     assert_eq!(a, ["100", "1000", "1704067200123", "2", "150"]);
+    // The hand-written path formats the same.
+    let d = direct::Direct::new(Variant::TOKEN_BUCKET, Params::new(100, 1000).with_burst(150)).unwrap();
+    assert_eq!(d.keys_and_args(&subject_key("user42"), 1_704_067_200_123, 2), (k.clone(), a.clone()));
     let l = Limiter::new(Variant::SEED_FIXED_WINDOW, Params::new(100, 1000)).unwrap();
-    let (mut k, mut a) = (Vec::new(), Vec::new());
-    l.write_keys_and_args("r", 5, 3, &mut k, &mut a);
-    assert_eq!((k.as_slice(), a.as_slice()), (&["r".to_string()][..], &["100", "1000", "5"].map(String::from)[..]));
+    l.render_single("ll:1:", "r", 5, 3, &mut k, &mut a).unwrap();
+    assert_eq!((k.as_slice(), a.as_slice()), (&["ll:1:rate:{r}".to_string()][..], &["100", "1000", "5"].map(String::from)[..]));
+    // Without a burst the spec passes the limit as the burst, which the script takes as its default.
     let l = Limiter::new(Variant::GCRA, Params::new(100, 1000)).unwrap();
-    l.write_keys_and_args("rate:{x}", 7, 1, &mut k, &mut a);
+    l.render_single("", "x", 7, 1, &mut k, &mut a).unwrap();
+    assert_eq!(a, ["100", "1000", "7", "1", "100"]);
+    let d = direct::Direct::new(Variant::GCRA, Params::new(100, 1000)).unwrap();
+    d.write_keys_and_args("rate:{x}", 7, 1, &mut k, &mut a);
     assert_eq!(a, ["100", "1000", "7", "1"]);
     // The SHA1 EVALSHA needs is the script's, as SCRIPT LOAD returns it.
     assert_eq!(l.sha1(), sha1_smol::Sha1::from(gcra::SCRIPT).digest().to_string());
 }
 
 #[test]
-fn replies_are_read_strictly() {
+fn replies_are_read_as_the_specs_say() {
+    use crate::emulator::Reply;
     let ours = Limiter::new(Variant::FIXED_WINDOW, Params::new(3, 1000)).unwrap();
+    let mut buf = Vec::new();
     let r = Reply::Array(vec![Reply::Int(0), Reply::Int(0), Reply::Int(500), Reply::Int(500)]);
     assert_eq!(
-        ours.parse_reply(&r).unwrap(),
+        ours.read_single(r.clone(), "u", 0, 1, &mut buf).unwrap(),
         Decision { allowed: false, remaining: 0, retry_after_ms: 500, reset_after_ms: 500 }
     );
-    assert!(
-        matches!(ours.parse_reply(&Reply::err("ERR invalid cost")), Err(Error::Redis(e)) if e == "ERR invalid cost")
-    );
-    assert!(ours.parse_reply(&Reply::Int(1)).is_err());
-    assert!(ours.parse_reply(&Reply::Array(vec![Reply::Int(2), Reply::Int(0), Reply::Int(0), Reply::Int(0)])).is_err());
+    let e = ours.read_single(Reply::err("ERR invalid cost"), "u", 0, 1, &mut buf).unwrap_err();
+    assert!(matches!(&e, Error::Script { reply, .. } if reply == "ERR invalid cost"), "{e}");
+    let e = ours.read_single(Reply::Int(1), "u", 0, 1, &mut buf).unwrap_err().to_string();
+    assert!(e.starts_with("scripts/fixed_window.toml:21: field `decision.allowed`: index 1 of 1, which is not an array"), "{e}");
     let seed = Limiter::new(Variant::SEED_FIXED_WINDOW, Params::new(3, 1000)).unwrap();
-    assert_eq!(seed.parse_reply(&Reply::Int(1)).unwrap(), Decision::allowed_only(true));
-    assert!(seed.parse_reply(&Reply::Nil).is_err());
+    assert_eq!(seed.read_single(Reply::Int(1), "u", 0, 1, &mut buf).unwrap(), Decision::allowed_only(true));
+    assert_eq!(seed.read_single(Reply::Nil, "u", 0, 1, &mut buf).unwrap(), Decision::allowed_only(false));
+    // The hand-written reader is strict about the shape.
+    let d = direct::Direct::new(Variant::FIXED_WINDOW, Params::new(3, 1000)).unwrap();
+    assert_eq!(d.parse_reply(&r).unwrap(), ours.read_single(r, "u", 0, 1, &mut buf).unwrap());
+    assert!(d.parse_reply(&Reply::Array(vec![Reply::Int(2), Reply::Int(0), Reply::Int(0), Reply::Int(0)])).is_err());
 }
 
 /// Parameters for one randomized run of `v`.
@@ -121,7 +135,7 @@ fn for_random_runs(
         for seed in 0..runs {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             let limiter = Limiter::new(v, random_params(&mut rng, v)).unwrap();
-            let mut model = limiter.reference();
+            let mut model = limiter.reference().unwrap();
             let mut now = 1_000_000;
             for _ in 0..calls {
                 now += step(&mut rng, limiter.params().window_ms as i64);
@@ -142,7 +156,7 @@ fn expiry_never_changes_a_decision_while_clocks_agree() {
         for seed in 0..40 {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             let limiter = Limiter::new(v, random_params(&mut rng, v)).unwrap();
-            let (mut expiring, mut forever) = (limiter.reference(), limiter.reference());
+            let (mut expiring, mut forever) = (limiter.reference().unwrap(), limiter.reference().unwrap());
             let mut now = 1_000_000;
             for i in 0..400 {
                 now += step(&mut rng, limiter.params().window_ms as i64);
@@ -159,10 +173,10 @@ fn expiry_never_changes_a_decision_while_clocks_agree() {
 #[test]
 fn retry_after_is_the_first_ms_that_admits_the_same_request() {
     for_random_runs(30, 300, |l, before, key, now, cost, d, seed| {
-        if l.variant().flavor() == Flavor::Seed || d.allowed {
+        if l.variant().unwrap().flavor() == Flavor::Seed || d.allowed {
             return;
         }
-        let v = l.variant();
+        let v = l.variant().unwrap();
         if d.retry_after_ms == -1 {
             assert!(cost > l.params().capacity(), "{v} seed {seed}: -1 only when it never fits");
             return;
@@ -179,10 +193,10 @@ fn retry_after_is_the_first_ms_that_admits_the_same_request() {
 #[test]
 fn reset_after_is_when_the_whole_quota_is_back() {
     for_random_runs(30, 300, |l, before, key, now, cost, d, seed| {
-        if l.variant().flavor() == Flavor::Seed {
+        if l.variant().unwrap().flavor() == Flavor::Seed {
             return;
         }
-        let v = l.variant();
+        let v = l.variant().unwrap();
         let mut after = before.boxed_clone();
         after.decide(key, now, cost);
         let whole = l.params().capacity() as i64;
@@ -200,10 +214,10 @@ fn reset_after_is_when_the_whole_quota_is_back() {
 #[test]
 fn remaining_is_how_many_more_units_fit_at_once() {
     for_random_runs(30, 300, |l, before, key, now, cost, d, seed| {
-        if l.variant().flavor() == Flavor::Seed {
+        if l.variant().unwrap().flavor() == Flavor::Seed {
             return;
         }
-        let v = l.variant();
+        let v = l.variant().unwrap();
         let mut after = before.boxed_clone();
         after.decide(key, now, cost);
         let rem = d.remaining as u64;
@@ -241,7 +255,7 @@ fn a_probe_answers_as_a_copy_would_and_leaves_the_model_unchanged() {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             let limiter = Limiter::new(v, random_params(&mut rng, v)).unwrap();
             let window = limiter.params().window_ms as i64;
-            let (mut probed, mut plain) = (limiter.reference(), limiter.reference());
+            let (mut probed, mut plain) = (limiter.reference().unwrap(), limiter.reference().unwrap());
             let mut now = 1_000_000;
             for i in 0..300 {
                 now += step(&mut rng, window);
@@ -265,7 +279,7 @@ fn clock_skew_never_refunds_and_never_goes_negative() {
         for seed in 0..40 {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             let limiter = Limiter::new(v, random_params(&mut rng, v)).unwrap();
-            let mut model = limiter.reference();
+            let mut model = limiter.reference().unwrap();
             let mut newest = 1_000_000i64;
             for _ in 0..300 {
                 newest += step(&mut rng, limiter.params().window_ms as i64);
@@ -308,7 +322,8 @@ fn scripts_on_the_emulator_decide_exactly_as_their_references() {
             let mut emu = Emulator::with_clock(clock.clone());
             let sha = emu.script_load(limiter.script().as_bytes()).unwrap_or_else(|e| panic!("{v}: {e:?}"));
             assert_eq!(sha, limiter.sha1());
-            let mut model = limiter.reference();
+            let mut model = limiter.reference().unwrap();
+            let direct = direct::Direct::new(v, limiter.params()).unwrap();
             let (mut keys, mut args) = (Vec::new(), Vec::new());
             for i in 0..300 {
                 newest += step(&mut rng, window);
@@ -320,13 +335,13 @@ fn scripts_on_the_emulator_decide_exactly_as_their_references() {
                 let now = if at_deadline { newest } else { newest - lag };
                 let key = ["rate:{a}", "rate:{b}"][rng.random_range(0..2)];
                 let cost = if v.takes_cost() { random_cost(&mut rng, limiter.params().capacity()) } else { 1 };
-                limiter.write_keys_and_args(key, now, cost, &mut keys, &mut args);
+                direct.write_keys_and_args(key, now, cost, &mut keys, &mut args);
                 let k: Vec<&[u8]> = keys.iter().map(|s| s.as_bytes()).collect();
                 let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
                 let reply = emu.evalsha(sha.as_bytes(), &k, &a);
                 let context =
                     format!("{v} seed {seed} call {i}: {:?} now {now} (server {newest}) cost {cost}", limiter.params());
-                let got = limiter.parse_reply(&reply).unwrap_or_else(|e| panic!("{context}: {e}"));
+                let got = direct.parse_reply(&reply).unwrap_or_else(|e| panic!("{context}: {e}"));
                 assert_eq!(got, model.decide_at(newest, key, now, cost), "{context}");
 
                 let mut real: Vec<(String, i64)> = match emu.execute(&[b"KEYS", b"*"]) {
@@ -382,7 +397,7 @@ fn seed_scripts_reproduce_the_measured_boundary_burst() {
         (Variant::SLIDING_LOG, (100, 0)),
     ];
     for (v, want) in expect {
-        let mut m = Limiter::new(v, Params::new(100, 1000)).unwrap().reference();
+        let mut m = Limiter::new(v, Params::new(100, 1000)).unwrap().reference().unwrap();
         let mut count = |from: i64| (0..200).filter(|i| m.decide("rate:{k}", from + i / 2, 1).allowed).count();
         let before = count(boundary - 150);
         let after = count(boundary + 20);

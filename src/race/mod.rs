@@ -230,7 +230,7 @@ pub fn run(spec: &RaceSpec, seed: u64) -> Result<RaceReport> {
     })
 }
 
-/// Arrivals as (µs, subject index), and the subjects' Redis keys.
+/// Arrivals as (µs, subject index), and the subjects' names.
 type Arrivals = (Vec<(i64, u32)>, Vec<String>);
 
 /// Every server's arrivals, merged in time order (ties: the lower server first).
@@ -250,7 +250,7 @@ fn arrivals(spec: &RaceSpec, servers: u32, seed: u64) -> Result<Arrivals> {
         .map(|(at, _, key)| {
             let next = names.len() as u32;
             let i = *names.entry(key.clone()).or_insert_with(|| {
-                keys.push(subject_key(&key));
+                keys.push(key.clone());
                 next
             });
             (at, i)
@@ -278,12 +278,13 @@ fn latencies(reqs: &[(i64, u32)], latency_us: u64, jitter: f64, seed: u64) -> Ve
 }
 
 /// Plays one cell with one limiter on a fresh emulator.
-fn simulate(spec: &RaceSpec, limiter: &Limiter, reqs: &[(i64, Req)], keys: &[String], mode: Mode) -> Result<Figures> {
+fn simulate(spec: &RaceSpec, limiter: &Limiter, reqs: &[(i64, Req)], subjects: &[String], mode: Mode) -> Result<Figures> {
+    let keys: Vec<String> = subjects.iter().map(|s| subject_key(s)).collect();
+    let mut session = limiter.session();
     let mut backend = EmulatedBackend::default();
     let clock = backend.emu.clock();
     let get = Script::new(NONATOMIC_GET);
     let incr = Script::new(NONATOMIC_INCR);
-    let atomic = Script::new(limiter.script());
     let window = spec.window_ms as i64;
     let window_arg = spec.window_ms.to_string();
     let mut queue: BinaryHeap<Reverse<(i64, u64, Ev)>> = BinaryHeap::with_capacity(reqs.len() * 2);
@@ -297,7 +298,6 @@ fn simulate(spec: &RaceSpec, limiter: &Limiter, reqs: &[(i64, Req)], keys: &[Str
     }
     // (subject, window) -> admitted
     let mut counted: HashMap<(u32, i64), u64> = HashMap::new();
-    let (mut kbuf, mut abuf) = (Vec::new(), Vec::new());
     let mut now = String::new();
     while let Some(Reverse((t, _, ev))) = queue.pop() {
         match ev {
@@ -312,9 +312,7 @@ fn simulate(spec: &RaceSpec, limiter: &Limiter, reqs: &[(i64, Req)], keys: &[Str
                         int_reply(backend.eval(&get, &[key], &[window_arg.as_bytes(), now.as_bytes()])?)?
                     }
                     Mode::Lua => {
-                        limiter.write_keys_and_args(&keys[r.subject as usize], r.now_ms, 1, &mut kbuf, &mut abuf);
-                        let a: Vec<&[u8]> = abuf.iter().map(|s| s.as_bytes()).collect();
-                        let d = limiter.parse_reply(&backend.eval(&atomic, &[key], &a)?)?;
+                        let d = limiter.call(&mut backend, &mut session, &subjects[r.subject as usize], r.now_ms, 1)?;
                         if d.allowed {
                             // The window the script counted it in ends reset_after_ms after now.
                             let w = (r.now_ms + d.reset_after_ms).div_euclid(window) - 1;

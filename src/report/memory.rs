@@ -7,7 +7,7 @@ use super::table::{thousands, Table};
 use super::Format;
 use crate::backend::emulated::EmulatedBackend;
 use crate::backend::real::RealRedis;
-use crate::backend::{Backend, Script};
+use crate::backend::Backend;
 use crate::clock::{Millis, VirtualClock, DEFAULT_START};
 use crate::emulator::{Emulator, Reply};
 use crate::limiter::{subject_key, Algorithm, Limiter, Params, Variant};
@@ -68,31 +68,19 @@ pub struct KeyUsage {
     pub bytes: u64,
 }
 
-/// Runs one user's calls on `backend` (moving its clock where it has one) and returns the keys the
-/// script's state then occupies, with their MEMORY USAGE. The key names come from the script's exact
-/// reference model, so nothing is scanned.
-pub fn run_user(
-    backend: &mut dyn Backend,
-    limiter: &Limiter,
-    script: &Script,
-    key: &str,
-    times: &[i64],
-) -> Result<Vec<KeyUsage>> {
-    let mut reference = limiter.reference();
-    let (mut keys, mut args) = (Vec::new(), Vec::new());
+/// Runs one user's (`subject`'s) calls on `backend` (moving its clock where it has one) and returns
+/// the keys the script's state then occupies, with their MEMORY USAGE. The key names are those the
+/// calls wrote (the keys each call was given and every key a command or script created under the
+/// run's prefix), found by scanning the backend's prefix, which holds this user's keys only.
+pub fn run_user(backend: &mut dyn Backend, limiter: &Limiter, subject: &str, times: &[i64]) -> Result<Vec<KeyUsage>> {
+    let mut session = limiter.session();
     for &t in times {
         limiter.check_call(t, 1)?;
         backend.set_time_ms(t);
-        limiter.write_keys_and_args(key, t, 1, &mut keys, &mut args);
-        let k: Vec<&[u8]> = keys.iter().map(|s| s.as_bytes()).collect();
-        let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
-        let reply = backend.eval(script, &k, &a)?;
-        limiter.parse_reply(&reply)?;
-        reference.decide(key, t, 1);
+        limiter.call(backend, &mut session, subject, t, 1)?;
     }
-    let now = times.last().copied().unwrap_or(0);
     let mut out = Vec::new();
-    for (k, _) in reference.keys(now) {
+    for k in scan_prefix(backend)? {
         match backend.command(&[b"MEMORY", b"USAGE", k.as_bytes(), b"SAMPLES", b"0"])? {
             Reply::Int(n) if n >= 0 => out.push(KeyUsage { key: k, bytes: n as u64 }),
             Reply::Nil => {}
@@ -102,13 +90,44 @@ pub fn run_user(
     Ok(out)
 }
 
+/// Every key under the backend's prefix, sorted (SCAN with MATCH; the prefix never holds glob
+/// characters).
+pub fn scan_prefix(backend: &mut dyn Backend) -> Result<Vec<String>> {
+    let pattern = format!("{}*", backend.key_prefix());
+    let mut cursor = b"0".to_vec();
+    let mut keys = Vec::new();
+    loop {
+        let r = backend.command(&[b"SCAN", &cursor, b"MATCH", pattern.as_bytes(), b"COUNT", b"1000"])?;
+        let Reply::Array(parts) = r else { return Err(Error::Redis(format!("SCAN replied {r:?}"))) };
+        match parts.as_slice() {
+            [Reply::Bulk(next), Reply::Array(found)] => {
+                for k in found {
+                    if let Reply::Bulk(b) = k {
+                        keys.push(String::from_utf8_lossy(b).into_owned());
+                    }
+                }
+                if next.as_slice() == b"0" {
+                    break;
+                }
+                cursor = next.clone();
+            }
+            _ => return Err(Error::Redis(format!("SCAN replied {parts:?}"))),
+        }
+    }
+    keys.sort();
+    keys.dedup();
+    Ok(keys)
+}
+
 /// What to measure.
 #[derive(Clone, Debug)]
 pub struct MemoryPlan {
     pub params: Params,
     pub users: u64,
-    /// The subject whose key is measured (`rate:{<subject>}`).
+    /// The subject whose keys are measured.
     pub subject: String,
+    /// The scripts, as specs (empty: the nine shipped ones).
+    pub scripts: Vec<crate::spec::SharedSpec>,
 }
 
 /// One script's row.
@@ -157,19 +176,25 @@ pub fn measure(plan: &MemoryPlan, mut real: Option<&mut RealRedis>) -> Result<Me
     };
     let at_seed_setting = params == SEED_PARAMS;
     let mut rows = Vec::new();
-    for v in Variant::ALL {
-        let limiter = Limiter::new(v, params)?;
+    let scripts: Vec<crate::spec::SharedSpec> = if plan.scripts.is_empty() {
+        Variant::ALL.iter().map(|&v| crate::spec::builtin::spec(v)).collect()
+    } else {
+        plan.scripts.clone()
+    };
+    for spec in &scripts {
+        let mut p = params;
+        if !spec.uses_burst() {
+            p.burst = None;
+        }
+        let limiter = Limiter::from_spec(std::sync::Arc::clone(spec), p)?;
+        let algo = spec.model.map(|v| v.algorithm());
         let mut row = MemoryRow {
-            algorithm: v.name().to_string(),
+            algorithm: spec.name.clone(),
             keys: Vec::new(),
             bytes_per_user: 0,
             total_bytes: 0,
-            seed_bytes_per_user: if at_seed_setting { seed_memory(v.algorithm()) } else { None },
-            seed_total_mb: if at_seed_setting && plan.users == SEED_USERS {
-                seed_total_mb(v.algorithm())
-            } else {
-                None
-            },
+            seed_bytes_per_user: if at_seed_setting { algo.and_then(seed_memory) } else { None },
+            seed_total_mb: if at_seed_setting && plan.users == SEED_USERS { algo.and_then(seed_total_mb) } else { None },
             real_keys: None,
             real_bytes_per_user: None,
             real_total_bytes: None,
@@ -185,13 +210,12 @@ pub fn measure(plan: &MemoryPlan, mut real: Option<&mut RealRedis>) -> Result<Me
             emu.set_cluster(r.is_cluster());
         }
         let mut backend = EmulatedBackend::new(emu);
-        let script = Script::new(v.script());
-        row.keys = run_user(&mut backend, &limiter, &script, &key, &times)?;
+        row.keys = run_user(&mut backend, &limiter, &plan.subject, &times)?;
         row.bytes_per_user = row.keys.iter().map(|k| k.bytes).sum();
         row.total_bytes = row.bytes_per_user.saturating_mul(plan.users);
         if let Some(r) = real.as_deref_mut() {
-            let shimmed = Script::new(with_long_ttls(v.script()));
-            let measured = run_user(r, &limiter, &shimmed, &key, &times);
+            let shimmed = limiter.with_script_body(with_long_ttls(limiter.script()));
+            let measured = run_user(r, &shimmed, &plan.subject, &times);
             let cleaned = r.cleanup();
             let measured = measured?;
             cleaned?;
@@ -365,7 +389,7 @@ mod tests {
 
     #[test]
     fn every_script_at_the_seed_setting() {
-        let plan = MemoryPlan { params: SEED_PARAMS, users: SEED_USERS, subject: "user42".into() };
+        let plan = MemoryPlan { params: SEED_PARAMS, users: SEED_USERS, subject: "user42".into(), scripts: Vec::new() };
         let r = measure(&plan, None).unwrap();
         assert_eq!(r.rows.len(), Variant::ALL.len());
         let row = |name: &str| r.rows.iter().find(|x| x.algorithm == name).unwrap();

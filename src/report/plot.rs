@@ -86,7 +86,7 @@ impl Plot {
                     points.push((x - origin, sum));
                     x += step;
                 }
-                Series { name: t.variant.name().to_string(), seed: t.variant.flavor() == Flavor::Seed, points }
+                Series { name: t.name.clone(), seed: t.variant.is_some_and(|v| v.flavor() == Flavor::Seed), points }
             })
             .collect();
         Plot { title: title.into(), limit, window_ms: window, origin_ms: origin, series }

@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 
 use super::Record;
-use crate::limiter::{Flavor, Limiter, Params, Reference};
+use crate::limiter::{Limiter, Params, Reference};
 use crate::metrics::{Metrics, PhaseCount};
 use crate::{Error, Result};
 
@@ -80,7 +80,7 @@ pub struct MetricsAcc {
     windows: Vec<SubjectWindow>,
     /// The script's own model, one for every subject: a call only touches its subject's keys, and
     /// the retry_after check asks it "what if" with [`Reference::probe`], which undoes its changes.
-    model: Box<dyn Reference>,
+    model: Option<Box<dyn Reference>>,
     false_allows: u64,
     false_rejections: u64,
     retry_checked: u64,
@@ -96,7 +96,7 @@ impl MetricsAcc {
     pub fn new(limiter: &Limiter) -> MetricsAcc {
         MetricsAcc {
             params: limiter.params(),
-            reports_retry: limiter.variant().flavor() == Flavor::Ours,
+            reports_retry: limiter.reports().retry_after,
             calls: 0,
             allowed_calls: 0,
             allowed_units: 0,
@@ -155,12 +155,13 @@ impl MetricsAcc {
         self.key.push_str("rate:{");
         self.key.push_str(subject);
         self.key.push('}');
-        if self.model.decide(&self.key, r.now_ms, r.cost) != r.decision {
+        let Some(model) = self.model.as_mut() else { return Ok(()) };
+        if model.decide(&self.key, r.now_ms, r.cost) != r.decision {
             self.reference_mismatches += 1;
         }
         if self.reports_retry && !r.decision.allowed && r.decision.retry_after_ms >= 0 {
             self.retry_checked += 1;
-            if !self.model.probe(&self.key, r.now_ms + r.decision.retry_after_ms, r.cost).allowed {
+            if !model.probe(&self.key, r.now_ms + r.decision.retry_after_ms, r.cost).allowed {
                 self.retry_wrong += 1;
             }
         }

@@ -11,7 +11,7 @@ use std::borrow::Cow;
 
 use crate::clock::{Micros, Millis};
 use crate::emulator::fxhash::FxHashMap;
-use crate::limiter::{Params, Variant};
+use crate::limiter::Params;
 use crate::metrics::ExactLog;
 use crate::traffic::{Arrival, TrafficSpec, ZipfIter};
 use crate::{Error, Result};
@@ -176,12 +176,12 @@ impl<'a> Feed<'a> {
     }
 
     /// The same feed with the exact log's verdicts (limit and window from `params`) for every
-    /// request, as `variants` are judged: with each request's cost when one of them reads costs,
-    /// counting each request as 1 when one of them does not.
-    pub fn judged(mut self, params: Params, variants: &[Variant]) -> Feed<'a> {
+    /// request, as the scripts are judged (`weighted[i]`: whether script i reads costs): with each
+    /// request's cost when one of them reads costs, counting each request as 1 when one does not.
+    pub fn judged(mut self, params: Params, weighted: &[bool]) -> Feed<'a> {
         let log = || Some(ExactLog::new(params));
-        self.judges.weighted = if variants.iter().any(|v| v.takes_cost()) { log() } else { None };
-        self.judges.unit = if variants.iter().any(|v| !v.takes_cost()) { log() } else { None };
+        self.judges.weighted = if weighted.iter().any(|&w| w) { log() } else { None };
+        self.judges.unit = if weighted.iter().any(|&w| !w) { log() } else { None };
         self
     }
 
@@ -307,8 +307,9 @@ mod tests {
                     [traffic]\nkind = \"zipf_users\"\nusers = 500\nrequests = 10000\nduration_ms = 2000\ncost = 2\nphase = \"p\"\n";
         let s = Scenario::from_toml(text, std::path::Path::new("zipf.toml")).unwrap();
         let arrivals = s.arrivals(4).unwrap();
-        let mut zipf = Feed::scenario(&s, 4).unwrap().judged(s.params, &s.variants);
-        let mut listed = Feed::arrivals(&arrivals).judged(s.params, &s.variants);
+        let weights: Vec<bool> = s.scripts.iter().map(|x| x.uses_cost()).collect();
+        let mut zipf = Feed::scenario(&s, 4).unwrap().judged(s.params, &weights);
+        let mut listed = Feed::arrivals(&arrivals).judged(s.params, &weights);
         assert_eq!(zipf.len(), listed.len());
         let (mut a, mut b) = (Vec::new(), Vec::new());
         for c in zipf.by_ref() {
@@ -329,7 +330,7 @@ mod tests {
             .map(|&(ms, key, cost)| Arrival { at: Micros(ms * 1000), key: key.into(), cost, phase: String::new() })
             .collect();
         let params = Params::new(3, 1000);
-        let both = [Variant::FIXED_WINDOW, Variant::SEED_FIXED_WINDOW];
+        let both = [crate::limiter::Variant::FIXED_WINDOW.takes_cost(), crate::limiter::Variant::SEED_FIXED_WINDOW.takes_cost()];
         let steps: Vec<Step> = Feed::arrivals(&arrivals).judged(params, &both).flat_map(|c| c.steps).collect();
         let weighted: Vec<bool> = steps.iter().map(|s| s.exact_admits(true)).collect();
         let unit: Vec<bool> = steps.iter().map(|s| s.exact_admits(false)).collect();

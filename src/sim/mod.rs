@@ -23,7 +23,7 @@ pub use scenario::Scenario;
 use std::io::IsTerminal;
 
 use crate::backend::emulated::EmulatedBackend;
-use crate::backend::{Backend, Script};
+use crate::backend::Backend;
 use crate::clock::{Micros, Stopwatch};
 use crate::limiter::{Decision, Limiter, Params, Variant};
 use crate::traffic::Arrival;
@@ -53,7 +53,10 @@ pub struct Record {
 /// Everything one run produced: its decisions in call order, with subjects and phases interned.
 #[derive(Clone, Debug)]
 pub struct Trace {
-    pub variant: Variant,
+    /// The limiter's name (its spec's).
+    pub name: String,
+    /// The shipped script, when it is one of limitlab's.
+    pub variant: Option<Variant>,
     pub params: Params,
     /// The subjects, in order of first appearance.
     pub keys: Vec<String>,
@@ -100,37 +103,25 @@ pub(crate) fn drive<C: std::borrow::Borrow<Chunk>>(
     bar: Option<&indicatif::ProgressBar>,
     mut each: impl FnMut(&Record, &Step, &str) -> Result<()>,
 ) -> Result<f64> {
-    let variant = limiter.variant();
-    let script = Script::new(limiter.script());
-    let prefix = backend.key_prefix().to_string();
-    let mut redis_key = String::new();
-    let (mut kbuf, mut abuf) = (Vec::with_capacity(1), Vec::with_capacity(5));
+    let name = limiter.name();
+    let weighted = limiter.takes_cost();
+    let mut session = limiter.session();
     let watch = Stopwatch::start();
     let mut i = 0usize;
     for chunk in chunks {
         for (step, subject) in chunk.borrow().iter() {
             let now_ms = step.at.as_millis().0;
             limiter.check_call(now_ms, step.cost)?;
-            // `{prefix}rate:{subject}`, as `limiter::subject_key` spells it, without allocating.
-            redis_key.clear();
-            redis_key.push_str(&prefix);
-            redis_key.push_str("rate:{");
-            redis_key.push_str(subject);
-            redis_key.push('}');
             backend.set_time_ms(now_ms);
-            limiter.write_keys_and_args(&redis_key, now_ms, step.cost, &mut kbuf, &mut abuf);
-            let k: [&[u8]; 1] = [kbuf[0].as_bytes()];
-            let mut argv: [&[u8]; 5] = [b""; 5];
-            for (slot, s) in argv.iter_mut().zip(abuf.iter()) {
-                *slot = s.as_bytes();
-            }
-            let reply = backend.eval(&script, &k, &argv[..abuf.len()])?;
-            let decision = limiter.parse_reply(&reply).map_err(|e| Error::Invalid {
-                context: format!("{variant}: call #{} (subject `{subject}`, now_ms {now_ms})", i + 1),
-                field: "reply".into(),
-                reason: e.to_string(),
+            let decision = limiter.call(backend, &mut session, subject, now_ms, step.cost).map_err(|e| match e {
+                e @ (Error::Script { .. } | Error::Connection(_) | Error::Io { .. }) => e,
+                e => Error::Invalid {
+                    context: format!("{name}: call #{} (subject `{subject}`, now_ms {now_ms})", i + 1),
+                    field: "reply".into(),
+                    reason: e.to_string(),
+                },
             })?;
-            let cost = if variant.takes_cost() { step.cost } else { 1 };
+            let cost = if weighted { step.cost } else { 1 };
             let record = Record { at: step.at, now_ms, key: step.subject, phase: step.phase, cost, decision };
             each(&record, step, subject)?;
             i += 1;
@@ -145,9 +136,8 @@ pub(crate) fn drive<C: std::borrow::Borrow<Chunk>>(
 /// Runs `arrivals`, in the order given, through `limiter`'s script on `backend`, and keeps every
 /// decision (see [`drive`] for errors).
 pub fn run(limiter: &Limiter, backend: &mut dyn Backend, arrivals: &[Arrival], progress: Progress) -> Result<Trace> {
-    let variant = limiter.variant();
     let mut records = Vec::with_capacity(arrivals.len());
-    let bar = progress_bar(arrivals.len(), progress, variant);
+    let bar = progress_bar(arrivals.len(), progress, limiter.name());
     let mut feed = Feed::arrivals(arrivals);
     let elapsed_secs = drive(limiter, backend, feed.by_ref(), bar.as_ref(), |r, _, _| {
         records.push(*r);
@@ -157,7 +147,7 @@ pub fn run(limiter: &Limiter, backend: &mut dyn Backend, arrivals: &[Arrival], p
         b.finish_and_clear();
     }
     let (keys, phases) = feed.into_names();
-    Ok(Trace { variant, params: limiter.params(), keys, phases, records, elapsed_secs })
+    Ok(Trace { name: limiter.name().to_string(), variant: limiter.variant(), params: limiter.params(), keys, phases, records, elapsed_secs })
 }
 
 /// Runs `arrivals` on a fresh emulator whose clock starts at the first arrival (or `start_ms`).
@@ -173,7 +163,7 @@ pub fn run_emulated(
     Ok((trace, backend))
 }
 
-fn progress_bar(len: usize, progress: Progress, variant: Variant) -> Option<indicatif::ProgressBar> {
+fn progress_bar(len: usize, progress: Progress, name: &str) -> Option<indicatif::ProgressBar> {
     if progress == Progress::Off || len < PROGRESS_MIN || !std::io::stderr().is_terminal() {
         return None;
     }
@@ -181,7 +171,7 @@ fn progress_bar(len: usize, progress: Progress, variant: Variant) -> Option<indi
     if let Ok(style) = indicatif::ProgressStyle::with_template("{prefix:>20} {bar:40} {pos}/{len} ({eta})") {
         bar.set_style(style);
     }
-    bar.set_prefix(variant.name());
+    bar.set_prefix(name.to_string());
     Some(bar)
 }
 

@@ -23,7 +23,10 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::clock::{Millis, DEFAULT_START};
+use std::sync::Arc;
+
 use crate::limiter::{Limiter, Params, Variant};
+use crate::spec::{builtin, SharedSpec, Spec};
 use crate::traffic::{Arrival, TrafficSpec};
 use crate::{Error, Result};
 
@@ -35,7 +38,9 @@ pub struct Scenario {
     pub name: String,
     pub description: String,
     pub params: Params,
-    pub variants: Vec<Variant>,
+    /// The scripts to run, as specs: the built-in names of `algorithms`, then the files of
+    /// `scripts`, in the order written, each once.
+    pub scripts: Vec<SharedSpec>,
     pub seed: u64,
     /// Where the virtual clock starts, unix ms (default [`DEFAULT_START`]); traffic offsets count
     /// from here.
@@ -54,7 +59,10 @@ struct Raw {
     window_ms: Spanned<i64>,
     #[serde(default)]
     burst: Option<Spanned<i64>>,
-    algorithms: Spanned<toml::Value>,
+    #[serde(default)]
+    algorithms: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    scripts: Option<Spanned<Vec<String>>>,
     #[serde(default)]
     seed: u64,
     #[serde(default)]
@@ -81,6 +89,7 @@ impl Scenario {
     pub fn from_file(path: &Path) -> Result<Scenario> {
         let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
         let mut s = Scenario::from_toml(&text, path)?;
+        // (Spec paths were resolved against the same directory while validating.)
         if let Some(dir) = path.parent() {
             s.traffic.resolve_paths(dir);
         }
@@ -132,48 +141,68 @@ impl Scenario {
             }
         };
 
-        let span = raw.algorithms.span();
-        let names: Vec<String> = match raw.algorithms.get_ref() {
-            toml::Value::String(s) => vec![s.clone()],
-            toml::Value::Array(a) => {
-                let mut v = Vec::with_capacity(a.len());
-                for x in a {
-                    match x {
-                        toml::Value::String(s) => v.push(s.clone()),
-                        other => {
-                            return Err(invalid(
-                                span,
-                                "algorithms",
-                                format!("expected algorithm names (strings), got {other}"),
-                            ))
+        let mut scripts: Vec<SharedSpec> = Vec::new();
+        if let Some(algos) = &raw.algorithms {
+            let span = algos.span();
+            let names: Vec<String> = match algos.get_ref() {
+                toml::Value::String(s) => vec![s.clone()],
+                toml::Value::Array(a) => {
+                    let mut v = Vec::with_capacity(a.len());
+                    for x in a {
+                        match x {
+                            toml::Value::String(s) => v.push(s.clone()),
+                            other => {
+                                return Err(invalid(
+                                    span,
+                                    "algorithms",
+                                    format!("expected algorithm names (strings), got {other}"),
+                                ))
+                            }
                         }
                     }
+                    v
                 }
-                v
+                other => {
+                    return Err(invalid(span, "algorithms", format!("expected \"all\" or a list of names, got {other}")))
+                }
+            };
+            for n in &names {
+                if n.trim().eq_ignore_ascii_case("all") {
+                    scripts.extend(Variant::ALL.iter().map(|&v| builtin::spec(v)));
+                    continue;
+                }
+                let v: Variant = n
+                    .parse()
+                    .map_err(|e: crate::limiter::UnknownVariant| invalid(span.clone(), "algorithms", e.to_string()))?;
+                scripts.push(builtin::spec(v));
             }
-            other => {
-                return Err(invalid(span, "algorithms", format!("expected \"all\" or a list of names, got {other}")))
+            if names.is_empty() {
+                return Err(invalid(span, "algorithms", "names no algorithm; use \"all\" or a list of names".into()));
             }
-        };
-        let mut variants = Vec::new();
-        for n in &names {
-            if n.trim().eq_ignore_ascii_case("all") {
-                variants.extend(Variant::ALL);
-                continue;
-            }
-            let v: Variant = n
-                .parse()
-                .map_err(|e: crate::limiter::UnknownVariant| invalid(span.clone(), "algorithms", e.to_string()))?;
-            variants.push(v);
         }
-        if variants.is_empty() {
-            return Err(invalid(span, "algorithms", "names no algorithm; use \"all\" or a list of names".into()));
+        if let Some(files) = &raw.scripts {
+            let dir = origin.parent().unwrap_or(Path::new(""));
+            for f in files.get_ref() {
+                let spec = Spec::from_file(&dir.join(f)).map_err(|e| Error::Invalid {
+                    context: at(files.span()),
+                    field: "scripts".into(),
+                    reason: e.to_string(),
+                })?;
+                scripts.push(Arc::new(spec));
+            }
+        }
+        if scripts.is_empty() {
+            return Err(Error::Invalid {
+                context: origin.display().to_string(),
+                field: "algorithms".into(),
+                reason: "names no script; give `algorithms` (\"all\" or built-in names) or `scripts` (spec files)".into(),
+            });
         }
         let mut seen = std::collections::HashSet::new();
-        variants.retain(|v| seen.insert(*v));
+        scripts.retain(|s| seen.insert(s.name.clone()));
 
         if let Some(b) = &raw.burst {
-            if !variants.iter().any(|v| v.takes_burst()) {
+            if !scripts.iter().any(|s| s.uses_burst()) {
                 return Err(invalid(
                     b.span(),
                     "burst",
@@ -196,14 +225,14 @@ impl Scenario {
             name: raw.name.into_inner(),
             description: raw.description,
             params: Params { limit, window_ms, burst },
-            variants,
+            scripts,
             seed: raw.seed,
             start_ms,
             traffic,
         };
         // Every selected script must accept the parameters before anything runs.
-        for &v in &s.variants {
-            s.limiter(v).map_err(|e| match e {
+        for spec in &s.scripts {
+            s.limiter(spec).map_err(|e| match e {
                 Error::Invalid { context, field, reason } => Error::Invalid {
                     context: format!("{}", origin.display()),
                     field,
@@ -215,14 +244,24 @@ impl Scenario {
         Ok(s)
     }
 
-    /// The limiter of `variant` under this scenario's parameters (the burst only goes to the
+    /// The limiter of `spec` under this scenario's parameters (the burst only goes to the
     /// scripts that take one).
-    pub fn limiter(&self, variant: Variant) -> Result<Limiter> {
+    pub fn limiter(&self, spec: &SharedSpec) -> Result<Limiter> {
         let mut p = self.params;
-        if !variant.takes_burst() {
+        if !spec.uses_burst() {
             p.burst = None;
         }
-        Limiter::new(variant, p)
+        Limiter::from_spec(Arc::clone(spec), p)
+    }
+
+    /// The limiter of a shipped script under this scenario's parameters.
+    pub fn builtin_limiter(&self, variant: Variant) -> Result<Limiter> {
+        self.limiter(&builtin::spec(variant))
+    }
+
+    /// The shipped scripts among this scenario's, in order (their names when all are shipped).
+    pub fn variants(&self) -> Vec<Variant> {
+        self.scripts.iter().filter_map(|s| s.model).collect()
     }
 
     /// The scenario's arrivals for `seed` (the file's own seed unless overridden).
@@ -258,14 +297,14 @@ duration_ms = 1000
     #[test]
     fn a_good_file_validates() {
         let s = Scenario::from_toml(GOOD, Path::new("s.toml")).unwrap();
-        assert_eq!(s.variants, [Variant::FIXED_WINDOW, Variant::SEED_TOKEN_BUCKET]);
+        assert_eq!(s.variants(), [Variant::FIXED_WINDOW, Variant::SEED_TOKEN_BUCKET]);
         assert_eq!(s.params, Params::new(10, 1000));
         assert_eq!(s.start_ms, DEFAULT_START.0);
         assert_eq!(s.seed, 0);
         let all =
             Scenario::from_toml(&GOOD.replace(r#"["fixed_window", "seed-token-bucket"]"#, "\"all\""), Path::new("s"))
                 .unwrap();
-        assert_eq!(all.variants, Variant::ALL);
+        assert_eq!(all.variants(), Variant::ALL);
     }
 
     #[test]
@@ -293,6 +332,10 @@ duration_ms = 1000
         assert!(e.starts_with("s.toml:6: [traffic]") && e.contains("field `rate`"), "{e}");
         let e = err(&GOOD.replace("algorithms = [\"fixed_window\", \"seed-token-bucket\"]", "algorithms = []"));
         assert!(e.contains("field `algorithms`: names no algorithm"), "{e}");
+        let e = err(&GOOD.replace("algorithms = [\"fixed_window\", \"seed-token-bucket\"]", "scripts = [\"nope.toml\"]"));
+        assert!(e.starts_with("s.toml:5: field `scripts`: nope.toml: No such file"), "{e}");
+        let e = err(&GOOD.replace("algorithms = [\"fixed_window\", \"seed-token-bucket\"]", ""));
+        assert!(e.contains("field `algorithms`: names no script"), "{e}");
         let e = err(&GOOD.replace("window_ms = 1000", "window_ms = 1000\nburst = 5"));
         assert_eq!(e, "s.toml:5: field `burst`: only token_bucket and gcra take a burst, and neither is selected");
     }

@@ -9,6 +9,8 @@ use super::{run, Progress, Scenario, Trace};
 use crate::backend::emulated::EmulatedBackend;
 use crate::backend::Backend;
 use crate::limiter::{Algorithm, Variant};
+use crate::spec::builtin::spec as builtin_spec;
+use crate::spec::SharedSpec;
 use crate::metrics::{self, memory_usage, Metrics};
 use crate::Result;
 
@@ -152,22 +154,25 @@ pub struct Comparison {
 }
 
 /// Options of [`compare`].
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct CompareOptions {
+    /// The scripts to compare (empty: the nine shipped ones).
+    pub scripts: Vec<SharedSpec>,
     pub seed: Option<u64>,
     /// Measure decisions per second (not deterministic).
     pub timing: bool,
     pub progress: Progress,
 }
 
-/// Runs `variant` over the scenario's arrivals on a fresh emulator.
+/// Runs `spec` (a shipped script's, `&builtin_spec(v)`, or a user's) over the scenario's arrivals
+/// on a fresh emulator.
 pub fn run_on_emulator(
     s: &Scenario,
-    variant: Variant,
+    spec: &SharedSpec,
     arrivals: &[crate::traffic::Arrival],
     progress: Progress,
 ) -> Result<(Trace, Metrics, EmulatedBackend)> {
-    let limiter = s.limiter(variant)?;
+    let limiter = s.limiter(spec)?;
     let mut backend = EmulatedBackend::default();
     backend.set_time_ms(s.start_ms);
     let trace = run(&limiter, &mut backend, arrivals, progress)?;
@@ -201,11 +206,16 @@ pub fn compare_jobs(opts: CompareOptions, jobs: usize) -> Result<Comparison> {
         let arrivals = s.arrivals(seed)?;
         scenarios.push((s, seed, arrivals));
     }
-    let n = Variant::ALL.len();
+    let scripts: Vec<SharedSpec> = if opts.scripts.is_empty() {
+        Variant::ALL.iter().map(|&v| builtin_spec(v)).collect()
+    } else {
+        opts.scripts.clone()
+    };
+    let n = scripts.len();
     let memory_scenario = STANDARD.len() - 1;
     let done = super::parallel::map_indexed(scenarios.len() * n, jobs, |j| -> Result<Done> {
         let (s, _, arrivals) = &scenarios[j / n];
-        let (trace, metrics, mut backend) = run_on_emulator(s, Variant::ALL[j % n], arrivals, opts.progress)?;
+        let (trace, metrics, mut backend) = run_on_emulator(s, &scripts[j % n], arrivals, opts.progress)?;
         let memory = if j / n == memory_scenario {
             Some((memory_usage(&mut backend)?, trace.keys.len().max(1) as u64))
         } else {
@@ -225,22 +235,22 @@ pub fn compare_jobs(opts: CompareOptions, jobs: usize) -> Result<Comparison> {
     let (mut boundary_limit, mut boundary_window_ms) = (0, 0);
     for (si, (s, seed, _)) in scenarios[..memory_scenario].iter().enumerate() {
         let mut rows = Vec::new();
-        for (vi, &v) in Variant::ALL.iter().enumerate() {
+        for (vi, v) in scripts.iter().enumerate() {
             let m = done[si * n + vi].metrics.clone();
             if si == 0 {
                 let phase = |i: usize| m.phases.get(i).map_or(0, |p| p.allowed_units);
                 boundary.push(BoundaryRow {
-                    algorithm: v.name().to_string(),
+                    algorithm: v.name.clone(),
                     end_of_window: phase(0),
                     start_of_next: phase(1),
                     total: m.allowed_units,
                     max_in_window: m.max_in_window,
-                    seed: seed_boundary(v.algorithm()),
+                    seed: v.model.and_then(|v| seed_boundary(v.algorithm())),
                 });
                 boundary_limit = s.params.limit;
                 boundary_window_ms = s.params.window_ms;
             }
-            rows.push(AccuracyRow { algorithm: v.name().to_string(), metrics: m });
+            rows.push(AccuracyRow { algorithm: v.name.clone(), metrics: m });
         }
         accuracy.push(ScenarioAccuracy {
             scenario: s.name.clone(),
@@ -254,27 +264,27 @@ pub fn compare_jobs(opts: CompareOptions, jobs: usize) -> Result<Comparison> {
 
     let (s, _, arrivals) = &scenarios[memory_scenario];
     let mut memory = Vec::new();
-    for (vi, &v) in Variant::ALL.iter().enumerate() {
+    for (vi, v) in scripts.iter().enumerate() {
         let Some((usage, users)) = &done[memory_scenario * n + vi].memory else { continue };
         memory.push(MemoryRow {
-            algorithm: v.name().to_string(),
+            algorithm: v.name.clone(),
             bytes_per_user: usage.bytes / users,
             keys_per_user: usage.keys as f64 / *users as f64,
             method: usage.method.to_string(),
-            seed_bytes: seed_memory(v.algorithm()),
+            seed_bytes: v.model.and_then(|v| seed_memory(v.algorithm())),
         });
     }
 
     let speed = opts.timing.then(|| {
-        Variant::ALL
+        scripts
             .iter()
             .zip(&speed)
             .map(|(v, &(n, secs))| SpeedRow {
-                algorithm: v.name().to_string(),
+                algorithm: v.name.clone(),
                 decisions: n,
                 seconds: secs,
                 per_sec: if secs > 0.0 { n as f64 / secs } else { 0.0 },
-                seed_per_sec: seed_throughput(v.algorithm()),
+                seed_per_sec: v.model.and_then(|v| seed_throughput(v.algorithm())),
             })
             .collect()
     });

@@ -15,13 +15,17 @@ use super::{Progress, Scenario, PROGRESS_MIN};
 use crate::backend::emulated::EmulatedBackend;
 use crate::backend::Backend;
 use crate::limiter::{Limiter, Variant};
+use crate::spec::SharedSpec;
 use crate::metrics::Metrics;
 use crate::Result;
 
 /// What a streaming run produced.
 #[derive(Clone, Debug)]
 pub struct StreamRun {
-    pub variant: Variant,
+    /// The limiter's name (its spec's).
+    pub name: String,
+    /// The shipped script, when it is one of limitlab's.
+    pub variant: Option<Variant>,
     pub metrics: Metrics,
     /// The subjects, in order of first appearance (shared by the runs that read the same feed).
     pub subjects: Arc<Vec<String>>,
@@ -38,9 +42,9 @@ struct Folded {
 }
 
 impl Folded {
-    fn named(self, variant: Variant, subjects: &Arc<Vec<String>>, phases: &[String]) -> StreamRun {
+    fn named(self, limiter: &Limiter, subjects: &Arc<Vec<String>>, phases: &[String]) -> StreamRun {
         let metrics = self.acc.finish(subjects, phases);
-        StreamRun { variant, metrics, subjects: Arc::clone(subjects), phases: phases.to_vec(), elapsed_secs: self.elapsed_secs }
+        StreamRun { name: limiter.name().to_string(), variant: limiter.variant(), metrics, subjects: Arc::clone(subjects), phases: phases.to_vec(), elapsed_secs: self.elapsed_secs }
     }
 }
 
@@ -54,7 +58,7 @@ fn fold<C: std::borrow::Borrow<Chunk>>(
     bar: Option<&indicatif::ProgressBar>,
 ) -> Result<Folded> {
     let mut acc = MetricsAcc::new(limiter);
-    let weighted = limiter.variant().takes_cost();
+    let weighted = limiter.takes_cost();
     let elapsed_secs = super::drive(limiter, backend, chunks, bar, |r, step, subject| {
         acc.push(r, step.exact_admits(weighted), subject)
     })?;
@@ -71,32 +75,33 @@ pub fn run_streaming(
 ) -> Result<StreamRun> {
     let folded = fold(limiter, backend, feed.by_ref(), bar)?;
     let (subjects, phases) = feed.into_names();
-    Ok(folded.named(limiter.variant(), &Arc::new(subjects), &phases))
+    Ok(folded.named(limiter, &Arc::new(subjects), &phases))
 }
 
 /// Runs one script of `s` over `chunks` on a fresh emulator (built here: the emulator stays on the
 /// thread that uses it).
 fn fold_on_emulator<C: std::borrow::Borrow<Chunk>>(
-    s: &Scenario,
-    variant: Variant,
+    limiter: &Limiter,
+    start_ms: i64,
     chunks: impl Iterator<Item = C>,
     bar: Option<&indicatif::ProgressBar>,
 ) -> Result<Folded> {
-    let limiter = s.limiter(variant)?;
     let mut backend = EmulatedBackend::default();
-    backend.set_time_ms(s.start_ms);
-    let folded = fold(&limiter, &mut backend, chunks, bar);
+    backend.set_time_ms(start_ms);
+    let folded = fold(limiter, &mut backend, chunks, bar);
     if let Some(b) = bar {
         b.finish_and_clear();
     }
     folded
 }
 
-/// Runs each of `variants` over the scenario's arrivals for `seed`, streaming, on a fresh emulator
+/// Runs each of `scripts` over the scenario's arrivals for `seed`, streaming, on a fresh emulator
 /// each, up to `jobs` at a time (0: the cores available), one thread each. The scripts run in
 /// waves of `jobs`; each wave reads one feed, produced once on this thread. Results come in the
-/// order of `variants`, whatever `jobs` is.
-pub fn run_variants(s: &Scenario, seed: u64, variants: &[Variant], jobs: usize, progress: Progress) -> Result<Vec<StreamRun>> {
+/// order of `scripts`, whatever `jobs` is.
+pub fn run_variants(s: &Scenario, seed: u64, scripts: &[SharedSpec], jobs: usize, progress: Progress) -> Result<Vec<StreamRun>> {
+    let limiters = scripts.iter().map(|spec| s.limiter(spec)).collect::<Result<Vec<Limiter>>>()?;
+    let variants = &limiters;
     let jobs = if jobs == 0 { super::parallel::default_jobs() } else { jobs }.clamp(1, variants.len().max(1));
     // The first wave's feed, built first so that traffic errors come before anything runs.
     let mut first = Some(Feed::scenario(s, seed)?);
@@ -111,7 +116,7 @@ pub fn run_variants(s: &Scenario, seed: u64, variants: &[Variant], jobs: usize, 
                 if let Ok(style) = indicatif::ProgressStyle::with_template("{prefix:>20} {bar:40} {pos}/{len} ({eta})") {
                     b.set_style(style);
                 }
-                b.set_prefix(v.name());
+                b.set_prefix(v.name().to_string());
                 b
             })
         })
@@ -122,7 +127,8 @@ pub fn run_variants(s: &Scenario, seed: u64, variants: &[Variant], jobs: usize, 
             Some(f) => f,
             None => Feed::scenario(s, seed)?,
         };
-        for run in run_wave(s, feed.judged(s.params, wave), wave, bars) {
+        let weights: Vec<bool> = wave.iter().map(Limiter::takes_cost).collect();
+        for run in run_wave(s, feed.judged(s.params, &weights), wave, bars) {
             // The first error, in the order of `variants`: later waves cannot come before it.
             out.push(run?);
         }
@@ -132,15 +138,15 @@ pub fn run_variants(s: &Scenario, seed: u64, variants: &[Variant], jobs: usize, 
 
 /// One wave of [`run_variants`]: `wave`'s scripts over one feed, each on its own thread (or on
 /// this one, with the feed, for a single script).
-fn run_wave(s: &Scenario, mut feed: Feed, wave: &[Variant], bars: &[Option<indicatif::ProgressBar>]) -> Vec<Result<StreamRun>> {
+fn run_wave(s: &Scenario, mut feed: Feed, wave: &[Limiter], bars: &[Option<indicatif::ProgressBar>]) -> Vec<Result<StreamRun>> {
     let bar = |i: usize| bars.get(i).and_then(Option::as_ref);
     let folded: Vec<Result<Folded>> = match wave {
-        [v] => vec![fold_on_emulator(s, *v, feed.by_ref(), bar(0))],
-        _ => super::fanout::fan_out(&mut feed, wave.len(), |i, chunks| fold_on_emulator(s, wave[i], chunks, bar(i))),
+        [l] => vec![fold_on_emulator(l, s.start_ms, feed.by_ref(), bar(0))],
+        _ => super::fanout::fan_out(&mut feed, wave.len(), |i, chunks| fold_on_emulator(&wave[i], s.start_ms, chunks, bar(i))),
     };
     let (subjects, phases) = feed.into_names();
     let subjects = Arc::new(subjects);
-    folded.into_iter().zip(wave).map(|(f, v)| f.map(|f| f.named(*v, &subjects, &phases))).collect()
+    folded.into_iter().zip(wave).map(|(f, l)| f.map(|f| f.named(l, &subjects, &phases))).collect()
 }
 
 /// The process's peak resident memory in bytes (VmHWM in /proc/self/status), where there is one.
@@ -168,17 +174,22 @@ mod tests {
     use crate::clock::{Micros, DEFAULT_START};
     use crate::limiter::Params;
     use crate::sim::standard::{builtin, run_on_emulator, STANDARD};
+    use crate::spec::builtin::spec;
     use crate::traffic::Arrival;
+
+    fn all() -> Vec<SharedSpec> {
+        Variant::ALL.iter().map(|&v| spec(v)).collect()
+    }
 
     #[test]
     fn streaming_metrics_equal_the_batch_metrics_on_every_standard_scenario() {
         for (file, _) in STANDARD {
             let s = builtin(file).unwrap();
             let arrivals = s.arrivals(s.seed).unwrap();
-            let runs = run_variants(&s, s.seed, &Variant::ALL, 2, Progress::Off).unwrap();
+            let runs = run_variants(&s, s.seed, &all(), 2, Progress::Off).unwrap();
             for (v, r) in Variant::ALL.iter().zip(&runs) {
-                let (trace, m, _) = run_on_emulator(&s, *v, &arrivals, Progress::Off).unwrap();
-                assert_eq!(r.variant, *v);
+                let (trace, m, _) = run_on_emulator(&s, &spec(*v), &arrivals, Progress::Off).unwrap();
+                assert_eq!(r.variant, Some(*v));
                 assert_eq!(r.metrics, m, "{file} {v}");
                 assert_eq!(*r.subjects, trace.keys, "{file} {v}");
                 assert_eq!(r.phases, trace.phases, "{file} {v}");
@@ -210,19 +221,19 @@ mod tests {
             let alone: Vec<StreamRun> = Variant::ALL
                 .iter()
                 .map(|v| {
-                    let limiter = s.limiter(*v).unwrap();
+                    let limiter = s.builtin_limiter(*v).unwrap();
                     let mut backend = EmulatedBackend::default();
                     backend.set_time_ms(s.start_ms);
-                    let feed = Feed::scenario(&s, 9).unwrap().judged(s.params, &[*v]);
+                    let feed = Feed::scenario(&s, 9).unwrap().judged(s.params, &[v.takes_cost()]);
                     run_streaming(&limiter, &mut backend, feed, None).unwrap()
                 })
                 .collect();
             for (v, r) in Variant::ALL.iter().zip(&alone) {
-                let (_, m, _) = run_on_emulator(&s, *v, &arrivals, Progress::Off).unwrap();
+                let (_, m, _) = run_on_emulator(&s, &spec(*v), &arrivals, Progress::Off).unwrap();
                 assert_eq!(r.metrics, m, "{} {v}", s.name);
             }
             for jobs in [1, 2, 4, 9] {
-                let shared = run_variants(&s, 9, &Variant::ALL, jobs, Progress::Off).unwrap();
+                let shared = run_variants(&s, 9, &all(), jobs, Progress::Off).unwrap();
                 for (a, b) in alone.iter().zip(&shared) {
                     assert_eq!((a.variant, &a.metrics, &a.subjects, &a.phases), (b.variant, &b.metrics, &b.subjects, &b.phases), "{} jobs {jobs}", s.name);
                 }
@@ -241,13 +252,14 @@ mod tests {
         let want = "call #3 (subject `a`): field `now_ms`: 1704067200003 is before the previous call's 1704067200005: \
                     a streaming run needs arrivals in time order";
         let variants = [Variant::FIXED_WINDOW, Variant::SEED_TOKEN_BUCKET];
+        let weights = [true, false];
         let limiters: Vec<Limiter> = variants.iter().map(|v| Limiter::new(*v, Params::new(10, 1000)).unwrap()).collect();
         for l in &limiters {
             let mut backend = EmulatedBackend::default();
-            let feed = Feed::arrivals(&arrivals).judged(l.params(), &variants);
+            let feed = Feed::arrivals(&arrivals).judged(l.params(), &weights);
             assert_eq!(run_streaming(l, &mut backend, feed, None).unwrap_err().to_string(), want);
         }
-        let mut feed = Feed::arrivals(&arrivals).judged(Params::new(10, 1000), &variants);
+        let mut feed = Feed::arrivals(&arrivals).judged(Params::new(10, 1000), &weights);
         let errors = super::super::fanout::fan_out(&mut feed, 2, |i, chunks| {
             let mut backend = EmulatedBackend::default();
             fold(&limiters[i], &mut backend, chunks, None).err().map(|e| e.to_string())

@@ -20,9 +20,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::emulated::EmulatedBackend;
-use crate::backend::{Backend, Script};
 use crate::clock::{Millis, DEFAULT_START};
 use crate::limiter::{subject_key, Flavor, Limiter, Params, Variant};
+use crate::spec::SharedSpec;
 use crate::metrics::{max_in_any_window, ExactLog};
 use crate::report::table::Table;
 use crate::report::{to_json, Format};
@@ -95,7 +95,7 @@ impl SkewSpec {
             return Err(invalid("skews_ms", format!("must list skews from 0 to {MAX_SKEW_MS} ms")));
         }
         for v in spec.variants()? {
-            spec.limiter(v)?;
+            spec.limiter(&v)?;
         }
         spec.traffic.validate().map_err(|e| match e {
             Error::Invalid { context, field, reason } => {
@@ -106,15 +106,15 @@ impl SkewSpec {
         Ok(spec)
     }
 
-    /// The scripts to run.
-    pub fn variants(&self) -> Result<Vec<Variant>> {
+    /// The scripts to run, as specs: `algorithms` holds built-in names or spec files.
+    pub fn variants(&self) -> Result<Vec<SharedSpec>> {
         if self.algorithms.is_empty() {
-            return Ok(Variant::ALL.into_iter().filter(|v| v.flavor() == Flavor::Ours).collect());
+            return Ok(Variant::ALL.into_iter().filter(|v| v.flavor() == Flavor::Ours).map(crate::spec::builtin::spec).collect());
         }
         self.algorithms
             .iter()
             .map(|n| {
-                n.parse::<Variant>().map_err(|e| Error::Invalid {
+                crate::spec::resolve(n).map_err(|e| Error::Invalid {
                     context: self.name.clone(),
                     field: "algorithms".into(),
                     reason: e.to_string(),
@@ -123,13 +123,13 @@ impl SkewSpec {
             .collect()
     }
 
-    /// The limiter of `v` (the burst only for the scripts that take one).
-    pub fn limiter(&self, v: Variant) -> Result<Limiter> {
+    /// The limiter of `spec` (the burst only for the scripts that take one).
+    pub fn limiter(&self, spec: &SharedSpec) -> Result<Limiter> {
         let mut p = Params::new(self.limit, self.window_ms);
-        if v.takes_burst() {
+        if spec.uses_burst() {
             p.burst = self.burst;
         }
-        Limiter::new(v, p)
+        Limiter::from_spec(std::sync::Arc::clone(spec), p)
     }
 }
 
@@ -163,7 +163,8 @@ pub struct SkewRow {
     pub algorithm: String,
     pub skew_ms: u64,
     pub callers_clocks: SkewFigures,
-    pub redis_time: SkewFigures,
+    /// The same with the script reading Redis's TIME (limitlab's own scripts only).
+    pub redis_time: Option<SkewFigures>,
 }
 
 /// Everything `limitlab skew` prints.
@@ -184,12 +185,17 @@ pub fn run(spec: &SkewSpec, seed: u64) -> Result<SkewReport> {
     let arrivals = spec.traffic.arrivals(Millis(DEFAULT_START.0).as_micros(), seed)?;
     let mut rows = Vec::new();
     for v in spec.variants()? {
-        let limiter = spec.limiter(v)?;
-        let time_body = time_variant(limiter.script());
+        let limiter = spec.limiter(&v)?;
+        // The TIME prelude replaces ARGV[3], which is `now_ms` in limitlab's own scripts only: a
+        // user's script that wants TIME reads it itself, so its column stays empty.
+        let time_body = limiter.variant().map(|_| time_variant(limiter.script()));
         for &skew in &spec.skews_ms {
             let callers_clocks = simulate(&limiter, limiter.script(), &arrivals, spec.servers, skew)?;
-            let redis_time = simulate(&limiter, &time_body, &arrivals, spec.servers, skew)?;
-            rows.push(SkewRow { algorithm: v.name().to_string(), skew_ms: skew, callers_clocks, redis_time });
+            let redis_time = match &time_body {
+                Some(b) => Some(simulate(&limiter, b, &arrivals, spec.servers, skew)?),
+                None => None,
+            };
+            rows.push(SkewRow { algorithm: v.name.clone(), skew_ms: skew, callers_clocks, redis_time });
         }
     }
     Ok(SkewReport {
@@ -214,14 +220,14 @@ fn simulate(
 ) -> Result<SkewFigures> {
     let mut backend = EmulatedBackend::default();
     let clock = backend.emu.clock();
-    let script = Script::new(body);
+    let runner = if body == limiter.script() { limiter.clone() } else { limiter.with_script_body(body) };
+    let mut session = runner.session();
     let p = limiter.params();
     let mut subjects: Vec<String> = Vec::new();
     let mut keys: Vec<String> = Vec::new();
     let mut admitted: Vec<Vec<(i64, u64)>> = Vec::new();
     let mut exact = ExactLog::new(p);
     let mut f = SkewFigures::default();
-    let (mut kbuf, mut abuf) = (Vec::new(), Vec::new());
     let offsets: Vec<i64> = (0..servers).map(|i| offset(i, servers, skew)).collect();
     for (j, a) in arrivals.iter().enumerate() {
         let s = match subjects.iter().position(|k| *k == a.key) {
@@ -237,17 +243,15 @@ fn simulate(
         let now = (true_ms + offsets[j % servers as usize]).max(0);
         limiter.check_call(now, a.cost)?;
         clock.set_micros(a.at);
-        limiter.write_keys_and_args(&keys[s], now, a.cost, &mut kbuf, &mut abuf);
-        let k: Vec<&[u8]> = kbuf.iter().map(|x| x.as_bytes()).collect();
-        let argv: Vec<&[u8]> = abuf.iter().map(|x| x.as_bytes()).collect();
-        let allowed = match limiter.parse_reply(&backend.eval(&script, &k, &argv)?) {
+        let allowed = match runner.call(&mut backend, &mut session, &subjects[s], now, a.cost) {
             Ok(d) => d.allowed,
+            Err(Error::Connection(e)) => return Err(Error::Connection(e)),
             Err(_) => {
                 f.errors += 1;
                 false
             }
         };
-        let units = if limiter.variant().takes_cost() { a.cost } else { 1 };
+        let units = if limiter.takes_cost() { a.cost } else { 1 };
         if allowed {
             f.admitted += units;
             admitted[s].push((true_ms, units));
@@ -286,7 +290,9 @@ impl SkewReport {
             ],
         );
         for r in &self.rows {
-            let (c, s) = (&r.callers_clocks, &r.redis_time);
+            let c = &r.callers_clocks;
+            let dash = || "-".to_string();
+            let s = r.redis_time.as_ref();
             t.row(vec![
                 r.algorithm.clone(),
                 r.skew_ms.to_string(),
@@ -294,10 +300,10 @@ impl SkewReport {
                 format!("{:.2}", c.overshoot),
                 c.false_allows.to_string(),
                 c.false_rejections.to_string(),
-                s.admitted.to_string(),
-                format!("{:.2}", s.overshoot),
-                s.false_allows.to_string(),
-                s.false_rejections.to_string(),
+                s.map_or_else(dash, |s| s.admitted.to_string()),
+                s.map_or_else(dash, |s| format!("{:.2}", s.overshoot)),
+                s.map_or_else(dash, |s| s.false_allows.to_string()),
+                s.map_or_else(dash, |s| s.false_rejections.to_string()),
             ]);
         }
         t.note(format!(
@@ -306,7 +312,7 @@ impl SkewReport {
              TIME: the same script with scripts/variants/time_prelude.lua prepended (it reads Redis's clock). Seed {}.",
             self.servers, self.servers, self.window_ms, self.seed
         ));
-        let errors: u64 = self.rows.iter().map(|r| r.callers_clocks.errors + r.redis_time.errors).sum();
+        let errors: u64 = self.rows.iter().map(|r| r.callers_clocks.errors + r.redis_time.as_ref().map_or(0, |s| s.errors)).sum();
         t.note(format!("Error replies: {errors}."));
         t
     }
@@ -345,7 +351,7 @@ mod tests {
         assert_eq!(r.rows.len(), 10);
         for pair in r.rows.chunks(2) {
             let (zero, skewed) = (&pair[0], &pair[1]);
-            assert_eq!(zero.callers_clocks, zero.redis_time, "{}", zero.algorithm);
+            assert_eq!(Some(&zero.callers_clocks), zero.redis_time.as_ref(), "{}", zero.algorithm);
             assert_eq!(skewed.redis_time, zero.redis_time, "{}: TIME does not see the skew", zero.algorithm);
             assert_eq!(skewed.callers_clocks.errors, 0);
         }
@@ -359,15 +365,13 @@ mod tests {
 
     #[test]
     fn the_time_prelude_reads_the_virtual_clock() {
+        use crate::backend::Backend;
         let l = Limiter::new(Variant::FIXED_WINDOW, Params::new(1, 1000)).unwrap();
         let mut b = EmulatedBackend::default();
         b.set_time_ms(5_000_700);
-        let script = Script::new(time_variant(l.script()));
+        let t = l.with_script_body(time_variant(l.script()));
         // The caller claims 0; the script counts in window 5000 and resets 300 ms later.
-        let (k, a) = l.keys_and_args("rate:{t}", 0, 1);
-        let k: Vec<&[u8]> = k.iter().map(|x| x.as_bytes()).collect();
-        let a: Vec<&[u8]> = a.iter().map(|x| x.as_bytes()).collect();
-        let d = l.parse_reply(&b.eval(&script, &k, &a).unwrap()).unwrap();
+        let d = t.call(&mut b, &mut t.session(), "t", 0, 1).unwrap();
         assert!(d.allowed);
         assert_eq!(d.reset_after_ms, 300);
     }

@@ -279,7 +279,7 @@ mod tests {
             (Variant::SEED_SLIDING_WINDOW, (100, 12)),
             (Variant::SEED_SLIDING_LOG, (100, 0)),
         ] {
-            let mut m = Limiter::new(variant, Params::new(100, 1000)).unwrap().reference();
+            let mut m = Limiter::new(variant, Params::new(100, 1000)).unwrap().reference().unwrap();
             let (mut end, mut next) = (0, 0);
             for a in &v {
                 if m.decide("rate:{user}", a.at.as_millis().0, a.cost).allowed {

@@ -224,10 +224,10 @@ pub fn check_script(
     real: &mut RealRedis,
     progress: Progress,
 ) -> Result<ScriptCheck> {
-    let variant = limiter.variant();
+    let variant = limiter.name();
     let mut check = ScriptCheck {
         scenario: scenario.to_string(),
-        algorithm: variant.name().to_string(),
+        algorithm: variant.to_string(),
         calls: arrivals.len(),
         attempts: 0,
         divergence: None,
@@ -268,7 +268,7 @@ pub fn check_script(
 /// The error of a run that stopped: where, why, and what became of its keys.
 fn stopped(
     scenario: &str,
-    variant: Variant,
+    variant: &str,
     real: &RealRedis,
     before: u64,
     arrivals: &[Arrival],
@@ -300,7 +300,7 @@ fn stopped(
 pub fn check_scenario(s: &Scenario, seed: u64, real: &mut RealRedis, progress: Progress) -> Result<Vec<ScriptCheck>> {
     let arrivals = s.arrivals(seed)?;
     let mut out = Vec::new();
-    for &v in &s.variants {
+    for v in &s.scripts {
         let limiter = s.limiter(v)?;
         let (emulated, _, _) = run_on_emulator(s, v, &arrivals, progress)?;
         out.push(check_script(&s.name, &limiter, &arrivals, &emulated, real, progress)?);
@@ -318,7 +318,7 @@ pub fn check_standard(seed: Option<u64>, real: &mut RealRedis, progress: Progres
     let mut checks = Vec::new();
     for (file, _) in STANDARD {
         let mut s = builtin(file)?;
-        s.variants = Variant::ALL.to_vec();
+        s.scripts = Variant::ALL.iter().map(|&v| crate::spec::builtin::spec(v)).collect();
         let seed = seed.unwrap_or(s.seed);
         checks.extend(check_scenario(&s, seed, real, progress)?);
     }
@@ -333,7 +333,8 @@ mod tests {
 
     fn trace(decisions: &[bool]) -> Trace {
         Trace {
-            variant: Variant::SEED_FIXED_WINDOW,
+            name: "seed_fixed_window".into(),
+            variant: Some(Variant::SEED_FIXED_WINDOW),
             params: Params::new(1, 1000),
             keys: vec!["u".into()],
             phases: vec![String::new()],

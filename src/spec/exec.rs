@@ -1,0 +1,278 @@
+//! Running one request through a spec: render each call's KEYS and ARGV, run it on the backend,
+//! then read the decision from the replies. A [`Session`] holds the buffers a hot loop reuses (and
+//! an adapter's Lua state), so it belongs to the thread that drives the backend.
+use std::path::Path;
+
+use super::expr::{Expr, Request, Value};
+use super::{adapter, CompiledCall, Spec, Src, Target};
+use crate::backend::Backend;
+use crate::emulator::Reply;
+use crate::limiter::{Decision, Limiter};
+use crate::{Error, Result};
+
+/// One call as it went to the backend, for tools that look at what a spec does (`check`,
+/// `run --decisions`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallRecord {
+    /// The call's name in the spec (`call1`, `hits`, or the adapter's script/command name).
+    pub name: String,
+    /// The script's name in the spec, or the command.
+    pub target: String,
+    /// The keys as sent (with the backend's prefix).
+    pub keys: Vec<String>,
+    pub args: Vec<String>,
+    pub reply: Reply,
+}
+
+/// Buffers and state for running requests on one thread.
+#[derive(Default)]
+pub struct Session {
+    pub(crate) replies: Vec<Option<Reply>>,
+    keys: Vec<String>,
+    args: Vec<String>,
+    pub(crate) adapter: Option<adapter::AdapterState>,
+    /// When set, every call of every request is appended here.
+    pub record: Option<Vec<CallRecord>>,
+}
+
+impl Session {
+    /// A session that records every call it makes (see [`Session::record`]).
+    pub fn recording() -> Session {
+        Session { record: Some(Vec::new()), ..Session::default() }
+    }
+
+    /// The calls recorded since the last [`Session::take_calls`].
+    pub fn take_calls(&mut self) -> Vec<CallRecord> {
+        self.record.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+}
+
+/// What identifies a request in messages.
+pub(crate) fn describe_request(subject: &str, now_ms: i64, cost: u64) -> String {
+    format!("request (subject `{subject}`, now_ms {now_ms}, cost {cost})")
+}
+
+/// An error in evaluating a piece of the spec, with its file, line and field.
+pub(crate) fn spec_error(spec: &Spec, src: &Src, reason: String, subject: &str, now_ms: i64, cost: u64) -> Error {
+    Error::Invalid {
+        context: format!("{}:{}", spec.origin.display(), src.line),
+        field: src.field.clone(),
+        reason: format!("{reason} (`{}`), at {}", src.text, describe_request(subject, now_ms, cost)),
+    }
+}
+
+/// The `@user_script:N` line of a Redis script error, if it names one.
+pub fn user_script_line(err: &str) -> Option<usize> {
+    let i = err.find("user_script:")? + "user_script:".len();
+    let digits: String = err[i..].chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// A script's error reply as a [`Error::Script`]: Redis's text, the user's file and line with the
+/// line itself, and the request.
+pub(crate) fn script_error(path: &Path, body: &str, reply: &str, request: String) -> Error {
+    let line = user_script_line(reply);
+    let at = match line {
+        Some(n) => {
+            let text = body.lines().nth(n.saturating_sub(1)).unwrap_or("").trim();
+            format!("{}:{n}: {text}", path.display())
+        }
+        None => path.display().to_string(),
+    };
+    Error::Script { reply: reply.to_string(), at, request }
+}
+
+/// A decision field as an integer number of ms or units: nil is "not reported" (-1); fractions
+/// round up for waits (a caller who waits the rounded time is never early) and down for remaining.
+fn field(v: &Value<'_>, up: bool) -> std::result::Result<i64, String> {
+    if matches!(v, Value::Nil) {
+        return Ok(Decision::NOT_REPORTED);
+    }
+    match v {
+        Value::Int(i) => Ok(*i),
+        _ => match v.as_f64() {
+            Some(x) if x.is_finite() => Ok(if up { x.ceil() } else { x.floor() } as i64),
+            _ => Err(format!("expected a number, got {}", v.describe())),
+        },
+    }
+}
+
+impl Limiter {
+    /// Runs one request: every call of the spec on `backend` (keys under its prefix), then the
+    /// decision. A Redis error reply from a call, a failed expression or a reply of the wrong shape
+    /// is an `Err` naming the spec's or script's file and line and the request.
+    pub fn call(&self, backend: &mut dyn Backend, s: &mut Session, subject: &str, now_ms: i64, cost: u64) -> Result<Decision> {
+        let spec = self.spec();
+        if let super::Program::Adapter { path, source } = &spec.program {
+            if s.adapter.is_none() {
+                s.adapter = Some(adapter::AdapterState::new(path, source)?);
+            }
+            let st = s.adapter.as_ref().expect("made above");
+            let req = Request { subject, now_ms, cost, window_ms: self.params().window_ms as i64 };
+            return st.request(self, backend, &req, &mut s.record);
+        }
+        let prog = self.program();
+        let req = Request { subject, now_ms, cost, window_ms: self.params().window_ms as i64 };
+        s.replies.clear();
+        for c in &prog.calls {
+            let run = match &c.when {
+                Some(w) => eval(spec, w, &c.srcs.when, &req, &s.replies)?.truthy(),
+                None => true,
+            };
+            if !run {
+                s.replies.push(None);
+                continue;
+            }
+            let reply = self.run_call(backend, s, c, &req)?;
+            s.replies.push(Some(reply));
+        }
+        self.decision_of(&req, &s.replies)
+    }
+
+    /// The decision from a request's replies (`None`: a skipped call).
+    fn decision_of(&self, req: &Request<'_>, replies: &[Option<Reply>]) -> Result<Decision> {
+        let (spec, prog) = (self.spec(), self.program());
+        let (subject, now_ms, cost) = (req.subject, req.now_ms, req.cost);
+        let (e, src) = prog.allowed.as_ref().expect("a declarative program has `allowed`");
+        let allowed = e.eval(req, replies).map_err(|r| spec_error(spec, src, r, subject, now_ms, cost))?.truthy();
+        let mut d = Decision::allowed_only(allowed);
+        for (slot, f, up) in [
+            (&mut d.remaining, &prog.remaining, false),
+            (&mut d.retry_after_ms, &prog.retry_after_ms, true),
+            (&mut d.reset_after_ms, &prog.reset_ms, true),
+        ] {
+            if let Some((e, src)) = f {
+                let v = e.eval(req, replies).map_err(|r| spec_error(spec, src, r, subject, now_ms, cost))?;
+                *slot = field(&v, up).map_err(|r| spec_error(spec, src, r, subject, now_ms, cost))?;
+            }
+        }
+        Ok(d)
+    }
+
+    /// The script of a spec that makes exactly one call, to a script, with no condition: such a
+    /// request can be pipelined ([`Limiter::render_single`], [`Limiter::read_single`]).
+    pub fn single_script(&self) -> Option<&crate::backend::Script> {
+        match (self.program().calls.as_slice(), &self.spec().program) {
+            ([c], super::Program::Declarative { .. }) if c.when.is_none() => match c.target {
+                Target::Script(i) => Some(&self.spec().scripts[i].script),
+                Target::Command(_) => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// KEYS (behind `prefix`) and ARGV of a [`Limiter::single_script`] spec's one call, into
+    /// buffers a hot loop reuses.
+    pub fn render_single(&self, prefix: &str, subject: &str, now_ms: i64, cost: u64, keys: &mut Vec<String>, args: &mut Vec<String>) -> Result<()> {
+        let c = &self.program().calls[0];
+        let req = Request { subject, now_ms, cost, window_ms: self.params().window_ms as i64 };
+        for (t, srcs, out, pre) in [(&c.keys, &c.srcs.keys, &mut *keys, prefix), (&c.args, &c.srcs.args, &mut *args, "")] {
+            out.resize_with(t.len(), String::new);
+            for ((tm, o), src) in t.iter().zip(out.iter_mut()).zip(srcs) {
+                o.clear();
+                o.push_str(pre);
+                tm.render(&req, &[], o).map_err(|r| spec_error(self.spec(), src, r, subject, now_ms, cost))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The decision from the reply of a [`Limiter::single_script`] spec's one call. `replies` is a
+    /// buffer the caller reuses.
+    pub fn read_single(&self, reply: Reply, subject: &str, now_ms: i64, cost: u64, replies: &mut Vec<Option<Reply>>) -> Result<Decision> {
+        let req = Request { subject, now_ms, cost, window_ms: self.params().window_ms as i64 };
+        if let Reply::Error(e) = &reply {
+            let sc = &self.spec().scripts[match self.program().calls[0].target {
+                Target::Script(i) => i,
+                Target::Command(_) => 0,
+            }];
+            return Err(script_error(&sc.path, &sc.script.body, e, describe_request(subject, now_ms, cost)));
+        }
+        replies.clear();
+        replies.push(Some(reply));
+        self.decision_of(&req, replies)
+    }
+
+    fn run_call(&self, backend: &mut dyn Backend, s: &mut Session, c: &CompiledCall, req: &Request<'_>) -> Result<Reply> {
+        let spec = self.spec();
+        let prefix = backend.key_prefix();
+        let render = |t: &[super::expr::Template], srcs: &[Src], out: &mut Vec<String>, pre: &str, replies: &[Option<Reply>]| -> Result<()> {
+            out.resize_with(t.len(), String::new);
+            for ((tm, o), src) in t.iter().zip(out.iter_mut()).zip(srcs) {
+                o.clear();
+                o.push_str(pre);
+                tm.render(req, replies, o).map_err(|r| spec_error(spec, src, r, req.subject, req.now_ms, req.cost))?;
+            }
+            Ok(())
+        };
+        render(&c.keys, &c.srcs.keys, &mut s.keys, prefix, &s.replies)?;
+        render(&c.args, &c.srcs.args, &mut s.args, "", &s.replies)?;
+        let reply = {
+            let mut kb: [&[u8]; 8] = [b""; 8];
+            let mut ab: [&[u8]; 8] = [b""; 8];
+            let (kv, av);
+            let k: &[&[u8]] = if s.keys.len() <= 8 {
+                for (slot, x) in kb.iter_mut().zip(&s.keys) {
+                    *slot = x.as_bytes();
+                }
+                &kb[..s.keys.len()]
+            } else {
+                kv = s.keys.iter().map(|x| x.as_bytes()).collect::<Vec<_>>();
+                &kv
+            };
+            let a: &[&[u8]] = if s.args.len() <= 8 {
+                for (slot, x) in ab.iter_mut().zip(&s.args) {
+                    *slot = x.as_bytes();
+                }
+                &ab[..s.args.len()]
+            } else {
+                av = s.args.iter().map(|x| x.as_bytes()).collect::<Vec<_>>();
+                &av
+            };
+            match &c.target {
+                Target::Script(i) => backend.eval(&spec.scripts[*i].script, k, a)?,
+                Target::Command(name) => {
+                    let mut argv: Vec<&[u8]> = Vec::with_capacity(1 + k.len() + a.len());
+                    argv.push(name.as_bytes());
+                    argv.extend_from_slice(k);
+                    argv.extend_from_slice(a);
+                    backend.command(&argv)?
+                }
+            }
+        };
+        if let Some(rec) = &mut s.record {
+            rec.push(CallRecord {
+                name: c.name.clone(),
+                target: match &c.target {
+                    Target::Script(i) => spec.scripts[*i].name.clone(),
+                    Target::Command(n) => n.clone(),
+                },
+                keys: s.keys.clone(),
+                args: s.args.clone(),
+                reply: reply.clone(),
+            });
+        }
+        if let Reply::Error(e) = &reply {
+            let request = describe_request(req.subject, req.now_ms, req.cost);
+            return Err(match &c.target {
+                Target::Script(i) => {
+                    let sc = &spec.scripts[*i];
+                    script_error(&sc.path, &sc.script.body, e, request)
+                }
+                Target::Command(n) => Error::Script {
+                    reply: e.clone(),
+                    at: format!("{}:{} (call `{}`: command {n})", spec.origin.display(), c.srcs.line, c.name),
+                    request,
+                },
+            });
+        }
+        Ok(reply)
+    }
+}
+
+fn eval<'a>(spec: &Spec, e: &'a Expr, src: &Option<Src>, req: &'a Request<'a>, replies: &'a [Option<Reply>]) -> Result<Value<'a>> {
+    e.eval(req, replies).map_err(|r| match src {
+        Some(s) => spec_error(spec, s, r, req.subject, req.now_ms, req.cost),
+        None => Error::Invalid { context: spec.origin.display().to_string(), field: "call".into(), reason: r },
+    })
+}

@@ -1,0 +1,612 @@
+//! Limiter specs: a user's rate limiter described as data. A spec names the Lua script(s), says how
+//! the application turns one request into calls (KEYS and ARGV from the subject, the caller's clock,
+//! the cost and the policy) and how it reads the reply into a decision, and states the intended
+//! policy that accuracy is judged against. limitlab's shipped scripts are specs too
+//! (`scripts/*.toml`), read through the same code.
+//!
+//! ```toml
+//! name = "upstash_fixed_window"
+//! family = "fixed_window"            # optional: the algorithm, whose overshoot bound limitlab knows
+//! [policy]
+//! limit = 10
+//! window_ms = 1000
+//! [scripts]
+//! main = "fixed_window.lua"          # relative to the spec's file
+//! [[call]]
+//! name = "hits"
+//! script = "main"                    # or command = "INCRBY"
+//! keys = ["rl:{${subject}}:${window_index}"]
+//! args = ["${window_ms}", "${cost}"]
+//! [decision]
+//! allowed = "hits <= limit"
+//! remaining = "max(limit - hits, 0)"
+//! ```
+//!
+//! Every field is documented in `docs/specs.md`. Errors point at the spec's file, line and field.
+pub mod adapter;
+pub mod builtin;
+pub mod exec;
+pub mod expr;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::backend::Script;
+use crate::limiter::{Algorithm, Params, Variant};
+use crate::{Error, Result};
+use expr::{Const, Expr, Scope, Template};
+
+/// One Lua script a spec names.
+#[derive(Clone, Debug)]
+pub struct SpecScript {
+    /// The name calls use (`main`).
+    pub name: String,
+    /// Where it was read from, as written in messages (`my_limiter.lua`, or `scripts/gcra.lua`).
+    pub path: PathBuf,
+    pub script: Script,
+}
+
+/// A piece of spec text with where it came from, for messages.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Src {
+    pub text: String,
+    pub line: usize,
+    /// The field, spelled as in the file: `call[1].keys[2]`, `decision.allowed`.
+    pub field: String,
+}
+
+/// What one call of a request runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Target {
+    /// The index of a script in [`Spec::scripts`].
+    Script(usize),
+    /// A plain Redis command; its arguments are the keys, then the args.
+    Command(String),
+}
+
+/// One call of a request, as written.
+#[derive(Clone, Debug)]
+pub struct CallSrc {
+    pub name: String,
+    pub target: Target,
+    pub keys: Vec<Src>,
+    pub args: Vec<Src>,
+    pub when: Option<Src>,
+    pub line: usize,
+}
+
+/// How the client side is described.
+#[derive(Clone, Debug)]
+pub enum Program {
+    /// `[[call]]` and `[decision]`.
+    Declarative {
+        calls: Vec<CallSrc>,
+        allowed: Src,
+        remaining: Option<Src>,
+        retry_after_ms: Option<Src>,
+        reset_ms: Option<Src>,
+    },
+    /// A Lua adapter defining `request(req)`.
+    Adapter { path: PathBuf, source: String },
+}
+
+/// A validated spec. See the module documentation and `docs/specs.md`.
+#[derive(Clone, Debug)]
+pub struct Spec {
+    pub name: String,
+    pub description: String,
+    /// The spec's file (or `<builtin NAME>`), for messages.
+    pub origin: PathBuf,
+    /// The algorithm family the author intends, when stated.
+    pub family: Option<Algorithm>,
+    /// The most admitted in any window over the limit that the author accepts, when stated.
+    pub max_overshoot: Option<f64>,
+    /// The largest share of calls an exact sliding log admits that the author accepts refused.
+    pub max_false_rejection_rate: Option<f64>,
+    /// The intended policy (limit per window, burst): the default when a tool is given no other.
+    pub policy: Params,
+    /// limitlab's exact Rust model of the script, for its own shipped scripts.
+    pub model: Option<Variant>,
+    pub scripts: Vec<SpecScript>,
+    /// `[vars]`, in name order.
+    pub vars: Vec<(String, Const)>,
+    pub program: Program,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSpec {
+    name: Spanned<String>,
+    #[serde(default)]
+    description: String,
+    family: Option<Spanned<String>>,
+    max_overshoot: Option<Spanned<f64>>,
+    max_false_rejection_rate: Option<Spanned<f64>>,
+    model: Option<Spanned<String>>,
+    adapter: Option<Spanned<String>>,
+    policy: Spanned<RawPolicy>,
+    #[serde(default)]
+    scripts: BTreeMap<String, Spanned<String>>,
+    #[serde(default)]
+    vars: BTreeMap<String, Spanned<toml::Value>>,
+    #[serde(default)]
+    call: Vec<Spanned<RawCall>>,
+    decision: Option<Spanned<RawDecision>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    limit: Spanned<i64>,
+    window_ms: Spanned<i64>,
+    burst: Option<Spanned<i64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCall {
+    name: Option<Spanned<String>>,
+    script: Option<Spanned<String>>,
+    command: Option<Spanned<String>>,
+    #[serde(default)]
+    keys: Vec<Spanned<String>>,
+    #[serde(default)]
+    args: Vec<Spanned<String>>,
+    when: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDecision {
+    allowed: Spanned<String>,
+    remaining: Option<Spanned<String>>,
+    retry_after_ms: Option<Spanned<String>>,
+    reset_ms: Option<Spanned<String>>,
+}
+
+/// 1-based line of byte offset `at` in `text`.
+pub(crate) fn line_of(text: &str, at: usize) -> usize {
+    text.as_bytes()[..at.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
+}
+
+/// Where a spec reads its scripts from: the file system, or limitlab's embedded copies.
+pub trait Files {
+    fn read(&self, path: &Path) -> std::io::Result<String>;
+}
+
+/// Reads from the file system.
+pub struct Disk;
+
+impl Files for Disk {
+    fn read(&self, path: &Path) -> std::io::Result<String> {
+        std::fs::read_to_string(path)
+    }
+}
+
+/// The names the family field accepts.
+fn family_of(s: &str) -> Option<Algorithm> {
+    Some(match s.trim().to_ascii_lowercase().replace('-', "_").as_str() {
+        "fixed_window" => Algorithm::FixedWindow,
+        "sliding_window" | "sliding_window_counter" => Algorithm::SlidingWindow,
+        "sliding_log" | "moving_window" => Algorithm::SlidingLog,
+        "token_bucket" => Algorithm::TokenBucket,
+        "gcra" => Algorithm::Gcra,
+        _ => return None,
+    })
+}
+
+/// The overshoot (most admitted in any window / limit) an algorithm can reach with these
+/// parameters, as the property tests prove for limitlab's scripts: 2 for the window counters, 1 for
+/// the sliding log, `(burst + limit) / limit` for the token bucket and GCRA (a full bucket, then a
+/// window's refill).
+pub fn family_bound(family: Algorithm, params: &Params) -> f64 {
+    match family {
+        Algorithm::FixedWindow | Algorithm::SlidingWindow => 2.0,
+        Algorithm::SlidingLog => 1.0,
+        Algorithm::TokenBucket | Algorithm::Gcra => (params.capacity() + params.limit) as f64 / params.limit as f64,
+    }
+}
+
+impl Spec {
+    /// Reads and validates a spec file; its scripts are read relative to its directory.
+    pub fn from_file(path: &Path) -> Result<Spec> {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+        let dir = path.parent().unwrap_or(Path::new("")).to_path_buf();
+        Spec::from_toml(&text, path, &dir, &Disk)
+    }
+
+    /// Parses and validates spec text; `origin` names it in messages, scripts are read from `dir`
+    /// through `files`.
+    pub fn from_toml(text: &str, origin: &Path, dir: &Path, files: &dyn Files) -> Result<Spec> {
+        let raw: RawSpec = toml::from_str(text).map_err(|e| {
+            let line = e.span().map_or(1, |s| line_of(text, s.start));
+            Error::Parse { file: origin.to_path_buf(), line, reason: e.message().trim_end().to_string() }
+        })?;
+        let at = |span: std::ops::Range<usize>| format!("{}:{}", origin.display(), line_of(text, span.start));
+        let invalid = |span: std::ops::Range<usize>, field: &str, reason: String| Error::Invalid {
+            context: at(span),
+            field: field.to_string(),
+            reason,
+        };
+        let name = raw.name.get_ref().trim().to_string();
+        if name.is_empty() || name.contains(char::is_whitespace) {
+            return Err(invalid(raw.name.span(), "name", "must be a non-empty word (reports use it)".into()));
+        }
+        let family = match &raw.family {
+            Some(f) => Some(family_of(f.get_ref()).ok_or_else(|| {
+                invalid(
+                    f.span(),
+                    "family",
+                    format!("unknown family `{}`; one of fixed_window, sliding_window, sliding_log, token_bucket, gcra", f.get_ref()),
+                )
+            })?),
+            None => None,
+        };
+        let positive_f = |v: &Option<Spanned<f64>>, field: &str| -> Result<Option<f64>> {
+            match v {
+                Some(x) if !(x.get_ref().is_finite() && *x.get_ref() >= 0.0) => {
+                    Err(invalid(x.span(), field, format!("must be a number from 0, got {}", x.get_ref())))
+                }
+                Some(x) => Ok(Some(*x.get_ref())),
+                None => Ok(None),
+            }
+        };
+        let max_overshoot = positive_f(&raw.max_overshoot, "max_overshoot")?;
+        let max_false_rejection_rate = positive_f(&raw.max_false_rejection_rate, "max_false_rejection_rate")?;
+        if let (Some(r), Some(x)) = (&raw.max_false_rejection_rate, max_false_rejection_rate) {
+            if x > 1.0 {
+                return Err(invalid(r.span(), "max_false_rejection_rate", format!("is a share of calls, from 0 to 1; got {x}")));
+            }
+        }
+        let model = match &raw.model {
+            Some(m) => Some(
+                m.get_ref()
+                    .parse::<Variant>()
+                    .map_err(|e| invalid(m.span(), "model", format!("{e} (a model is limitlab's exact Rust twin of one of its own scripts)")))?,
+            ),
+            None => None,
+        };
+        let pol = raw.policy.get_ref();
+        let positive = |v: &Spanned<i64>, field: &str| -> Result<u64> {
+            let x = *v.get_ref();
+            if x <= 0 {
+                return Err(invalid(v.span(), field, format!("must be a positive integer, got {x}")));
+            }
+            Ok(x as u64)
+        };
+        let mut policy = Params::new(positive(&pol.limit, "policy.limit")?, positive(&pol.window_ms, "policy.window_ms")?);
+        if let Some(b) = &pol.burst {
+            policy = policy.with_burst(positive(b, "policy.burst")?);
+        }
+
+        let mut scripts = Vec::new();
+        for (sname, path) in &raw.scripts {
+            let rel = PathBuf::from(path.get_ref());
+            let full = dir.join(&rel);
+            let body = files.read(&full).map_err(|e| {
+                invalid(path.span(), &format!("scripts.{sname}"), format!("cannot read {}: {e}", full.display()))
+            })?;
+            scripts.push(SpecScript { name: sname.clone(), path: full, script: Script::new(body) });
+        }
+
+        let mut vars = Vec::new();
+        for (vname, v) in &raw.vars {
+            if expr::Var::ALL.iter().any(|(n, _)| n == vname) || POLICY_NAMES.contains(&vname.as_str()) {
+                return Err(invalid(v.span(), &format!("vars.{vname}"), format!("`{vname}` is a built-in variable; choose another name")));
+            }
+            if !vname.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || vname.starts_with(|c: char| c.is_ascii_digit()) {
+                return Err(invalid(v.span(), &format!("vars.{vname}"), "a variable's name is letters, digits and `_`".into()));
+            }
+            let c = match v.get_ref() {
+                toml::Value::Integer(i) => Const::Int(*i),
+                toml::Value::Float(x) => Const::Num(*x),
+                toml::Value::String(s) => Const::Str(s.clone()),
+                toml::Value::Boolean(b) => Const::Bool(*b),
+                other => {
+                    return Err(invalid(v.span(), &format!("vars.{vname}"), format!("must be a number, string or boolean, got {}", other.type_str())))
+                }
+            };
+            vars.push((vname.clone(), c));
+        }
+
+        let src = |s: &Spanned<String>, field: String| Src { text: s.get_ref().clone(), line: line_of(text, s.span().start), field };
+        let program = match (&raw.adapter, raw.call.is_empty(), &raw.decision) {
+            (Some(a), true, None) => {
+                let full = dir.join(a.get_ref());
+                let source = files
+                    .read(&full)
+                    .map_err(|e| invalid(a.span(), "adapter", format!("cannot read {}: {e}", full.display())))?;
+                Program::Adapter { path: full, source }
+            }
+            (Some(a), _, _) => {
+                return Err(invalid(a.span(), "adapter", "an adapter replaces [[call]] and [decision]: give one or the other".into()))
+            }
+            (None, true, _) => {
+                return Err(Error::Invalid {
+                    context: origin.display().to_string(),
+                    field: "call".into(),
+                    reason: "a spec needs at least one [[call]] (with a [decision]) or an `adapter`".into(),
+                })
+            }
+            (None, false, None) => {
+                return Err(Error::Invalid {
+                    context: origin.display().to_string(),
+                    field: "decision".into(),
+                    reason: "missing [decision] with at least `allowed = \"...\"`".into(),
+                })
+            }
+            (None, false, Some(d)) => {
+                let mut calls = Vec::new();
+                for (i, c) in raw.call.iter().enumerate() {
+                    let n = i + 1;
+                    let cr = c.get_ref();
+                    let line = line_of(text, c.span().start);
+                    let cname = match &cr.name {
+                        Some(nm) => {
+                            let s = nm.get_ref().trim().to_string();
+                            let valid = !s.is_empty()
+                                && s.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
+                                && !s.starts_with(|ch: char| ch.is_ascii_digit());
+                            if !valid || s == "reply" || expr::Var::ALL.iter().any(|(v, _)| *v == s) || POLICY_NAMES.contains(&s.as_str()) {
+                                return Err(invalid(nm.span(), &format!("call[{n}].name"), format!("`{s}` cannot name a call (letters, digits, `_`; not a variable's name)")));
+                            }
+                            if calls.iter().any(|c: &CallSrc| c.name == s) || vars.iter().any(|(v, _)| *v == s) {
+                                return Err(invalid(nm.span(), &format!("call[{n}].name"), format!("`{s}` is already used")));
+                            }
+                            s
+                        }
+                        None => format!("call{n}"),
+                    };
+                    let target = match (&cr.script, &cr.command) {
+                        (Some(s), None) => match scripts.iter().position(|x| x.name == *s.get_ref()) {
+                            Some(ix) => Target::Script(ix),
+                            None => {
+                                let known: Vec<&str> = scripts.iter().map(|x| x.name.as_str()).collect();
+                                return Err(invalid(
+                                    s.span(),
+                                    &format!("call[{n}].script"),
+                                    format!("no script named `{}` in [scripts] (known: {})", s.get_ref(), if known.is_empty() { "none".to_string() } else { known.join(", ") }),
+                                ));
+                            }
+                        },
+                        (None, Some(cmd)) => {
+                            let c = cmd.get_ref().trim().to_string();
+                            if c.is_empty() || c.contains(char::is_whitespace) {
+                                return Err(invalid(cmd.span(), &format!("call[{n}].command"), "is one command name (its arguments go in keys and args)".into()));
+                            }
+                            Target::Command(c)
+                        }
+                        _ => {
+                            return Err(Error::Invalid {
+                                context: format!("{}:{line}", origin.display()),
+                                field: format!("call[{n}]"),
+                                reason: "each call names either `script` or `command`".into(),
+                            })
+                        }
+                    };
+                    calls.push(CallSrc {
+                        name: cname,
+                        target,
+                        keys: cr.keys.iter().enumerate().map(|(j, k)| src(k, format!("call[{n}].keys[{}]", j + 1))).collect(),
+                        args: cr.args.iter().enumerate().map(|(j, k)| src(k, format!("call[{n}].args[{}]", j + 1))).collect(),
+                        when: cr.when.as_ref().map(|w| src(w, format!("call[{n}].when"))),
+                        line,
+                    });
+                }
+                let d = d.get_ref();
+                Program::Declarative {
+                    calls,
+                    allowed: src(&d.allowed, "decision.allowed".into()),
+                    remaining: d.remaining.as_ref().map(|s| src(s, "decision.remaining".into())),
+                    retry_after_ms: d.retry_after_ms.as_ref().map(|s| src(s, "decision.retry_after_ms".into())),
+                    reset_ms: d.reset_ms.as_ref().map(|s| src(s, "decision.reset_ms".into())),
+                }
+            }
+        };
+        let spec = Spec {
+            name,
+            description: raw.description.trim().to_string(),
+            origin: origin.to_path_buf(),
+            family,
+            max_overshoot,
+            max_false_rejection_rate,
+            policy,
+            model,
+            scripts,
+            vars,
+            program,
+        };
+        // Compile once with the spec's own policy: an unknown variable or a malformed expression is
+        // a mistake in the spec, reported now rather than at the first request.
+        spec.compile(&policy)?;
+        if let Some(b) = &pol.burst {
+            if !spec.uses_burst() && model.is_none() {
+                return Err(invalid(b.span(), "policy.burst", "no template or expression reads `burst`".into()));
+            }
+        }
+        Ok(spec)
+    }
+
+    /// The constants every expression may use for `params`: the policy's, then `[vars]`.
+    pub fn consts(&self, params: &Params) -> Vec<(String, Const)> {
+        let w = params.window_ms as i64;
+        let per_s = |ms: i64| if ms % 1000 == 0 { Const::Int(ms / 1000) } else { Const::Num(ms as f64 / 1000.0) };
+        let mut v = vec![
+            ("limit".to_string(), Const::Int(params.limit as i64)),
+            ("window_ms".to_string(), Const::Int(w)),
+            ("window_s".to_string(), per_s(w)),
+            ("burst".to_string(), Const::Int(params.capacity() as i64)),
+            ("rate_per_s".to_string(), Const::Num(params.limit as f64 * 1000.0 / w as f64)),
+        ];
+        v.extend(self.vars.iter().cloned());
+        v
+    }
+
+    /// Compiles the declarative program for `params` (constants folded). An adapter compiles to
+    /// nothing here: its Lua state is made on the thread that runs it.
+    pub fn compile(&self, params: &Params) -> Result<Compiled> {
+        let consts = self.consts(params);
+        let Program::Declarative { calls, allowed, remaining, retry_after_ms, reset_ms } = &self.program else {
+            return Ok(Compiled { calls: Vec::new(), allowed: None, remaining: None, retry_after_ms: None, reset_ms: None });
+        };
+        let err = |s: &Src, reason: String| Error::Invalid {
+            context: format!("{}:{}", self.origin.display(), s.line),
+            field: s.field.clone(),
+            reason,
+        };
+        let mut names: Vec<String> = Vec::new();
+        let mut out = Vec::new();
+        for c in calls {
+            let scope = Scope { consts: &consts, calls: &names };
+            let tmpl = |s: &Src| Template::compile(&s.text, &scope).map_err(|e| err(s, e));
+            let keys = c.keys.iter().map(tmpl).collect::<Result<Vec<_>>>()?;
+            let args = c.args.iter().map(tmpl).collect::<Result<Vec<_>>>()?;
+            let when = c.when.as_ref().map(|w| expr::compile(&w.text, &scope).map_err(|e| err(w, e))).transpose()?;
+            out.push(CompiledCall { name: c.name.clone(), target: c.target.clone(), keys, args, when, srcs: c.clone() });
+            names.push(c.name.clone());
+        }
+        let scope = Scope { consts: &consts, calls: &names };
+        let ex = |s: &Src| -> Result<(Expr, Src)> { Ok((expr::compile(&s.text, &scope).map_err(|e| err(s, e))?, s.clone())) };
+        Ok(Compiled {
+            calls: out,
+            allowed: Some(ex(allowed)?),
+            remaining: remaining.as_ref().map(ex).transpose()?,
+            retry_after_ms: retry_after_ms.as_ref().map(ex).transpose()?,
+            reset_ms: reset_ms.as_ref().map(ex).transpose()?,
+        })
+    }
+
+    /// Whether any template or expression reads `burst` (an adapter may: assumed yes).
+    pub fn uses_burst(&self) -> bool {
+        self.mentions("burst")
+    }
+
+    /// Whether any template or expression reads `cost` (an adapter may: assumed yes).
+    pub fn uses_cost(&self) -> bool {
+        self.mentions("cost")
+    }
+
+    /// Whether any piece of the program mentions the word `name` (an adapter: always).
+    fn mentions(&self, name: &str) -> bool {
+        match &self.program {
+            Program::Adapter { .. } => true,
+            Program::Declarative { calls, allowed, remaining, retry_after_ms, reset_ms } => {
+                let has = |s: &Src| {
+                    s.text
+                        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                        .any(|w| w == name)
+                };
+                calls.iter().any(|c| c.keys.iter().chain(&c.args).chain(&c.when).any(has))
+                    || has(allowed)
+                    || [remaining, retry_after_ms, reset_ms].into_iter().flatten().any(has)
+            }
+        }
+    }
+
+    /// What the spec's decisions report besides `allowed`.
+    pub fn reports(&self) -> Reports {
+        match &self.program {
+            Program::Adapter { .. } => Reports { remaining: true, retry_after: true, reset: true },
+            Program::Declarative { remaining, retry_after_ms, reset_ms, .. } => Reports {
+                remaining: remaining.is_some(),
+                retry_after: retry_after_ms.is_some(),
+                reset: reset_ms.is_some(),
+            },
+        }
+    }
+
+    /// The bound on overshoot this spec is judged against: `max_overshoot`, else the family's.
+    pub fn overshoot_bound(&self, params: &Params) -> Option<f64> {
+        self.max_overshoot.or_else(|| self.family.map(|f| family_bound(f, params)))
+    }
+
+    /// The script named in messages for a Redis error that mentions `@user_script` / a SHA: the
+    /// spec's script with that SHA, if any.
+    pub fn script_by_sha(&self, sha: &str) -> Option<&SpecScript> {
+        self.scripts.iter().find(|s| s.script.sha == sha)
+    }
+}
+
+/// A script as the command line names it: one of limitlab's built-in names (`fixed_window`,
+/// `seed_token_bucket`, ...), or the path of a spec file (`my_limiter.toml`).
+pub fn resolve(name: &str) -> Result<SharedSpec> {
+    if let Ok(v) = name.parse::<Variant>() {
+        return Ok(builtin::spec(v));
+    }
+    let path = Path::new(name);
+    if path.extension().is_some_and(|e| e == "toml") || path.exists() {
+        return Ok(Arc::new(Spec::from_file(path)?));
+    }
+    Err(Error::Invalid {
+        context: "script".into(),
+        field: "script".into(),
+        reason: format!("{}, or the path of a spec file (.toml)", crate::limiter::UnknownVariant(name.to_string())),
+    })
+}
+
+/// The spec's policy with the command line's overrides: a limiter for `spec`.
+pub fn limiter_with(spec: SharedSpec, limit: Option<u64>, window_ms: Option<u64>, burst: Option<u64>) -> Result<crate::limiter::Limiter> {
+    let mut p = spec.policy;
+    if let Some(l) = limit {
+        p.limit = l;
+    }
+    if let Some(w) = window_ms {
+        p.window_ms = w;
+    }
+    if let Some(b) = burst {
+        p.burst = Some(b);
+    }
+    crate::limiter::Limiter::from_spec(spec, p)
+}
+
+/// Two specs are the same when they have the same name, origin and scripts.
+impl PartialEq for Spec {
+    fn eq(&self, other: &Spec) -> bool {
+        self.name == other.name
+            && self.origin == other.origin
+            && self.scripts.len() == other.scripts.len()
+            && self.scripts.iter().zip(&other.scripts).all(|(a, b)| a.script.sha == b.script.sha)
+    }
+}
+
+/// The names the policy defines for expressions.
+pub const POLICY_NAMES: [&str; 5] = ["limit", "window_ms", "window_s", "burst", "rate_per_s"];
+
+/// Which fields a spec's decisions carry besides `allowed`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize)]
+pub struct Reports {
+    pub remaining: bool,
+    pub retry_after: bool,
+    pub reset: bool,
+}
+
+/// One call, compiled for a policy.
+#[derive(Clone, Debug)]
+pub struct CompiledCall {
+    pub name: String,
+    pub target: Target,
+    pub keys: Vec<Template>,
+    pub args: Vec<Template>,
+    pub when: Option<Expr>,
+    pub srcs: CallSrc,
+}
+
+/// A declarative program compiled for a policy (empty for an adapter).
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    pub calls: Vec<CompiledCall>,
+    pub allowed: Option<(Expr, Src)>,
+    pub remaining: Option<(Expr, Src)>,
+    pub retry_after_ms: Option<(Expr, Src)>,
+    pub reset_ms: Option<(Expr, Src)>,
+}
+
+/// A spec shared between the limiters and threads that use it.
+pub type SharedSpec = Arc<Spec>;
+
+#[cfg(test)]
+mod tests;

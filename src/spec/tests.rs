@@ -1,0 +1,79 @@
+//! Spec parsing: every mistake names the file, line and field.
+use super::*;
+
+struct Mem(Vec<(&'static str, &'static str)>);
+
+impl Files for Mem {
+    fn read(&self, path: &Path) -> std::io::Result<String> {
+        self.0
+            .iter()
+            .find(|(p, _)| Path::new(p) == path)
+            .map(|(_, b)| b.to_string())
+            .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "No such file or directory"))
+    }
+}
+
+const GOOD: &str = r#"name = "fw"
+family = "fixed_window"
+[policy]
+limit = 10
+window_ms = 1000
+[scripts]
+main = "fw.lua"
+[[call]]
+name = "hits"
+script = "main"
+keys = ["rl:{${subject}}:${window_index}"]
+args = ["${window_ms}", "${cost}"]
+[decision]
+allowed = "hits <= limit"
+remaining = "max(limit - hits, 0)"
+"#;
+
+fn parse(text: &str) -> Result<Spec> {
+    Spec::from_toml(text, Path::new("my.toml"), Path::new(""), &Mem(vec![("fw.lua", "return 1")]))
+}
+
+#[test]
+fn a_good_spec_parses() {
+    let s = parse(GOOD).unwrap();
+    assert_eq!(s.name, "fw");
+    assert_eq!(s.family, Some(Algorithm::FixedWindow));
+    assert!(s.uses_cost());
+    assert!(!s.uses_burst());
+    assert_eq!(s.reports(), Reports { remaining: true, retry_after: false, reset: false });
+    assert_eq!(s.overshoot_bound(&s.policy), Some(2.0));
+}
+
+/// (what to change in GOOD, the message's expected beginning and a part of it)
+#[test]
+fn mistakes_name_file_line_and_field() {
+    let cases: [(&str, &str, &str); 8] = [
+        ("limit = 10", "limit = 10\ncolour = 3", "colour"),
+        ("fw.lua", "nope.lua", "my.toml:7: field `scripts.main`: cannot read nope.lua"),
+        ("${window_index}", "${window_idx}", "my.toml:11: field `call[1].keys[1]`: in `${window_idx}`: unknown variable `window_idx`"),
+        ("script = \"main\"", "script = \"other\"", "my.toml:10: field `call[1].script`: no script named `other`"),
+        ("hits <= limit", "hits <= ", "my.toml:14: field `decision.allowed`: the expression ends too early"),
+        ("family = \"fixed_window\"", "family = \"leaky\"", "my.toml:2: field `family`: unknown family `leaky`"),
+        ("limit = 10", "limit = 0", "my.toml:4: field `policy.limit`: must be a positive integer, got 0"),
+        ("name = \"hits\"\n", "name = \"limit\"\n", "my.toml:9: field `call[1].name`"),
+    ];
+    for (from, to, want) in cases {
+        let text = GOOD.replacen(from, to, 1);
+        let e = parse(&text).unwrap_err().to_string();
+        assert!(e.contains(want), "{to}: {e}");
+    }
+}
+
+#[test]
+fn a_reply_index_the_script_never_returns_is_named_at_run_time() {
+    use crate::backend::emulated::EmulatedBackend;
+    let text = GOOD.replace("hits <= limit", "hits[3] <= limit");
+    let spec = Arc::new(parse(&text).unwrap());
+    let l = crate::limiter::Limiter::from_spec(spec, Params::new(10, 1000)).unwrap();
+    let mut b = EmulatedBackend::default();
+    let mut s = l.session();
+    let e = l.call(&mut b, &mut s, "u1", 1_000, 1).unwrap_err().to_string();
+    assert!(e.starts_with("my.toml:14: field `decision.allowed`: index 3 of 1, which is not an array"), "{e}");
+    assert!(e.contains("subject `u1`, now_ms 1000, cost 1"), "{e}");
+}
