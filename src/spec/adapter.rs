@@ -88,6 +88,7 @@ impl AdapterState {
         set("window_index", LuaValue::Number(req.now_ms.div_euclid(w) as f64))?;
         set("prev_window_index", LuaValue::Number((req.now_ms.div_euclid(w) - 1) as f64))?;
         set("window_start_ms", LuaValue::Number((req.now_ms.div_euclid(w) * w) as f64))?;
+        set("seq", LuaValue::Number(req.seq as f64))?;
         for (name, c) in spec.consts(&limiter.params()) {
             let v = match c {
                 Const::Int(i) => LuaValue::Number(i as f64),

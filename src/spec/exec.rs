@@ -31,6 +31,8 @@ pub struct Session {
     keys: Vec<String>,
     args: Vec<String>,
     pub(crate) adapter: Option<adapter::AdapterState>,
+    /// Requests run so far in this session (the next one's `seq`).
+    pub seq: u64,
     /// When set, every call of every request is appended here.
     pub record: Option<Vec<CallRecord>>,
 }
@@ -108,11 +110,13 @@ impl Limiter {
                 s.adapter = Some(adapter::AdapterState::new(path, source)?);
             }
             let st = s.adapter.as_ref().expect("made above");
-            let req = Request { subject, now_ms, cost, window_ms: self.params().window_ms as i64 };
+            let req = Request { subject, now_ms, cost, window_ms: self.params().window_ms as i64, seq: s.seq };
+            s.seq += 1;
             return st.request(self, backend, &req, &mut s.record);
         }
         let prog = self.program();
-        let req = Request { subject, now_ms, cost, window_ms: self.params().window_ms as i64 };
+        let req = Request { subject, now_ms, cost, window_ms: self.params().window_ms as i64, seq: s.seq };
+        s.seq += 1;
         s.replies.clear();
         for c in &prog.calls {
             let run = match &c.when {
@@ -165,7 +169,7 @@ impl Limiter {
     /// buffers a hot loop reuses.
     pub fn render_single(&self, prefix: &str, subject: &str, now_ms: i64, cost: u64, keys: &mut Vec<String>, args: &mut Vec<String>) -> Result<()> {
         let c = &self.program().calls[0];
-        let req = Request { subject, now_ms, cost, window_ms: self.params().window_ms as i64 };
+        let req = Request { subject, now_ms, cost, window_ms: self.params().window_ms as i64, seq: 0 };
         for (t, srcs, out, pre) in [(&c.keys, &c.srcs.keys, &mut *keys, prefix), (&c.args, &c.srcs.args, &mut *args, "")] {
             out.resize_with(t.len(), String::new);
             for ((tm, o), src) in t.iter().zip(out.iter_mut()).zip(srcs) {
@@ -180,7 +184,7 @@ impl Limiter {
     /// The decision from the reply of a [`Limiter::single_script`] spec's one call. `replies` is a
     /// buffer the caller reuses.
     pub fn read_single(&self, reply: Reply, subject: &str, now_ms: i64, cost: u64, replies: &mut Vec<Option<Reply>>) -> Result<Decision> {
-        let req = Request { subject, now_ms, cost, window_ms: self.params().window_ms as i64 };
+        let req = Request { subject, now_ms, cost, window_ms: self.params().window_ms as i64, seq: 0 };
         if let Reply::Error(e) = &reply {
             let sc = &self.spec().scripts[match self.program().calls[0].target {
                 Target::Script(i) => i,

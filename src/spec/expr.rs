@@ -61,11 +61,13 @@ pub enum Var {
     WindowIndex,
     PrevWindowIndex,
     WindowStartMs,
+    /// The request's number in its run (0, 1, 2, ...): unique, for members of a log.
+    Seq,
 }
 
 impl Var {
     /// Every per-request variable with its name.
-    pub const ALL: [(&'static str, Var); 9] = [
+    pub const ALL: [(&'static str, Var); 10] = [
         ("subject", Var::Subject),
         ("now_ms", Var::NowMs),
         ("now_us", Var::NowUs),
@@ -75,6 +77,7 @@ impl Var {
         ("window_index", Var::WindowIndex),
         ("prev_window_index", Var::PrevWindowIndex),
         ("window_start_ms", Var::WindowStartMs),
+        ("seq", Var::Seq),
     ];
 }
 
@@ -86,6 +89,8 @@ pub struct Request<'a> {
     pub cost: u64,
     /// The window in ms, for `window_index` and its kin.
     pub window_ms: i64,
+    /// The request's number in its run.
+    pub seq: u64,
 }
 
 impl Request<'_> {
@@ -101,6 +106,7 @@ impl Request<'_> {
             Var::WindowIndex => Value::Int(self.now_ms.div_euclid(w)),
             Var::PrevWindowIndex => Value::Int(self.now_ms.div_euclid(w) - 1),
             Var::WindowStartMs => Value::Int(self.now_ms.div_euclid(w) * w),
+            Var::Seq => Value::Int(self.seq.min(i64::MAX as u64) as i64),
         }
     }
 }
@@ -131,6 +137,7 @@ pub enum Func {
     Max,
     Abs,
     Num,
+    Round,
 }
 
 /// A compiled expression.
@@ -155,20 +162,34 @@ pub struct Scope<'s> {
     pub consts: &'s [(String, Const)],
     /// The names of the calls whose replies are available, by index (`reply` is the last one).
     pub calls: &'s [String],
+    /// Named expressions (`[let]`), compiled where they are used.
+    pub lets: &'s [(String, String)],
+    /// How deep in `[let]` expansions this compilation is (a cycle stops at [`MAX_LET_DEPTH`]).
+    pub depth: usize,
 }
 
+/// The deepest chain of `[let]` names using one another.
+pub const MAX_LET_DEPTH: usize = 16;
+
 impl Scope<'_> {
-    fn lookup(&self, name: &str) -> Option<Expr> {
+    fn lookup(&self, name: &str) -> Option<Result<Expr, String>> {
         if let Some(i) = self.calls.iter().position(|c| c == name) {
-            return Some(Expr::Reply(i));
+            return Some(Ok(Expr::Reply(i)));
+        }
+        if let Some((_, text)) = self.lets.iter().find(|(n, _)| n == name) {
+            if self.depth >= MAX_LET_DEPTH {
+                return Some(Err(format!("`{name}`: [let] names use one another in a cycle (or deeper than {MAX_LET_DEPTH})")));
+            }
+            let inner = Scope { depth: self.depth + 1, ..*self };
+            return Some(compile(text, &inner).map_err(|e| format!("in [let] `{name}`: {e}")));
         }
         if name == "reply" && !self.calls.is_empty() {
-            return Some(Expr::Reply(self.calls.len() - 1));
+            return Some(Ok(Expr::Reply(self.calls.len() - 1)));
         }
         if let Some((_, c)) = self.consts.iter().find(|(n, _)| n == name) {
-            return Some(Expr::Const(c.clone()));
+            return Some(Ok(Expr::Const(c.clone())));
         }
-        Var::ALL.iter().find(|(n, _)| *n == name).map(|(_, v)| Expr::Var(*v))
+        Var::ALL.iter().find(|(n, _)| *n == name).map(|(_, v)| Ok(Expr::Var(*v)))
     }
 
     /// Every name an expression may use here, for error messages.
@@ -176,6 +197,7 @@ impl Scope<'_> {
         let mut v: Vec<String> = Var::ALL.iter().map(|(n, _)| n.to_string()).collect();
         v.extend(self.consts.iter().map(|(n, _)| n.clone()));
         v.extend(self.calls.iter().cloned());
+        v.extend(self.lets.iter().map(|(n, _)| n.clone()));
         if !self.calls.is_empty() {
             v.push("reply".into());
         }
@@ -370,7 +392,8 @@ impl Parser<'_, '_> {
                         "max" => Func::Max,
                         "abs" => Func::Abs,
                         "num" => Func::Num,
-                        _ => return Err(format!("unknown function `{n}`; functions: floor, ceil, min, max, abs, num")),
+                        "round" => Func::Round,
+                        _ => return Err(format!("unknown function `{n}`; functions: floor, ceil, round, min, max, abs, num")),
                     };
                     self.pos += 1;
                     let mut args = Vec::new();
@@ -393,9 +416,10 @@ impl Parser<'_, '_> {
                     }
                     Ok(Expr::Call(f, args))
                 }
-                _ => self.scope.lookup(&n).ok_or_else(|| {
-                    format!("unknown variable `{n}`; known: {}", self.scope.names().join(", "))
-                }),
+                _ => match self.scope.lookup(&n) {
+                    Some(r) => r,
+                    None => Err(format!("unknown variable `{n}`; known: {}", self.scope.names().join(", "))),
+                },
             },
         }
     }
@@ -438,7 +462,7 @@ fn fold(e: Expr) -> Expr {
     if !foldable {
         return e;
     }
-    let req = Request { subject: "", now_ms: 0, cost: 0, window_ms: 1 };
+    let req = Request { subject: "", now_ms: 0, cost: 0, window_ms: 1, seq: 0 };
     match e.eval(&req, &[]) {
         Ok(Value::Nil) => Expr::Nil,
         Ok(Value::Bool(b)) => Expr::Const(Const::Bool(b)),
@@ -732,6 +756,7 @@ fn call(f: Func, args: &[Value<'_>]) -> Result<Value<'static>, String> {
         Func::Max => "max",
         Func::Abs => "abs",
         Func::Num => "num",
+        Func::Round => "round",
     };
     if args.iter().any(|a| matches!(a, Value::Nil)) {
         return Ok(Value::Nil);
@@ -753,6 +778,10 @@ fn call(f: Func, args: &[Value<'_>]) -> Result<Value<'static>, String> {
         Func::Ceil => match nums[0] {
             Numeric::Int(i) => Value::Int(i),
             Numeric::Num(x) => whole(x.ceil()),
+        },
+        Func::Round => match nums[0] {
+            Numeric::Int(i) => Value::Int(i),
+            Numeric::Num(x) => whole(x.round()),
         },
         Func::Abs => match nums[0] {
             Numeric::Int(i) => Value::Int(i.saturating_abs()),
@@ -888,9 +917,10 @@ mod tests {
     fn scope_eval(src: &str, replies: &[Option<Reply>]) -> Result<String, String> {
         let consts = vec![("limit".to_string(), Const::Int(10)), ("window_ms".to_string(), Const::Int(1000))];
         let calls = vec!["hits".to_string()];
-        let scope = Scope { consts: &consts, calls: &calls };
+        let lets = vec![("used".to_string(), "limit - hits[1]".to_string()), ("loop".to_string(), "loop + 1".to_string())];
+        let scope = Scope { consts: &consts, calls: &calls, lets: &lets, depth: 0 };
         let e = compile(src, &scope)?;
-        let req = Request { subject: "u1", now_ms: 1_704_067_200_250, cost: 2, window_ms: 1000 };
+        let req = Request { subject: "u1", now_ms: 1_704_067_200_250, cost: 2, window_ms: 1000, seq: 0 };
         let v = e.eval(&req, replies)?;
         Ok(v.describe())
     }
@@ -912,6 +942,8 @@ mod tests {
         assert_eq!(scope_eval("not hits[3]", &r).unwrap(), "true");
         assert_eq!(scope_eval("subject == 'u1'", &r).unwrap(), "true");
         assert_eq!(scope_eval("hits[2] == '0.25'", &r).unwrap(), "true");
+        assert_eq!(scope_eval("round(hits[2] * 10)", &r).unwrap(), "3");
+        assert_eq!(scope_eval("used * 2", &r).unwrap(), "6");
     }
 
     #[test]
@@ -923,14 +955,15 @@ mod tests {
         assert!(scope_eval("(1", &r).unwrap_err().contains("expected `)`"));
         assert!(scope_eval("sqrt(1)", &r).unwrap_err().contains("unknown function"));
         assert!(scope_eval("subject < 1", &r).unwrap_err().contains("needs numbers"));
+        assert!(scope_eval("loop", &r).unwrap_err().contains("in a cycle"), "{:?}", scope_eval("loop", &r));
     }
 
     #[test]
     fn templates_fold_constants_and_write_python_floats() {
         let consts = vec![("limit".to_string(), Const::Int(10)), ("prefix".to_string(), Const::Str("rl".into()))];
-        let scope = Scope { consts: &consts, calls: &[] };
+        let scope = Scope { consts: &consts, calls: &[], lets: &[], depth: 0 };
         let t = Template::compile("${prefix}:{${subject}}:${window_index}", &scope).unwrap();
-        let req = Request { subject: "u1", now_ms: 1_704_067_200_250, cost: 1, window_ms: 1000 };
+        let req = Request { subject: "u1", now_ms: 1_704_067_200_250, cost: 1, window_ms: 1000, seq: 0 };
         let mut out = String::new();
         t.render(&req, &[], &mut out).unwrap();
         assert_eq!(out, "rl:{u1}:1704067200");

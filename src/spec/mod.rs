@@ -27,6 +27,7 @@ pub mod adapter;
 pub mod builtin;
 pub mod exec;
 pub mod expr;
+pub mod headers;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -114,6 +115,8 @@ pub struct Spec {
     pub scripts: Vec<SpecScript>,
     /// `[vars]`, in name order.
     pub vars: Vec<(String, Const)>,
+    /// `[let]`: named expressions, in name order.
+    pub lets: Vec<(String, String)>,
     pub program: Program,
 }
 
@@ -133,6 +136,8 @@ struct RawSpec {
     scripts: BTreeMap<String, Spanned<String>>,
     #[serde(default)]
     vars: BTreeMap<String, Spanned<toml::Value>>,
+    #[serde(default, rename = "let")]
+    lets: BTreeMap<String, Spanned<String>>,
     #[serde(default)]
     call: Vec<Spanned<RawCall>>,
     decision: Option<Spanned<RawDecision>>,
@@ -313,6 +318,17 @@ impl Spec {
             vars.push((vname.clone(), c));
         }
 
+        let mut lets = Vec::new();
+        for (lname, e) in &raw.lets {
+            let taken = expr::Var::ALL.iter().any(|(n, _)| n == lname)
+                || POLICY_NAMES.contains(&lname.as_str())
+                || vars.iter().any(|(v, _)| v == lname)
+                || lname == "reply";
+            if taken || !lname.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || lname.starts_with(|c: char| c.is_ascii_digit()) {
+                return Err(invalid(e.span(), &format!("let.{lname}"), format!("`{lname}` cannot name an expression (letters, digits, `_`; not a variable's name)")));
+            }
+            lets.push((lname.clone(), e.get_ref().clone()));
+        }
         let src = |s: &Spanned<String>, field: String| Src { text: s.get_ref().clone(), line: line_of(text, s.span().start), field };
         let program = match (&raw.adapter, raw.call.is_empty(), &raw.decision) {
             (Some(a), true, None) => {
@@ -354,7 +370,7 @@ impl Spec {
                             if !valid || s == "reply" || expr::Var::ALL.iter().any(|(v, _)| *v == s) || POLICY_NAMES.contains(&s.as_str()) {
                                 return Err(invalid(nm.span(), &format!("call[{n}].name"), format!("`{s}` cannot name a call (letters, digits, `_`; not a variable's name)")));
                             }
-                            if calls.iter().any(|c: &CallSrc| c.name == s) || vars.iter().any(|(v, _)| *v == s) {
+                            if calls.iter().any(|c: &CallSrc| c.name == s) || vars.iter().any(|(v, _)| *v == s) || lets.iter().any(|(v, _)| *v == s) {
                                 return Err(invalid(nm.span(), &format!("call[{n}].name"), format!("`{s}` is already used")));
                             }
                             s
@@ -418,6 +434,7 @@ impl Spec {
             model,
             scripts,
             vars,
+            lets,
             program,
         };
         // Compile once with the spec's own policy: an unknown variable or a malformed expression is
@@ -461,7 +478,7 @@ impl Spec {
         let mut names: Vec<String> = Vec::new();
         let mut out = Vec::new();
         for c in calls {
-            let scope = Scope { consts: &consts, calls: &names };
+            let scope = Scope { consts: &consts, calls: &names, lets: &self.lets, depth: 0 };
             let tmpl = |s: &Src| Template::compile(&s.text, &scope).map_err(|e| err(s, e));
             let keys = c.keys.iter().map(tmpl).collect::<Result<Vec<_>>>()?;
             let args = c.args.iter().map(tmpl).collect::<Result<Vec<_>>>()?;
@@ -469,7 +486,7 @@ impl Spec {
             out.push(CompiledCall { name: c.name.clone(), target: c.target.clone(), keys, args, when, srcs: c.clone() });
             names.push(c.name.clone());
         }
-        let scope = Scope { consts: &consts, calls: &names };
+        let scope = Scope { consts: &consts, calls: &names, lets: &self.lets, depth: 0 };
         let ex = |s: &Src| -> Result<(Expr, Src)> { Ok((expr::compile(&s.text, &scope).map_err(|e| err(s, e))?, s.clone())) };
         Ok(Compiled {
             calls: out,
@@ -501,6 +518,7 @@ impl Spec {
                         .any(|w| w == name)
                 };
                 calls.iter().any(|c| c.keys.iter().chain(&c.args).chain(&c.when).any(has))
+                    || self.lets.iter().any(|(_, t)| t.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|w| w == name))
                     || has(allowed)
                     || [remaining, retry_after_ms, reset_ms].into_iter().flatten().any(has)
             }
