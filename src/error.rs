@@ -23,6 +23,9 @@ pub enum Error {
     /// in the user's files (`my_limiter.lua:52: the line`), and the request that triggered it.
     #[error("{reply}\n  at {at}\n  during the {request}")]
     Script { reply: String, at: String, request: String },
+    /// A verdict that failed (`limitlab check`): the report was printed; this says how many.
+    #[error("{0}")]
+    Failed(String),
     /// The Lua engine failed outside of a script's own error handling.
     #[error("lua: {0}")]
     Lua(String),

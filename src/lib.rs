@@ -3,6 +3,7 @@
 pub mod attack;
 pub mod backend;
 pub mod bench;
+pub mod check;
 pub mod cli;
 pub mod clock;
 mod decimal;

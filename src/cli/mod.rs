@@ -16,6 +16,7 @@ use crate::{Error, Result};
 
 pub mod attack;
 pub mod bench;
+pub mod check;
 pub mod compare;
 pub mod memory;
 pub mod plot;
@@ -70,6 +71,10 @@ pub enum Command {
     /// Bytes per user and for N users (default 1,000,000) of every script after a window's worth
     /// of calls (MEMORY USAGE), beside the seed article's figures and, with --redis, a real server's.
     Memory(memory::Args),
+    /// The verdict on one limiter (a spec file or a built-in name), for CI: standard traffic, an
+    /// attack search and questions to the script itself, each check with pass/fail and evidence.
+    /// Exit status 0 when every check holds, 1 when one fails, 2 on bad input.
+    Check(check::Args),
 }
 
 /// `--script NAME|SPEC` (repeatable): the scripts a scenario-driven command runs instead of the
@@ -143,6 +148,7 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> Result<()> {
         Command::Race(a) => race::run(race::Plan::new(a)?, out),
         Command::Skew(a) => skew::run(skew::Plan::new(a)?, out),
         Command::Memory(a) => memory::run(memory::Plan::new(a)?, out),
+        Command::Check(a) => check::run(check::Plan::new(a)?, out),
     }
 }
 

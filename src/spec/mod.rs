@@ -206,13 +206,16 @@ fn family_of(s: &str) -> Option<Algorithm> {
 
 /// The overshoot (most admitted in any window / limit) an algorithm can reach with these
 /// parameters, as the property tests prove for limitlab's scripts: 2 for the window counters, 1 for
-/// the sliding log, `(burst + limit) / limit` for the token bucket and GCRA (a full bucket, then a
-/// window's refill).
+/// the sliding log, `(burst + limit (W - 1) / W) / limit` for the token bucket and GCRA (a full
+/// bucket, then the refill of the window's other W - 1 whole milliseconds).
 pub fn family_bound(family: Algorithm, params: &Params) -> f64 {
     match family {
         Algorithm::FixedWindow | Algorithm::SlidingWindow => 2.0,
         Algorithm::SlidingLog => 1.0,
-        Algorithm::TokenBucket | Algorithm::Gcra => (params.capacity() + params.limit) as f64 / params.limit as f64,
+        Algorithm::TokenBucket | Algorithm::Gcra => {
+            let (c, l, w) = (params.capacity() as f64, params.limit as f64, params.window_ms as f64);
+            (c + l * (w - 1.0) / w) / l
+        }
     }
 }
 

@@ -1,0 +1,686 @@
+//! `limitlab check SPEC`: the one-command verdict on a limiter, for CI. It plays standard traffic
+//! patterns sized from the spec's policy ([`run::patterns`]), searches for the worst arrival
+//! pattern ([`crate::attack`]), and asks the script "what if" on copies of its keyspace, then
+//! judges the answers. Each check is a named verdict with its evidence:
+//!
+//! | check | fails when |
+//! |---|---|
+//! | `errors` | any request of valid traffic gets an error (a script error, a reply the spec cannot read) |
+//! | `overshoot` | the most admitted in any window, over the limit, exceeds the declared bound (`max_overshoot`, or the family's) |
+//! | `false_rejections` | refusals an exact sliding log would admit exceed `max_false_rejection_rate` (default [`DEFAULT_MAX_FALSE_REJECTION_RATE`]) of what it admits, in the steady patterns |
+//! | `remaining` | `remaining` is negative, above the capacity, or a request it promises room for is refused |
+//! | `retry_after` | retrying after `retry_after` is refused, or retrying 1 ms earlier is admitted |
+//! | `headers` | a caller trusting `RateLimit: r=..;t=..` or `Retry-After` is refused |
+//! | `ttl` | a key has no TTL, lives more than [`TTL_WINDOWS`] windows after the traffic, or expires while still needed (decisions change when expiry is switched off) |
+//! | `clock_skew` | a caller whose clock goes back gets an error or a refund (admitted after the subject was refused) |
+//! | `cluster` | one call's keys span hash slots (CROSSSLOT on Redis Cluster) |
+//! | `memory`, `speed` | never: bytes per subject and for 1,000,000 subjects; decisions per second |
+//!
+//! Checks that need a reply field the spec does not report are skipped, saying so. The same spec,
+//! policy and seed give the same report byte for byte (`--no-timing` leaves out decisions per
+//! second, the one wall-clock figure).
+pub mod render;
+pub mod run;
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::attack::{self, Goal, Settings};
+use crate::clock::Stopwatch;
+use crate::emulator::cluster::key_slot;
+use crate::limiter::Limiter;
+use crate::spec::headers::{headers, secs_up};
+use crate::{Error, Result};
+use run::{Pattern, Replay};
+
+/// The share of what an exact sliding log admits that a limiter may refuse in the steady patterns,
+/// unless its spec says otherwise.
+pub const DEFAULT_MAX_FALSE_REJECTION_RATE: f64 = 0.25;
+/// A key may outlive the traffic by this many windows.
+pub const TTL_WINDOWS: i64 = 10;
+/// Probes per pattern and check (the first ones of each kind, in order).
+pub const PROBES: usize = 100;
+
+/// A check's verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Pass,
+    Fail,
+    /// Not judged: the spec does not report what the check needs, or no bound is declared.
+    Skip,
+    /// A figure, not a verdict (memory, speed).
+    Info,
+}
+
+/// One named check.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CheckResult {
+    pub name: &'static str,
+    pub status: Status,
+    /// One line: the verdict's reason, with figures.
+    pub summary: String,
+    /// The evidence: requests, replies, keys, what a probe got.
+    pub evidence: Vec<String>,
+    /// A scenario file that replays the traffic behind a failure (`limitlab run FILE`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<String>,
+}
+
+impl CheckResult {
+    fn new(name: &'static str, status: Status, summary: String) -> CheckResult {
+        CheckResult { name, status, summary, evidence: Vec::new(), replay: None }
+    }
+}
+
+/// The whole report.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CheckReport {
+    pub spec: String,
+    pub origin: String,
+    pub limit: u64,
+    pub window_ms: u64,
+    pub burst: u64,
+    pub seed: u64,
+    /// The overshoot bound judged against, and where it comes from.
+    pub bound: Option<f64>,
+    pub bound_source: String,
+    pub checks: Vec<CheckResult>,
+}
+
+impl CheckReport {
+    /// How many checks failed.
+    pub fn failures(&self) -> usize {
+        self.checks.iter().filter(|c| c.status == Status::Fail).count()
+    }
+}
+
+/// Options of [`check`].
+#[derive(Clone, Debug)]
+pub struct CheckOptions {
+    pub seed: u64,
+    /// Measure decisions per second (wall clock: not deterministic).
+    pub timing: bool,
+    /// Where replayable traces of failures go (`None`: not written).
+    pub out: Option<PathBuf>,
+    /// The attack search's evaluations per goal.
+    pub iterations: u32,
+}
+
+impl Default for CheckOptions {
+    fn default() -> Self {
+        CheckOptions { seed: 0, timing: true, out: None, iterations: 200 }
+    }
+}
+
+/// Runs every check on `limiter`.
+pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
+    let p = limiter.params();
+    let spec = limiter.spec();
+    let origin = attack::origin_ms(p.window_ms);
+    let bound = limiter.overshoot_bound();
+    let bound_source = match (spec.max_overshoot, spec.family) {
+        (Some(_), _) => "max_overshoot in the spec".to_string(),
+        (None, Some(f)) => format!("the {} family's bound", crate::sim::standard::seed_name(f).to_lowercase()),
+        (None, None) => "none declared (give `family` or `max_overshoot`)".to_string(),
+    };
+    let patterns = run::patterns(&p, origin, opts.seed);
+    let mut ctx = Ctx { limiter, opts, patterns: &patterns, checks: Vec::new() };
+
+    // Every pattern once, with the probes the checks need.
+    let mut runs = Vec::new();
+    let watch = Stopwatch::start();
+    let mut decisions = 0usize;
+    for pat in &patterns {
+        let mut r = Replay::new(limiter);
+        let mut probes = Probes::default();
+        r.play(&pat.arrivals, |r, i| probes.after(r, i));
+        decisions += r.played.len();
+        runs.push((r, probes));
+    }
+    let secs = watch.elapsed_secs();
+
+    ctx.errors(&runs);
+    let found = ctx.attack();
+    ctx.overshoot(&runs, bound, &bound_source, found.as_ref());
+    ctx.false_rejections(&runs, found.as_ref());
+    ctx.remaining(&runs);
+    ctx.retry_after(&runs);
+    ctx.headers(&runs);
+    ctx.ttl(&mut runs)?;
+    ctx.clock_skew();
+    ctx.cluster(&runs);
+    ctx.memory(&mut runs)?;
+    if opts.timing {
+        let per_sec = if secs > 0.0 { decisions as f64 / secs } else { 0.0 };
+        ctx.checks.push(CheckResult::new(
+            "speed",
+            Status::Info,
+            format!("{} decisions per second on the emulator ({decisions} decisions, probes included in the time)", per_sec.round()),
+        ));
+    }
+    Ok(CheckReport {
+        spec: spec.name.clone(),
+        origin: spec.origin.display().to_string(),
+        limit: p.limit,
+        window_ms: p.window_ms,
+        burst: p.capacity(),
+        seed: opts.seed,
+        bound,
+        bound_source,
+        checks: ctx.checks,
+    })
+}
+
+/// What the probes found while a pattern played.
+#[derive(Default)]
+struct Probes {
+    /// (request index, what was wrong)
+    remaining: Vec<(usize, String)>,
+    remaining_checked: usize,
+    retry: Vec<(usize, String)>,
+    retry_checked: usize,
+    headers: Vec<(usize, String)>,
+    headers_checked: usize,
+    errors: Vec<(usize, String)>,
+}
+
+impl Probes {
+    fn after(&mut self, r: &mut Replay<'_>, i: usize) -> Result<()> {
+        let reports = r.limiter.reports();
+        let cap = r.limiter.params().capacity() as i64;
+        let p = r.played[i].clone();
+        let (d, subject, now, cost) = (p.decision, p.arrival.key.as_str(), p.now_ms, p.arrival.cost);
+        let mut probe = |r: &mut Replay<'_>, at: i64, costs: &[u64]| -> Option<Vec<crate::limiter::Decision>> {
+            match r.probe_many(subject, at, at, costs) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    self.errors.push((i, format!("a probe at {at} failed: {e}")));
+                    None
+                }
+            }
+        };
+        if reports.remaining {
+            if d.remaining < 0 || d.remaining > cap {
+                self.remaining.push((i, format!("remaining {} is outside 0..={cap}", d.remaining)));
+            } else if d.allowed && d.remaining >= 1 && self.remaining_checked < PROBES {
+                self.remaining_checked += 1;
+                if let Some(v) = probe(r, now, &[1]) {
+                    if !v[0].allowed {
+                        self.remaining.push((i, format!("remaining {} after this request, but a request of cost 1 at the same ms was refused ({:?})", d.remaining, v[0])));
+                    }
+                }
+            }
+        }
+        if reports.retry_after && !d.allowed && d.retry_after_ms >= 0 && self.retry_checked < PROBES {
+            self.retry_checked += 1;
+            let at = now + d.retry_after_ms;
+            if let Some(v) = probe(r, at, &[cost]) {
+                if !v[0].allowed {
+                    self.retry.push((i, format!("refused with retry_after {} ms, but retrying at {at} (+{}) was refused too", d.retry_after_ms, d.retry_after_ms)));
+                }
+            }
+            if d.retry_after_ms >= 1 {
+                if let Some(v) = probe(r, at - 1, &[cost]) {
+                    if v[0].allowed {
+                        self.retry.push((i, format!("refused with retry_after {} ms, but retrying 1 ms earlier (at {}) was admitted", d.retry_after_ms, at - 1)));
+                    }
+                }
+            }
+        }
+        if self.headers_checked < PROBES / 2 {
+            let h = headers(&d, reports, &r.limiter.params());
+            if let Some(ra) = h.retry_after {
+                self.headers_checked += 1;
+                let at = now + ra as i64 * 1000;
+                if let Some(v) = probe(r, at, &[cost]) {
+                    if !v[0].allowed {
+                        self.headers.push((i, format!("Retry-After: {ra} (retry_after {} ms), but the same request at {at} was refused", d.retry_after_ms)));
+                    }
+                }
+            }
+            if reports.reset && d.reset_after_ms >= 0 && reports.remaining {
+                self.headers_checked += 1;
+                let t = secs_up(d.reset_after_ms) as i64;
+                let at = now + t * 1000;
+                // At `t` the whole quota is back: the capacity, one unit at a time.
+                let units = vec![1u64; cap.clamp(0, 10_000) as usize];
+                if let Some(v) = probe(r, at, &units) {
+                    if let Some(k) = v.iter().position(|x| !x.allowed) {
+                        self.headers.push((i, format!(
+                            "{} promised the whole quota back {t} s later, but at {at} only {k} of {cap} unit requests were admitted",
+                            h.ratelimit.as_deref().unwrap_or("RateLimit")
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+struct Ctx<'a> {
+    limiter: &'a Limiter,
+    opts: &'a CheckOptions,
+    patterns: &'a [Pattern],
+    checks: Vec<CheckResult>,
+}
+
+/// A request for messages: `boundary_burst #12 (subject b, now_ms 1704067200950, cost 1)`.
+fn at(pat: &str, i: usize, r: &Replay<'_>) -> String {
+    match r.played.get(i) {
+        Some(p) => format!("{pat} request #{} (subject `{}`, now_ms {}, cost {})", i + 1, p.arrival.key, p.now_ms, p.arrival.cost),
+        None => format!("{pat} request #{}", i + 1),
+    }
+}
+
+impl Ctx<'_> {
+    fn errors(&mut self, runs: &[(Replay<'_>, Probes)]) {
+        let mut c = CheckResult::new("errors", Status::Pass, String::new());
+        let mut calls = 0;
+        for ((r, probes), pat) in runs.iter().zip(self.patterns) {
+            calls += r.played.len();
+            if let Some((i, e)) = &r.error {
+                c.evidence.push(format!("{}: {e}", at(pat.name, *i, r)));
+                if c.replay.is_none() {
+                    c.replay = self.save(pat.name, "errors", &pat.arrivals[..=(*i).min(pat.arrivals.len() - 1)]);
+                }
+            }
+            for (i, e) in &probes.errors {
+                c.evidence.push(format!("after {}: {e}", at(pat.name, *i, r)));
+            }
+        }
+        if c.evidence.is_empty() {
+            c.summary = format!("{calls} requests over {} patterns, no error", self.patterns.len());
+        } else {
+            c.status = Status::Fail;
+            c.summary = format!("{} error(s) on valid traffic", c.evidence.len());
+        }
+        self.checks.push(c);
+    }
+
+    fn attack(&mut self) -> Option<Vec<attack::Found>> {
+        let p = self.limiter.params();
+        let budget = attack::default_budget(p.limit);
+        let s = Settings::new(self.limiter.clone(), budget, self.opts.seed, self.opts.iterations).ok()?;
+        attack::attack(&s).ok()
+    }
+
+    fn overshoot(&mut self, runs: &[(Replay<'_>, Probes)], bound: Option<f64>, source: &str, found: Option<&Vec<attack::Found>>) {
+        let mut candidates: Vec<(f64, String, &[crate::traffic::Arrival])> = Vec::new();
+        let mut lines = Vec::new();
+        for ((r, _), pat) in runs.iter().zip(self.patterns) {
+            if let Ok(m) = r.metrics() {
+                lines.push(format!("{}: {} in one window ({:.2})", pat.name, m.max_in_window, m.overshoot));
+                let what = format!("{} ({}, starting at now_ms {})", pat.name, m.max_in_window, m.worst_window_start_ms.unwrap_or(0));
+                candidates.push((m.overshoot, what, &pat.arrivals));
+            }
+        }
+        if let Some(f) = found.and_then(|f| f.iter().find(|f| f.goal == Goal::Overshoot)) {
+            lines.push(format!("attack search: {} in one window ({:.2}) with {} requests", f.metrics.max_in_window, f.metrics.overshoot, f.arrivals.len()));
+            candidates.push((f.metrics.overshoot, format!("the attack search's pattern ({} requests)", f.arrivals.len()), &f.arrivals));
+        }
+        // The first of the highest (patterns before the search).
+        let mut worst: Option<(f64, String, &[crate::traffic::Arrival])> = None;
+        for c in candidates {
+            if worst.as_ref().is_none_or(|w| c.0 > w.0) {
+                worst = Some(c);
+            }
+        }
+        let Some((x, what, arrivals)) = worst.map(|(x, w, a)| (x, w, Some(a))) else {
+            self.checks.push(CheckResult::new("overshoot", Status::Skip, "no pattern ran".into()));
+            return;
+        };
+        let mut c = match bound {
+            Some(b) if x > b + 1e-9 => CheckResult::new("overshoot", Status::Fail, format!("worst {x:.2} in {what}, above the bound {b:.3} ({source})")),
+            Some(b) => CheckResult::new("overshoot", Status::Pass, format!("worst {x:.2} in {what}, within the bound {b:.3} ({source})")),
+            None => CheckResult::new("overshoot", Status::Skip, format!("worst {x:.2} in {what}; no bound to judge it: {source}")),
+        };
+        c.evidence = lines;
+        if c.status == Status::Fail {
+            c.replay = arrivals.and_then(|a| self.save("overshoot", "overshoot", a));
+        }
+        self.checks.push(c);
+    }
+
+    fn false_rejections(&mut self, runs: &[(Replay<'_>, Probes)], found: Option<&Vec<attack::Found>>) {
+        let max = self.limiter.spec().max_false_rejection_rate.unwrap_or(DEFAULT_MAX_FALSE_REJECTION_RATE);
+        let mut c = CheckResult::new("false_rejections", Status::Pass, String::new());
+        // (share, what, pattern)
+        let mut worst: Option<(f64, String, &Pattern)> = None;
+        for ((r, _), pat) in runs.iter().zip(self.patterns) {
+            let exact_admits = r.played.iter().filter(|p| p.exact).count();
+            let (rate, what) = match pat.name {
+                // Under the limit, an exact log admits (nearly) everything: each request it admits
+                // and the limiter refuses is a false rejection.
+                "under_limit" | "sparse" => {
+                    let fr = r.played.iter().filter(|p| p.exact && !p.decision.allowed).count();
+                    let rate = if exact_admits > 0 { fr as f64 / exact_admits as f64 } else { 0.0 };
+                    c.evidence.push(format!("{}: refused {fr} of the {exact_admits} requests an exact sliding log admits ({rate:.3})", pat.name));
+                    (rate, format!("refused {rate:.3} of what an exact sliding log admits in {}", pat.name))
+                }
+                // Under sustained overload both admit about the limit per window, not the same
+                // requests: what counts is how many. A shortfall is starvation.
+                "steady_overload" => {
+                    let admitted = r.played.iter().filter(|p| p.decision.allowed).count();
+                    let short = if exact_admits > 0 { 1.0 - admitted as f64 / exact_admits as f64 } else { 0.0 };
+                    c.evidence.push(format!(
+                        "{}: admitted {admitted} where an exact sliding log admits {exact_admits} (shortfall {:.3})",
+                        pat.name,
+                        short.max(0.0)
+                    ));
+                    (short, format!("admitted {:.3} fewer than an exact sliding log under sustained overload (steady_overload)", short.max(0.0)))
+                }
+                _ => continue,
+            };
+            if worst.as_ref().is_none_or(|w| rate > w.0) {
+                worst = Some((rate, what, pat));
+            }
+        }
+        if let Some(f) = found.and_then(|f| f.iter().find(|f| f.goal == Goal::FalseRejections)) {
+            let n = f.metrics.calls.max(1);
+            c.evidence.push(format!(
+                "attack search (adversarial, not judged): {} false rejections in {} requests ({:.3} per request)",
+                f.metrics.false_rejections,
+                f.metrics.calls,
+                f.metrics.false_rejections as f64 / n as f64
+            ));
+        }
+        let source = if self.limiter.spec().max_false_rejection_rate.is_some() { "max_false_rejection_rate in the spec" } else { "the default; set max_false_rejection_rate in the spec" };
+        match worst {
+            Some((rate, what, pat)) if rate > max => {
+                c.status = Status::Fail;
+                c.summary = format!("{what}, above {max} ({source})");
+                c.replay = self.save(pat.name, "false_rejections", &pat.arrivals);
+            }
+            Some((_, what, _)) => c.summary = format!("at worst {what}, within {max} ({source})"),
+            None => c.status = Status::Skip,
+        }
+        self.checks.push(c);
+    }
+
+    fn probe_check(
+        &mut self,
+        name: &'static str,
+        runs: &[(Replay<'_>, Probes)],
+        reported: bool,
+        what: &str,
+        pick: impl Fn(&Probes) -> (&Vec<(usize, String)>, usize),
+    ) {
+        if !reported {
+            self.checks.push(CheckResult::new(name, Status::Skip, format!("the spec reports no {what}")));
+            return;
+        }
+        let mut c = CheckResult::new(name, Status::Pass, String::new());
+        let mut checked = 0;
+        for ((r, probes), pat) in runs.iter().zip(self.patterns) {
+            let (bad, n) = pick(probes);
+            checked += n;
+            for (i, why) in bad.iter().take(3) {
+                c.evidence.push(format!("{}: {why}", at(pat.name, *i, r)));
+            }
+            if let Some((i, _)) = bad.first() {
+                if c.replay.is_none() {
+                    c.replay = self.save(pat.name, name, &pat.arrivals[..=*i]);
+                }
+            }
+        }
+        let bad: usize = runs.iter().map(|(_, p)| pick(p).0.len()).sum();
+        if bad > 0 {
+            c.status = Status::Fail;
+            c.summary = format!("{bad} of the {what} values checked were wrong");
+        } else {
+            c.summary = format!("{checked} {what} values checked by asking the script, all honest");
+        }
+        self.checks.push(c);
+    }
+
+    fn remaining(&mut self, runs: &[(Replay<'_>, Probes)]) {
+        let reported = self.limiter.reports().remaining;
+        self.probe_check("remaining", runs, reported, "remaining", |p| (&p.remaining, p.remaining_checked));
+    }
+
+    fn retry_after(&mut self, runs: &[(Replay<'_>, Probes)]) {
+        let reported = self.limiter.reports().retry_after;
+        self.probe_check("retry_after", runs, reported, "retry_after", |p| (&p.retry, p.retry_checked));
+    }
+
+    fn headers(&mut self, runs: &[(Replay<'_>, Probes)]) {
+        let r = self.limiter.reports();
+        let p = self.limiter.params();
+        let policy = headers(&crate::limiter::Decision::allowed_only(true), r, &p).policy;
+        self.probe_check("headers", runs, r.retry_after || (r.remaining && r.reset), "header", |p| (&p.headers, p.headers_checked));
+        if let Some(c) = self.checks.last_mut() {
+            c.evidence.insert(0, format!("RateLimit-Policy: {policy}"));
+        }
+    }
+
+    fn ttl(&mut self, runs: &mut [(Replay<'_>, Probes)]) -> Result<()> {
+        let w = self.limiter.params().window_ms as i64;
+        let mut c = CheckResult::new("ttl", Status::Pass, String::new());
+        let mut no_ttl = Vec::new();
+        let mut too_long = Vec::new();
+        let mut keys = 0;
+        for ((r, _), pat) in runs.iter_mut().zip(self.patterns) {
+            for (k, t) in r.keys_with_ttl()? {
+                keys += 1;
+                if t == -1 {
+                    no_ttl.push(format!("{} left `{k}` with no TTL", pat.name));
+                } else if t > TTL_WINDOWS * w {
+                    too_long.push(format!("{} left `{k}` with PTTL {t} ms, more than {TTL_WINDOWS} windows after the traffic", pat.name));
+                }
+            }
+        }
+        // Expiry: the same traffic with expired keys kept. A script that resets its window by
+        // letting a key expire (INCR + PEXPIRE on the first hit) depends on expiry by design;
+        // that is seen on sparse traffic (a refusal appears when nothing expires) and skips this.
+        let sparse = self.patterns.iter().find(|p| p.name == "sparse");
+        let relies = match sparse {
+            Some(pat) => {
+                let mut r = Replay::new(self.limiter);
+                r.backend.emu.core().db.expiry_enabled = false;
+                r.play(&pat.arrivals, |_, _| Ok(()));
+                r.played.iter().any(|p| !p.decision.allowed)
+            }
+            None => false,
+        };
+        let mut early = Vec::new();
+        if !relies {
+            for ((r, _), pat) in runs.iter().zip(self.patterns) {
+                let mut kept = Replay::new(self.limiter);
+                kept.backend.emu.core().db.expiry_enabled = false;
+                kept.play(&pat.arrivals, |_, _| Ok(()));
+                if let Some(i) = r.played.iter().zip(&kept.played).position(|(a, b)| a.decision.allowed != b.decision.allowed) {
+                    let (a, b) = (&r.played[i], &kept.played[i]);
+                    early.push((
+                        format!(
+                            "{}: {} when keys expire, {} when expired keys are kept: a key expired while it was still needed",
+                            at(pat.name, i, r),
+                            if a.decision.allowed { "admitted" } else { "refused" },
+                            if b.decision.allowed { "admitted" } else { "refused" }
+                        ),
+                        pat,
+                        i,
+                    ));
+                }
+            }
+        }
+        c.evidence.extend(no_ttl.iter().take(5).cloned());
+        c.evidence.extend(too_long.iter().take(5).cloned());
+        for (e, _, _) in early.iter().take(5) {
+            c.evidence.push(e.clone());
+        }
+        if let Some((_, pat, i)) = early.first() {
+            c.replay = self.save(pat.name, "ttl", &pat.arrivals[..=*i]);
+        }
+        let mut wrong = Vec::new();
+        if !no_ttl.is_empty() {
+            wrong.push(format!("{} key(s) without a TTL (they pile up forever)", no_ttl.len()));
+        }
+        if !too_long.is_empty() {
+            wrong.push(format!("{} key(s) living over {TTL_WINDOWS} windows", too_long.len()));
+        }
+        if !early.is_empty() {
+            wrong.push(format!("keys expire while still needed in {} pattern(s)", early.len()));
+        }
+        if wrong.is_empty() {
+            c.summary = format!(
+                "{keys} keys left by the patterns, every one with a TTL of at most {TTL_WINDOWS} windows; {}",
+                if relies {
+                    "the script resets its window by key expiry, so decisions with expiry switched off are not compared"
+                } else {
+                    "decisions are the same with expired keys kept"
+                }
+            );
+        } else {
+            c.status = Status::Fail;
+            c.summary = wrong.join("; ");
+        }
+        self.checks.push(c);
+        Ok(())
+    }
+
+    fn clock_skew(&mut self) {
+        let p = self.limiter.params();
+        let w = p.window_ms as i64;
+        let origin = attack::origin_ms(p.window_ms);
+        let t = origin + w / 2;
+        let mut r = Replay::new(self.limiter);
+        // Exhaust the subject at t.
+        let fill: Vec<crate::traffic::Arrival> = (0..3 * p.capacity() + 2)
+            .map(|_| crate::traffic::Arrival { at: crate::clock::Millis(t).as_micros(), key: "skew".into(), cost: 1, phase: String::new() })
+            .collect();
+        // Until the first refusal.
+        let mut refused = false;
+        for a in &fill {
+            r.play(std::slice::from_ref(a), |_, _| Ok(()));
+            if r.played.last().is_some_and(|x| !x.decision.allowed) {
+                refused = true;
+                break;
+            }
+        }
+        let mut c = CheckResult::new("clock_skew", Status::Pass, String::new());
+        if !refused {
+            c.status = Status::Skip;
+            c.summary = format!("{} requests at one ms were never refused, so a refund cannot be told apart", fill.len());
+            self.checks.push(c);
+            return;
+        }
+        let mut backs: Vec<i64> = vec![1, w / 4, w / 2 - 1, w, 2 * w];
+        backs.retain(|&b| b >= 1);
+        backs.dedup();
+        for back in backs {
+            let now = t - back;
+            match r.probe("skew", t, now, 1) {
+                Err(e) => c.evidence.push(format!("a caller {back} ms behind (now_ms {now}, server at {t}): error: {e}")),
+                Ok(d) if d.allowed && back < w / 2 => {
+                    c.evidence.push(format!("a caller {back} ms behind (now_ms {now}, server at {t}) was admitted after the subject was refused at {t}: a refund"))
+                }
+                Ok(d) if self.limiter.reports().remaining && d.remaining < 0 => {
+                    c.evidence.push(format!("a caller {back} ms behind got remaining {}", d.remaining))
+                }
+                Ok(_) => {}
+            }
+        }
+        if c.evidence.is_empty() {
+            c.summary = "callers up to two windows behind the server get no error, and none within the window gets a refund".into();
+        } else {
+            c.status = Status::Fail;
+            c.summary = format!("{} problem(s) with a caller clock that goes back", c.evidence.len());
+        }
+        self.checks.push(c);
+    }
+
+    fn cluster(&mut self, runs: &[(Replay<'_>, Probes)]) {
+        let mut c = CheckResult::new("cluster", Status::Pass, String::new());
+        let mut calls = 0;
+        'outer: for ((r, _), pat) in runs.iter().zip(self.patterns) {
+            for (i, p) in r.played.iter().enumerate() {
+                for call in &p.calls {
+                    calls += 1;
+                    let slots: Vec<(u16, &String)> = call.keys.iter().map(|k| (key_slot(k.as_bytes()), k)).collect();
+                    if let Some(other) = slots.iter().find(|s| s.0 != slots[0].0) {
+                        c.evidence.push(format!(
+                            "{}: call `{}` ({}) names `{}` (slot {}) and `{}` (slot {}): CROSSSLOT on Redis Cluster; give them a shared hash tag, e.g. {{subject}}",
+                            at(pat.name, i, r),
+                            call.name,
+                            call.target,
+                            slots[0].1,
+                            slots[0].0,
+                            other.1,
+                            other.0
+                        ));
+                        break 'outer;
+                    }
+                }
+            }
+        }
+        if c.evidence.is_empty() {
+            c.summary = format!("every one of {calls} calls names keys of one hash slot");
+        } else {
+            c.status = Status::Fail;
+            c.summary = "a call's keys span hash slots".into();
+        }
+        self.checks.push(c);
+    }
+
+    fn memory(&mut self, runs: &mut [(Replay<'_>, Probes)]) -> Result<()> {
+        let Some(((r, _), _)) = runs.iter_mut().zip(self.patterns).find(|(_, p)| p.name == "under_limit") else { return Ok(()) };
+        let subjects = 20u64;
+        let (bytes, keys) = r.memory()?;
+        let per = bytes / subjects;
+        let mut c = CheckResult::new(
+            "memory",
+            Status::Info,
+            format!(
+                "{per} bytes per subject (MEMORY USAGE, {:.1} keys each, Redis 7.0's model); {:.1} MB for 1,000,000 subjects",
+                keys as f64 / subjects as f64,
+                per as f64 * 1e6 / (1024.0 * 1024.0)
+            ),
+        );
+        c.evidence.push("after the under_limit pattern (20 subjects at half the rate), keys alive at its end".into());
+        self.checks.push(c);
+        Ok(())
+    }
+
+    /// Writes `arrivals` as a trace and a scenario file that replays them, when an output directory
+    /// is set; returns the scenario's path.
+    fn save(&self, pattern: &str, check: &str, arrivals: &[crate::traffic::Arrival]) -> Option<String> {
+        let dir = self.opts.out.as_ref()?;
+        save_replay(self.limiter, dir, &format!("check_{}_{check}", self.limiter.name()), pattern, arrivals).ok()
+    }
+}
+
+/// Writes `<stem>.csv` (the arrivals) and `<stem>.toml` (a scenario replaying them through the
+/// limiter) into `dir`; returns the scenario's path.
+pub fn save_replay(limiter: &Limiter, dir: &Path, stem: &str, pattern: &str, arrivals: &[crate::traffic::Arrival]) -> Result<String> {
+    std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
+    let csv = dir.join(format!("{stem}.csv"));
+    let toml = dir.join(format!("{stem}.toml"));
+    crate::traffic::write_csv(&csv, arrivals)?;
+    let p = limiter.params();
+    let mut t = format!(
+        "# Written by `limitlab check`: the {pattern} traffic that shows `{stem}`.\n# Replay: limitlab run {}\nname = \"{stem}\"\ndescription = \"limitlab check, {pattern}\"\nlimit = {}\nwindow_ms = {}\n",
+        toml.display(),
+        p.limit,
+        p.window_ms
+    );
+    if limiter.spec().uses_burst() && p.burst.is_some() {
+        t.push_str(&format!("burst = {}\n", p.capacity()));
+    }
+    match limiter.variant() {
+        Some(v) if limiter.spec().origin.to_string_lossy().starts_with("scripts/") => t.push_str(&format!("algorithms = [\"{}\"]\n", v.name())),
+        _ => {
+            let origin = &limiter.spec().origin;
+            let abs = std::fs::canonicalize(origin).unwrap_or_else(|_| origin.clone());
+            t.push_str(&format!("scripts = [{:?}]\n", abs.display().to_string()));
+        }
+    }
+    if let Some(a) = arrivals.first() {
+        t.push_str(&format!("start_ms = {}\n", a.at.as_millis().0));
+    }
+    t.push_str(&format!("\n[traffic]\nkind = \"trace\"\npath = \"{stem}.csv\"\nrebase = \"absolute\"\n"));
+    std::fs::write(&toml, t).map_err(|source| Error::Io { path: toml.clone(), source })?;
+    Ok(toml.display().to_string())
+}

@@ -1,0 +1,275 @@
+//! The traffic `check` plays and the loop that plays it: each request through the spec on a fresh
+//! emulator, recording its decision, the exact sliding log's verdict and every call's keys, and
+//! answering "what if" questions ([`Replay::probe`]) on a copy of the keyspace.
+use crate::backend::emulated::EmulatedBackend;
+use crate::backend::Backend;
+use crate::clock::{Clock, Micros};
+use crate::emulator::Reply;
+use crate::limiter::{Decision, Limiter, Params};
+use crate::metrics::{self, ExactLog, Metrics};
+use crate::sim::{Record, Trace};
+use crate::spec::exec::{CallRecord, Session};
+use crate::traffic::Arrival;
+use crate::Result;
+
+/// One of the standard traffic patterns of `check`, sized from the policy.
+#[derive(Clone, Debug)]
+pub struct Pattern {
+    pub name: &'static str,
+    pub description: String,
+    pub arrivals: Vec<Arrival>,
+}
+
+fn arrival(origin_ms: i64, at_us: i64, key: &str, cost: u64, phase: &str) -> Arrival {
+    Arrival { at: Micros(origin_ms * 1000 + at_us), key: key.to_string(), cost, phase: phase.to_string() }
+}
+
+/// `n` requests spread evenly over `[from_us, to_us)`.
+fn spread(out: &mut Vec<Arrival>, origin: i64, from_us: i64, to_us: i64, n: u64, key: &str, cost: u64, phase: &str) {
+    let span = (to_us - from_us).max(1);
+    for i in 0..n as i64 {
+        out.push(arrival(origin, from_us + span * i / n.max(1) as i64, key, cost, phase));
+    }
+}
+
+/// The patterns, for a policy of `limit` per `window_ms` (capacity `burst`) starting at window
+/// boundary `origin` (unix ms). Every pattern is deterministic (the Poisson-like one from `seed`).
+pub fn patterns(p: &Params, origin: i64, seed: u64) -> Vec<Pattern> {
+    let w = p.window_ms as i64 * 1000; // µs
+    let l = p.limit;
+    let c = p.capacity();
+    let mut out = Vec::new();
+
+    let mut a = Vec::new();
+    spread(&mut a, origin, w - w / 10, w, 2 * c, "b", 1, "end of window");
+    spread(&mut a, origin, w, w + w / 10, 2 * c, "b", 1, "start of next");
+    out.push(Pattern {
+        name: "boundary_burst",
+        description: format!("{} requests in the last tenth of a window, {} in the first tenth of the next", 2 * c, 2 * c),
+        arrivals: a,
+    });
+
+    let mut a = vec![arrival(origin, 0, "i", 1, "warm-up")];
+    spread(&mut a, origin, 3 * w, 3 * w + w / 100, 3 * c, "i", 1, "burst");
+    out.push(Pattern {
+        name: "idle_then_burst",
+        description: format!("one request, three idle windows, then {} within a hundredth of a window", 3 * c),
+        arrivals: a,
+    });
+
+    let mut a = Vec::new();
+    spread(&mut a, origin, 0, 12 * w, 24 * l, "o", 1, "overload");
+    out.push(Pattern {
+        name: "steady_overload",
+        description: format!("one subject at twice the rate ({} requests per window) for 12 windows", 2 * l),
+        arrivals: a,
+    });
+
+    // 20 subjects at half the rate each, exponential gaps from the seed.
+    let mut rng = crate::traffic::rng(seed);
+    let mut a = Vec::new();
+    let mean_gap_us = (2 * w) as f64 / l as f64;
+    for s in 0..20 {
+        let key = format!("u{s}");
+        let mut t = 0f64;
+        loop {
+            let u: f64 = rand::Rng::random_range(&mut rng, f64::EPSILON..1.0);
+            t += -u.ln() * mean_gap_us;
+            if t >= (10 * w) as f64 {
+                break;
+            }
+            a.push(arrival(origin, t as i64, &key, 1, "under the limit"));
+        }
+    }
+    a.sort_by(|x, y| x.at.cmp(&y.at).then_with(|| x.key.cmp(&y.key)));
+    out.push(Pattern {
+        name: "under_limit",
+        description: "20 subjects at half the rate each, random gaps, for 10 windows".into(),
+        arrivals: a,
+    });
+
+    let mut a = Vec::new();
+    for i in 0..20i64 {
+        a.push(arrival(origin, i * (w + w / 2), "sparse", 1, "sparse"));
+    }
+    out.push(Pattern { name: "sparse", description: "one request every one and a half windows, 20 times".into(), arrivals: a });
+
+    if c > 1 {
+        let mut a = Vec::new();
+        let mut rng = crate::traffic::rng(seed ^ 0x5eed);
+        let mut t = 0i64;
+        for _ in 0..(8 * l) {
+            t += rand::Rng::random_range(&mut rng, 0..=(w / l as i64).max(1));
+            let cost = rand::Rng::random_range(&mut rng, 1..=(c / 2).max(1));
+            a.push(arrival(origin, t, "cost", cost, "costs"));
+        }
+        out.push(Pattern {
+            name: "costs",
+            description: format!("one subject, costs from 1 to {}, about the rate in units", (c / 2).max(1)),
+            arrivals: a,
+        });
+    }
+    out
+}
+
+/// One request as played, with what the exact log says and the calls it made.
+#[derive(Clone, Debug)]
+pub struct Played {
+    pub arrival: Arrival,
+    pub now_ms: i64,
+    pub decision: Decision,
+    pub exact: bool,
+    pub calls: Vec<CallRecord>,
+}
+
+/// A pattern played through a limiter on a fresh emulator.
+pub struct Replay<'l> {
+    pub limiter: &'l Limiter,
+    pub backend: EmulatedBackend,
+    session: Session,
+    exact: ExactLog,
+    subjects: Vec<String>,
+    pub played: Vec<Played>,
+    /// The first error, with the index of the request that raised it.
+    pub error: Option<(usize, String)>,
+}
+
+impl<'l> Replay<'l> {
+    pub fn new(limiter: &'l Limiter) -> Replay<'l> {
+        Replay {
+            limiter,
+            backend: EmulatedBackend::default(),
+            session: Session::recording(),
+            exact: ExactLog::new(limiter.params()),
+            subjects: Vec::new(),
+            played: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// Plays `arrivals` in order; stops at the first error (kept in [`Replay::error`]).
+    /// `each` runs after every request (for probes), with its index.
+    pub fn play(&mut self, arrivals: &[Arrival], mut each: impl FnMut(&mut Replay<'l>, usize) -> Result<()>) {
+        for a in arrivals {
+            let now = a.at.as_millis().0;
+            self.backend.set_time_ms(now);
+            let d = self.limiter.call(&mut self.backend, &mut self.session, &a.key, now, a.cost);
+            let calls = self.session.take_calls();
+            let d = match d {
+                Ok(d) => d,
+                Err(e) => {
+                    self.error = Some((self.played.len(), e.to_string()));
+                    return;
+                }
+            };
+            let s = match self.subjects.iter().position(|x| *x == a.key) {
+                Some(i) => i,
+                None => {
+                    self.subjects.push(a.key.clone());
+                    self.subjects.len() - 1
+                }
+            };
+            let units = if self.limiter.takes_cost() { a.cost } else { 1 };
+            let exact = self.exact.decide(s as u32, now, units);
+            self.played.push(Played { arrival: a.clone(), now_ms: now, decision: d, exact, calls });
+            let i = self.played.len() - 1;
+            if let Err(e) = each(self, i) {
+                self.error = Some((i, e.to_string()));
+                return;
+            }
+        }
+    }
+
+    /// What `subject`'s request of `cost` at caller time `now_ms` (the server's clock at
+    /// `server_ms`) would get, leaving the keyspace and the clock as they were.
+    pub fn probe(&mut self, subject: &str, server_ms: i64, now_ms: i64, cost: u64) -> Result<Decision> {
+        self.probe_many(subject, server_ms, now_ms, &vec![cost]).map(|mut v| v.remove(0))
+    }
+
+    /// Several requests in a row at the same time, then everything put back.
+    pub fn probe_many(&mut self, subject: &str, server_ms: i64, now_ms: i64, costs: &[u64]) -> Result<Vec<Decision>> {
+        let saved = self.backend.emu.core().db.clone();
+        let clock = self.backend.emu.clock().now_millis();
+        self.backend.set_time_ms(server_ms);
+        let mut out = Vec::with_capacity(costs.len());
+        let mut err = None;
+        for &c in costs {
+            match self.limiter.call(&mut self.backend, &mut self.session, subject, now_ms, c) {
+                Ok(d) => out.push(d),
+                Err(e) => {
+                    err = Some(e);
+                    break;
+                }
+            }
+        }
+        self.session.take_calls();
+        self.backend.emu.core().db = saved;
+        self.backend.emu.clock().set_millis(clock);
+        match err {
+            Some(e) => Err(e),
+            None => Ok(out),
+        }
+    }
+
+    /// The run as a [`Trace`], measured as every report measures it.
+    pub fn metrics(&self) -> Result<Metrics> {
+        let mut phases: Vec<String> = Vec::new();
+        let mut records = Vec::with_capacity(self.played.len());
+        let mut subjects: Vec<String> = Vec::new();
+        for p in &self.played {
+            let k = match subjects.iter().position(|x| *x == p.arrival.key) {
+                Some(i) => i,
+                None => {
+                    subjects.push(p.arrival.key.clone());
+                    subjects.len() - 1
+                }
+            };
+            let ph = match phases.iter().position(|x| *x == p.arrival.phase) {
+                Some(i) => i,
+                None => {
+                    phases.push(p.arrival.phase.clone());
+                    phases.len() - 1
+                }
+            };
+            let cost = if self.limiter.takes_cost() { p.arrival.cost } else { 1 };
+            records.push(Record { at: p.arrival.at, now_ms: p.now_ms, key: k as u32, phase: ph as u32, cost, decision: p.decision });
+        }
+        let trace = Trace {
+            name: self.limiter.name().to_string(),
+            variant: self.limiter.variant(),
+            params: self.limiter.params(),
+            keys: subjects,
+            phases,
+            records,
+            elapsed_secs: 0.0,
+        };
+        metrics::measure(&trace, self.limiter)
+    }
+
+    /// Every key of the emulator with its PTTL (-1: no TTL), sorted.
+    pub fn keys_with_ttl(&mut self) -> Result<Vec<(String, i64)>> {
+        let mut out = Vec::new();
+        for k in crate::report::memory::scan_prefix(&mut self.backend)? {
+            let t = match self.backend.command(&[b"PTTL", k.as_bytes()])? {
+                Reply::Int(t) => t,
+                _ => -2,
+            };
+            if t != -2 {
+                out.push((k, t));
+            }
+        }
+        Ok(out)
+    }
+
+    /// MEMORY USAGE of every key, summed, and the number of keys.
+    pub fn memory(&mut self) -> Result<(u64, u64)> {
+        let (mut bytes, mut n) = (0, 0);
+        for k in crate::report::memory::scan_prefix(&mut self.backend)? {
+            if let Reply::Int(b) = self.backend.command(&[b"MEMORY", b"USAGE", k.as_bytes(), b"SAMPLES", b"0"])? {
+                bytes += b.max(0) as u64;
+                n += 1;
+            }
+        }
+        Ok((bytes, n))
+    }
+}
