@@ -16,6 +16,10 @@ pub struct Args {
     /// The traffic seed, instead of the file's own `seed`.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Run this script instead of the file's (repeatable): a spec file (my_limiter.toml) or a
+    /// built-in name. A spec's script keeps its own clock: the TIME columns are for limitlab's.
+    #[arg(long = "script", value_name = "NAME|SPEC")]
+    pub scripts: Vec<String>,
     #[command(flatten)]
     pub format: FormatArgs,
 }
@@ -30,10 +34,16 @@ pub struct Plan {
 
 impl Plan {
     pub fn new(a: Args) -> Result<Plan> {
-        let spec = match &a.file {
+        let mut spec = match &a.file {
             Some(f) => SkewSpec::from_file(f)?,
             None => skew::builtin()?,
         };
+        if !a.scripts.is_empty() {
+            spec.algorithms = a.scripts.clone();
+            for v in spec.variants()? {
+                spec.limiter(&v)?;
+            }
+        }
         let seed = a.seed.unwrap_or(spec.seed);
         Ok(Plan { spec, seed, format: a.format.format() })
     }

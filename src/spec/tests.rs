@@ -77,3 +77,20 @@ fn a_reply_index_the_script_never_returns_is_named_at_run_time() {
     assert!(e.starts_with("my.toml:14: field `decision.allowed`: index 3 of 1, which is not an array"), "{e}");
     assert!(e.contains("subject `u1`, now_ms 1000, cost 1"), "{e}");
 }
+
+#[test]
+fn a_script_error_names_the_users_file_line_and_the_request() {
+    use crate::backend::emulated::EmulatedBackend;
+    let text = GOOD.replace("hits <= limit", "hits[1] <= limit").replace("max(limit - hits, 0)", "limit - hits[1]");
+    let body = "local n = redis.call('INCR', KEYS[1])\nif n > 1 then\n  return nope + 1\nend\nreturn {n}\n";
+    let spec = Spec::from_toml(&text, Path::new("dir/my.toml"), Path::new("dir"), &Mem(vec![("dir/fw.lua", body)])).unwrap();
+    let l = crate::limiter::Limiter::from_spec(Arc::new(spec), Params::new(10, 1000)).unwrap();
+    let mut b = EmulatedBackend::default();
+    let mut s = l.session();
+    assert!(l.call(&mut b, &mut s, "u1", 1_000, 1).unwrap().allowed);
+    let e = l.call(&mut b, &mut s, "u1", 1_001, 1).unwrap_err();
+    let Error::Script { reply, at, request } = &e else { panic!("{e}") };
+    assert!(reply.starts_with("ERR user_script:3: Script attempted to access nonexistent global variable 'nope'"), "{reply}");
+    assert_eq!(at, "dir/fw.lua:3: return nope + 1");
+    assert_eq!(request, "request (subject `u1`, now_ms 1001, cost 1)");
+}
