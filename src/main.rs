@@ -16,8 +16,24 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             let code = e.downcast_ref::<limitlab::Error>().map_or(1, exit_code);
-            eprintln!("limitlab: {e:#}");
+            eprintln!("limitlab: {}", one_line(&e));
             ExitCode::from(code as u8)
         }
     }
+}
+
+/// The error and its causes on one line, `error: cause: cause`, each text once. `{e:#}` would append
+/// every source, but [`limitlab::Error`]'s messages already end with theirs (`Error::Io` prints
+/// `PATH: SOURCE` and returns SOURCE as its source), which printed it twice; a cause the line already
+/// ends with is left out.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut line = e.to_string();
+    for cause in e.chain().skip(1) {
+        let cause = cause.to_string();
+        if !line.ends_with(&cause) {
+            line.push_str(": ");
+            line.push_str(&cause);
+        }
+    }
+    line
 }

@@ -113,6 +113,19 @@ fn a_missing_file_is_named() {
     assert!(err.starts_with("limitlab: no/such/scenario.toml: "), "{err}");
 }
 
+/// An I/O error is printed once: the path, then the OS's reason, never the reason twice (the error's
+/// message already ends with its source, which the chain printer used to append again).
+#[test]
+fn an_io_error_prints_its_reason_once() {
+    let out = limitlab(&["run", "/nonexistent.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(text(&out.stderr), "limitlab: /nonexistent.toml: No such file or directory (os error 2)\n");
+    let dir = scratch("io-dir");
+    let out = limitlab(&["run", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(text(&out.stderr), format!("limitlab: {}: Is a directory (os error 21)\n", dir.display()));
+}
+
 #[test]
 fn bad_arguments_are_usage_errors() {
     let out = limitlab(&["run", "simulations/uniform.toml", "--json", "--markdown"]);

@@ -14,7 +14,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::{have_binary, RedisServer};
+use common::{redis_server_version, RedisServer};
 use limitlab::cli::redis_cli;
 use limitlab::clock::{Clock, SystemClock};
 use limitlab::emulator::Emulator;
@@ -266,16 +266,10 @@ fn reset_server(port: u16) {
 
 #[test]
 fn real_redis_matches_recorded_output() {
-    let Some(server) = RedisServer::start_or_skip("real_redis_matches_recorded_output") else {
+    let Some(server) = RedisServer::start_or_skip_needing("real_redis_matches_recorded_output", &["redis-cli"]) else {
         return;
     };
-    if !have_binary("redis-cli") {
-        assert!(std::env::var_os("CI").is_none(), "redis-cli is not installed (CI is set, so this is an error)");
-        eprintln!("skipping real_redis_matches_recorded_output: redis-cli is not installed");
-        return;
-    }
-    let version = Command::new("redis-server").arg("--version").output().map(|o| o.stdout).unwrap_or_default();
-    let version = String::from_utf8_lossy(&version).trim().to_string();
+    let version = redis_server_version();
     if !version.contains("v=7.0.") {
         eprintln!("warning: the .out files were recorded with Redis 7.0; this is {version}");
     }
@@ -350,13 +344,9 @@ fn case_files_have_enough_lines() {
 /// redis-cli's own output that no command produces (help text, REPL notices) matches the real redis-cli.
 #[test]
 fn cli_only_lines_match_real_redis_cli() {
-    let Some(server) = RedisServer::start_or_skip("cli_only_lines_match_real_redis_cli") else {
+    let Some(server) = RedisServer::start_or_skip_needing("cli_only_lines_match_real_redis_cli", &["redis-cli"]) else {
         return;
     };
-    if !have_binary("redis-cli") {
-        assert!(std::env::var_os("CI").is_none(), "redis-cli is not installed (CI is set, so this is an error)");
-        return;
-    }
     let input = b"help\n?\n2 help\n:set hints\n:set x\n:foo\nrestart\nclear\n\n  \n\"x\n0 ping\n";
     let real = redis_cli(server.port(), input);
     let mut ours = Vec::new();

@@ -1,7 +1,8 @@
 //! The rate-limiter scripts on a real `redis-server`, call for call against their Rust references.
 //!
-//! Each test starts its own `redis-server` on a free loopback port. Without one the tests print why
-//! and pass, unless the environment variable `CI` is set, where a missing server is a failure.
+//! Each test starts its own `redis-server` with `tests/common`'s helper (free loopback port, ready on
+//! PING). Without one the tests print why and pass, unless the environment variable `CI` is set, where
+//! a missing server is a failure.
 //!
 //! A real server expires keys on its own wall clock while the scripts read `now_ms` from ARGV, so
 //! two regimes are used:
@@ -14,67 +15,23 @@
 //!
 //! Both drive every script with seeded random calls over three subjects, including lagging clocks
 //! (skew), costs of 0 and above the capacity; a failure prints the seed and the call.
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
+use std::time::Instant;
+
+use common::RedisServer;
 use limitlab::emulator::Reply;
 use limitlab::limiter::{Flavor, Limiter, Params, Variant};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-/// A `redis-server` child process, killed when dropped.
-struct Server {
-    child: Child,
-    port: u16,
+/// A private server from the shared helper, or `None` (after saying why) when there is no `redis-server`.
+fn start_server() -> Option<RedisServer> {
+    RedisServer::start_or_skip("the real-Redis limiter tests")
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts a private server, or returns `None` (after saying why) when there is no `redis-server`.
-fn start_server() -> Option<Server> {
-    match Command::new("redis-server").arg("--version").output() {
-        Ok(out) if out.status.success() => {}
-        other => {
-            let why = match other {
-                Ok(out) => format!("`redis-server --version` exited with {}", out.status),
-                Err(e) => format!("cannot run redis-server: {e}"),
-            };
-            if std::env::var_os("CI").is_some() {
-                panic!("CI is set but there is no usable redis-server: {why}");
-            }
-            eprintln!("skipping the real-Redis limiter tests: {why}");
-            return None;
-        }
-    }
-    for _attempt in 0..5 {
-        let port =
-            TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port");
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server starts");
-        let server = Server { child, port };
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return Some(server);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-    panic!("redis-server did not start listening");
-}
-
-fn connect(server: &Server) -> redis::Connection {
-    let client = redis::Client::open(format!("redis://127.0.0.1:{}/", server.port)).expect("client");
+fn connect(server: &RedisServer) -> redis::Connection {
+    let client = redis::Client::open(server.url()).expect("client");
     client.get_connection().expect("connection")
 }
 

@@ -3,15 +3,16 @@
 //! run with a clear message and never run a script twice, the standard scenarios deciding exactly as
 //! on the emulator, and the `--redis` flags of the binary.
 //!
-//! Each test starts its own server on a free loopback port. Without `redis-server` the tests print
-//! why and pass, unless the environment variable `CI` is set, where that is a failure.
+//! Each test starts its own server with `tests/common`'s helper (free loopback port, ready on PING).
+//! Without `redis-server` the tests print why and pass, unless the environment variable `CI` is set,
+//! where that is a failure.
 mod common;
 
 use std::io::Write as _;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{require_binaries, RedisServer};
+use common::{signal_pid, unused_port, RedisServer};
 use limitlab::backend::real::{RealOptions, RealRedis};
 use limitlab::backend::{Backend, Script};
 use limitlab::clock::{Micros, DEFAULT_START};
@@ -164,7 +165,7 @@ fn a_server_that_dies_mid_run_stops_it_with_how_far_it_got() {
     let pid = server.pid();
     let killer = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(800));
-        Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap();
+        signal_pid(pid, "KILL");
     });
     let err = check_script("killed", &limiter, &arr, &emulated, &mut real, Progress::Off).unwrap_err();
     killer.join().unwrap();
@@ -219,7 +220,7 @@ fn a_timeout_stops_the_run_and_the_call_in_flight_runs_once() {
 
 #[test]
 fn connecting_to_nothing_is_a_clear_error() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = unused_port();
     let err = RealRedis::connect(&format!("redis://127.0.0.1:{port}/"), RealOptions::default()).unwrap_err();
     assert!(matches!(err, Error::Connection(_)), "{err}");
     assert!(err.to_string().contains("cannot connect"), "{err}");
@@ -237,10 +238,7 @@ fn run_with_input(mut cmd: Command, input: &[u8]) -> std::process::Output {
 
 #[test]
 fn cli_redis_prints_what_redis_cli_prints() {
-    if !require_binaries("cli --redis", &["redis-server", "redis-cli"]) {
-        return;
-    }
-    let server = RedisServer::start();
+    let Some(server) = RedisServer::start_or_skip_needing("cli --redis", &["redis-cli"]) else { return };
     let input = b"set a 1\nget a\nincr a\nhset h f v\nhgetall h\nfoo bar\nzadd z 1.5 m\nzscore z m\nexpire a 100\nttl a\n\
                   eval \"return {1,'x',{err='boom'}}\" 0\n3 rpush l x\nlrange l 0 -1\nclock.get\ndel a h z l\n";
     let mut ours = limitlab();
@@ -277,7 +275,7 @@ fn run_and_compare_take_redis_and_clean_up() {
     // Bad URLs are the user's to fix (exit 2); a server that is not there is a failure (exit 1).
     let bad = limitlab().args(["compare", "--redis", "http://nope"]).output().unwrap();
     assert_eq!(bad.status.code(), Some(2), "{}", String::from_utf8_lossy(&bad.stderr));
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = unused_port();
     let gone = limitlab().args(["verify", "--cases", "1", "--redis", &format!("redis://127.0.0.1:{port}")]).output().unwrap();
     assert_eq!(gone.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&gone.stderr).contains("cannot connect"), "{}", String::from_utf8_lossy(&gone.stderr));

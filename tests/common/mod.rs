@@ -1,14 +1,33 @@
-//! Shared helpers for integration tests: a private, throw-away `redis-server` for comparing the emulator
-//! with the real thing.
+//! Shared helpers for integration tests: the one way a test starts a private `redis-server` or a
+//! three-master Redis Cluster. Every test that needs a real server goes through [`RedisServer`] or
+//! [`RedisCluster`]; no test file spawns `redis-server` or picks a port on its own.
+//!
+//! - The port is one the OS just handed out; when it is taken before the server binds it (the server
+//!   exits, or another process answers on it), the start is retried on a new port.
+//! - Ready means this server answered PING and INFO names the child's own process id, never a bare
+//!   TCP connect (which another process on the port, or a server still starting, can accept).
+//! - The server's stdout and stderr go to a log file in its own directory; when start-up fails, the
+//!   panic shows the log of every attempt.
+//! - The process is killed and its directory removed when the value is dropped, also when the test
+//!   panics.
+//! - Without the binaries a test is skipped with a printed reason; under CI (env `CI` set) that is a
+//!   failure instead.
 #![allow(dead_code)]
 
-use std::io::{Read, Write};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-/// A `redis-server` child process on a free loopback port, in its own temporary directory, with
+/// Starts of one server tried on fresh ports before giving up.
+const ATTEMPTS: usize = 5;
+/// How long one start may take to answer PING (generous: tests may run beside heavy load).
+const READY_WITHIN: Duration = Duration::from_secs(30);
+
+/// A `redis-server` child process on a loopback port, in its own temporary directory, with
 /// persistence off. It is killed (and its directory removed) when dropped.
 pub struct RedisServer {
     child: Child,
@@ -21,60 +40,154 @@ pub fn have_binary(name: &str) -> bool {
     Command::new(name).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok()
 }
 
-impl RedisServer {
-    /// Starts a server and waits until it answers PING. Panics when that fails.
-    pub fn start() -> RedisServer {
-        // A port could be taken between probing and binding; try a few.
-        let mut last_err = String::new();
-        for _ in 0..5 {
-            match Self::try_start() {
-                Ok(s) => return s,
-                Err(e) => last_err = e,
-            }
-        }
-        panic!("could not start redis-server: {last_err}");
-    }
-
-    /// A server for `test_name`, or `None` (with the reason printed) when `redis-server` is not installed.
-    /// Under CI (env `CI` set) a missing server is a failure, not a skip.
-    pub fn start_or_skip(test_name: &str) -> Option<RedisServer> {
-        if !have_binary("redis-server") {
-            let msg = format!("{test_name}: redis-server is not installed");
+/// Whether the binaries a test needs exist. Without one the test should return early: the reason is
+/// printed, and under CI (env `CI` set) it panics instead.
+pub fn require_binaries(test_name: &str, names: &[&str]) -> bool {
+    for name in names {
+        if !have_binary(name) {
+            let msg = format!("{test_name}: {name} is not installed");
             if std::env::var_os("CI").is_some() {
                 panic!("{msg} (CI is set, so this is an error)");
             }
             eprintln!("skipping {msg}");
-            return None;
+            return false;
         }
-        Some(Self::start())
+    }
+    true
+}
+
+/// What `redis-server --version` prints, trimmed (empty when it cannot be run).
+pub fn redis_server_version() -> String {
+    let out = Command::new("redis-server").arg("--version").stdin(Stdio::null()).output();
+    out.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default()
+}
+
+/// A loopback port nothing listened on when asked (for tests of connecting to nothing).
+pub fn unused_port() -> u16 {
+    free_port().expect("a free loopback port")
+}
+
+/// Sends signal `sig` (`STOP`, `CONT`, `KILL`, ...) to process `pid` with `kill`.
+pub fn signal_pid(pid: u32, sig: &str) {
+    let status = Command::new("kill").args([&format!("-{sig}"), &pid.to_string()]).status();
+    assert!(matches!(status, Ok(s) if s.success()), "kill -{sig} {pid} failed: {status:?}");
+}
+
+impl RedisServer {
+    /// Starts a server and waits until it answers PING. Panics (with the server's output) when that
+    /// fails on every port tried.
+    pub fn start() -> RedisServer {
+        Self::start_with(&[])
     }
 
-    fn try_start() -> Result<RedisServer, String> {
-        let port = free_port().map_err(|e| format!("no free port: {e}"))?;
-        let dir = temp_dir(port);
+    /// [`RedisServer::start`] with extra `redis-server` arguments (`["--maxmemory", "1mb"]`).
+    pub fn start_with(extra: &[&str]) -> RedisServer {
+        Self::try_start_with(extra).unwrap_or_else(|e| panic!("could not start redis-server: {e}"))
+    }
+
+    /// [`RedisServer::start_with`] returning why it failed (every attempt, with the server's output).
+    pub fn try_start_with(extra: &[&str]) -> Result<RedisServer, String> {
+        Self::launch(false, extra, free_port)
+    }
+
+    /// A server on the first of `ports` where one comes up (to test this helper: a port another
+    /// server holds must be passed over, not taken for ours).
+    pub fn try_start_on(ports: &[u16]) -> Result<RedisServer, String> {
+        let mut ports = ports.iter().copied();
+        let next = move || ports.next().ok_or_else(|| std::io::Error::other("no port left to try"));
+        Self::launch(false, &[], next)
+    }
+
+    /// A server for `test_name`, or `None` (with the reason printed) when `redis-server` is not
+    /// installed. Under CI (env `CI` set) a missing server is a failure, not a skip.
+    pub fn start_or_skip(test_name: &str) -> Option<RedisServer> {
+        Self::start_or_skip_needing(test_name, &[])
+    }
+
+    /// [`RedisServer::start_or_skip`] for a test that also needs other binaries (`["redis-cli"]`):
+    /// they are checked before any server starts.
+    pub fn start_or_skip_needing(test_name: &str, more: &[&str]) -> Option<RedisServer> {
+        let mut names = vec!["redis-server"];
+        names.extend_from_slice(more);
+        require_binaries(test_name, &names).then(Self::start)
+    }
+
+    /// Up to [`ATTEMPTS`] starts, each on a new port from `next_port`; the error holds every
+    /// attempt's story.
+    fn launch(
+        cluster_node: bool,
+        extra: &[&str],
+        mut next_port: impl FnMut() -> std::io::Result<u16>,
+    ) -> Result<RedisServer, String> {
+        let mut failures = Vec::new();
+        for attempt in 1..=ATTEMPTS {
+            let port = match next_port() {
+                Ok(p) => p,
+                Err(e) => {
+                    failures.push(format!("attempt {attempt}: no free port: {e}"));
+                    break;
+                }
+            };
+            match Self::try_start(port, cluster_node, extra) {
+                Ok(s) => return Ok(s),
+                Err(e) => failures.push(format!("attempt {attempt}: {e}")),
+            }
+        }
+        Err(failures.join("\n"))
+    }
+
+    fn try_start(port: u16, cluster_node: bool, extra: &[&str]) -> Result<RedisServer, String> {
+        static STARTS: AtomicUsize = AtomicUsize::new(0);
+        let n = STARTS.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("limitlab-redis-{}-{n}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .args(["--dir", &dir.to_string_lossy()])
+        let log = File::create(dir.join(LOG)).map_err(|e| format!("creating the log in {}: {e}", dir.display()))?;
+        let log2 = log.try_clone().map_err(|e| format!("the log: {e}"))?;
+        let mut cmd = Command::new("redis-server");
+        cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(["--dir", &dir.to_string_lossy()]);
+        if cluster_node {
+            cmd.args(["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]);
+        }
+        let spawned = cmd
+            .args(extra)
             .current_dir(&dir)
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("spawning redis-server: {e}"))?;
-        let mut server = RedisServer { child, port, dir };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(status)) = server.child.try_wait() {
-                return Err(format!("redis-server exited early ({status}) on port {port}"));
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(log2))
+            .spawn();
+        let child = match spawned {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(format!("spawning redis-server: {e}"));
             }
-            if ping(port) {
-                return Ok(server);
+        };
+        // From here on, dropping `server` kills the child and removes its directory.
+        let mut server = RedisServer { child, port, dir };
+        let pid = server.child.id();
+        let deadline = Instant::now() + READY_WITHIN;
+        loop {
+            if let Ok(Some(status)) = server.child.try_wait() {
+                return Err(format!("redis-server exited ({status}) on port {port}{}", server.log_excerpt()));
+            }
+            match whose_server(port) {
+                Ok(p) if p == pid => return Ok(server),
+                // Another server holds the port: ours cannot bind it. Kill ours, try a new port.
+                Ok(p) => {
+                    return Err(format!("port {port} is held by another redis-server (pid {p}){}", server.log_excerpt()))
+                }
+                Err(_) if Instant::now() <= deadline => {}
+                Err(last) => {
+                    return Err(format!(
+                        "redis-server (pid {pid}) on port {port} did not answer PING within {} s (last: {last}){}",
+                        READY_WITHIN.as_secs(),
+                        server.log_excerpt()
+                    ))
+                }
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        let _ = server.child.kill();
-        Err(format!("redis-server on port {port} did not answer PING within 10s"))
     }
 
     /// The server's TCP port on 127.0.0.1.
@@ -91,6 +204,38 @@ impl RedisServer {
     pub fn dir(&self) -> &Path {
         &self.dir
     }
+
+    /// The server's process id (to stop, resume or kill it from a test).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends a signal to the server with `kill` (`STOP`, `CONT`, `KILL`).
+    pub fn signal(&self, sig: &str) {
+        signal_pid(self.pid(), sig);
+    }
+
+    /// Kills the server now (the drop that follows only cleans up).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Everything the server printed so far.
+    pub fn output(&self) -> String {
+        std::fs::read_to_string(self.dir.join(LOG)).unwrap_or_else(|e| format!("(no log: {e})"))
+    }
+
+    /// The last lines of the server's output, indented, for an error message.
+    fn log_excerpt(&self) -> String {
+        let out = self.output();
+        let lines: Vec<&str> = out.lines().collect();
+        let tail = &lines[lines.len().saturating_sub(40)..];
+        if tail.is_empty() {
+            return "; it printed nothing".to_string();
+        }
+        format!("; its output:\n    {}", tail.join("\n    "))
+    }
 }
 
 impl Drop for RedisServer {
@@ -101,70 +246,13 @@ impl Drop for RedisServer {
     }
 }
 
+/// The file in a server's directory that holds its stdout and stderr.
+const LOG: &str = "redis-server.log";
+
 /// A port the OS just handed out on loopback (free at the time of asking).
 fn free_port() -> std::io::Result<u16> {
     let l = TcpListener::bind("127.0.0.1:0")?;
     Ok(l.local_addr()?.port())
-}
-
-fn temp_dir(port: u16) -> PathBuf {
-    std::env::temp_dir().join(format!("limitlab-redis-{}-{port}", std::process::id()))
-}
-
-/// Sends an inline PING and waits for `+PONG`.
-fn ping(port: u16) -> bool {
-    let Ok(mut s) = TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(200)) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
-    if s.write_all(b"PING\r\n").is_err() {
-        return false;
-    }
-    let mut buf = [0u8; 64];
-    let mut got = Vec::new();
-    while !got.ends_with(b"\r\n") {
-        match s.read(&mut buf) {
-            Ok(0) | Err(_) => return false,
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-        }
-    }
-    got == b"+PONG\r\n"
-}
-
-// ---- additions for the real-backend, cluster and verify tests ----------------------------------
-
-impl RedisServer {
-    /// The server's process id (to stop, resume or kill it from a test).
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// Sends a signal to the server with `kill` (`STOP`, `CONT`, `KILL`).
-    pub fn signal(&self, sig: &str) {
-        let status = Command::new("kill").args([&format!("-{sig}"), &self.pid().to_string()]).status();
-        assert!(matches!(status, Ok(s) if s.success()), "kill -{sig} {} failed: {status:?}", self.pid());
-    }
-
-    /// Kills the server now (the drop that follows only cleans up).
-    pub fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Whether the binaries a test needs exist; under CI (env `CI` set) their absence is a failure.
-pub fn require_binaries(test_name: &str, names: &[&str]) -> bool {
-    for name in names {
-        if !have_binary(name) {
-            let msg = format!("{test_name}: {name} is not installed");
-            if std::env::var_os("CI").is_some() {
-                panic!("{msg} (CI is set, so this is an error)");
-            }
-            eprintln!("skipping {msg}");
-            return false;
-        }
-    }
-    true
 }
 
 /// A port `p` with `p` and its cluster bus port `p + 10000` both free at the time of asking.
@@ -178,63 +266,101 @@ fn free_cluster_port() -> std::io::Result<u16> {
     Err(std::io::Error::other("no port p with p + 10000 free"))
 }
 
-/// A three-master Redis Cluster on loopback, built from the `redis-server` and `redis-cli` binaries:
-/// three nodes with `--cluster-enabled yes`, joined by `redis-cli --cluster create ... --cluster-replicas 0`,
-/// ready once every node reports `cluster_state:ok`. The nodes are killed and their directories removed
-/// when it is dropped.
+/// The process id of the Redis server answering on `port`: it must answer PING with PONG, then
+/// INFO server names its `process_id`. An error says what was missing.
+fn whose_server(port: u16) -> Result<u32, String> {
+    let mut conn = RespConn::open(port)?;
+    match conn.command(&["PING"])? {
+        RespReply::Line(l) if l == "+PONG" => {}
+        other => return Err(format!("PING answered {other:?}")),
+    }
+    let info = match conn.command(&["INFO", "server"])? {
+        RespReply::Bulk(b) => b,
+        other => return Err(format!("INFO answered {other:?}")),
+    };
+    info.lines()
+        .find_map(|l| l.strip_prefix("process_id:"))
+        .and_then(|p| p.trim().parse().ok())
+        .ok_or_else(|| "INFO server has no process_id".to_string())
+}
+
+/// A reply of the minimal RESP client: a status/error/integer line (with its type byte) or a bulk
+/// string's body.
+#[derive(Debug)]
+enum RespReply {
+    Line(String),
+    Bulk(String),
+}
+
+/// A minimal RESP client for start-up checks, with short timeouts, independent of any client library.
+struct RespConn {
+    reader: BufReader<TcpStream>,
+}
+
+impl RespConn {
+    fn open(port: u16) -> Result<RespConn, String> {
+        let s = TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(500))
+            .map_err(|e| format!("connect: {e}"))?;
+        s.set_read_timeout(Some(Duration::from_secs(2))).map_err(|e| e.to_string())?;
+        s.set_write_timeout(Some(Duration::from_secs(2))).map_err(|e| e.to_string())?;
+        Ok(RespConn { reader: BufReader::new(s) })
+    }
+
+    fn command(&mut self, args: &[&str]) -> Result<RespReply, String> {
+        let mut req = format!("*{}\r\n", args.len());
+        for a in args {
+            req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+        }
+        self.reader.get_mut().write_all(req.as_bytes()).map_err(|e| format!("sending {}: {e}", args[0]))?;
+        let mut line = String::new();
+        match self.reader.read_line(&mut line) {
+            Ok(0) => return Err(format!("{}: connection closed", args[0])),
+            Ok(_) => {}
+            Err(e) => return Err(format!("{}: {e}", args[0])),
+        }
+        let line = line.trim_end().to_string();
+        let Some(len) = line.strip_prefix('$') else { return Ok(RespReply::Line(line)) };
+        let len: usize = len.parse().map_err(|_| format!("{}: bad bulk header {line:?}", args[0]))?;
+        let mut body = vec![0; len + 2];
+        self.reader.read_exact(&mut body).map_err(|e| format!("{}: {e}", args[0]))?;
+        body.truncate(len);
+        Ok(RespReply::Bulk(String::from_utf8_lossy(&body).into_owned()))
+    }
+}
+
+/// A three-master Redis Cluster on loopback: three [`RedisServer`] nodes started with
+/// `--cluster-enabled yes` (each on a port whose bus port is free too), joined by
+/// `redis-cli --cluster create ... --cluster-replicas 0`, ready once every node reports
+/// `cluster_state:ok`. The nodes are killed and their directories removed when it is dropped.
 pub struct RedisCluster {
-    nodes: Vec<Child>,
+    nodes: Vec<RedisServer>,
     ports: Vec<u16>,
-    dirs: Vec<PathBuf>,
 }
 
 impl RedisCluster {
     /// Starts the cluster, or `None` (with the reason printed) without the binaries; under CI their
-    /// absence is a failure.
+    /// absence is a failure. Panics, with the nodes' output, when it cannot be built.
     pub fn start_or_skip(test_name: &str) -> Option<RedisCluster> {
         if !require_binaries(test_name, &["redis-server", "redis-cli"]) {
             return None;
         }
-        let mut last = String::new();
-        for _ in 0..3 {
+        let mut failures = Vec::new();
+        for attempt in 1..=3 {
             match Self::try_start() {
                 Ok(c) => return Some(c),
-                Err(e) => last = e,
+                Err(e) => failures.push(format!("cluster attempt {attempt}: {e}")),
             }
         }
-        panic!("could not start a Redis Cluster: {last}");
+        panic!("could not start a Redis Cluster:\n{}", failures.join("\n"));
     }
 
     fn try_start() -> Result<RedisCluster, String> {
-        let mut c = RedisCluster { nodes: Vec::new(), ports: Vec::new(), dirs: Vec::new() };
+        let mut nodes = Vec::new();
         for _ in 0..3 {
-            let port = free_cluster_port().map_err(|e| e.to_string())?;
-            let dir = std::env::temp_dir().join(format!("limitlab-cluster-{}-{port}", std::process::id()));
-            std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-            let conf = dir.join("nodes.conf");
-            let child = Command::new("redis-server")
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-                .args(["--cluster-enabled", "yes", "--cluster-config-file", &conf.to_string_lossy()])
-                .args(["--dir", &dir.to_string_lossy()])
-                .current_dir(&dir)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .map_err(|e| format!("spawning redis-server: {e}"))?;
-            c.nodes.push(child);
-            c.ports.push(port);
-            c.dirs.push(dir);
+            nodes.push(RedisServer::launch(true, &[], free_cluster_port)?);
         }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        for &p in &c.ports {
-            while !ping(p) {
-                if Instant::now() > deadline {
-                    return Err(format!("node {p} did not answer PING"));
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
+        let ports: Vec<u16> = nodes.iter().map(RedisServer::port).collect();
+        let c = RedisCluster { nodes, ports };
         let addrs: Vec<String> = c.ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
         let out = Command::new("redis-cli")
             .arg("--cluster")
@@ -246,23 +372,22 @@ impl RedisCluster {
             .map_err(|e| format!("running redis-cli --cluster create: {e}"))?;
         if !out.status.success() {
             return Err(format!(
-                "redis-cli --cluster create failed: {}{}",
+                "redis-cli --cluster create failed ({}): {}{}{}",
+                out.status,
                 String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
+                String::from_utf8_lossy(&out.stderr),
+                c.logs()
             ));
         }
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + READY_WITHIN;
         for &p in &c.ports {
             loop {
-                let info = Command::new("redis-cli")
-                    .args(["-p", &p.to_string(), "cluster", "info"])
-                    .output()
-                    .map_err(|e| format!("redis-cli cluster info: {e}"))?;
-                if String::from_utf8_lossy(&info.stdout).contains("cluster_state:ok") {
+                let info = RespConn::open(p).and_then(|mut conn| conn.command(&["CLUSTER", "INFO"]));
+                if matches!(&info, Ok(RespReply::Bulk(b)) if b.contains("cluster_state:ok")) {
                     break;
                 }
                 if Instant::now() > deadline {
-                    return Err(format!("node {p} never reported cluster_state:ok"));
+                    return Err(format!("node {p} never reported cluster_state:ok (last: {info:?}){}", c.logs()));
                 }
                 std::thread::sleep(Duration::from_millis(50));
             }
@@ -270,25 +395,23 @@ impl RedisCluster {
         Ok(c)
     }
 
+    /// Every node's output, for an error message.
+    fn logs(&self) -> String {
+        self.nodes.iter().map(|n| format!("\nnode {}{}", n.port(), n.log_excerpt())).collect()
+    }
+
     /// The nodes' ports (all masters).
     pub fn ports(&self) -> &[u16] {
         &self.ports
     }
 
+    /// The nodes (to signal or kill one).
+    pub fn nodes(&self) -> &[RedisServer] {
+        &self.nodes
+    }
+
     /// `redis://127.0.0.1:PORT/` of the first node.
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.ports[0])
-    }
-}
-
-impl Drop for RedisCluster {
-    fn drop(&mut self) {
-        for n in &mut self.nodes {
-            let _ = n.kill();
-            let _ = n.wait();
-        }
-        for d in &self.dirs {
-            let _ = std::fs::remove_dir_all(d);
-        }
+        self.nodes[0].url()
     }
 }
