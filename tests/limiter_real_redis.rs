@@ -197,7 +197,8 @@ fn drive(con: &mut redis::Connection, v: Variant, regime: Regime, seed: u64, cal
             redis::cmd("SCRIPT").arg("LOAD").arg(shimmed).query(con).expect("SCRIPT LOAD")
         }
     };
-    let mut model = limiter.reference();
+    let mut model = limiter.reference().expect("a shipped script's model");
+    let direct = limitlab::limiter::direct::Direct::new(v, params).expect("valid parameters");
     let window = params.window_ms as i64;
     let mut newest: i64 = 1_704_067_200_000 + rng.random_range(0..=window.min(10_000_000));
     let mut slowest_call = 0;
@@ -209,7 +210,7 @@ fn drive(con: &mut redis::Connection, v: Variant, regime: Regime, seed: u64, cal
         let subject = ["rate:{a}", "rate:{b}", "rate:{c}"][rng.random_range(0..3)];
         let cost = if v.takes_cost() { random_cost(&mut rng, params.capacity()) } else { 1 };
         limiter.check_call(now, cost).expect("valid call");
-        limiter.write_keys_and_args(subject, now, cost, &mut keys, &mut args);
+        direct.write_keys_and_args(subject, now, cost, &mut keys, &mut args);
 
         let mut pipe = redis::pipe();
         pipe.cmd("TIME");
@@ -225,7 +226,7 @@ fn drive(con: &mut redis::Connection, v: Variant, regime: Regime, seed: u64, cal
         let context = || {
             format!("{v} seed {seed} call {i} {params:?}: subject {subject} now {now} (newest {newest}) cost {cost}")
         };
-        let got = limiter.parse_reply(&to_reply(&out[1])).unwrap_or_else(|e| panic!("{}: {e}", context()));
+        let got = direct.parse_reply(&to_reply(&out[1])).unwrap_or_else(|e| panic!("{}: {e}", context()));
         assert_eq!(got, want, "{}", context());
         seen.lagging += usize::from(lagging);
         match (got.allowed, v.flavor() == Flavor::Ours && got.never_fits()) {
@@ -358,7 +359,7 @@ fn production_scripts_store_compact_values() {
     ];
     for (v, ty, encoding) in expect {
         let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
-        let limiter = Limiter::new(v, Params::new(1000, 60_000)).unwrap();
+        let limiter = limitlab::limiter::direct::Direct::new(v, Params::new(1000, 60_000)).unwrap();
         for i in 0..100 {
             let (k, a) = limiter.keys_and_args(key, now + i * 7, 1);
             let r: redis::Value =
