@@ -110,15 +110,20 @@ fn text_output_has_both_tables_and_every_column() {
         "Emulator / Redis",
         "Emulator / pipelined",
         "Native / emulator",
+        "Emulator, direct",
+        "Spec path / direct",
     ] {
         assert!(lines[3].contains(col), "missing column {col}: {}", lines[3]);
     }
     assert!(lines[5].starts_with("fixed_window ") && lines[6].starts_with("seed_sliding_log "), "{s}");
     // Without a server the Redis cells and ratios are dashes; native / emulator is a ratio.
     let cells: Vec<&str> = lines[5].split_whitespace().collect();
-    assert_eq!(cells.len(), 9, "{}", lines[5]);
+    assert_eq!(cells.len(), 11, "{}", lines[5]);
     assert_eq!(&cells[3..8], ["-", "-", "-", "-", "-"]);
     assert!(cells[8].ends_with('x'), "{}", lines[5]);
+    // The spec path against the hand-written path: a rate and their ratio.
+    assert!(cells[9].chars().all(|c| c.is_ascii_digit() || c == ','), "{}", lines[5]);
+    assert!(cells[10].parse::<f64>().is_ok_and(|r| r > 0.0), "{}", lines[5]);
     assert!(s.contains("Redis columns empty: no real Redis (--no-redis)."), "{s}");
     assert!(s.contains("Checked: every engine's decisions equal the reference model's"), "{s}");
     assert!(s.contains("\nSliding log, log full: decisions per second against its size L\n"), "{s}");

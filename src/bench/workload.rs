@@ -4,6 +4,9 @@ use crate::clock::DEFAULT_START;
 use crate::limiter::{subject_key, Decision, Limiter, Params, Variant};
 use crate::Result;
 
+/// The shortest window of [`Workload::full_log`], in ms.
+pub const LOG_WINDOW_MIN_MS: u64 = 60_000;
+
 /// One benchmark workload: `limit` per `window_ms` for `users` subjects called in turn.
 ///
 /// Call `i` is made at `start_ms + i * step_ms` by user `(i * STRIDE) % users`: every block of
@@ -32,11 +35,15 @@ impl Workload {
         Workload { params: Params::new(8, 1000), users: 100, start_ms: DEFAULT_START.0, step_ms: 1 }
     }
 
-    /// One user with a sliding log of `l` entries kept full: limit `l` per `l` ms and one call per
-    /// ms, so after the first `l` calls every call finds the log full, drops the one entry that has
-    /// just left the window and adds its own.
+    /// One user with a sliding log of `l` entries kept full: limit `l` per `l` steps and one call
+    /// per step, so after the first `l` calls every call finds the log full, drops the one entry
+    /// that has just left the window and adds its own. A step is long enough that the window is at
+    /// least [`LOG_WINDOW_MIN_MS`]: a real server expires the log on its wall clock, and a short
+    /// window (10 ms at L = 10) would expire under any stall of the machine, deciding differently
+    /// from the reference for reasons that have nothing to do with the script.
     pub fn full_log(l: u64) -> Workload {
-        Workload { params: Params::new(l, l), users: 1, start_ms: DEFAULT_START.0, step_ms: 1 }
+        let step_ms = LOG_WINDOW_MIN_MS.div_ceil(l.max(1)).max(1);
+        Workload { params: Params::new(l, l * step_ms), users: 1, start_ms: DEFAULT_START.0, step_ms: step_ms as i64 }
     }
 
     /// The user of call `i`.
