@@ -1,5 +1,63 @@
 //! limitlab: run production Redis rate-limiter Lua scripts on an embedded Redis 7.0 emulator
 //! under a deterministic virtual clock.
+//!
+//! The command line (`limitlab check`, `run`, `attack`, ...) is one face; this library is the other,
+//! for property tests of your own limiter under `cargo test`. Describe the limiter with a spec (a
+//! TOML file beside its Lua: which script, how a request becomes KEYS and ARGV, how the reply
+//! becomes a decision, the intended policy; `docs/specs.md`), then:
+//!
+//! ```
+//! use limitlab::check::{self, CheckOptions, Status};
+//! use limitlab::{Harness, Spec, Limiter, Params};
+//!
+//! # fn main() -> limitlab::Result<()> {
+//! // A spec file, under its own policy (10 per 1000 ms here) ...
+//! let limiter = limitlab::load("tests/fixtures/upstash_fixed_window.toml")?;
+//! // ... or under another one.
+//! let spec = Spec::from_file("tests/fixtures/upstash_fixed_window.toml".as_ref())?;
+//! let strict = Limiter::from_spec(spec.into(), Params::new(2, 1000))?;
+//!
+//! // Drive it under the virtual clock: ms after a window boundary.
+//! let mut h = Harness::new(limiter.clone());
+//! h.at(999);
+//! let first = h.request("user42", 1)?;
+//! assert!(first.allowed && first.remaining == 9 && first.reset_after_ms == 1);
+//! h.at(1000);
+//! assert!(h.request("user42", 10)?.allowed); // a new window: the boundary lets 11 through in 2 ms
+//! assert_eq!(h.max_in_any_window(), 11);
+//! assert_eq!(Harness::new(strict).request("user42", 3)?.allowed, false);
+//!
+//! // Replay a scenario's traffic and measure it as `limitlab run` does.
+//! let scenario = limitlab::sim::Scenario::from_file("simulations/boundary_burst.toml".as_ref())?;
+//! let arrivals = scenario.arrivals(1)?;
+//! let (trace, _) = limitlab::sim::run_emulated(&limiter, &arrivals, scenario.start_ms, limitlab::sim::Progress::Off)?;
+//! let m = limitlab::metrics::measure(&trace, &limiter)?;
+//! assert_eq!(m.max_in_window, 20); // two bursts across a boundary: twice the limit
+//!
+//! // Run the checks of `limitlab check` and read their verdicts.
+//! let report = check::check(&limiter, &CheckOptions { timing: false, iterations: 20, ..CheckOptions::default() })?;
+//! assert!(report.checks.iter().all(|c| c.status != Status::Fail));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # The API for tests
+//! - A limiter: [`load`] (a spec file or a built-in name, under the spec's policy), [`load_script`]
+//!   (a Lua script under limitlab's own script contract), [`Spec::from_file`] with
+//!   [`Limiter::from_spec`] (any policy).
+//! - [`Harness`]: the limiter on a private emulator under a virtual clock: [`Harness::at`],
+//!   [`Harness::advance`], [`Harness::request`] (a [`Decision`]), [`Harness::probe`],
+//!   [`Harness::play`], [`Harness::keys`], [`Harness::max_in_any_window`].
+//! - [`strategies`] (cargo feature `proptest`, on by default): proptest strategies for traffic.
+//! - [`sim`] and [`metrics`]: scenario files and the report's measures; [`check::check`]: the
+//!   verdicts of `limitlab check`.
+//!
+//! # Layout
+//! [`spec`] (limiter specs: parsing, templates and expressions, adapters, running a request),
+//! [`limiter`] (the [`Limiter`], the shipped scripts' exact models, oracles), [`emulator`] (Redis
+//! 7.0), [`backend`] (emulator or real Redis), [`traffic`] (generators and traces), [`sim`] (the
+//! runner), [`metrics`], [`check`], [`attack`], [`race`], [`skew`], [`bench`](mod@bench), [`report`],
+//! [`verify`], [`cli`] (the binary's subcommands), [`clock`], [`error`].
 pub mod attack;
 pub mod backend;
 pub mod bench;
@@ -9,6 +67,7 @@ pub mod clock;
 mod decimal;
 pub mod emulator;
 pub mod error;
+pub mod harness;
 pub mod limiter;
 pub mod metrics;
 pub mod race;
@@ -16,6 +75,8 @@ pub mod report;
 pub mod sim;
 pub mod skew;
 pub mod spec;
+#[cfg(feature = "proptest")]
+pub mod strategies;
 pub mod traffic;
 pub mod verify;
 
@@ -73,3 +134,7 @@ unsafe impl std::alloc::GlobalAlloc for Mimalloc {
     }
 }
 pub use error::{Error, Result};
+pub use harness::{load, load_script, Harness, Outcome};
+pub use limiter::{Decision, Limiter, Params};
+pub use spec::Spec;
+pub use traffic::Arrival;
