@@ -6,7 +6,7 @@
 //! the script does call for call (the property tests hold them to it); the winner's arrivals are
 //! then run through the script itself on a fresh emulator ([`crate::sim::run`]) and measured with
 //! [`crate::metrics::measure`], and those are the figures reported. Both must agree
-//! ([`GoalResult::model_agrees`]).
+//! ([`Found::model_agrees`]).
 //!
 //! Determinism: one seed drives everything (each goal gets [`crate::traffic::part_seed`] of it);
 //! the search is bounded by a number of pattern evaluations, never by the wall clock; nothing

@@ -143,7 +143,7 @@ struct Candidate {
 /// Searches for the pattern that maximizes `goal` within `budget` requests, scoring
 /// `iterations` mutants after the starting patterns.
 ///
-/// The mutants come from [`CLIMBS`] hill climbs, each from one of the best starting patterns (the
+/// The mutants come from `CLIMBS` hill climbs, each from one of the best starting patterns (the
 /// best first); a climb moves to any mutant that is no worse than where it stands (so it can drift
 /// along plateaus), and the best pattern seen anywhere wins.
 pub fn search(limiter: &Limiter, goal: Goal, origin_ms: i64, budget: u32, seed: u64, iterations: u32) -> Best {

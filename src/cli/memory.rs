@@ -20,7 +20,7 @@ pub struct Args {
     /// How many users to total the memory for.
     #[arg(long, value_name = "N", default_value_t = 1_000_000)]
     pub users: u64,
-    /// The limit: N/sec, N/min, N/hour or N/<ms>ms (e.g. 1000/min, 100/250ms). One user makes
+    /// The limit: N/sec, N/min, N/hour, or N/Mms for N per M ms (e.g. 1000/min, 100/250ms). One user makes
     /// that many calls in the first 5/6 of a window, as in the seed article.
     #[arg(long, value_name = "N/PERIOD", default_value = "1000/min")]
     pub limit: String,

@@ -99,7 +99,7 @@ impl Direct {
         (keys, args)
     }
 
-    /// [`Limiter::keys_and_args`] into buffers a hot loop reuses: their strings keep their
+    /// [`Direct::keys_and_args`] into buffers a hot loop reuses: their strings keep their
     /// allocations from call to call.
     pub fn write_keys_and_args(
         &self,

@@ -155,12 +155,12 @@ impl Variant {
         }
     }
 
-    /// Whether the script reads a cost (ARGV[4]); seed scripts count every call as 1.
+    /// Whether the script reads a cost (`ARGV[4]`); seed scripts count every call as 1.
     pub fn takes_cost(self) -> bool {
         self.flavor == Flavor::Ours
     }
 
-    /// Whether the script reads a burst capacity (ARGV[5]).
+    /// Whether the script reads a burst capacity (`ARGV[5]`).
     pub fn takes_burst(self) -> bool {
         self.flavor == Flavor::Ours && matches!(self.algorithm, Algorithm::TokenBucket | Algorithm::Gcra)
     }
@@ -322,7 +322,7 @@ pub fn subject_key(subject: &str) -> String {
 
 /// A limiter: a spec (a shipped script's or a user's) with the policy it runs under. Every tool
 /// takes one; nothing downstream knows whether the script is limitlab's. Cheap to clone; shared
-/// across threads (the per-thread state lives in a [`Session`](crate::spec::exec::Session)).
+/// across threads (the per-thread state lives in a [`Session`]).
 #[derive(Clone, Debug)]
 pub struct Limiter {
     spec: SharedSpec,

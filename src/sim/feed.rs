@@ -2,7 +2,7 @@
 //! subjects and phases, and the exact sliding log's verdict on every request (the exact log sees
 //! only the arrivals, the limit and the window, never a script's answers). A [`Feed`] does this
 //! once and yields it as [`Chunk`]s of compact [`Step`]s, which every script's runner
-//! ([`super::drive`]) reads: [`super::stream::run_variants`] hands the same chunks to each
+//! (`super::drive`) reads: [`super::stream::run_variants`] hands the same chunks to each
 //! script's thread instead of having every thread redo this work.
 //!
 //! Memory stays constant whatever the number of requests: a chunk holds at most [`CHUNK_LEN`]

@@ -134,7 +134,7 @@ pub(crate) fn drive<C: std::borrow::Borrow<Chunk>>(
 }
 
 /// Runs `arrivals`, in the order given, through `limiter`'s script on `backend`, and keeps every
-/// decision (see [`drive`] for errors).
+/// decision (see `drive` for errors).
 pub fn run(limiter: &Limiter, backend: &mut dyn Backend, arrivals: &[Arrival], progress: Progress) -> Result<Trace> {
     let mut records = Vec::with_capacity(arrivals.len());
     let bar = progress_bar(arrivals.len(), progress, limiter.name());

@@ -9,7 +9,7 @@ use std::ops::Deref;
 /// Up to this many bytes are kept inline (the value is then as big as a `Vec<u8>`: 24 bytes).
 const INLINE: usize = 22;
 
-/// A byte string: inline up to [`INLINE`] bytes, on the heap beyond. Compares, hashes and borrows
+/// A byte string: inline up to `INLINE` (22) bytes, on the heap beyond. Compares, hashes and borrows
 /// as the `[u8]` it holds, so maps keyed by it are looked up with a plain `&[u8]`.
 #[derive(Clone)]
 pub enum SmallBytes {

@@ -4,7 +4,7 @@
 //! `i/I[n]` integers, `f`/`d` floats, `c[n]` fixed strings, `s` zero-terminated strings, and
 //! spaces. Sizes are those of x86-64 Linux (long and size_t are 8 bytes), where Redis runs.
 //! Arguments and results live on the Lua stack as in the C, which keeps its argument numbering
-//! quirks (see [`pack`]) and its result limits.
+//! quirks (see `pack`) and its result limits.
 use std::os::raw::c_int;
 
 use mlua::ffi::{self, lua_State};
