@@ -152,9 +152,12 @@ fn the_reference_names_every_variable_constant_and_function() {
 #[test]
 fn specs_in_the_readme_load() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let mut specs = 0;
     for (line, text) in blocks(&readme, "toml") {
         if text.contains("[[call]]") || text.contains("adapter =") {
             parse("README.md", line, &text);
+            specs += 1;
         }
     }
+    assert!(specs >= 1, "the README's \"Test your own limiter\" shows a spec");
 }
