@@ -4,14 +4,34 @@ use crate::clock::{Clock, Millis};
 use crate::emulator::{Emulator, Reply};
 use crate::Result;
 
-/// A backend over an in-process [`Emulator`]. Keys need no prefix: the keyspace is private to the run.
+/// A backend over an in-process [`Emulator`]. Keys need no prefix: the keyspace is private to the
+/// run. [`EmulatedBackend::with_prefix`] gives it one anyway, to run exactly the key names a real
+/// server will get and to catch the keys a script creates outside the prefix.
 pub struct EmulatedBackend {
     pub emu: Emulator,
+    prefix: String,
 }
 
 impl EmulatedBackend {
     pub fn new(emu: Emulator) -> Self {
-        EmulatedBackend { emu }
+        EmulatedBackend { emu, prefix: String::new() }
+    }
+
+    /// A backend whose keys go under `prefix` (as on a real server, see [`Backend::key_prefix`]),
+    /// and that notes every key created outside it ([`EmulatedBackend::take_outside_keys`]): a
+    /// script that builds key names from ARGV instead of KEYS writes there.
+    pub fn with_prefix(emu: Emulator, prefix: &str) -> Self {
+        emu.core().db.watch = Some(Box::new(crate::emulator::keyspace::KeyWatch::new(prefix.as_bytes())));
+        EmulatedBackend { emu, prefix: prefix.to_string() }
+    }
+
+    /// The keys created outside the prefix since the last call, in the order they were first
+    /// created (each once over the backend's life). Empty without a prefix.
+    pub fn take_outside_keys(&mut self) -> Vec<String> {
+        match &mut self.emu.core().db.watch {
+            Some(w) => std::mem::take(&mut w.outside).into_iter().map(|k| String::from_utf8_lossy(&k).into_owned()).collect(),
+            None => Vec::new(),
+        }
     }
 }
 
@@ -26,7 +46,7 @@ impl Backend for EmulatedBackend {
         "emulator".into()
     }
     fn key_prefix(&self) -> &str {
-        ""
+        &self.prefix
     }
     fn eval(&mut self, script: &Script, keys: &[&[u8]], args: &[&[u8]]) -> Result<Reply> {
         // As a cluster node does before running anything: declared keys must share one slot.
@@ -55,5 +75,25 @@ impl Backend for EmulatedBackend {
         let n = self.emu.core().db.len() as u64;
         self.emu.execute(&[b"FLUSHALL"]);
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_created_outside_the_prefix_are_noted_once() {
+        let mut b = EmulatedBackend::with_prefix(Emulator::new(), "ll:t:");
+        assert_eq!(b.key_prefix(), "ll:t:");
+        let s = Script::new("redis.call('SET', KEYS[1], 1) redis.call('INCR', 'rl:' .. ARGV[1]) return 1");
+        b.eval(&s, &[b"ll:t:rate:{u}"], &[b"u"]).unwrap();
+        b.eval(&s, &[b"ll:t:rate:{u}"], &[b"u"]).unwrap();
+        assert_eq!(b.take_outside_keys(), ["rl:u"]);
+        b.command(&[b"SET", b"ll:t:x", b"1"]).unwrap();
+        b.command(&[b"RENAME", b"ll:t:x", b"elsewhere"]).unwrap();
+        b.command(&[b"INCR", b"rl:u"]).unwrap();
+        assert_eq!(b.take_outside_keys(), ["elsewhere"], "a rename creates a key; rl:u was seen already");
+        assert!(EmulatedBackend::default().take_outside_keys().is_empty());
     }
 }

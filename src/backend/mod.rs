@@ -42,3 +42,120 @@ pub trait Backend {
     /// Removes every key under [`Backend::key_prefix`]; returns how many were removed.
     fn cleanup(&mut self) -> Result<u64>;
 }
+
+/// The string literals of a Lua chunk outside comments, each with its 1-based line: what a script
+/// can name a command with in `redis.call('NAME', ...)`. A light scanner (short strings with
+/// escapes, long strings `[[...]]`/`[==[...]==]`, `--` and `--[[...]]` comments), enough to tell
+/// which commands a script may send without running it.
+pub fn lua_string_literals(body: &str) -> Vec<(usize, String)> {
+    let b = body.as_bytes();
+    let mut out = Vec::new();
+    let (mut i, mut line) = (0usize, 1usize);
+    // `[`, `=`*n, `[` at i: the level n, or None.
+    let long_open = |i: usize| -> Option<usize> {
+        if b.get(i) != Some(&b'[') {
+            return None;
+        }
+        let mut j = i + 1;
+        while b.get(j) == Some(&b'=') {
+            j += 1;
+        }
+        (b.get(j) == Some(&b'[')).then_some(j - i - 1)
+    };
+    // Skips a long bracket of `level` opened before `from`; returns (end, its text).
+    let long_close = |from: usize, level: usize| -> (usize, &[u8]) {
+        let close: Vec<u8> = std::iter::once(b']').chain(std::iter::repeat_n(b'=', level)).chain(std::iter::once(b']')).collect();
+        match b[from..].windows(close.len()).position(|w| w == close.as_slice()) {
+            Some(p) => (from + p + close.len(), &b[from..from + p]),
+            None => (b.len(), &b[from..]),
+        }
+    };
+    while i < b.len() {
+        match b[i] {
+            b'\n' => {
+                line += 1;
+                i += 1;
+            }
+            b'-' if b.get(i + 1) == Some(&b'-') => {
+                if let Some(level) = long_open(i + 2) {
+                    let (end, text) = long_close(i + 2 + level + 2, level);
+                    line += text.iter().filter(|&&c| c == b'\n').count();
+                    i = end;
+                } else {
+                    while i < b.len() && b[i] != b'\n' {
+                        i += 1;
+                    }
+                }
+            }
+            q @ (b'\'' | b'"') => {
+                let (start, mut j, mut s) = (line, i + 1, Vec::new());
+                while j < b.len() && b[j] != q && b[j] != b'\n' {
+                    if b[j] == b'\\' && j + 1 < b.len() {
+                        if b[j + 1] == b'\n' {
+                            line += 1;
+                        }
+                        s.push(b[j + 1]);
+                        j += 2;
+                    } else {
+                        s.push(b[j]);
+                        j += 1;
+                    }
+                }
+                out.push((start, String::from_utf8_lossy(&s).into_owned()));
+                i = j + 1;
+            }
+            b'[' => match long_open(i) {
+                Some(level) => {
+                    let (end, text) = long_close(i + level + 2, level);
+                    out.push((line, String::from_utf8_lossy(text).into_owned()));
+                    line += text.iter().filter(|&&c| c == b'\n').count();
+                    i = end;
+                }
+                None => i += 1,
+            },
+            _ => i += 1,
+        }
+    }
+    out
+}
+
+/// The commands among `names` (any case) that a script names in a string literal, each with the
+/// first line it appears on, in order of that line.
+pub fn reads_commands(body: &str, names: &[&str]) -> Vec<(String, usize)> {
+    let mut found: Vec<(String, usize)> = Vec::new();
+    for (line, lit) in lua_string_literals(body) {
+        let lit = lit.trim();
+        if let Some(n) = names.iter().find(|n| n.eq_ignore_ascii_case(lit)) {
+            if !found.iter().any(|(f, _)| f == n) {
+                found.push((n.to_string(), line));
+            }
+        }
+    }
+    found
+}
+
+/// Whether a script calls `TIME` (names it in a string literal).
+pub fn reads_time(body: &str) -> bool {
+    !reads_commands(body, &["TIME"]).is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_outside_comments() {
+        let body = "-- redis.call('TIME') in a comment\nlocal t = redis.call(\"time\")\n--[[ 'PTTL'\n ]] local x = [[a\nb]] \
+                    local y = 'it''s' redis.call('PTTL', KEYS[1]) -- 'TTL'\n";
+        let lits = lua_string_literals(body);
+        assert_eq!(lits[0], (2, "time".to_string()));
+        assert_eq!(lits[1], (4, "a\nb".to_string()));
+        assert!(lits.iter().any(|(l, s)| *l == 5 && s == "PTTL"), "{lits:?}");
+        assert!(!lits.iter().any(|(_, s)| s == "TTL"));
+        assert_eq!(reads_commands(body, &["TIME", "PTTL", "TTL"]), [("TIME".to_string(), 2), ("PTTL".to_string(), 5)]);
+        assert!(reads_time(body));
+        assert!(!reads_time("return redis.call('GET', KEYS[1]) -- no 'TIME' here"));
+        assert!(reads_time(&std::fs::read_to_string("tests/fixtures/redis_rate_gcra.lua").unwrap()));
+        assert!(!reads_time(&std::fs::read_to_string("tests/fixtures/rate_limit_redis.lua").unwrap()));
+    }
+}

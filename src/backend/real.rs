@@ -22,6 +22,17 @@
 //! `ClusterConnection`, which routes every command to the master of its keys' slot) seeded with
 //! that node.
 //!
+//! **Scripts that read `TIME`.** The emulator answers a script's `TIME` from the run's virtual clock
+//! ([`Backend::set_time_ms`]); a server answers from its wall clock, which a run cannot set. Once a
+//! time has been set, a script that calls `TIME` (a `'TIME'` string literal outside comments, see
+//! [`super::reads_commands`]) runs here behind a one-line shim put before its first line: the
+//! shim takes two extra ARGV (seconds and microseconds of the time set, removed before the script
+//! sees ARGV) and answers `redis.call('TIME')` and `redis.pcall('TIME')` with them; every other
+//! call goes to the real `redis.call`. So both sides see the same time and everything else is the
+//! server's own. The script's line numbers are unchanged (the shim shares line 1); a `redis.call`
+//! error is raised from inside the shim, so its `@user_script:N` may name line 1. Without a time set
+//! (the scripts `cli --redis` sends as written), nothing is shimmed.
+//!
 //! Three habits of the redis crate show in replies: a nil array (`*-1`) reads as a nil bulk string;
 //! in cluster mode an error nested inside an array reply is returned as the whole reply; and in
 //! cluster mode the multi-key commands it knows how to split (MGET, MSET, DEL, EXISTS, ...) are sent
@@ -80,7 +91,21 @@ pub struct RealRedis {
     auto_cleanup: bool,
     /// Whether [`Backend::cleanup`] ran since the last write; `Drop` cleans up otherwise.
     clean: bool,
+    /// The time of [`Backend::set_time_ms`], which a script's `TIME` answers (see the module docs).
+    time_ms: Option<i64>,
+    /// Per script SHA: its `TIME` shim, or `None` when it does not read `TIME`.
+    shims: std::collections::HashMap<String, Option<Script>>,
+    /// Whether runs may go ahead when a script writes keys outside the prefix (see
+    /// [`RealRedis::set_allow_outside_keys`]).
+    allow_outside_keys: bool,
 }
+
+/// Put before a script that reads `TIME` (on its first line, so line numbers stay): answers
+/// `TIME` with the last two ARGV, which it removes (see the module docs).
+pub const TIME_SHIM: &str = "local redis = (function(real) local us = table.remove(ARGV) local s = table.remove(ARGV) \
+local function t(c) return type(c) == 'string' and c:upper() == 'TIME' end \
+return setmetatable({call = function(c, ...) if t(c) then return {s, us} end return real.call(c, ...) end, \
+pcall = function(c, ...) if t(c) then return {s, us} end return real.pcall(c, ...) end}, {__index = real}) end)(redis) ";
 
 impl std::fmt::Debug for RealRedis {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -135,7 +160,48 @@ impl RealRedis {
             broken: None,
             auto_cleanup: true,
             clean: true,
+            time_ms: None,
+            shims: Default::default(),
+            allow_outside_keys: false,
         })
+    }
+
+    /// Whether a run may go ahead on this server when its scripts write keys outside the prefix
+    /// (`--allow-outside-keys`): off by default, because those keys may be another client's. See
+    /// [`crate::verify::decisions`].
+    pub fn set_allow_outside_keys(&mut self, on: bool) {
+        self.allow_outside_keys = on;
+    }
+
+    /// See [`RealRedis::set_allow_outside_keys`].
+    pub fn allow_outside_keys(&self) -> bool {
+        self.allow_outside_keys
+    }
+
+    /// The server's clock, `TIME`, in microseconds (in a cluster, of the node the command reaches).
+    pub fn server_time_us(&mut self) -> Result<i64> {
+        match self.command(&[b"TIME"])? {
+            Reply::Array(v) if v.len() == 2 => {
+                let num = |r: &Reply| match r {
+                    Reply::Bulk(b) => std::str::from_utf8(b).ok().and_then(|s| s.parse::<i64>().ok()),
+                    _ => None,
+                };
+                match (num(&v[0]), num(&v[1])) {
+                    (Some(s), Some(us)) => Ok(s * 1_000_000 + us),
+                    _ => Err(Error::Redis(format!("TIME replied {v:?}"))),
+                }
+            }
+            other => Err(Error::Redis(format!("TIME replied {other:?}"))),
+        }
+    }
+
+    /// The script to send for `script`: its `TIME` shim when it reads `TIME` and a time is set.
+    fn shim_of(&mut self, script: &Script) -> Option<Script> {
+        self.time_ms?;
+        self.shims
+            .entry(script.sha.clone())
+            .or_insert_with(|| super::reads_time(&script.body).then(|| Script::new(format!("{TIME_SHIM}{}", script.body))))
+            .clone()
     }
 
     /// The URL this backend was opened with.
@@ -277,6 +343,8 @@ impl Backend for RealRedis {
     }
 
     fn eval(&mut self, script: &Script, keys: &[&[u8]], args: &[&[u8]]) -> Result<Reply> {
+        let shimmed = self.shim_of(script);
+        let script = shimmed.as_ref().unwrap_or(script);
         let mut cmd = redis::cmd("EVALSHA");
         cmd.arg(&script.sha).arg(keys.len());
         for k in keys {
@@ -284,6 +352,10 @@ impl Backend for RealRedis {
         }
         for a in args {
             cmd.arg(*a);
+        }
+        if shimmed.is_some() {
+            let ms = self.time_ms.unwrap_or(0);
+            cmd.arg(ms.div_euclid(1000)).arg(ms.rem_euclid(1000) * 1000);
         }
         let reply = self.send(&cmd, "EVALSHA")?;
         let reply = match reply {
@@ -301,6 +373,12 @@ impl Backend for RealRedis {
         };
         self.script_calls += 1;
         Ok(reply)
+    }
+
+    /// Remembered for the scripts that read `TIME` (see the module docs); the server's own clock
+    /// is not touched.
+    fn set_time_ms(&mut self, unix_ms: i64) {
+        self.time_ms = Some(unix_ms);
     }
 
     fn command(&mut self, args: &[&[u8]]) -> Result<Reply> {

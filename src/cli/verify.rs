@@ -21,6 +21,14 @@ pub struct RedisArgs {
     /// How long to wait for the server (connecting, or one reply) before giving up, in ms.
     #[arg(long, value_name = "MS", default_value_t = DEFAULT_TIMEOUT.as_millis() as u64)]
     pub redis_timeout_ms: u64,
+    /// Run on the server even a script that writes keys outside the run's `ll:<id>:` prefix (key
+    /// names it builds from ARGV instead of taking them in KEYS). Without it such a run is refused
+    /// before anything is sent, naming the keys, the spec's call and the request, because those
+    /// keys would land among other clients' keys. With it, only for a server that is yours to write
+    /// on: the keys that did not exist before the run are removed after it; any that did are listed
+    /// and left as the run left them.
+    #[arg(long)]
+    pub allow_outside_keys: bool,
 }
 
 /// A validated `--redis`: where, and how patiently.
@@ -28,12 +36,16 @@ pub struct RedisArgs {
 pub struct RedisTarget {
     pub url: String,
     pub options: RealOptions,
+    /// `--allow-outside-keys`.
+    pub allow_outside_keys: bool,
 }
 
 impl RedisTarget {
     /// Opens the connection (and finds out whether it is a cluster).
     pub fn connect(&self) -> Result<RealRedis> {
-        RealRedis::connect(&self.url, self.options)
+        let mut r = RealRedis::connect(&self.url, self.options)?;
+        r.set_allow_outside_keys(self.allow_outside_keys);
+        Ok(r)
     }
 }
 
@@ -49,7 +61,7 @@ impl RedisArgs {
                 reason: format!("`{url}` is not a Redis URL ({e}); expected redis://HOST:PORT"),
             });
         }
-        Ok(Some(RedisTarget { url: url.clone(), options }))
+        Ok(Some(RedisTarget { url: url.clone(), options, allow_outside_keys: self.allow_outside_keys }))
     }
 
     fn options(&self) -> Result<RealOptions> {

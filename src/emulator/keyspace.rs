@@ -353,11 +353,36 @@ pub struct Db {
     /// stored and reported). Not a Redis feature: it lets tests show that a script's TTLs are long
     /// enough, by checking that its decisions do not change when expired keys stay. Default true.
     pub expiry_enabled: bool,
+    /// When set, every key created outside a prefix is noted (see [`KeyWatch`]). Not a Redis
+    /// feature: it lets a run find the keys a script names on its own, outside the run's prefix,
+    /// before the same run goes to a shared server.
+    pub watch: Option<Box<KeyWatch>>,
+}
+
+/// Keys created outside `prefix`, in the order they were first created (each once).
+#[derive(Clone, Debug, Default)]
+pub struct KeyWatch {
+    pub prefix: Vec<u8>,
+    pub outside: Vec<Vec<u8>>,
+    seen: std::collections::HashSet<Vec<u8>>,
+}
+
+impl KeyWatch {
+    pub fn new(prefix: &[u8]) -> KeyWatch {
+        KeyWatch { prefix: prefix.to_vec(), ..KeyWatch::default() }
+    }
+
+    #[cold]
+    fn created(&mut self, key: &[u8]) {
+        if !key.starts_with(&self.prefix) && self.seen.insert(key.to_vec()) {
+            self.outside.push(key.to_vec());
+        }
+    }
 }
 
 impl Default for Db {
     fn default() -> Self {
-        Db { map: FxHashMap::default(), expiry_enabled: true }
+        Db { map: FxHashMap::default(), expiry_enabled: true, watch: None }
     }
 }
 
@@ -410,6 +435,9 @@ impl Db {
                 e.expire_at = expire_at;
             }
             None => {
+                if let Some(w) = &mut self.watch {
+                    w.created(key);
+                }
                 self.map.insert(SmallBytes::new(key), Entry { value, expire_at });
             }
         }
@@ -436,6 +464,9 @@ impl Db {
         match self.map.get_mut(key) {
             Some(e) => *e = entry,
             None => {
+                if let Some(w) = &mut self.watch {
+                    w.created(key);
+                }
                 self.map.insert(SmallBytes::new(key), entry);
             }
         }

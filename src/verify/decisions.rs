@@ -25,17 +25,49 @@
 //!   every run: so a script whose run diverges is run again on a clean keyspace, up to
 //!   [`ATTEMPTS`] times in all, and reported as differing only if every attempt differs. A run that
 //!   agreed only on a later attempt says so.
+//!
+//! **The server's clock.** Those two effects, and any script or spec call that reads the server's
+//! clock (`PTTL`, `TTL`, `EXPIRETIME`, `PEXPIRETIME`), make a server's decisions depend on its wall
+//! clock, which a run cannot set. So a second way to compare exists: the arrivals run on the server
+//! with `TIME` read around every request (each request started early in a server millisecond, so
+//! it runs within that millisecond), and the emulator then replays them with its clock set to the
+//! server's millisecond of each request; the scenario's times still go to the scripts in ARGV. The
+//! emulator then sees exactly what the server saw (key expiry, TTLs read back, `TIME`), and its
+//! decisions must be identical. A spec that reads a TTL is compared this way from the start; any
+//! other is compared on the scenario's clock first, and only when every attempt differed, on the
+//! server's: agreeing there shows the difference came from the clocks (a key the emulator expired
+//! at a scenario time still alive on the server: a TTL too short for the decisions shows this way),
+//! not from the script running differently, and the report says so with the first difference seen.
+//! A script that reads `TIME` gets the emulator's clock on both sides through a shim on the server
+//! (see [`crate::backend::real`]). A request during which the server's millisecond changed (a stall)
+//! is replayed at each millisecond it may have run in, and kept at the first that decides as the
+//! server did.
+//!
+//! **Before the server.** Each script first runs the arrivals on an emulator under the server run's
+//! own key prefix, which notes every key created outside it: a script that builds key names from
+//! ARGV instead of KEYS would write those keys on the server among other clients' keys, where the
+//! run could neither find nor remove them. Such a run is refused, naming the keys, the spec's call
+//! and the request, unless the server is the caller's to write on (`--allow-outside-keys`,
+//! [`RealRedis::set_allow_outside_keys`]): then it goes ahead, and afterwards exactly those keys
+//! are removed that did not exist before the run (the others are listed, left as they are). On a
+//! cluster, a call whose keys span hash slots is reported the same way (the call, both keys and
+//! their slots) before anything is sent: the server would answer CROSSSLOT.
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::backend::emulated::EmulatedBackend;
 use crate::backend::real::RealRedis;
 use crate::backend::Backend;
+use crate::emulator::cluster::{key_slot, CROSSSLOT};
+use crate::emulator::Emulator;
 use crate::limiter::{Decision, Limiter, Variant};
 use crate::report::table::Table;
 use crate::report::Format;
-use crate::sim::standard::{builtin, run_on_emulator, STANDARD};
+use crate::sim::standard::{builtin, STANDARD};
 use crate::sim::{run, Progress, Scenario, Trace};
+use crate::spec::exec::{CallRecord, Session};
+use crate::spec::{Program, Spec, Target};
 use crate::traffic::Arrival;
 use crate::{Error, Result};
 
@@ -106,6 +138,49 @@ pub struct ScriptCheck {
     /// Wall-clock seconds of the last run on the server (not deterministic).
     #[serde(skip)]
     pub redis_secs: f64,
+    /// The clock the emulator ran on in the comparison reported (see the module docs).
+    #[serde(skip_serializing_if = "ClockUsed::is_scenario")]
+    pub clock: ClockUsed,
+    /// What the spec reads of the server's clock, with where: `PTTL at rate_limit_redis.lua:23`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reads_clock: Vec<String>,
+    /// When the comparison on the server's clock followed one on the scenario's that differed on
+    /// every attempt: that one's first difference.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scenario_divergence: Option<Divergence>,
+    /// Requests on the server's clock whose millisecond was not pinned down (the server's clock
+    /// ticked during the request), replayed at each candidate.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub uncertain: usize,
+    /// Keys the script wrote outside the run's prefix (found on the emulator first); the run went
+    /// ahead only with `--allow-outside-keys`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub outside_keys: Vec<String>,
+    /// Of [`ScriptCheck::outside_keys`]: those that existed on the server before the run, which
+    /// were left as they were.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub outside_left: Vec<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// The clock the emulator ran on when its decisions were compared with the server's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClockUsed {
+    /// The scenario's virtual clock (the arrivals' times), as in the emulator's own report.
+    #[default]
+    Scenario,
+    /// The server's clock (TIME around every request), see the module docs.
+    Server,
+}
+
+impl ClockUsed {
+    fn is_scenario(&self) -> bool {
+        *self == ClockUsed::Scenario
+    }
 }
 
 /// Every checked script of a `run` or `compare`.
@@ -144,10 +219,12 @@ impl RedisCheck {
             t.align.push(crate::report::table::Align::Right);
         }
         for c in &self.checks {
-            let verdict = match (&c.divergence, c.attempts) {
-                (None, 1) => "identical".to_string(),
-                (None, n) => format!("identical (attempt {n})"),
-                (Some(d), _) => format!("DIFFER from call #{}", d.call),
+            let verdict = match (&c.divergence, c.attempts, c.clock) {
+                (None, _, ClockUsed::Server) => "identical on the server's clock".to_string(),
+                (None, 1, _) => "identical".to_string(),
+                (None, n, _) => format!("identical (attempt {n})"),
+                (Some(d), _, ClockUsed::Server) => format!("DIFFER from call #{} (server's clock)", d.call),
+                (Some(d), _, _) => format!("DIFFER from call #{}", d.call),
             };
             let mut row =
                 vec![c.scenario.clone(), c.algorithm.clone(), c.calls.to_string(), verdict, c.keys_removed.to_string()];
@@ -158,8 +235,11 @@ impl RedisCheck {
             t.row(row);
         }
         for c in &self.checks {
+            for n in c.notes() {
+                t.note(n);
+            }
             if let Some(d) = &c.divergence {
-                let why = if c.monotone {
+                let why = if c.monotone || c.clock == ClockUsed::Server {
                     ""
                 } else {
                     " (the arrivals' times go backwards in this scenario, where key expiry on the server's own \
@@ -175,8 +255,9 @@ impl RedisCheck {
             }
         }
         t.note(
-            "The server is given the arrivals' times in ARGV; only key expiry follows its own clock, which no \
-             script's decision depends on while the times given never go backwards.",
+            "The server is given the arrivals' times in ARGV; only key expiry follows its own clock, which no decision \
+             of limitlab's own scripts depends on while the times given never go backwards (a script whose decisions \
+             do is compared on the server's clock, as noted).",
         );
         t
     }
@@ -212,10 +293,245 @@ pub fn first_divergence(emulated: &Trace, real: &Trace) -> Option<Divergence> {
     })
 }
 
+impl ScriptCheck {
+    /// The report's notes about this check besides a difference: how the clocks were handled, keys
+    /// outside the prefix.
+    fn notes(&self) -> Vec<String> {
+        let who = format!("{} / {}", self.scenario, self.algorithm);
+        let mut v = Vec::new();
+        let time: Vec<&str> = self.reads_clock.iter().filter(|r| r.starts_with("TIME ")).map(String::as_str).collect();
+        let ttl: Vec<&str> = self.reads_clock.iter().filter(|r| !r.starts_with("TIME ")).map(String::as_str).collect();
+        if !time.is_empty() {
+            v.push(format!(
+                "{who}: the script reads TIME ({}); on the server it ran behind a one-line shim answering TIME with the \
+                 emulator's clock, so both sides saw the same time",
+                time.join(", ")
+            ));
+        }
+        if self.clock == ClockUsed::Server {
+            match &self.scenario_divergence {
+                Some(d) => v.push(format!(
+                    "{who}: on the scenario's clock the server decided differently from {d}, on every attempt. The server \
+                     expires keys on its own wall clock: run again with the emulator's clock set to the server's TIME at \
+                     every request (the scenario's times still in ARGV), every decision was identical, so the difference \
+                     came from the two clocks (a key expired on one side and alive on the other; a TTL too short for the \
+                     decisions shows this way), not from the script running differently"
+                )),
+                None => v.push(format!(
+                    "{who}: reads the server's clock ({}), which a run cannot set: compared with the emulator's clock set \
+                     to the server's TIME at every request (the scenario's times still in ARGV), so these decisions follow \
+                     the server's wall clock, not the scenario's timeline",
+                    ttl.join(", ")
+                )),
+            }
+            if self.uncertain > 0 {
+                v.push(format!(
+                    "{who}: during {} request(s) the server's clock passed into a new millisecond; each was replayed at \
+                     every millisecond it may have run in and kept at the first that decided as the server did",
+                    self.uncertain
+                ));
+            }
+        }
+        if !self.outside_keys.is_empty() {
+            let shown: Vec<String> = self.outside_keys.iter().take(5).map(|k| format!("`{k}`")).collect();
+            let more = self.outside_keys.len().saturating_sub(shown.len());
+            let mut n = format!(
+                "{who}: wrote {} key(s) outside the run's prefix ({}{}), allowed by --allow-outside-keys; those that did not \
+                 exist before the run were removed after it",
+                self.outside_keys.len(),
+                shown.join(", "),
+                if more > 0 { format!(" and {more} more") } else { String::new() }
+            );
+            if !self.outside_left.is_empty() {
+                let left: Vec<String> = self.outside_left.iter().take(5).map(|k| format!("`{k}`")).collect();
+                let _ = write!(n, "; {} existed before and were left as the run left them: {}", self.outside_left.len(), left.join(", "));
+            }
+            v.push(n);
+        }
+        v
+    }
+}
+
+/// Commands whose replies depend on the server's clock. `TIME` is answered by the shim of
+/// [`crate::backend::real`]; the others make a spec compare on the server's clock.
+pub const CLOCK_READS: [&str; 5] = ["TIME", "PTTL", "TTL", "PEXPIRETIME", "EXPIRETIME"];
+
+/// What `spec` reads of the server's clock, as `PTTL at file:line`: commands of [`CLOCK_READS`]
+/// named in its scripts' or adapter's string literals, and spec calls that are such commands.
+pub fn clock_reads(spec: &Spec) -> Vec<String> {
+    let mut out = Vec::new();
+    for sc in &spec.scripts {
+        for (c, line) in crate::backend::reads_commands(&sc.script.body, &CLOCK_READS) {
+            out.push(format!("{c} at {}:{line}", sc.path.display()));
+        }
+    }
+    match &spec.program {
+        Program::Adapter { path, source } => {
+            for (c, line) in crate::backend::reads_commands(source, &CLOCK_READS) {
+                out.push(format!("{c} at {}:{line}", path.display()));
+            }
+        }
+        Program::Declarative { calls, .. } => {
+            for c in calls {
+                if let Target::Command(n) = &c.target {
+                    if let Some(x) = CLOCK_READS.iter().find(|x| x.eq_ignore_ascii_case(n)) {
+                        out.push(format!("{x} at {}:{} (call `{}`)", spec.origin.display(), c.line, c.name));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Where a spec's call is written: `spec.toml:12` (a declarative call), or the adapter's file.
+fn call_site(spec: &Spec, call: &str) -> String {
+    match &spec.program {
+        Program::Adapter { path, .. } => path.display().to_string(),
+        Program::Declarative { calls, .. } => match calls.iter().find(|c| c.name == call) {
+            Some(c) => format!("{}:{}", spec.origin.display(), c.line),
+            None => spec.origin.display().to_string(),
+        },
+    }
+}
+
+/// A call as a phrase: ``call `r` (script main) at spec.toml:15``.
+fn describe_call(spec: &Spec, c: &CallRecord) -> String {
+    let what = if spec.scripts.iter().any(|s| s.name == c.target) { format!("script {}", c.target) } else { format!("command {}", c.target) };
+    format!("call `{}` ({what}) at {}", c.name, call_site(spec, &c.name))
+}
+
+/// What the emulator's run under the server's prefix found (see "Before the server" in the
+/// module docs).
+pub struct Precheck {
+    /// The decisions, for comparing with the server's on the scenario's clock.
+    pub trace: Trace,
+    /// Keys created outside the prefix, in order of creation.
+    pub outside: Vec<String>,
+}
+
+/// Runs `limiter` over `arrivals` on an emulator under `real`'s key prefix, its clock starting at
+/// `start_ms`, before anything is sent to `real`. Refuses (with the keys, the spec's call and the
+/// request) a script that writes keys outside the prefix unless `real` allows it, and on a cluster
+/// a call whose keys span hash slots.
+pub fn precheck(
+    scenario: &str,
+    limiter: &Limiter,
+    arrivals: &[Arrival],
+    start_ms: i64,
+    real: &RealRedis,
+    progress: Progress,
+) -> Result<Precheck> {
+    let prefix = real.key_prefix().to_string();
+    let mut emu = EmulatedBackend::with_prefix(Emulator::new(), &prefix);
+    emu.set_time_ms(start_ms);
+    let trace = run(limiter, &mut emu, arrivals, progress)?;
+    let outside = emu.take_outside_keys();
+    if outside.is_empty() && !real.is_cluster() {
+        return Ok(Precheck { trace, outside });
+    }
+    let spec = limiter.spec();
+    let mut b = EmulatedBackend::with_prefix(Emulator::new(), &prefix);
+    b.set_time_ms(start_ms);
+    let mut session = Session::recording();
+    let mut first_outside: Option<String> = None;
+    for (i, a) in arrivals.iter().enumerate() {
+        let now = a.at.as_millis().0;
+        limiter.check_call(now, a.cost)?;
+        b.set_time_ms(now);
+        limiter.call(&mut b, &mut session, &a.key, now, a.cost)?;
+        let calls = session.take_calls();
+        let request = || {
+            format!("{}, call #{} of scenario `{scenario}`", crate::spec::exec::describe_request(&a.key, now, a.cost), i + 1)
+        };
+        if real.is_cluster() {
+            for c in &calls {
+                let keys: Vec<&str> = c.keys.iter().map(|k| k.strip_prefix(prefix.as_str()).unwrap_or(k)).collect();
+                let Some(first) = keys.first() else { continue };
+                if let Some(other) = keys.iter().find(|k| key_slot(k.as_bytes()) != key_slot(first.as_bytes())) {
+                    return Err(Error::Script {
+                        reply: CROSSSLOT.to_string(),
+                        at: format!(
+                            "{}: its keys `{first}` (slot {}) and `{other}` (slot {}) are in different hash slots, so Redis \
+                             Cluster refuses the call; give them one hash tag, e.g. {{${{subject}}}}",
+                            describe_call(spec, c),
+                            key_slot(first.as_bytes()),
+                            key_slot(other.as_bytes())
+                        ),
+                        request: format!(
+                            "{}; found on the emulator before anything was sent to {}",
+                            request(),
+                            real.describe()
+                        ),
+                    });
+                }
+            }
+        }
+        let out = b.take_outside_keys();
+        if first_outside.is_none() && !out.is_empty() {
+            let calls: Vec<String> = calls.iter().map(|c| describe_call(spec, c)).collect();
+            let keys: Vec<String> = out.iter().map(|k| format!("`{k}`")).collect();
+            first_outside = Some(format!(
+                "the {} made {} and created {}",
+                request(),
+                if calls.is_empty() { "no call".to_string() } else { calls.join(", ") },
+                keys.join(", ")
+            ));
+            if !real.is_cluster() {
+                break;
+            }
+        }
+    }
+    if !outside.is_empty() && !real.allow_outside_keys() {
+        let shown: Vec<String> = outside.iter().take(10).map(|k| format!("`{k}`")).collect();
+        return Err(Error::Invalid {
+            context: format!("scenario `{scenario}`, spec {}", spec.origin.display()),
+            field: "keys".into(),
+            reason: format!(
+                "the script writes keys outside the run's key prefix `{prefix}` (it builds their names itself, not from \
+                 KEYS): {}. In all the arrivals create {} such key(s): {}{}. Nothing was sent to {}: on a shared server \
+                 these keys would land among other clients' keys, where the run could not tell them apart to remove \
+                 them. Pass every key the script writes in KEYS (the spec's `keys = [...]`, which limitlab puts under the run's \
+                 prefix), or, on a server that is yours to write on, add --allow-outside-keys (then the ones that did not \
+                 exist before the run are removed after it)",
+                first_outside.unwrap_or_default(),
+                outside.len(),
+                shown.join(", "),
+                if outside.len() > shown.len() { ", ..." } else { "" },
+                real.describe()
+            ),
+        });
+    }
+    Ok(Precheck { trace, outside })
+}
+
+/// Which of `keys` exist on the server now.
+fn existing(real: &mut RealRedis, keys: &[String]) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for k in keys {
+        if matches!(real.command(&[b"EXISTS", k.as_bytes()])?, crate::emulator::Reply::Int(n) if n > 0) {
+            out.push(k.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Removes `keys` except those in `keep`; returns how many were removed.
+fn remove_outside(real: &mut RealRedis, keys: &[String], keep: &[String]) -> Result<u64> {
+    let mut n = 0;
+    for k in keys.iter().filter(|k| !keep.contains(k)) {
+        if let crate::emulator::Reply::Int(d) = real.command(&[b"UNLINK", k.as_bytes()])? {
+            n += d as u64;
+        }
+    }
+    Ok(n)
+}
+
 /// Runs `limiter` over `arrivals` on the server (up to [`ATTEMPTS`] times while it diverges) and
 /// compares every decision with `emulated`. The server's keys are removed after every attempt, and
 /// also when a run fails, in which case the error says how far the run got and whether the cleanup
-/// worked.
+/// worked. When every attempt differed, or the spec reads a TTL, the comparison is made on the
+/// server's clock instead (see the module docs).
 pub fn check_script(
     scenario: &str,
     limiter: &Limiter,
@@ -224,7 +540,22 @@ pub fn check_script(
     real: &mut RealRedis,
     progress: Progress,
 ) -> Result<ScriptCheck> {
+    check_script_with(scenario, limiter, arrivals, emulated, &[], real, progress)
+}
+
+/// [`check_script`] for a script that writes `outside` keys outside the prefix (allowed by the
+/// caller): those that did not exist before are removed after every attempt.
+pub fn check_script_with(
+    scenario: &str,
+    limiter: &Limiter,
+    arrivals: &[Arrival],
+    emulated: &Trace,
+    outside: &[String],
+    real: &mut RealRedis,
+    progress: Progress,
+) -> Result<ScriptCheck> {
     let variant = limiter.name();
+    let reads_clock = clock_reads(limiter.spec());
     let mut check = ScriptCheck {
         scenario: scenario.to_string(),
         algorithm: variant.to_string(),
@@ -235,47 +566,187 @@ pub fn check_script(
         keys_removed: 0,
         monotone: arrivals.windows(2).all(|w| w[0].at <= w[1].at),
         redis_secs: 0.0,
+        clock: ClockUsed::Scenario,
+        scenario_divergence: None,
+        uncertain: 0,
+        outside_keys: outside.to_vec(),
+        outside_left: existing(real, outside)?,
+        reads_clock,
     };
-    for attempt in 1..=ATTEMPTS {
-        check.attempts = attempt;
-        let before = real.script_calls();
-        let result = run(limiter, real, arrivals, progress);
-        let cleanup = real.cleanup();
-        let trace = match result {
-            Ok(t) => t,
-            Err(e) => return Err(stopped(scenario, variant, real, before, arrivals, e, cleanup)),
-        };
-        check.keys_removed += cleanup?;
-        check.redis_secs = trace.elapsed_secs;
-        match first_divergence(emulated, &trace) {
-            None => {
-                check.divergence = None;
-                return Ok(check);
-            }
-            Some(d) => {
-                if check.retried_after.is_none() {
-                    check.retried_after = Some(d.clone());
+    let reads_ttl = check.reads_clock.iter().any(|r| !r.starts_with("TIME "));
+    if !reads_ttl {
+        for attempt in 1..=ATTEMPTS {
+            check.attempts = attempt;
+            let before = real.script_calls();
+            let result = run(limiter, real, arrivals, progress);
+            let cleanup = real.cleanup().and_then(|n| Ok(n + remove_outside(real, outside, &check.outside_left)?));
+            let trace = match result {
+                Ok(t) => t,
+                Err(e) => {
+                    let done = (real.script_calls() - before) as usize;
+                    return Err(stopped(scenario, variant, real, done, arrivals, e, cleanup));
                 }
-                check.divergence = Some(d);
+            };
+            check.keys_removed += cleanup?;
+            check.redis_secs = trace.elapsed_secs;
+            match first_divergence(emulated, &trace) {
+                None => {
+                    check.divergence = None;
+                    return Ok(check);
+                }
+                Some(d) => {
+                    if check.retried_after.is_none() {
+                        check.retried_after = Some(d.clone());
+                    }
+                    check.divergence = Some(d);
+                }
             }
         }
+        // Every attempt differed on the scenario's clock: no "retried" note; try the server's clock.
+        check.retried_after = None;
+        check.scenario_divergence = check.divergence.take();
     }
-    // Every attempt differed: report the last one, and no "retried" note.
-    check.retried_after = None;
+    for attempt in 1..=ATTEMPTS {
+        check.attempts = attempt;
+        let watch = crate::clock::Stopwatch::start();
+        let result = on_server_clock(limiter, arrivals, real);
+        let cleanup = real.cleanup().and_then(|n| Ok(n + remove_outside(real, outside, &check.outside_left)?));
+        let (decisions, clocks) = match result {
+            Ok(x) => x,
+            Err((done, e)) => return Err(stopped(scenario, variant, real, done, arrivals, e, cleanup)),
+        };
+        check.keys_removed += cleanup?;
+        check.redis_secs = watch.elapsed_secs();
+        let (replayed, uncertain) = replay_at(limiter, arrivals, real.key_prefix(), &clocks, &decisions)?;
+        check.uncertain = uncertain;
+        check.divergence = first_difference(limiter, arrivals, &replayed, &decisions);
+        if check.divergence.is_none() {
+            check.clock = ClockUsed::Server;
+            return Ok(check);
+        }
+    }
+    check.clock = ClockUsed::Server;
     Ok(check)
 }
 
-/// The error of a run that stopped: where, why, and what became of its keys.
+/// How far into a millisecond of the server's clock a request may start: later ones wait for the
+/// next millisecond, so that a request (a few round trips) runs within the one it starts in.
+const START_BY_US: i64 = 600;
+
+/// The server's clock, read until it is at most [`START_BY_US`] into a millisecond (three tries).
+fn aligned_time(real: &mut RealRedis) -> Result<i64> {
+    let mut t = real.server_time_us()?;
+    for _ in 0..3 {
+        let into = t.rem_euclid(1000);
+        if into <= START_BY_US {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_micros((1000 - into + 50) as u64));
+        t = real.server_time_us()?;
+    }
+    Ok(t)
+}
+
+/// Runs the arrivals on the server with TIME read before and after every request: each request's
+/// decision and the server's milliseconds it started and ended in. On an error, how many requests
+/// had completed.
+fn on_server_clock(
+    limiter: &Limiter,
+    arrivals: &[Arrival],
+    real: &mut RealRedis,
+) -> std::result::Result<(Vec<Decision>, Vec<(i64, i64)>), (usize, Error)> {
+    let mut session = limiter.session();
+    let (mut decisions, mut clocks) = (Vec::with_capacity(arrivals.len()), Vec::with_capacity(arrivals.len()));
+    for (i, a) in arrivals.iter().enumerate() {
+        let now = a.at.as_millis().0;
+        let step = |real: &mut RealRedis, session: &mut Session| -> Result<(Decision, (i64, i64))> {
+            limiter.check_call(now, a.cost)?;
+            let t0 = aligned_time(real)?.div_euclid(1000);
+            real.set_time_ms(t0);
+            let d = limiter.call(real, session, &a.key, now, a.cost)?;
+            let t1 = real.server_time_us()?.div_euclid(1000);
+            Ok((d, (t0, t1.max(t0))))
+        };
+        let (d, c) = step(real, &mut session).map_err(|e| (i, e))?;
+        decisions.push(d);
+        clocks.push(c);
+    }
+    Ok((decisions, clocks))
+}
+
+/// A request is replayed at no more than this many candidate milliseconds.
+const MAX_CANDIDATES: i64 = 50;
+
+/// Replays the arrivals on a fresh emulator (keys under `prefix`), its clock set to the server's
+/// millisecond of each request. A request whose millisecond is not known runs at each candidate on
+/// a copy of the keyspace and keeps the first that decides as `want` (the server) did. Returns the
+/// decisions and how many requests had candidates.
+fn replay_at(limiter: &Limiter, arrivals: &[Arrival], prefix: &str, clocks: &[(i64, i64)], want: &[Decision]) -> Result<(Vec<Decision>, usize)> {
+    let mut b = EmulatedBackend::with_prefix(Emulator::new(), prefix);
+    let mut session = limiter.session();
+    let mut out = Vec::with_capacity(arrivals.len());
+    let mut uncertain = 0;
+    for (i, a) in arrivals.iter().enumerate() {
+        let now = a.at.as_millis().0;
+        let (lo, hi) = clocks[i];
+        if lo == hi || hi - lo > MAX_CANDIDATES {
+            b.set_time_ms(lo);
+            out.push(limiter.call(&mut b, &mut session, &a.key, now, a.cost)?);
+            continue;
+        }
+        uncertain += 1;
+        let saved = b.emu.core().db.clone();
+        let seq = session.seq;
+        let mut chosen = None;
+        for t in lo..=hi {
+            b.emu.core().db = saved.clone();
+            session.seq = seq;
+            b.set_time_ms(t);
+            let d = limiter.call(&mut b, &mut session, &a.key, now, a.cost)?;
+            if Some(&d) == want.get(i) {
+                chosen = Some(d);
+                break;
+            }
+        }
+        let d = match chosen {
+            Some(d) => d,
+            None => {
+                b.emu.core().db = saved;
+                session.seq = seq;
+                b.set_time_ms(lo);
+                limiter.call(&mut b, &mut session, &a.key, now, a.cost)?
+            }
+        };
+        out.push(d);
+    }
+    Ok((out, uncertain))
+}
+
+/// The first request where two runs of `arrivals` decided differently.
+fn first_difference(limiter: &Limiter, arrivals: &[Arrival], emulator: &[Decision], redis: &[Decision]) -> Option<Divergence> {
+    (0..arrivals.len().min(emulator.len()).min(redis.len())).find(|&i| emulator[i] != redis[i]).map(|i| {
+        let a = &arrivals[i];
+        Divergence {
+            call: i + 1,
+            subject: a.key.clone(),
+            now_ms: a.at.as_millis().0,
+            cost: if limiter.takes_cost() { a.cost } else { 1 },
+            emulator: emulator[i],
+            redis: redis[i],
+        }
+    })
+}
+
+/// The error of a run that stopped after `done` requests: where, why, and what became of its keys.
 fn stopped(
     scenario: &str,
     variant: &str,
     real: &RealRedis,
-    before: u64,
+    done: usize,
     arrivals: &[Arrival],
     e: Error,
     cleanup: Result<u64>,
 ) -> Error {
-    let done = (real.script_calls() - before) as usize;
     let mut where_ = format!("scenario `{scenario}`, script `{variant}`: stopped after {done} of {} calls", arrivals.len());
     if let Some(a) = arrivals.get(done) {
         let _ = write!(where_, " (call #{} was subject `{}` at now_ms {})", done + 1, a.key, a.at.as_millis().0);
@@ -296,14 +767,15 @@ fn stopped(
     }
 }
 
-/// Every selected script of a scenario on the emulator and on the server.
+/// Every selected script of a scenario on the emulator and on the server: each first on an
+/// emulator under the server run's prefix ([`precheck`]), then on the server.
 pub fn check_scenario(s: &Scenario, seed: u64, real: &mut RealRedis, progress: Progress) -> Result<Vec<ScriptCheck>> {
     let arrivals = s.arrivals(seed)?;
     let mut out = Vec::new();
     for v in &s.scripts {
         let limiter = s.limiter(v)?;
-        let (emulated, _, _) = run_on_emulator(s, v, &arrivals, progress)?;
-        out.push(check_script(&s.name, &limiter, &arrivals, &emulated, real, progress)?);
+        let pre = precheck(&s.name, &limiter, &arrivals, s.start_ms, real, progress)?;
+        out.push(check_script_with(&s.name, &limiter, &arrivals, &pre.trace, &pre.outside, real, progress)?);
     }
     Ok(out)
 }
@@ -365,5 +837,26 @@ mod tests {
             "call #2 (subject `u`, now_ms 1, cost 1): emulator {allowed 0, remaining -1, retry_after_ms -1, \
              reset_after_ms -1}, redis {allowed 1, remaining -1, retry_after_ms -1, reset_after_ms -1}"
         );
+    }
+}
+
+#[cfg(test)]
+mod clock_tests {
+    use super::*;
+
+    #[test]
+    fn what_each_fixture_reads_of_the_server_clock() {
+        let reads = |f: &str| clock_reads(&Spec::from_file(std::path::Path::new(&format!("tests/fixtures/{f}.toml"))).unwrap());
+        assert_eq!(reads("redis_rate_gcra"), ["TIME at tests/fixtures/redis_rate_gcra.lua:30"]);
+        assert_eq!(reads("rate_limit_redis"), ["PTTL at tests/fixtures/rate_limit_redis.lua:23"]);
+        assert_eq!(
+            reads("rlflex_consume"),
+            ["PTTL at tests/fixtures/rlflex_consume.lua:25", "PTTL at tests/fixtures/rlflex_consume.toml:47 (call `block_ttl`)"]
+        );
+        // A comment that names PTTL is not a call.
+        assert!(reads("fixed_window_no_ttl").is_empty());
+        for v in Variant::ALL {
+            assert!(clock_reads(&crate::spec::builtin::spec(v)).is_empty(), "{v}");
+        }
     }
 }
