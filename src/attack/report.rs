@@ -109,6 +109,9 @@ pub struct AttackReport {
     pub budget: u32,
     pub seed: u64,
     pub iterations: u32,
+    /// Whether patterns were scored on limitlab's exact model of the script (its own scripts) or
+    /// on the script itself on a private emulator (any other spec).
+    pub scored_on_model: bool,
     /// The absolute time (unix ms) pattern times count from: a window boundary.
     pub origin_ms: i64,
     pub results: Vec<GoalResult>,
@@ -129,6 +132,7 @@ impl AttackReport {
             budget: s.budget,
             seed: s.seed,
             iterations: s.iterations,
+            scored_on_model: s.limiter.reference().is_some(),
             origin_ms: origin,
             results: found.iter().map(|f| GoalResult::new(f, origin)).collect(),
             plots: Vec::new(),
@@ -184,11 +188,12 @@ impl AttackReport {
         let evaluated: Vec<String> = self.results.iter().map(|r| r.evaluations.to_string()).collect();
         let agree = self.results.iter().all(|r| r.model_agrees);
         format!(
-            "Patterns were scored on the script's reference model ({} evaluated per goal); the best of each goal \
-             was replayed through the script on the emulator{}. Times are ms after a window boundary \
+            "Patterns were scored on {} ({} evaluated per goal); the best of each goal \
+             was replayed through the script on a fresh emulator{}. Times are ms after a window boundary \
              (unix ms {}); windows start every {} ms.",
+            if self.scored_on_model { "the script's exact reference model" } else { "the script itself on a private emulator" },
             evaluated.join(" and "),
-            if agree { ", which agreed" } else { ", which DISAGREED with the model (a bug: please report it)" },
+            if agree { ", which agreed" } else { ", which DISAGREED with the scoring (a bug: please report it)" },
             self.origin_ms,
             self.window_ms
         )

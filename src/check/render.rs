@@ -41,13 +41,14 @@ pub fn text(r: &CheckReport) -> String {
         }
     }
     let count = |st: Status| r.checks.iter().filter(|c| c.status == st).count();
+    let figures = count(Status::Info);
     let _ = writeln!(
         s,
-        "\n{} passed, {} failed, {} skipped, {} figures",
+        "\n{} passed, {} failed, {} skipped, {figures} figure{}",
         count(Status::Pass),
         count(Status::Fail),
         count(Status::Skip),
-        count(Status::Info)
+        if figures == 1 { "" } else { "s" }
     );
     s
 }

@@ -3,7 +3,7 @@
 //! an adapter's Lua state), so it belongs to the thread that drives the backend.
 use std::path::Path;
 
-use super::expr::{Expr, Request, Value};
+use super::expr::{Expr, Request, Template, Value};
 use super::{adapter, CompiledCall, Spec, Src, Target};
 use crate::backend::Backend;
 use crate::emulator::Reply;
@@ -28,8 +28,9 @@ pub struct CallRecord {
 #[derive(Default)]
 pub struct Session {
     pub(crate) replies: Vec<Option<Reply>>,
-    keys: Vec<String>,
-    args: Vec<String>,
+    /// A call's keys and args, one after the other, and where each ends (see `expr::Layout`).
+    buf: String,
+    ends: Vec<usize>,
     pub(crate) adapter: Option<adapter::AdapterState>,
     /// Requests run so far in this session (the next one's `seq`).
     pub seq: u64,
@@ -105,7 +106,7 @@ impl Limiter {
     /// is an `Err` naming the spec's or script's file and line and the request.
     pub fn call(&self, backend: &mut dyn Backend, s: &mut Session, subject: &str, now_ms: i64, cost: u64) -> Result<Decision> {
         let spec = self.spec();
-        if let super::Program::Adapter { path, source } = &spec.program {
+        if let super::Program::Adapter { path, source, .. } = &spec.program {
             if s.adapter.is_none() {
                 s.adapter = Some(adapter::AdapterState::new(path, source)?);
             }
@@ -138,7 +139,12 @@ impl Limiter {
         let (spec, prog) = (self.spec(), self.program());
         let (subject, now_ms, cost) = (req.subject, req.now_ms, req.cost);
         let (e, src) = prog.allowed.as_ref().expect("a declarative program has `allowed`");
-        let allowed = e.eval(req, replies).map_err(|r| spec_error(spec, src, r, subject, now_ms, cost))?.truthy();
+        // The common shapes (`reply[1] == 1`, `reply[2]`) on integer replies are read directly;
+        // everything else is evaluated. Both give the same answers (see `Expr::quick_truth`).
+        let allowed = match e.quick_truth(replies) {
+            Some(b) => b,
+            None => e.eval(req, replies).map_err(|r| spec_error(spec, src, r, subject, now_ms, cost))?.truthy(),
+        };
         let mut d = Decision::allowed_only(allowed);
         for (slot, f, up) in [
             (&mut d.remaining, &prog.remaining, false),
@@ -146,8 +152,13 @@ impl Limiter {
             (&mut d.reset_after_ms, &prog.reset_ms, true),
         ] {
             if let Some((e, src)) = f {
-                let v = e.eval(req, replies).map_err(|r| spec_error(spec, src, r, subject, now_ms, cost))?;
-                *slot = field(&v, up).map_err(|r| spec_error(spec, src, r, subject, now_ms, cost))?;
+                *slot = match e.reply_int(replies) {
+                    Some(i) => i,
+                    None => {
+                        let v = e.eval(req, replies).map_err(|r| spec_error(spec, src, r, subject, now_ms, cost))?;
+                        field(&v, up).map_err(|r| spec_error(spec, src, r, subject, now_ms, cost))?
+                    }
+                };
             }
         }
         Ok(d)
@@ -170,15 +181,8 @@ impl Limiter {
     pub fn render_single(&self, prefix: &str, subject: &str, now_ms: i64, cost: u64, keys: &mut Vec<String>, args: &mut Vec<String>) -> Result<()> {
         let c = &self.program().calls[0];
         let req = Request { subject, now_ms, cost, window_ms: self.params().window_ms as i64, seq: 0 };
-        for (t, srcs, out, pre) in [(&c.keys, &c.srcs.keys, &mut *keys, prefix), (&c.args, &c.srcs.args, &mut *args, "")] {
-            out.resize_with(t.len(), String::new);
-            for ((tm, o), src) in t.iter().zip(out.iter_mut()).zip(srcs) {
-                o.clear();
-                o.push_str(pre);
-                tm.render(&req, &[], o).map_err(|r| spec_error(self.spec(), src, r, subject, now_ms, cost))?;
-            }
-        }
-        Ok(())
+        render(self.spec(), &c.keys, &c.srcs.keys, keys, prefix, &req, &[])?;
+        render(self.spec(), &c.args, &c.srcs.args, args, "", &req, &[])
     }
 
     /// The decision from the reply of a [`Limiter::single_script`] spec's one call. `replies` is a
@@ -199,40 +203,28 @@ impl Limiter {
 
     fn run_call(&self, backend: &mut dyn Backend, s: &mut Session, c: &CompiledCall, req: &Request<'_>) -> Result<Reply> {
         let spec = self.spec();
-        let prefix = backend.key_prefix();
-        let render = |t: &[super::expr::Template], srcs: &[Src], out: &mut Vec<String>, pre: &str, replies: &[Option<Reply>]| -> Result<()> {
-            out.resize_with(t.len(), String::new);
-            for ((tm, o), src) in t.iter().zip(out.iter_mut()).zip(srcs) {
-                o.clear();
-                o.push_str(pre);
-                tm.render(req, replies, o).map_err(|r| spec_error(spec, src, r, req.subject, req.now_ms, req.cost))?;
-            }
-            Ok(())
-        };
-        render(&c.keys, &c.srcs.keys, &mut s.keys, prefix, &s.replies)?;
-        render(&c.args, &c.srcs.args, &mut s.args, "", &s.replies)?;
+        if let Err((i, r)) = c.layout.render(req, &s.replies, backend.key_prefix(), &mut s.buf, &mut s.ends) {
+            let src = if i < c.srcs.keys.len() { &c.srcs.keys[i] } else { &c.srcs.args[i - c.srcs.keys.len()] };
+            return Err(spec_error(spec, src, r, req.subject, req.now_ms, req.cost));
+        }
+        let (buf, ends) = (s.buf.as_bytes(), s.ends.as_slice());
+        let nkeys = c.layout.keys();
         let reply = {
-            let mut kb: [&[u8]; 8] = [b""; 8];
-            let mut ab: [&[u8]; 8] = [b""; 8];
-            let (kv, av);
-            let k: &[&[u8]] = if s.keys.len() <= 8 {
-                for (slot, x) in kb.iter_mut().zip(&s.keys) {
-                    *slot = x.as_bytes();
-                }
-                &kb[..s.keys.len()]
+            // The strings as slices of `buf`: on the stack up to 8 keys and args in all.
+            let mut stack: [&[u8]; 8] = [b""; 8];
+            let mut spill: Vec<&[u8]> = Vec::new();
+            let all: &mut [&[u8]] = if ends.len() <= stack.len() {
+                &mut stack[..ends.len()]
             } else {
-                kv = s.keys.iter().map(|x| x.as_bytes()).collect::<Vec<_>>();
-                &kv
+                spill.resize(ends.len(), b"");
+                &mut spill
             };
-            let a: &[&[u8]] = if s.args.len() <= 8 {
-                for (slot, x) in ab.iter_mut().zip(&s.args) {
-                    *slot = x.as_bytes();
-                }
-                &ab[..s.args.len()]
-            } else {
-                av = s.args.iter().map(|x| x.as_bytes()).collect::<Vec<_>>();
-                &av
-            };
+            let mut start = 0;
+            for (slot, &end) in all.iter_mut().zip(ends) {
+                *slot = &buf[start..end];
+                start = end;
+            }
+            let (k, a): (&[&[u8]], &[&[u8]]) = all.split_at(nkeys);
             match &c.target {
                 Target::Script(i) => backend.eval(&spec.scripts[*i].script, k, a)?,
                 Target::Command(name) => {
@@ -251,8 +243,8 @@ impl Limiter {
                     Target::Script(i) => spec.scripts[*i].name.clone(),
                     Target::Command(n) => n.clone(),
                 },
-                keys: s.keys.clone(),
-                args: s.args.clone(),
+                keys: strings(&s.buf, &s.ends[..nkeys], 0),
+                args: strings(&s.buf, &s.ends[nkeys..], s.ends[..nkeys].last().copied().unwrap_or(0)),
                 reply: reply.clone(),
             });
         }
@@ -272,6 +264,35 @@ impl Limiter {
         }
         Ok(reply)
     }
+}
+
+/// The strings of a rendered buffer that end at `ends`, the first starting at `start`.
+fn strings(buf: &str, ends: &[usize], mut start: usize) -> Vec<String> {
+    ends.iter()
+        .map(|&end| {
+            let s = buf[start..end].to_string();
+            start = end;
+            s
+        })
+        .collect()
+}
+
+/// Renders templates into `out` (one string each, behind `pre`), reusing its strings.
+#[inline]
+fn render(spec: &Spec, t: &[Template], srcs: &[Src], out: &mut Vec<String>, pre: &str, req: &Request<'_>, replies: &[Option<Reply>]) -> Result<()> {
+    if out.len() != t.len() {
+        out.resize_with(t.len(), String::new);
+    }
+    for (i, (tm, o)) in t.iter().zip(out.iter_mut()).enumerate() {
+        o.clear();
+        if !pre.is_empty() {
+            o.push_str(pre);
+        }
+        if let Err(r) = tm.render(req, replies, o) {
+            return Err(spec_error(spec, &srcs[i], r, req.subject, req.now_ms, req.cost));
+        }
+    }
+    Ok(())
 }
 
 fn eval<'a>(spec: &Spec, e: &'a Expr, src: &Option<Src>, req: &'a Request<'a>, replies: &'a [Option<Reply>]) -> Result<Value<'a>> {

@@ -91,8 +91,9 @@ pub enum Program {
         retry_after_ms: Option<Src>,
         reset_ms: Option<Src>,
     },
-    /// A Lua adapter defining `request(req)`.
-    Adapter { path: PathBuf, source: String },
+    /// A Lua adapter defining `request(req)`, and the decision fields it returns besides `allowed`
+    /// (`reports = [...]` in the spec; all three when not said).
+    Adapter { path: PathBuf, source: String, reports: Reports },
 }
 
 /// A validated spec. See the module documentation and `docs/specs.md`.
@@ -131,6 +132,7 @@ struct RawSpec {
     max_false_rejection_rate: Option<Spanned<f64>>,
     model: Option<Spanned<String>>,
     adapter: Option<Spanned<String>>,
+    reports: Option<Spanned<Vec<String>>>,
     policy: Spanned<RawPolicy>,
     #[serde(default)]
     scripts: BTreeMap<String, Spanned<String>>,
@@ -339,10 +341,32 @@ impl Spec {
                 let source = files
                     .read(&full)
                     .map_err(|e| invalid(a.span(), "adapter", format!("cannot read {}: {e}", full.display())))?;
-                Program::Adapter { path: full, source }
+                let mut reports = Reports { remaining: true, retry_after: true, reset: true };
+                if let Some(r) = &raw.reports {
+                    reports = Reports::default();
+                    for f in r.get_ref() {
+                        match f.as_str() {
+                            "remaining" => reports.remaining = true,
+                            "retry_after_ms" => reports.retry_after = true,
+                            "reset_ms" => reports.reset = true,
+                            other => {
+                                return Err(invalid(
+                                    r.span(),
+                                    "reports",
+                                    format!("unknown decision field `{other}`; the adapter may report remaining, retry_after_ms, reset_ms"),
+                                ))
+                            }
+                        }
+                    }
+                }
+                Program::Adapter { path: full, source, reports }
             }
             (Some(a), _, _) => {
                 return Err(invalid(a.span(), "adapter", "an adapter replaces [[call]] and [decision]: give one or the other".into()))
+            }
+            (None, _, _) if raw.reports.is_some() => {
+                let r = raw.reports.as_ref().expect("checked");
+                return Err(invalid(r.span(), "reports", "is for adapters; a [decision] reports the fields it defines".into()));
             }
             (None, true, _) => {
                 return Err(Error::Invalid {
@@ -486,7 +510,8 @@ impl Spec {
             let keys = c.keys.iter().map(tmpl).collect::<Result<Vec<_>>>()?;
             let args = c.args.iter().map(tmpl).collect::<Result<Vec<_>>>()?;
             let when = c.when.as_ref().map(|w| expr::compile(&w.text, &scope).map_err(|e| err(w, e))).transpose()?;
-            out.push(CompiledCall { name: c.name.clone(), target: c.target.clone(), keys, args, when, srcs: c.clone() });
+            let layout = expr::Layout::new(&keys, &args);
+            out.push(CompiledCall { name: c.name.clone(), target: c.target.clone(), keys, args, layout, when, srcs: c.clone() });
             names.push(c.name.clone());
         }
         let scope = Scope { consts: &consts, calls: &names, lets: &self.lets, depth: 0 };
@@ -531,7 +556,7 @@ impl Spec {
     /// What the spec's decisions report besides `allowed`.
     pub fn reports(&self) -> Reports {
         match &self.program {
-            Program::Adapter { .. } => Reports { remaining: true, retry_after: true, reset: true },
+            Program::Adapter { reports, .. } => *reports,
             Program::Declarative { remaining, retry_after_ms, reset_ms, .. } => Reports {
                 remaining: remaining.is_some(),
                 retry_after: retry_after_ms.is_some(),
@@ -612,6 +637,8 @@ pub struct CompiledCall {
     pub target: Target,
     pub keys: Vec<Template>,
     pub args: Vec<Template>,
+    /// `keys` and `args` as the hot path renders them.
+    pub layout: expr::Layout,
     pub when: Option<Expr>,
     pub srcs: CallSrc,
 }

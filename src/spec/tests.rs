@@ -94,3 +94,18 @@ fn a_script_error_names_the_users_file_line_and_the_request() {
     assert_eq!(at, "dir/fw.lua:3: return nope + 1");
     assert_eq!(request, "request (subject `u1`, now_ms 1001, cost 1)");
 }
+
+#[test]
+fn an_adapter_says_which_fields_it_reports() {
+    let files = Mem(vec![("a.lua", "function request(req) return {allowed = true} end"), ("fw.lua", "return 1")]);
+    let spec = |extra: &str| {
+        let text = format!("name = \"a\"\nadapter = \"a.lua\"\n{extra}\n[policy]\nlimit = 1\nwindow_ms = 10\n");
+        Spec::from_toml(&text, Path::new("a.toml"), Path::new(""), &files)
+    };
+    assert_eq!(spec("").unwrap().reports(), Reports { remaining: true, retry_after: true, reset: true });
+    assert_eq!(spec("reports = [\"remaining\"]").unwrap().reports(), Reports { remaining: true, retry_after: false, reset: false });
+    let e = spec("reports = [\"left\"]").unwrap_err().to_string();
+    assert!(e.starts_with("a.toml:3: field `reports`: unknown decision field `left`"), "{e}");
+    let e = parse(&GOOD.replace("family = \"fixed_window\"", "reports = [\"remaining\"]")).unwrap_err().to_string();
+    assert!(e.contains("field `reports`: is for adapters"), "{e}");
+}
