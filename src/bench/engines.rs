@@ -214,6 +214,46 @@ pub fn sliding_log_commands(w: &Workload, skip: usize, n: usize) -> Result<Timed
     Ok(Timed { decisions: Vec::new(), calls: n as u64, secs, zset_steps })
 }
 
+/// A real Redis through the spec path ([`Limiter::call`] on a [`RealRedis`], one request at a time,
+/// each of its calls waiting for the reply before): the engine for specs whose requests make more
+/// than one call, which cannot be pipelined. Keys go under the backend's prefix.
+pub fn redis_spec(real: &mut crate::backend::real::RealRedis, w: &Workload, l: &Limiter, skip: usize, n: usize) -> Result<Timed> {
+    let mut session = l.session();
+    let subjects = w.subjects();
+    let mut decisions = Vec::with_capacity(skip + n);
+    let mut call = |i: usize, real: &mut crate::backend::real::RealRedis, decisions: &mut Vec<Decision>| -> Result<()> {
+        let now = w.now_ms(i);
+        real.set_time_ms(now);
+        decisions.push(l.call(real, &mut session, &subjects[w.user(i)], now, 1)?);
+        Ok(())
+    };
+    for i in 0..skip {
+        call(i, real, &mut decisions)?;
+    }
+    let secs = time_chunks(skip, n, 1, |from, to| {
+        for i in from..to {
+            call(i, real, &mut decisions)?;
+        }
+        Ok(())
+    })?;
+    Ok(Timed { decisions, calls: n as u64, secs, zset_steps: None })
+}
+
+/// The keys the first `n` calls of the workload create outside a key prefix, on an emulator (see
+/// [`EmulatedBackend::with_prefix`]): a script that names its own keys, whose runs on a real
+/// server would share them.
+pub fn outside_keys(w: &Workload, l: &Limiter, n: usize) -> Result<Vec<String>> {
+    let mut backend = EmulatedBackend::with_prefix(Emulator::new(), "ll:bench:");
+    let mut session = l.session();
+    let subjects = w.subjects();
+    for i in 0..n {
+        let now = w.now_ms(i);
+        backend.set_time_ms(now);
+        l.call(&mut backend, &mut session, &subjects[w.user(i)], now, 1)?;
+    }
+    Ok(backend.take_outside_keys())
+}
+
 /// One plain connection to a real Redis, sending pre-encoded RESP (pipelined or not).
 pub struct RedisConn {
     url: String,

@@ -165,6 +165,11 @@ impl Measure {
     fn of(t: &Timed, reference: &[Decision]) -> Measure {
         Measure { calls: t.calls, secs: t.secs, per_sec: t.per_sec(), check: Check::of(&t.decisions, reference) }
     }
+
+    /// A figure whose decisions are not compared (they follow a real server's clock).
+    fn unchecked(t: &Timed) -> Measure {
+        Measure { calls: t.calls, secs: t.secs, per_sec: t.per_sec(), check: Check::default() }
+    }
 }
 
 /// A pipelined Redis figure.
@@ -190,6 +195,11 @@ pub struct ScriptRow {
     /// Microseconds the server spent inside EVALSHA per call over this script's Redis runs (INFO
     /// commandstats): the cost of running the script there, without network or protocol.
     pub redis_server_usec: Option<f64>,
+    /// How this script's Redis columns were made, or why some are empty: a spec whose requests
+    /// make several calls (one connection through the spec path, no pipelining), one that reads the
+    /// server's clock (decisions not compared), one that writes keys outside the prefix (not run).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub redis_notes: Vec<String>,
 }
 
 impl ScriptRow {
@@ -348,27 +358,64 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
             redis_single: None,
             redis_pipelined: Vec::new(),
             redis_server_usec: None,
+            redis_notes: Vec::new(),
         };
         if let Some(lv) = live.as_mut() {
+            // A script that reads the server's clock decides there by the wall clock, not the
+            // workload's virtual times: its Redis figures are timed, not compared.
+            let clock = crate::verify::decisions::clock_reads(spec);
+            let checked = |t: &Timed| if clock.is_empty() { Measure::of(t, &reference) } else { Measure::unchecked(t) };
+            let outside = engines::outside_keys(&w, &l, skip.min(1000))?;
             let before = lv.conn.evalsha_stats();
-            let mut go = |depth: usize, n: usize| -> Result<Measure> {
-                say(opts, &format!("{v}: redis, {depth} per round trip"));
-                ns += 1;
-                let prefix = format!("{}{ns}:", lv.real.key_prefix());
-                let t = lv.conn.run(&w, &l, &prefix, depth, skip, n)?;
-                Ok(Measure::of(&t, &reference))
-            };
-            match go(1, sizes.redis_single) {
-                Ok(m) => {
-                    row.redis_single = Some(m);
-                    for &d in &opts.pipelines {
-                        row.redis_pipelined.push(Pipelined { depth: d, measure: go(d, sizes.redis_pipelined)? });
+            if let Some(k) = outside.first() {
+                row.redis_notes.push(format!(
+                    "{v}: not run on Redis: its script writes keys outside the run's prefix (`{k}`), which every run \
+                     would share and the run could not remove"
+                ));
+            } else if l.single_script().is_some() {
+                let mut go = |depth: usize, n: usize| -> Result<Measure> {
+                    say(opts, &format!("{v}: redis, {depth} per round trip"));
+                    ns += 1;
+                    let prefix = format!("{}{ns}:", lv.real.key_prefix());
+                    let t = lv.conn.run(&w, &l, &prefix, depth, skip, n)?;
+                    Ok(checked(&t))
+                };
+                match go(1, sizes.redis_single) {
+                    Ok(m) => {
+                        row.redis_single = Some(m);
+                        for &d in &opts.pipelines {
+                            row.redis_pipelined.push(Pipelined { depth: d, measure: go(d, sizes.redis_pipelined)? });
+                        }
+                    }
+                    Err(e) => {
+                        redis.note = Some(format!("{}: {e}", lv.url));
+                        live = None;
                     }
                 }
-                Err(e) => {
-                    redis.note = Some(format!("{}: {e}", lv.url));
-                    live = None;
-                }
+            } else {
+                // Several calls per request, later ones reading earlier replies: one connection
+                // through the spec path, as the application makes them; nothing to pipeline.
+                say(opts, &format!("{v}: redis, through the spec"));
+                lv.real.cleanup()?;
+                let t = engines::redis_spec(&mut lv.real, &w, &l, skip, sizes.redis_single);
+                lv.real.cleanup()?;
+                row.redis_single = Some(checked(&t?));
+                row.redis_notes.push(format!(
+                    "{v}: Redis, 1 connection runs each request through its spec's client side, call after call \
+                     as the application makes them ({}); no pipelined figures",
+                    if matches!(spec.program, crate::spec::Program::Adapter { .. }) {
+                        "a Lua adapter decides what to send"
+                    } else {
+                        "a request makes more than one call, later ones depending on earlier replies"
+                    }
+                ));
+            }
+            if !clock.is_empty() && outside.is_empty() {
+                row.redis_notes.push(format!(
+                    "{v}: Redis decisions not compared: it reads the server's clock ({}), so there they follow the \
+                     wall clock, not the workload's virtual times",
+                    clock.join(", ")
+                ));
             }
             if let (Some(lv), Some((c0, u0))) = (live.as_mut(), before) {
                 if let Some((c1, u1)) = lv.conn.evalsha_stats() {

@@ -75,6 +75,11 @@ pub fn tables(r: &BenchReport) -> Vec<Table> {
          path / direct is what the spec costs. Every rate is that of the fastest of 5 equal chunks of \
          the timed calls, for every engine alike: on a shared machine outside load slows some chunks.",
     );
+    for s in &r.scripts {
+        for n in &s.redis_notes {
+            t.note(format!("{n}."));
+        }
+    }
     match &r.redis.note {
         Some(n) => t.note(format!("Redis columns empty: {n}.")),
         None if r.redis.url.is_none() => t.note("Redis columns empty: no real Redis."),
@@ -179,11 +184,14 @@ fn check_note(r: &BenchReport) -> String {
         compared += l.native.check.compared + l.emulator.check.compared + l.seed_emulator.check.compared;
         compared += l.redis_pipelined.map_or(0, |p| p.measure.check.compared);
     }
+    // A script without a Rust model is checked against the emulator's own decisions.
+    let reference = if r.scripts.iter().all(|s| s.native.is_some()) {
+        "the reference model's"
+    } else {
+        "the reference's (the exact Rust model; for a script without one, the emulator's own)"
+    };
     match r.differ() {
-        0 => format!(
-            "Checked: every engine's decisions equal the reference model's ({} calls compared).",
-            thousands(compared)
-        ),
+        0 => format!("Checked: every engine's decisions equal {reference} ({} calls compared).", thousands(compared)),
         n => format!(
             "MISMATCH: {} of {} calls decided differently from the reference model (see --json).",
             thousands(n),
