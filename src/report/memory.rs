@@ -209,7 +209,11 @@ pub fn measure(plan: &MemoryPlan, mut real: Option<&mut RealRedis>) -> Result<Me
         if let Some(r) = &real {
             emu.set_cluster(r.is_cluster());
         }
-        let mut backend = EmulatedBackend::new(emu);
+        // The same key names as on the real server, prefix included: key length is part of MEMORY USAGE.
+        let mut backend = match real.as_deref() {
+            Some(r) => EmulatedBackend::with_prefix(emu, r.key_prefix()),
+            None => EmulatedBackend::new(emu),
+        };
         row.keys = run_user(&mut backend, &limiter, &plan.subject, &times)?;
         row.bytes_per_user = row.keys.iter().map(|k| k.bytes).sum();
         row.total_bytes = row.bytes_per_user.saturating_mul(plan.users);
