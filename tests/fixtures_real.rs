@@ -1,0 +1,238 @@
+//! Every fixture spec in tests/fixtures/ on a private `redis-server` and on a private three-master
+//! Redis Cluster, decision for decision against the emulator, through the library
+//! (`limitlab::verify::decisions::check_run`, what `run --redis` does).
+//!
+//! Each fixture runs two small scenarios written for its own policy (limit L per window W): the
+//! boundary burst (2L requests in the last seventh of a window, 2L in the first fiftieth of the
+//! next) and a uniform stream of two subjects at 2.5 L per W for five windows. Every decision must
+//! equal the emulator's, and the server must be left empty (the servers are private, so DBSIZE is
+//! exact).
+//!
+//! The server's clock, which a run cannot set, is handled the way `run --redis` handles it (see
+//! `limitlab::verify::decisions`):
+//! - `redis_rate_gcra` reads `TIME` inside its script. On the server it runs behind a one-line shim
+//!   that answers `TIME` with the emulator's virtual clock (the only change; everything else is the
+//!   server's), so both sides decide at the same time and the comparison is on the scenario's clock.
+//! - `rate_limit_redis` and `rlflex_consume` read `PTTL`, i.e. the server's wall clock: a scenario of
+//!   several virtual seconds runs in milliseconds there. They are compared with the emulator's clock
+//!   set to the server's TIME at every request (read around each request, each started early in a
+//!   server millisecond); their decisions then follow the wall clock, not the scenario's times, and
+//!   must still be identical.
+//! - `sliding_window_short_ttl` (counters that live one window, one too few) decides differently
+//!   when its keys expire, and the server expires keys on its wall clock: on the scenario's clock the
+//!   emulator drops the previous window's counter after one virtual second while the server still
+//!   has it. `run --redis` then compares again on the server's clock, where they agree; the report
+//!   says so with the first difference seen. Same for any fixture whose decisions depend on expiry.
+//!
+//! On the cluster every hash-tagged fixture is identical; `sliding_window_crossslot` is refused
+//! before anything is sent, with both keys and their slots; `escaping_key` (no KEYS: the script
+//! names its own key) is refused on both, naming the key, the spec's call and the request, unless
+//! `--allow-outside-keys` (standalone only: a cluster cannot route a call without KEYS).
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{RedisCluster, RedisServer};
+use limitlab::backend::real::{RealOptions, RealRedis};
+use limitlab::sim::{Progress, Scenario};
+use limitlab::spec::Spec;
+use limitlab::verify::decisions::{check_run, ClockUsed, RedisCheck};
+use limitlab::Error;
+
+fn fixtures() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    v.sort();
+    assert!(v.len() >= 15, "{} fixtures", v.len());
+    v
+}
+
+fn stem(p: &Path) -> &str {
+    p.file_stem().unwrap().to_str().unwrap()
+}
+
+/// A directory of its own for the scenario files, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let d = std::env::temp_dir().join(format!("limitlab-fixtures-real-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        TempDir(d)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The two scenarios for `spec`, sized from its policy, as files in `dir`.
+fn scenarios(spec: &Path, dir: &Path) -> Vec<Scenario> {
+    let s = Spec::from_file(spec).unwrap();
+    let (l, w) = (s.policy.limit, s.policy.window_ms);
+    let burst = s.policy.burst.map_or(String::new(), |b| format!("burst = {b}\n"));
+    let head = |name: &str| {
+        format!(
+            "name = \"{name}\"\nlimit = {l}\nwindow_ms = {w}\n{burst}seed = 7\nscripts = [{:?}]\n",
+            spec.canonicalize().unwrap().to_str().unwrap()
+        )
+    };
+    let boundary = format!(
+        "{}[traffic]\nkind = \"boundary_burst\"\nwindow_ms = {w}\nboundary = 1\n\
+         [[traffic.bursts]]\ncount = {n}\nspacing_us = {sp1}\noffset_us = -{off}\nphase = \"end of window\"\n\
+         [[traffic.bursts]]\ncount = {n}\nspacing_us = {sp2}\noffset_us = 0\nphase = \"start of next window\"\n",
+        head("boundary_burst"),
+        n = 2 * l,
+        // the first burst over the window's last seventh, the second over the next one's first fiftieth
+        off = w * 1000 / 7,
+        sp1 = w * 1000 / 7 / (2 * l),
+        sp2 = w * 1000 / 50 / (2 * l),
+    );
+    let uniform = format!(
+        "{}[traffic]\nkind = \"uniform\"\nrate = {}\nduration_ms = {}\nkey = \"user\"\nkeys = 2\njitter = 0.5\n",
+        head("uniform"),
+        2.5 * l as f64 * 1000.0 / w as f64,
+        5 * w
+    );
+    [("boundary_burst", boundary), ("uniform", uniform)]
+        .into_iter()
+        .map(|(name, text)| {
+            let file = dir.join(format!("{}_{name}.toml", stem(spec)));
+            std::fs::write(&file, text).unwrap();
+            Scenario::from_file(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+        })
+        .collect()
+}
+
+fn connect(url: &str) -> RealRedis {
+    RealRedis::connect(url, RealOptions::default()).expect("connects")
+}
+
+fn dbsize(url: &str) -> i64 {
+    let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
+    redis::cmd("DBSIZE").query(&mut c).unwrap()
+}
+
+/// Asserts a check identical and the server empty; returns the calls compared.
+fn assert_identical(fixture: &str, check: &RedisCheck, urls: &[String]) -> usize {
+    assert!(check.identical(), "{fixture}: decided differently:\n{}", check.render(limitlab::report::Format::Text));
+    for url in urls {
+        assert_eq!(dbsize(url), 0, "{fixture}: keys left on {url}");
+    }
+    check.checks.iter().map(|c| c.calls).sum()
+}
+
+#[test]
+fn every_fixture_decides_on_a_private_redis_as_on_the_emulator() {
+    let Some(server) = RedisServer::start_or_skip("fixtures_real standalone") else { return };
+    let url = server.url();
+    let dir = TempDir::new("standalone");
+    let (mut calls, mut fixtures_run) = (0, 0);
+    let mut on_server_clock = Vec::new();
+    for spec in fixtures() {
+        let name = stem(&spec);
+        for s in scenarios(&spec, &dir.0) {
+            let mut real = connect(&url);
+            if name == "escaping_key" {
+                let e = check_run(&s, s.seed, &mut real, Progress::Off).unwrap_err();
+                let m = e.to_string();
+                assert!(matches!(e, Error::Invalid { .. }), "{m}");
+                for want in ["outside the run's key prefix", "`rl:{user", "escaping_key.toml:16", "call `hits` (script main)", "subject `user", "--allow-outside-keys"] {
+                    assert!(m.contains(want), "`{want}` not in: {m}");
+                }
+                assert_eq!(dbsize(&url), 0, "refused before anything was sent");
+                // Allowed (this server is ours): it runs, and the keys it made outside are removed.
+                real.set_allow_outside_keys(true);
+                let check = check_run(&s, s.seed, &mut real, Progress::Off).unwrap();
+                assert!(check.checks[0].outside_keys.iter().all(|k| k.starts_with("rl:{user")), "{:?}", check.checks[0]);
+                assert!(!check.checks[0].outside_keys.is_empty());
+                calls += assert_identical(name, &check, &[url.clone()]);
+                continue;
+            }
+            let check = check_run(&s, s.seed, &mut real, Progress::Off).unwrap_or_else(|e| panic!("{name} / {}: {e}", s.name));
+            calls += assert_identical(name, &check, &[url.clone()]);
+            let c = &check.checks[0];
+            assert!(c.outside_keys.is_empty(), "{name}: {:?}", c.outside_keys);
+            match name {
+                "redis_rate_gcra" => {
+                    assert_eq!(c.reads_clock, ["TIME at tests/fixtures/redis_rate_gcra.lua:30"].map(|r| fix_path(r, &spec)));
+                    assert_eq!(c.clock, ClockUsed::Scenario, "TIME is answered with the virtual clock");
+                }
+                "rate_limit_redis" | "rlflex_consume" => {
+                    assert!(c.reads_clock.iter().all(|r| r.starts_with("PTTL at ")), "{:?}", c.reads_clock);
+                    assert_eq!(c.clock, ClockUsed::Server, "{name}: a spec that reads PTTL runs on the server's clock");
+                    assert!(c.scenario_divergence.is_none());
+                }
+                _ => assert!(c.reads_clock.is_empty(), "{name}: {:?}", c.reads_clock),
+            }
+            if c.clock == ClockUsed::Server {
+                on_server_clock.push(format!("{name}/{}", s.name));
+            }
+        }
+        fixtures_run += 1;
+    }
+    eprintln!("{fixtures_run} fixtures, {calls} calls compared with a private redis-server; on the server's clock: {on_server_clock:?}");
+    assert!(fixtures_run >= 15 && calls > 2000, "{fixtures_run} fixtures, {calls} calls");
+}
+
+/// `reads_clock` names the script by the path the spec was loaded with (here absolute).
+fn fix_path(r: &str, spec: &Path) -> String {
+    let dir = spec.canonicalize().unwrap().parent().unwrap().to_path_buf();
+    r.replace("tests/fixtures/", &format!("{}/", dir.display()))
+}
+
+#[test]
+fn on_a_cluster_hash_tagged_fixtures_agree_and_the_crossslot_one_is_named() {
+    let Some(cluster) = RedisCluster::start_or_skip("fixtures_real cluster") else { return };
+    let urls: Vec<String> = cluster.ports().iter().map(|p| format!("redis://127.0.0.1:{p}/")).collect();
+    let dir = TempDir::new("cluster");
+    let (mut calls, mut agreed) = (0, 0);
+    for spec in fixtures() {
+        let name = stem(&spec);
+        for s in scenarios(&spec, &dir.0) {
+            let mut real = connect(&cluster.url());
+            assert!(real.is_cluster());
+            match name {
+                "sliding_window_crossslot" => {
+                    let e = check_run(&s, s.seed, &mut real, Progress::Off).unwrap_err();
+                    let m = e.to_string();
+                    assert!(matches!(e, Error::Script { .. }), "{m}");
+                    assert!(m.starts_with("CROSSSLOT Keys in request don't hash to the same slot"), "{m}");
+                    assert!(m.contains("call `r` (script main) at") && m.contains("sliding_window_crossslot.toml:14"), "{m}");
+                    // Both keys, as the spec names them, with their slots (the boundary burst's first
+                    // request is subject `user` in window 1704067200).
+                    let (k1, k2) = match s.name.as_str() {
+                        "boundary_burst" => ("rl:user:1704067200", "rl:user:1704067199"),
+                        _ => ("rl:user0:1704067200", "rl:user0:1704067199"),
+                    };
+                    let slot = |k: &str| limitlab::emulator::cluster::key_slot(k.as_bytes());
+                    assert!(m.contains(&format!("`{k1}` (slot {})", slot(k1))), "{m}");
+                    assert!(m.contains(&format!("`{k2}` (slot {})", slot(k2))), "{m}");
+                    assert_ne!(slot(k1), slot(k2));
+                    assert!(m.contains("subject `user") && m.contains("before anything was sent"), "{m}");
+                }
+                "escaping_key" => {
+                    let e = check_run(&s, s.seed, &mut real, Progress::Off).unwrap_err();
+                    assert!(e.to_string().contains("outside the run's key prefix"), "{e}");
+                }
+                _ => {
+                    let check =
+                        check_run(&s, s.seed, &mut real, Progress::Off).unwrap_or_else(|e| panic!("{name} / {} on the cluster: {e}", s.name));
+                    calls += assert_identical(name, &check, &urls);
+                    agreed += 1;
+                }
+            }
+            for u in &urls {
+                assert_eq!(dbsize(u), 0, "{name}: keys left on {u}");
+            }
+        }
+    }
+    eprintln!("cluster: {agreed} fixture scenarios identical, {calls} calls compared");
+    assert!(agreed >= 26, "{agreed}");
+}
