@@ -95,18 +95,34 @@ pub struct Request<'a> {
 
 impl Request<'_> {
     fn var(&self, v: Var) -> Value<'_> {
-        let w = self.window_ms.max(1);
         match v {
             Var::Subject => Value::Str(Cow::Borrowed(self.subject.as_bytes())),
-            Var::NowMs => Value::Int(self.now_ms),
-            Var::NowUs => Value::Int(self.now_ms.saturating_mul(1000)),
             Var::NowS => Value::Num(self.now_ms as f64 / 1000.0),
-            Var::NowSec => Value::Int(self.now_ms.div_euclid(1000)),
-            Var::Cost => Value::Int(self.cost.min(i64::MAX as u64) as i64),
-            Var::WindowIndex => Value::Int(self.now_ms.div_euclid(w)),
-            Var::PrevWindowIndex => Value::Int(self.now_ms.div_euclid(w) - 1),
-            Var::WindowStartMs => Value::Int(self.now_ms.div_euclid(w) * w),
-            Var::Seq => Value::Int(self.seq.min(i64::MAX as u64) as i64),
+            v => Value::Int(self.int_var(v)),
+        }
+    }
+
+    /// [`Request::int_var`] out of line, for the variables a template uses less often than
+    /// `now_ms` and `cost` (their divisions then stay out of the hot loop).
+    #[inline(never)]
+    fn other_int_var(&self, v: Var) -> i64 {
+        self.int_var(v)
+    }
+
+    /// The value of an integer variable (every one but `subject` and `now_s`, which give 0 here).
+    #[inline]
+    fn int_var(&self, v: Var) -> i64 {
+        let w = self.window_ms.max(1);
+        match v {
+            Var::NowMs => self.now_ms,
+            Var::NowUs => self.now_ms.saturating_mul(1000),
+            Var::NowSec => self.now_ms.div_euclid(1000),
+            Var::Cost => self.cost.min(i64::MAX as u64) as i64,
+            Var::WindowIndex => self.now_ms.div_euclid(w),
+            Var::PrevWindowIndex => self.now_ms.div_euclid(w) - 1,
+            Var::WindowStartMs => self.now_ms.div_euclid(w) * w,
+            Var::Seq => self.seq.min(i64::MAX as u64) as i64,
+            Var::Subject | Var::NowS => 0,
         }
     }
 }
@@ -817,6 +833,10 @@ pub struct Template {
 #[derive(Clone, Debug, PartialEq)]
 enum Part {
     Lit(String),
+    /// `${subject}`, written as it is.
+    Subject,
+    /// `${v}` for an integer variable `v`, written in decimal without building a value.
+    Int(Var),
     Expr(Expr),
 }
 
@@ -844,7 +864,12 @@ impl Template {
                         if !lit.is_empty() {
                             parts.push(Part::Lit(std::mem::take(&mut lit)));
                         }
-                        parts.push(Part::Expr(e));
+                        parts.push(match e {
+                            Expr::Var(Var::Subject) => Part::Subject,
+                            Expr::Var(Var::NowS) => Part::Expr(e),
+                            Expr::Var(v) => Part::Int(v),
+                            e => Part::Expr(e),
+                        });
                     }
                 }
                 rest = &body[end + 1..];
@@ -860,12 +885,13 @@ impl Template {
     }
 
     /// Appends the template for one request to `out`.
+    #[inline]
     pub fn render(&self, req: &Request<'_>, replies: &[Option<Reply>], out: &mut String) -> Result<(), String> {
         for p in &self.parts {
             match p {
                 Part::Lit(s) => out.push_str(s),
-                Part::Expr(Expr::Var(Var::Subject)) => out.push_str(req.subject),
-                Part::Expr(Expr::Var(Var::NowMs)) => crate::decimal::push_i64(out, req.now_ms),
+                Part::Subject => out.push_str(req.subject),
+                Part::Int(v) => crate::decimal::push_i64(out, req.int_var(*v)),
                 Part::Expr(e) => e.eval(req, replies)?.write_to(out)?,
             }
         }
@@ -874,7 +900,12 @@ impl Template {
 
     /// Whether the template reads the variable `v`.
     pub fn uses(&self, v: Var) -> bool {
-        self.parts.iter().any(|p| matches!(p, Part::Expr(e) if e.uses(v)))
+        self.parts.iter().any(|p| match p {
+            Part::Lit(_) => false,
+            Part::Subject => v == Var::Subject,
+            Part::Int(x) => *x == v,
+            Part::Expr(e) => e.uses(v),
+        })
     }
 
     /// The template's text when it has no per-request part.
@@ -883,6 +914,104 @@ impl Template {
             [Part::Lit(s)] => Some(s),
             _ => None,
         }
+    }
+}
+
+/// A call's KEYS and ARGV templates laid out as one run of pieces, rendered into one buffer with
+/// the offsets where each string ends: what a request renders on the hot path (a `String` per key
+/// or argument costs more than the text itself). Literal text next to literal text is merged, also
+/// across the end of one string and the start of the next (`}`, `100`, `1000` is one copy).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Layout {
+    pieces: Vec<Piece>,
+    /// How many of the strings are keys (they come first, each behind the backend's prefix).
+    keys: usize,
+    /// How many strings there are.
+    strings: usize,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Piece {
+    /// Literal text; a string ends at each offset in `ends` (relative to the text's start).
+    Lit { text: String, ends: Vec<usize> },
+    /// The backend's key prefix.
+    Prefix,
+    Subject,
+    Int(Var),
+    /// An expression of the template with this index (keys, then args), for messages.
+    Expr(Expr, usize),
+}
+
+impl Layout {
+    /// The layout of `keys` (each behind the prefix) followed by `args`.
+    pub fn new(keys: &[Template], args: &[Template]) -> Layout {
+        let mut pieces = Vec::new();
+        // The literal being gathered: its text and the string ends inside it.
+        let mut lit: Option<(String, Vec<usize>)> = None;
+        let flush = |lit: &mut Option<(String, Vec<usize>)>, pieces: &mut Vec<Piece>| {
+            if let Some((text, ends)) = lit.take() {
+                pieces.push(Piece::Lit { text, ends });
+            }
+        };
+        for (i, t) in keys.iter().chain(args).enumerate() {
+            if i < keys.len() {
+                flush(&mut lit, &mut pieces);
+                pieces.push(Piece::Prefix);
+            }
+            for p in &t.parts {
+                match p {
+                    Part::Lit(s) => lit.get_or_insert_with(Default::default).0.push_str(s),
+                    other => {
+                        flush(&mut lit, &mut pieces);
+                        pieces.push(match other {
+                            Part::Subject => Piece::Subject,
+                            Part::Int(v) => Piece::Int(*v),
+                            Part::Expr(e) => Piece::Expr(e.clone(), i),
+                            Part::Lit(_) => unreachable!("matched above"),
+                        });
+                    }
+                }
+            }
+            let (text, ends) = lit.get_or_insert_with(Default::default);
+            ends.push(text.len());
+        }
+        flush(&mut lit, &mut pieces);
+        Layout { pieces, keys: keys.len(), strings: keys.len() + args.len() }
+    }
+
+    /// How many of the strings are keys.
+    pub fn keys(&self) -> usize {
+        self.keys
+    }
+
+    /// Renders one request into `buf`, and into `ends` the offset in `buf` where each string ends
+    /// (keys first). An expression that fails gives its template's index (keys, then args).
+    #[inline]
+    pub fn render(&self, req: &Request<'_>, replies: &[Option<Reply>], prefix: &str, buf: &mut String, ends: &mut Vec<usize>) -> Result<(), (usize, String)> {
+        buf.clear();
+        ends.clear();
+        for p in &self.pieces {
+            match p {
+                Piece::Lit { text, ends: at } => {
+                    let base = buf.len();
+                    ends.extend(at.iter().map(|e| base + e));
+                    buf.push_str(text);
+                }
+                Piece::Prefix => buf.push_str(prefix),
+                Piece::Subject => buf.push_str(req.subject),
+                Piece::Int(v) => {
+                    let x = match v {
+                        Var::NowMs => req.now_ms,
+                        Var::Cost => req.cost.min(i64::MAX as u64) as i64,
+                        v => req.other_int_var(*v),
+                    };
+                    crate::decimal::push_i64(buf, x)
+                }
+                Piece::Expr(e, i) => e.eval(req, replies).and_then(|v| v.write_to(buf)).map_err(|r| (*i, r))?,
+            }
+        }
+        debug_assert_eq!(ends.len(), self.strings);
+        Ok(())
     }
 }
 
@@ -895,6 +1024,58 @@ impl Expr {
             Expr::And(a, b) | Expr::Or(a, b) | Expr::Bin(_, a, b) => a.uses(v) || b.uses(v),
             Expr::Call(_, args) => args.iter().any(|a| a.uses(v)),
             _ => false,
+        }
+    }
+
+    /// The integer this expression reads straight from a reply, when it is `<call>` or `<call>[n]`
+    /// and that reply (element) is an integer reply: what [`Expr::eval`] gives then, without
+    /// building values. `None` means "evaluate it": anything else, or a reply of another shape.
+    #[inline]
+    pub fn reply_int(&self, replies: &[Option<Reply>]) -> Option<i64> {
+        let r = match self {
+            Expr::Reply(c) => replies.get(*c)?.as_ref()?,
+            Expr::Index(e, n) => match replies.get(e.reply_call()?) {
+                Some(Some(Reply::Array(v))) => v.get(n.checked_sub(1)?)?,
+                _ => return None,
+            },
+            _ => return None,
+        };
+        match r {
+            Reply::Int(i) => Some(*i),
+            _ => None,
+        }
+    }
+
+    fn reply_call(&self) -> Option<usize> {
+        match self {
+            Expr::Reply(c) => Some(*c),
+            _ => None,
+        }
+    }
+
+    /// The truth of this expression when it is a reply's integer (see [`Expr::reply_int`]), or a
+    /// comparison of one with an integer constant (`reply[1] == 1`, `hits <= 10`): what
+    /// `eval(..).truthy()` gives then, without building values. `None` means "evaluate it".
+    #[inline]
+    pub fn quick_truth(&self, replies: &[Option<Reply>]) -> Option<bool> {
+        match self {
+            Expr::Bin(op, a, b) => {
+                let (x, y, op) = match (&**a, &**b) {
+                    (a, Expr::Const(Const::Int(k))) => (a.reply_int(replies)?, *k, *op),
+                    (Expr::Const(Const::Int(k)), b) => (*k, b.reply_int(replies)?, *op),
+                    _ => return None,
+                };
+                match op {
+                    BinOp::Eq => Some(x == y),
+                    BinOp::Ne => Some(x != y),
+                    BinOp::Lt => Some(x < y),
+                    BinOp::Le => Some(x <= y),
+                    BinOp::Gt => Some(x > y),
+                    BinOp::Ge => Some(x >= y),
+                    _ => None,
+                }
+            }
+            e => e.reply_int(replies).map(|i| i != 0),
         }
     }
 
@@ -956,6 +1137,85 @@ mod tests {
         assert!(scope_eval("sqrt(1)", &r).unwrap_err().contains("unknown function"));
         assert!(scope_eval("subject < 1", &r).unwrap_err().contains("needs numbers"));
         assert!(scope_eval("loop", &r).unwrap_err().contains("in a cycle"), "{:?}", scope_eval("loop", &r));
+    }
+
+    #[test]
+    fn a_layout_renders_what_its_templates_render() {
+        let consts = vec![("limit".to_string(), Const::Int(10)), ("window_ms".to_string(), Const::Int(1000))];
+        let calls = vec!["hits".to_string()];
+        let scope = Scope { consts: &consts, calls: &calls, lets: &[], depth: 0 };
+        let t = |src: &str| Template::compile(src, &scope).unwrap();
+        let req = Request { subject: "u1", now_ms: 1_704_067_200_250, cost: 3, window_ms: 1000, seq: 7 };
+        let replies = vec![Some(Reply::Array(vec![Reply::Int(4), Reply::bulk("x")]))];
+        for (keys, args) in [
+            (vec![t("rate:{${subject}}")], vec![t("${limit}"), t("${window_ms}"), t("${now_ms}"), t("${cost}")]),
+            (vec![t("a:${window_index}"), t("${subject}"), t("")], vec![t("${prev_window_index}"), t("${now_s}"), t("x${hits[2]}y"), t("${seq}")]),
+            (vec![], vec![t("${limit}"), t("${limit * 2}")]),
+            (vec![t("k")], vec![]),
+        ] {
+            for prefix in ["", "ll:9:"] {
+                let mut want = Vec::new();
+                for (tm, pre) in keys.iter().map(|k| (k, prefix)).chain(args.iter().map(|a| (a, ""))) {
+                    let mut o = pre.to_string();
+                    tm.render(&req, &replies, &mut o).unwrap();
+                    want.push(o);
+                }
+                let layout = Layout::new(&keys, &args);
+                let (mut buf, mut ends) = (String::from("stale"), vec![99]);
+                layout.render(&req, &replies, prefix, &mut buf, &mut ends).unwrap();
+                let mut start = 0;
+                let got: Vec<String> = ends
+                    .iter()
+                    .map(|&e| {
+                        let s = buf[start..e].to_string();
+                        start = e;
+                        s
+                    })
+                    .collect();
+                assert_eq!(got, want, "{prefix:?}");
+                assert_eq!(layout.keys(), keys.len());
+            }
+        }
+        // An expression that fails names its template: keys first, then args.
+        let layout = Layout::new(&[t("k")], &[t("${limit}"), t("${hits[5]}")]);
+        let err = layout.render(&req, &replies, "", &mut String::new(), &mut Vec::new()).unwrap_err();
+        assert_eq!(err.0, 2);
+        assert!(err.1.contains("past the end"), "{}", err.1);
+    }
+
+    #[test]
+    fn the_quick_readers_agree_with_evaluation() {
+        let consts = vec![("limit".to_string(), Const::Int(10))];
+        let calls = vec!["a".to_string(), "b".to_string()];
+        let scope = Scope { consts: &consts, calls: &calls, lets: &[], depth: 0 };
+        let req = Request { subject: "u1", now_ms: 5, cost: 1, window_ms: 1000, seq: 0 };
+        let replies_of = [
+            vec![Some(Reply::Array(vec![Reply::Int(1), Reply::Int(10), Reply::Int(-1)])), Some(Reply::Int(0))],
+            vec![Some(Reply::Array(vec![Reply::Int(0), Reply::bulk("10"), Reply::Nil])), Some(Reply::Int(11))],
+            vec![Some(Reply::Array(vec![Reply::bulk("1"), Reply::Int(9)])), None],
+            vec![Some(Reply::Int(1)), Some(Reply::Array(vec![]))],
+            vec![None, Some(Reply::bulk("0.5"))],
+        ];
+        let exprs = [
+            "a[1] == 1", "a[1] ~= 1", "1 == a[1]", "a[2] <= limit", "a[2] < 10", "a[2] > 9", "a[2] >= 11", "b == 0", "b",
+            "a[1]", "a[3]", "b <= limit", "a[1] + 1", "a[2] == 10", "limit", "a[2] - 1 == 9",
+        ];
+        for replies in &replies_of {
+            for src in exprs {
+                let e = compile(src, &scope).unwrap();
+                let full = e.eval(&req, replies);
+                if let Some(t) = e.quick_truth(replies) {
+                    assert_eq!(Ok(t), full.as_ref().map(|v| v.truthy()).map_err(|e| e.clone()), "{src} on {replies:?}");
+                }
+                if let Some(i) = e.reply_int(replies) {
+                    assert_eq!(full, Ok(Value::Int(i)), "{src} on {replies:?}");
+                }
+            }
+        }
+        let e = compile("a[1] == 1", &scope).unwrap();
+        assert_eq!(e.quick_truth(&replies_of[0]), Some(true));
+        assert_eq!(e.quick_truth(&replies_of[2]), None, "a string reply is evaluated");
+        assert_eq!(compile("a[2]", &scope).unwrap().reply_int(&replies_of[0]), Some(10));
     }
 
     #[test]
