@@ -1,5 +1,8 @@
-//! `limitlab run FILE [--json|--markdown] [--seed S] [--redis URL]`: one scenario, every script it
-//! selects (with `--redis`, also on a real Redis, checked against the emulator).
+//! `limitlab run FILE [--json|--markdown] [--seed S] [--redis URL] [--decisions OUT]`: one
+//! scenario, every script it selects (with `--redis`, also on a real Redis, checked against the
+//! emulator; with `--decisions`, every decision written to OUT, see [`crate::sim::decisions`]).
+//! When the scenario replays a trace whose times are coarse against the window, the report says so
+//! and shows the verdict under each tie rule ([`crate::sim::coarse`]).
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -9,7 +12,9 @@ use crate::report::Format;
 use crate::clock::Stopwatch;
 use crate::report::table::thousands;
 use crate::sim::parallel::default_jobs;
-use crate::sim::stream::{cpu_secs, peak_rss_bytes, run_variants};
+use crate::sim::coarse;
+use crate::sim::decisions::DecisionsOut;
+use crate::sim::stream::{cpu_secs, peak_rss_bytes, run_variants_with, RunOptions};
 use crate::sim::{Progress, Scenario};
 use crate::Result;
 
@@ -34,6 +39,12 @@ pub struct Args {
     pub stats: bool,
     #[command(flatten)]
     pub scripts: super::ScriptsArg,
+    /// Write every decision to OUT, one row per request per script: time, subject, cost, the
+    /// script's raw reply, the decision read from it, the exact sliding log's beside it, and the
+    /// Retry-After and RateLimit header values. CSV when OUT ends in .csv, JSON lines when it ends
+    /// in .jsonl or .json.
+    #[arg(long, value_name = "OUT")]
+    pub decisions: Option<PathBuf>,
 }
 
 /// A validated `run`: the parsed scenario and the seed it runs with.
@@ -63,17 +74,24 @@ pub fn report(plan: &Plan, progress: Progress) -> Result<RunReport> {
 /// script and decisions fold into the metrics as they come (see [`crate::sim::stream`]), so
 /// memory does not grow with the number of requests.
 pub fn report_jobs(plan: &Plan, progress: Progress, jobs: usize) -> Result<RunReport> {
+    report_with(plan, progress, jobs, &RunOptions::default())
+}
+
+/// [`report_jobs`], doing what `opts` asks besides (`--decisions`).
+pub fn report_with(plan: &Plan, progress: Progress, jobs: usize, opts: &RunOptions) -> Result<RunReport> {
     let s = &plan.scenario;
     let jobs = if jobs == 0 { default_run_jobs(s.scripts.len()) } else { jobs };
-    let runs = run_variants(s, plan.seed, &s.scripts, jobs, progress)?;
+    let runs = run_variants_with(s, plan.seed, &s.scripts, jobs, progress, opts)?;
+    let coarse = coarse::analyse(s, plan.seed, jobs, &runs)?;
     let (arrivals, subjects, phases) = match runs.first() {
         Some(r) => (r.metrics.calls as usize, r.subjects.len(), r.phases.clone()),
         None => (0, 0, Vec::new()),
     };
     let mut report = RunReport::new(s, plan.seed, "emulator", arrivals, subjects, phases);
     for r in runs {
-        report.results.push(VariantResult { algorithm: r.name.clone(), metrics: r.metrics });
+        report.results.push(VariantResult { algorithm: r.name.clone(), metrics: r.metrics, headers: Some(r.headers) });
     }
+    report.coarse_trace = coarse;
     Ok(report)
 }
 
@@ -109,8 +127,9 @@ pub fn execute(a: Args, out: &mut dyn Write) -> Result<()> {
     let watch = Stopwatch::start();
     let (jobs, stats) = (a.jobs.unwrap_or(0), a.stats);
     let target = a.redis.target()?;
+    let opts = RunOptions { decisions: a.decisions.as_ref().map(DecisionsOut::new).transpose()? };
     let plan = Plan::new(a)?;
-    let r = report_jobs(&plan, Progress::Auto, jobs)?;
+    let r = report_with(&plan, Progress::Auto, jobs, &opts)?;
     if stats {
         let n = plan.scenario.scripts.len();
         let threads = if jobs == 0 { default_run_jobs(n) } else { jobs.min(n) };

@@ -2,9 +2,11 @@
 //! (text or markdown) or as JSON. Deterministic: it holds nothing measured by the wall clock.
 use serde::Serialize;
 
-use super::table::Table;
+use super::table::{thousands, Align, Table};
 use super::Format;
 use crate::metrics::Metrics;
+use crate::sim::coarse::CoarseTraces;
+use crate::sim::headers::HeaderSummary;
 use crate::sim::Scenario;
 
 /// One script's results in a scenario.
@@ -12,9 +14,44 @@ use crate::sim::Scenario;
 pub struct VariantResult {
     pub algorithm: String,
     pub metrics: Metrics,
+    /// The HTTP headers its decisions imply (JSON only): the `RateLimit-Policy` header, how many
+    /// responses carry `RateLimit` and `Retry-After`, the longest `Retry-After`, and sample
+    /// decisions with their values (see [`HeaderSummary`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub headers: Option<HeaderSummary>,
 }
 
 /// Everything `limitlab run` prints.
+///
+/// As JSON: the scenario's fields below, then `results`, one per script: `algorithm`, `metrics`
+/// (see [`Metrics`]) and `headers`, the HTTP headers its decisions imply:
+///
+/// ```json
+/// "headers": {
+///   "policy": "\"default\";q=20;w=1",
+///   "with_ratelimit": 3000, "with_retry_after": 694, "refused_without_retry_after": 0,
+///   "max_retry_after": 1,
+///   "samples": [
+///     {"what": "first allowed", "request": 1, "now_ms": 1704067200000, "subject": "203.0.113.10",
+///      "allowed": true, "ratelimit": "\"default\";r=19;t=1", "retry_after": null},
+///     {"what": "first refused", ...}, {"what": "longest Retry-After", ...}
+///   ]
+/// }
+/// ```
+///
+/// `policy` is the `RateLimit-Policy` every response carries (`q` the limit, `w` the window in
+/// seconds, rounded up); `with_ratelimit` counts responses with a `RateLimit` header (the spec
+/// reports remaining), `with_retry_after` refusals with a `Retry-After` (seconds, rounded up),
+/// `refused_without_retry_after` the other refusals; the samples are the first allowed decision,
+/// the first refusal and the refusal with the longest `Retry-After`, by request number (the
+/// `request` column of `run --decisions`, which has every decision's header values).
+///
+/// `coarse_trace`, present only when the traffic replays a trace whose recorded times are coarse
+/// against the window (see [`crate::sim::coarse`]): `traces` (each with `path`, its `ties` rule,
+/// `requests`, `tick_us`, `written_us`, `sharing`, `busiest`, see
+/// [`crate::traffic::trace::Ticks`]) and `verdicts`, one per tie rule (`same`, `spread`, `jitter`
+/// with its `jitter_seed`; `chosen` marks the scenario's), each with every script's `admitted`,
+/// `units`, `refused`, `false_allows`, `false_rejections`, `max_in_window` and `overshoot`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunReport {
     pub scenario: String,
@@ -31,6 +68,9 @@ pub struct RunReport {
     /// Phase labels in order of first appearance (`""` for unlabelled traffic).
     pub phases: Vec<String>,
     pub results: Vec<VariantResult>,
+    /// The verdict under each tie rule, when a trace's times are coarse against the window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coarse_trace: Option<CoarseTraces>,
 }
 
 impl RunReport {
@@ -56,6 +96,7 @@ impl RunReport {
             subjects,
             phases,
             results: Vec::new(),
+            coarse_trace: None,
         }
     }
 
@@ -104,6 +145,65 @@ impl RunReport {
         t
     }
 
+    /// The warning about a coarse trace and the table of verdicts under each tie rule, when the
+    /// traffic replays one.
+    pub fn coarse_table(&self) -> Option<Table> {
+        let c = self.coarse_trace.as_ref()?;
+        let mut t = Table::new(
+            "",
+            &["algorithm", "ties", "admitted", "refused", "false allows", "false rejections", "max in window", "overshoot"],
+        );
+        t.align[1] = Align::Left;
+        let scripts = c.verdicts.first().map_or(0, |v| v.results.len());
+        for i in 0..scripts {
+            for v in &c.verdicts {
+                let Some(r) = v.results.get(i) else { continue };
+                let chosen = if v.chosen { " (chosen)" } else { "" };
+                t.row(vec![
+                    r.algorithm.clone(),
+                    format!("{}{chosen}", v.label()),
+                    format!("{} / {}", r.admitted, r.units),
+                    r.refused.to_string(),
+                    r.false_allows.to_string(),
+                    r.false_rejections.to_string(),
+                    r.max_in_window.to_string(),
+                    format!("{:.2}", r.overshoot),
+                ]);
+            }
+        }
+        t.note("same: every request at the recorded instant (the start of its tick); spread: a tick's n requests evenly across it, in file order; jitter: each at a seeded random offset within its tick.");
+        t.note("Choose with `ties = \"same\"`, `\"spread\"` or `{ jitter = SEED }` in [traffic]; --seed changes the jitter seed shown here.");
+        Some(t)
+    }
+
+    /// The lines that warn of coarse traces (none when there are none).
+    fn coarse_warning(&self) -> Vec<String> {
+        let Some(c) = &self.coarse_trace else { return Vec::new() };
+        let mut v = Vec::new();
+        for t in &c.traces {
+            let tk = &t.ticks;
+            v.push(format!(
+                "WARNING: coarse trace {}: every recorded time is a multiple of {}, against a {} ms window; {} of {} requests share their time with another (up to {} at once). Where requests within one tick are placed moves the verdict; this run places them with ties = \"{}\".",
+                t.path,
+                duration(tk.tick_us),
+                self.window_ms,
+                thousands(tk.sharing as u64),
+                thousands(tk.requests as u64),
+                thousands(tk.busiest as u64),
+                t.ties,
+            ));
+            if tk.written_us < tk.tick_us {
+                v.push(format!(
+                    "Its times are written to {}: spread and jitter move requests within that, not across the {} tick; write the times to the tick to spread them across it.",
+                    duration(tk.written_us),
+                    duration(tk.tick_us)
+                ));
+            }
+        }
+        v.push("The same run under each tie rule:".into());
+        v
+    }
+
     fn header_lines(&self) -> Vec<String> {
         let mut v = vec![if self.description.is_empty() {
             format!("scenario {}", self.scenario)
@@ -133,6 +233,12 @@ impl RunReport {
                 let mut s = self.header_lines().join("\n");
                 s.push_str("\n\n");
                 s.push_str(&self.table().to_text());
+                if let Some(t) = self.coarse_table() {
+                    s.push('\n');
+                    s.push_str(&self.coarse_warning().join("\n"));
+                    s.push_str("\n\n");
+                    s.push_str(&t.to_text());
+                }
                 s
             }
             Format::Markdown => {
@@ -146,8 +252,24 @@ impl RunReport {
                     s.push_str("\n\n");
                 }
                 s.push_str(&self.table().to_markdown());
+                if let Some(t) = self.coarse_table() {
+                    s.push('\n');
+                    for l in self.coarse_warning() {
+                        s.push_str(&format!("{}\n\n", l.replace("WARNING:", "**Warning:**")));
+                    }
+                    s.push_str(&t.to_markdown());
+                }
                 s
             }
         }
+    }
+}
+
+/// A duration in µs as a person writes it: `1000 ms`, `250 µs`.
+fn duration(us: i64) -> String {
+    if us % 1000 == 0 {
+        format!("{} ms", thousands((us / 1000) as u64))
+    } else {
+        format!("{} µs", thousands(us as u64))
     }
 }

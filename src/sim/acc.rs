@@ -68,6 +68,16 @@ impl SubjectWindow {
     }
 }
 
+/// What [`MetricsAcc::push`] found about one call beyond the counts (for `run --decisions`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Judged {
+    /// Whether the exact sliding log admits the call (as given to [`MetricsAcc::push`]).
+    pub exact_admits: bool,
+    /// For a refusal whose `retry_after` was checked: whether retrying then is admitted by the
+    /// script's reference model (`false` counts in `retry_wrong`). `None`: not checked.
+    pub retry_after_honest: Option<bool>,
+}
+
 /// The metrics of a run, one decision at a time. Feed it every [`Record`] in call order with the
 /// exact log's verdict and its subject's name, then [`MetricsAcc::finish`].
 pub struct MetricsAcc {
@@ -117,7 +127,7 @@ impl MetricsAcc {
     /// run on the same calls (each counted as `r.cost`), admits this one; `subject` is the name
     /// behind `r.key`. Fails on a call earlier than the one before it (the running worst window
     /// needs time order).
-    pub fn push(&mut self, r: &Record, exact: bool, subject: &str) -> Result<()> {
+    pub fn push(&mut self, r: &Record, exact: bool, subject: &str) -> Result<Judged> {
         if r.now_ms < self.newest {
             return Err(Error::Invalid {
                 context: format!("call #{} (subject `{subject}`)", self.calls + 1),
@@ -155,17 +165,20 @@ impl MetricsAcc {
         self.key.push_str("rate:{");
         self.key.push_str(subject);
         self.key.push('}');
-        let Some(model) = self.model.as_mut() else { return Ok(()) };
+        let mut judged = Judged { exact_admits: exact, retry_after_honest: None };
+        let Some(model) = self.model.as_mut() else { return Ok(judged) };
         if model.decide(&self.key, r.now_ms, r.cost) != r.decision {
             self.reference_mismatches += 1;
         }
         if self.reports_retry && !r.decision.allowed && r.decision.retry_after_ms >= 0 {
             self.retry_checked += 1;
-            if !model.probe(&self.key, r.now_ms + r.decision.retry_after_ms, r.cost).allowed {
+            let honest = model.probe(&self.key, r.now_ms + r.decision.retry_after_ms, r.cost).allowed;
+            if !honest {
                 self.retry_wrong += 1;
             }
+            judged.retry_after_honest = Some(honest);
         }
-        Ok(())
+        Ok(judged)
     }
 
     /// The metrics; `subjects` and `phases` name every subject and phase index pushed.

@@ -59,6 +59,9 @@ pub struct Chunk {
     steps: Vec<Step>,
     /// Every step's subject name, one after the other.
     names: String,
+    /// The phase labels first seen in this chunk, in order: their indices follow those of the
+    /// earlier chunks' (see [`PhaseNames`]).
+    new_phases: Vec<String>,
 }
 
 impl Chunk {
@@ -70,6 +73,11 @@ impl Chunk {
         self.steps.is_empty()
     }
 
+    /// The phase labels this chunk introduces (see [`PhaseNames`]).
+    pub fn new_phases(&self) -> &[String] {
+        &self.new_phases
+    }
+
     /// Each step with its subject's name.
     pub fn iter(&self) -> impl Iterator<Item = (&Step, &str)> + '_ {
         let mut start = 0;
@@ -79,6 +87,23 @@ impl Chunk {
             start = end;
             (s, name)
         })
+    }
+}
+
+/// A reader's table of phase labels, learnt chunk by chunk: a script's thread reading a shared
+/// feed can name each step's phase without the feed's own table.
+#[derive(Clone, Debug, Default)]
+pub struct PhaseNames(Vec<String>);
+
+impl PhaseNames {
+    /// Learns the labels `chunk` introduces; call it for every chunk, in order.
+    pub fn learn(&mut self, chunk: &Chunk) {
+        self.0.extend(chunk.new_phases.iter().cloned());
+    }
+
+    /// The label of phase index `i` (`""` if unknown).
+    pub fn name(&self, i: u32) -> &str {
+        self.0.get(i as usize).map_or("", String::as_str)
     }
 }
 
@@ -223,6 +248,7 @@ impl Iterator for Feed<'_> {
     fn next(&mut self) -> Option<Chunk> {
         let mut chunk = Chunk::default();
         let Feed { source, phases, judges, .. } = self;
+        let known_phases = phases.names.len();
         match source {
             Source::Zipf { it, ranks, subjects } => {
                 chunk.steps.reserve(it.len().min(CHUNK_LEN));
@@ -256,6 +282,9 @@ impl Iterator for Feed<'_> {
                 }
                 *next += chunk.steps.len();
             }
+        }
+        if !chunk.is_empty() {
+            chunk.new_phases = phases.names.get(known_phases..).unwrap_or_default().to_vec();
         }
         (!chunk.is_empty()).then_some(chunk)
     }
@@ -299,6 +328,23 @@ mod tests {
             }
             assert_eq!(subjects, firsts, "{file}");
         }
+    }
+
+    #[test]
+    fn a_reader_learns_the_phase_names_chunk_by_chunk() {
+        // Phases that first appear in later chunks, and come back.
+        let label = |i: usize| ["a", "", "b", "a", "c"][i * 5 / 12_000].to_string();
+        let arrivals: Vec<Arrival> =
+            (0..12_000).map(|i| Arrival { at: Micros(i as i64), key: format!("k{}", i % 7), cost: 1, phase: label(i) }).collect();
+        let mut feed = Feed::arrivals(&arrivals);
+        let mut names = PhaseNames::default();
+        let mut seen = Vec::new();
+        for chunk in feed.by_ref() {
+            names.learn(&chunk);
+            seen.extend(chunk.iter().map(|(s, _)| names.name(s.phase).to_string()));
+        }
+        assert_eq!(seen, arrivals.iter().map(|a| a.phase.clone()).collect::<Vec<_>>());
+        assert_eq!(feed.into_names().1, ["a", "", "b", "c"]);
     }
 
     #[test]

@@ -11,8 +11,11 @@
 //! subject keys are [`subject_key`](crate::limiter::subject_key) (`rate:{user42}`) behind the backend's key prefix; a progress bar
 //! appears only on runs of at least [`PROGRESS_MIN`] calls and only when stderr is a terminal.
 pub mod acc;
+pub mod coarse;
+pub mod decisions;
 pub mod fanout;
 pub mod feed;
+pub mod headers;
 pub mod parallel;
 pub mod scenario;
 pub mod standard;
@@ -26,6 +29,7 @@ use crate::backend::emulated::EmulatedBackend;
 use crate::backend::Backend;
 use crate::clock::{Micros, Stopwatch};
 use crate::limiter::{Decision, Limiter, Params, Variant};
+use crate::spec::exec::{CallRecord, Session};
 use crate::traffic::Arrival;
 use crate::{Error, Result};
 use feed::{Chunk, Feed, Step};
@@ -90,8 +94,9 @@ pub enum Progress {
 }
 
 /// The loop under [`run`] and [`stream::run_streaming`]: each request of `chunks`, in order,
-/// through `limiter`'s script on `backend`, each decision handed to `each` with its step and its
-/// subject's name. Keeps no record itself; returns the wall-clock seconds of the loop.
+/// through `limiter`'s script on `backend`, each decision handed to `each` with its step, its
+/// subject's name and, when `recording`, the calls the request made with their raw replies (empty
+/// otherwise). Keeps no record itself; returns the wall-clock seconds of the loop.
 ///
 /// A script error reply (or a reply of the wrong shape) stops the run: it means the script or the
 /// backend is broken, which no metric should paper over. The error names the script, the call, the
@@ -101,11 +106,12 @@ pub(crate) fn drive<C: std::borrow::Borrow<Chunk>>(
     backend: &mut dyn Backend,
     chunks: impl Iterator<Item = C>,
     bar: Option<&indicatif::ProgressBar>,
-    mut each: impl FnMut(&Record, &Step, &str) -> Result<()>,
+    recording: bool,
+    mut each: impl FnMut(&Record, &Step, &str, &[CallRecord]) -> Result<()>,
 ) -> Result<f64> {
     let name = limiter.name();
     let weighted = limiter.takes_cost();
-    let mut session = limiter.session();
+    let mut session = if recording { Session::recording() } else { limiter.session() };
     let watch = Stopwatch::start();
     let mut i = 0usize;
     for chunk in chunks {
@@ -123,7 +129,13 @@ pub(crate) fn drive<C: std::borrow::Borrow<Chunk>>(
             })?;
             let cost = if weighted { step.cost } else { 1 };
             let record = Record { at: step.at, now_ms, key: step.subject, phase: step.phase, cost, decision };
-            each(&record, step, subject)?;
+            match session.record.as_mut() {
+                Some(calls) => {
+                    each(&record, step, subject, calls)?;
+                    calls.clear();
+                }
+                None => each(&record, step, subject, &[])?,
+            }
             i += 1;
         }
         if let Some(b) = bar {
@@ -139,7 +151,7 @@ pub fn run(limiter: &Limiter, backend: &mut dyn Backend, arrivals: &[Arrival], p
     let mut records = Vec::with_capacity(arrivals.len());
     let bar = progress_bar(arrivals.len(), progress, limiter.name());
     let mut feed = Feed::arrivals(arrivals);
-    let elapsed_secs = drive(limiter, backend, feed.by_ref(), bar.as_ref(), |r, _, _| {
+    let elapsed_secs = drive(limiter, backend, feed.by_ref(), bar.as_ref(), false, |r, _, _, _| {
         records.push(*r);
         Ok(())
     })?;

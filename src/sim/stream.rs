@@ -6,11 +6,14 @@
 //! [`run_variants`] runs several scripts over the same arrivals: the calling thread produces the
 //! feed once (traffic, interning, the exact log's verdicts) and each script's thread, with its own
 //! emulator, reads the same chunks ([`super::fanout`]).
+use std::cell::RefCell;
 use std::io::IsTerminal;
 use std::sync::Arc;
 
 use super::acc::MetricsAcc;
-use super::feed::{Chunk, Feed};
+use super::decisions::{DecisionWriter, DecisionsOut};
+use super::feed::{Chunk, Feed, PhaseNames};
+use super::headers::{HeaderAcc, HeaderSummary};
 use super::{Progress, Scenario, PROGRESS_MIN};
 use crate::backend::emulated::EmulatedBackend;
 use crate::backend::Backend;
@@ -31,38 +34,72 @@ pub struct StreamRun {
     pub subjects: Arc<Vec<String>>,
     /// The phase labels, in order of first appearance.
     pub phases: Vec<String>,
+    /// The HTTP rate-limit headers the decisions imply.
+    pub headers: HeaderSummary,
     /// Wall-clock seconds of the whole loop (script calls and metrics).
     pub elapsed_secs: f64,
+}
+
+/// What a streaming run does besides measuring.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Write every decision of every script here (`run --decisions`, see
+    /// [`super::decisions`]).
+    pub decisions: Option<DecisionsOut>,
 }
 
 /// A run's metrics before the subject and phase names are known, and its wall-clock seconds.
 struct Folded {
     acc: MetricsAcc,
+    headers: HeaderAcc,
     elapsed_secs: f64,
 }
 
 impl Folded {
     fn named(self, limiter: &Limiter, subjects: &Arc<Vec<String>>, phases: &[String]) -> StreamRun {
         let metrics = self.acc.finish(subjects, phases);
-        StreamRun { name: limiter.name().to_string(), variant: limiter.variant(), metrics, subjects: Arc::clone(subjects), phases: phases.to_vec(), elapsed_secs: self.elapsed_secs }
+        StreamRun {
+            name: limiter.name().to_string(),
+            variant: limiter.variant(),
+            metrics,
+            subjects: Arc::clone(subjects),
+            phases: phases.to_vec(),
+            headers: self.headers.finish(),
+            elapsed_secs: self.elapsed_secs,
+        }
     }
 }
 
 /// Runs `chunks` through `limiter`'s script on `backend`, as [`super::run`] does, folding every
-/// decision into a [`MetricsAcc`] instead of keeping it. The chunks must carry the exact log's
-/// verdicts for this script ([`Feed::judged`]).
+/// decision into a [`MetricsAcc`] instead of keeping it, and into `writer` when given. The chunks
+/// must carry the exact log's verdicts for this script ([`Feed::judged`]).
 fn fold<C: std::borrow::Borrow<Chunk>>(
     limiter: &Limiter,
     backend: &mut dyn Backend,
     chunks: impl Iterator<Item = C>,
     bar: Option<&indicatif::ProgressBar>,
+    writer: Option<DecisionWriter>,
 ) -> Result<Folded> {
     let mut acc = MetricsAcc::new(limiter);
+    let mut headers = HeaderAcc::new(limiter);
     let weighted = limiter.takes_cost();
-    let elapsed_secs = super::drive(limiter, backend, chunks, bar, |r, step, subject| {
-        acc.push(r, step.exact_admits(weighted), subject)
+    let Some(mut w) = writer else {
+        let elapsed_secs = super::drive(limiter, backend, chunks, bar, false, |r, step, subject, _| {
+            headers.push(r, subject);
+            acc.push(r, step.exact_admits(weighted), subject).map(|_| ())
+        })?;
+        return Ok(Folded { acc, headers, elapsed_secs });
+    };
+    // The writer names phases; the chunks bring the labels as they first appear.
+    let phases = RefCell::new(PhaseNames::default());
+    let chunks = chunks.inspect(|c| phases.borrow_mut().learn(c.borrow()));
+    let elapsed_secs = super::drive(limiter, backend, chunks, bar, true, |r, step, subject, calls| {
+        headers.push(r, subject);
+        let judged = acc.push(r, step.exact_admits(weighted), subject)?;
+        w.write(r, step, subject, phases.borrow().name(step.phase), calls, judged)
     })?;
-    Ok(Folded { acc, elapsed_secs })
+    w.finish()?;
+    Ok(Folded { acc, headers, elapsed_secs })
 }
 
 /// Runs `feed` through `limiter`'s script on `backend` on this thread, streaming. `bar` shows
@@ -73,22 +110,25 @@ pub fn run_streaming(
     mut feed: Feed,
     bar: Option<&indicatif::ProgressBar>,
 ) -> Result<StreamRun> {
-    let folded = fold(limiter, backend, feed.by_ref(), bar)?;
+    let folded = fold(limiter, backend, feed.by_ref(), bar, None)?;
     let (subjects, phases) = feed.into_names();
     Ok(folded.named(limiter, &Arc::new(subjects), &phases))
 }
 
 /// Runs one script of `s` over `chunks` on a fresh emulator (built here: the emulator stays on the
-/// thread that uses it).
+/// thread that uses it), writing its decisions as script number `index` when `opts` asks.
 fn fold_on_emulator<C: std::borrow::Borrow<Chunk>>(
     limiter: &Limiter,
     start_ms: i64,
     chunks: impl Iterator<Item = C>,
     bar: Option<&indicatif::ProgressBar>,
+    opts: &RunOptions,
+    index: usize,
 ) -> Result<Folded> {
+    let writer = opts.decisions.as_ref().map(|d| DecisionWriter::create(d, index, limiter)).transpose()?;
     let mut backend = EmulatedBackend::default();
     backend.set_time_ms(start_ms);
-    let folded = fold(limiter, &mut backend, chunks, bar);
+    let folded = fold(limiter, &mut backend, chunks, bar, writer);
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -100,6 +140,24 @@ fn fold_on_emulator<C: std::borrow::Borrow<Chunk>>(
 /// waves of `jobs`; each wave reads one feed, produced once on this thread. Results come in the
 /// order of `scripts`, whatever `jobs` is.
 pub fn run_variants(s: &Scenario, seed: u64, scripts: &[SharedSpec], jobs: usize, progress: Progress) -> Result<Vec<StreamRun>> {
+    run_variants_with(s, seed, scripts, jobs, progress, &RunOptions::default())
+}
+
+/// [`run_variants`], doing what `opts` asks besides: with [`RunOptions::decisions`], every
+/// decision goes to that file (each script's rows to a part of its own, joined in the order of
+/// `scripts` once every script is done; nothing is left behind when the run fails).
+pub fn run_variants_with(s: &Scenario, seed: u64, scripts: &[SharedSpec], jobs: usize, progress: Progress, opts: &RunOptions) -> Result<Vec<StreamRun>> {
+    let runs = run_variants_inner(s, seed, scripts, jobs, progress, opts);
+    if let Some(d) = &opts.decisions {
+        match &runs {
+            Ok(_) => d.assemble(scripts.len())?,
+            Err(_) => d.discard(scripts.len()),
+        }
+    }
+    runs
+}
+
+fn run_variants_inner(s: &Scenario, seed: u64, scripts: &[SharedSpec], jobs: usize, progress: Progress, opts: &RunOptions) -> Result<Vec<StreamRun>> {
     let limiters = scripts.iter().map(|spec| s.limiter(spec)).collect::<Result<Vec<Limiter>>>()?;
     let variants = &limiters;
     let jobs = if jobs == 0 { super::parallel::default_jobs() } else { jobs }.clamp(1, variants.len().max(1));
@@ -122,13 +180,13 @@ pub fn run_variants(s: &Scenario, seed: u64, scripts: &[SharedSpec], jobs: usize
         })
         .collect();
     let mut out = Vec::with_capacity(variants.len());
-    for (wave, bars) in variants.chunks(jobs).zip(bars.chunks(jobs)) {
+    for (n, (wave, bars)) in variants.chunks(jobs).zip(bars.chunks(jobs)).enumerate() {
         let feed = match first.take() {
             Some(f) => f,
             None => Feed::scenario(s, seed)?,
         };
         let weights: Vec<bool> = wave.iter().map(Limiter::takes_cost).collect();
-        for run in run_wave(s, feed.judged(s.params, &weights), wave, bars) {
+        for run in run_wave(s, feed.judged(s.params, &weights), wave, bars, opts, n * jobs) {
             // The first error, in the order of `variants`: later waves cannot come before it.
             out.push(run?);
         }
@@ -136,13 +194,13 @@ pub fn run_variants(s: &Scenario, seed: u64, scripts: &[SharedSpec], jobs: usize
     Ok(out)
 }
 
-/// One wave of [`run_variants`]: `wave`'s scripts over one feed, each on its own thread (or on
-/// this one, with the feed, for a single script).
-fn run_wave(s: &Scenario, mut feed: Feed, wave: &[Limiter], bars: &[Option<indicatif::ProgressBar>]) -> Vec<Result<StreamRun>> {
+/// One wave of [`run_variants`]: `wave`'s scripts (numbers `first..` of the run) over one feed,
+/// each on its own thread (or on this one, with the feed, for a single script).
+fn run_wave(s: &Scenario, mut feed: Feed, wave: &[Limiter], bars: &[Option<indicatif::ProgressBar>], opts: &RunOptions, first: usize) -> Vec<Result<StreamRun>> {
     let bar = |i: usize| bars.get(i).and_then(Option::as_ref);
     let folded: Vec<Result<Folded>> = match wave {
-        [l] => vec![fold_on_emulator(l, s.start_ms, feed.by_ref(), bar(0))],
-        _ => super::fanout::fan_out(&mut feed, wave.len(), |i, chunks| fold_on_emulator(&wave[i], s.start_ms, chunks, bar(i))),
+        [l] => vec![fold_on_emulator(l, s.start_ms, feed.by_ref(), bar(0), opts, first)],
+        _ => super::fanout::fan_out(&mut feed, wave.len(), |i, chunks| fold_on_emulator(&wave[i], s.start_ms, chunks, bar(i), opts, first + i)),
     };
     let (subjects, phases) = feed.into_names();
     let subjects = Arc::new(subjects);
@@ -262,7 +320,7 @@ mod tests {
         let mut feed = Feed::arrivals(&arrivals).judged(Params::new(10, 1000), &weights);
         let errors = super::super::fanout::fan_out(&mut feed, 2, |i, chunks| {
             let mut backend = EmulatedBackend::default();
-            fold(&limiters[i], &mut backend, chunks, None).err().map(|e| e.to_string())
+            fold(&limiters[i], &mut backend, chunks, None, None).err().map(|e| e.to_string())
         });
         assert_eq!(errors, [Some(want.to_string()), Some(want.to_string())]);
     }

@@ -155,6 +155,42 @@ pub struct TraceSpec {
     pub rebase: Rebase,
 }
 
+/// How finely a trace's times are recorded: what decides whether its tie rule matters. A trace
+/// whose tick is long against a limiter's window (an access log's whole seconds against a
+/// one-second window) puts many requests at one instant, and where [`TieRule`] places them within
+/// the tick moves the verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Ticks {
+    /// The number of requests.
+    pub requests: usize,
+    /// The longest tick every recorded time is a whole number of (the greatest common divisor of
+    /// the times as written: µs since the epoch, or since the trace's zero), in µs: 1,000,000 for
+    /// an access log, or for a CSV of milliseconds that all fall on whole seconds. When every time
+    /// is 0, the resolution it is written to.
+    pub tick_us: i64,
+    /// The resolution the times are written to (the unit of their last digit, the coarsest of
+    /// them), in µs: what `spread` and `jitter` spread ties across.
+    pub written_us: i64,
+    /// Requests that share their recorded time with another request.
+    pub sharing: usize,
+    /// The most requests at one recorded time.
+    pub busiest: usize,
+}
+
+impl Ticks {
+    /// Whether the tick is coarse against a window of `window_ms`: at least a tenth of it.
+    pub fn coarse_for(&self, window_ms: u64) -> bool {
+        self.requests > 0 && (self.tick_us as i128) * 10 >= window_ms as i128 * 1000
+    }
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
 /// One parsed line before rebasing and tie handling.
 struct Raw {
     at: i64,
@@ -213,27 +249,58 @@ impl TraceSpec {
 
     /// Reads the file and returns its arrivals, sorted by time (see [`Rebase`] for where `start` goes).
     pub fn read(&self, start: Micros) -> Result<Vec<Arrival>> {
+        self.parse(&self.read_text()?, start)
+    }
+
+    /// The file's text.
+    fn read_text(&self) -> Result<String> {
         self.validate()?;
         let bytes = std::fs::read(&self.path).map_err(|source| Error::Io { path: self.path.clone(), source })?;
-        let text = String::from_utf8(bytes).map_err(|e| {
+        String::from_utf8(bytes).map_err(|e| {
             let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
             let line = 1 + valid.iter().filter(|&&b| b == b'\n').count();
             self.error(line, "not valid UTF-8")
-        })?;
-        self.parse(&text, start)
+        })
+    }
+
+    /// Reads the file and tells how finely its times are recorded (see [`Ticks`]).
+    pub fn ticks(&self) -> Result<Ticks> {
+        self.parse_ticks(&self.read_text()?)
+    }
+
+    /// [`TraceSpec::ticks`] of trace text, as [`TraceSpec::parse`] reads it.
+    pub fn parse_ticks(&self, text: &str) -> Result<Ticks> {
+        let mut raws = self.parse_raws(text)?;
+        raws.sort_by_key(|r| r.at);
+        let gcd = raws.iter().fold(0u64, |g, r| gcd(g, r.at.unsigned_abs()));
+        let written_us = raws.iter().map(|r| r.res).max().unwrap_or(1);
+        let (mut sharing, mut busiest) = (0, 0);
+        for group in raws.chunk_by(|a, b| a.at == b.at) {
+            if group.len() > 1 {
+                sharing += group.len();
+            }
+            busiest = busiest.max(group.len());
+        }
+        let tick_us = if gcd == 0 { written_us } else { i64::try_from(gcd).unwrap_or(i64::MAX) };
+        Ok(Ticks { requests: raws.len(), tick_us, written_us, sharing, busiest })
+    }
+
+    /// The lines of trace text, in file order, before rebasing and tie handling.
+    fn parse_raws(&self, text: &str) -> Result<Vec<Raw>> {
+        self.validate()?;
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        match self.resolved_format()? {
+            TraceFormat::Csv => self.parse_delimited(text, b','),
+            TraceFormat::Tsv => self.parse_delimited(text, b'\t'),
+            TraceFormat::Jsonl => self.parse_jsonl(text),
+            TraceFormat::Clf => self.parse_clf(text),
+        }
     }
 
     /// Parses trace text as if read from [`TraceSpec::path`] (which names the file in errors and, when
     /// `format` is unset, gives the format).
     pub fn parse(&self, text: &str, start: Micros) -> Result<Vec<Arrival>> {
-        self.validate()?;
-        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        let mut raws = match self.resolved_format()? {
-            TraceFormat::Csv => self.parse_delimited(text, b',')?,
-            TraceFormat::Tsv => self.parse_delimited(text, b'\t')?,
-            TraceFormat::Jsonl => self.parse_jsonl(text)?,
-            TraceFormat::Clf => self.parse_clf(text)?,
-        };
+        let mut raws = self.parse_raws(text)?;
         // Rebase, then place ties, then sort (stable: file order among equal times).
         let shift = match self.rebase {
             Rebase::Absolute => 0,
@@ -1045,6 +1112,25 @@ mod tests {
             let res = if a.key == "f" { 100_000 } else { 1_000_000 };
             assert!(a.at.0 >= base && a.at.0 < base + res, "{a:?}");
         }
+    }
+
+    #[test]
+    fn ticks_tell_how_finely_times_are_recorded() {
+        let line = |s: u32| format!("1.2.3.4 - - [01/Jul/1995:00:00:{s:02} -0400] \"GET / HTTP/1.0\" 200 1\n");
+        let log = [line(1), line(1), line(1), line(3), line(4)].concat();
+        let t = TraceSpec::new("x.log").parse_ticks(&log).unwrap();
+        assert_eq!(t, Ticks { requests: 5, tick_us: 1_000_000, written_us: 1_000_000, sharing: 3, busiest: 3 });
+        assert!(t.coarse_for(1000) && t.coarse_for(10_000) && !t.coarse_for(10_001));
+        // Milliseconds that all fall on whole seconds: written finely, recorded coarsely.
+        let t = spec("t.csv").parse_ticks("time_ms,key\n1704067200000,a\n1704067201000,b\n").unwrap();
+        assert_eq!((t.tick_us, t.written_us, t.sharing, t.busiest), (1_000_000, 1000, 0, 1));
+        // A burst pattern written to the µs (as `attack` saves them) is as fine as its times.
+        let t = spec("t.csv").parse_ticks("time,key\n1704067200.000000,a\n1704067200.000000,a\n1704067201.001000,a\n").unwrap();
+        assert_eq!((t.tick_us, t.written_us, t.sharing), (11_000, 1, 2));
+        assert!(!t.coarse_for(1000));
+        // One instant: its written resolution; nothing at all: never coarse.
+        assert_eq!(spec("t.csv").parse_ticks("time,key\n0,a\n0,b\n").unwrap().tick_us, 1_000_000);
+        assert!(!spec("t.csv").parse_ticks("time,key\n").unwrap().coarse_for(1));
     }
 
     #[test]
