@@ -22,6 +22,8 @@ pub(crate) struct CallCtx {
     pub state: Rc<RunState>,
     /// Scratch space for numbers formatted as arguments (reused, so a call allocates nothing).
     pub numbuf: RefCell<Vec<u8>>,
+    /// Redis's `math.random` stream (shared by every VM of a server, as Redis's is).
+    pub rng: Rc<super::rand48::Rand48>,
 }
 
 /// Most commands have few arguments: up to this many are kept on the stack.
@@ -92,7 +94,8 @@ unsafe fn run_from_stack(l: *mut ffi::lua_State, ctx: &CallCtx, out: &mut LuaSin
     use super::ext::{lua_peekargs, PeekArg};
     let n = ffi::lua_gettop(l) as usize;
     if n == 0 {
-        return Some(Reply::err("ERR Please specify at least one argument for this redis lib call"));
+        lib_error(l, out, b"Please specify at least one argument for this redis lib call");
+        return None;
     }
     // The arguments, described in one pass by C (no conversion, nothing pushed): on the stack for
     // the usual few, on the heap beyond that.
@@ -120,7 +123,10 @@ unsafe fn run_from_stack(l: *mut ffi::lua_State, ctx: &CallCtx, out: &mut LuaSin
                 push_number(&mut numbuf, a.num);
                 a.len = numbuf.len() - before;
             }
-            _ => return Some(Reply::err("ERR Lua redis lib command arguments must be strings or integers")),
+            _ => {
+                lib_error(l, out, b"Lua redis lib command arguments must be strings or integers");
+                return None;
+            }
         }
     }
     let mut at = 0;
@@ -144,6 +150,12 @@ unsafe fn run_from_stack(l: *mut ffi::lua_State, ctx: &CallCtx, out: &mut LuaSin
         let argv: Vec<&[u8]> = args.iter().map(slice_of).collect();
         call_checked(&ctx.core, &ctx.state, &argv, out)
     }
+}
+
+/// An error of the library itself (`luaPushError`: no stats flag), as the call's result.
+unsafe fn lib_error(l: *mut ffi::lua_State, out: &mut LuaSink, msg: &[u8]) {
+    super::helpers::push_error_buff(l, msg);
+    out.failed = true;
 }
 
 unsafe fn push_field(l: *mut ffi::lua_State, field: &std::ffi::CStr, v: &[u8]) {
@@ -170,7 +182,19 @@ pub(crate) unsafe fn push_reply(l: *mut ffi::lua_State, r: &Reply, resp: u8) {
             }
         }
         Reply::Status(s) => push_field(l, c"ok", s.as_bytes()),
-        Reply::Error(s) => push_field(l, c"err", s.as_bytes()),
+        Reply::Error(s) => {
+            // redisProtocolToLuaType_Error: luaPushErrorBuff of "-<text>", flagged as already counted.
+            ffi::lua_pushstring(l, c"-".as_ptr());
+            push_bytes(l, s.as_bytes());
+            ffi::lua_concat(l, 2);
+            let mut len = 0usize;
+            let p = ffi::lua_tolstring(l, -1, &mut len);
+            super::helpers::push_error_buff(l, std::slice::from_raw_parts(p.cast::<u8>(), len));
+            ffi::lua_remove(l, -2);
+            ffi::lua_pushstring(l, c"ignore_error_stats_update".as_ptr());
+            ffi::lua_pushboolean(l, 1);
+            ffi::lua_settable(l, -3);
+        }
         Reply::Array(v) => push_array(l, v, resp),
         Reply::Set(v) if resp == 2 => push_array(l, v, resp),
         // Redis builds these tables with lua_newtable and one key at a time; the layout that gives
@@ -327,14 +351,15 @@ unsafe fn table_to_reply(l: *mut ffi::lua_State, t: c_int, resp: u8, depth: usiz
     };
     // A table with no hash part (what `{a, b, c}` builds) can hold none of the keys below.
     if super::ext::lua_tablenohash(l, t) == 0 {
+        // Both are C strings in Redis: cut at a NUL.
         if raw_field(l, t, c"err") == ffi::LUA_TSTRING {
             let s = string_at(l, -1).unwrap_or_default();
-            return restore(Reply::Error(one_line(&String::from_utf8_lossy(&s))));
+            return restore(Reply::Error(one_line(&String::from_utf8_lossy(super::helpers::cstr(&s)))));
         }
         ffi::lua_settop(l, top);
         if raw_field(l, t, c"ok") == ffi::LUA_TSTRING {
             let s = string_at(l, -1).unwrap_or_default();
-            return restore(Reply::Status(one_line(&String::from_utf8_lossy(&s))));
+            return restore(Reply::Status(one_line(&String::from_utf8_lossy(super::helpers::cstr(&s)))));
         }
         ffi::lua_settop(l, top);
         if raw_field(l, t, c"double") == ffi::LUA_TNUMBER {
@@ -342,7 +367,19 @@ unsafe fn table_to_reply(l: *mut ffi::lua_State, t: c_int, resp: u8, depth: usiz
         }
         ffi::lua_settop(l, top);
         if raw_field(l, t, c"big_number") == ffi::LUA_TSTRING {
-            return restore(Reply::Bulk(string_at(l, -1).unwrap_or_default()));
+            let mut b = string_at(l, -1).unwrap_or_default();
+            for c in b.iter_mut().filter(|c| **c == b'\r' || **c == b'\n') {
+                *c = b' ';
+            }
+            return restore(Reply::Bulk(b));
+        }
+        ffi::lua_settop(l, top);
+        // A verbatim string goes to a RESP2 client as a bulk string of its text.
+        if raw_field(l, t, c"verbatim_string") == ffi::LUA_TTABLE {
+            let v = ffi::lua_gettop(l);
+            if raw_field(l, v, c"format") == ffi::LUA_TSTRING && raw_field(l, v, c"string") == ffi::LUA_TSTRING {
+                return restore(Reply::Bulk(string_at(l, -1).unwrap_or_default()));
+            }
         }
         ffi::lua_settop(l, top);
         if raw_field(l, t, c"map") == ffi::LUA_TTABLE {
@@ -389,18 +426,23 @@ unsafe fn table_to_reply(l: *mut ffi::lua_State, t: c_int, resp: u8, depth: usiz
     restore(Reply::Array(out))
 }
 
-/// The `{err=..., source=..., line=...}` table Redis's error handler builds, read off the stack.
+/// The `{err=..., source=..., line=...}` table Redis's error handler builds, read off the stack
+/// (`luaExtractErrorInformation`: the texts are C strings, cut at a NUL).
+#[derive(Default)]
 pub(crate) struct ScriptFailure {
     pub err: Option<String>,
     pub source: Option<String>,
     pub line: Option<i64>,
     pub is_table: bool,
+    /// Not a table: the error value as a string, if it is one.
+    pub text: Option<Vec<u8>>,
 }
 
 pub(crate) unsafe fn read_failure(l: *mut ffi::lua_State, idx: c_int) -> ScriptFailure {
     let t = if idx < 0 { ffi::lua_gettop(l) + idx + 1 } else { idx };
     if ffi::lua_type(l, t) != ffi::LUA_TTABLE {
-        return ScriptFailure { err: None, source: None, line: None, is_table: false };
+        let text = if ffi::lua_type(l, t) == ffi::LUA_TSTRING { string_at(l, t) } else { None };
+        return ScriptFailure { text, ..Default::default() };
     }
     let top = ffi::lua_gettop(l);
     let text = |l, name| {
@@ -408,7 +450,7 @@ pub(crate) unsafe fn read_failure(l: *mut ffi::lua_State, idx: c_int) -> ScriptF
         let v = if ty == ffi::LUA_TSTRING || ty == ffi::LUA_TNUMBER {
             let mut len = 0usize;
             let p = ffi::lua_tolstring(l, -1, &mut len);
-            Some(String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, len)).into_owned())
+            Some(String::from_utf8_lossy(super::helpers::cstr(std::slice::from_raw_parts(p as *const u8, len))).into_owned())
         } else {
             None
         };
@@ -422,5 +464,5 @@ pub(crate) unsafe fn read_failure(l: *mut ffi::lua_State, idx: c_int) -> ScriptF
         ffi::lua_settop(l, top);
         v
     };
-    ScriptFailure { err, source, line, is_table: true }
+    ScriptFailure { err, source, line, is_table: true, text: None }
 }

@@ -3,6 +3,8 @@
 //! Redis's deterministic `math.random`, expiry frozen while a script runs, and a budget of loop iterations
 //! and calls that stops runaway scripts.
 mod fast;
+mod functions;
+mod helpers;
 pub mod libs;
 mod rand48;
 
@@ -10,7 +12,7 @@ use std::cell::{Cell, RefCell};
 use crate::emulator::fxhash::FxHashMap;
 use std::rc::Rc;
 
-use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
+use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value};
 
 use super::cluster;
 use super::cmd::{self, eq_ic, flags, CommandSpec};
@@ -24,9 +26,6 @@ pub const DEFAULT_BUDGET: u64 = 50_000_000;
 
 /// How often (in loop iterations and calls) the budget hook runs.
 const HOOK_EVERY: u32 = 10_000;
-
-/// The chunk name of limitlab's own Lua helpers; the error handler skips their frames.
-const INTERNAL_CHUNK: &str = "=[limitlab]";
 
 const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 
@@ -42,6 +41,10 @@ pub(crate) struct RunState {
     pub(crate) killed: Cell<bool>,
     /// Cluster mode: the slot the script is bound to (from its declared keys or first key touched).
     pub(crate) slot: Cell<Option<u16>>,
+    /// The function running has the `allow-cross-slot-keys` flag.
+    pub(crate) cross_slot: Cell<bool>,
+    /// FUNCTION LOAD is running a library's code (the budget hook then raises Redis's load timeout).
+    pub(crate) loading: Cell<bool>,
     /// The commands `redis.call` found lately (see [`cmd::LookupCache`]).
     pub(crate) commands: RefCell<cmd::LookupCache>,
 }
@@ -65,6 +68,26 @@ struct Vm {
 
 impl Vm {
     fn new(core: &Rc<RefCell<Core>>, state: &Rc<RunState>, rng: &Rc<rand48::Rand48>) -> mlua::Result<Vm> {
+        Self::build(core, state, rng, None)
+    }
+
+    /// The functions engine's VM: the same, with the globals' two faces (see [`functions`]);
+    /// `load` is the [`functions::LoadCtx`] `redis.register_function` reads.
+    fn new_functions(
+        core: &Rc<RefCell<Core>>,
+        state: &Rc<RunState>,
+        rng: &Rc<rand48::Rand48>,
+        load: *mut std::ffi::c_void,
+    ) -> mlua::Result<Vm> {
+        Self::build(core, state, rng, Some(load))
+    }
+
+    fn build(
+        core: &Rc<RefCell<Core>>,
+        state: &Rc<RunState>,
+        rng: &Rc<rand48::Rand48>,
+        functions_load: Option<*mut std::ffi::c_void>,
+    ) -> mlua::Result<Vm> {
         // SAFETY: the debug library is loaded only to build the error handler, then removed from the
         // globals scripts can see; no script gets access to it.
         let lua = unsafe {
@@ -72,26 +95,40 @@ impl Vm {
         };
         let g = lua.globals();
         libs::register_all(&lua, &g)?;
-        rand48::register(&lua, &g, rng.clone())?;
-        let ctx = Box::new(fast::CallCtx { core: core.clone(), state: state.clone(), numbuf: Default::default() });
+        let ctx = Box::new(fast::CallCtx {
+            core: core.clone(),
+            state: state.clone(),
+            numbuf: Default::default(),
+            rng: rng.clone(),
+        });
+        let ctx_ptr = &*ctx as *const fast::CallCtx as *mut std::ffi::c_void;
         let redis = lua.create_table()?;
-        register_redis_lib(&lua, &redis, &ctx, state)?;
+        register_redis_lib(&lua, &redis, ctx_ptr)?;
         g.raw_set("redis", redis)?;
+        let math: Table = g.raw_get("math")?;
+        math.raw_set("random", c_closure(&lua, helpers::math_random, ctx_ptr)?)?;
+        math.raw_set("randomseed", c_closure(&lua, helpers::math_randomseed, ctx_ptr)?)?;
+        g.raw_set("pcall", c_closure(&lua, helpers::pcall, ctx_ptr)?)?;
         for name in ["print", "dofile", "loadfile", "module", "require", "newproxy", "getfenv", "setfenv"] {
             g.raw_set(name, Value::Nil)?;
         }
         g.raw_set("package", Value::Nil)?;
-        let setup: Function = lua.load(SETUP_LUA).set_name(INTERNAL_CHUNK).into_function()?;
-        let cwrap = lua.create_function(|lua, f: Function| c_wrap(lua, f))?;
-        let handler: Function = setup.call(cwrap)?;
+        // Redis's error handler, loaded while the debug library is still there.
+        let handler: Function = lua.load(ERROR_HANDLER).set_name("@err_handler_def").call(())?;
+        if functions_load.is_none() {
+            // The scripts' VM has it as a global (the functions engine keeps it in its registry).
+            g.raw_set("__redis__err__handler", &handler)?;
+        }
         g.raw_set("debug", Value::Nil)?;
-        // Redis 7.0 marks every table scripts can reach from the globals read-only (the string
-        // metatable too), in its patched Lua; ours has the same patch (vendor/lua-src).
+        // luaSetErrorMetatable: reading a missing global raises (a C function, as in Redis). Then, as
+        // Redis 7.0 does in its patched Lua (ours has the same patch, vendor/lua-src), every table
+        // scripts can reach from the globals is made read-only (the string metatable too).
         // SAFETY: raw API on the main state; leaves the stack as it found it.
         unsafe {
             lua.exec_raw::<()>((), |l| {
                 use mlua::ffi;
                 ffi::lua_pushvalue(l, ffi::LUA_GLOBALSINDEX);
+                set_error_metatable(l);
                 protect_tables(l);
                 ffi::lua_pushstring(l, c"".as_ptr());
                 if ffi::lua_getmetatable(l, -1) != 0 {
@@ -99,28 +136,34 @@ impl Vm {
                     ffi::lua_settop(l, -2);
                 }
                 ffi::lua_settop(l, -3);
+                if let Some(load) = functions_load {
+                    functions::install_globals(l, ctx_ptr, load);
+                }
             })?;
         }
-        let st = state.clone();
-        lua.set_global_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), move |_, _| {
-            let left = st.budget_left.get() - HOOK_EVERY as i64;
-            st.budget_left.set(left);
-            if left <= 0 || st.killed.get() {
-                st.killed.set(true);
-                return Err(mlua::Error::RuntimeError("Script killed".into()));
-            }
-            Ok(VmState::Continue)
-        })?;
-        // A lazier collector than Lua's default (pause 200): scripts allocate many short-lived strings
-        // and tables, and each cycle re-marks the ~50 KB the libraries keep alive. Not much lazier:
-        // the heap between cycles is then about 4x that, ~200 KB, which stays in the CPU caches
-        // even when a million-key keyspace competes for them (pause 1000 cost 12% of wall time on
-        // simulations/zipf_1m.toml for 3% fewer instructions at 100 keys). It changes no
-        // script-visible behaviour but collectgarbage('count').
-        // SAFETY: plain lua_gc calls on the main state.
+        Self::finish(lua, ctx, handler, state)
+    }
+
+    /// What every VM gets last: the budget hook, the collector's pace, the allocator and the fast
+    /// path's registry references.
+    fn finish(lua: Lua, ctx: Box<fast::CallCtx>, handler: Function, state: &Rc<RunState>) -> mlua::Result<Vm> {
+        // SAFETY: raw calls on the main state: a registry entry (the run state, which outlives the VM:
+        // the context holds it) for the hook to find, the hook itself, and the collector's pause.
         unsafe {
+            let st = Rc::as_ptr(state) as *mut std::ffi::c_void;
             lua.exec_raw::<()>((), |l| {
-                mlua::ffi::lua_gc(l, mlua::ffi::LUA_GCSETPAUSE, 400);
+                use mlua::ffi;
+                ffi::lua_pushlightuserdata(l, hook_key());
+                ffi::lua_pushlightuserdata(l, st);
+                ffi::lua_rawset(l, ffi::LUA_REGISTRYINDEX);
+                ffi::lua_sethook(l, Some(budget_hook), ffi::LUA_MASKCOUNT, HOOK_EVERY as std::os::raw::c_int);
+                // A lazier collector than Lua's default (pause 200): scripts allocate many short-lived
+                // strings and tables, and each cycle re-marks the ~50 KB the libraries keep alive. Not
+                // much lazier: the heap between cycles is then about 4x that, ~200 KB, which stays in
+                // the CPU caches even when a million-key keyspace competes for them (pause 1000 cost
+                // 12% of wall time on simulations/zipf_1m.toml for 3% fewer instructions at 100 keys).
+                // It changes no script-visible behaviour but collectgarbage('count').
+                ffi::lua_gc(l, ffi::LUA_GCSETPAUSE, 400);
             })?;
         }
         let (state, handler_ref) = registry_ref(&lua, &handler)?;
@@ -138,7 +181,91 @@ impl Vm {
         let names = unsafe { [ext::lua_fixedstring(state, c"KEYS".as_ptr()), ext::lua_fixedstring(state, c"ARGV".as_ptr())] };
         Ok(Vm { lua, ctx, handler, state, handler_ref, names })
     }
+
+    /// After a kill the hook fires at every chance (count 1); the next script starts with the usual
+    /// pace again.
+    fn rearm_hook(&self) {
+        // SAFETY: sets the hook of the main state, between calls.
+        unsafe {
+            mlua::ffi::lua_sethook(self.state, Some(budget_hook), mlua::ffi::LUA_MASKCOUNT, HOOK_EVERY as std::os::raw::c_int);
+        }
+    }
 }
+
+/// The registry key under which the hook finds the run state (the address of a static).
+fn hook_key() -> *mut std::ffi::c_void {
+    static KEY: u8 = 0;
+    &KEY as *const u8 as *mut std::ffi::c_void
+}
+
+/// The budget hook: every [`HOOK_EVERY`] loop iterations and calls it takes them off the budget;
+/// once the budget is spent the script is killed, and from then on the hook fires and raises at
+/// every chance, so `pcall` cannot keep a killed script alive. During FUNCTION LOAD it raises Redis's
+/// load timeout instead.
+unsafe extern "C-unwind" fn budget_hook(l: *mut mlua::ffi::lua_State, _ar: *mut mlua::ffi::lua_Debug) {
+    use mlua::ffi;
+    ffi::lua_pushlightuserdata(l, hook_key());
+    ffi::lua_rawget(l, ffi::LUA_REGISTRYINDEX);
+    let st = &*(ffi::lua_touserdata(l, -1) as *const RunState);
+    ffi::lua_settop(l, -2);
+    if !st.killed.get() {
+        let left = st.budget_left.get() - HOOK_EVERY as i64;
+        st.budget_left.set(left);
+        if left > 0 {
+            return;
+        }
+        st.killed.set(true);
+        ffi::lua_sethook(l, Some(budget_hook), ffi::LUA_MASKCOUNT, 1);
+    }
+    if st.loading.get() {
+        helpers::push_error_buff(l, b"FUNCTION LOAD timeout");
+    } else {
+        ffi::lua_pushstring(l, c"Script killed".as_ptr());
+    }
+    ffi::lua_error(l);
+}
+
+/// `luaSetErrorMetatable`: gives the table on top of the stack a metatable whose `__index` raises
+/// "Script attempted to access nonexistent global variable".
+unsafe fn set_error_metatable(l: *mut mlua::ffi::lua_State) {
+    use mlua::ffi;
+    ffi::lua_createtable(l, 0, 0);
+    ffi::lua_pushcclosure(l, helpers::protected_table_error, 0);
+    ffi::lua_setfield(l, -2, c"__index".as_ptr());
+    ffi::lua_setmetatable(l, -2);
+}
+
+/// A C closure over the call context.
+fn c_closure(lua: &Lua, f: mlua::ffi::lua_CFunction, ctx: *mut std::ffi::c_void) -> mlua::Result<Function> {
+    // SAFETY: the context outlives the VM (both are owned by `Vm`, the context dropped last).
+    unsafe {
+        lua.exec_raw((), |state| {
+            mlua::ffi::lua_pushlightuserdata(state, ctx);
+            mlua::ffi::lua_pushcclosure(state, f, 1);
+        })
+    }
+}
+
+/// Redis 7.0's error handler (`__redis__err__handler`; the functions engine keeps the same one in its
+/// registry): errors become `{err=..., source=..., line=...}`, reported at the line of the function
+/// that raised them, or of its caller when that is a C function.
+const ERROR_HANDLER: &str = "local dbg = debug
+local error_handler = function (err)
+  local i = dbg.getinfo(2,'nSl')
+  if i and i.what == 'C' then
+    i = dbg.getinfo(3,'nSl')
+  end
+  if type(err) ~= 'table' then
+    err = {err='ERR ' .. tostring(err)}
+  end
+  if i then
+    err['source'] = i.source
+    err['line'] = i.currentline
+  end
+  return err
+end
+return error_handler
+";
 
 /// The Lua allocation function (`lua_Alloc`) over mimalloc: free when the new size is 0, malloc for a
 /// new block, else realloc.
@@ -180,6 +307,8 @@ pub struct Scripting {
     /// Redis's `math.random` stream lives outside the VM: SCRIPT FLUSH rebuilds the VM but not it.
     rng: Rc<rand48::Rand48>,
     budget: u64,
+    /// Redis 7.0 functions: their own VM and libraries (FUNCTION FLUSH and SCRIPT FLUSH are separate).
+    functions: functions::Functions,
 }
 
 impl Scripting {
@@ -191,11 +320,14 @@ impl Scripting {
             budget_left: Cell::new(i64::MAX),
             killed: Cell::new(false),
             slot: Cell::new(None),
+            loading: Cell::new(false),
+            cross_slot: Cell::new(false),
             commands: RefCell::default(),
         });
         let rng = Rc::new(rand48::Rand48::default());
         let vm = Vm::new(&core, &state, &rng)?;
-        Ok(Scripting { core, vm, scripts: FxHashMap::default(), state, rng, budget: DEFAULT_BUDGET })
+        let functions = functions::Functions::new(&core, &state, &rng)?;
+        Ok(Scripting { core, vm, scripts: FxHashMap::default(), state, rng, budget: DEFAULT_BUDGET, functions })
     }
 
     /// SCRIPT FLUSH: forgets every script and, as Redis 7.0 does, starts a fresh VM (so library
@@ -235,6 +367,8 @@ impl Scripting {
                 }
             }
             "script" => self.script_command(a),
+            "function" => self.functions.command(a),
+            "fcall" | "fcall_ro" => self.functions.fcall(&self.core, a, spec.name == "fcall_ro", self.budget),
             _ => cmd::unknown_command(a),
         }
     }
@@ -367,46 +501,73 @@ impl Scripting {
     }
 
     fn run(&self, sha: &str, fref: std::os::raw::c_int, keys: &[&[u8]], argv: &[&[u8]], read_only: bool) -> Reply {
-        let st = &self.state;
-        st.read_only.set(read_only);
-        st.resp.set(2);
-        st.killed.set(false);
-        st.budget_left.set(self.budget.min(i64::MAX as u64) as i64);
-        st.slot.set(if self.core.borrow().cluster {
-            cluster::common_slot(keys.iter().copied()).ok().flatten()
-        } else {
-            None
-        });
-        // Keys cannot expire while the script runs: judge expiry at the script's start.
-        {
-            let mut core = self.core.borrow_mut();
-            let now = core.now_ms();
-            core.frozen_ms = Some(now);
-        }
-        let l = self.vm.state;
-        // SAFETY: runs on the main state between mlua calls and leaves its stack as it found it. As in
-        // Redis (luaCallFunction), the script runs under lua_pcall with the error handler as the message
-        // handler: a failure leaves the handler's {err, source, line} table (or, should the handler
-        // itself fail, Lua's message) on the stack.
-        let outcome = unsafe {
-            use mlua::ffi;
-            let top = ffi::lua_gettop(l);
-            ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, self.vm.handler_ref);
-            ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, fref);
-            fast::set_string_array(l, self.vm.names[0], keys);
-            fast::set_string_array(l, self.vm.names[1], argv);
-            let r = if ffi::lua_pcall(l, 0, 1, top + 1) == 0 {
-                Ok(fast::to_reply(l, -1, st.resp.get(), 0))
-            } else {
-                Err(fast::read_failure(l, -1))
-            };
-            ffi::lua_settop(l, top);
-            r
-        };
-        self.core.borrow_mut().frozen_ms = None;
-        let killed = st.killed.replace(false);
-        outcome.unwrap_or_else(|fail| script_error(sha, fail, killed, self.budget))
+        run_function(&self.vm, &self.core, &self.state, self.budget, sha, fref, keys, argv, read_only, true)
     }
+}
+
+/// Runs a compiled script (`eval`: KEYS and ARGV are globals, no arguments) or a library's
+/// function (its keys and args as two array arguments), as Redis's `luaCallFunction` does; `name`
+/// is what error replies call it (the script's SHA or the function's name).
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn run_function(
+    vm: &Vm,
+    core: &Rc<RefCell<Core>>,
+    st: &RunState,
+    budget: u64,
+    name: &str,
+    fref: std::os::raw::c_int,
+    keys: &[&[u8]],
+    argv: &[&[u8]],
+    read_only: bool,
+    eval: bool,
+) -> Reply {
+    st.read_only.set(read_only);
+    st.resp.set(2);
+    st.killed.set(false);
+    st.budget_left.set(budget.min(i64::MAX as u64) as i64);
+    st.slot.set(if core.borrow().cluster { cluster::common_slot(keys.iter().copied()).ok().flatten() } else { None });
+    // Keys cannot expire while the script runs: judge expiry at the script's start.
+    {
+        let mut core = core.borrow_mut();
+        let now = core.now_ms();
+        core.frozen_ms = Some(now);
+    }
+    let l = vm.state;
+    // SAFETY: runs on the main state between mlua calls and leaves its stack as it found it. As in
+    // Redis (luaCallFunction), the script runs under lua_pcall with the error handler as the message
+    // handler: a failure leaves the handler's {err, source, line} table (or, should the handler
+    // itself fail, Lua's message) on the stack.
+    let outcome = unsafe {
+        use mlua::ffi;
+        let top = ffi::lua_gettop(l);
+        ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, vm.handler_ref);
+        ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, fref);
+        let nargs = if eval {
+            fast::set_string_array(l, vm.names[0], keys);
+            fast::set_string_array(l, vm.names[1], argv);
+            0
+        } else {
+            functions::push_array(l, keys);
+            functions::push_array(l, argv);
+            2
+        };
+        let r = if ffi::lua_pcall(l, nargs, 1, top + 1) == 0 {
+            Ok(fast::to_reply(l, -1, st.resp.get(), 0))
+        } else {
+            Err(fast::read_failure(l, -1))
+        };
+        ffi::lua_settop(l, top);
+        r
+    };
+    core.borrow_mut().frozen_ms = None;
+    if st.killed.replace(false) {
+        // Killed, whether or not the script caught the kill and went on to finish.
+        vm.rearm_hook();
+        let fail = outcome.err().unwrap_or_default();
+        return script_error(name, fail, true, budget);
+    }
+    outcome.unwrap_or_else(|fail| script_error(name, fail, false, budget))
 }
 
 /// A compiled script and the flags of its shebang line, if it has one.
@@ -461,8 +622,11 @@ impl Shebang {
 
 /// Formats a script's runtime error as Redis 7.0 does: `<err> script: <sha>, on <source>:<line>.`
 fn script_error(sha: &str, fail: fast::ScriptFailure, killed: bool, budget: u64) -> Reply {
-    if !fail.is_table {
-        return Reply::Error(format!("ERR Error running script {sha}, execution failure"));
+    if !fail.is_table && !killed {
+        // The error handler itself failed: Redis prints Lua's message, `%.100s`.
+        let msg = fail.text.as_deref().unwrap_or(b"execution failure");
+        let msg = String::from_utf8_lossy(&helpers::cstr(msg)[..helpers::cstr(msg).len().min(100)]).into_owned();
+        return Reply::Error(one_line(&format!("ERR Error running script {sha}, {msg}")));
     }
     let (err, source, line) = (fail.err, fail.source, fail.line);
     let msg = if killed {
@@ -504,60 +668,39 @@ pub fn sha1_hex(body: &[u8]) -> String {
     sha1_smol::Sha1::from(body).digest().to_string()
 }
 
-/// Installs `redis.*` (the Rust halves; the Lua halves are in [`SETUP_LUA`]).
-fn register_redis_lib(lua: &Lua, redis: &Table, ctx: &fast::CallCtx, st: &Rc<RunState>) -> mlua::Result<()> {
-    // redis.call and redis.pcall are C closures over the call context (see `fast`).
-    let ctx_ptr = ctx as *const fast::CallCtx as *mut std::ffi::c_void;
-    for (name, f) in [("call", fast::redis_call_c as mlua::ffi::lua_CFunction), ("pcall", fast::redis_pcall_c)] {
-        // SAFETY: the context outlives the VM (both are owned by `Vm`, the context dropped last).
-        let func: Function = unsafe {
-            lua.exec_raw((), |state| {
-                mlua::ffi::lua_pushlightuserdata(state, ctx_ptr);
-                mlua::ffi::lua_pushcclosure(state, f, 1);
-            })?
-        };
-        redis.raw_set(name, func)?;
+/// Installs `redis.*`: C closures over the call context, and Redis's constants.
+fn register_redis_lib(lua: &Lua, redis: &Table, ctx: *mut std::ffi::c_void) -> mlua::Result<()> {
+    type F = mlua::ffi::lua_CFunction;
+    let fns: [(&str, F); 12] = [
+        ("call", fast::redis_call_c),
+        ("pcall", fast::redis_pcall_c),
+        ("log", helpers::log),
+        ("set_repl", helpers::set_repl),
+        ("setresp", helpers::setresp),
+        ("sha1hex", helpers::sha1hex),
+        ("error_reply", helpers::error_reply),
+        ("status_reply", helpers::status_reply),
+        ("acl_check_cmd", helpers::acl_check_cmd),
+        ("breakpoint", helpers::breakpoint),
+        ("debug", helpers::debug),
+        ("replicate_commands", helpers::replicate_commands),
+    ];
+    for (name, f) in fns {
+        redis.raw_set(name, c_closure(lua, f, ctx)?)?;
     }
-    redis.raw_set(
-        "__known",
-        lua.create_function(|_, name: mlua::LuaString| Ok(cmd::lookup(&name.as_bytes()).is_some()))?,
-    )?;
-    let s = st.clone();
-    redis.raw_set("__killed", lua.create_function(move |_, ()| Ok(s.killed.get()))?)?;
-    redis.raw_set(
-        "sha1hex",
-        lua.create_function(|lua, args: MultiValue| {
-            if args.len() != 1 {
-                return Err(mlua::Error::RuntimeError("wrong number of arguments".into()));
-            }
-            let bytes: Vec<u8> = match &args[0] {
-                Value::String(s) => s.as_bytes().to_vec(),
-                Value::Number(n) => crate::emulator::reply::fmt_g(*n, 14).into_bytes(),
-                Value::Integer(i) => crate::emulator::reply::fmt_g(*i as f64, 14).into_bytes(),
-                _ => Vec::new(),
-            };
-            lua.create_string(sha1_hex(&bytes))
-        })?,
-    )?;
-    let s = st.clone();
-    redis.raw_set(
-        "setresp",
-        lua.create_function(move |_, args: MultiValue| {
-            if args.len() != 1 {
-                return Err(mlua::Error::RuntimeError("redis.setresp() requires one argument.".into()));
-            }
-            let v = match &args[0] {
-                Value::Number(n) => *n as i64,
-                Value::Integer(i) => *i,
-                _ => 0,
-            };
-            if v != 2 && v != 3 {
-                return Err(mlua::Error::RuntimeError("RESP version must be 2 or 3.".into()));
-            }
-            s.resp.set(v as u8);
-            Ok(())
-        })?,
-    )?;
+    register_constants(redis)
+}
+
+/// `redis.LOG_*`, `redis.REPL_*` and the version.
+fn register_constants(redis: &Table) -> mlua::Result<()> {
+    for (name, v) in [("LOG_DEBUG", 0), ("LOG_VERBOSE", 1), ("LOG_NOTICE", 2), ("LOG_WARNING", 3)] {
+        redis.raw_set(name, v)?;
+    }
+    for (name, v) in [("REPL_NONE", 0), ("REPL_AOF", 1), ("REPL_SLAVE", 2), ("REPL_REPLICA", 2), ("REPL_ALL", 3)] {
+        redis.raw_set(name, v)?;
+    }
+    redis.raw_set("REDIS_VERSION", "7.0.15")?;
+    redis.raw_set("REDIS_VERSION_NUM", 0x0007000f)?;
     Ok(())
 }
 
@@ -620,24 +763,6 @@ pub(crate) mod ext {
     }
 }
 
-/// Calls its upvalue (a Lua function) with its arguments. Helpers written in Lua are wrapped in it so
-/// that they run under a C frame, as Redis's C helpers do: a script's `return redis.log(...)` then keeps
-/// its frame (no tail call), and errors raised at level 2 carry no position, like `luaL_error` from C.
-unsafe extern "C-unwind" fn trampoline_c(l: *mut mlua::ffi::lua_State) -> std::os::raw::c_int {
-    use mlua::ffi;
-    let n = ffi::lua_gettop(l);
-    ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
-    ffi::lua_insert(l, 1);
-    ffi::lua_call(l, n, ffi::LUA_MULTRET);
-    ffi::lua_gettop(l)
-}
-
-/// Wraps a Lua function in [`trampoline_c`].
-fn c_wrap(lua: &Lua, f: Function) -> mlua::Result<Function> {
-    // SAFETY: pushes one C closure over the function exec_raw placed on the stack.
-    unsafe { lua.exec_raw(f, |state| mlua::ffi::lua_pushcclosure(state, trampoline_c, 1)) }
-}
-
 /// `redis.call`/`redis.pcall` after argument conversion: applies the scripting rules (unknown command,
 /// arity, commands scripts may not call, writes in read-only scripts, cluster slots), then runs it.
 /// A command with a direct form ([`cmd::Direct`]) writes its reply into `out` and None is returned;
@@ -647,6 +772,26 @@ pub(crate) fn call_checked(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8
         return Some(Reply::err("ERR Unknown Redis command called from script"));
     };
     let spec = found.spec;
+    // Every command with subcommands has arity -2; with a subcommand given, the subcommand is what
+    // Redis looks up and checks (`lookupCommand`).
+    if spec.arity == -2 && argv.len() >= 2 {
+        if let Some(subs) = subcommands(spec.name) {
+            let Some(sub) = subs.iter().find(|s| argv[1].eq_ignore_ascii_case(s.name.as_bytes())) else {
+                return Some(Reply::err("ERR Unknown Redis command called from script"));
+            };
+            let argc = argv.len() as i32;
+            if (sub.arity >= 0 && argc != sub.arity) || argc < sub.arity.abs() {
+                return Some(Reply::err("ERR Wrong number of args calling Redis command from script"));
+            }
+            if sub.noscript {
+                return Some(Reply::err("ERR This Redis command is not allowed from script"));
+            }
+            if spec.has(flags::SCRIPTING) {
+                // SCRIPT HELP and FUNCTION HELP, the only ones a script may call.
+                return Some(help_reply(spec.name));
+            }
+        }
+    }
     if !spec.arity_ok(argv.len()) {
         return Some(Reply::err("ERR Wrong number of args calling Redis command from script"));
     }
@@ -663,7 +808,7 @@ pub(crate) fn call_checked(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8
             Err(()) => return Some(Reply::err("ERR Script attempted to access a non local key in a cluster node")),
             Ok(Some(slot)) => match st.slot.get() {
                 None => st.slot.set(Some(slot)),
-                Some(s) if s != slot => {
+                Some(s) if s != slot && !st.cross_slot.get() => {
                     return Some(Reply::err("ERR Script attempted to access keys that do not hash to the same slot"))
                 }
                 _ => {}
@@ -681,6 +826,64 @@ pub(crate) fn call_checked(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8
     };
     core.resp3 = false;
     reply
+}
+
+/// A subcommand of a command that has them (Redis 7.0's `<command>|<subcommand>` entries): its
+/// arity (counting the command and the subcommand) and whether scripts may call it.
+pub(crate) struct Sub {
+    pub name: &'static str,
+    pub arity: i32,
+    pub noscript: bool,
+}
+
+const fn sub(name: &'static str, arity: i32, noscript: bool) -> Sub {
+    Sub { name, arity, noscript }
+}
+
+/// The subcommands of the emulated commands that have them, as Redis 7.0.15 lists them.
+pub(crate) fn subcommands(command: &str) -> Option<&'static [Sub]> {
+    static SCRIPT: [Sub; 6] = [
+        sub("debug", 3, true),
+        sub("exists", -3, true),
+        sub("flush", -2, true),
+        sub("help", 2, false),
+        sub("kill", 2, true),
+        sub("load", 3, true),
+    ];
+    static FUNCTION: [Sub; 9] = [
+        sub("delete", 3, true),
+        sub("dump", 2, true),
+        sub("flush", -2, true),
+        sub("help", 2, false),
+        sub("kill", 2, true),
+        sub("list", -2, true),
+        sub("load", -3, true),
+        sub("restore", -3, true),
+        sub("stats", 2, true),
+    ];
+    static OBJECT: [Sub; 5] =
+        [sub("encoding", 3, false), sub("freq", 3, false), sub("help", 2, false), sub("idletime", 3, false), sub("refcount", 3, false)];
+    static MEMORY: [Sub; 6] = [
+        sub("doctor", 2, false),
+        sub("help", 2, false),
+        sub("malloc-stats", 2, false),
+        sub("purge", 2, false),
+        sub("stats", 2, false),
+        sub("usage", -3, false),
+    ];
+    match command {
+        "script" => Some(&SCRIPT),
+        "function" => Some(&FUNCTION),
+        "object" => Some(&OBJECT),
+        "memory" => Some(&MEMORY),
+        _ => None,
+    }
+}
+
+/// SCRIPT HELP or FUNCTION HELP.
+fn help_reply(command: &str) -> Reply {
+    let lines = if command == "function" { functions::HELP } else { SCRIPT_HELP };
+    Reply::Array(lines.iter().map(|l| Reply::Status((*l).into())).collect())
 }
 
 static SCRIPT_HELP: &[&str] = &[
@@ -703,181 +906,6 @@ static SCRIPT_HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
-/// The Lua half of the sandbox, run once at start-up with the debug library still present. It returns
-/// Redis's error handler, the message handler every script runs under.
-const SETUP_LUA: &str = r#"
-local cwrap = ...
-local G = _G
-local getinfo = debug.getinfo
-local type, tostring, rawset, error, select, xpcall = type, tostring, rawset, error, select, xpcall
-local lua_pcall, setmetatable = pcall, setmetatable
-local INTERNAL = '=[limitlab]'
-local redis = G.redis
-
--- Errors raised by Rust callbacks arrive as userdata; scripts must see plain strings, as from C.
-local function plain(e)
-  if type(e) == 'userdata' then
-    local s = tostring(e)
-    s = s:gsub('^runtime error: ', '')
-    local cut = s:find('\nstack traceback:', 1, true)
-    if cut then s = s:sub(1, cut - 1) end
-    return s
-  end
-  return e
-end
-
--- Redis 7.0's __redis__err__handler: errors become {err=..., source=..., line=...}, reported at the line
--- of the script that raised them (skipping C frames and limitlab's own helpers).
-local function handler(err)
-  local lvl = 2
-  local i = getinfo(lvl, 'Sl')
-  while i and (i.what == 'C' or i.source == INTERNAL) do
-    lvl = lvl + 1
-    i = getinfo(lvl, 'Sl')
-  end
-  err = plain(err)
-  if type(err) ~= 'table' then
-    err = {err = 'ERR ' .. tostring(err)}
-  end
-  if i then
-    err['source'] = i.source
-    err['line'] = i.currentline
-  end
-  return err
-end
-
--- redis.call itself is a C function (see `redis_call_c`), so a script's `return redis.call(...)` keeps
--- its frame, and errors are reported at the script's line as in Redis.
-
--- luaPushErrorBuff: "-CODE msg" keeps its code; a message without a space gets ERR.
-local function error_table(s)
-  local code, msg
-  if s:sub(1, 1) == '-' then
-    local sp = s:find(' ', 1, true)
-    if sp then code, msg = s:sub(2, sp - 1), s:sub(sp + 1) else code, msg = 'ERR', s:sub(2) end
-  else
-    code, msg = 'ERR', s
-  end
-  msg = msg:gsub('^[\r\n]+', ''):gsub('[\r\n]+$', '')
-  return {err = code .. ' ' .. msg}
-end
--- With bad arguments these return (not raise) an error table, as Redis's C versions do.
-redis.error_reply = function(...)
-  if select('#', ...) ~= 1 or type((...)) ~= 'string' then return error_table('wrong number or type of arguments') end
-  local s = ...
-  if s:sub(1, 1) ~= '-' then s = '-' .. s end
-  return error_table(s)
-end
-redis.status_reply = function(...)
-  if select('#', ...) ~= 1 or type((...)) ~= 'string' then return error_table('wrong number or type of arguments') end
-  return {ok = (...)}
-end
-redis.log = cwrap(function(...)
-  local n = select('#', ...)
-  if n < 2 then error('redis.log() requires two arguments or more.', 2) end
-  if type((...)) ~= 'number' then error('First argument must be a number (log level).', 2) end
-  local level = ...
-  if level < 0 or level > 3 then error('Invalid debug level.', 2) end
-end)
-redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
-redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
-redis.set_repl = cwrap(function(...)
-  -- (Redis 7.0's own text says "two" although it wants one.)
-  if select('#', ...) ~= 1 then error('redis.set_repl() requires two arguments.', 2) end
-  local f = tonumber((...)) or 0
-  if f < 0 or f > 3 or f % 1 ~= 0 then error('Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.', 2) end
-end)
-redis.replicate_commands = function() return true end
-
--- Redis's math.random over its lrand48 stream. The draw comes first, as in C, so a failing call still
--- advances the stream; argument errors carry the script's position, like luaL_argerror.
-local rand_next, rand_seed, floor, math_lib = math.__next, math.__seed, math.floor, math
-rawset(math_lib, '__next', nil)
-rawset(math_lib, '__seed', nil)
-local function checkint(fname, n, count, v)
-  local x = tonumber(v)
-  if x == nil then
-    local got = n > count and 'no value' or type(v)
-    error(("bad argument #%d to '%s' (number expected, got %s)"):format(n, fname, got), 3)
-  end
-  if x >= 0 then return floor(x) else return -floor(-x) end
-end
-math_lib.random = cwrap(function(...)
-  local r = rand_next()
-  local n = select('#', ...)
-  if n == 0 then return r end
-  if n == 1 then
-    local u = checkint('random', 1, n, (...))
-    if u < 1 then error("bad argument #1 to 'random' (interval is empty)", 3) end
-    return floor(r * u) + 1
-  end
-  if n == 2 then
-    local a, b = ...
-    local l = checkint('random', 1, n, a)
-    local u = checkint('random', 2, n, b)
-    if l > u then error("bad argument #2 to 'random' (interval is empty)", 3) end
-    return floor(r * (u - l + 1)) + l
-  end
-  error('wrong number of arguments', 3)
-end)
-math_lib.randomseed = cwrap(function(...)
-  rand_seed(checkint('randomseed', 1, select('#', ...), (...)))
-end)
-local known = redis.__known
-rawset(redis, '__known', nil)
--- The emulator has one user allowed everything: only unknown commands are refused.
-redis.acl_check_cmd = cwrap(function(...)
-  if select('#', ...) < 1 then error('Please specify at least one argument for this redis lib call', 2) end
-  if not known((...)) then error('Invalid command passed to redis.acl_check_cmd()', 2) end
-  return true
-end)
-redis.breakpoint = function() return false end
-redis.debug = function() end
-redis.REDIS_VERSION = '7.0.15'
-redis.REDIS_VERSION_NUM = 0x0007000f
-
--- Redis 7.0's pcall: an error table with an `err` string is returned as that string.
-local killed = redis.__killed
-rawset(redis, '__killed', nil)
-local function fix_pcall(ok, ...)
-  if ok then return ok, ... end
-  if killed() then error((...), 0) end
-  local e = plain((...))
-  if type(e) == 'table' then
-    local s = e.err
-    if type(s) == 'string' or type(s) == 'number' then e = s end
-  end
-  return false, e
-end
-G.pcall = function(f, ...)
-  return fix_pcall(lua_pcall(f, ...))
-end
--- A killed script must not survive by catching the kill in xpcall either.
-G.xpcall = function(f, h)
-  return xpcall(f, function(e)
-    if killed() then return e end
-    return h(e)
-  end)
-end
-local function recheck(ok, ...)
-  if not ok and killed() then error((...), 0) end
-  return ok, ...
-end
-local xpcall_user = G.xpcall
-G.xpcall = function(f, h) return recheck(xpcall_user(f, h)) end
-local co_resume = coroutine.resume
-coroutine.resume = function(co, ...) return recheck(co_resume(co, ...)) end
-
--- Reads of missing globals fail (the globals and everything reachable from them are made read-only
--- after this chunk has run, by the Rust side).
-setmetatable(G, {__index = function(_, k)
-  error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
-end})
-G.__redis__err__handler = handler
-
-return handler
-"#;
-
 /// The scripting commands run here, not in [`Core`]; these entries give them names, arity and flags.
 pub static COMMANDS: &[CommandSpec] = &[
     scripting_spec("eval", -3),
@@ -885,6 +913,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     scripting_spec("eval_ro", -3),
     scripting_spec("evalsha_ro", -3),
     scripting_spec("script", -2),
+    scripting_spec("function", -2),
+    scripting_spec("fcall", -3),
+    scripting_spec("fcall_ro", -3),
 ];
 
 const fn scripting_spec(name: &'static str, arity: i32) -> CommandSpec {
