@@ -15,11 +15,13 @@
 //!   follows Redis's growth and shrink rules exactly, and while Redis is rehashing (both tables
 //!   count) the model advances the rehash by the expected buckets per step, as hash order is seeded
 //!   at random on a real server.
+//! - Tracked: strings written in place by APPEND/SETRANGE keep their sds allocation (the `alloc`
+//!   field, as the Vec's capacity): it grows only when a write does not fit, by `sdsMakeRoomFor`'s
+//!   rule, and keeps jemalloc's spare room.
 //! - Approximate: hashtable-encoded hashes and sets (their table is taken as settled, with no rehash
 //!   in progress and no shrink history); lists (nodes packed from the head as RPUSH packs them);
-//!   strings grown by APPEND/SETRANGE (taken as right after a growing append, which doubles the
-//!   allocation); strings of 32 KB and more sent by a client rather than a script, which Redis keeps
-//!   in the query buffer's allocation, 2 bytes longer.
+//!   strings of 32 KB and more sent by a client rather than a script, which Redis keeps in the query
+//!   buffer's allocation, 2 bytes longer.
 use std::cell::Cell;
 
 use super::keyspace::{parse_canonical_i64, Entry, Hash, RStr, SetValue, Value, ZSet};
@@ -93,15 +95,53 @@ pub fn sds_alloc(len: usize) -> usize {
     jemalloc_usable(sds_header(len) + len + 1)
 }
 
-/// The allocation `sdsMakeRoomFor` leaves after growing a string to `len` bytes (APPEND,
-/// SETRANGE): doubled below 1 MB, plus 1 MB above; type 5 is never used for a growable string.
-fn sds_grown_alloc(len: usize) -> usize {
-    let cap = if len < SDS_MAX_PREALLOC { len * 2 } else { len + SDS_MAX_PREALLOC };
-    let header = match sds_header(cap) {
-        1 => 3,
-        h => h,
-    };
-    jemalloc_usable(header + cap + 1)
+/// The header of a growable sds whose `alloc` field is `alloc` (types 8, 16, 32, 64: never 5,
+/// which cannot remember spare room).
+fn grown_header(alloc: usize) -> usize {
+    match alloc {
+        0..=255 => 3,
+        256..=65_535 => 5,
+        _ if (alloc as u64) < (1u64 << 32) => 9,
+        _ => 17,
+    }
+}
+
+/// The largest `alloc` an sds type can record (`sdsTypeMaxSize`).
+fn type_max(header: usize) -> usize {
+    match header {
+        3 => 255,
+        5 => 65_535,
+        9 => u32::MAX as usize,
+        _ => usize::MAX,
+    }
+}
+
+/// The `alloc` field (room for the string, header and NUL excluded) of an sds made at its exact
+/// length by `sdsnewlen` (jemalloc's spare room included, as `s_malloc_usable` reports it), or None
+/// for a type-5 string (under 32 bytes), which has no room to spare.
+pub fn sds_new_room(len: usize) -> Option<usize> {
+    let header = sds_header(len);
+    if header == 1 {
+        return None;
+    }
+    Some((jemalloc_usable(header + len + 1) - header - 1).min(type_max(header)))
+}
+
+/// `sdsMakeRoomFor` (greedy): the new `alloc` for a string of `alloc` room to hold `newlen` bytes,
+/// or None when it already fits: doubled below 1 MB, plus 1 MB above, then the allocator's usable
+/// size.
+pub fn sds_make_room(alloc: usize, newlen: usize) -> Option<usize> {
+    if newlen <= alloc {
+        return None;
+    }
+    let want = if newlen < SDS_MAX_PREALLOC { newlen * 2 } else { newlen + SDS_MAX_PREALLOC };
+    let header = grown_header(want);
+    Some((jemalloc_usable(header + want + 1) - header - 1).min(type_max(header)))
+}
+
+/// The allocation behind a grown string whose `alloc` field is `alloc`.
+fn sds_grown_alloc(alloc: usize) -> usize {
+    jemalloc_usable(grown_header(alloc) + alloc + 1)
 }
 
 /// Bytes of a listpack entry's back-length field for an entry of `l` bytes.
@@ -368,7 +408,8 @@ fn string_usage(s: &RStr) -> usize {
         // The robj and an sdshdr8 string in one allocation.
         RStr::Raw(b) if b.len() <= EMBSTR_MAX => jemalloc_usable(ROBJ + 3 + b.len() + 1),
         RStr::Raw(b) | RStr::Exact(b) => ROBJ + sds_alloc(b.len()),
-        RStr::Grown(b) => ROBJ + sds_grown_alloc(b.len()),
+        // A grown string's Vec capacity is its sds `alloc` (cmd/strings.rs keeps it so).
+        RStr::Grown(b) => ROBJ + sds_grown_alloc(b.capacity()),
     }
 }
 

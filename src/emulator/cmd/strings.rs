@@ -293,19 +293,67 @@ fn msetnx(core: &mut Core, a: &[&[u8]]) -> Reply {
     Reply::Int(1)
 }
 
-/// Takes a string value out as raw bytes (Redis's `dbUnshareStringValue`: APPEND and SETRANGE always
-/// leave a raw string, even when it looks like an integer).
-fn make_raw(s: &mut RStr) -> &mut Vec<u8> {
-    let bytes = match s {
-        RStr::Grown(v) => return v,
-        RStr::Raw(v) | RStr::Exact(v) => std::mem::take(v),
-        RStr::Int(i) => i.to_string().into_bytes(),
+/// Makes room in a string value for `newlen` bytes and returns its bytes, as Redis's
+/// `dbUnshareStringValue` + `sdsMakeRoomFor` do for APPEND and SETRANGE: an integer or embstr is
+/// first copied into an sds of its exact length (`sdsnewlen`, keeping jemalloc's spare room beyond
+/// 31 bytes), a raw string keeps its sds (trimmed when SET left over a tenth of it spare); then the
+/// sds grows only when `newlen` does not fit, greedily. A string left with spare room becomes
+/// `Grown`, whose Vec capacity is its sds `alloc` (the memory model reads it).
+fn make_room(s: &mut RStr, newlen: usize) -> &mut Vec<u8> {
+    use crate::emulator::memory::{sds_make_room, sds_new_room};
+    const EMBSTR_MAX: usize = 44;
+    let (bytes, alloc) = match std::mem::replace(s, RStr::Int(0)) {
+        RStr::Grown(v) => {
+            let alloc = v.capacity();
+            (v, Some(alloc))
+        }
+        RStr::Int(i) => {
+            let v = i.to_string().into_bytes();
+            let alloc = sds_new_room(v.len());
+            (v, alloc)
+        }
+        RStr::Raw(v) if v.len() <= EMBSTR_MAX => {
+            let alloc = sds_new_room(v.len());
+            (v, alloc)
+        }
+        RStr::Raw(v) => {
+            // trimStringObjectIfNeeded: over a tenth spare, the sds is shrunk to its length.
+            let room = sds_new_room(v.len()).unwrap_or(v.len());
+            let alloc = if room - v.len() > v.len() / 10 { v.len() } else { room };
+            (v, Some(alloc))
+        }
+        RStr::Exact(v) => {
+            let alloc = sds_new_room(v.len());
+            (v, alloc)
+        }
     };
-    *s = RStr::Grown(bytes);
+    let current = alloc.unwrap_or(bytes.len());
+    let new_alloc = sds_make_room(current, newlen);
+    *s = match (alloc, new_alloc) {
+        // A type-5 sds that needs no room stays exactly sized.
+        (None, None) => RStr::Exact(bytes),
+        (Some(a), None) | (_, Some(a)) => RStr::Grown(with_capacity(bytes, a)),
+    };
     match s {
-        RStr::Grown(v) => v,
-        RStr::Int(_) | RStr::Raw(_) | RStr::Exact(_) => unreachable!("converted to Grown above"),
+        RStr::Grown(v) | RStr::Exact(v) => v,
+        RStr::Int(_) | RStr::Raw(_) => unreachable!("set above"),
     }
+}
+
+/// `v` with a capacity of exactly `cap` (at least its length).
+fn with_capacity(mut v: Vec<u8>, cap: usize) -> Vec<u8> {
+    if v.capacity() == cap {
+        return v;
+    }
+    if v.capacity() > cap {
+        v.shrink_to(cap);
+        if v.capacity() == cap {
+            return v;
+        }
+    }
+    let mut w = Vec::with_capacity(cap);
+    w.extend_from_slice(&v);
+    w
 }
 
 /// The bytes of a string value; integers are printed into `buf` (no allocation for the others).
@@ -346,7 +394,8 @@ fn append(core: &mut Core, a: &[&[u8]]) -> Reply {
             if (s.len() as u64).saturating_add(tail.len() as u64) > PROTO_MAX_BULK_LEN {
                 return Reply::err(TOO_BIG);
             }
-            let v = make_raw(s);
+            let newlen = s.len() + tail.len();
+            let v = make_room(s, newlen);
             v.extend_from_slice(tail);
             Reply::Int(v.len() as i64)
         }
@@ -424,7 +473,8 @@ fn setrange(core: &mut Core, a: &[&[u8]]) -> Reply {
             if total > PROTO_MAX_BULK_LEN {
                 return Reply::err(TOO_BIG);
             }
-            let v = make_raw(s);
+            let newlen = (total as usize).max(s.len());
+            let v = make_room(s, newlen);
             if v.len() < total as usize {
                 v.resize(total as usize, 0);
             }

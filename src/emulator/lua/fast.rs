@@ -62,6 +62,25 @@ struct LuaSink {
 }
 
 impl ReplySink for LuaSink {
+    /// `redisProtocolToLuaType_VerbatimString`.
+    fn verbatim(&mut self, format: &[u8], text: &[u8]) {
+        let l = self.l;
+        self.failed = false;
+        // SAFETY: the C function's frame; four slots are checked for.
+        unsafe {
+            ffi::luaL_checkstack(l, 5, c"reply too deep".as_ptr());
+            ffi::lua_createtable(l, 0, 0);
+            ffi::lua_pushstring(l, c"verbatim_string".as_ptr());
+            ffi::lua_createtable(l, 0, 0);
+            ffi::lua_pushstring(l, c"string".as_ptr());
+            push_bytes(l, text);
+            ffi::lua_settable(l, -3);
+            ffi::lua_pushstring(l, c"format".as_ptr());
+            push_bytes(l, format);
+            ffi::lua_settable(l, -3);
+            ffi::lua_settable(l, -3);
+        }
+    }
     fn reply(&mut self, r: Reply) {
         self.failed = r.is_error();
         // SAFETY: the C function's frame, with the arguments below.

@@ -151,7 +151,7 @@ pub(crate) fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
     let mut i = 0;
     let n = line.len();
     loop {
-        while i < n && line[i].is_ascii_whitespace() {
+        while i < n && is_space(line[i]) {
             i += 1;
         }
         if i >= n {
@@ -181,7 +181,7 @@ pub(crate) fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
                         });
                     }
                     Some(b'"') => {
-                        if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                        if i + 1 < n && !is_space(line[i + 1]) {
                             return None;
                         }
                         done = true;
@@ -196,7 +196,7 @@ pub(crate) fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
                         cur.push(b'\'');
                     }
                     Some(b'\'') => {
-                        if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                        if i + 1 < n && !is_space(line[i + 1]) {
                             return None;
                         }
                         done = true;
@@ -217,6 +217,11 @@ pub(crate) fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
         }
         out.push(cur);
     }
+}
+
+/// C's `isspace`.
+fn is_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
 }
 
 /// `functionsVerifyName`: letters, digits and underscores, at least one.

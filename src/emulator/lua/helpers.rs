@@ -84,10 +84,9 @@ pub(crate) unsafe extern "C-unwind" fn pcall(l: *mut ffi::lua_State) -> c_int {
         ffi::lua_remove(l, 1);
         if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
             ffi::lua_getfield(l, -1, c"err".as_ptr());
+            // (7.0.15 leaves a non-string `err` on the stack: it is returned too.)
             if ffi::lua_isstring(l, -1) != 0 {
                 ffi::lua_replace(l, -2);
-            } else {
-                ffi::lua_settop(l, -2);
             }
         }
         ffi::lua_pushboolean(l, 0);

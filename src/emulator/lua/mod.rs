@@ -496,6 +496,12 @@ impl Scripting {
                 return Reply::err("ERR Can not run script on cluster, 'no-cluster' flag is set.");
             }
             read_only |= sb.no_writes;
+            if sb.cross_slot {
+                self.state.cross_slot.set(true);
+                let r = self.run(sha, fref, keys, argv, read_only);
+                self.state.cross_slot.set(false);
+                return r;
+            }
         }
         self.run(sha, fref, keys, argv, read_only)
     }
@@ -584,6 +590,7 @@ struct Cached {
 struct Shebang {
     no_writes: bool,
     no_cluster: bool,
+    cross_slot: bool,
 }
 
 impl Shebang {
@@ -593,26 +600,36 @@ impl Shebang {
         if !body.starts_with(b"#!") {
             return Ok(None);
         }
-        let Some(len) = body.iter().position(|&c| c == b'\n') else {
+        // evalExtractShebangFlags: the line ends at the first newline (of the C string); it is
+        // split as sdssplitargs splits (any whitespace, quotes); flags split on commas, exact names.
+        let Some(len) = helpers::cstr(body).iter().position(|&c| c == b'\n') else {
             return Err(Reply::err("ERR Invalid script shebang"));
         };
-        let line = String::from_utf8_lossy(&body[..len]);
-        let mut parts = line.split(' ').filter(|p| !p.is_empty());
-        let engine = parts.next().unwrap_or("");
-        if engine != "#!lua" {
-            return Err(Reply::Error(format!("ERR Unexpected engine in script shebang: {engine}")));
+        let parts = match functions::split_args(&body[..len]) {
+            Some(p) if !p.is_empty() => p,
+            _ => return Err(Reply::err("ERR Invalid engine in script shebang")),
+        };
+        let text = |b: &[u8]| String::from_utf8_lossy(helpers::cstr(b)).into_owned();
+        if parts[0] != b"#!lua" {
+            return Err(Reply::Error(one_line(&format!("ERR Unexpected engine in script shebang: {}", text(&parts[0])))));
         }
         let mut sb = Shebang::default();
-        for opt in parts {
-            let Some(list) = opt.strip_prefix("flags=") else {
-                return Err(Reply::Error(format!("ERR Unknown lua shebang option: {opt}")));
+        for opt in &parts[1..] {
+            let Some(list) = opt.strip_prefix(b"flags=") else {
+                return Err(Reply::Error(one_line(&format!("ERR Unknown lua shebang option: {}", text(opt)))));
             };
-            for flag in list.split(',').filter(|f| !f.is_empty()) {
+            if list.is_empty() {
+                continue;
+            }
+            for flag in list.split(|&c| c == b',') {
                 match flag {
-                    "no-writes" => sb.no_writes = true,
-                    "no-cluster" => sb.no_cluster = true,
-                    "allow-oom" | "allow-stale" | "allow-cross-slot-keys" => {}
-                    other => return Err(Reply::Error(format!("ERR Unexpected flag in script shebang: {other}"))),
+                    b"no-writes" => sb.no_writes = true,
+                    b"no-cluster" => sb.no_cluster = true,
+                    b"allow-cross-slot-keys" => sb.cross_slot = true,
+                    b"allow-oom" | b"allow-stale" => {}
+                    other => {
+                        return Err(Reply::Error(one_line(&format!("ERR Unexpected flag in script shebang: {}", text(other)))))
+                    }
                 }
             }
         }
@@ -817,6 +834,18 @@ pub(crate) fn call_checked(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8
         }
     }
     core.resp3 = st.resp.get() == 3;
+    if core.resp3 && spec.name == "memory" && eq_ic(argv[1], "doctor") {
+        // MEMORY DOCTOR's reply is a verbatim string (RESP3 shows it as such).
+        let r = core.run(spec, argv);
+        core.resp3 = false;
+        match r {
+            Reply::Bulk(b) => {
+                out.verbatim(b"txt", &b);
+                return None;
+            }
+            other => return Some(other),
+        }
+    }
     let reply = match found.direct {
         Some(direct) => {
             direct(&mut core, argv, out);
