@@ -577,13 +577,41 @@ impl Functions {
             let ty = body[at];
             at += 1;
             if ty == RDB_OPCODE_FUNCTION_PRE_GA {
-                return Err("Pre-GA function format not supported".into());
+                // 7.0 rc1/rc2: name, engine, an optional description, then the code, rebuilt as
+                // "#!<engine> name=<name>\n<code>".
+                let mut field = |what: &str| -> Result<Vec<u8>, String> {
+                    let (v, used) = rdb_load_string(&data[at..]).ok_or_else(|| format!("Failed loading {what}"))?;
+                    at += used;
+                    Ok(v)
+                };
+                let name = field("library name")?;
+                let engine = field("engine name")?;
+                let (has_desc, _, used) =
+                    rdb_load_len(&data[at..]).ok_or_else(|| "Failed loading library description indicator".to_string())?;
+                at += used;
+                let mut field = |what: &str| -> Result<Vec<u8>, String> {
+                    let (v, used) = rdb_load_string(&data[at..]).ok_or_else(|| format!("Failed loading {what}"))?;
+                    at += used;
+                    Ok(v)
+                };
+                if has_desc != 0 {
+                    field("library description")?;
+                }
+                let blob = field("library blob")?;
+                let mut code = b"#!".to_vec();
+                code.extend_from_slice(helpers::cstr(&engine));
+                code.extend_from_slice(b" name=");
+                code.extend_from_slice(helpers::cstr(&name));
+                code.push(b'\n');
+                code.extend_from_slice(helpers::cstr(&blob));
+                codes.push(code);
+                continue;
             }
             if ty != RDB_OPCODE_FUNCTION2 {
                 return Err("given type is not a function".into());
             }
-            let Some((code, used)) = rdb_load_string(&body[at..]) else {
-                return Err("failed loading the given functions payload".into());
+            let Some((code, used)) = rdb_load_string(&data[at..]) else {
+                return Err("Failed loading library payload".into());
             };
             at += used;
             codes.push(code);
