@@ -36,6 +36,26 @@ pub trait Backend {
     fn eval(&mut self, script: &Script, keys: &[&[u8]], args: &[&[u8]]) -> Result<Reply>;
     /// Runs one command (`args[0]` is its name).
     fn command(&mut self, args: &[&[u8]]) -> Result<Reply>;
+    /// Calls the Redis 7 function `function` of `library` with FCALL; on `Function not found` only
+    /// (the function did not run), loads the library and calls once more.
+    fn fcall(&mut self, library: &Script, function: &str, keys: &[&[u8]], args: &[&[u8]]) -> Result<Reply> {
+        let n = keys.len().to_string();
+        let mut argv: Vec<&[u8]> = Vec::with_capacity(3 + keys.len() + args.len());
+        argv.extend_from_slice(&[b"FCALL", function.as_bytes(), n.as_bytes()]);
+        argv.extend_from_slice(keys);
+        argv.extend_from_slice(args);
+        match self.command(&argv)? {
+            Reply::Error(e) if e == "ERR Function not found" => match self.load_library(library)? {
+                err @ Reply::Error(_) => Ok(err),
+                _ => self.command(&argv),
+            },
+            other => Ok(other),
+        }
+    }
+    /// FUNCTION LOAD REPLACE of a library (on every master of a cluster): its name, or the error.
+    fn load_library(&mut self, library: &Script) -> Result<Reply> {
+        self.command(&[b"FUNCTION", b"LOAD", b"REPLACE", library.body.as_bytes()])
+    }
     /// Sets the backend's notion of "now" where it has one it controls (the emulator's virtual clock);
     /// a real server ignores it, since scripts take `now` from ARGV.
     fn set_time_ms(&mut self, _unix_ms: i64) {}

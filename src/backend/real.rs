@@ -393,6 +393,26 @@ impl Backend for RealRedis {
         self.send(&cmd, &what)
     }
 
+    /// FUNCTION LOAD REPLACE: on the server, or on every master of a cluster (functions live per
+    /// node), each on a fresh connection.
+    fn load_library(&mut self, library: &Script) -> Result<Reply> {
+        let mut load = redis::cmd("FUNCTION");
+        load.arg("LOAD").arg("REPLACE").arg(&library.body);
+        if !self.cluster {
+            return self.send(&load, "FUNCTION LOAD");
+        }
+        let mut last = Reply::Nil;
+        for info in self.masters.clone() {
+            let res = open_single(&info, self.options.timeout).and_then(|mut c| c.req_command(&load));
+            last = match res {
+                Ok(v) => to_reply(v),
+                Err(e) if e.code().is_some() => return Ok(Reply::Error(error_text(&e))),
+                Err(e) => return Err(self.fail("FUNCTION LOAD", &e)),
+            };
+        }
+        Ok(last)
+    }
+
     /// Removes the prefix's keys from every master, on fresh connections (so it also works after
     /// the run's own connection failed, when the server is still there).
     fn cleanup(&mut self) -> Result<u64> {

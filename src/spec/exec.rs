@@ -36,6 +36,8 @@ pub struct Session {
     pub seq: u64,
     /// When set, every call of every request is appended here.
     pub record: Option<Vec<CallRecord>>,
+    /// The spec's function libraries were loaded (FUNCTION LOAD REPLACE) on this session's backend.
+    pub(crate) libraries_loaded: bool,
 }
 
 impl Session {
@@ -66,7 +68,11 @@ pub(crate) fn spec_error(spec: &Spec, src: &Src, reason: String, subject: &str, 
 
 /// The `@user_script:N` line of a Redis script error, if it names one.
 pub fn user_script_line(err: &str) -> Option<usize> {
-    let i = err.find("user_script:")? + "user_script:".len();
+    let i = match err.find("user_script:") {
+        Some(i) => i + "user_script:".len(),
+        // A function's error: `... on @user_function:N.` (the library's own line numbers).
+        None => err.find("user_function:")? + "user_function:".len(),
+    };
     let digits: String = err[i..].chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()
 }
@@ -114,6 +120,14 @@ impl Limiter {
             let req = Request { subject, now_ms, cost, window_ms: self.params().window_ms as i64, seq: s.seq };
             s.seq += 1;
             return st.request(self, backend, &req, &mut s.record);
+        }
+        if !s.libraries_loaded && !spec.libraries.is_empty() {
+            for lib in &spec.libraries {
+                if let Reply::Error(e) = backend.load_library(&lib.script)? {
+                    return Err(script_error(&lib.path, &lib.script.body, &e, "loading the library before the run".into()));
+                }
+            }
+            s.libraries_loaded = true;
         }
         let prog = self.program();
         let req = Request { subject, now_ms, cost, window_ms: self.params().window_ms as i64, seq: s.seq };
@@ -170,7 +184,7 @@ impl Limiter {
         match (self.program().calls.as_slice(), &self.spec().program) {
             ([c], super::Program::Declarative { .. }) if c.when.is_none() => match c.target {
                 Target::Script(i) => Some(&self.spec().scripts[i].script),
-                Target::Command(_) => None,
+                Target::Command(_) | Target::Function { .. } => None,
             },
             _ => None,
         }
@@ -192,7 +206,7 @@ impl Limiter {
         if let Reply::Error(e) = &reply {
             let sc = &self.spec().scripts[match self.program().calls[0].target {
                 Target::Script(i) => i,
-                Target::Command(_) => 0,
+                Target::Command(_) | Target::Function { .. } => 0,
             }];
             return Err(script_error(&sc.path, &sc.script.body, e, describe_request(subject, now_ms, cost)));
         }
@@ -234,6 +248,7 @@ impl Limiter {
                     argv.extend_from_slice(a);
                     backend.command(&argv)?
                 }
+                Target::Function { name, library } => backend.fcall(&spec.libraries[*library].script, name, k, a)?,
             }
         };
         if let Some(rec) = &mut s.record {
@@ -241,7 +256,7 @@ impl Limiter {
                 name: c.name.clone(),
                 target: match &c.target {
                     Target::Script(i) => spec.scripts[*i].name.clone(),
-                    Target::Command(n) => n.clone(),
+                    Target::Command(n) | Target::Function { name: n, .. } => n.clone(),
                 },
                 keys: strings(&s.buf, &s.ends[..nkeys], 0),
                 args: strings(&s.buf, &s.ends[nkeys..], s.ends[..nkeys].last().copied().unwrap_or(0)),
@@ -254,6 +269,10 @@ impl Limiter {
                 Target::Script(i) => {
                     let sc = &spec.scripts[*i];
                     script_error(&sc.path, &sc.script.body, e, request)
+                }
+                Target::Function { library, .. } => {
+                    let lib = &spec.libraries[*library];
+                    script_error(&lib.path, &lib.script.body, e, request)
                 }
                 Target::Command(n) => Error::Script {
                     reply: e.clone(),

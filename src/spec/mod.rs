@@ -67,6 +67,9 @@ pub enum Target {
     Script(usize),
     /// A plain Redis command; its arguments are the keys, then the args.
     Command(String),
+    /// A Redis 7 function, called with FCALL (name, number of keys, keys, args); `library` is the
+    /// index in [`Spec::libraries`] of the library that registers it.
+    Function { name: String, library: usize },
 }
 
 /// One call of a request, as written.
@@ -114,6 +117,9 @@ pub struct Spec {
     /// limitlab's exact Rust model of the script, for its own shipped scripts.
     pub model: Option<Variant>,
     pub scripts: Vec<SpecScript>,
+    /// Redis 7 function libraries (`library = "file.lua"` or `[functions]`), FUNCTION LOADed (REPLACE)
+    /// before a run's first call; `name` is the library's own name (from its `#!lua name=` line).
+    pub libraries: Vec<SpecScript>,
     /// `[vars]`, in name order.
     pub vars: Vec<(String, Const)>,
     /// `[let]`: named expressions, in name order.
@@ -136,6 +142,9 @@ struct RawSpec {
     policy: Spanned<RawPolicy>,
     #[serde(default)]
     scripts: BTreeMap<String, Spanned<String>>,
+    library: Option<Spanned<String>>,
+    #[serde(default)]
+    functions: BTreeMap<String, Spanned<String>>,
     #[serde(default)]
     vars: BTreeMap<String, Spanned<toml::Value>>,
     #[serde(default, rename = "let")]
@@ -159,6 +168,7 @@ struct RawCall {
     name: Option<Spanned<String>>,
     script: Option<Spanned<String>>,
     command: Option<Spanned<String>>,
+    function: Option<Spanned<String>>,
     #[serde(default)]
     keys: Vec<Spanned<String>>,
     #[serde(default)]
@@ -192,6 +202,62 @@ impl Files for Disk {
     fn read(&self, path: &Path) -> std::io::Result<String> {
         std::fs::read_to_string(path)
     }
+}
+
+/// Reads a spec's function libraries (`library = "file.lua"` and `[functions]`), loads each into a
+/// scratch emulator to check it as FUNCTION LOAD would (its errors point at the file), and returns
+/// them with the functions they register (name, library index).
+fn load_libraries(
+    raw: &RawSpec,
+    text: &str,
+    origin: &Path,
+    dir: &Path,
+    files: &dyn Files,
+) -> Result<(Vec<SpecScript>, Vec<(String, usize)>)> {
+    let mut wanted: Vec<(String, &Spanned<String>)> = Vec::new();
+    if let Some(l) = &raw.library {
+        wanted.push(("library".into(), l));
+    }
+    for (label, path) in &raw.functions {
+        wanted.push((format!("functions.{label}"), path));
+    }
+    let mut libraries = Vec::new();
+    let mut functions = Vec::new();
+    let mut emu = crate::emulator::Emulator::new();
+    for (field, path) in wanted {
+        let at = format!("{}:{}", origin.display(), line_of(text, path.span().start));
+        let full = dir.join(path.get_ref());
+        let body = files
+            .read(&full)
+            .map_err(|e| Error::Invalid { context: at.clone(), field: field.clone(), reason: format!("cannot read {}: {e}", full.display()) })?;
+        let name = match emu.execute(&[b"FUNCTION", b"LOAD", body.as_bytes()]) {
+            crate::emulator::Reply::Bulk(n) => String::from_utf8_lossy(&n).into_owned(),
+            crate::emulator::Reply::Error(e) => {
+                return Err(Error::Invalid { context: at, field, reason: format!("{}: FUNCTION LOAD fails: {e}", full.display()) })
+            }
+            other => return Err(Error::Invalid { context: at, field, reason: format!("FUNCTION LOAD replied {other:?}") }),
+        };
+        let list = emu.execute(&[b"FUNCTION", b"LIST", b"LIBRARYNAME", name.as_bytes()]);
+        if let crate::emulator::Reply::Array(libs) = list {
+            for lib in libs {
+                let crate::emulator::Reply::Map(kv) = lib else { continue };
+                for (k, v) in kv {
+                    if k != crate::emulator::Reply::bulk("functions") {
+                        continue;
+                    }
+                    let crate::emulator::Reply::Array(fs) = v else { continue };
+                    for f in fs {
+                        let crate::emulator::Reply::Map(fkv) = f else { continue };
+                        if let Some((_, crate::emulator::Reply::Bulk(n))) = fkv.iter().find(|(k, _)| *k == crate::emulator::Reply::bulk("name")) {
+                            functions.push((String::from_utf8_lossy(n).into_owned(), libraries.len()));
+                        }
+                    }
+                }
+            }
+        }
+        libraries.push(SpecScript { name, path: full, script: Script::new(body) });
+    }
+    Ok((libraries, functions))
 }
 
 /// The names the family field accepts.
@@ -303,6 +369,8 @@ impl Spec {
             scripts.push(SpecScript { name: sname.clone(), path: full, script: Script::new(body) });
         }
 
+        let (libraries, functions) = load_libraries(&raw, text, origin, dir, files)?;
+
         let mut vars = Vec::new();
         for (vname, v) in &raw.vars {
             if expr::Var::ALL.iter().any(|(n, _)| n == vname) || POLICY_NAMES.contains(&vname.as_str()) {
@@ -405,6 +473,31 @@ impl Spec {
                         None => format!("call{n}"),
                     };
                     let target = match (&cr.script, &cr.command) {
+                        (None, None) if cr.function.is_some() => {
+                            let f = cr.function.as_ref().expect("checked");
+                            let fname = f.get_ref().trim();
+                            match functions.iter().find(|(n, _)| n.eq_ignore_ascii_case(fname)) {
+                                Some((_, lib)) => Target::Function { name: fname.to_string(), library: *lib },
+                                None => {
+                                    let known: Vec<&str> = functions.iter().map(|(n, _)| n.as_str()).collect();
+                                    return Err(invalid(
+                                        f.span(),
+                                        &format!("call[{n}].function"),
+                                        format!(
+                                            "no library registers a function `{fname}` (registered: {})",
+                                            if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                                        ),
+                                    ));
+                                }
+                            }
+                        }
+                        (_, _) if cr.function.is_some() => {
+                            return Err(Error::Invalid {
+                                context: format!("{}:{line}", origin.display()),
+                                field: format!("call[{n}]"),
+                                reason: "each call names one of `script`, `command` or `function`".into(),
+                            })
+                        }
                         (Some(s), None) => match scripts.iter().position(|x| x.name == *s.get_ref()) {
                             Some(ix) => Target::Script(ix),
                             None => {
@@ -460,6 +553,7 @@ impl Spec {
             policy,
             model,
             scripts,
+            libraries,
             vars,
             lets,
             program,
