@@ -22,6 +22,12 @@
 //! remaining = "max(limit - hits, 0)"
 //! ```
 //!
+//! A call may also name a Redis 7 function instead of a script: `function = "name"` (sent as FCALL
+//! name, the number of keys, the keys, the args), registered by a library the spec names with
+//! `library = "file.lua"` (or several, `[functions]` with `label = "file.lua"`). Each library is
+//! checked with FUNCTION LOAD when the spec is read, FUNCTION LOADed (REPLACE) on the backend before
+//! a run's first call, and loaded again should a server answer "Function not found".
+//!
 //! Every field is documented in `docs/specs.md`. Errors point at the spec's file, line and field.
 pub mod adapter;
 pub mod builtin;

@@ -6,7 +6,8 @@
 //! commands hit a key of their own type and some hit another (WRONGTYPE paths). Arguments come from
 //! small pools of edge values (integer limits, float spellings, empty strings, binary bytes,
 //! spaces) mixed with random numbers; one command in twenty is mangled (an argument dropped or an
-//! extra one added) to walk arity and syntax errors.
+//! extra one added) to walk arity and syntax errors. On a private server cases also load Redis 7
+//! function libraries and call their functions (FCALL, FCALL_RO, FUNCTION LIST/STATS/DELETE/FLUSH).
 //!
 //! What is left out, and why (the comparison must be byte-exact on a server whose clock runs):
 //! `TIME` (the wall clock), `RANDOMKEY` (random), `OBJECT IDLETIME` (time since last access),
@@ -14,7 +15,9 @@
 //! on shared servers (never on a server limitlab did not start), `SELECT 1..15` and `COPY .. DB n`
 //! (the emulator has one database by design; on shared servers not even `SELECT 0`, since the URL
 //! may name another database), `SCRIPT DEBUG YES|SYNC` (a debugging session), Lua's `math.random`
-//! (Redis keeps its stream across calls for the server's lifetime), `MEMORY USAGE` of skiplists and
+//! (Redis keeps its stream across calls for the server's lifetime), functions on shared servers
+//! (libraries are global, outside any key prefix), `FUNCTION DUMP` and `FUNCTION LIST` of several
+//! libraries (Redis orders them by a dict seeded at random per process), `MEMORY USAGE` of skiplists and
 //! of expired keys, and TTLs shorter than 100 s (they could expire mid-case on the server while the
 //! emulator's clock stands still); [`super::model`] has the rules that keep the rest exact. `KEYS`, `SMEMBERS` and `SCAN` replies are compared
 //! after sorting (their order follows Redis's hash tables); hashes are kept small and their values
@@ -297,6 +300,30 @@ const JSON: &[&str] = &[
     "[1,[2,[3]]]", "123456789012345678", "\"\\u00e9\"", "[", "",
 ];
 
+/// Function libraries for FUNCTION LOAD (name, code): one function each; one fails to load, one
+/// clashes with another's function, one replaces another's code under the same name.
+const LIBRARIES: &[(&str, &str)] = &[
+    ("vlib_incr", "#!lua name=vlib_incr\nredis.register_function('v_incr', function(keys, args) return redis.call('incrby', keys[1], args[1]) end)"),
+    ("vlib_incr", "#!lua name=vlib_incr\nredis.register_function('v_incr2', function(keys, args) return redis.call('incrbyfloat', keys[1], args[1]) end)"),
+    (
+        "vlib_get",
+        "#!lua name=vlib_get\nredis.register_function{function_name='v_get', callback=function(keys) return redis.call('get', keys[1]) end, flags={'no-writes'}, description='reads'}",
+    ),
+    ("vlib_echo", "#!lua name=vlib_echo\nredis.register_function('v_echo', function(keys, args) return {keys, args, #keys, #args} end)"),
+    ("vlib_err", "#!lua name=vlib_err\nlocal function f(keys, args)\n  error(args[1])\nend\nredis.register_function('v_err', f)"),
+    ("vlib_pcall", "#!lua name=vlib_pcall\nredis.register_function('v_pcall', function(keys, args) return redis.pcall('hset', keys[1], args[1], args[2]) end)"),
+    (
+        "vlib_fw",
+        "#!lua name=vlib_fw\nredis.register_function('v_fw', function(keys, args)\n  local n = redis.call('incr', keys[1])\n  if n == 1 then redis.call('pexpire', keys[1], args[2]) end\n  return {n <= tonumber(args[1]) and 1 or 0, n}\nend)",
+    ),
+    ("vlib_bad", "#!lua name=vlib_bad\nredis.call('set', 'x', 1)"),
+    ("vlib_clash", "#!lua name=vlib_clash\nredis.register_function('v_incr', function() return 'clash' end)"),
+    ("vlib_none", "#!lua name=vlib_none\nlocal x = 1"),
+];
+
+/// The functions those libraries register (and one none does).
+const FUNCTIONS: &[&str] = &["v_incr", "v_incr2", "v_get", "v_echo", "v_err", "v_pcall", "v_fw", "v_nosuch"];
+
 /// Builds one [`Command`].
 struct B {
     args: Vec<Arg>,
@@ -461,6 +488,7 @@ impl<R: RngCore> Gen<'_, R> {
             62..=68 => self.set_cmd(),
             69..=71 => self.server_cmd(),
             72..=82 => self.snippet_cmd(),
+            83..=88 if self.private => self.function_cmd(),
             _ => self.limiter_cmd(),
         }
     }
@@ -1070,6 +1098,69 @@ impl<R: RngCore> Gen<'_, R> {
                     b = b.lit(sha);
                 }
                 b.build()
+            }
+        }
+    }
+
+    /// Redis 7 functions (private servers only: libraries are global, not under the case's prefix):
+    /// FUNCTION LOAD [REPLACE] of a few libraries (some that fail to load or clash), FCALL and
+    /// FCALL_RO of their functions, LIST of one library, STATS, DELETE, FLUSH, RESTORE of a bad
+    /// payload. Every library registers one function, so no reply depends on Redis's dict order.
+    fn function_cmd(&mut self) -> Command {
+        match self.rng.random_range(0..12) {
+            0..=2 => {
+                let (_, body) = self.pick(LIBRARIES);
+                let mut b = B::new("FUNCTION").lit("LOAD");
+                if self.chance(40) {
+                    b = b.lit(self.pick(&["REPLACE", "replace", "BOGUS"]));
+                }
+                b.lit(body).build()
+            }
+            3..=7 => {
+                let f = self.pick(FUNCTIONS);
+                let name = if self.chance(10) { f.to_ascii_uppercase() } else { f.to_string() };
+                let mut b = B::new(if self.chance(20) { "FCALL_RO" } else { "FCALL" }).lit(name);
+                let nkeys = if f == "v_fw" { 1 } else { self.rng.random_range(0..3) };
+                if self.chance(3) {
+                    return b.lit(self.pick(&["-1", "x", "99"])).build();
+                }
+                b = b.lit(nkeys.to_string());
+                for _ in 0..nkeys {
+                    let fam = self.pick(&FAMILIES);
+                    let k = self.key(fam);
+                    b = b.key(&k).fx(Fx::AnyTtl(k.clone()));
+                }
+                if f == "v_fw" {
+                    // limit, window (at least 100 s: every TTL it sets outlasts the case)
+                    let limit = self.rng.random_range(1..5).to_string();
+                    let window = self.pick(&["100000", "250000", "86400000"]);
+                    return b.lit(limit).lit(window).build();
+                }
+                for _ in 0..self.rng.random_range(0..3) {
+                    let a = if self.chance(50) { self.int() } else { self.short() };
+                    b = b.lit(a);
+                }
+                b.build()
+            }
+            8 => {
+                let (name, _) = self.pick(LIBRARIES);
+                let mut b = B::new("FUNCTION").lit("LIST").lit("LIBRARYNAME").lit(name);
+                if self.chance(50) {
+                    b = b.lit("WITHCODE");
+                }
+                b.build()
+            }
+            9 => B::new("FUNCTION").lit(self.pick(&["STATS", "HELP", "KILL", "nope"])).build(),
+            10 => {
+                let (name, _) = self.pick(LIBRARIES);
+                B::new("FUNCTION").lit("DELETE").lit(name).build()
+            }
+            _ => {
+                if self.chance(50) {
+                    B::new("FUNCTION").lit("FLUSH").build()
+                } else {
+                    B::new("FUNCTION").lit("RESTORE").lit(self.pick(&["x", "0123456789ab", ""])).build()
+                }
             }
         }
     }

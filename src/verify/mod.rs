@@ -5,7 +5,7 @@
 //! A case ([`gen`]) is a short random session of commands from the emulator's table and calls of
 //! the shipped scripts. Each case runs on a fresh emulator (its clock set to the server's time and
 //! standing still) and on the server under a key prefix of its own (on a private server, after
-//! `FLUSHALL` and `SCRIPT FLUSH`). Replies are compared as a RESP2 client receives them, byte for
+//! `FLUSHALL`, `SCRIPT FLUSH` and `FUNCTION FLUSH`). Replies are compared as a RESP2 client receives them, byte for
 //! byte, after two normalisations: a nil array reads as a nil bulk string (the redis crate does not
 //! tell them apart), and the replies of `KEYS`, `SMEMBERS` and `SCAN` are sorted (their order is
 //! the server's hash-table order, which is randomised). A mismatch is shrunk ([`shrink`]) and
@@ -124,7 +124,7 @@ impl Mismatch {
     pub fn render(&self, seed: u64) -> String {
         let mut s = format!(
             "mismatch in case {} (seed {seed}), shrunk from {} to {} commands in {} runs{}:\n  emulator: {}\n  redis:    {}\n\
-             reproduce on a fresh server (FLUSHALL, SCRIPT FLUSH) and with `limitlab cli`:\n",
+             reproduce on a fresh server (FLUSHALL, SCRIPT FLUSH, FUNCTION FLUSH) and with `limitlab cli`:\n",
             self.case,
             self.original_len,
             self.commands.len(),
@@ -271,6 +271,7 @@ fn run_case(
     if opts.private {
         real.command(&[b"FLUSHALL"])?;
         real.command(&[b"SCRIPT", b"FLUSH"])?;
+        real.command(&[b"FUNCTION", b"FLUSH"])?;
     }
     let mut emu = Emulator::with_clock(VirtualClock::starting_at(clock));
     for (i, c) in cmds.iter().enumerate() {

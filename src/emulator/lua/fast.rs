@@ -201,19 +201,7 @@ pub(crate) unsafe fn push_reply(l: *mut ffi::lua_State, r: &Reply, resp: u8) {
             }
         }
         Reply::Status(s) => push_field(l, c"ok", s.as_bytes()),
-        Reply::Error(s) => {
-            // redisProtocolToLuaType_Error: luaPushErrorBuff of "-<text>", flagged as already counted.
-            ffi::lua_pushstring(l, c"-".as_ptr());
-            push_bytes(l, s.as_bytes());
-            ffi::lua_concat(l, 2);
-            let mut len = 0usize;
-            let p = ffi::lua_tolstring(l, -1, &mut len);
-            super::helpers::push_error_buff(l, std::slice::from_raw_parts(p.cast::<u8>(), len));
-            ffi::lua_remove(l, -2);
-            ffi::lua_pushstring(l, c"ignore_error_stats_update".as_ptr());
-            ffi::lua_pushboolean(l, 1);
-            ffi::lua_settable(l, -3);
-        }
+        Reply::Error(s) => push_error_reply(l, s),
         Reply::Array(v) => push_array(l, v, resp),
         Reply::Set(v) if resp == 2 => push_array(l, v, resp),
         // Redis builds these tables with lua_newtable and one key at a time; the layout that gives
@@ -256,6 +244,23 @@ pub(crate) unsafe fn push_reply(l: *mut ffi::lua_State, r: &Reply, resp: u8) {
         Reply::Bool(b) if resp == 3 => ffi::lua_pushboolean(l, *b as c_int),
         Reply::Bool(b) => ffi::lua_pushnumber(l, *b as i64 as f64),
     }
+}
+
+/// `redisProtocolToLuaType_Error`: luaPushErrorBuff of "-<text>", flagged as already counted
+/// (`ignore_error_stats_update`). Out of line: errors are rare, and `push_reply` stays small.
+#[cold]
+#[inline(never)]
+unsafe fn push_error_reply(l: *mut ffi::lua_State, s: &str) {
+    ffi::lua_pushstring(l, c"-".as_ptr());
+    push_bytes(l, s.as_bytes());
+    ffi::lua_concat(l, 2);
+    let mut len = 0usize;
+    let p = ffi::lua_tolstring(l, -1, &mut len);
+    super::helpers::push_error_buff(l, std::slice::from_raw_parts(p.cast::<u8>(), len));
+    ffi::lua_remove(l, -2);
+    ffi::lua_pushstring(l, c"ignore_error_stats_update".as_ptr());
+    ffi::lua_pushboolean(l, 1);
+    ffi::lua_settable(l, -3);
 }
 
 /// The table for an array reply of `n` elements. Under RESP3 an element may be nil (a hole): the

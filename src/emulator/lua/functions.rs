@@ -104,6 +104,8 @@ pub(crate) struct Functions {
     /// Owned here, read by `register_function` through a light userdata upvalue.
     load: Box<LoadCtx>,
     libraries: IndexMap<Vec<u8>, Library>,
+    /// The budget of a library's load-time code (as of a script call; see [`super::DEFAULT_BUDGET`]).
+    pub(crate) budget: u64,
 }
 
 /// A library's name and code from its `#!lua name=...` first line (`functionExtractLibMetaData`).
@@ -236,7 +238,7 @@ impl Functions {
     pub(crate) fn new(core: &Rc<RefCell<Core>>, state: &Rc<RunState>, rng: &Rc<super::rand48::Rand48>) -> mlua::Result<Functions> {
         let load = Box::<LoadCtx>::default();
         let vm = Vm::new_functions(core, state, rng, &*load as *const LoadCtx as *mut std::ffi::c_void)?;
-        Ok(Functions { vm, load, libraries: IndexMap::new() })
+        Ok(Functions { vm, load, libraries: IndexMap::new(), budget: super::DEFAULT_BUDGET })
     }
 
     /// The library holding the function `name` (case-insensitive, as Redis's functions dict), and
@@ -276,10 +278,10 @@ impl Functions {
                         at += 1;
                         continue;
                     }
-                    return Reply::Error(format!(
+                    return Reply::Error(super::one_line(&format!(
                         "ERR Unknown option given: {}",
                         String::from_utf8_lossy(helpers::cstr(a[at]))
-                    ));
+                    )));
                 }
                 match self.load(a[at], replace) {
                     Ok(name) => Reply::Bulk(name),
@@ -380,7 +382,7 @@ impl Functions {
                 i += 1;
                 pattern = Some(a[i]);
             } else {
-                return Reply::Error(format!("ERR Unknown argument {}", String::from_utf8_lossy(a[i])));
+                return Reply::Error(super::one_line(&format!("ERR Unknown argument {}", String::from_utf8_lossy(helpers::cstr(a[i])))));
             }
             i += 1;
         }
@@ -477,7 +479,7 @@ impl Functions {
         let st = &self.vm.ctx.state;
         st.loading.set(true);
         st.killed.set(false);
-        st.budget_left.set(super::DEFAULT_BUDGET as i64);
+        st.budget_left.set(self.budget.min(i64::MAX as u64) as i64);
         // SAFETY: raw calls on the functions VM's main state between calls; the stack is restored.
         let outcome = unsafe {
             let top = ffi::lua_gettop(l);

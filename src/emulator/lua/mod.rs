@@ -341,6 +341,7 @@ impl Scripting {
     /// Sets the budget of one script call, in loop iterations and Lua function calls.
     pub fn set_budget(&mut self, b: u64) {
         self.budget = b;
+        self.functions.budget = b;
     }
 
     /// EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT, from a client (arity already checked).

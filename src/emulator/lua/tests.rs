@@ -117,3 +117,55 @@ fn script_cache_and_evalsha() {
         Reply::err("ERR Error compiling script (new function): user_script:1: unexpected symbol near '<eof>'")
     );
 }
+
+#[test]
+fn a_killed_script_cannot_survive_by_catching_the_kill() {
+    let mut e = Emulator::new();
+    e.set_script_budget(200_000);
+    for body in [
+        "local ok = pcall(function() while true do end end) return 'survived'",
+        "local ok = xpcall(function() while true do end end, function(m) return m end) return 'survived'",
+        "local co = coroutine.create(function() while true do end end) coroutine.resume(co) return 'survived'",
+        "local ok = pcall(function() while true do end end) while true do pcall(error) end",
+    ] {
+        match eval(&mut e, body) {
+            Reply::Error(s) => assert!(s.contains("budget"), "{body}: {s}"),
+            other => panic!("{body}: {other:?}"),
+        }
+    }
+    // The next script runs at the usual pace again.
+    assert_eq!(eval(&mut e, "local n = 0 for i = 1, 100000 do n = n + 1 end return n"), Reply::Int(100_000));
+}
+
+#[test]
+fn functions_load_call_and_keep_their_own_vm() {
+    let mut e = Emulator::new();
+    let lib = b"#!lua name=lib\nredis.register_function('f', function(keys, args) return {keys[1], args[1], redis.call('incr', keys[1])} end)";
+    assert_eq!(e.execute(&[b"FUNCTION", b"LOAD", lib]), Reply::bulk("lib"));
+    assert_eq!(
+        e.execute(&[b"FCALL", b"f", b"1", b"k", b"a"]),
+        Reply::Array(vec![Reply::bulk("k"), Reply::bulk("a"), Reply::Int(1)])
+    );
+    // SCRIPT FLUSH leaves functions alone; FUNCTION FLUSH removes them.
+    assert_eq!(e.execute(&[b"SCRIPT", b"FLUSH"]), Reply::ok());
+    assert_eq!(e.execute(&[b"FCALL", b"F", b"1", b"k", b"a"]).clone(), Reply::Array(vec![Reply::bulk("k"), Reply::bulk("a"), Reply::Int(2)]));
+    assert_eq!(e.execute(&[b"FUNCTION", b"FLUSH"]), Reply::ok());
+    assert_eq!(e.execute(&[b"FCALL", b"f", b"0"]), Reply::err("ERR Function not found"));
+    // At load time only the library API is there.
+    assert_eq!(
+        e.execute(&[b"FUNCTION", b"LOAD", b"#!lua name=x\nredis.call('ping')"]),
+        Reply::err("ERR Error registering functions: ERR user_function:2: Script attempted to access nonexistent global variable 'call'")
+    );
+    // A runaway library is stopped at load time too.
+    e.set_script_budget(100_000);
+    match e.execute(&[b"FUNCTION", b"LOAD", b"#!lua name=x\nwhile true do end"]) {
+        Reply::Error(s) => assert_eq!(s, "ERR Error registering functions: ERR FUNCTION LOAD timeout"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(e.execute(&[b"FUNCTION", b"LOAD", lib]), Reply::bulk("lib"));
+    // A dump restores into an empty server.
+    let Reply::Bulk(dump) = e.execute(&[b"FUNCTION", b"DUMP"]) else { panic!("dump") };
+    let mut other = Emulator::new();
+    assert_eq!(other.execute(&[b"FUNCTION", b"RESTORE", &dump]), Reply::ok());
+    assert_eq!(other.execute(&[b"FCALL", b"f", b"1", b"k", b"a"]), Reply::Array(vec![Reply::bulk("k"), Reply::bulk("a"), Reply::Int(1)]));
+}
