@@ -791,23 +791,10 @@ pub(crate) fn call_checked(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8
     };
     let spec = found.spec;
     // Every command with subcommands has arity -2; with a subcommand given, the subcommand is what
-    // Redis looks up and checks (`lookupCommand`).
+    // Redis looks up and checks (`lookupCommand`). Out of line: rate limiters never get here.
     if spec.arity == -2 && argv.len() >= 2 {
-        if let Some(subs) = subcommands(spec.name) {
-            let Some(sub) = subs.iter().find(|s| argv[1].eq_ignore_ascii_case(s.name.as_bytes())) else {
-                return Some(Reply::err("ERR Unknown Redis command called from script"));
-            };
-            let argc = argv.len() as i32;
-            if (sub.arity >= 0 && argc != sub.arity) || argc < sub.arity.abs() {
-                return Some(Reply::err("ERR Wrong number of args calling Redis command from script"));
-            }
-            if sub.noscript {
-                return Some(Reply::err("ERR This Redis command is not allowed from script"));
-            }
-            if spec.has(flags::SCRIPTING) {
-                // SCRIPT HELP and FUNCTION HELP, the only ones a script may call.
-                return Some(help_reply(spec.name));
-            }
+        if let Some(r) = subcommand_rules(spec, argv) {
+            return Some(r);
         }
     }
     if !spec.arity_ok(argv.len()) {
@@ -835,16 +822,10 @@ pub(crate) fn call_checked(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8
         }
     }
     core.resp3 = st.resp.get() == 3;
-    if core.resp3 && spec.name == "memory" && eq_ic(argv[1], "doctor") {
-        // MEMORY DOCTOR's reply is a verbatim string (RESP3 shows it as such).
-        let r = core.run(spec, argv);
-        core.resp3 = false;
-        match r {
-            Reply::Bulk(b) => {
-                out.verbatim(b"txt", &b);
-                return None;
-            }
-            other => return Some(other),
+    if core.resp3 && spec.name == "memory" {
+        if let Some(r) = memory_verbatim(&mut core, spec, argv, out) {
+            core.resp3 = false;
+            return r;
         }
     }
     let reply = match found.direct {
@@ -914,6 +895,47 @@ pub(crate) fn subcommands(command: &str) -> Option<&'static [Sub]> {
 fn help_reply(command: &str) -> Reply {
     let lines = if command == "function" { functions::HELP } else { SCRIPT_HELP };
     Reply::Array(lines.iter().map(|l| Reply::Status((*l).into())).collect())
+}
+
+/// The script-side rules of a command's subcommand: unknown, wrong arity, not allowed from scripts;
+/// SCRIPT HELP and FUNCTION HELP are answered here. None: the call goes on.
+#[cold]
+#[inline(never)]
+fn subcommand_rules(spec: &CommandSpec, argv: &[&[u8]]) -> Option<Reply> {
+    let subs = subcommands(spec.name)?;
+    let Some(sub) = subs.iter().find(|s| argv[1].eq_ignore_ascii_case(s.name.as_bytes())) else {
+        return Some(Reply::err("ERR Unknown Redis command called from script"));
+    };
+    let argc = argv.len() as i32;
+    if (sub.arity >= 0 && argc != sub.arity) || argc < sub.arity.abs() {
+        return Some(Reply::err("ERR Wrong number of args calling Redis command from script"));
+    }
+    if sub.noscript {
+        return Some(Reply::err("ERR This Redis command is not allowed from script"));
+    }
+    if spec.has(flags::SCRIPTING) {
+        // SCRIPT HELP and FUNCTION HELP, the only ones a script may call.
+        return Some(help_reply(spec.name));
+    }
+    None
+}
+
+/// MEMORY DOCTOR under RESP3: its reply is a verbatim string, which the script sees as one. None
+/// for other subcommands (the call goes on); else what `call_checked` returns (None once the
+/// verbatim string is written to `out`).
+#[cold]
+#[inline(never)]
+fn memory_verbatim(core: &mut Core, spec: &CommandSpec, argv: &[&[u8]], out: &mut dyn ReplySink) -> Option<Option<Reply>> {
+    if !eq_ic(argv[1], "doctor") {
+        return None;
+    }
+    match core.run(spec, argv) {
+        Reply::Bulk(b) => {
+            out.verbatim(b"txt", &b);
+            Some(None)
+        }
+        other => Some(Some(other)),
+    }
 }
 
 static SCRIPT_HELP: &[&str] = &[
