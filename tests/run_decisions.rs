@@ -447,3 +447,40 @@ fn run_json_shows_the_policy_and_sample_header_values() {
     assert!(samples[0]["ratelimit"].as_str().unwrap().starts_with("\"default\";r=19;t="), "{h}");
     assert!(samples.iter().any(|s| s["what"] == "first refused" && s["retry_after"].as_u64() >= Some(1)), "{h}");
 }
+
+#[test]
+fn whole_seconds_written_in_milliseconds_are_spread_across_the_second() {
+    // The access log as a CSV of epoch milliseconds: the same recorded times, written finely.
+    let dir = scratch("millis");
+    let log = std::fs::read_to_string(root().join("simulations/access_log_coarse.log")).unwrap();
+    let spec = limitlab::traffic::TraceSpec::new(root().join("simulations/access_log_coarse.log"));
+    let arrivals = spec.parse(&log, limitlab::clock::Micros(1_704_067_200_000_000)).unwrap();
+    let mut csv = String::from("time_ms,key\n");
+    for a in &arrivals {
+        csv.push_str(&format!("{},{}\n", a.at.0 / 1000, a.key));
+    }
+    std::fs::write(dir.join("log.csv"), csv).unwrap();
+    let scenario = dir.join("ms.toml");
+    std::fs::write(&scenario, "name = \"ms\"\nlimit = 20\nwindow_ms = 1000\nalgorithms = [\"sliding_window\"]\n[traffic]\nkind = \"trace\"\npath = \"log.csv\"\n").unwrap();
+    let text = ok(&["run", scenario.to_str().unwrap()]);
+    assert!(text.contains("Its times are written to 1 ms, finer than they were recorded"), "{text}");
+    let json: Value = serde_json::from_str(&ok(&["run", scenario.to_str().unwrap(), "--json"])).unwrap();
+    let v = json["coarse_trace"]["verdicts"].as_array().unwrap();
+    let got: Vec<(&str, Option<u64>, bool, u64, u64)> = v
+        .iter()
+        .map(|v| {
+            let r = &v["results"][0];
+            (v["ties"].as_str().unwrap(), v["tick_ms"].as_u64(), v["chosen"].as_bool().unwrap(), r["refused"].as_u64().unwrap(), r["false_rejections"].as_u64().unwrap())
+        })
+        .collect();
+    // The same verdicts as the access log's: spread across the second, not within the millisecond.
+    assert_eq!(got[..2], [("same", None, true, 694, 679), ("spread", Some(1000), false, 28, 15)]);
+    assert_eq!((got[2].0, got[2].1), ("jitter", Some(1000)));
+    // Chosen spread without tick_ms: shown first as chosen, then the rules across the tick.
+    std::fs::write(&scenario, std::fs::read_to_string(&scenario).unwrap() + "ties = \"spread\"\n").unwrap();
+    let json: Value = serde_json::from_str(&ok(&["run", scenario.to_str().unwrap(), "--json"])).unwrap();
+    let v = json["coarse_trace"]["verdicts"].as_array().unwrap();
+    let rules: Vec<(&str, Option<u64>, bool)> = v.iter().map(|v| (v["ties"].as_str().unwrap(), v["tick_ms"].as_u64(), v["chosen"].as_bool().unwrap())).collect();
+    assert_eq!(rules, [("spread", None, true), ("same", None, false), ("spread", Some(1000), false), ("jitter", Some(1000), false)]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

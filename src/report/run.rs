@@ -50,7 +50,8 @@ pub struct VariantResult {
 /// against the window (see [`crate::sim::coarse`]): `traces` (each with `path`, its `ties` rule,
 /// `requests`, `tick_us`, `written_us`, `sharing`, `busiest`, see
 /// [`crate::traffic::trace::Ticks`]) and `verdicts`, one per tie rule (`same`, `spread`, `jitter`
-/// with its `jitter_seed`; `chosen` marks the scenario's), each with every script's `admitted`,
+/// with its `jitter_seed`; `tick_ms` when the run set one because the times are written more
+/// finely than their tick; `chosen` marks the scenario's own), each with every script's `admitted`,
 /// `units`, `refused`, `false_allows`, `false_rejections`, `max_in_window` and `overshoot`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunReport {
@@ -192,12 +193,21 @@ impl RunReport {
                 thousands(tk.busiest as u64),
                 t.ties,
             ));
+            let tick_set = c.verdicts.iter().find_map(|v| v.tick_ms);
             if tk.written_us < tk.tick_us {
-                v.push(format!(
-                    "Its times are written to {}: spread and jitter move requests within that, not across the {} tick; write the times to the tick to spread them across it.",
-                    duration(tk.written_us),
-                    duration(tk.tick_us)
-                ));
+                v.push(match tick_set {
+                    Some(ms) => format!(
+                        "Its times are written to {}, finer than they were recorded: spread and jitter below place a tick's requests across the {} tick (`tick_ms = {ms}` in [traffic]); without it they would move them within {}.",
+                        duration(tk.written_us),
+                        duration(tk.tick_us),
+                        duration(tk.written_us)
+                    ),
+                    None => format!(
+                        "Its times are written to {}: spread and jitter move requests within that, not across the {} tick.",
+                        duration(tk.written_us),
+                        duration(tk.tick_us)
+                    ),
+                });
             }
         }
         v.push("The same run under each tie rule:".into());

@@ -6,7 +6,9 @@
 //! `jitter` is shown side by side.
 //!
 //! A trace is coarse when every recorded time is a whole number of ticks of at least a tenth of
-//! the window ([`Ticks::coarse_for`]).
+//! the window ([`Ticks::coarse_for`]). When its times are written more finely than that (whole
+//! seconds written in milliseconds), `spread` and `jitter` run with `tick_ms` set to the tick, so
+//! that they place a tick's requests across it rather than within the written millisecond.
 use serde::Serialize;
 
 use super::stream::{run_variants, StreamRun};
@@ -34,17 +36,29 @@ pub struct TieVerdict {
     /// The seed of `jitter`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jitter_seed: Option<u64>,
+    /// The `tick_ms` this run gave the coarse traces, when the scenario gives none and their
+    /// times are written more finely than the tick.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tick_ms: Option<u64>,
     /// Whether this is the rule the scenario chose (its figures are the report's).
     pub chosen: bool,
     pub results: Vec<TieResult>,
 }
 
 impl TieVerdict {
-    /// `same`, `spread`, `jitter (seed 7)`.
+    /// `same`, `spread`, `jitter (seed 7)`, `spread (tick_ms = 1000)`.
     pub fn label(&self) -> String {
-        match self.jitter_seed {
-            Some(s) => format!("{} (seed {s})", self.ties),
-            None => self.ties.clone(),
+        let mut extra = Vec::new();
+        if let Some(s) = self.jitter_seed {
+            extra.push(format!("seed {s}"));
+        }
+        if let Some(t) = self.tick_ms {
+            extra.push(format!("tick_ms = {t}"));
+        }
+        if extra.is_empty() {
+            self.ties.clone()
+        } else {
+            format!("{} ({})", self.ties, extra.join(", "))
         }
     }
 }
@@ -68,8 +82,8 @@ pub struct TieResult {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CoarseTraces {
     pub traces: Vec<CoarseTrace>,
-    /// `same`, `spread` and `jitter`, in that order (the scenario's choice marked `chosen`; when its
-    /// coarse traces use different rules, their run comes first as `as configured`).
+    /// `same`, `spread` and `jitter`, in that order (the scenario's choice marked `chosen`; when it
+    /// is none of them, e.g. coarse traces with different rules, its run comes first).
     pub verdicts: Vec<TieVerdict>,
 }
 
@@ -91,15 +105,26 @@ fn traces(t: &TrafficSpec, out: &mut Vec<TraceSpec>) {
     }
 }
 
-/// `t` with the traces at `paths` set to `rule`.
-fn with_ties(t: &TrafficSpec, paths: &[std::path::PathBuf], rule: TieRule) -> TrafficSpec {
+/// `t` with the traces at `paths` set to `rule` (and to `tick_ms`, when given).
+fn with_ties(t: &TrafficSpec, paths: &[std::path::PathBuf], rule: TieRule, tick_ms: Option<u64>) -> TrafficSpec {
     match t {
-        TrafficSpec::Trace(x) if paths.contains(&x.path) => TrafficSpec::Trace(TraceSpec { ties: rule, ..x.clone() }),
+        TrafficSpec::Trace(x) if paths.contains(&x.path) => {
+            TrafficSpec::Trace(TraceSpec { ties: rule, tick_ms: tick_ms.or(x.tick_ms), ..x.clone() })
+        }
         TrafficSpec::Mix(m) => {
-            TrafficSpec::Mix(crate::traffic::Mix { parts: m.parts.iter().map(|p| with_ties(p, paths, rule)).collect() })
+            TrafficSpec::Mix(crate::traffic::Mix { parts: m.parts.iter().map(|p| with_ties(p, paths, rule, tick_ms)).collect() })
         }
         other => other.clone(),
     }
+}
+
+/// The `tick_ms` that makes `spread` and `jitter` place the requests of a tick across it, when
+/// the coarse traces' times are written more finely than their tick and they give none: the
+/// shortest of their ticks (in whole ms).
+fn tick_override(coarse: &[(TraceSpec, Ticks)]) -> Option<u64> {
+    let fine: Vec<&Ticks> = coarse.iter().filter(|(t, k)| t.tick_ms.is_none() && k.written_us < k.tick_us).map(|(_, k)| k).collect();
+    let tick = fine.iter().map(|k| k.tick_us).min()?;
+    (tick % 1000 == 0).then_some(tick as u64 / 1000)
 }
 
 /// The scenario's traces whose times are coarse against its window (none for generated traffic).
@@ -159,25 +184,34 @@ pub fn analyse(s: &Scenario, seed: u64, jobs: usize, chosen: &[StreamRun]) -> Re
             ticks: *ticks,
         })
         .collect();
+    let tick = tick_override(&coarse);
+    let seed_of = |rule: TieRule| match rule {
+        TieRule::Jitter(j) => Some(j),
+        _ => None,
+    };
+    let candidates: Vec<(TieRule, Option<u64>)> = [TieRule::Same, TieRule::Spread, TieRule::Jitter(jitter_seed.unwrap_or(seed))]
+        .into_iter()
+        .map(|rule| (rule, if rule == TieRule::Same { None } else { tick }))
+        .collect();
+    let is_chosen = |(rule, tick): &(TieRule, Option<u64>)| uniform && *rule == configured && tick.is_none();
     let mut verdicts = Vec::new();
-    if !uniform {
-        verdicts.push(TieVerdict { ties: "as configured".into(), jitter_seed: None, chosen: true, results: results(chosen) });
+    if !candidates.iter().any(is_chosen) {
+        let ties = if uniform { rule_name(configured) } else { "as configured" };
+        let jitter_seed = if uniform { seed_of(configured) } else { None };
+        verdicts.push(TieVerdict { ties: ties.into(), jitter_seed, tick_ms: None, chosen: true, results: results(chosen) });
     }
-    for rule in [TieRule::Same, TieRule::Spread, TieRule::Jitter(jitter_seed.unwrap_or(seed))] {
-        let is_chosen = uniform && rule == configured;
+    for c in &candidates {
+        let (rule, tick_ms) = *c;
         let runs;
-        let runs = if is_chosen {
+        let runs = if is_chosen(c) {
             chosen
         } else {
-            let alt = Scenario { traffic: with_ties(&s.traffic, &paths, rule), ..s.clone() };
+            let alt = Scenario { traffic: with_ties(&s.traffic, &paths, rule, tick_ms), ..s.clone() };
             runs = run_variants(&alt, seed, &s.scripts, jobs, Progress::Off)?;
             &runs[..]
         };
-        let jitter_seed = match rule {
-            TieRule::Jitter(j) => Some(j),
-            _ => None,
-        };
-        verdicts.push(TieVerdict { ties: rule_name(rule).into(), jitter_seed, chosen: is_chosen, results: results(runs) });
+        let chosen = is_chosen(c);
+        verdicts.push(TieVerdict { ties: rule_name(rule).into(), jitter_seed: seed_of(rule), tick_ms, chosen, results: results(runs) });
     }
     Ok(Some(CoarseTraces { traces, verdicts }))
 }

@@ -12,7 +12,8 @@
 //! # Times
 //! A time's resolution is the unit of its last written digit: `1704067200` has one second,
 //! `1704067200.25` a hundredth, `1704067200123` in milliseconds one millisecond, an access log's
-//! `[01/Jul/1995:00:00:01 -0400]` one second. Tie rules spread equal times across that resolution.
+//! `[01/Jul/1995:00:00:01 -0400]` one second. Tie rules spread equal times across that resolution, or
+//! across `tick_ms` when the spec gives one (times written more finely than they were recorded).
 //!
 //! [`TimeFormat::Auto`] reads RFC 3339 when the value looks like a date (`2024-01-01T00:00:00.5Z`),
 //! otherwise a number: milliseconds when the time column's name ends in `ms` or `millis`
@@ -126,6 +127,7 @@ pub enum Rebase {
 /// kind = "trace"
 /// path = "access.log"      # format from the extension unless `format` says
 /// ties = "spread"          # or "same", or { jitter = 7 }
+/// # tick_ms = 1000         # what `spread` and `jitter` spread across (default: as written)
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -151,6 +153,12 @@ pub struct TraceSpec {
     pub time_format: TimeFormat,
     #[serde(default)]
     pub ties: TieRule,
+    /// The length of one tick of the recorded times, in ms: what `spread` and `jitter` place a
+    /// tick's requests across. Default: the resolution each time is written to (the unit of its
+    /// last digit). Set it when times are written more finely than they were recorded, e.g.
+    /// milliseconds that always fall on whole seconds (`tick_ms = 1000`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tick_ms: Option<u64>,
     #[serde(default)]
     pub rebase: Rebase,
 }
@@ -169,7 +177,7 @@ pub struct Ticks {
     /// is 0, the resolution it is written to.
     pub tick_us: i64,
     /// The resolution the times are written to (the unit of their last digit, the coarsest of
-    /// them), in µs: what `spread` and `jitter` spread ties across.
+    /// them), in µs: what `spread` and `jitter` spread ties across unless `tick_ms` is set.
     pub written_us: i64,
     /// Requests that share their recorded time with another request.
     pub sharing: usize,
@@ -211,6 +219,7 @@ impl TraceSpec {
             phase_column: None,
             time_format: TimeFormat::Auto,
             ties: TieRule::Same,
+            tick_ms: None,
             rebase: Rebase::First,
         }
     }
@@ -239,6 +248,11 @@ impl TraceSpec {
             }
             if v.as_deref().is_some_and(|c| c.trim().is_empty()) {
                 return Err(invalid(CONTEXT, field, "must not be empty"));
+            }
+        }
+        if let Some(t) = self.tick_ms {
+            if t == 0 || t as i64 > MAX_TICK_US / 1000 {
+                return Err(invalid(CONTEXT, "tick_ms", format!("must be from 1 to {} (one day), got {t}", MAX_TICK_US / 1000)));
             }
         }
         if format == TraceFormat::Clf && self.time_format != TimeFormat::Auto {
@@ -330,7 +344,10 @@ impl TraceSpec {
             _ => None,
         };
         for group in raws.chunk_by_mut(|a, b| a.at == b.at) {
-            let res = group.iter().map(|r| r.res).max().unwrap_or(1);
+            let res = match self.tick_ms {
+                Some(t) => t as i64 * 1000,
+                None => group.iter().map(|r| r.res).max().unwrap_or(1),
+            };
             let n = group.len() as i64;
             for (i, r) in group.iter_mut().enumerate() {
                 let offset = match &mut jitter {
@@ -1134,6 +1151,19 @@ mod tests {
     }
 
     #[test]
+    fn a_tick_spreads_ties_across_it_whatever_the_written_resolution() {
+        let text = "time_ms,key\n1000,a\n1000,b\n2000,c\n";
+        let s = TraceSpec { ties: TieRule::Spread, ..spec("t.csv") };
+        assert_eq!(times(&s.parse(text, Micros(0)).unwrap()), [1_000_000, 1_000_500, 2_000_000]);
+        let s = TraceSpec { tick_ms: Some(1000), ..s };
+        assert_eq!(times(&s.parse(text, Micros(0)).unwrap()), [1_000_000, 1_500_000, 2_000_000]);
+        let j = TraceSpec { ties: TieRule::Jitter(3), ..s.clone() }.parse(text, Micros(0)).unwrap();
+        assert!(j.iter().filter(|a| a.key != "c").all(|a| (1_000_000..2_000_000).contains(&a.at.0)), "{j:?}");
+        assert!(matches!(TraceSpec { tick_ms: Some(0), ..s.clone() }.validate(), Err(Error::Invalid { field, .. }) if field == "tick_ms"));
+        assert!(TraceSpec { tick_ms: Some(86_400_001), ..s }.validate().is_err());
+    }
+
+    #[test]
     fn spread_a_busy_second_of_an_access_log() {
         let line = "1.2.3.4 - - [01/Jul/1995:00:00:01 -0400] \"GET / HTTP/1.0\" 200 1\n";
         let s = TraceSpec { ties: TieRule::Spread, ..TraceSpec::new("x.log") };
@@ -1201,5 +1231,7 @@ mod tests {
         let s: TraceSpec = toml::from_str("path = \"a.csv\"\ntime_format = \"ms\"\nties = { jitter = 3 }\n").unwrap();
         assert_eq!((s.time_format, s.ties), (TimeFormat::Millis, TieRule::Jitter(3)));
         assert!(toml::from_str::<TraceSpec>("path = \"a.csv\"\nties = \"random\"\n").is_err());
+        let s: TraceSpec = toml::from_str("path = \"a.csv\"\nties = \"spread\"\ntick_ms = 1000\n").unwrap();
+        assert_eq!(s.tick_ms, Some(1000));
     }
 }
