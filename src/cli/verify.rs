@@ -1,12 +1,14 @@
 //! `limitlab verify [--redis URL] [--cases N] [--seed S]`: differential fuzzing of the emulator
-//! against a real Redis (see [`crate::verify`]); also the `--redis URL` option `run`, `compare` and
+//! against a real Redis (see [`crate::verify`]); `verify --script SPEC [--cluster]`: a limiter's
+//! decisions on the emulator and on a real Redis or Redis Cluster, call for call
+//! ([`crate::verify::decisions::check_spec`]); also the `--redis URL` option `run`, `compare` and
 //! `cli` share ([`RedisArgs`]).
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 use super::emit;
 use crate::backend::real::{RealOptions, RealRedis, DEFAULT_TIMEOUT};
-use crate::verify::server::PrivateServer;
+use crate::verify::server::{PrivateCluster, PrivateServer};
 use crate::verify::{self, Options};
 use crate::{Error, Result};
 
@@ -89,6 +91,18 @@ pub struct Args {
     /// Stop after this many mismatches (each is shrunk first).
     #[arg(long, default_value_t = 3)]
     pub max_mismatches: usize,
+    /// Instead of random cases, check this limiter (repeatable): a spec file (my_limiter.toml) or a
+    /// built-in name. The traffic patterns of `limitlab check`, sized from its policy, run on the
+    /// emulator and on the server, and every decision must be identical. Before anything is sent,
+    /// the arrivals run on an emulator under the server run's key prefix: a script that writes keys
+    /// outside it, or (on a cluster) a call whose keys span hash slots, is reported with the keys
+    /// (and slots), the spec's call and the request.
+    #[arg(long = "script", value_name = "NAME|SPEC")]
+    pub scripts: Vec<String>,
+    /// With --script: run on a Redis Cluster, a private one of three masters unless --redis names
+    /// a cluster node.
+    #[arg(long)]
+    pub cluster: bool,
 }
 
 /// A validated `verify`.
@@ -98,6 +112,9 @@ pub struct Plan {
     pub target: Option<RedisTarget>,
     pub timeout: RealOptions,
     pub options: Options,
+    /// `--script`: limiters to check instead of random cases.
+    pub scripts: Vec<crate::spec::SharedSpec>,
+    pub cluster: bool,
 }
 
 impl Plan {
@@ -110,16 +127,90 @@ impl Plan {
                 reason: "must be at least 1".into(),
             });
         }
+        if a.cluster && a.scripts.is_empty() {
+            return Err(Error::Invalid {
+                context: "verify".into(),
+                field: "--cluster".into(),
+                reason: "checks the limiters given with --script on a cluster (the random cases need one standalone server)".into(),
+            });
+        }
         Ok(Plan {
             target: a.redis.target()?,
             timeout,
             options: Options { cases: a.cases, seed: a.seed, max_mismatches: a.max_mismatches, ..Options::default() },
+            scripts: a.scripts.iter().map(|n| crate::spec::resolve(n)).collect::<Result<_>>()?,
+            cluster: a.cluster,
         })
     }
 }
 
-/// Runs the cases against `--redis`, or against a private redis-server started for the purpose.
+/// `verify --script`: each limiter on the emulator and on the server (or cluster), call for call.
+fn run_scripts(plan: &Plan, out: &mut dyn Write) -> Result<()> {
+    let (mut server, mut cluster) = (None, None);
+    let (mut real, backend) = match &plan.target {
+        Some(t) => {
+            let r = t.connect()?;
+            if plan.cluster && !r.is_cluster() {
+                return Err(Error::Invalid {
+                    context: "verify".into(),
+                    field: "--cluster".into(),
+                    reason: format!("{} is not a cluster node (leave out --redis for a private cluster)", t.url),
+                });
+            }
+            let d = crate::backend::Backend::describe(&r);
+            (r, d)
+        }
+        None if plan.cluster => {
+            let c = cluster.insert(PrivateCluster::start()?);
+            let mut r = RealRedis::connect(&c.url(), plan.timeout)?;
+            // The cluster is ours: a script's keys outside the prefix may be written (and removed).
+            r.set_allow_outside_keys(true);
+            let ports: Vec<String> = c.ports().iter().map(u16::to_string).collect();
+            (r, format!("a private Redis Cluster of 3 masters on 127.0.0.1 ports {} ({})", ports.join(", "), c.version()))
+        }
+        None => {
+            let s = server.insert(PrivateServer::start()?);
+            let mut r = RealRedis::connect(&s.url(), plan.timeout)?;
+            r.set_allow_outside_keys(true);
+            (r, format!("a private redis-server on 127.0.0.1:{} ({})", s.port(), s.version()))
+        }
+    };
+    let mut text = String::new();
+    let mut failures = Vec::new();
+    for spec in &plan.scripts {
+        let limiter = crate::spec::limiter_with(std::sync::Arc::clone(spec), None, None, None)?;
+        let mut check = crate::verify::decisions::check_spec(&limiter, plan.options.seed, &mut real, crate::sim::Progress::Auto)?;
+        check.backend = backend.clone();
+        let calls: usize = check.checks.iter().map(|c| c.calls).sum();
+        text.push_str(&format!(
+            "verify {} ({}): {} patterns, {calls} requests on the emulator and on {backend}: {}\n",
+            spec.name,
+            spec.origin.display(),
+            check.checks.len(),
+            if check.identical() { "every decision identical" } else { "DECIDED DIFFERENTLY" }
+        ));
+        text.push_str(&check.render(crate::report::Format::Text));
+        text.push('\n');
+        match check.into_result() {
+            Ok(()) => {}
+            Err(Error::Mismatch(m)) => failures.push(m),
+            Err(e) => failures.push(e.to_string()),
+        }
+    }
+    emit(out, &text)?;
+    drop((server, cluster));
+    match failures.len() {
+        0 => Ok(()),
+        _ => Err(Error::Mismatch(failures.join("; "))),
+    }
+}
+
+/// Runs the cases against `--redis`, or against a private redis-server started for the purpose;
+/// with `--script`, checks those limiters instead ([`run_scripts`]).
 pub fn run(plan: Plan, out: &mut dyn Write) -> Result<()> {
+    if !plan.scripts.is_empty() {
+        return run_scripts(&plan, out);
+    }
     let mut options = plan.options;
     let server;
     let (mut real, backend) = match &plan.target {

@@ -50,8 +50,9 @@
 //! and the request, unless the server is the caller's to write on (`--allow-outside-keys`,
 //! [`RealRedis::set_allow_outside_keys`]): then it goes ahead, and afterwards exactly those keys
 //! are removed that did not exist before the run (the others are listed, left as they are). On a
-//! cluster, a call whose keys span hash slots is reported the same way (the call, both keys and
-//! their slots) before anything is sent: the server would answer CROSSSLOT.
+//! cluster such a script is refused in any case (a call is routed by its KEYS, and a script touching
+//! another key fails there), and a call whose keys span hash slots is reported the same way (the
+//! call, both keys and their slots) before anything is sent: the server would answer CROSSSLOT.
 use std::fmt::Write as _;
 
 use serde::Serialize;
@@ -234,10 +235,20 @@ impl RedisCheck {
             }
             t.row(row);
         }
+        // Notes said of several scenarios of one script are said once, naming them all.
+        let mut grouped: Vec<(&str, String, Vec<&str>)> = Vec::new();
         for c in &self.checks {
             for n in c.notes() {
-                t.note(n);
+                match grouped.iter_mut().find(|(a, body, _)| *a == c.algorithm && *body == n) {
+                    Some(g) => g.2.push(&c.scenario),
+                    None => grouped.push((&c.algorithm, n, vec![&c.scenario])),
+                }
             }
+        }
+        for (algorithm, body, scenarios) in grouped {
+            t.note(format!("{} / {algorithm}: {body}", scenarios.join(", ")));
+        }
+        for c in &self.checks {
             if let Some(d) = &c.divergence {
                 let why = if c.monotone || c.clock == ClockUsed::Server {
                     ""
@@ -297,13 +308,12 @@ impl ScriptCheck {
     /// The report's notes about this check besides a difference: how the clocks were handled, keys
     /// outside the prefix.
     fn notes(&self) -> Vec<String> {
-        let who = format!("{} / {}", self.scenario, self.algorithm);
         let mut v = Vec::new();
         let time: Vec<&str> = self.reads_clock.iter().filter(|r| r.starts_with("TIME ")).map(String::as_str).collect();
         let ttl: Vec<&str> = self.reads_clock.iter().filter(|r| !r.starts_with("TIME ")).map(String::as_str).collect();
         if !time.is_empty() {
             v.push(format!(
-                "{who}: the script reads TIME ({}); on the server it ran behind a one-line shim answering TIME with the \
+                "the script reads TIME ({}); on the server it ran behind a one-line shim answering TIME with the \
                  emulator's clock, so both sides saw the same time",
                 time.join(", ")
             ));
@@ -311,14 +321,14 @@ impl ScriptCheck {
         if self.clock == ClockUsed::Server {
             match &self.scenario_divergence {
                 Some(d) => v.push(format!(
-                    "{who}: on the scenario's clock the server decided differently from {d}, on every attempt. The server \
+                    "on the scenario's clock the server decided differently from {d}, on every attempt. The server \
                      expires keys on its own wall clock: run again with the emulator's clock set to the server's TIME at \
                      every request (the scenario's times still in ARGV), every decision was identical, so the difference \
                      came from the two clocks (a key expired on one side and alive on the other; a TTL too short for the \
                      decisions shows this way), not from the script running differently"
                 )),
                 None => v.push(format!(
-                    "{who}: reads the server's clock ({}), which a run cannot set: compared with the emulator's clock set \
+                    "reads the server's clock ({}), which a run cannot set: compared with the emulator's clock set \
                      to the server's TIME at every request (the scenario's times still in ARGV), so these decisions follow \
                      the server's wall clock, not the scenario's timeline",
                     ttl.join(", ")
@@ -326,7 +336,7 @@ impl ScriptCheck {
             }
             if self.uncertain > 0 {
                 v.push(format!(
-                    "{who}: during {} request(s) the server's clock passed into a new millisecond; each was replayed at \
+                    "during {} request(s) the server's clock passed into a new millisecond; each was replayed at \
                      every millisecond it may have run in and kept at the first that decided as the server did",
                     self.uncertain
                 ));
@@ -336,8 +346,8 @@ impl ScriptCheck {
             let shown: Vec<String> = self.outside_keys.iter().take(5).map(|k| format!("`{k}`")).collect();
             let more = self.outside_keys.len().saturating_sub(shown.len());
             let mut n = format!(
-                "{who}: wrote {} key(s) outside the run's prefix ({}{}), allowed by --allow-outside-keys; those that did not \
-                 exist before the run were removed after it",
+                "wrote {} key(s) outside the run's prefix ({}{}), allowed on this server (--allow-outside-keys, or \
+                 a private server of verify); those that did not exist before the run were removed after it",
                 self.outside_keys.len(),
                 shown.join(", "),
                 if more > 0 { format!(" and {more} more") } else { String::new() }
@@ -482,18 +492,28 @@ pub fn precheck(
             }
         }
     }
-    if !outside.is_empty() && !real.allow_outside_keys() {
+    if !outside.is_empty() && (real.is_cluster() || !real.allow_outside_keys()) {
         let shown: Vec<String> = outside.iter().take(10).map(|k| format!("`{k}`")).collect();
+        let why = if real.is_cluster() {
+            // Redis Cluster routes a call by its KEYS and refuses, inside the script, a key of
+            // another node (or, in 7.0, of another slot than the declared ones).
+            "on Redis Cluster a script may only touch the keys it is given in KEYS, which route the call: \
+             these would fail there (\"Script attempted to access a non local key\"). Pass every key the script \
+             writes in KEYS (the spec's `keys = [...]`), with one hash tag"
+                .to_string()
+        } else {
+            "on a shared server these keys would land among other clients' keys, where the run could not tell \
+             them apart to remove them. Pass every key the script writes in KEYS (the spec's `keys = [...]`, which \
+             limitlab puts under the run's prefix), or, on a server that is yours to write on, add \
+             --allow-outside-keys (then the ones that did not exist before the run are removed after it)"
+                .to_string()
+        };
         return Err(Error::Invalid {
             context: format!("scenario `{scenario}`, spec {}", spec.origin.display()),
             field: "keys".into(),
             reason: format!(
                 "the script writes keys outside the run's key prefix `{prefix}` (it builds their names itself, not from \
-                 KEYS): {}. In all the arrivals create {} such key(s): {}{}. Nothing was sent to {}: on a shared server \
-                 these keys would land among other clients' keys, where the run could not tell them apart to remove \
-                 them. Pass every key the script writes in KEYS (the spec's `keys = [...]`, which limitlab puts under the run's \
-                 prefix), or, on a server that is yours to write on, add --allow-outside-keys (then the ones that did not \
-                 exist before the run are removed after it)",
+                 KEYS): {}. In all the arrivals create {} such key(s): {}{}. Nothing was sent to {}: {why}",
                 first_outside.unwrap_or_default(),
                 outside.len(),
                 shown.join(", "),
@@ -778,6 +798,21 @@ pub fn check_scenario(s: &Scenario, seed: u64, real: &mut RealRedis, progress: P
         out.push(check_script_with(&s.name, &limiter, &arrivals, &pre.trace, &pre.outside, real, progress)?);
     }
     Ok(out)
+}
+
+/// `verify --script SPEC`: the traffic patterns of `limitlab check`, sized from the limiter's policy
+/// (a boundary burst, a burst after idle windows, steady overload, many subjects under the limit,
+/// sparse requests, varied costs), each on the emulator and on the server as [`check_scenario`]
+/// runs a scenario.
+pub fn check_spec(limiter: &Limiter, seed: u64, real: &mut RealRedis, progress: Progress) -> Result<RedisCheck> {
+    let p = limiter.params();
+    let origin = crate::attack::origin_ms(p.window_ms);
+    let mut checks = Vec::new();
+    for pat in crate::check::run::patterns(&p, origin, seed) {
+        let pre = precheck(pat.name, limiter, &pat.arrivals, origin, real, progress)?;
+        checks.push(check_script_with(pat.name, limiter, &pat.arrivals, &pre.trace, &pre.outside, real, progress)?);
+    }
+    Ok(RedisCheck { backend: real.describe(), checks, show_speed: false })
 }
 
 /// `run --redis`: one scenario file.
