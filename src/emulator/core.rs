@@ -1,12 +1,25 @@
-//! The server state that commands act on: the keyspace, the clock, and the flags of the current call.
+//! The server state that commands act on: the sixteen databases, the clock, the clients and the keys
+//! they WATCH, and the flags of the current call.
+use super::clients::{fingerprint, Client, ClientId, Watches};
 use super::cmd::{self, flags, CommandSpec};
-use super::keyspace::Db;
+use super::keyspace::{Db, Entry};
 use super::reply::Reply;
 use crate::clock::{Clock, VirtualClock};
 
+/// How many databases the server has (Redis's default `databases 16`).
+pub const DATABASES: usize = 16;
+
 /// State shared by every command. Scripting lives one level up, in [`super::Emulator`].
+///
+/// The selected database is `db` itself, so that every command reads and writes `core.db` at no
+/// extra cost; the other fifteen wait in `parked` (where `parked[selected]` is an empty stand-in) and
+/// [`Core::select`] swaps them in.
 pub struct Core {
+    /// The selected database: the one of the client (or script) whose command runs.
     pub db: Db,
+    /// The index of `db`.
+    pub selected: usize,
+    parked: Vec<Db>,
     pub clock: VirtualClock,
     /// While a script runs, key expiry is judged at the script's start time (Redis 7.0 semantics).
     pub frozen_ms: Option<i64>,
@@ -15,11 +28,29 @@ pub struct Core {
     /// The caller speaks RESP3 (a script after `redis.setresp(3)`): some replies change shape, e.g.
     /// WITHSCORES ranges nest `[member, score]` pairs.
     pub resp3: bool,
+    /// The clients, by [`ClientId`]; `None` marks a closed one whose id may be reused.
+    pub clients: Vec<Option<Client>>,
+    /// Every client's WATCHed keys.
+    pub watches: Watches,
+    /// A command is running inside EXEC or a script: blocking commands answer at once (Redis's
+    /// `CLIENT_DENY_BLOCKING`).
+    pub deny_blocking: bool,
 }
 
 impl Core {
     pub fn new(clock: VirtualClock) -> Self {
-        Core { db: Db::default(), clock, frozen_ms: None, cluster: false, resp3: false }
+        Core {
+            db: Db::default(),
+            selected: 0,
+            parked: (0..DATABASES).map(|_| Db::default()).collect(),
+            clock,
+            frozen_ms: None,
+            cluster: false,
+            resp3: false,
+            clients: vec![Some(Client::default())],
+            watches: Watches::default(),
+            deny_blocking: false,
+        }
     }
 
     /// The time, in unix milliseconds, against which keys expire.
@@ -35,6 +66,168 @@ impl Core {
     pub fn now_us(&self) -> i64 {
         self.clock.now_micros().0
     }
+
+    // ---- databases -------------------------------------------------------------------------------
+
+    /// Makes database `index` (< [`DATABASES`]) the selected one. [`Db::expiry_enabled`] follows the
+    /// selection: it is one switch for the whole server.
+    #[inline]
+    pub fn select(&mut self, index: usize) {
+        if index != self.selected {
+            self.select_other(index);
+        }
+    }
+
+    fn select_other(&mut self, index: usize) {
+        let expiry = self.db.expiry_enabled;
+        std::mem::swap(&mut self.db, &mut self.parked[self.selected]);
+        std::mem::swap(&mut self.db, &mut self.parked[index]);
+        self.selected = index;
+        self.db.expiry_enabled = expiry;
+    }
+
+    /// Database `index`, selected or not.
+    pub fn db_at(&mut self, index: usize) -> &mut Db {
+        if index == self.selected {
+            &mut self.db
+        } else {
+            let expiry = self.db.expiry_enabled;
+            let db = &mut self.parked[index];
+            db.expiry_enabled = expiry;
+            db
+        }
+    }
+
+    /// SWAPDB: the two databases trade their keys; clients stay on their indexes.
+    pub fn swap_dbs(&mut self, a: usize, b: usize) {
+        if a == b {
+            return;
+        }
+        let (lo, hi) = (a.min(b), a.max(b));
+        if lo == self.selected || hi == self.selected {
+            let other = if lo == self.selected { hi } else { lo };
+            std::mem::swap(&mut self.db, &mut self.parked[other]);
+            let expiry = self.parked[other].expiry_enabled;
+            self.db.expiry_enabled = expiry;
+        } else {
+            let (x, y) = self.parked.split_at_mut(hi);
+            std::mem::swap(&mut x[lo], &mut y[0]);
+        }
+    }
+
+    // ---- clients ---------------------------------------------------------------------------------
+
+    /// A new client, on database 0.
+    pub fn connect(&mut self) -> ClientId {
+        match self.clients.iter().position(Option::is_none) {
+            Some(i) => {
+                self.clients[i] = Some(Client::default());
+                ClientId(i as u32)
+            }
+            None => {
+                self.clients.push(Some(Client::default()));
+                ClientId(self.clients.len() as u32 - 1)
+            }
+        }
+    }
+
+    /// Closes a client: its transaction and WATCHes go. Client 0 cannot be closed; it is reset.
+    pub fn disconnect(&mut self, id: ClientId) {
+        if self.clients.get(id.index()).is_none_or(Option::is_none) {
+            return;
+        }
+        self.unwatch_all(id);
+        self.clients[id.index()] = if id == ClientId::DEFAULT { Some(Client::default()) } else { None };
+    }
+
+    /// The state of an open client.
+    pub fn client(&mut self, id: ClientId) -> Option<&mut Client> {
+        self.clients.get_mut(id.index()).and_then(Option::as_mut)
+    }
+
+    // ---- WATCH -----------------------------------------------------------------------------------
+
+    /// WATCH `key` in the selected database for `id` (a key watched twice is watched once).
+    pub fn watch(&mut self, id: ClientId, key: &[u8]) {
+        let db = self.selected;
+        if self.watches.keys.iter().any(|w| w.client == id && w.db == db && w.key == key) {
+            return;
+        }
+        let now = self.now_ms();
+        let deadline = self.db.peek(key, now).and_then(|e| e.expire_at);
+        self.watches.keys.push(super::clients::Watched { client: id, db, key: key.to_vec(), deadline });
+        if let Some(c) = self.client(id) {
+            c.watching += 1;
+        }
+    }
+
+    /// UNWATCH (also what EXEC, DISCARD and a closed connection do). Leaves the dirty flag alone.
+    pub fn unwatch_all(&mut self, id: ClientId) {
+        let Some(c) = self.client(id) else { return };
+        if c.watching == 0 {
+            return;
+        }
+        c.watching = 0;
+        self.watches.keys.retain(|w| w.client != id);
+    }
+
+    /// Whether EXEC must fail for `id` because a watched key was touched, or has expired since WATCH.
+    pub fn watch_failed(&mut self, id: ClientId) -> bool {
+        let now = self.now_ms();
+        let expired = self.expiry_enabled()
+            && self.watches.keys.iter().any(|w| w.client == id && w.deadline.is_some_and(|t| t < now));
+        self.client(id).is_some_and(|c| c.dirty_cas) || expired
+    }
+
+    fn expiry_enabled(&self) -> bool {
+        self.db.expiry_enabled
+    }
+
+    /// Redis's `signalModifiedKey` for the selected database: every client watching `key` there will
+    /// fail its EXEC. A write that changes a key's value or TTL touches it without calling this (see
+    /// [`Core::run`]); a handler calls it where Redis counts a modification that may leave the key as
+    /// it was (`SET k v` over `v`, `INCRBY k 0`, `LTRIM` keeping everything, ...).
+    #[inline]
+    pub fn touch(&mut self, key: &[u8]) {
+        if !self.watches.is_empty() {
+            self.touch_in(self.selected, key);
+        }
+    }
+
+    /// [`Core::touch`] in database `db`.
+    pub fn touch_in(&mut self, db: usize, key: &[u8]) {
+        let mut dirty = Vec::new();
+        for w in &self.watches.keys {
+            if w.db == db && w.key == key {
+                dirty.push(w.client);
+            }
+        }
+        for id in dirty {
+            if let Some(c) = self.client(id) {
+                c.dirty_cas = true;
+            }
+        }
+    }
+
+    /// FLUSHDB, FLUSHALL and SWAPDB (Redis's `touchAllWatchedKeysInDb`): every watched key of
+    /// database `db` that exists there, or in `with` (the database SWAPDB brings in), is touched.
+    pub fn touch_all_in(&mut self, db: usize, with: Option<usize>) {
+        if self.watches.is_empty() {
+            return;
+        }
+        let now = self.now_ms();
+        let keys: Vec<(usize, Vec<u8>)> =
+            self.watches.keys.iter().filter(|w| w.db == db).map(|w| (w.db, w.key.clone())).collect();
+        for (d, key) in keys {
+            let here = self.db_at(d).peek(&key, now).is_some();
+            let there = with.is_some_and(|o| self.db_at(o).peek(&key, now).is_some());
+            if here || there {
+                self.touch_in(d, &key);
+            }
+        }
+    }
+
+    // ---- running commands ------------------------------------------------------------------------
 
     /// Runs a non-scripting command from a client (arity, cluster slot rules, then the handler).
     pub fn dispatch(&mut self, args: &[&[u8]]) -> Reply {
@@ -58,9 +251,43 @@ impl Core {
     }
 
     /// Runs a command whose name, arity and rules were already checked.
+    ///
+    /// While some client WATCHes keys, a write is watched too: the watched keys of the selected
+    /// database that the command names are compared before and after it ([`fingerprint`]), and a
+    /// changed one is touched ([`Core::touch`]).
     #[inline]
     pub fn run(&mut self, spec: &CommandSpec, args: &[&[u8]]) -> Reply {
         debug_assert!(!spec.has(flags::SCRIPTING));
+        if !self.watches.is_empty() && spec.has(flags::WRITE) {
+            return self.run_watched(spec, args);
+        }
         (spec.handler)(self, args)
+    }
+
+    #[cold]
+    fn run_watched(&mut self, spec: &CommandSpec, args: &[&[u8]]) -> Reply {
+        let now = self.now_ms();
+        let db = self.selected;
+        let mut before: Vec<(Vec<u8>, u64)> = Vec::new();
+        for w in &self.watches.keys {
+            if w.db == db && args[1..].contains(&w.key.as_slice()) && !before.iter().any(|(k, _)| *k == w.key) {
+                before.push((w.key.clone(), fingerprint(self.db.peek(&w.key, now))));
+            }
+        }
+        let reply = (spec.handler)(self, args);
+        let now = self.now_ms();
+        for (key, was) in before {
+            if fingerprint(self.db.peek(&key, now)) != was {
+                self.touch_in(db, &key);
+            }
+        }
+        reply
+    }
+}
+
+impl Db {
+    /// The live entry under `key` at `now`, without deleting an expired one.
+    pub fn peek(&self, key: &[u8], now: i64) -> Option<&Entry> {
+        self.map.get(key).filter(|e| !(self.expiry_enabled && e.expire_at.is_some_and(|t| t < now)))
     }
 }

@@ -1,5 +1,6 @@
 //! The Redis 7.0 emulator: a keyspace, the command table and Lua 5.1 scripting, all reading one
 //! injected virtual clock.
+pub mod clients;
 pub mod cluster;
 pub mod cmd;
 pub mod core;
@@ -8,12 +9,14 @@ pub mod keyspace;
 pub mod longdouble;
 pub mod lua;
 pub mod memory;
+pub mod multi;
 pub mod reply;
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
 pub use self::core::Core;
+pub use clients::ClientId;
 pub use reply::Reply;
 
 use crate::clock::VirtualClock;
@@ -65,18 +68,61 @@ impl Emulator {
         self.core.borrow_mut()
     }
 
-    /// Runs one command as a client would send it; `args[0]` is the command name.
+    /// Runs one command as client 0 (see [`Emulator::execute_as`]); `args[0]` is the command name.
     pub fn execute(&mut self, args: &[&[u8]]) -> Reply {
+        self.execute_as(ClientId::DEFAULT, args)
+    }
+
+    /// Opens a connection: a client with its own selected database, transaction and WATCHes.
+    pub fn connect(&mut self) -> ClientId {
+        self.core.borrow_mut().connect()
+    }
+
+    /// Closes a connection (its transaction and WATCHes go). Client 0 is reset instead.
+    pub fn disconnect(&mut self, id: ClientId) {
+        self.core.borrow_mut().disconnect(id);
+    }
+
+    /// Runs one command sent by client `id` (opened by [`Emulator::connect`]), in its database and,
+    /// after MULTI, into its transaction's queue.
+    pub fn execute_as(&mut self, id: ClientId, args: &[&[u8]]) -> Reply {
         if args.is_empty() {
             return Reply::err("ERR empty command");
         }
-        let Some(spec) = cmd::lookup(args[0]) else {
+        let in_multi = {
+            let mut core = self.core.borrow_mut();
+            let Some(c) = core.client(id) else { return Reply::err("ERR no such client connection") };
+            let (db, in_multi) = (c.db, c.multi.is_some());
+            core.select(db);
+            in_multi
+        };
+        let spec = cmd::lookup(args[0]);
+        let reply = if in_multi { self.queue(id, spec, args) } else { self.run_as(id, spec, args) };
+        let mut core = self.core.borrow_mut();
+        let db = core.selected;
+        if let Some(c) = core.client(id) {
+            c.db = db;
+        }
+        reply
+    }
+
+    /// Runs a command for client `id` (its database selected), outside a transaction's queue.
+    fn run_as(&mut self, id: ClientId, spec: Option<&'static cmd::CommandSpec>, args: &[&[u8]]) -> Reply {
+        let Some(spec) = spec else {
             return cmd::unknown_command(args);
         };
-        if spec.has(cmd::flags::SCRIPTING) {
-            if !spec.arity_ok(args.len()) {
-                return cmd::wrong_arity(spec);
+        if !spec.arity_ok(args.len()) {
+            return self.arity_error(id, spec);
+        }
+        if spec.has(cmd::flags::CONNECTION) {
+            if self.core.borrow().cluster {
+                if let Some(r) = cluster::check_command_slots(spec, args) {
+                    return r;
+                }
             }
+            return self.connection_command(id, spec, args);
+        }
+        if spec.has(cmd::flags::SCRIPTING) {
             return self.scripting.command(spec, args);
         }
         self.core.borrow_mut().dispatch_spec(spec, args)
@@ -88,14 +134,25 @@ impl Emulator {
         self.execute(&v)
     }
 
-    /// EVAL: compiles (or reuses) `body` and runs it with KEYS and ARGV.
+    /// EVAL as client 0: compiles (or reuses) `body` and runs it with KEYS and ARGV, in client 0's
+    /// database.
     pub fn eval(&mut self, body: &[u8], keys: &[&[u8]], argv: &[&[u8]]) -> Reply {
+        self.select_default_db();
         self.scripting.eval(body, keys, argv, false)
     }
 
-    /// EVALSHA: runs a cached script, or replies NOSCRIPT.
+    /// EVALSHA as client 0: runs a cached script, or replies NOSCRIPT.
     pub fn evalsha(&mut self, sha: &[u8], keys: &[&[u8]], argv: &[&[u8]]) -> Reply {
+        self.select_default_db();
         self.scripting.evalsha(sha, keys, argv, false)
+    }
+
+    /// Selects client 0's database (another client's command may have left another one selected).
+    #[inline]
+    fn select_default_db(&mut self) {
+        let mut core = self.core.borrow_mut();
+        let db = core.clients[0].as_ref().map_or(0, |c| c.db);
+        core.select(db);
     }
 
     /// SCRIPT LOAD: compiles and caches `body`, returning its SHA1 (hex) or the compile error.

@@ -85,7 +85,9 @@ fn hset(core: &mut Core, a: &[&[u8]]) -> Reply {
     if a.len() % 2 == 1 {
         return arity_err("hset");
     }
-    Reply::Int(tri!(set_pairs(core, a)))
+    let added = tri!(set_pairs(core, a));
+    core.touch(a[1]);
+    Reply::Int(added)
 }
 
 fn hmset(core: &mut Core, a: &[&[u8]]) -> Reply {
@@ -93,6 +95,7 @@ fn hmset(core: &mut Core, a: &[&[u8]]) -> Reply {
         return arity_err("hmset");
     }
     tri!(set_pairs(core, a));
+    core.touch(a[1]);
     Reply::ok()
 }
 
@@ -131,6 +134,15 @@ pub(super) fn hmget_to(core: &mut Core, a: &[&[u8]], out: &mut dyn ReplySink) {
 /// HINCRBY: the increment is parsed before the key's type is checked; a stored value must be a
 /// canonical integer.
 fn hincrby(core: &mut Core, a: &[&[u8]]) -> Reply {
+    let reply = hincrby_body(core, a);
+    // Touched even by an increment of 0.
+    if !reply.is_error() {
+        core.touch(a[1]);
+    }
+    reply
+}
+
+fn hincrby_body(core: &mut Core, a: &[&[u8]]) -> Reply {
     let incr = tri!(arg_i64(a[3]));
     let field = a[2];
     match tri!(hash_of(core, a[1])) {
@@ -164,6 +176,14 @@ const INCR_NOT_FINITE: &str = "ERR value is NaN or Infinity";
 /// value must parse ("hash value is not a float") and the sum be finite. The arithmetic and the
 /// printing are C `long double`'s, as in Redis (see [`longdouble`]).
 fn hincrbyfloat(core: &mut Core, a: &[&[u8]]) -> Reply {
+    let reply = hincrbyfloat_body(core, a);
+    if !reply.is_error() {
+        core.touch(a[1]);
+    }
+    reply
+}
+
+fn hincrbyfloat_body(core: &mut Core, a: &[&[u8]]) -> Reply {
     let (field, incr) = (a[2], a[3]);
     if !longdouble::is_valid_float(incr) {
         return Reply::err(NOT_FLOAT);

@@ -109,6 +109,8 @@ fn expire_generic(core: &mut Core, a: &[&[u8]], unit_ms: i64, absolute: bool, na
     } else {
         e.expire_at = Some(when);
     }
+    // Touched even when the deadline stays the same.
+    core.touch(key);
     Reply::Int(1)
 }
 
@@ -203,9 +205,6 @@ fn renamenx(core: &mut Core, a: &[&[u8]]) -> Reply {
     rename_generic(core, a, true)
 }
 
-/// limitlab keeps a single database: the reply to a request for another one.
-const ONE_DB: &str = "ERR limitlab emulates a single database (db 0); other database indexes are not supported";
-
 /// Redis's `getIntFromObjectOrReply`: an integer that fits a C int, with its two error texts.
 pub(crate) fn arg_i32(b: &[u8]) -> Result<i32, Reply> {
     let v = parse_canonical_i64(b).ok_or_else(|| Reply::err(NOT_INTEGER))?;
@@ -213,43 +212,40 @@ pub(crate) fn arg_i32(b: &[u8]) -> Result<i32, Reply> {
         .map_err(|_| Reply::err("ERR value is out of range, value must between -2147483648 and 2147483647"))
 }
 
-/// COPY source destination [DB n] [REPLACE]: copies value and TTL; 0 when the source is missing or the
-/// destination exists without REPLACE.
+/// COPY source destination [DB n] [REPLACE]: copies value and TTL, into database `n` if given; 0 when
+/// the source is missing or the destination exists without REPLACE. The database index is checked as
+/// the options are read, before a later syntax error.
 fn copy(core: &mut Core, a: &[&[u8]]) -> Reply {
     let mut replace = false;
-    let mut db = 0;
+    let src_db = core.selected;
+    let mut db = src_db;
     let mut j = 3;
     while j < a.len() {
         if eq_ic(a[j], "replace") {
             replace = true;
         } else if eq_ic(a[j], "db") && j + 1 < a.len() {
-            db = tri!(arg_i32(a[j + 1]));
-            if !(0..16).contains(&db) {
-                return Reply::err("ERR DB index is out of range");
-            }
+            db = tri!(super::databases::arg_db(a[j + 1]));
             j += 1;
         } else {
             return Reply::err(SYNTAX);
         }
         j += 1;
     }
-    if db != 0 {
-        return if core.cluster {
-            Reply::err("ERR Copying to another database is not allowed in cluster mode")
-        } else {
-            Reply::err(ONE_DB)
-        };
+    if core.cluster && (src_db != 0 || db != 0) {
+        return Reply::err("ERR Copying to another database is not allowed in cluster mode");
     }
     let (src, dst) = (a[1], a[2]);
-    if src == dst {
+    if db == src_db && src == dst {
         return Reply::err("ERR source and destination objects are the same");
     }
     let now = core.now_ms();
     let Some(entry) = core.db.get(src, now).cloned() else { return Reply::Int(0) };
-    if core.db.get(dst, now).is_some() && !replace {
+    let target = core.db_at(db);
+    if target.get(dst, now).is_some() && !replace {
         return Reply::Int(0);
     }
-    core.db.put(dst, entry);
+    target.put(dst, entry);
+    core.touch_in(db, dst);
     Reply::Int(1)
 }
 

@@ -178,6 +178,8 @@ fn ltrim(core: &mut Core, a: &[&[u8]]) -> Reply {
     }
     let empty = l.is_empty();
     drop_if_empty(core, a[1], empty);
+    // Touched even when nothing was trimmed.
+    core.touch(a[1]);
     Reply::ok()
 }
 
@@ -245,6 +247,7 @@ fn lset(core: &mut Core, a: &[&[u8]]) -> Reply {
     match resolve_index(i, l.len()) {
         Some(i) => {
             l[i] = a[3].to_vec();
+            core.touch(a[1]);
             Reply::ok()
         }
         None => Reply::err("ERR index out of range"),

@@ -6,6 +6,7 @@ use super::core::Core;
 use super::fxhash::FxHashMap;
 use super::reply::{Reply, ReplySink};
 
+pub mod databases;
 pub mod hashes;
 pub mod keys;
 pub mod lists;
@@ -45,6 +46,9 @@ pub mod flags {
     pub const SCRIPTING: u16 = 16;
     /// Commands whose keys cannot be derived from a fixed position (handled by the command).
     pub const MOVABLE_KEYS: u16 = 32;
+    /// Acts on the calling client's own state, in [`crate::emulator::Emulator`] (MULTI, EXEC,
+    /// DISCARD, WATCH, UNWATCH), not in [`super::Core`].
+    pub const CONNECTION: u16 = 64;
 }
 
 /// Where a command's keys are: `args[first]`, then every `step`-th argument up to `last`
@@ -113,8 +117,10 @@ fn table() -> &'static FxHashMap<&'static [u8], CommandSpec> {
             lists::COMMANDS,
             sets::COMMANDS,
             server::COMMANDS,
+            databases::COMMANDS,
             memory::COMMANDS,
             crate::emulator::lua::COMMANDS,
+            crate::emulator::multi::COMMANDS,
         ] {
             for spec in family {
                 let prev = m.insert(spec.name.as_bytes(), *spec);

@@ -1,17 +1,15 @@
-//! Server commands: PING, ECHO, TIME, DBSIZE, FLUSHALL, FLUSHDB and SELECT (database 0 only).
+//! Server commands: PING, ECHO, TIME and WAIT (the databases' commands are in [`super::databases`]).
 use super::flags::*;
-use super::{eq_ic, CommandSpec, KeySpec, SYNTAX};
+use super::{arg_i64, CommandSpec, KeySpec};
 use crate::emulator::core::Core;
 use crate::emulator::reply::Reply;
+use crate::tri;
 
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "ping", arity: -1, flags: 0, keys: KeySpec::NONE, handler: ping },
     CommandSpec { name: "echo", arity: 2, flags: 0, keys: KeySpec::NONE, handler: echo },
     CommandSpec { name: "time", arity: 1, flags: 0, keys: KeySpec::NONE, handler: time },
-    CommandSpec { name: "dbsize", arity: 1, flags: READONLY, keys: KeySpec::NONE, handler: dbsize },
-    CommandSpec { name: "flushall", arity: -1, flags: WRITE, keys: KeySpec::NONE, handler: flush },
-    CommandSpec { name: "flushdb", arity: -1, flags: WRITE, keys: KeySpec::NONE, handler: flush },
-    CommandSpec { name: "select", arity: 2, flags: 0, keys: KeySpec::NONE, handler: select },
+    CommandSpec { name: "wait", arity: 3, flags: NOSCRIPT, keys: KeySpec::NONE, handler: wait },
 ];
 
 /// PING [message]: more than one argument is an arity error, as in Redis.
@@ -36,40 +34,26 @@ fn time(core: &mut Core, _: &[&[u8]]) -> Reply {
     ])
 }
 
-/// DBSIZE: live keys only (Redis may still count expired keys its background cycle has not reclaimed;
-/// the emulator reclaims them exactly on time).
-fn dbsize(core: &mut Core, _: &[&[u8]]) -> Reply {
-    let now = core.now_ms();
-    core.db.purge_expired(now);
-    Reply::Int(core.db.len() as i64)
-}
-
-/// FLUSHALL / FLUSHDB [SYNC|ASYNC]: the only option must be alone.
-fn flush(core: &mut Core, a: &[&[u8]]) -> Reply {
-    match a.len() {
-        1 => {}
-        2 if eq_ic(a[1], "sync") || eq_ic(a[1], "async") => {}
-        _ => return Reply::err(SYNTAX),
-    }
-    core.db.clear();
-    Reply::ok()
-}
-
-/// SELECT index: Redis's checks (a C int, cluster mode allows only 0, 0..15 exist); the emulator keeps a
-/// single database, so only 0 succeeds.
-fn select(core: &mut Core, a: &[&[u8]]) -> Reply {
-    let id = match super::keys::arg_i32(a[1]) {
-        Ok(id) => id,
-        Err(r) => return r,
+/// WAIT numreplicas timeout: the emulator has no replicas, so the answer is always 0. Asked for at
+/// least one replica, Redis blocks until the timeout: the virtual clock moves on by the timeout
+/// (time passes for everyone, as on a real server). Inside EXEC it answers at once, as Redis does;
+/// timeout 0 would block forever, which the emulator refuses.
+fn wait(core: &mut Core, a: &[&[u8]]) -> Reply {
+    let replicas = tri!(arg_i64(a[1]));
+    let timeout = match arg_i64(a[2]) {
+        Ok(t) => t,
+        Err(_) => return Reply::err("ERR timeout is not an integer or out of range"),
     };
-    if core.cluster && id != 0 {
-        return Reply::err("ERR SELECT is not allowed in cluster mode");
+    if timeout < 0 {
+        return Reply::err("ERR timeout is negative");
     }
-    match id {
-        0 => Reply::ok(),
-        1..=15 => Reply::err("ERR limitlab emulates a single database (db 0); other database indexes are not supported"),
-        _ => Reply::err("ERR DB index is out of range"),
+    if replicas > 0 && !core.deny_blocking {
+        if timeout == 0 {
+            return Reply::err("ERR limitlab: WAIT for a replica without a timeout would block forever (the emulator has no replicas)");
+        }
+        core.clock.advance_millis(timeout);
     }
+    Reply::Int(0)
 }
 
 #[cfg(test)]
@@ -91,24 +75,12 @@ mod tests {
         assert_eq!(run(&mut c, "PING hi"), Reply::Bulk(b"hi".to_vec()));
         assert_eq!(run(&mut c, "PING a b"), Reply::err("ERR wrong number of arguments for 'ping' command"));
         assert_eq!(run(&mut c, "ECHO"), Reply::err("ERR wrong number of arguments for 'echo' command"));
-        assert_eq!(run(&mut c, "FLUSHALL foo"), Reply::err(SYNTAX));
-        assert_eq!(run(&mut c, "FLUSHDB sync x"), Reply::err(SYNTAX));
-        assert_eq!(run(&mut c, "FLUSHALL ASYNC"), Reply::ok());
-        assert_eq!(run(&mut c, "SELECT 0"), Reply::ok());
-        assert_eq!(run(&mut c, "SELECT 16"), Reply::err("ERR DB index is out of range"));
-        assert_eq!(run(&mut c, "SELECT -1"), Reply::err("ERR DB index is out of range"));
-        assert_eq!(run(&mut c, "SELECT abc"), Reply::err(NOT_INTEGER));
-        assert_eq!(
-            run(&mut c, "SELECT 4294967296"),
-            Reply::err("ERR value is out of range, value must between -2147483648 and 2147483647")
-        );
-        run(&mut c, "SET a 1");
-        run(&mut c, "SET b 1 PX 10");
-        assert_eq!(run(&mut c, "DBSIZE"), Reply::Int(2));
-        c.clock.advance_millis(10);
-        // At its deadline a key still exists (Redis: expired only when now > when).
-        assert_eq!(run(&mut c, "DBSIZE"), Reply::Int(2));
-        c.clock.advance_millis(1);
-        assert_eq!(run(&mut c, "DBSIZE"), Reply::Int(1));
+        let t0 = c.now_ms();
+        assert_eq!(run(&mut c, "WAIT 0 0"), Reply::Int(0));
+        assert_eq!(run(&mut c, "WAIT 1 250"), Reply::Int(0));
+        assert_eq!(c.now_ms(), t0 + 250, "blocked until the timeout");
+        assert_eq!(run(&mut c, "WAIT x 1"), Reply::err(NOT_INTEGER));
+        assert_eq!(run(&mut c, "WAIT 1 x"), Reply::err("ERR timeout is not an integer or out of range"));
+        assert_eq!(run(&mut c, "WAIT 1 -1"), Reply::err("ERR timeout is negative"));
     }
 }

@@ -159,6 +159,7 @@ fn set_generic(core: &mut Core, key: &[u8], val: &[u8], o: &SetOpts, cmd: &str, 
         if when.is_some_and(|t| t <= now) {
             core.db.remove(key, now);
         }
+        core.touch(key);
         return ok;
     }
     let (found, old, old_ttl) = match core.db.get(key, now) {
@@ -181,6 +182,7 @@ fn set_generic(core: &mut Core, key: &[u8], val: &[u8], o: &SetOpts, cmd: &str, 
     if when.is_some_and(|t| t <= now) {
         core.db.remove(key, now);
     }
+    core.touch(key);
     if o.get {
         old_reply()
     } else {
@@ -225,9 +227,11 @@ fn getex(core: &mut Core, a: &[&[u8]]) -> Reply {
             core.db.remove(key, now);
         }
         Some(t) => e.expire_at = Some(t),
-        None if o.persist => e.expire_at = None,
-        None => {}
+        None if o.persist && e.expire_at.is_some() => e.expire_at = None,
+        None => return reply,
     }
+    // A new deadline touches the key even when it is the one it had.
+    core.touch(key);
     reply
 }
 
@@ -235,6 +239,7 @@ fn getex(core: &mut Core, a: &[&[u8]]) -> Reply {
 fn getset(core: &mut Core, a: &[&[u8]]) -> Reply {
     let old = tri!(read_str(core, a[1]));
     core.db.set(a[1], Value::Str(RStr::from_bytes(a[2])), None);
+    core.touch(a[1]);
     old.map_or(Reply::Nil, Reply::Bulk)
 }
 
@@ -272,6 +277,7 @@ fn mset(core: &mut Core, a: &[&[u8]]) -> Reply {
     }
     for kv in a[1..].chunks_exact(2) {
         core.db.set(kv[0], Value::Str(RStr::from_bytes(kv[1])), None);
+        core.touch(kv[0]);
     }
     Reply::ok()
 }
@@ -289,6 +295,7 @@ fn msetnx(core: &mut Core, a: &[&[u8]]) -> Reply {
     }
     for kv in a[1..].chunks_exact(2) {
         core.db.set(kv[0], Value::Str(RStr::from_bytes(kv[1])), None);
+        core.touch(kv[0]);
     }
     Reply::Int(1)
 }
@@ -387,6 +394,7 @@ fn append(core: &mut Core, a: &[&[u8]]) -> Reply {
     match core.db.get_mut(key, now) {
         None => {
             core.db.set(key, Value::Str(RStr::from_bytes(tail)), None);
+            core.touch(key);
             Reply::Int(tail.len() as i64)
         }
         Some(e) => {
@@ -397,7 +405,9 @@ fn append(core: &mut Core, a: &[&[u8]]) -> Reply {
             let newlen = s.len() + tail.len();
             let v = make_room(s, newlen);
             v.extend_from_slice(tail);
-            Reply::Int(v.len() as i64)
+            let n = v.len() as i64;
+            core.touch(key);
+            Reply::Int(n)
         }
     }
 }
@@ -463,6 +473,7 @@ fn setrange(core: &mut Core, a: &[&[u8]]) -> Reply {
             let mut v = vec![0u8; total as usize];
             v[offset as usize..].copy_from_slice(val);
             core.db.set(key, Value::Str(RStr::Exact(v)), None);
+            core.touch(key);
             Reply::Int(total as i64)
         }
         Some(e) => {
@@ -479,7 +490,9 @@ fn setrange(core: &mut Core, a: &[&[u8]]) -> Reply {
                 v.resize(total as usize, 0);
             }
             v[offset as usize..total as usize].copy_from_slice(val);
-            Reply::Int(v.len() as i64)
+            let n = v.len() as i64;
+            core.touch(key);
+            Reply::Int(n)
         }
     }
 }
@@ -607,6 +620,7 @@ pub(crate) fn incr_by(core: &mut Core, key: &[u8], by: i64) -> Reply {
     match core.db.get_mut(key, now) {
         None => {
             core.db.set(key, Value::Str(RStr::Int(by)), None);
+            core.touch(key);
             Reply::Int(by)
         }
         Some(e) => {
@@ -621,6 +635,7 @@ pub(crate) fn incr_by(core: &mut Core, key: &[u8], by: i64) -> Reply {
             match cur.checked_add(by) {
                 Some(n) => {
                     *s = RStr::Int(n);
+                    core.touch(key);
                     Reply::Int(n)
                 }
                 None => Reply::err("ERR increment or decrement would overflow"),
@@ -656,6 +671,7 @@ fn incrbyfloat(core: &mut Core, a: &[&[u8]]) -> Reply {
         None => match longdouble::incr_by_float(b"0", by) {
             Ok(v) => {
                 core.db.set(key, Value::Str(RStr::Raw(v.clone())), None);
+                core.touch(key);
                 Reply::Bulk(v)
             }
             Err(e) => Reply::err(e),
@@ -666,6 +682,7 @@ fn incrbyfloat(core: &mut Core, a: &[&[u8]]) -> Reply {
             match longdouble::incr_by_float(str_view(s, &mut digits), by) {
                 Ok(v) => {
                     *s = RStr::Raw(v.clone());
+                    core.touch(key);
                     Reply::Bulk(v)
                 }
                 Err(e) => Reply::err(e),

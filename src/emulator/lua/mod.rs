@@ -534,12 +534,14 @@ fn run_function(
     st.killed.set(false);
     st.budget_left.set(budget.min(i64::MAX as u64) as i64);
     st.slot.set(if core.borrow().cluster { cluster::common_slot(keys.iter().copied()).ok().flatten() } else { None });
-    // Keys cannot expire while the script runs: judge expiry at the script's start.
-    {
+    // Keys cannot expire while the script runs: judge expiry at the script's start. The script runs
+    // in its caller's database; a SELECT inside it changes the script's database only.
+    let db = {
         let mut core = core.borrow_mut();
         let now = core.now_ms();
         core.frozen_ms = Some(now);
-    }
+        core.selected
+    };
     let l = vm.state;
     // SAFETY: runs on the main state between mlua calls and leaves its stack as it found it. As in
     // Redis (luaCallFunction), the script runs under lua_pcall with the error handler as the message
@@ -567,7 +569,11 @@ fn run_function(
         ffi::lua_settop(l, top);
         r
     };
-    core.borrow_mut().frozen_ms = None;
+    {
+        let mut core = core.borrow_mut();
+        core.frozen_ms = None;
+        core.select(db);
+    }
     if st.killed.replace(false) {
         // Killed, whether or not the script caught the kill and went on to finish.
         vm.rearm_hook();

@@ -1,0 +1,129 @@
+//! Connections: what Redis keeps per client (the selected database, a MULTI queue, the WATCHed keys
+//! and whether one of them was touched), and the fingerprint that tells whether a write changed a
+//! watched key.
+//!
+//! The emulator serves any number of clients ([`super::Emulator::connect`]); each command names the
+//! client that sends it ([`super::Emulator::execute_as`]), and [`super::Emulator::execute`] is client 0,
+//! which always exists. A client costs a few words until it uses MULTI or WATCH.
+use std::hash::{Hash as _, Hasher};
+
+use super::keyspace::{Entry, RStr, Value};
+
+/// A connection to the emulator (an index into its client table; ids of closed clients are reused).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ClientId(pub(crate) u32);
+
+impl ClientId {
+    /// The client [`super::Emulator::execute`], `eval` and `evalsha` speak for.
+    pub const DEFAULT: ClientId = ClientId(0);
+
+    /// The id as a number (for display).
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// One client's state.
+#[derive(Debug, Default)]
+pub struct Client {
+    /// The selected database.
+    pub db: usize,
+    /// Between MULTI and EXEC/DISCARD: the queued commands.
+    pub multi: Option<Multi>,
+    /// A watched key was touched (Redis's `CLIENT_DIRTY_CAS`): the next EXEC replies a nil array.
+    pub dirty_cas: bool,
+    /// How many entries of [`Watches`] are this client's.
+    pub watching: usize,
+}
+
+/// A transaction being queued.
+#[derive(Debug, Default)]
+pub struct Multi {
+    pub queue: Vec<Vec<Vec<u8>>>,
+    /// A command was refused while queueing (Redis's `CLIENT_DIRTY_EXEC`): EXEC replies EXECABORT.
+    pub dirty_exec: bool,
+    /// Cluster mode: the slot of the keys queued so far (a transaction keeps to one slot)...
+    pub slot: Option<u16>,
+    /// ...and whether a queued command's keys were in another one (EXEC then replies CROSSSLOT).
+    pub cross_slot: bool,
+}
+
+/// One WATCHed key.
+#[derive(Clone, Debug)]
+pub struct Watched {
+    pub client: ClientId,
+    pub db: usize,
+    pub key: Vec<u8>,
+    /// The key's deadline when WATCH ran, if it was live then and had one. Redis fails EXEC when a
+    /// watched key that was live at WATCH has expired since (`isWatchedKeyExpired`), whether or not
+    /// something deleted it in between (which touches it): both come down to this deadline having
+    /// passed, as long as nothing else touched the key.
+    pub deadline: Option<i64>,
+}
+
+/// Every WATCHed key of every client, in WATCH order.
+#[derive(Clone, Debug, Default)]
+pub struct Watches {
+    pub keys: Vec<Watched>,
+}
+
+impl Watches {
+    /// True when no client watches anything: the write path then skips every check.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+}
+
+/// A digest of a key's logical state (absent, or type, contents and deadline), to tell whether a
+/// write changed it. Encodings, allocation and other bookkeeping are left out: Redis touches a key
+/// when its contents change, whatever the encoding does.
+pub fn fingerprint(entry: Option<&Entry>) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let Some(e) = entry else { return 0 };
+    e.expire_at.hash(&mut h);
+    match &e.value {
+        Value::Str(s) => {
+            1u8.hash(&mut h);
+            match s {
+                RStr::Int(i) => super::keyspace::format_i64(*i, &mut [0u8; 20]).hash(&mut h),
+                RStr::Raw(v) | RStr::Grown(v) | RStr::Exact(v) => v.as_slice().hash(&mut h),
+            }
+        }
+        Value::Hash(x) => {
+            2u8.hash(&mut h);
+            for (f, v) in &x.fields {
+                f.as_slice().hash(&mut h);
+                v.as_slice().hash(&mut h);
+            }
+        }
+        Value::ZSet(z) => {
+            3u8.hash(&mut h);
+            for (m, s) in z.iter() {
+                m.hash(&mut h);
+                s.to_bits().hash(&mut h);
+            }
+        }
+        Value::List(l) => {
+            4u8.hash(&mut h);
+            l.len().hash(&mut h);
+            for item in l {
+                item.hash(&mut h);
+            }
+        }
+        Value::Set(s) => {
+            5u8.hash(&mut h);
+            // Members in no particular order: combine their own digests order-free.
+            let mut acc = 0u64;
+            for m in &s.members {
+                let mut mh = std::collections::hash_map::DefaultHasher::new();
+                m.hash(&mut mh);
+                acc = acc.wrapping_add(mh.finish());
+            }
+            s.members.len().hash(&mut h);
+            acc.hash(&mut h);
+        }
+    }
+    // Never 0, which stands for a missing key.
+    h.finish() | 1
+}

@@ -1,0 +1,206 @@
+//! Transactions as Redis 7.0 runs them: MULTI queues a client's commands (`QUEUED`), EXEC runs them
+//! back to back and replies their replies in an array, DISCARD drops them; WATCH makes the next EXEC
+//! fail (a nil array) when a watched key was touched or expired in between.
+//!
+//! The rules, each checked against a real Redis 7.0.15 (`tests/cases/transactions.txt`):
+//! - While queueing, what Redis refuses before running a command (an unknown name, a wrong number
+//!   of arguments, keys in several cluster slots) is replied at once and makes EXEC fail with
+//!   `EXECABORT Transaction discarded because of previous errors.`; anything else a command could
+//!   object to is found when EXEC runs it, and its error takes its place in EXEC's array.
+//! - EXEC, DISCARD, MULTI and WATCH are never queued (MULTI and WATCH inside MULTI are errors that do
+//!   not abort the transaction); UNWATCH is queued like any command.
+//! - `EXEC` with arguments is refused with `EXECABORT Transaction discarded because of: ...`, in a
+//!   transaction or not, and ends it (and the client's WATCHes) either way.
+//! - A key is touched by any write that changes it and by the writes Redis counts even when they
+//!   leave it as it was ([`super::Core::touch`]), from any client or script, by FLUSHDB, FLUSHALL,
+//!   SWAPDB and MOVE; a watched key that expires before EXEC fails it as well.
+//! - Scripts cannot call any of these (`This Redis command is not allowed from script`).
+use super::clients::ClientId;
+use super::cmd::{self, flags, CommandSpec, KeySpec};
+use super::reply::Reply;
+use super::Emulator;
+
+pub static COMMANDS: &[CommandSpec] = &[
+    connection_spec("multi", 1, KeySpec::NONE),
+    connection_spec("exec", 1, KeySpec::NONE),
+    connection_spec("discard", 1, KeySpec::NONE),
+    connection_spec("watch", -2, KeySpec::ALL),
+    connection_spec("unwatch", 1, KeySpec::NONE),
+];
+
+const fn connection_spec(name: &'static str, arity: i32, keys: KeySpec) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity,
+        flags: flags::CONNECTION | flags::NOSCRIPT,
+        keys,
+        handler: |_, a| {
+            let name = String::from_utf8_lossy(a[0]).to_ascii_uppercase();
+            Reply::Error(format!("ERR {name} acts on a client connection: send it with Emulator::execute_as"))
+        },
+    }
+}
+
+const QUEUED: &str = "QUEUED";
+const EXECABORT: &str = "EXECABORT Transaction discarded because of previous errors.";
+
+impl Emulator {
+    /// A command from a client in MULTI: refused (and the transaction marked to fail), run at once
+    /// (EXEC, DISCARD, MULTI, WATCH), or queued.
+    pub(super) fn queue(&mut self, id: ClientId, spec: Option<&'static CommandSpec>, args: &[&[u8]]) -> Reply {
+        let Some(spec) = spec else {
+            self.flag_transaction(id);
+            return cmd::unknown_command(args);
+        };
+        if !spec.arity_ok(args.len()) {
+            return self.arity_error(id, spec);
+        }
+        if matches!(spec.name, "exec" | "discard" | "multi" | "watch") {
+            return self.connection_command(id, spec, args);
+        }
+        let mut core = self.core.borrow_mut();
+        if core.cluster {
+            let keys = queued_keys(spec, args);
+            let slot = match super::cluster::common_slot(keys.iter().copied()) {
+                Ok(s) => s,
+                Err(()) => {
+                    drop(core);
+                    self.flag_transaction(id);
+                    return Reply::err(super::cluster::CROSSSLOT);
+                }
+            };
+            let multi = core.client(id).and_then(|c| c.multi.as_mut()).expect("queueing in MULTI");
+            match (multi.slot, slot) {
+                (_, None) => {}
+                (None, s) => multi.slot = s,
+                (Some(a), Some(b)) if a != b => multi.cross_slot = true,
+                _ => {}
+            }
+        }
+        let multi = core.client(id).and_then(|c| c.multi.as_mut()).expect("queueing in MULTI");
+        multi.queue.push(args.iter().map(|a| a.to_vec()).collect());
+        Reply::Status(QUEUED.into())
+    }
+
+    /// MULTI, EXEC, DISCARD, WATCH and UNWATCH, arity already checked.
+    pub(super) fn connection_command(&mut self, id: ClientId, spec: &CommandSpec, args: &[&[u8]]) -> Reply {
+        let mut core = self.core.borrow_mut();
+        let in_multi = core.client(id).is_some_and(|c| c.multi.is_some());
+        match spec.name {
+            "multi" => {
+                if in_multi {
+                    return Reply::err("ERR MULTI calls can not be nested");
+                }
+                if let Some(c) = core.client(id) {
+                    c.multi = Some(Default::default());
+                }
+                Reply::ok()
+            }
+            "discard" => {
+                if !in_multi {
+                    return Reply::err("ERR DISCARD without MULTI");
+                }
+                drop(core);
+                self.discard_transaction(id);
+                Reply::ok()
+            }
+            "watch" => {
+                if in_multi {
+                    return Reply::err("ERR WATCH inside MULTI is not allowed");
+                }
+                for key in &args[1..] {
+                    core.watch(id, key);
+                }
+                Reply::ok()
+            }
+            "unwatch" => {
+                core.unwatch_all(id);
+                if let Some(c) = core.client(id) {
+                    c.dirty_cas = false;
+                }
+                Reply::ok()
+            }
+            "exec" => {
+                if !in_multi {
+                    return Reply::err("ERR EXEC without MULTI");
+                }
+                drop(core);
+                self.exec(id)
+            }
+            _ => cmd::unknown_command(args),
+        }
+    }
+
+    /// A wrong number of arguments from a client: EXEC's ends the transaction (in MULTI or not), any
+    /// other command's marks the transaction (if any) to fail.
+    pub(super) fn arity_error(&mut self, id: ClientId, spec: &CommandSpec) -> Reply {
+        if spec.name == "exec" {
+            self.discard_transaction(id);
+            return Reply::Error(format!(
+                "EXECABORT Transaction discarded because of: wrong number of arguments for '{}' command",
+                spec.name
+            ));
+        }
+        self.flag_transaction(id);
+        cmd::wrong_arity(spec)
+    }
+
+    /// Redis's `flagTransaction`: a client in MULTI will see EXEC fail.
+    fn flag_transaction(&mut self, id: ClientId) {
+        if let Some(m) = self.core.borrow_mut().client(id).and_then(|c| c.multi.as_mut()) {
+            m.dirty_exec = true;
+        }
+    }
+
+    /// Redis's `discardTransaction`: no queue, no flags, no WATCHes.
+    fn discard_transaction(&mut self, id: ClientId) {
+        let mut core = self.core.borrow_mut();
+        core.unwatch_all(id);
+        if let Some(c) = core.client(id) {
+            c.multi = None;
+            c.dirty_cas = false;
+        }
+    }
+
+    fn exec(&mut self, id: ClientId) -> Reply {
+        let (multi, failed) = {
+            let mut core = self.core.borrow_mut();
+            let failed = core.watch_failed(id);
+            let Some(multi) = core.client(id).and_then(|c| c.multi.take()) else { return Reply::err("ERR EXEC without MULTI") };
+            (multi, failed)
+        };
+        // A cluster node refuses the whole transaction before it runs.
+        if multi.cross_slot {
+            self.discard_transaction(id);
+            return Reply::err(super::cluster::CROSSSLOT);
+        }
+        if multi.dirty_exec || failed {
+            self.discard_transaction(id);
+            return if multi.dirty_exec { Reply::err(EXECABORT) } else { Reply::NilArray };
+        }
+        self.discard_transaction(id);
+        let was = std::mem::replace(&mut self.core.borrow_mut().deny_blocking, true);
+        let mut replies = Vec::with_capacity(multi.queue.len());
+        for cmd in &multi.queue {
+            let refs: Vec<&[u8]> = cmd.iter().map(Vec::as_slice).collect();
+            replies.push(self.run_as(id, cmd::lookup(refs[0]), &refs));
+        }
+        self.core.borrow_mut().deny_blocking = was;
+        Reply::Array(replies)
+    }
+}
+
+/// The keys a cluster node reads from a command to route it: its key positions, or for EVAL and
+/// EVALSHA the `numkeys` keys (none when `numkeys` does not read).
+fn queued_keys<'a>(spec: &CommandSpec, args: &[&'a [u8]]) -> Vec<&'a [u8]> {
+    if spec.has(flags::SCRIPTING) {
+        if spec.name.starts_with("eval") {
+            let n = std::str::from_utf8(args[2]).ok().and_then(|s| s.parse::<usize>().ok()).unwrap_or(0);
+            if 3 + n <= args.len() {
+                return args[3..3 + n].to_vec();
+            }
+        }
+        return Vec::new();
+    }
+    spec.keys.keys(args)
+}
