@@ -134,15 +134,6 @@ pub(super) fn hmget_to(core: &mut Core, a: &[&[u8]], out: &mut dyn ReplySink) {
 /// HINCRBY: the increment is parsed before the key's type is checked; a stored value must be a
 /// canonical integer.
 fn hincrby(core: &mut Core, a: &[&[u8]]) -> Reply {
-    let reply = hincrby_body(core, a);
-    // Touched even by an increment of 0.
-    if !reply.is_error() {
-        core.touch(a[1]);
-    }
-    reply
-}
-
-fn hincrby_body(core: &mut Core, a: &[&[u8]]) -> Reply {
     let incr = tri!(arg_i64(a[3]));
     let field = a[2];
     match tri!(hash_of(core, a[1])) {
@@ -158,12 +149,15 @@ fn hincrby_body(core: &mut Core, a: &[&[u8]]) -> Reply {
                 return Reply::err("ERR increment or decrement would overflow");
             };
             h.set_int(field, n);
+            // Touched even by an increment of 0.
+            core.touch(a[1]);
             Reply::Int(n)
         }
         None => {
             let mut h = Hash::default();
             h.set_int(field, incr);
             core.db.set(a[1], Value::Hash(h), None);
+            core.touch(a[1]);
             Reply::Int(incr)
         }
     }
