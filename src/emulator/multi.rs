@@ -3,8 +3,8 @@
 //! fail (a nil array) when a watched key was touched or expired in between.
 //!
 //! The rules, each checked against a real Redis 7.0.15 (`tests/cases/transactions.txt`):
-//! - While queueing, what Redis refuses before running a command (an unknown name, a wrong number
-//!   of arguments, keys in several cluster slots) is replied at once and makes EXEC fail with
+//! - While queueing, what Redis refuses before running a command (an unknown name or subcommand, a
+//!   wrong number of arguments, keys in several cluster slots) is replied at once and makes EXEC fail with
 //!   `EXECABORT Transaction discarded because of previous errors.`; anything else a command could
 //!   object to is found when EXEC runs it, and its error takes its place in EXEC's array.
 //! - EXEC, DISCARD, MULTI and WATCH are never queued (MULTI and WATCH inside MULTI are errors that do
@@ -54,6 +54,10 @@ impl Emulator {
         };
         if !spec.arity_ok(args.len()) {
             return self.arity_error(id, spec);
+        }
+        if let Some(why) = cmd::subcommands::check(spec, args) {
+            self.flag_transaction(id);
+            return cmd::subcommands::client_error(spec, args, why);
         }
         if matches!(spec.name, "exec" | "discard" | "multi" | "watch") {
             return self.connection_command(id, spec, args);

@@ -8,13 +8,17 @@
 //! spaces) mixed with random numbers; one command in twenty is mangled (an argument dropped or an
 //! extra one added) to walk arity and syntax errors. On a private server cases also load Redis 7
 //! function libraries and call their functions (FCALL, FCALL_RO, FUNCTION LIST/STATS/DELETE/FLUSH).
+//! Transactions come up in every case: MULTI queues what follows until an EXEC or DISCARD, WATCH
+//! names some of the keys (which later commands touch or not), and the errors around them are sent
+//! too; on a private server the case also moves between databases (SELECT, SWAPDB, MOVE, FLUSHDB).
 //!
 //! What is left out, and why (the comparison must be byte-exact on a server whose clock runs):
 //! `TIME` (the wall clock), `RANDOMKEY` (random), `OBJECT IDLETIME` (time since last access),
 //! `SCAN` and `DBSIZE` on shared servers (other people's keys), `FLUSHALL`/`FLUSHDB`/`SCRIPT FLUSH`
-//! on shared servers (never on a server limitlab did not start), `SELECT 1..15` and `COPY .. DB n`
-//! (the emulator has one database by design; on shared servers not even `SELECT 0`, since the URL
-//! may name another database), `SCRIPT DEBUG YES|SYNC` (a debugging session), Lua's `math.random`
+//! on shared servers (never on a server limitlab did not start), `SELECT`, `SWAPDB`, `MOVE` and
+//! `COPY .. DB n` with a database that exists on shared servers (the URL may name a database, and
+//! the run's keys must stay in it; private servers get all of them), `WAIT` for replicas outside a
+//! transaction for more than 1 ms (it blocks), `SCRIPT DEBUG YES|SYNC` (a debugging session), Lua's `math.random`
 //! (Redis keeps its stream across calls for the server's lifetime), functions on shared servers
 //! (libraries are global, outside any key prefix), `FUNCTION DUMP` and `FUNCTION LIST` of several
 //! libraries (Redis orders them by a dict seeded at random per process), `MEMORY USAGE` of skiplists and
@@ -361,6 +365,8 @@ struct Gen<'a, R: RngCore> {
     loaded: Vec<String>,
     /// The limiter scripts' `now`: moves mostly forward, sometimes back (clock skew).
     now: u64,
+    /// A MULTI was sent and no EXEC or DISCARD since (the next commands are queued).
+    in_multi: bool,
 }
 
 /// One random case. `private`: the server is ours, flushed before every case (DBSIZE, SCAN,
@@ -384,7 +390,7 @@ pub fn case<R: RngCore>(rng: &mut R, private: bool) -> Case {
         1 => 999_999_999_000_000 + rng.random_range(0..999_999),
         _ => 1_704_067_200_000 + rng.random_range(0..86_400_000),
     };
-    let mut g = Gen { rng, private, keys, model: Model::new(private), loaded: Vec::new(), now };
+    let mut g = Gen { rng, private, keys, model: Model::new(private), loaded: Vec::new(), now, in_multi: false };
     let mut commands = Vec::with_capacity(n);
     let mut tries = 0;
     while commands.len() < n && tries < n * 20 {
@@ -392,6 +398,12 @@ pub fn case<R: RngCore>(rng: &mut R, private: bool) -> Case {
         let mut c = g.command();
         if g.rng.random_range(0..20) == 0 {
             g.mangle(&mut c);
+        }
+        // Inside EXEC a string that an earlier command of the transaction stored from its own
+        // arguments (SET, GETSET, INCRBYFLOAT, ...) is also held by the queued command: Redis's
+        // OBJECT REFCOUNT reads 2 until EXEC ends. The emulator does not model the queue's references.
+        if g.in_multi && c.args.len() > 1 && c.name() == "object" && c.args[1] == Arg::Lit(b"REFCOUNT".to_vec()) {
+            continue;
         }
         if g.model.allows(&c.fx) {
             g.model.apply(&c.fx);
@@ -473,12 +485,23 @@ impl<R: RngCore> Gen<'_, R> {
         } else {
             let extra = self.pick(&["x", "1", "EX", "NX", "WITHSCORES", "LIMIT", "", "-1", "a\r\nb", ECHOED_LONG]);
             // Where every trailing argument is a key, the extra one is a key too.
-            let keys_to_the_end = ["del", "unlink", "exists", "touch", "mget"].contains(&c.name().as_str());
+            let keys_to_the_end = ["del", "unlink", "exists", "touch", "mget", "watch"].contains(&c.name().as_str());
             c.args.push(if keys_to_the_end { Arg::Key(extra.to_string()) } else { Arg::Lit(extra.as_bytes().to_vec()) });
         }
     }
 
     fn command(&mut self) -> Command {
+        // A transaction in progress ends now and then; transactions and WATCH come up in any case,
+        // switches between databases on private servers only.
+        if self.in_multi && self.chance(20) {
+            return self.end_transaction();
+        }
+        if self.chance(6) {
+            return self.transaction_cmd();
+        }
+        if self.private && self.chance(5) {
+            return self.database_cmd();
+        }
         match self.rng.random_range(0..100) {
             0..=17 => self.string_cmd(),
             18..=29 => self.keys_cmd(),
@@ -711,7 +734,11 @@ impl<R: RngCore> Gen<'_, R> {
                     b = b.lit("REPLACE");
                 }
                 if self.chance(15) {
-                    let db = if self.private { self.pick(&["0", "16", "-1", "x"]) } else { self.pick(&["16", "-1", "x"]) };
+                    let db = if self.private {
+                        self.pick(&["0", "1", "2", "3", "15", "16", "-1", "x"])
+                    } else {
+                        self.pick(&["16", "-1", "x"])
+                    };
                     b = b.lit("DB").lit(db);
                 }
                 b.build()
@@ -1045,6 +1072,79 @@ impl<R: RngCore> Gen<'_, R> {
         }
     }
 
+    /// MULTI, WATCH, UNWATCH, and the errors around them (EXEC or DISCARD without MULTI, MULTI or
+    /// WATCH inside one, a command refused while queueing).
+    fn transaction_cmd(&mut self) -> Command {
+        let watch = |g: &mut Self| {
+            let mut b = B::new(if g.chance(90) { "WATCH" } else { "watch" });
+            for _ in 0..g.rng.random_range(1..=3) {
+                let f = g.pick(&FAMILIES);
+                let k = g.key(f);
+                b = b.key(&k);
+            }
+            b.build()
+        };
+        if !self.in_multi {
+            match self.rng.random_range(0..20) {
+                0..=7 => {
+                    self.in_multi = true;
+                    B::new(self.pick(&["MULTI", "MULTI", "multi"])).fx(Fx::Transaction(true)).build()
+                }
+                8..=14 => watch(self),
+                15 | 16 => B::new("UNWATCH").build(),
+                17 => B::new("EXEC").fx(Fx::Transaction(false)).build(),
+                18 => B::new("DISCARD").fx(Fx::Transaction(false)).build(),
+                _ => B::new("WAIT").lit(self.pick(&["0", "x", "-1"])).lit(self.pick(&["0", "5", "x", "-1"])).build(),
+            }
+        } else {
+            match self.rng.random_range(0..10) {
+                0 | 1 => watch(self),
+                2 => B::new("MULTI").fx(Fx::Transaction(true)).build(),
+                3 | 4 => B::new("UNWATCH").build(),
+                // Refused while queueing: the transaction will abort.
+                5 => B::new(self.pick(&["NOSUCHCMD", "nosuch"])).build(),
+                6 => B::new(self.pick(&["GET", "SET", "HSET", "ZADD", "INCR"])).build(),
+                // Does not block inside a transaction.
+                // (1 ms: should shrinking leave it out of its MULTI, it blocks for that long.)
+                7 => B::new("WAIT").lit(self.pick(&["0", "1", "2"])).lit("1").build(),
+                _ => self.end_transaction(),
+            }
+        }
+    }
+
+    /// EXEC (mostly) or DISCARD.
+    fn end_transaction(&mut self) -> Command {
+        self.in_multi = false;
+        B::new(self.pick(&["EXEC", "EXEC", "EXEC", "exec", "DISCARD"])).fx(Fx::Transaction(false)).build()
+    }
+
+    /// The databases, on a private server: SELECT, SWAPDB, MOVE, FLUSHDB, DBSIZE (COPY .. DB n is
+    /// with the key commands). Mostly databases 0 to 3, so that keys meet again.
+    fn database_cmd(&mut self) -> Command {
+        const DBS: &[&str] = &["0", "0", "1", "2", "3", "15"];
+        const BAD_DBS: &[&str] = &["16", "-1", "x", "4294967296"];
+        let db = |g: &mut Self| if g.chance(90) { g.pick(DBS) } else { g.pick(BAD_DBS) };
+        match self.rng.random_range(0..12) {
+            0..=3 => {
+                let d = db(self);
+                B::new("SELECT").lit(d).build()
+            }
+            4 | 5 => {
+                let (a, b) = (db(self), db(self));
+                B::new("SWAPDB").lit(a).lit(b).build()
+            }
+            6..=8 => {
+                let f = self.pick(&FAMILIES);
+                let k = self.key(f);
+                let d = db(self);
+                // (The model's TTL kinds are per key name, whatever the database: nothing to add.)
+                B::new("MOVE").key(&k).lit(d).build()
+            }
+            9 if self.chance(40) => B::new("FLUSHDB").build(),
+            _ => B::new("DBSIZE").fx(Fx::CountKeys).build(),
+        }
+    }
+
     fn server_cmd(&mut self) -> Command {
         match self.rng.random_range(0..11) {
             10 => {
@@ -1062,7 +1162,11 @@ impl<R: RngCore> Gen<'_, R> {
             // the session out of the database the cleanup looks at: shared servers only get
             // indexes that fail.
             3 => {
-                let db = if self.private { self.pick(&["0", "16", "-1", "x", "99999999999"]) } else { self.pick(&["16", "-1", "x", "99999999999"]) };
+                let db = if self.private {
+                    self.pick(&["0", "0", "1", "2", "15", "16", "-1", "x", "99999999999"])
+                } else {
+                    self.pick(&["16", "-1", "x", "99999999999"])
+                };
                 B::new("SELECT").lit(db).build()
             }
             4 | 5 if self.private => B::new("DBSIZE").fx(Fx::CountKeys).build(),
@@ -1179,7 +1283,9 @@ impl<R: RngCore> Gen<'_, R> {
             let mut b = B::new("SCRIPT").lit("LOAD").lit(body);
             if compiles {
                 b = b.fx(Fx::Load(sha.clone()));
-                self.loaded.push(sha);
+                if !self.in_multi {
+                    self.loaded.push(sha);
+                }
             }
             return b.build();
         }
@@ -1198,7 +1304,9 @@ impl<R: RngCore> Gen<'_, R> {
             b = b.lit(body);
             if compiles && !bad_numkeys {
                 b = b.fx(Fx::Load(sha.clone()));
-                self.loaded.push(sha);
+                if !self.in_multi {
+                    self.loaded.push(sha);
+                }
             }
         }
         let numkeys = if bad_numkeys { self.pick(&["-1", "x", "99"]).to_string() } else { keys.len().to_string() };
@@ -1353,7 +1461,7 @@ mod tests {
             assert!(Model::check(false, a.commands.iter().map(|c| c.fx.as_slice())), "seed {seed}");
             for c in &a.commands {
                 let name = c.name();
-                assert!(!["flushall", "flushdb", "dbsize", "scan", "time", "randomkey"].contains(&name.as_str()));
+                assert!(!["flushall", "flushdb", "dbsize", "scan", "time", "randomkey", "swapdb", "move"].contains(&name.as_str()));
             }
         }
     }

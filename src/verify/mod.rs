@@ -8,7 +8,8 @@
 //! `FLUSHALL`, `SCRIPT FLUSH` and `FUNCTION FLUSH`). Replies are compared as a RESP2 client receives them, byte for
 //! byte, after two normalisations: a nil array reads as a nil bulk string (the redis crate does not
 //! tell them apart), and the replies of `KEYS`, `SMEMBERS` and `SCAN` are sorted (their order is
-//! the server's hash-table order, which is randomised). A mismatch is shrunk ([`shrink`]) and
+//! the server's hash-table order, which is randomised), in EXEC's array too. A case may leave the
+//! connection in a transaction, with WATCHes or in another database; it is reset before the next. A mismatch is shrunk ([`shrink`]) and
 //! printed as redis-cli lines ([`render`]) that reproduce it on a fresh server and on
 //! `limitlab cli`; the cases are built so that no reply depends on timing ([`model`]).
 pub mod decisions;
@@ -274,20 +275,61 @@ fn run_case(
         real.command(&[b"FUNCTION", b"FLUSH"])?;
     }
     let mut emu = Emulator::with_clock(VirtualClock::starting_at(clock));
+    // The names of the commands queued since MULTI, to normalise EXEC's replies one by one.
+    let mut queued: Vec<String> = Vec::new();
+    let mut found = None;
     for (i, c) in cmds.iter().enumerate() {
         let args = c.materialise(prefix);
         let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
         let name = c.name();
-        let e = normalise(&name, emu.execute(&refs));
-        let r = normalise(&name, real.command(&refs)?);
+        let (e, r) = (emu.execute(&refs), real.command(&refs)?);
+        let (e, r) = if name == "exec" {
+            (normalise_exec(&queued, e), normalise_exec(&queued, r))
+        } else {
+            (normalise(&name, e), normalise(&name, r))
+        };
+        match (name.as_str(), &e) {
+            ("multi", Reply::Status(_)) | ("exec" | "discard", _) => queued.clear(),
+            (_, Reply::Status(s)) if s == "QUEUED" => queued.push(name.clone()),
+            _ => {}
+        }
         if let Some(n) = names.as_deref_mut() {
             *n.entry(script_name(c).unwrap_or_else(|| name.clone())).or_default() += 1;
         }
         if e != r {
-            return Ok(Some((i, e, r)));
+            found = Some((i, e, r));
+            break;
         }
     }
-    Ok(None)
+    reset_connection(cmds, real, opts)?;
+    Ok(found)
+}
+
+/// EXEC's array normalised element by element, each as the reply of the command queued there.
+fn normalise_exec(queued: &[String], r: Reply) -> Reply {
+    match r {
+        Reply::Array(v) if v.len() == queued.len() => {
+            Reply::Array(v.into_iter().zip(queued).map(|(x, name)| normalise(name, x)).collect())
+        }
+        other => normalise("exec", other),
+    }
+}
+
+/// A case may end inside a transaction, with WATCHes, or in another database: the server's
+/// connection, which the next case shares, goes back to a clean state (the emulator is new anyway).
+fn reset_connection(cmds: &[Command], real: &mut dyn Backend, opts: &Options) -> Result<()> {
+    let used = |names: &[&str]| cmds.iter().any(|c| names.contains(&c.name().as_str()));
+    if used(&["multi"]) {
+        real.command(&[b"DISCARD"])?;
+    }
+    if used(&["watch"]) {
+        real.command(&[b"UNWATCH"])?;
+    }
+    // Only private servers get SELECT with an index that exists.
+    if opts.private && used(&["select"]) {
+        real.command(&[b"SELECT", b"0"])?;
+    }
+    Ok(())
 }
 
 /// `script:<variant>` when `c` runs (or loads) a shipped script.

@@ -25,7 +25,8 @@
 //! - **Scripts the server may already know.** On a server other people use, the script cache may
 //!   hold anything, so `EVALSHA` and `SCRIPT EXISTS` only name scripts the same case loaded before
 //!   (by `SCRIPT LOAD`, or by an `EVAL` that compiles), or digests no script has. A private server
-//!   starts every case with `SCRIPT FLUSH`, where this rule is not needed.
+//!   starts every case with `SCRIPT FLUSH`, where this rule is not needed. Between MULTI and
+//!   EXEC/DISCARD ([`Fx::Transaction`]) nothing counts as loaded: the transaction may be discarded.
 use std::collections::{HashMap, HashSet};
 
 /// One kind of TTL a key may carry (see the module docs).
@@ -102,6 +103,8 @@ pub enum Fx {
     /// levels) and never had an absolute TTL (MEMORY USAGE reports an expired key until Redis's
     /// expiry cycle reclaims it).
     Measure(String),
+    /// MULTI (true) or EXEC/DISCARD (false): in between, commands are queued and may never run.
+    Transaction(bool),
 }
 
 /// The state [`Fx`] are checked against while walking a case.
@@ -112,6 +115,8 @@ pub struct Model {
     loaded: HashSet<String>,
     /// A private server, flushed before every case: script-cache rules do not apply.
     private: bool,
+    /// Inside MULTI: what is queued may be discarded.
+    in_multi: bool,
 }
 
 impl Model {
@@ -163,8 +168,11 @@ impl Model {
                     self.skiplist.insert(k.clone());
                 }
                 Fx::Load(sha) => {
-                    self.loaded.insert(sha.clone());
+                    if !self.in_multi {
+                        self.loaded.insert(sha.clone());
+                    }
                 }
+                Fx::Transaction(on) => self.in_multi = *on,
                 Fx::Unload => self.loaded.clear(),
                 Fx::ReadTtl(..) | Fx::NeedLoaded(_) | Fx::CountKeys | Fx::Measure(_) => {}
             }
@@ -216,5 +224,9 @@ mod tests {
         assert!(Model::check(false, [load.as_slice(), call.as_slice()]));
         assert!(!Model::check(false, [load.as_slice(), [Fx::Unload].as_slice(), call.as_slice()]));
         assert!(Model::check(true, [call.as_slice()]));
+        // A load queued in a transaction may never happen.
+        let (multi, exec) = ([Fx::Transaction(true)], [Fx::Transaction(false)]);
+        assert!(!Model::check(false, [&multi[..], load.as_slice(), &exec[..], call.as_slice()]));
+        assert!(Model::check(false, [&multi[..], &exec[..], load.as_slice(), call.as_slice()]));
     }
 }
