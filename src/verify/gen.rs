@@ -367,6 +367,13 @@ struct Gen<'a, R: RngCore> {
     now: u64,
     /// A MULTI was sent and no EXEC or DISCARD since (the next commands are queued).
     in_multi: bool,
+    /// The last key WATCHed (with its family), until the next EXEC or DISCARD: commands pick it more
+    /// often, so that watched keys do get touched (or left alone) before EXEC.
+    watched: Option<(String, Family)>,
+    /// The next command is one of the watched key's family, on the watched key.
+    touch_next: bool,
+    /// [`Gen::key`] answers the watched key (for the command after a WATCH).
+    force_watched: bool,
 }
 
 /// One random case. `private`: the server is ours, flushed before every case (DBSIZE, SCAN,
@@ -390,7 +397,7 @@ pub fn case<R: RngCore>(rng: &mut R, private: bool) -> Case {
         1 => 999_999_999_000_000 + rng.random_range(0..999_999),
         _ => 1_704_067_200_000 + rng.random_range(0..86_400_000),
     };
-    let mut g = Gen { rng, private, keys, model: Model::new(private), loaded: Vec::new(), now, in_multi: false };
+    let mut g = Gen { rng, private, keys, model: Model::new(private), loaded: Vec::new(), now, in_multi: false, watched: None, touch_next: false, force_watched: false };
     let mut commands = Vec::with_capacity(n);
     let mut tries = 0;
     while commands.len() < n && tries < n * 20 {
@@ -424,6 +431,11 @@ impl<R: RngCore> Gen<'_, R> {
 
     /// A key that leans towards `f` (85%), or any key.
     fn key(&mut self, f: Family) -> String {
+        if let Some((k, wf)) = &self.watched {
+            if *wf == f && (self.force_watched || self.rng.random_range(0..100) < 40) {
+                return k.clone();
+            }
+        }
         let matching: Vec<&String> = self.keys.iter().filter(|(_, kf)| *kf == f).map(|(k, _)| k).collect();
         if !matching.is_empty() && self.rng.random_range(0..100) < 85 {
             return matching[self.rng.random_range(0..matching.len())].clone();
@@ -480,6 +492,10 @@ impl<R: RngCore> Gen<'_, R> {
     /// script, so it loses its [`Fx::Load`]; every other effect is a "may", which stays true.
     fn mangle(&mut self, c: &mut Command) {
         c.fx.retain(|f| !matches!(f, Fx::Load(_)));
+        // `DISCARD x` is refused and the transaction goes on (`EXEC x` does end it).
+        if c.name() == "discard" {
+            c.fx.retain(|f| !matches!(f, Fx::Transaction(false)));
+        }
         if c.args.len() > 1 && self.chance(50) {
             c.args.pop();
         } else {
@@ -496,7 +512,29 @@ impl<R: RngCore> Gen<'_, R> {
         if self.in_multi && self.chance(20) {
             return self.end_transaction();
         }
-        if self.chance(6) {
+        // Right after a WATCH, often a command on the watched key: a write touches it (or, if it
+        // changes nothing, may not), a read never does.
+        if std::mem::take(&mut self.touch_next) && !self.in_multi && self.chance(60) {
+            if let Some((_, f)) = self.watched.clone() {
+                self.force_watched = true;
+                let c = match f {
+                    Family::String => self.string_cmd(),
+                    Family::Hash => self.hash_cmd(),
+                    Family::Zset => self.zset_cmd(),
+                    Family::List => self.list_cmd(),
+                    Family::Set => self.set_cmd(),
+                    Family::Limiter => self.limiter_cmd(),
+                };
+                self.force_watched = false;
+                return c;
+            }
+        }
+        // After a WATCH, a transaction soon follows (a few commands in between may touch the keys).
+        if !self.in_multi && self.watched.is_some() && self.chance(30) {
+            self.in_multi = true;
+            return B::new("MULTI").fx(Fx::Transaction(true)).build();
+        }
+        if self.chance(8) {
             return self.transaction_cmd();
         }
         if self.private && self.chance(5) {
@@ -1081,17 +1119,19 @@ impl<R: RngCore> Gen<'_, R> {
                 let f = g.pick(&FAMILIES);
                 let k = g.key(f);
                 b = b.key(&k);
+                g.watched = Some((k, f));
             }
+            g.touch_next = true;
             b.build()
         };
         if !self.in_multi {
             match self.rng.random_range(0..20) {
-                0..=7 => {
+                0..=6 => {
                     self.in_multi = true;
                     B::new(self.pick(&["MULTI", "MULTI", "multi"])).fx(Fx::Transaction(true)).build()
                 }
-                8..=14 => watch(self),
-                15 | 16 => B::new("UNWATCH").build(),
+                7..=15 => watch(self),
+                16 => B::new("UNWATCH").build(),
                 17 => B::new("EXEC").fx(Fx::Transaction(false)).build(),
                 18 => B::new("DISCARD").fx(Fx::Transaction(false)).build(),
                 _ => B::new("WAIT").lit(self.pick(&["0", "x", "-1"])).lit(self.pick(&["0", "5", "x", "-1"])).build(),
@@ -1115,6 +1155,7 @@ impl<R: RngCore> Gen<'_, R> {
     /// EXEC (mostly) or DISCARD.
     fn end_transaction(&mut self) -> Command {
         self.in_multi = false;
+        self.watched = None;
         B::new(self.pick(&["EXEC", "EXEC", "EXEC", "exec", "DISCARD"])).fx(Fx::Transaction(false)).build()
     }
 
@@ -1506,6 +1547,31 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The CI-sized run sees transactions of every outcome, and database switches.
+    #[test]
+    fn transactions_of_every_outcome_come_up() {
+        use crate::emulator::{Emulator, Reply};
+        let (mut ran, mut watch_aborted, mut exec_aborted, mut moved) = (0, 0, 0, 0);
+        for i in 0..2000u64 {
+            let case = crate::verify::case_of(20240101, i, true);
+            let mut emu = Emulator::new();
+            for c in &case.commands {
+                let args = c.materialise("");
+                let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+                let r = emu.execute(&refs);
+                match (c.name().as_str(), &r) {
+                    ("exec", Reply::Array(_)) => ran += 1,
+                    ("exec", Reply::NilArray) => watch_aborted += 1,
+                    ("exec", Reply::Error(e)) if e.starts_with("EXECABORT") => exec_aborted += 1,
+                    ("select" | "swapdb" | "move", r) if !r.is_error() => moved += 1,
+                    _ => {}
+                }
+            }
+        }
+        println!("EXEC ran {ran}, aborted by WATCH {watch_aborted}, by EXECABORT {exec_aborted}; database switches {moved}");
+        assert!(ran > 200 && watch_aborted > 20 && exec_aborted > 20 && moved > 200);
     }
 
     #[test]
