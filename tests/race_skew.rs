@@ -57,13 +57,22 @@ fn the_race_grows_with_servers_and_latency_for_get_incr_only() {
     assert!(over(3, "non_atomic") > over(2, "non_atomic"), "latency: {rows:?}");
     assert!(over(5, "non_atomic") > over(3, "non_atomic"), "servers: {rows:?}");
     assert!(rows[5]["non_atomic"]["worst_window"].as_u64().unwrap() > 50);
+    // WATCH/MULTI never admits on a stale count; contention costs it aborted EXECs instead, more with
+    // more servers and more latency.
+    let aborted = |i: usize| rows[i]["watch"]["exec_aborted"].as_u64().unwrap();
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(over(i, "watch"), 0, "{row}");
+        assert!(row["watch"]["worst_window"].as_u64().unwrap() <= 50, "{row}");
+    }
+    assert!(aborted(5) > aborted(4) && aborted(5) > aborted(3), "{rows:?}");
+    assert!(rows[5]["watch"]["gave_up"].as_u64().unwrap() > 0, "{rows:?}");
     // Text output, twice: identical.
     let a = limitlab(&["race", p]);
     let b = limitlab(&["race", p]);
     assert!(a.status.success());
     assert_eq!(a.stdout, b.stdout);
     let text = String::from_utf8_lossy(&a.stdout);
-    assert!(text.contains("GET+INCR admitted") && text.contains("20 ms"), "{text}");
+    assert!(text.contains("GET+INCR admitted") && text.contains("WATCH/MULTI admitted") && text.contains("20 ms"), "{text}");
 }
 
 const SKEW: &str = r#"name = "skew"

@@ -1,6 +1,6 @@
 //! `limitlab race [FILE] [--seed S] [--json|--markdown]`: N application servers with network
-//! latency, the non-atomic GET+INCR fixed window against the Lua script (default: the embedded
-//! simulations/race.toml).
+//! latency, the non-atomic GET+INCR fixed window and the same counter under WATCH/MULTI against the
+//! Lua script (default: the embedded simulations/race.toml).
 use std::io::Write;
 use std::path::PathBuf;
 

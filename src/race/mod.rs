@@ -1,6 +1,8 @@
 //! Concurrency: a discrete-event model of N application servers sharing one Redis (the emulator)
 //! over a network with latency, comparing a non-atomic fixed window (GET, decide in the
-//! application, INCR: separate round trips) with the atomic Lua script `scripts/fixed_window.lua`.
+//! application, INCR: separate round trips), the same counter under optimistic locking (WATCH,
+//! GET, decide, then MULTI/INCR/EXEC, retried when EXEC fails) and the atomic Lua script
+//! `scripts/fixed_window.lua`.
 //!
 //! # The model
 //! Each application server receives its own traffic (the `[traffic]` spec, seeded per server) for
@@ -8,11 +10,18 @@
 //! - non-atomic: the server sends `scripts/variants/fixed_window_get.lua` (one round trip), and when
 //!   the count comes back decides (admit when count < limit); after `decide_us` it sends
 //!   `scripts/variants/fixed_window_incr.lua` for an admitted request;
-//! - atomic: the server sends `scripts/fixed_window.lua` (one round trip) and obeys its reply.
+//! - atomic: the server sends `scripts/fixed_window.lua` (one round trip) and obeys its reply;
+//! - WATCH/MULTI: on a connection of its own, the server sends `WATCH k` (one round trip), then
+//!   `GET k` (one round trip) and decides; to refuse it sends `UNWATCH`; to admit, after
+//!   `decide_us`, it sends `MULTI`, `INCR k`, `PEXPIRE k 2*window` (when the count was 0) and `EXEC`
+//!   in one write (one round trip). EXEC replies a nil array when another server's INCR touched the
+//!   counter after this WATCH: the server then starts again from WATCH, up to `watch_retries`
+//!   times, and refuses after that. `k` is the counter the two scripts of the non-atomic limiter
+//!   use (`KEYS[1]:<window index of now_ms>`).
 //!
 //! Every message takes the one-way latency, drawn uniformly from `latency * [1 - jitter,
-//! 1 + jitter]` per message (the same draws for both limiters, so they face identical traffic and
-//! network). Redis runs each message when it arrives, one at a time, in arrival order, on the
+//! 1 + jitter]` per message (the same draws for every limiter, so they face identical traffic and
+//! network; WATCH/MULTI's third round trip and its retries draw from streams of their own). Redis runs each message when it arrives, one at a time, in arrival order, on the
 //! emulator with its clock at that instant: exactly Redis's own serialization. Servers pass their
 //! own clock (the request's arrival time) as `now_ms`.
 //!
@@ -22,7 +31,11 @@
 //! windows of what was admitted beyond the limit; **worst window** the most admitted in one window.
 //! The script's is never above the limit (the property tests prove it for any interleaving); the
 //! non-atomic limiter's grows with the requests in flight between a GET and its INCR: about the
-//! arrival rate times the round trip, so with N and with latency.
+//! arrival rate times the round trip, so with N and with latency. WATCH/MULTI is never above the
+//! limit either (an EXEC only succeeds on the count its GET read), but every admission aborts the
+//! transactions in flight on the same counter: under contention it pays in **aborted EXECs**
+//! (round trips spent again) and in requests refused after their last retry (**gave up**), which a
+//! free limit would have admitted.
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::path::{Path, PathBuf};
@@ -34,7 +47,7 @@ use serde::{Deserialize, Serialize};
 use crate::backend::emulated::EmulatedBackend;
 use crate::backend::{Backend, Script};
 use crate::clock::{Micros, DEFAULT_START};
-use crate::emulator::Reply;
+use crate::emulator::{ClientId, Reply};
 use crate::limiter::{subject_key, Limiter, Params, Variant};
 use crate::report::table::Table;
 use crate::report::{to_json, Format};
@@ -74,6 +87,9 @@ pub struct RaceSpec {
     /// Time the application spends between the GET's reply and sending the INCR, in µs.
     #[serde(default)]
     pub decide_us: u64,
+    /// WATCH/MULTI: how many times a request starts again after its EXEC failed (default 3).
+    #[serde(default = "default_watch_retries")]
+    pub watch_retries: u32,
     /// What EACH application server receives.
     pub traffic: TrafficSpec,
 }
@@ -117,6 +133,9 @@ impl RaceSpec {
         if self.decide_us > MAX_DELAY_US {
             return Err(invalid("decide_us", format!("must be at most {MAX_DELAY_US} µs")));
         }
+        if self.watch_retries > MAX_WATCH_RETRIES {
+            return Err(invalid("watch_retries", format!("must be at most {MAX_WATCH_RETRIES}")));
+        }
         self.traffic.validate().map_err(|e| match e {
             Error::Invalid { context, field, reason } => {
                 Error::Invalid { context: format!("{}: [traffic] {context}", origin.display()), field, reason }
@@ -131,6 +150,13 @@ impl RaceSpec {
     }
 }
 
+fn default_watch_retries() -> u32 {
+    3
+}
+
+/// The most WATCH/MULTI retries.
+pub const MAX_WATCH_RETRIES: u32 = 100;
+
 /// The embedded race experiment.
 pub fn builtin() -> Result<RaceSpec> {
     RaceSpec::from_toml(RACE_TOML, &PathBuf::from("simulations/race.toml"))
@@ -144,6 +170,8 @@ pub enum Mode {
     NonAtomic,
     /// `scripts/fixed_window.lua`: one round trip.
     Lua,
+    /// WATCH, GET, decide, MULTI/INCR/EXEC: three round trips, retried when EXEC fails.
+    Watch,
 }
 
 /// One limiter's figures in one cell.
@@ -167,6 +195,18 @@ pub struct RaceRow {
     pub requests: u64,
     pub non_atomic: Figures,
     pub lua: Figures,
+    pub watch: WatchFigures,
+}
+
+/// WATCH/MULTI's figures in one cell.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct WatchFigures {
+    #[serde(flatten)]
+    pub figures: Figures,
+    /// EXECs that replied a nil array (another server's INCR came between WATCH and EXEC).
+    pub exec_aborted: u64,
+    /// Requests refused because their last retry's EXEC failed too.
+    pub gave_up: u64,
 }
 
 /// Everything `limitlab race` prints.
@@ -179,6 +219,7 @@ pub struct RaceReport {
     pub seed: u64,
     pub jitter: f64,
     pub decide_us: u64,
+    pub watch_retries: u32,
     pub rows: Vec<RaceRow>,
 }
 
@@ -189,6 +230,8 @@ struct Req {
     now_ms: i64,
     /// One-way latencies of its messages, in order: out, back, out, back.
     lat: [i64; 4],
+    /// WATCH/MULTI's third round trip (MULTI..EXEC): out, back.
+    lat_exec: [i64; 2],
 }
 
 /// What happens at an instant.
@@ -202,6 +245,14 @@ enum Ev {
     ReadReply(u32, i64),
     /// The INCR reaches Redis.
     Incr(u32),
+    /// WATCH/MULTI: the WATCH reaches Redis.
+    Watch(u32),
+    /// WATCH/MULTI: MULTI, INCR, (PEXPIRE,) EXEC reach Redis.
+    Exec(u32),
+    /// WATCH/MULTI: EXEC's reply reaches the application (true: it ran).
+    ExecReply(u32, bool),
+    /// WATCH/MULTI: a refusal's UNWATCH reaches Redis.
+    Unwatch(u32),
 }
 
 /// Runs every cell of `spec` with `seed`.
@@ -213,9 +264,11 @@ pub fn run(spec: &RaceSpec, seed: u64) -> Result<RaceReport> {
         for (ci, &latency_us) in spec.latency_us.iter().enumerate() {
             let cell_seed = part_seed(seed ^ 0x5eed_0000_0000, (servers as u64) << 16 | ci as u64);
             let reqs = latencies(&reqs_at, latency_us, spec.jitter, cell_seed);
-            let non_atomic = simulate(spec, &limiter, &reqs, &subjects, Mode::NonAtomic)?;
-            let lua = simulate(spec, &limiter, &reqs, &subjects, Mode::Lua)?;
-            rows.push(RaceRow { servers, latency_us, requests: reqs.len() as u64, non_atomic, lua });
+            let cell = Cell { reqs, latency_us, seed: cell_seed };
+            let non_atomic = simulate(spec, &limiter, &cell, &subjects, Mode::NonAtomic)?.figures;
+            let lua = simulate(spec, &limiter, &cell, &subjects, Mode::Lua)?.figures;
+            let watch = simulate(spec, &limiter, &cell, &subjects, Mode::Watch)?;
+            rows.push(RaceRow { servers, latency_us, requests: cell.reqs.len() as u64, non_atomic, lua, watch });
         }
     }
     Ok(RaceReport {
@@ -226,6 +279,7 @@ pub fn run(spec: &RaceSpec, seed: u64) -> Result<RaceReport> {
         seed,
         jitter: spec.jitter,
         decide_us: spec.decide_us,
+        watch_retries: spec.watch_retries,
         rows,
     })
 }
@@ -259,26 +313,61 @@ fn arrivals(spec: &RaceSpec, servers: u32, seed: u64) -> Result<Arrivals> {
     Ok((out, keys))
 }
 
-/// Draws each request's four one-way latencies (µs, at least 0).
+/// One-way latencies: uniform in `latency * [1 - jitter, 1 + jitter]` (µs, at least 0).
+struct Latency {
+    rng: ChaCha8Rng,
+    base: i64,
+    spread: i64,
+}
+
+impl Latency {
+    fn new(latency_us: u64, jitter: f64, seed: u64) -> Latency {
+        let spread = (latency_us as f64 * jitter).round() as i64;
+        Latency { rng: ChaCha8Rng::seed_from_u64(seed), base: latency_us as i64, spread }
+    }
+    fn draw(&mut self) -> i64 {
+        if self.spread > 0 {
+            (self.base + self.rng.random_range(-self.spread..=self.spread)).max(0)
+        } else {
+            self.base
+        }
+    }
+}
+
+/// Draws each request's one-way latencies: four from the cell's stream, which every limiter shares,
+/// and WATCH/MULTI's third round trip from a stream of its own.
 fn latencies(reqs: &[(i64, u32)], latency_us: u64, jitter: f64, seed: u64) -> Vec<(i64, Req)> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let base = latency_us as i64;
-    let spread = (latency_us as f64 * jitter).round() as i64;
+    let mut shared = Latency::new(latency_us, jitter, seed);
+    let mut exec = Latency::new(latency_us, jitter, seed ^ 0x0ec0_0000_0000_0000);
     reqs.iter()
         .map(|&(at, subject)| {
-            let mut lat = [base; 4];
-            if spread > 0 {
-                for l in &mut lat {
-                    *l = (base + rng.random_range(-spread..=spread)).max(0);
-                }
-            }
-            (at, Req { subject, now_ms: at.div_euclid(1000), lat })
+            let lat = [shared.draw(), shared.draw(), shared.draw(), shared.draw()];
+            let lat_exec = [exec.draw(), exec.draw()];
+            (at, Req { subject, now_ms: at.div_euclid(1000), lat, lat_exec })
         })
         .collect()
 }
 
+/// One (servers, latency) cell: the requests with their latencies.
+struct Cell {
+    reqs: Vec<(i64, Req)>,
+    latency_us: u64,
+    seed: u64,
+}
+
+/// A WATCH/MULTI request in flight: its connection and its tries so far.
+struct Tx {
+    client: ClientId,
+    tries: u32,
+    /// The count the last GET read.
+    count: i64,
+    /// The latencies of the current try: WATCH out, back, GET out, back, EXEC out, back.
+    lat: [i64; 6],
+}
+
 /// Plays one cell with one limiter on a fresh emulator.
-fn simulate(spec: &RaceSpec, limiter: &Limiter, reqs: &[(i64, Req)], subjects: &[String], mode: Mode) -> Result<Figures> {
+fn simulate(spec: &RaceSpec, limiter: &Limiter, cell: &Cell, subjects: &[String], mode: Mode) -> Result<WatchFigures> {
+    let reqs = &cell.reqs;
     let keys: Vec<String> = subjects.iter().map(|s| subject_key(s)).collect();
     let mut session = limiter.session();
     let mut backend = EmulatedBackend::default();
@@ -299,15 +388,112 @@ fn simulate(spec: &RaceSpec, limiter: &Limiter, reqs: &[(i64, Req)], subjects: &
     // (subject, window) -> admitted
     let mut counted: HashMap<(u32, i64), u64> = HashMap::new();
     let mut now = String::new();
+    // WATCH/MULTI: the requests in flight, and the latencies of their retries.
+    let mut txs: Vec<Option<Tx>> = Vec::new();
+    let mut retry_lat = Latency::new(cell.latency_us, spec.jitter, cell.seed ^ 0x7e7_0000_0000_0000);
+    if mode == Mode::Watch {
+        txs.resize_with(reqs.len(), || None);
+    }
+    let (mut exec_aborted, mut gave_up) = (0u64, 0u64);
+    let counter_key = |r: &Req| format!("{}:{}", keys[r.subject as usize], r.now_ms.div_euclid(window));
     while let Some(Reverse((t, _, ev))) = queue.pop() {
         match ev {
+            Ev::Arrive(i) if mode == Mode::Watch => {
+                let r = &reqs[i as usize].1;
+                let client = backend.emu.connect();
+                let lat = [r.lat[0], r.lat[1], r.lat[2], r.lat[3], r.lat_exec[0], r.lat_exec[1]];
+                txs[i as usize] = Some(Tx { client, tries: 0, count: 0, lat });
+                push(&mut queue, t + lat[0], Ev::Watch(i));
+            }
             Ev::Arrive(i) => push(&mut queue, t + reqs[i as usize].1.lat[0], Ev::Read(i)),
+            Ev::Watch(i) => {
+                let r = &reqs[i as usize].1;
+                let tx = txs[i as usize].as_ref().expect("a request in flight");
+                clock.set_micros(Micros(t));
+                let key = counter_key(r);
+                ok_reply(backend.emu.execute_as(tx.client, &[b"WATCH", key.as_bytes()]))?;
+                // The WATCH's reply comes back, then the GET goes out.
+                push(&mut queue, t + tx.lat[1] + tx.lat[2], Ev::Read(i));
+            }
+            Ev::Read(i) if mode == Mode::Watch => {
+                let r = &reqs[i as usize].1;
+                let tx = txs[i as usize].as_ref().expect("a request in flight");
+                clock.set_micros(Micros(t));
+                let key = counter_key(r);
+                let count = match backend.emu.execute_as(tx.client, &[b"GET", key.as_bytes()]) {
+                    Reply::Nil => 0,
+                    Reply::Bulk(b) => std::str::from_utf8(&b).ok().and_then(|s| s.parse::<i64>().ok()).unwrap_or(0),
+                    other => return Err(Error::Redis(format!("GET replied {other:?}"))),
+                };
+                push(&mut queue, t + tx.lat[3], Ev::ReadReply(i, count));
+            }
+            Ev::ReadReply(i, count) if mode == Mode::Watch => {
+                let tx = txs[i as usize].as_mut().expect("a request in flight");
+                tx.count = count;
+                if (count as u64) < spec.limit {
+                    push(&mut queue, t + spec.decide_us as i64 + tx.lat[4], Ev::Exec(i));
+                } else {
+                    push(&mut queue, t + tx.lat[4], Ev::Unwatch(i));
+                }
+            }
+            Ev::Exec(i) => {
+                let r = &reqs[i as usize].1;
+                let tx = txs[i as usize].as_ref().expect("a request in flight");
+                clock.set_micros(Micros(t));
+                let key = counter_key(r);
+                let emu = &mut backend.emu;
+                ok_reply(emu.execute_as(tx.client, &[b"MULTI"]))?;
+                emu.execute_as(tx.client, &[b"INCR", key.as_bytes()]);
+                // The counter's TTL comes with its first INCR: the count read was 0, and EXEC only
+                // runs if it still is.
+                if tx.count == 0 {
+                    let ttl = (2 * window).to_string();
+                    emu.execute_as(tx.client, &[b"PEXPIRE", key.as_bytes(), ttl.as_bytes()]);
+                }
+                let ran = match emu.execute_as(tx.client, &[b"EXEC"]) {
+                    Reply::Array(replies) => match replies.first() {
+                        Some(Reply::Int(n)) if *n == tx.count + 1 => true,
+                        other => return Err(Error::Redis(format!("EXEC's INCR replied {other:?} after a GET of {}", tx.count))),
+                    },
+                    Reply::NilArray | Reply::Nil => false,
+                    other => return Err(Error::Redis(format!("EXEC replied {other:?}"))),
+                };
+                push(&mut queue, t + tx.lat[5], Ev::ExecReply(i, ran));
+            }
+            Ev::ExecReply(i, ran) => {
+                let r = &reqs[i as usize].1;
+                let tx = txs[i as usize].as_mut().expect("a request in flight");
+                if ran {
+                    *counted.entry((r.subject, r.now_ms.div_euclid(window))).or_default() += 1;
+                    backend.emu.disconnect(tx.client);
+                    txs[i as usize] = None;
+                } else {
+                    exec_aborted += 1;
+                    tx.tries += 1;
+                    if tx.tries > spec.watch_retries {
+                        gave_up += 1;
+                        backend.emu.disconnect(tx.client);
+                        txs[i as usize] = None;
+                    } else {
+                        for l in &mut tx.lat {
+                            *l = retry_lat.draw();
+                        }
+                        push(&mut queue, t + tx.lat[0], Ev::Watch(i));
+                    }
+                }
+            }
+            Ev::Unwatch(i) => {
+                let tx = txs[i as usize].take().expect("a request in flight");
+                clock.set_micros(Micros(t));
+                ok_reply(backend.emu.execute_as(tx.client, &[b"UNWATCH"]))?;
+                backend.emu.disconnect(tx.client);
+            }
             Ev::Read(i) => {
                 let r = &reqs[i as usize].1;
                 clock.set_micros(Micros(t));
                 let key = keys[r.subject as usize].as_bytes();
                 let value = match mode {
-                    Mode::NonAtomic => {
+                    Mode::NonAtomic | Mode::Watch => {
                         set_decimal(&mut now, r.now_ms);
                         int_reply(backend.eval(&get, &[key], &[window_arg.as_bytes(), now.as_bytes()])?)?
                     }
@@ -351,7 +537,15 @@ fn simulate(spec: &RaceSpec, limiter: &Limiter, reqs: &[(i64, Req)], subjects: &
             f.windows_over += 1;
         }
     }
-    Ok(f)
+    Ok(WatchFigures { figures: f, exec_aborted, gave_up })
+}
+
+/// A status reply (WATCH, MULTI, UNWATCH answer OK).
+fn ok_reply(r: Reply) -> Result<()> {
+    match r {
+        Reply::Status(_) => Ok(()),
+        other => Err(Error::Redis(format!("expected OK, got {other:?}"))),
+    }
 }
 
 /// Writes `n` in decimal into `buf`, keeping its allocation.
@@ -383,6 +577,11 @@ impl RaceReport {
                 "Lua admitted",
                 "worst window",
                 "over the limit",
+                "WATCH/MULTI admitted",
+                "worst window",
+                "over the limit",
+                "aborted EXECs",
+                "gave up",
             ],
         );
         for r in &self.rows {
@@ -396,12 +595,20 @@ impl RaceReport {
                 r.lua.admitted.to_string(),
                 r.lua.worst_window.to_string(),
                 r.lua.over_admitted.to_string(),
+                r.watch.figures.admitted.to_string(),
+                r.watch.figures.worst_window.to_string(),
+                r.watch.figures.over_admitted.to_string(),
+                r.watch.exec_aborted.to_string(),
+                r.watch.gave_up.to_string(),
             ]);
         }
         t.note(format!(
             "Worst window: the most admitted in one counted window (limit {}). Over the limit: units admitted beyond \
-             the limit, summed over windows. Latency jitter ±{:.0}%, {} µs between a GET's reply and its INCR; seed {}.",
+             the limit, summed over windows. WATCH/MULTI: aborted EXECs replied nil (another server's INCR came \
+             between WATCH and EXEC) and were tried again, up to {} times; gave up: refused after the last. Latency \
+             jitter ±{:.0}%, {} µs between a GET's reply and its INCR (or MULTI..EXEC); seed {}.",
             self.limit,
+            self.watch_retries,
             self.jitter * 100.0,
             self.decide_us,
             self.seed
@@ -447,7 +654,14 @@ mod tests {
         for row in &r.rows {
             assert_eq!(row.lua.over_admitted, 0, "{row:?}");
             assert!(row.lua.worst_window <= 20, "{row:?}");
+            // WATCH/MULTI never admits on a stale count.
+            assert_eq!(row.watch.figures.over_admitted, 0, "{row:?}");
+            assert!(row.watch.figures.worst_window <= 20, "{row:?}");
         }
+        // Alone, nothing aborts; eight servers 2 ms away abort and retry.
+        assert_eq!(r.rows[0].watch.exec_aborted, 0);
+        assert_eq!(r.rows[0].watch.figures.admitted, r.rows[0].lua.admitted);
+        assert!(r.rows[3].watch.exec_aborted > 0, "{:?}", r.rows[3]);
         // One server at 30/s with no latency: nothing is in flight at once.
         assert_eq!(r.rows[0].non_atomic.over_admitted, 0);
         // Eight servers (240/s) with 2 ms each way: about one request per round trip in flight.
@@ -464,6 +678,22 @@ mod tests {
         let r = run(&s, 1).unwrap();
         assert_eq!(r.rows[0].non_atomic.over_admitted, 0, "{:?}", r.rows[0]);
         assert_eq!(r.rows[0].non_atomic.admitted, r.rows[0].lua.admitted);
+        assert_eq!(r.rows[0].watch.figures.admitted, r.rows[0].lua.admitted);
+        assert_eq!(r.rows[0].watch.exec_aborted, 0);
+    }
+
+    #[test]
+    fn without_retries_a_failed_exec_refuses() {
+        let mut s = spec(vec![8], vec![2000]);
+        s.watch_retries = 0;
+        let r = run(&s, 3).unwrap();
+        let w = &r.rows[0].watch;
+        assert!(w.exec_aborted > 0 && w.gave_up == w.exec_aborted, "{w:?}");
+        s.watch_retries = 10;
+        let more = run(&s, 3).unwrap();
+        assert!(more.rows[0].watch.figures.admitted >= w.figures.admitted, "{:?} {w:?}", more.rows[0].watch);
+        s.watch_retries = 101;
+        assert!(s.validate(Path::new("t.toml")).is_err());
     }
 
     #[test]
