@@ -55,9 +55,9 @@ impl Emulator {
         if !spec.arity_ok(args.len()) {
             return self.arity_error(id, spec);
         }
-        if let Some(why) = cmd::subcommands::check(spec, args) {
+        if let Some(r) = subcommand_refusal(spec, args) {
             self.flag_transaction(id);
-            return cmd::subcommands::client_error(spec, args, why);
+            return r;
         }
         if matches!(spec.name, "exec" | "discard" | "multi" | "watch") {
             return self.connection_command(id, spec, args);
@@ -194,11 +194,31 @@ impl Emulator {
     }
 }
 
+/// What Redis's command lookup says of a container command's subcommand before the command runs or
+/// is queued (outside MULTI the handlers say the same themselves): unknown, or a wrong number of
+/// arguments (texts of `rejectCommandFormat`).
+fn subcommand_refusal(spec: &CommandSpec, args: &[&[u8]]) -> Option<Reply> {
+    let subs = super::lua::subcommands(spec.name)?;
+    let given = args.get(1)?;
+    let Some(sub) = subs.iter().find(|s| given.eq_ignore_ascii_case(s.name.as_bytes())) else {
+        // `%.128s` of a C string, then CR/LF turned into spaces.
+        let end = given.iter().take(128).position(|&c| c == 0).unwrap_or(given.len().min(128));
+        let name: String =
+            String::from_utf8_lossy(&given[..end]).chars().map(|c| if c == '\r' || c == '\n' { ' ' } else { c }).collect();
+        return Some(Reply::Error(format!("ERR unknown subcommand '{name}'. Try {} HELP.", spec.name.to_ascii_uppercase())));
+    };
+    let argc = args.len() as i32;
+    if (sub.arity >= 0 && argc != sub.arity) || argc < sub.arity.abs() {
+        return Some(Reply::Error(format!("ERR wrong number of arguments for '{}|{}' command", spec.name, sub.name)));
+    }
+    None
+}
+
 /// The keys a cluster node reads from a command to route it: its key positions, or for EVAL and
-/// EVALSHA the `numkeys` keys (none when `numkeys` does not read).
+/// EVALSHA, FCALL and FCALL_RO the `numkeys` keys (none when `numkeys` does not read).
 fn queued_keys<'a>(spec: &CommandSpec, args: &[&'a [u8]]) -> Vec<&'a [u8]> {
     if spec.has(flags::SCRIPTING) {
-        if spec.name.starts_with("eval") {
+        if spec.name.starts_with("eval") || spec.name.starts_with("fcall") {
             let n = std::str::from_utf8(args[2]).ok().and_then(|s| s.parse::<usize>().ok()).unwrap_or(0);
             if 3 + n <= args.len() {
                 return args[3..3 + n].to_vec();

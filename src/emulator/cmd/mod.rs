@@ -14,7 +14,6 @@ pub mod memory;
 pub mod server;
 pub mod sets;
 pub mod strings;
-pub mod subcommands;
 pub mod zsets;
 
 /// Runs a command: `args[0]` is the command name as sent.
