@@ -32,9 +32,9 @@ pub struct Core {
     pub clients: Vec<Option<Client>>,
     /// Every client's WATCHed keys.
     pub watches: Watches,
-    /// A command is running inside EXEC or a script: blocking commands answer at once (Redis's
-    /// `CLIENT_DENY_BLOCKING`).
-    pub deny_blocking: bool,
+    /// A queued command is running inside EXEC: blocking commands answer at once (Redis's
+    /// `CLIENT_DENY_BLOCKING`), and the client has replies pending (EXEC's array is begun).
+    pub in_exec: bool,
 }
 
 impl Core {
@@ -49,7 +49,7 @@ impl Core {
             resp3: false,
             clients: vec![Some(Client::default())],
             watches: Watches::default(),
-            deny_blocking: false,
+            in_exec: false,
         }
     }
 

@@ -183,13 +183,13 @@ impl Emulator {
             return if multi.dirty_exec { Reply::err(EXECABORT) } else { Reply::NilArray };
         }
         self.discard_transaction(id);
-        let was = std::mem::replace(&mut self.core.borrow_mut().deny_blocking, true);
+        let was = std::mem::replace(&mut self.core.borrow_mut().in_exec, true);
         let mut replies = Vec::with_capacity(multi.queue.len());
         for cmd in &multi.queue {
             let refs: Vec<&[u8]> = cmd.iter().map(Vec::as_slice).collect();
             replies.push(self.run_as(id, cmd::lookup(refs[0]), &refs));
         }
-        self.core.borrow_mut().deny_blocking = was;
+        self.core.borrow_mut().in_exec = was;
         Reply::Array(replies)
     }
 }

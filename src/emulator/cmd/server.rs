@@ -47,7 +47,7 @@ fn wait(core: &mut Core, a: &[&[u8]]) -> Reply {
     if timeout < 0 {
         return Reply::err("ERR timeout is negative");
     }
-    if replicas > 0 && !core.deny_blocking {
+    if replicas > 0 && !core.in_exec {
         if timeout == 0 {
             return Reply::err("ERR limitlab: WAIT for a replica without a timeout would block forever (the emulator has no replicas)");
         }

@@ -401,6 +401,9 @@ impl Scripting {
             }
         } else if eq_ic(sub, "kill") && a.len() == 2 {
             Reply::err("NOTBUSY No scripts in execution right now.")
+        } else if eq_ic(sub, "debug") && a.len() == 3 && self.core.borrow().in_exec {
+            // Inside EXEC the client already has a reply pending (EXEC's array).
+            Reply::err("ERR SCRIPT DEBUG must be called outside a pipeline")
         } else if eq_ic(sub, "debug") && a.len() == 3 {
             // Redis's Lua debugger (a session driven by the client) is not emulated: NO, which turns it
             // off, is all the emulator can say yes to.
