@@ -57,7 +57,8 @@ pub trait Backend {
         self.command(&[b"FUNCTION", b"LOAD", b"REPLACE", library.body.as_bytes()])
     }
     /// Sets the backend's notion of "now" where it has one it controls (the emulator's virtual clock);
-    /// a real server ignores it, since scripts take `now` from ARGV.
+    /// a real server's clock cannot be set: scripts take `now` from ARGV, and [`real::RealRedis`]
+    /// answers a script's `TIME` with it through a shim.
     fn set_time_ms(&mut self, _unix_ms: i64) {}
     /// Removes every key under [`Backend::key_prefix`]; returns how many were removed.
     fn cleanup(&mut self) -> Result<u64>;

@@ -309,8 +309,8 @@ impl ScriptCheck {
     /// outside the prefix.
     fn notes(&self) -> Vec<String> {
         let mut v = Vec::new();
-        let time: Vec<&str> = self.reads_clock.iter().filter(|r| r.starts_with("TIME ")).map(String::as_str).collect();
-        let ttl: Vec<&str> = self.reads_clock.iter().filter(|r| !r.starts_with("TIME ")).map(String::as_str).collect();
+        let time: Vec<&str> = self.reads_clock.iter().filter(|r| shimmed_time(r)).map(String::as_str).collect();
+        let ttl: Vec<&str> = self.reads_clock.iter().filter(|r| !shimmed_time(r)).map(String::as_str).collect();
         if !time.is_empty() {
             v.push(format!(
                 "the script reads TIME ({}); on the server it ran behind a one-line shim answering TIME with the \
@@ -362,6 +362,11 @@ impl ScriptCheck {
     }
 }
 
+/// Whether a [`clock_reads`] entry is a script's `TIME`, which the shim answers on the server.
+fn shimmed_time(read: &str) -> bool {
+    read.starts_with("TIME ") && !read.ends_with("(function library)")
+}
+
 /// Commands whose replies depend on the server's clock. `TIME` is answered by the shim of
 /// [`crate::backend::real`]; the others make a spec compare on the server's clock.
 pub const CLOCK_READS: [&str; 5] = ["TIME", "PTTL", "TTL", "PEXPIRETIME", "EXPIRETIME"];
@@ -373,6 +378,13 @@ pub fn clock_reads(spec: &Spec) -> Vec<String> {
     for sc in &spec.scripts {
         for (c, line) in crate::backend::reads_commands(&sc.script.body, &CLOCK_READS) {
             out.push(format!("{c} at {}:{line}", sc.path.display()));
+        }
+    }
+    // A function library is loaded once and called with FCALL: no shim reaches its TIME, so it
+    // counts as reading the server's clock like a TTL.
+    for lib in &spec.libraries {
+        for (c, line) in crate::backend::reads_commands(&lib.script.body, &CLOCK_READS) {
+            out.push(format!("{c} at {}:{line} (function library)", lib.path.display()));
         }
     }
     match &spec.program {
@@ -407,7 +419,17 @@ fn call_site(spec: &Spec, call: &str) -> String {
 
 /// A call as a phrase: ``call `r` (script main) at spec.toml:15``.
 fn describe_call(spec: &Spec, c: &CallRecord) -> String {
-    let what = if spec.scripts.iter().any(|s| s.name == c.target) { format!("script {}", c.target) } else { format!("command {}", c.target) };
+    let target = match &spec.program {
+        Program::Declarative { calls, .. } => calls.iter().find(|x| x.name == c.name).map(|x| &x.target),
+        Program::Adapter { .. } => None,
+    };
+    let what = match target {
+        Some(Target::Script(i)) => format!("script {}", spec.scripts[*i].name),
+        Some(Target::Function { name, .. }) => format!("function {name}"),
+        Some(Target::Command(n)) => format!("command {n}"),
+        None if spec.scripts.iter().any(|s| s.name == c.target) => format!("script {}", c.target),
+        None => c.target.clone(),
+    };
     format!("call `{}` ({what}) at {}", c.name, call_site(spec, &c.name))
 }
 
@@ -593,7 +615,7 @@ pub fn check_script_with(
         outside_left: existing(real, outside)?,
         reads_clock,
     };
-    let reads_ttl = check.reads_clock.iter().any(|r| !r.starts_with("TIME "));
+    let reads_ttl = check.reads_clock.iter().any(|r| !shimmed_time(r));
     if !reads_ttl {
         for attempt in 1..=ATTEMPTS {
             check.attempts = attempt;
