@@ -90,6 +90,19 @@ pub fn run_user(backend: &mut dyn Backend, limiter: &Limiter, subject: &str, tim
     Ok(out)
 }
 
+/// MEMORY USAGE of each of `keys` that exists.
+fn usage_of(backend: &mut dyn Backend, keys: &[String]) -> Result<Vec<KeyUsage>> {
+    let mut out = Vec::new();
+    for k in keys {
+        match backend.command(&[b"MEMORY", b"USAGE", k.as_bytes(), b"SAMPLES", b"0"])? {
+            Reply::Int(n) if n >= 0 => out.push(KeyUsage { key: k.clone(), bytes: n as u64 }),
+            Reply::Nil => {}
+            other => return Err(Error::Redis(format!("MEMORY USAGE {k} replied {other:?}"))),
+        }
+    }
+    Ok(out)
+}
+
 /// Every key under the backend's prefix, sorted (SCAN with MATCH; the prefix never holds glob
 /// characters).
 pub fn scan_prefix(backend: &mut dyn Backend) -> Result<Vec<String>> {
@@ -215,12 +228,43 @@ pub fn measure(plan: &MemoryPlan, mut real: Option<&mut RealRedis>) -> Result<Me
             None => EmulatedBackend::new(emu),
         };
         row.keys = run_user(&mut backend, &limiter, &plan.subject, &times)?;
+        // Keys the script names itself, outside the prefix (only watched under a prefix): the
+        // user's keys too. A real server gets them only when allowed (they would be written among
+        // other clients' keys); they are measured there by name and removed unless they existed.
+        let outside = backend.take_outside_keys();
+        row.keys.extend(usage_of(&mut backend, &outside)?);
         row.bytes_per_user = row.keys.iter().map(|k| k.bytes).sum();
         row.total_bytes = row.bytes_per_user.saturating_mul(plan.users);
         if let Some(r) = real.as_deref_mut() {
+            if !outside.is_empty() && (r.is_cluster() || !r.allow_outside_keys()) {
+                return Err(Error::Invalid {
+                    context: format!("memory, spec {}", spec.origin.display()),
+                    field: "keys".into(),
+                    reason: format!(
+                        "the script writes keys outside the run's key prefix `{}` ({}), which on {} would land among \
+                         other clients' keys; nothing was sent. Pass them in KEYS, or on a standalone server that is \
+                         yours, add --allow-outside-keys",
+                        r.key_prefix(),
+                        outside.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "),
+                        r.describe()
+                    ),
+                });
+            }
+            let mut existed = Vec::new();
+            for k in &outside {
+                if matches!(r.command(&[b"EXISTS", k.as_bytes()])?, Reply::Int(n) if n > 0) {
+                    existed.push(k.clone());
+                }
+            }
             let shimmed = limiter.with_script_body(with_long_ttls(limiter.script()));
-            let measured = run_user(r, &shimmed, &plan.subject, &times);
+            let measured = run_user(r, &shimmed, &plan.subject, &times).and_then(|mut m| {
+                m.extend(usage_of(r, &outside)?);
+                Ok(m)
+            });
             let cleaned = r.cleanup();
+            for k in outside.iter().filter(|k| !existed.contains(k)) {
+                r.command(&[b"UNLINK", k.as_bytes()])?;
+            }
             let measured = measured?;
             cleaned?;
             let bytes: u64 = measured.iter().map(|k| k.bytes).sum();
