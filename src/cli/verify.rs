@@ -176,10 +176,21 @@ fn run_scripts(plan: &Plan, out: &mut dyn Write) -> Result<()> {
         }
     };
     let mut text = String::new();
-    let mut failures = Vec::new();
+    // A spec that differs, or that cannot run (refused before the server, an error on it), does
+    // not stop the others: each is reported, and the first problem decides the exit status.
+    let (mut failures, mut first_error) = (Vec::new(), None);
     for spec in &plan.scripts {
-        let limiter = crate::spec::limiter_with(std::sync::Arc::clone(spec), None, None, None)?;
-        let mut check = crate::verify::decisions::check_spec(&limiter, plan.options.seed, &mut real, crate::sim::Progress::Auto)?;
+        let checked = crate::spec::limiter_with(std::sync::Arc::clone(spec), None, None, None)
+            .and_then(|l| crate::verify::decisions::check_spec(&l, plan.options.seed, &mut real, crate::sim::Progress::Auto));
+        let mut check = match checked {
+            Ok(c) => c,
+            Err(e) if plan.scripts.len() == 1 => return Err(e),
+            Err(e) => {
+                text.push_str(&format!("verify {} ({}): not checked:\n{e}\n\n", spec.name, spec.origin.display()));
+                first_error.get_or_insert(e);
+                continue;
+            }
+        };
         check.backend = backend.clone();
         let calls: usize = check.checks.iter().map(|c| c.calls).sum();
         text.push_str(&format!(
@@ -194,14 +205,27 @@ fn run_scripts(plan: &Plan, out: &mut dyn Write) -> Result<()> {
         match check.into_result() {
             Ok(()) => {}
             Err(Error::Mismatch(m)) => failures.push(m),
-            Err(e) => failures.push(e.to_string()),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
         }
     }
     emit(out, &text)?;
     drop((server, cluster));
-    match failures.len() {
-        0 => Ok(()),
-        _ => Err(Error::Mismatch(failures.join("; "))),
+    if !failures.is_empty() {
+        return Err(Error::Mismatch(failures.join("; ")));
+    }
+    match first_error {
+        None => Ok(()),
+        // Said in full above; the status is the first error's.
+        Some(e) => Err(match e {
+            Error::Invalid { .. } => Error::Invalid {
+                context: "verify".into(),
+                field: "--script".into(),
+                reason: "some limiters could not be checked (see above)".into(),
+            },
+            other => other,
+        }),
     }
 }
 
