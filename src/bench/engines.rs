@@ -239,6 +239,23 @@ pub fn redis_spec(real: &mut crate::backend::real::RealRedis, w: &Workload, l: &
     Ok(Timed { decisions, calls: n as u64, secs, zset_steps: None })
 }
 
+/// The decisions of the workload's first `n` calls on an emulator whose keys never expire: where
+/// they differ from the emulator's own, the script's decisions depend on when keys expire, which a
+/// real server decides on its wall clock.
+pub fn emulator_without_expiry(w: &Workload, l: &Limiter, n: usize) -> Result<Vec<Decision>> {
+    let mut backend = EmulatedBackend::default();
+    backend.emu.core().db.expiry_enabled = false;
+    let mut session = l.session();
+    let subjects = w.subjects();
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let now = w.now_ms(i);
+        backend.set_time_ms(now);
+        out.push(l.call(&mut backend, &mut session, &subjects[w.user(i)], now, 1)?);
+    }
+    Ok(out)
+}
+
 /// The keys the first `n` calls of the workload create outside a key prefix, on an emulator (see
 /// [`EmulatedBackend::with_prefix`]): a script that names its own keys, whose runs on a real
 /// server would share them.

@@ -40,8 +40,9 @@
 //! not from the script running differently, and the report says so with the first difference seen.
 //! A script that reads `TIME` gets the emulator's clock on both sides through a shim on the server
 //! (see [`crate::backend::real`]). A request during which the server's millisecond changed (a stall)
-//! is replayed at each millisecond it may have run in, and kept at the first that decides as the
-//! server did.
+//! is replayed at each millisecond it may have run in, and kept at the one that decides as the
+//! server did and leaves the keys it named with the expiry times the server gave them (read with
+//! PEXPIRETIME right after such a request).
 //!
 //! **Before the server.** Each script first runs the arrivals on an emulator under the server run's
 //! own key prefix, which notes every key created outside it: a script that builds key names from
@@ -337,7 +338,8 @@ impl ScriptCheck {
             if self.uncertain > 0 {
                 v.push(format!(
                     "during {} request(s) the server's clock passed into a new millisecond; each was replayed at \
-                     every millisecond it may have run in and kept at the first that decided as the server did",
+                     every millisecond it may have run in and kept at the one that decided as the server did and left \
+                     its keys' expiry times as the server's",
                     self.uncertain
                 ));
             }
@@ -653,13 +655,14 @@ pub fn check_script_with(
         let watch = crate::clock::Stopwatch::start();
         let result = on_server_clock(limiter, arrivals, real);
         let cleanup = real.cleanup().and_then(|n| Ok(n + remove_outside(real, outside, &check.outside_left)?));
-        let (decisions, clocks) = match result {
+        let runs = match result {
             Ok(x) => x,
             Err((done, e)) => return Err(stopped(scenario, variant, real, done, arrivals, e, cleanup)),
         };
         check.keys_removed += cleanup?;
         check.redis_secs = watch.elapsed_secs();
-        let (replayed, uncertain) = replay_at(limiter, arrivals, real.key_prefix(), &clocks, &decisions)?;
+        let (replayed, uncertain) = replay_at(limiter, arrivals, real.key_prefix(), &runs)?;
+        let decisions: Vec<Decision> = runs.iter().map(|r| r.decision).collect();
         check.uncertain = uncertain;
         check.divergence = first_difference(limiter, arrivals, &replayed, &decisions);
         if check.divergence.is_none() {
@@ -689,31 +692,44 @@ fn aligned_time(real: &mut RealRedis) -> Result<i64> {
     Ok(t)
 }
 
-/// Runs the arrivals on the server with TIME read before and after every request: each request's
-/// decision and the server's milliseconds it started and ended in. On an error, how many requests
-/// had completed.
-fn on_server_clock(
-    limiter: &Limiter,
-    arrivals: &[Arrival],
-    real: &mut RealRedis,
-) -> std::result::Result<(Vec<Decision>, Vec<(i64, i64)>), (usize, Error)> {
-    let mut session = limiter.session();
-    let (mut decisions, mut clocks) = (Vec::with_capacity(arrivals.len()), Vec::with_capacity(arrivals.len()));
+/// One request as run on the server's clock: its decision, the server's milliseconds it started and
+/// ended in, and, when those differ, the absolute expiry (PEXPIRETIME) of every key its calls named,
+/// read right after it: what tells which of those milliseconds the request's writes ran in.
+struct ServerRun {
+    decision: Decision,
+    clock: (i64, i64),
+    expiries: Vec<(String, i64)>,
+}
+
+/// Runs the arrivals on the server with TIME read before and after every request. On an error,
+/// how many requests had completed.
+fn on_server_clock(limiter: &Limiter, arrivals: &[Arrival], real: &mut RealRedis) -> std::result::Result<Vec<ServerRun>, (usize, Error)> {
+    let mut session = Session::recording();
+    let mut out = Vec::with_capacity(arrivals.len());
     for (i, a) in arrivals.iter().enumerate() {
         let now = a.at.as_millis().0;
-        let step = |real: &mut RealRedis, session: &mut Session| -> Result<(Decision, (i64, i64))> {
+        let step = |real: &mut RealRedis, session: &mut Session| -> Result<ServerRun> {
             limiter.check_call(now, a.cost)?;
             let t0 = aligned_time(real)?.div_euclid(1000);
             real.set_time_ms(t0);
-            let d = limiter.call(real, session, &a.key, now, a.cost)?;
-            let t1 = real.server_time_us()?.div_euclid(1000);
-            Ok((d, (t0, t1.max(t0))))
+            let decision = limiter.call(real, session, &a.key, now, a.cost)?;
+            let t1 = real.server_time_us()?.div_euclid(1000).max(t0);
+            let calls = session.take_calls();
+            let mut expiries: Vec<(String, i64)> = Vec::new();
+            if t1 > t0 {
+                for k in calls.iter().flat_map(|c| &c.keys) {
+                    if !expiries.iter().any(|(x, _)| x == k) {
+                        if let crate::emulator::Reply::Int(at) = real.command(&[b"PEXPIRETIME", k.as_bytes()])? {
+                            expiries.push((k.clone(), at));
+                        }
+                    }
+                }
+            }
+            Ok(ServerRun { decision, clock: (t0, t1), expiries })
         };
-        let (d, c) = step(real, &mut session).map_err(|e| (i, e))?;
-        decisions.push(d);
-        clocks.push(c);
+        out.push(step(real, &mut session).map_err(|e| (i, e))?);
     }
-    Ok((decisions, clocks))
+    Ok(out)
 }
 
 /// A request is replayed at no more than this many candidate milliseconds.
@@ -721,16 +737,17 @@ const MAX_CANDIDATES: i64 = 50;
 
 /// Replays the arrivals on a fresh emulator (keys under `prefix`), its clock set to the server's
 /// millisecond of each request. A request whose millisecond is not known runs at each candidate on
-/// a copy of the keyspace and keeps the first that decides as `want` (the server) did. Returns the
-/// decisions and how many requests had candidates.
-fn replay_at(limiter: &Limiter, arrivals: &[Arrival], prefix: &str, clocks: &[(i64, i64)], want: &[Decision]) -> Result<(Vec<Decision>, usize)> {
+/// a copy of the keyspace and keeps the first that decides as the server did and leaves the keys it
+/// named with the server's expiry times (several milliseconds can give the same decision and differ
+/// only in the expiry they write). Returns the decisions and how many requests had candidates.
+fn replay_at(limiter: &Limiter, arrivals: &[Arrival], prefix: &str, runs: &[ServerRun]) -> Result<(Vec<Decision>, usize)> {
     let mut b = EmulatedBackend::with_prefix(Emulator::new(), prefix);
     let mut session = limiter.session();
     let mut out = Vec::with_capacity(arrivals.len());
     let mut uncertain = 0;
-    for (i, a) in arrivals.iter().enumerate() {
+    for (a, run) in arrivals.iter().zip(runs) {
         let now = a.at.as_millis().0;
-        let (lo, hi) = clocks[i];
+        let (lo, hi) = run.clock;
         if lo == hi || hi - lo > MAX_CANDIDATES {
             b.set_time_ms(lo);
             out.push(limiter.call(&mut b, &mut session, &a.key, now, a.cost)?);
@@ -739,27 +756,31 @@ fn replay_at(limiter: &Limiter, arrivals: &[Arrival], prefix: &str, clocks: &[(i
         uncertain += 1;
         let saved = b.emu.core().db.clone();
         let seq = session.seq;
-        let mut chosen = None;
+        // (candidate, whether its expiries agree too)
+        let mut best: Option<(i64, bool)> = None;
         for t in lo..=hi {
             b.emu.core().db = saved.clone();
             session.seq = seq;
             b.set_time_ms(t);
             let d = limiter.call(&mut b, &mut session, &a.key, now, a.cost)?;
-            if Some(&d) == want.get(i) {
-                chosen = Some(d);
+            if d != run.decision {
+                continue;
+            }
+            let agrees = run.expiries.iter().all(|(k, at)| {
+                *at == -2 || matches!(b.command(&[b"PEXPIRETIME", k.as_bytes()]), Ok(crate::emulator::Reply::Int(e)) if e == *at)
+            });
+            if best.is_none() || agrees {
+                best = Some((t, agrees));
+            }
+            if agrees {
                 break;
             }
         }
-        let d = match chosen {
-            Some(d) => d,
-            None => {
-                b.emu.core().db = saved;
-                session.seq = seq;
-                b.set_time_ms(lo);
-                limiter.call(&mut b, &mut session, &a.key, now, a.cost)?
-            }
-        };
-        out.push(d);
+        let t = best.map_or(lo, |(t, _)| t);
+        b.emu.core().db = saved;
+        session.seq = seq;
+        b.set_time_ms(t);
+        out.push(limiter.call(&mut b, &mut session, &a.key, now, a.cost)?);
     }
     Ok((out, uncertain))
 }
