@@ -28,7 +28,8 @@ pub struct RedisArgs {
     /// before anything is sent, naming the keys, the spec's call and the request, because those
     /// keys would land among other clients' keys. With it, only for a server that is yours to write
     /// on: the keys that did not exist before the run are removed after it; any that did are listed
-    /// and left as the run left them.
+    /// and left as the run left them. Never on a Redis Cluster, which routes a call by its KEYS and
+    /// refuses a script's other keys. (`verify` without --redis allows them on its private server.)
     #[arg(long)]
     pub allow_outside_keys: bool,
 }
