@@ -218,6 +218,14 @@ fn verify_on_a_private_cluster() {
     // The escaping one is refused on a cluster even when allowed.
     let e = fails(&["verify", "--cluster", "--script", "tests/fixtures/escaping_key.toml", "--allow-outside-keys", "--redis", &node_urls[2]], 2);
     assert!(e.contains("on Redis Cluster a script may only touch the keys it is given in KEYS"), "{e}");
+    // memory on the cluster: the cross-slot fixture is named the same way, the others measure.
+    let e = fails(&["memory", "--script", "tests/fixtures/sliding_window_crossslot.toml", "--limit", "10/sec", "--redis", &node_urls[0]], 1);
+    assert!(e.contains("CROSSSLOT") && e.contains("(slot ") && e.contains("call `r` (script main)"), "{e}");
+    for (spec, name) in &tagged {
+        let s = ok(&["memory", "--script", spec, "--limit", "10/sec", "--users", "1000", "--redis", &node_urls[0]]);
+        let row = s.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or_else(|| panic!("{spec}: no row\n{s}"));
+        assert!(row.ends_with("+0.00%"), "{spec} on the cluster: {row}");
+    }
     // --cluster with a standalone server, or without --script, is a usage error.
     let e = fails(&["verify", "--cluster"], 2);
     assert!(e.contains("--cluster"), "{e}");

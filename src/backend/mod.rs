@@ -62,6 +62,34 @@ pub trait Backend {
     fn set_time_ms(&mut self, _unix_ms: i64) {}
     /// Removes every key under [`Backend::key_prefix`]; returns how many were removed.
     fn cleanup(&mut self) -> Result<u64>;
+    /// Every key under [`Backend::key_prefix`], sorted (SCAN with MATCH; the prefix never holds glob
+    /// characters). A cluster scans every master.
+    fn keys_under_prefix(&mut self) -> Result<Vec<String>> {
+        let pattern = format!("{}*", self.key_prefix());
+        let mut cursor = b"0".to_vec();
+        let mut keys = Vec::new();
+        loop {
+            let r = self.command(&[b"SCAN", &cursor, b"MATCH", pattern.as_bytes(), b"COUNT", b"1000"])?;
+            let Reply::Array(parts) = r else { return Err(crate::Error::Redis(format!("SCAN replied {r:?}"))) };
+            match parts.as_slice() {
+                [Reply::Bulk(next), Reply::Array(found)] => {
+                    for k in found {
+                        if let Reply::Bulk(b) = k {
+                            keys.push(String::from_utf8_lossy(b).into_owned());
+                        }
+                    }
+                    if next.as_slice() == b"0" {
+                        break;
+                    }
+                    cursor = next.clone();
+                }
+                _ => return Err(crate::Error::Redis(format!("SCAN replied {parts:?}"))),
+            }
+        }
+        keys.sort();
+        keys.dedup();
+        Ok(keys)
+    }
 }
 
 /// The string literals of a Lua chunk outside comments, each with its 1-based line: what a script

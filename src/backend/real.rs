@@ -299,6 +299,22 @@ impl RealRedis {
         Error::Connection(msg)
     }
 
+    /// The keys under the prefix on one master.
+    fn scan_node(&self, conn: &mut redis::Connection) -> redis::RedisResult<Vec<String>> {
+        let pattern = format!("{}*", self.prefix);
+        let mut cursor = "0".to_string();
+        let mut out = Vec::new();
+        loop {
+            let (next, keys): (String, Vec<Vec<u8>>) =
+                redis::cmd("SCAN").arg(&cursor).arg("MATCH").arg(&pattern).arg("COUNT").arg(1000).query(conn)?;
+            out.extend(keys.into_iter().map(|k| String::from_utf8_lossy(&k).into_owned()));
+            if next == "0" {
+                return Ok(out);
+            }
+            cursor = next;
+        }
+    }
+
     /// Deletes every key under the prefix on one master; returns how many it removed.
     fn cleanup_node(&self, conn: &mut redis::Connection) -> redis::RedisResult<u64> {
         let pattern = format!("{}*", self.prefix);
@@ -413,6 +429,10 @@ impl Backend for RealRedis {
         Ok(last)
     }
 
+    fn keys_under_prefix(&mut self) -> Result<Vec<String>> {
+        self.scan_masters()
+    }
+
     /// Removes the prefix's keys from every master, on fresh connections (so it also works after
     /// the run's own connection failed, when the server is still there).
     fn cleanup(&mut self) -> Result<u64> {
@@ -433,6 +453,21 @@ impl Backend for RealRedis {
         }
         self.clean = true;
         Ok(removed)
+    }
+}
+
+impl RealRedis {
+    /// [`Backend::keys_under_prefix`] on every master, on fresh connections (a cluster connection
+    /// cannot route SCAN).
+    fn scan_masters(&mut self) -> Result<Vec<String>> {
+        let mut keys = Vec::new();
+        for info in self.masters.clone() {
+            let found = open_single(&info, self.options.timeout).and_then(|mut c| self.scan_node(&mut c));
+            keys.extend(found.map_err(|e| Error::Connection(format!("{}: SCAN on {} failed: {e}", self.url, info.addr())))?);
+        }
+        keys.sort();
+        keys.dedup();
+        Ok(keys)
     }
 }
 

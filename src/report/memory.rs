@@ -106,30 +106,7 @@ fn usage_of(backend: &mut dyn Backend, keys: &[String]) -> Result<Vec<KeyUsage>>
 /// Every key under the backend's prefix, sorted (SCAN with MATCH; the prefix never holds glob
 /// characters).
 pub fn scan_prefix(backend: &mut dyn Backend) -> Result<Vec<String>> {
-    let pattern = format!("{}*", backend.key_prefix());
-    let mut cursor = b"0".to_vec();
-    let mut keys = Vec::new();
-    loop {
-        let r = backend.command(&[b"SCAN", &cursor, b"MATCH", pattern.as_bytes(), b"COUNT", b"1000"])?;
-        let Reply::Array(parts) = r else { return Err(Error::Redis(format!("SCAN replied {r:?}"))) };
-        match parts.as_slice() {
-            [Reply::Bulk(next), Reply::Array(found)] => {
-                for k in found {
-                    if let Reply::Bulk(b) = k {
-                        keys.push(String::from_utf8_lossy(b).into_owned());
-                    }
-                }
-                if next.as_slice() == b"0" {
-                    break;
-                }
-                cursor = next.clone();
-            }
-            _ => return Err(Error::Redis(format!("SCAN replied {parts:?}"))),
-        }
-    }
-    keys.sort();
-    keys.dedup();
-    Ok(keys)
+    backend.keys_under_prefix()
 }
 
 /// What to measure.
@@ -221,6 +198,15 @@ pub fn measure(plan: &MemoryPlan, mut real: Option<&mut RealRedis>) -> Result<Me
         let mut emu = Emulator::with_clock(VirtualClock::starting_at(Millis(times[0])));
         if let Some(r) = &real {
             emu.set_cluster(r.is_cluster());
+            if r.is_cluster() {
+                // A call whose keys span slots: named with both keys and slots, before the
+                // cluster-mode emulator's bare CROSSSLOT (and before anything reaches the server).
+                let arrivals: Vec<crate::traffic::Arrival> = times
+                    .iter()
+                    .map(|&t| crate::traffic::Arrival { at: Millis(t).as_micros(), key: plan.subject.clone(), cost: 1, phase: String::new() })
+                    .collect();
+                crate::verify::decisions::check_slots("memory's user", &limiter, &arrivals, times[0], r.key_prefix(), &r.describe())?;
+            }
         }
         // The same key names as on the real server, prefix included: key length is part of MEMORY USAGE.
         let mut backend = match real.as_deref() {
