@@ -205,12 +205,9 @@ impl Harness {
     /// What [`Harness::request`] would decide now, leaving the keyspace, the clock and the history
     /// as they were (for "would a retry at this time succeed?" questions).
     pub fn probe(&mut self, subject: &str, cost: u64) -> Result<Decision> {
-        let saved = self.backend.emu.core().db.clone();
-        let seq = self.session.seq;
-        let d = self.limiter.call(&mut self.backend, &mut self.session, subject, self.now_ms, cost);
-        self.backend.emu.core().db = saved;
-        self.session.seq = seq;
-        d
+        let now = self.now_ms;
+        crate::limiter::oracle::what_if(&self.limiter, &mut self.backend, &mut self.session, subject, now, now, &[cost])
+            .map(|mut v| v.remove(0))
     }
 
     /// Plays `arrivals` (absolute times, as generators, traces and [`crate::strategies`] make

@@ -3,7 +3,7 @@
 //! answering "what if" questions ([`Replay::probe`]) on a copy of the keyspace.
 use crate::backend::emulated::EmulatedBackend;
 use crate::backend::Backend;
-use crate::clock::{Clock, Micros};
+use crate::clock::Micros;
 use crate::emulator::Reply;
 use crate::limiter::{Decision, Limiter, Params};
 use crate::metrics::{self, ExactLog, Metrics};
@@ -116,6 +116,8 @@ pub fn patterns(p: &Params, origin: i64, seed: u64) -> Vec<Pattern> {
 #[derive(Clone, Debug)]
 pub struct Played {
     pub arrival: Arrival,
+    /// The subject's index, in order of first appearance.
+    pub subject: u32,
     pub now_ms: i64,
     pub decision: Decision,
     pub exact: bool,
@@ -171,7 +173,7 @@ impl<'l> Replay<'l> {
             };
             let units = if self.limiter.takes_cost() { a.cost } else { 1 };
             let exact = self.exact.decide(s as u32, now, units);
-            self.played.push(Played { arrival: a.clone(), now_ms: now, decision: d, exact, calls });
+            self.played.push(Played { arrival: a.clone(), subject: s as u32, now_ms: now, decision: d, exact, calls });
             let i = self.played.len() - 1;
             if let Err(e) = each(self, i) {
                 self.error = Some((i, e.to_string()));
@@ -183,47 +185,22 @@ impl<'l> Replay<'l> {
     /// What `subject`'s request of `cost` at caller time `now_ms` (the server's clock at
     /// `server_ms`) would get, leaving the keyspace and the clock as they were.
     pub fn probe(&mut self, subject: &str, server_ms: i64, now_ms: i64, cost: u64) -> Result<Decision> {
-        self.probe_many(subject, server_ms, now_ms, &vec![cost]).map(|mut v| v.remove(0))
+        self.probe_many(subject, server_ms, now_ms, &[cost]).map(|mut v| v.remove(0))
     }
 
-    /// Several requests in a row at the same time, then everything put back.
+    /// Several requests in a row at the same time, then everything put back
+    /// ([`crate::limiter::oracle::what_if`]); the calls they make are not recorded.
     pub fn probe_many(&mut self, subject: &str, server_ms: i64, now_ms: i64, costs: &[u64]) -> Result<Vec<Decision>> {
-        let saved = self.backend.emu.core().db.clone();
-        let clock = self.backend.emu.clock().now_millis();
-        self.backend.set_time_ms(server_ms);
-        let mut out = Vec::with_capacity(costs.len());
-        let mut err = None;
-        for &c in costs {
-            match self.limiter.call(&mut self.backend, &mut self.session, subject, now_ms, c) {
-                Ok(d) => out.push(d),
-                Err(e) => {
-                    err = Some(e);
-                    break;
-                }
-            }
-        }
+        let out = crate::limiter::oracle::what_if(self.limiter, &mut self.backend, &mut self.session, subject, server_ms, now_ms, costs);
         self.session.take_calls();
-        self.backend.emu.core().db = saved;
-        self.backend.emu.clock().set_millis(clock);
-        match err {
-            Some(e) => Err(e),
-            None => Ok(out),
-        }
+        out
     }
 
     /// The run as a [`Trace`], measured as every report measures it.
     pub fn metrics(&self) -> Result<Metrics> {
         let mut phases: Vec<String> = Vec::new();
         let mut records = Vec::with_capacity(self.played.len());
-        let mut subjects: Vec<String> = Vec::new();
         for p in &self.played {
-            let k = match subjects.iter().position(|x| *x == p.arrival.key) {
-                Some(i) => i,
-                None => {
-                    subjects.push(p.arrival.key.clone());
-                    subjects.len() - 1
-                }
-            };
             let ph = match phases.iter().position(|x| *x == p.arrival.phase) {
                 Some(i) => i,
                 None => {
@@ -232,13 +209,13 @@ impl<'l> Replay<'l> {
                 }
             };
             let cost = if self.limiter.takes_cost() { p.arrival.cost } else { 1 };
-            records.push(Record { at: p.arrival.at, now_ms: p.now_ms, key: k as u32, phase: ph as u32, cost, decision: p.decision });
+            records.push(Record { at: p.arrival.at, now_ms: p.now_ms, key: p.subject, phase: ph as u32, cost, decision: p.decision });
         }
         let trace = Trace {
             name: self.limiter.name().to_string(),
             variant: self.limiter.variant(),
             params: self.limiter.params(),
-            keys: subjects,
+            keys: self.subjects.clone(),
             phases,
             records,
             elapsed_secs: 0.0,

@@ -59,13 +59,32 @@ impl Oracle for ScriptOracle {
         self.limiter.call(&mut self.backend, &mut self.session, &self.subject, now_ms, cost)
     }
     fn probe(&mut self, now_ms: i64, cost: u64) -> Result<Decision> {
-        let saved = self.backend.emu.core().db.clone();
-        let clock = self.backend.emu.clock().now_millis();
-        let d = self.decide(now_ms, cost);
-        self.backend.emu.core().db = saved;
-        self.backend.emu.clock().set_millis(clock);
-        d
+        what_if(&self.limiter, &mut self.backend, &mut self.session, &self.subject, now_ms, now_ms, &[cost]).map(|mut v| v.remove(0))
     }
+}
+
+/// Requests of `subject` with each of `costs` in a row, the server's clock at `server_ms` and the
+/// caller's at `now_ms`, then everything put back: the keyspace, the clock and the session's `seq`.
+/// The one way every "what if" question is asked of a script (oracles, `check`, the test harness).
+/// Stops at the first error.
+pub fn what_if(
+    limiter: &Limiter,
+    backend: &mut EmulatedBackend,
+    session: &mut Session,
+    subject: &str,
+    server_ms: i64,
+    now_ms: i64,
+    costs: &[u64],
+) -> Result<Vec<Decision>> {
+    let saved = backend.emu.core().db.clone();
+    let clock = backend.emu.clock().now_millis();
+    let seq = session.seq;
+    backend.set_time_ms(server_ms);
+    let out: Result<Vec<Decision>> = costs.iter().map(|&c| limiter.call(backend, session, subject, now_ms, c)).collect();
+    backend.emu.core().db = saved;
+    backend.emu.clock().set_millis(clock);
+    session.seq = seq;
+    out
 }
 
 impl Limiter {
