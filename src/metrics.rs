@@ -114,13 +114,10 @@ pub fn measure(trace: &Trace, limiter: &Limiter) -> Result<Metrics> {
     let (mut retry_checked, mut retry_wrong, mut reference_mismatches) = (0, 0, 0);
     let reports_retry = limiter.reports().retry_after;
     let redis_keys: Vec<String> = trace.keys.iter().map(|k| crate::limiter::subject_key(k)).collect();
-    for r in trace.records.iter().filter(|_| limiter.variant().is_some()) {
+    let records = if limiter.variant().is_some() { trace.records.as_slice() } else { &[] };
+    for r in records {
         let redis_key = &redis_keys[r.key as usize];
-        let slot = &mut models[r.key as usize];
-        if slot.is_none() {
-            *slot = limiter.reference();
-        }
-        let Some(model) = slot.as_mut() else { break };
+        let model = models[r.key as usize].get_or_insert_with(|| limiter.reference().expect("a shipped script has a model"));
         let cost = r.cost;
         let d = model.decide(redis_key, r.now_ms, cost);
         if d != r.decision {
