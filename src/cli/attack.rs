@@ -21,15 +21,8 @@ pub struct Args {
     /// (seed_fixed_window, ...).
     #[arg(long)]
     pub script: String,
-    /// Units per window (tokens per window for token_bucket and gcra); default: the spec's policy.
-    #[arg(long)]
-    pub limit: Option<u64>,
-    /// The window in ms; default: the spec's policy.
-    #[arg(long, visible_alias = "window-ms")]
-    pub window: Option<u64>,
-    /// token_bucket and gcra: the capacity (default: the limit).
-    #[arg(long)]
-    pub burst: Option<u64>,
+    #[command(flatten)]
+    pub policy: super::PolicyArgs,
     /// The most requests a pattern may send (default: four times the limit).
     #[arg(long)]
     pub budget: Option<u32>,
@@ -60,8 +53,7 @@ pub struct Plan {
 
 impl Plan {
     pub fn new(a: Args) -> Result<Plan> {
-        let spec = crate::spec::resolve(&a.script)?;
-        let limiter = crate::spec::limiter_with(spec, a.limit, a.window, a.burst)?;
+        let limiter = a.policy.limiter(&a.script)?;
         let budget = a.budget.unwrap_or_else(|| attack::default_budget(limiter.params().limit));
         let settings = Settings::new(limiter, budget, a.seed, a.iterations)?;
         for dir in [&a.out, &a.plots] {

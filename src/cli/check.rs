@@ -13,15 +13,8 @@ use crate::{Error, Result};
 pub struct Args {
     /// The limiter: a spec file (my_limiter.toml) or a built-in name (fixed_window, ...).
     pub spec: String,
-    /// Units per window; default: the spec's policy.
-    #[arg(long)]
-    pub limit: Option<u64>,
-    /// The window in ms; default: the spec's policy.
-    #[arg(long, visible_alias = "window-ms")]
-    pub window: Option<u64>,
-    /// The capacity (token bucket, GCRA); default: the spec's policy.
-    #[arg(long)]
-    pub burst: Option<u64>,
+    #[command(flatten)]
+    pub policy: super::PolicyArgs,
     /// The seed of the random patterns and of the attack search.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -55,8 +48,7 @@ pub struct Plan {
 
 impl Plan {
     pub fn new(a: Args) -> Result<Plan> {
-        let spec = crate::spec::resolve(&a.spec)?;
-        let limiter = crate::spec::limiter_with(spec, a.limit, a.window, a.burst)?;
+        let limiter = a.policy.limiter(&a.spec)?;
         let format = if a.json {
             "json"
         } else if a.junit {

@@ -77,6 +77,27 @@ pub enum Command {
     Check(check::Args),
 }
 
+/// `--limit`, `--window`, `--burst`: a spec's policy, overridden from the command line where given.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct PolicyArgs {
+    /// Units per window (tokens per window for token_bucket and gcra); default: the spec's policy.
+    #[arg(long)]
+    pub limit: Option<u64>,
+    /// The window in ms; default: the spec's policy.
+    #[arg(long, visible_alias = "window-ms")]
+    pub window: Option<u64>,
+    /// The capacity (token bucket, GCRA); default: the spec's policy.
+    #[arg(long)]
+    pub burst: Option<u64>,
+}
+
+impl PolicyArgs {
+    /// The limiter of `spec` (a built-in name or a spec file) under this policy.
+    pub fn limiter(&self, spec: &str) -> Result<crate::limiter::Limiter> {
+        crate::spec::limiter_with(crate::spec::resolve(spec)?, self.limit, self.window, self.burst)
+    }
+}
+
 /// `--script NAME|SPEC` (repeatable): the scripts a scenario-driven command runs instead of the
 /// scenario's own, as built-in names or spec files.
 #[derive(Clone, Debug, Default, clap::Args)]
