@@ -1,8 +1,10 @@
 //! `limitlab check` on every fixture spec in tests/fixtures/: the verdicts a careful reviewer gives
 //! (the broken ones fail for the right reason, with evidence), the output formats, the exit status,
 //! determinism and the replayable traces of failures.
+mod common;
+
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 fn limitlab(args: &[&str]) -> Output {
@@ -13,16 +15,6 @@ fn limitlab(args: &[&str]) -> Output {
         .expect("limitlab runs")
 }
 
-fn fixtures() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    v.sort();
-    v
-}
 
 /// (fixture file stem, the checks that must fail and nothing else, a phrase the first failing
 /// check's evidence or summary must hold)
@@ -44,7 +36,7 @@ fn report(spec: &Path) -> (serde_json::Value, Option<i32>) {
 
 #[test]
 fn every_fixture_gets_the_verdict_a_reviewer_would_give() {
-    let all = fixtures();
+    let all = common::fixture_specs();
     assert!(all.len() >= 13, "{} fixtures", all.len());
     for spec in &all {
         let stem = spec.file_stem().unwrap().to_str().unwrap();

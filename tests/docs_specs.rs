@@ -6,6 +6,8 @@
 //! must be valid TOML. A spec whose name is a fixture's runs the same traffic as the fixture through
 //! `Harness` and must decide the same. README.md's blocks that hold a `[[call]]` or an `adapter`
 //! are checked the same way.
+mod common;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -43,12 +45,8 @@ fn parse(doc: &str, line: usize, text: &str) -> Spec {
 
 /// The fixtures' specs, by spec name.
 fn fixtures() -> Vec<Spec> {
-    let mut v: Vec<Spec> = std::fs::read_dir(root().join("tests/fixtures"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-        .map(|p| Spec::from_file(&p).unwrap_or_else(|e| panic!("{e}")))
-        .collect();
+    let mut v: Vec<Spec> =
+        common::fixture_specs().iter().map(|p| Spec::from_file(p).unwrap_or_else(|e| panic!("{e}"))).collect();
     v.sort_by(|a, b| a.name.cmp(&b.name));
     v
 }

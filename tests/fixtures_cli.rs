@@ -11,10 +11,10 @@
 //! server arms print why and pass, unless `CI` is set.
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-use common::{RedisCluster, RedisServer};
+use common::{RedisCluster, RedisServer, TempDir};
 
 fn limitlab(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_limitlab"))
@@ -45,13 +45,7 @@ fn fails(args: &[&str], code: i32) -> String {
 /// Every fixture spec, relative to the crate (as a user in the repository types it), with the
 /// name its spec gives (reports and file names use it).
 fn fixtures() -> Vec<(String, String)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    v.sort();
+    let v = common::fixture_specs();
     assert!(v.len() >= 15, "{} fixtures", v.len());
     v.iter()
         .map(|p| {
@@ -59,27 +53,6 @@ fn fixtures() -> Vec<(String, String)> {
             (format!("tests/fixtures/{}", p.file_name().unwrap().to_str().unwrap()), name)
         })
         .collect()
-}
-
-/// A directory of its own, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let d = std::env::temp_dir().join(format!("limitlab-fixtures-cli-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        TempDir(d)
-    }
-    fn path(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// A boundary-burst scenario file sized from the spec's policy (2L requests at the end of a window,
@@ -115,7 +88,7 @@ fn dbsize(url: &str) -> i64 {
 
 #[test]
 fn attack_memory_and_bench_on_the_emulator() {
-    let dir = TempDir::new("emulator");
+    let dir = TempDir::new("fixtures-cli-emulator");
     for (spec, name) in fixtures() {
         let s = ok(&["attack", "--script", &spec, "--budget", "40", "--iterations", "30", "--out", dir.path(), "--plots", dir.path()]);
         assert!(s.contains(&name), "{spec}: {s}");
@@ -135,7 +108,7 @@ fn attack_memory_and_bench_on_the_emulator() {
 fn run_memory_bench_and_verify_on_a_private_redis() {
     let Some(server) = RedisServer::start_or_skip("fixtures_cli redis") else { return };
     let url = server.url();
-    let dir = TempDir::new("redis");
+    let dir = TempDir::new("fixtures-cli-redis");
     for (spec, name) in fixtures() {
         let scenario = boundary_scenario(&spec, &dir);
         let run = ["run", scenario.as_str(), "--script", spec.as_str(), "--redis", url.as_str()];

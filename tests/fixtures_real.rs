@@ -32,7 +32,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{RedisCluster, RedisServer};
+use common::{RedisCluster, RedisServer, TempDir};
 use limitlab::backend::real::{RealOptions, RealRedis};
 use limitlab::sim::{Progress, Scenario};
 use limitlab::spec::Spec;
@@ -40,36 +40,13 @@ use limitlab::verify::decisions::{check_run, ClockUsed, RedisCheck};
 use limitlab::Error;
 
 fn fixtures() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    v.sort();
+    let v = common::fixture_specs();
     assert!(v.len() >= 15, "{} fixtures", v.len());
     v
 }
 
 fn stem(p: &Path) -> &str {
     p.file_stem().unwrap().to_str().unwrap()
-}
-
-/// A directory of its own for the scenario files, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let d = std::env::temp_dir().join(format!("limitlab-fixtures-real-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        TempDir(d)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// The two scenarios for `spec`, sized from its policy, as files in `dir`.
@@ -132,7 +109,7 @@ fn assert_identical(fixture: &str, check: &RedisCheck, urls: &[String]) -> usize
 fn every_fixture_decides_on_a_private_redis_as_on_the_emulator() {
     let Some(server) = RedisServer::start_or_skip("fixtures_real standalone") else { return };
     let url = server.url();
-    let dir = TempDir::new("standalone");
+    let dir = TempDir::new("fixtures-real-standalone");
     let (mut calls, mut fixtures_run) = (0, 0);
     let mut on_server_clock = Vec::new();
     for spec in fixtures() {
@@ -191,7 +168,7 @@ fn fix_path(r: &str, spec: &Path) -> String {
 fn on_a_cluster_hash_tagged_fixtures_agree_and_the_crossslot_one_is_named() {
     let Some(cluster) = RedisCluster::start_or_skip("fixtures_real cluster") else { return };
     let urls: Vec<String> = cluster.ports().iter().map(|p| format!("redis://127.0.0.1:{p}/")).collect();
-    let dir = TempDir::new("cluster");
+    let dir = TempDir::new("fixtures-real-cluster");
     let (mut calls, mut agreed) = (0, 0);
     for spec in fixtures() {
         let name = stem(&spec);

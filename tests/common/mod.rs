@@ -415,3 +415,39 @@ impl RedisCluster {
         self.nodes[0].url()
     }
 }
+
+/// The fixture specs of `tests/fixtures/` (every `.toml` there), absolute paths, sorted.
+pub fn fixture_specs() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// A directory of its own under the system's temp dir (named after `tag` and this process), emptied
+/// when made and removed when dropped.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let d = std::env::temp_dir().join(format!("limitlab-test-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+        TempDir(d)
+    }
+
+    /// The directory as a command-line argument.
+    pub fn path(&self) -> &str {
+        self.0.to_str().expect("temp dirs have UTF-8 names")
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
