@@ -63,6 +63,12 @@ impl Emulator {
         self.scripting.set_budget(steps);
     }
 
+    /// Sets how many bytes of Lua memory one script run may add before it is killed with an error
+    /// (default [`lua::DEFAULT_MEMORY`]; 0 for no cap, as in Redis). The emulator stays usable.
+    pub fn set_script_memory(&mut self, bytes: usize) {
+        self.scripting.set_memory_cap(bytes);
+    }
+
     /// Direct access to the server state (keyspace, clock), for inspection.
     pub fn core(&self) -> std::cell::RefMut<'_, Core> {
         self.core.borrow_mut()

@@ -295,7 +295,14 @@ impl TraceSpec {
             }
             busiest = busiest.max(group.len());
         }
-        let tick_us = if gcd == 0 { written_us } else { i64::try_from(gcd).unwrap_or(i64::MAX) };
+        // One instant (or none) says nothing of a tick beyond how finely it is written: the gcd of a
+        // single time is the time itself, a "tick" of decades.
+        let distinct_times = raws.chunk_by(|a, b| a.at == b.at).count();
+        let tick_us = if gcd == 0 || distinct_times < 2 {
+            written_us
+        } else {
+            i64::try_from(gcd).unwrap_or(i64::MAX).min(MAX_TICK_US)
+        };
         Ok(Ticks { requests: raws.len(), tick_us, written_us, sharing, busiest })
     }
 
@@ -1145,7 +1152,12 @@ mod tests {
         let t = spec("t.csv").parse_ticks("time,key\n1704067200.000000,a\n1704067200.000000,a\n1704067201.001000,a\n").unwrap();
         assert_eq!((t.tick_us, t.written_us, t.sharing), (11_000, 1, 2));
         assert!(!t.coarse_for(1000));
-        // One instant: its written resolution; nothing at all: never coarse.
+        // One instant, at zero or not: its written resolution; nothing at all: never coarse.
+        let t = spec("t.csv").parse_ticks("time_ms,key\n1704067200999,a\n1704067200999,b\n").unwrap();
+        assert_eq!((t.tick_us, t.written_us, t.busiest), (1000, 1000, 2));
+        // Times years apart on whole days: a tick of at most a day (what `tick_ms` accepts).
+        let t = spec("t.csv").parse_ticks("time,key\n0,a\n315360000,b\n").unwrap();
+        assert_eq!(t.tick_us, MAX_TICK_US);
         assert_eq!(spec("t.csv").parse_ticks("time,key\n0,a\n0,b\n").unwrap().tick_us, 1_000_000);
         assert!(!spec("t.csv").parse_ticks("time,key\n").unwrap().coarse_for(1));
     }

@@ -88,12 +88,19 @@ impl ReplySink for LuaSink {
     }
     /// Pushed while the command still borrows the keyspace (the values are its own bytes). Nothing
     /// here raises a Lua error (which would leave the borrow taken): a flat array takes two of the
-    /// LUA_MINSTACK slots a C function is given, so no stack check; only running out of memory could.
+    /// LUA_MINSTACK slots a C function is given, so no stack check; the memory cap is lifted while
+    /// it pushes and, if the reply took the script past it, the script is killed at its next loop
+    /// or call (see `super::memory_hit`); only the machine running out of memory could raise.
     fn bulks(&mut self, n: usize, items: &mut dyn Iterator<Item = Option<&[u8]>>) {
         let l = self.l;
         // SAFETY: push_array's flat case: the same table, the same elements (a nil as push_reply
-        // pushes Reply::Nil, which allocates nothing).
+        // pushes Reply::Nil, which allocates nothing). The cap's fields point into the state.
         unsafe {
+            let mut m = std::mem::MaybeUninit::<super::ext::MemCap>::uninit();
+            super::ext::lua_memcapfields(l, m.as_mut_ptr());
+            let m = m.assume_init();
+            let cap = std::mem::replace(&mut *m.cap, usize::MAX);
+            let _restore = RestoreCap { l, m, cap };
             new_array(l, n, self.resp);
             for (i, x) in items.enumerate() {
                 match x {
@@ -101,6 +108,27 @@ impl ReplySink for LuaSink {
                     None => push_reply(l, &Reply::Nil, self.resp),
                 }
                 ffi::lua_rawseti_(l, -2, (i + 1) as c_int);
+            }
+        }
+    }
+}
+
+/// Puts the memory cap back when [`LuaSink::bulks`] is done, and flags the script if the reply took
+/// it past the cap (the budget hook then kills it at its next loop or call).
+struct RestoreCap {
+    l: *mut ffi::lua_State,
+    m: super::ext::MemCap,
+    cap: usize,
+}
+
+impl Drop for RestoreCap {
+    fn drop(&mut self) {
+        // SAFETY: the fields point into the running state's global state.
+        unsafe {
+            *self.m.cap = self.cap;
+            if *self.m.totalbytes > self.cap {
+                *self.m.hit = 1;
+                ffi::lua_sethook(self.l, Some(super::budget_hook), ffi::LUA_MASKCOUNT, 1);
             }
         }
     }

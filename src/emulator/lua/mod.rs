@@ -24,6 +24,11 @@ use super::reply::{Reply, ReplySink};
 /// second of busy Lua on this machine class.
 pub const DEFAULT_BUDGET: u64 = 50_000_000;
 
+/// Default memory cap of one script run: the Lua memory it may add to what the VM held when it
+/// started. Redis has no such cap (a runaway script there grows until the machine runs out); the
+/// emulator stops it with an error instead, and stays usable.
+pub const DEFAULT_MEMORY: usize = 512 << 20;
+
 /// How often (in loop iterations and calls) the budget hook runs.
 const HOOK_EVERY: u32 = 10_000;
 
@@ -45,6 +50,8 @@ pub(crate) struct RunState {
     pub(crate) cross_slot: Cell<bool>,
     /// FUNCTION LOAD is running a library's code (the budget hook then raises Redis's load timeout).
     pub(crate) loading: Cell<bool>,
+    /// How many bytes of Lua memory one run may add to what the VM held at its start (0: no cap).
+    pub(crate) memory_room: Cell<usize>,
     /// The commands `redis.call` found lately (see [`cmd::LookupCache`]).
     pub(crate) commands: RefCell<cmd::LookupCache>,
 }
@@ -64,6 +71,8 @@ struct Vm {
     handler_ref: std::os::raw::c_int,
     /// The names "KEYS" and "ARGV", interned once for good (`lua_fixedstring`).
     names: [*const std::ffi::c_void; 2],
+    /// The state's byte count and memory cap, set and read in place around each run.
+    mem: ext::MemCap,
 }
 
 impl Vm {
@@ -179,7 +188,13 @@ impl Vm {
         }
         // SAFETY: interns two constant names on the main state; they live as long as it does.
         let names = unsafe { [ext::lua_fixedstring(state, c"KEYS".as_ptr()), ext::lua_fixedstring(state, c"ARGV".as_ptr())] };
-        Ok(Vm { lua, ctx, handler, state, handler_ref, names })
+        // SAFETY: fills the struct with pointers into the state's global state, valid as long as it.
+        let mem = unsafe {
+            let mut m = std::mem::MaybeUninit::<ext::MemCap>::uninit();
+            ext::lua_memcapfields(state, m.as_mut_ptr());
+            m.assume_init()
+        };
+        Ok(Vm { lua, ctx, handler, state, handler_ref, names, mem })
     }
 
     /// After a kill the hook fires at every chance (count 1); the next script starts with the usual
@@ -208,6 +223,12 @@ unsafe extern "C-unwind" fn budget_hook(l: *mut mlua::ffi::lua_State, _ar: *mut 
     ffi::lua_rawget(l, ffi::LUA_REGISTRYINDEX);
     let st = &*(ffi::lua_touserdata(l, -1) as *const RunState);
     ffi::lua_settop(l, -2);
+    // The allocator refused to grow past the run's memory cap (lmem.c makes the hook fire at the
+    // next loop or call): the script is killed, whether or not it caught that error.
+    if !st.killed.get() && memory_hit(l) {
+        st.killed.set(true);
+        ffi::lua_sethook(l, Some(budget_hook), ffi::LUA_MASKCOUNT, 1);
+    }
     if !st.killed.get() {
         let left = st.budget_left.get() - HOOK_EVERY as i64;
         st.budget_left.set(left);
@@ -223,6 +244,13 @@ unsafe extern "C-unwind" fn budget_hook(l: *mut mlua::ffi::lua_State, _ar: *mut 
         ffi::lua_pushstring(l, c"Script killed".as_ptr());
     }
     ffi::lua_error(l);
+}
+
+/// Whether the state's memory cap refused an allocation during this run.
+unsafe fn memory_hit(l: *mut mlua::ffi::lua_State) -> bool {
+    let mut m = std::mem::MaybeUninit::<ext::MemCap>::uninit();
+    ext::lua_memcapfields(l, m.as_mut_ptr());
+    *m.assume_init().hit != 0
 }
 
 /// `luaSetErrorMetatable`: gives the table on top of the stack a metatable whose `__index` raises
@@ -321,6 +349,7 @@ impl Scripting {
             killed: Cell::new(false),
             slot: Cell::new(None),
             loading: Cell::new(false),
+            memory_room: Cell::new(DEFAULT_MEMORY),
             cross_slot: Cell::new(false),
             commands: RefCell::default(),
         });
@@ -336,6 +365,11 @@ impl Scripting {
         self.scripts.clear();
         self.vm = Vm::new(&self.core, &self.state, &self.rng)?;
         Ok(())
+    }
+
+    /// Sets the memory cap of one script call: the bytes of Lua memory it may add (0: no cap).
+    pub fn set_memory_cap(&mut self, bytes: usize) {
+        self.state.memory_room.set(bytes);
     }
 
     /// Sets the budget of one script call, in loop iterations and Lua function calls.
@@ -536,6 +570,12 @@ fn run_function(
     st.resp.set(2);
     st.killed.set(false);
     st.budget_left.set(budget.min(i64::MAX as u64) as i64);
+    let room = st.memory_room.get();
+    // SAFETY: the cap's fields live in the VM's global state (see Vm::mem); no Lua code runs now.
+    unsafe {
+        *vm.mem.hit = 0;
+        *vm.mem.cap = if room == 0 { usize::MAX } else { (*vm.mem.totalbytes).saturating_add(room) };
+    }
     st.slot.set(if core.borrow().cluster { cluster::common_slot(keys.iter().copied()).ok().flatten() } else { None });
     // Keys cannot expire while the script runs: judge expiry at the script's start. The script runs
     // in its caller's database; a SELECT inside it changes the script's database only.
@@ -577,13 +617,28 @@ fn run_function(
         core.frozen_ms = None;
         core.select(db);
     }
+    // SAFETY: as above; the script has returned.
+    let memory_hit = unsafe {
+        *vm.mem.cap = usize::MAX;
+        std::mem::replace(&mut *vm.mem.hit, 0) != 0
+    };
+    if memory_hit {
+        // Over the memory cap, whether or not the script caught the refusal: its garbage goes now,
+        // so that the next script starts from where this one did.
+        st.killed.set(false);
+        vm.rearm_hook();
+        // SAFETY: a full collection on the main state, between calls.
+        unsafe { mlua::ffi::lua_gc(vm.state, mlua::ffi::LUA_GCCOLLECT, 0) };
+        let fail = outcome.err().unwrap_or_default();
+        return script_error(name, fail, Some(Kill::Memory(room)));
+    }
     if st.killed.replace(false) {
         // Killed, whether or not the script caught the kill and went on to finish.
         vm.rearm_hook();
         let fail = outcome.err().unwrap_or_default();
-        return script_error(name, fail, true, budget);
+        return script_error(name, fail, Some(Kill::Budget(budget)));
     }
-    outcome.unwrap_or_else(|fail| script_error(name, fail, false, budget))
+    outcome.unwrap_or_else(|fail| script_error(name, fail, None))
 }
 
 /// A compiled script and the flags of its shebang line, if it has one.
@@ -648,21 +703,30 @@ impl Shebang {
 }
 
 /// Formats a script's runtime error as Redis 7.0 does: `<err> script: <sha>, on <source>:<line>.`
-fn script_error(sha: &str, fail: fast::ScriptFailure, killed: bool, budget: u64) -> Reply {
-    if !fail.is_table && !killed {
+/// Why the emulator killed a script: it ran past its budget (loop iterations and calls) or past its
+/// memory cap (bytes).
+#[derive(Clone, Copy, Debug)]
+enum Kill {
+    Budget(u64),
+    Memory(usize),
+}
+
+fn script_error(sha: &str, fail: fast::ScriptFailure, killed: Option<Kill>) -> Reply {
+    if !fail.is_table && killed.is_none() {
         // The error handler itself failed: Redis prints Lua's message, `%.100s`.
         let msg = fail.text.as_deref().unwrap_or(b"execution failure");
         let msg = String::from_utf8_lossy(&helpers::cstr(msg)[..helpers::cstr(msg).len().min(100)]).into_owned();
         return Reply::Error(one_line(&format!("ERR Error running script {sha}, {msg}")));
     }
     let (err, source, line) = (fail.err, fail.source, fail.line);
-    let msg = if killed {
-        format!("ERR Script killed by limitlab: it ran past its budget of {budget} loop iterations and calls (an endless loop?)")
-    } else {
-        match err {
-            Some(e) => e,
-            None => "ERR unknown error".into(),
+    let msg = match killed {
+        Some(Kill::Budget(budget)) => {
+            format!("ERR Script killed by limitlab: it ran past its budget of {budget} loop iterations and calls (an endless loop?)")
         }
+        Some(Kill::Memory(room)) => format!(
+            "ERR Script killed by limitlab: it used more than {room} bytes of Lua memory in one run (the emulator's cap; Redis has none)"
+        ),
+        None => err.unwrap_or_else(|| "ERR unknown error".into()),
     };
     let mut out = msg;
     if let (Some(src), Some(line)) = (source, line) {
@@ -775,6 +839,19 @@ pub(crate) mod ext {
         pub fn lua_rawgetitype(l: *mut mlua::ffi::lua_State, idx: c_int, n: c_int, num: *mut f64) -> c_int;
         /// Describes the running C function's arguments 1..=n (n at most `lua_gettop`) into `out`.
         pub fn lua_peekargs(l: *mut mlua::ffi::lua_State, n: c_int, out: *mut PeekArg);
+        /// Where the state's byte count and memory cap live (lmem.c), to be read and set in place.
+        pub fn lua_memcapfields(l: *mut mlua::ffi::lua_State, out: *mut MemCap);
+    }
+
+    /// The memory cap's fields in a state's global state (`struct lua_MemCap` in lua.h): the bytes
+    /// Lua has allocated, the cap on them (`usize::MAX`: none) and whether an allocation was refused since the
+    /// flag was last cleared.
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub struct MemCap {
+        pub totalbytes: *mut usize,
+        pub cap: *mut usize,
+        pub hit: *mut c_int,
     }
 
     /// One argument as `lua_peekargs` describes it (`struct lua_PeekArg` in lua.h).

@@ -169,3 +169,55 @@ fn functions_load_call_and_keep_their_own_vm() {
     assert_eq!(other.execute(&[b"FUNCTION", b"RESTORE", &dump]), Reply::ok());
     assert_eq!(other.execute(&[b"FCALL", b"f", b"1", b"k", b"a"]), Reply::Array(vec![Reply::bulk("k"), Reply::bulk("a"), Reply::Int(1)]));
 }
+
+#[test]
+fn a_script_over_its_memory_cap_is_killed_and_the_emulator_survives() {
+    let mut e = Emulator::new();
+    e.set_script_memory(8 << 20);
+    let killed = |r: &Reply| matches!(r, Reply::Error(s) if s.contains("bytes of Lua memory") && s.contains("8388608"));
+    for body in [
+        // A table that grows in a Lua loop, a string doubled in one, a C function's one big result,
+        // and each of them under pcall, which must not keep the script alive.
+        "local t = {} for i = 1, 1e7 do t[i] = i end return #t",
+        "local s = 'x' for i = 1, 40 do s = s .. s end return #s",
+        "return #string.rep('abcdefgh', 4e6)",
+        "local ok = pcall(function() local t = {} for i = 1, 1e7 do t[i] = tostring(i) end end) return 'survived'",
+        "local ok = pcall(string.rep, 'x', 1e8) return 'survived'",
+        // Replies pushed by the emulator's own code (a new table of 10,000 elements per call).
+        "local t = {} for i = 1, 200 do t[i] = redis.call('LRANGE', 'list', 0, -1) end return #t",
+        "local t = {} for i = 1, 200 do t[i] = redis.pcall('HGETALL', 'hash') end return #t",
+    ] {
+        let items: Vec<Vec<u8>> = (0..10_000).map(|i| format!("item{i}").into_bytes()).collect();
+        let mut rpush: Vec<&[u8]> = vec![b"RPUSH", b"list"];
+        rpush.extend(items.iter().map(Vec::as_slice));
+        e.execute(&rpush);
+        let mut hset: Vec<&[u8]> = vec![b"HSET", b"hash"];
+        hset.extend(items.iter().map(Vec::as_slice));
+        e.execute(&hset);
+        let r = eval(&mut e, body);
+        assert!(killed(&r), "{body}: {r:?}");
+        // The next script and commands run as usual, and the memory went back.
+        assert_eq!(eval(&mut e, "local t = {} for i = 1, 1000 do t[i] = i end return #t"), Reply::Int(1000), "after {body}");
+        assert_eq!(e.execute(&[b"INCR", b"n"]).is_error(), false);
+    }
+    // HMGET pushes its reply while it still reads the keyspace: a refusal there must not leave the
+    // keyspace borrowed.
+    let mut hset: Vec<Vec<u8>> = vec![b"HSET".to_vec(), b"wide".to_vec()];
+    for i in 0..2_000 {
+        hset.push(format!("f{i}").into_bytes());
+        hset.push(format!("{i:01000}").into_bytes());
+    }
+    e.execute_owned(&hset);
+    let body = "local f = {} for i = 1, 2000 do f[i] = 'f' .. (i - 1) end \
+                local t = {} for i = 1, 50 do t[i] = redis.call('HMGET', 'wide', unpack(f)) end return #t";
+    e.set_script_memory(1 << 20);
+    let r = eval(&mut e, body);
+    assert!(matches!(&r, Reply::Error(s) if s.contains("bytes of Lua memory")), "{r:?}");
+    assert_eq!(e.execute(&[b"HLEN", b"wide"]), Reply::Int(2_000));
+    assert_eq!(eval(&mut e, "return redis.call('HGET', 'wide', 'f7')"), Reply::Bulk(format!("{:01000}", 7).into_bytes()));
+    e.set_script_memory(8 << 20);
+    // Under the cap nothing changes, and a cap of 0 is no cap.
+    assert_eq!(eval(&mut e, "return #string.rep('x', 1e6)"), Reply::Int(1_000_000));
+    e.set_script_memory(0);
+    assert_eq!(eval(&mut e, "return #string.rep('abcdefgh', 4e6)"), Reply::Int(32_000_000));
+}

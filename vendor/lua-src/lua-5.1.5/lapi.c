@@ -1179,6 +1179,18 @@ LUA_API void lua_peekargs (lua_State *L, int n, struct lua_PeekArg *out) {
 ** as an opaque pointer that stays valid as long as the state: a name to hand to lua_setglobalstrings
 ** without interning it again on every call.
 */
+/*
+** limitlab: where the memory cap lives, so that the emulator sets it (the state's current bytes
+** plus the room of a run) and reads whether it was hit without a call per run.
+*/
+LUA_API void lua_memcapfields (lua_State *L, struct lua_MemCap *out) {
+  global_State *g = G(L);
+  out->totalbytes = &g->totalbytes;
+  out->cap = &g->limitlab_memcap;
+  out->hit = &g->limitlab_memhit;
+}
+
+
 LUA_API const void *lua_fixedstring (lua_State *L, const char *s) {
   TString *ts;
   lua_lock(L);

@@ -70,17 +70,31 @@ void *luaM_toobig (lua_State *L) {
 
 
 
+#define LIMITLAB_MEMSLACK ((lu_mem)1 << 20)
+
 /*
 ** generic allocation routine.
 */
 void *luaM_realloc_ (lua_State *L, void *block, size_t osize, size_t nsize) {
   global_State *g = G(L);
   lua_assert((osize == 0) == (block == NULL));
+  lu_mem after = (g->totalbytes - osize) + nsize;
+  /* limitlab: the emulator's memory cap per script run (lua_memcapfields; "no cap" is the largest
+  ** value, so that the usual case costs one comparison). Growth past the cap fails as an
+  ** allocation failure would; the count hook is made to fire at the next loop or call, so that the
+  ** emulator can kill a script that caught the error. Once the cap was hit, a little more
+  ** (LIMITLAB_MEMSLACK) is allowed, for the error handler's message; shrinking is always allowed. */
+  if (after > g->limitlab_memcap && nsize > osize &&
+      (!g->limitlab_memhit || after > g->limitlab_memcap + LIMITLAB_MEMSLACK)) {
+    g->limitlab_memhit = 1;
+    if (L->hookmask & LUA_MASKCOUNT) L->hookcount = 1;
+    luaD_throw(L, LUA_ERRMEM);
+  }
   block = (*g->frealloc)(g->ud, block, osize, nsize);
   if (block == NULL && nsize > 0)
     luaD_throw(L, LUA_ERRMEM);
   lua_assert((nsize == 0) == (block == NULL));
-  g->totalbytes = (g->totalbytes - osize) + nsize;
+  g->totalbytes = after;
   return block;
 }
 

@@ -81,6 +81,8 @@ typedef struct global_State {
   Mbuffer buff;  /* temporary buffer for string concatentation */
   lu_mem GCthreshold;
   lu_mem totalbytes;  /* number of bytes currently allocated */
+  lu_mem limitlab_memcap;  /* limitlab: refuse growth past this many bytes (MAX_LUMEM: no cap) */
+  int limitlab_memhit;  /* limitlab: the cap was reached since the last lua_memcap */
   lu_mem estimate;  /* an estimate of number of bytes actually in use */
   lu_mem gcdept;  /* how much GC is `behind schedule' */
   int gcpause;  /* size of pause between successive GCs */
