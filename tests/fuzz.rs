@@ -20,10 +20,16 @@ use limitlab::spec::{Files, Spec};
 use limitlab::traffic::trace::{TieRule, TraceSpec};
 use proptest::prelude::*;
 use proptest::sample::Index;
+use proptest::test_runner::FileFailurePersistence;
 
 fn config() -> ProptestConfig {
     let cases = std::env::var("LIMITLAB_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(64);
-    ProptestConfig { cases, max_shrink_iters: 2_000, ..ProptestConfig::default() }
+    ProptestConfig {
+        cases,
+        max_shrink_iters: 2_000,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct("proptest-regressions/fuzz.txt"))),
+        ..ProptestConfig::default()
+    }
 }
 
 fn root() -> PathBuf {
