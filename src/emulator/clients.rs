@@ -34,6 +34,21 @@ pub struct Client {
     pub dirty_cas: bool,
     /// How many entries of [`Watches`] are this client's.
     pub watching: usize,
+    /// CLIENT ID: unique for the server's life, never reused (ids of [`ClientId`] are).
+    pub id: u64,
+    /// CLIENT SETNAME.
+    pub name: Option<Vec<u8>>,
+    /// CLIENT NO-EVICT ON.
+    pub no_evict: bool,
+    /// When the connection was opened and when its last command started (virtual clock, ms), for
+    /// CLIENT LIST's `age` and `idle`.
+    pub created_ms: i64,
+    pub last_ms: i64,
+    /// The last command it sent (`cmd=` in CLIENT LIST): the name, and the subcommand of a container.
+    pub last_cmd: Option<(&'static str, Option<&'static str>)>,
+    /// The peer's and the server's address as a server gives them (`addr=`, `laddr=`); None for
+    /// an in-process client.
+    pub addr: Option<(String, String)>,
 }
 
 /// A transaction being queued.

@@ -35,11 +35,15 @@ pub struct Core {
     /// A queued command is running inside EXEC: blocking commands answer at once (Redis's
     /// `CLIENT_DENY_BLOCKING`), and the client has replies pending (EXEC's array is begun).
     pub in_exec: bool,
+    /// The id the next client gets (CLIENT ID).
+    next_client_id: u64,
+    /// When the server started (virtual clock, ms): INFO's uptime.
+    pub started_ms: i64,
 }
 
 impl Core {
     pub fn new(clock: VirtualClock) -> Self {
-        Core {
+        let mut core = Core {
             db: Db::default(),
             selected: 0,
             parked: (0..DATABASES).map(|_| Db::default()).collect(),
@@ -50,7 +54,21 @@ impl Core {
             clients: vec![Some(Client::default())],
             watches: Watches::default(),
             in_exec: false,
-        }
+            next_client_id: 1,
+            started_ms: 0,
+        };
+        core.started_ms = core.clock.now_millis().0;
+        let first = core.new_client();
+        core.clients[0] = Some(first);
+        core
+    }
+
+    /// A fresh client's state: the next id, opened now.
+    fn new_client(&mut self) -> Client {
+        let id = self.next_client_id;
+        self.next_client_id += 1;
+        let now = self.clock.now_millis().0;
+        Client { id, created_ms: now, last_ms: now, ..Client::default() }
     }
 
     /// The time, in unix milliseconds, against which keys expire.
@@ -60,6 +78,12 @@ impl Core {
             Some(t) => t,
             None => self.clock.now_millis().0,
         }
+    }
+
+    /// Whether a script or function is running (Redis's `CLIENT_SCRIPT` on the caller).
+    #[inline]
+    pub fn in_script(&self) -> bool {
+        self.frozen_ms.is_some()
     }
 
     /// The current time in microseconds (TIME reads this, never frozen).
@@ -121,11 +145,12 @@ impl Core {
     pub fn connect(&mut self) -> ClientId {
         match self.clients.iter().position(Option::is_none) {
             Some(i) => {
-                self.clients[i] = Some(Client::default());
+                self.clients[i] = Some(self.new_client());
                 ClientId(i as u32)
             }
             None => {
-                self.clients.push(Some(Client::default()));
+                let c = self.new_client();
+                self.clients.push(Some(c));
                 ClientId(self.clients.len() as u32 - 1)
             }
         }
@@ -137,7 +162,7 @@ impl Core {
             return;
         }
         self.unwatch_all(id);
-        self.clients[id.index()] = if id == ClientId::DEFAULT { Some(Client::default()) } else { None };
+        self.clients[id.index()] = if id == ClientId::DEFAULT { Some(self.new_client()) } else { None };
     }
 
     /// The state of an open client.

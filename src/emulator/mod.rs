@@ -21,6 +21,15 @@ pub use reply::Reply;
 
 use crate::clock::VirtualClock;
 
+/// The subcommand of a call of a container command, as Redis's table spells it (for `cmd=`).
+fn subcommand_name(spec: &cmd::CommandSpec, args: &[&[u8]]) -> Option<&'static str> {
+    if spec.arity > -1 || spec.arity < -2 || args.len() < 2 {
+        return None;
+    }
+    let subs = lua::subcommands(spec.name)?;
+    subs.iter().find(|s| args[1].eq_ignore_ascii_case(s.name.as_bytes())).map(|s| s.name)
+}
+
 /// An embedded Redis 7.0: send it commands with [`Emulator::execute`] or run scripts with
 /// [`Emulator::eval`]/[`Emulator::evalsha`].
 pub struct Emulator {
@@ -95,14 +104,19 @@ impl Emulator {
         if args.is_empty() {
             return Reply::err("ERR empty command");
         }
+        let spec = cmd::lookup(args[0]);
         let in_multi = {
             let mut core = self.core.borrow_mut();
+            let now = core.now_ms();
             let Some(c) = core.client(id) else { return Reply::err("ERR no such client connection") };
             let (db, in_multi) = (c.db, c.multi.is_some());
+            c.last_ms = now;
+            if let Some(spec) = spec {
+                c.last_cmd = Some((spec.name, subcommand_name(spec, args)));
+            }
             core.select(db);
             in_multi
         };
-        let spec = cmd::lookup(args[0]);
         let reply = if in_multi { self.queue(id, spec, args) } else { self.run_as(id, spec, args) };
         let mut core = self.core.borrow_mut();
         let db = core.selected;
@@ -120,6 +134,11 @@ impl Emulator {
         if !spec.arity_ok(args.len()) {
             return self.arity_error(id, spec);
         }
+        if spec.arity < 0 && spec.arity >= -2 {
+            if let Some(r) = multi::subcommand_refusal(spec, args) {
+                return r;
+            }
+        }
         if spec.has(cmd::flags::CONNECTION) {
             if self.core.borrow().cluster {
                 if let Some(r) = cluster::check_command_slots(spec, args) {
@@ -132,6 +151,14 @@ impl Emulator {
             return self.scripting.command(spec, args);
         }
         self.core.borrow_mut().dispatch_spec(spec, args)
+    }
+
+    /// Gives client `id` the addresses CLIENT LIST shows (`addr=` the peer's, `laddr=` the server's),
+    /// as a server knows them.
+    pub fn set_client_addr(&mut self, id: ClientId, addr: &str, laddr: &str) {
+        if let Some(c) = self.core.borrow_mut().client(id) {
+            c.addr = Some((addr.to_string(), laddr.to_string()));
+        }
     }
 
     /// `execute` for owned arguments.

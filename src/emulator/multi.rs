@@ -131,6 +131,7 @@ impl Emulator {
                 drop(core);
                 self.exec(id)
             }
+            "client" => cmd::client::run(&mut core, id, args),
             _ => cmd::unknown_command(args),
         }
     }
@@ -197,7 +198,7 @@ impl Emulator {
 /// What Redis's command lookup says of a container command's subcommand before the command runs or
 /// is queued (outside MULTI the handlers say the same themselves): unknown, or a wrong number of
 /// arguments (texts of `rejectCommandFormat`).
-fn subcommand_refusal(spec: &CommandSpec, args: &[&[u8]]) -> Option<Reply> {
+pub(super) fn subcommand_refusal(spec: &CommandSpec, args: &[&[u8]]) -> Option<Reply> {
     let subs = super::lua::subcommands(spec.name)?;
     let given = args.get(1)?;
     let Some(sub) = subs.iter().find(|s| given.eq_ignore_ascii_case(s.name.as_bytes())) else {

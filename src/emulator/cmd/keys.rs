@@ -8,7 +8,7 @@ use crate::emulator::reply::Reply;
 use crate::tri;
 
 /// OBJECT's key is its third argument (`OBJECT ENCODING key`).
-const OBJECT_KEY: KeySpec = KeySpec { first: 2, last: 2, step: 1 };
+const OBJECT_KEY: KeySpec = KeySpec::at(2, 2, 1);
 
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "del", arity: -2, flags: WRITE, keys: KeySpec::ALL, handler: del },

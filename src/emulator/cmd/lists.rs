@@ -23,6 +23,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "lrem", arity: 4, flags: WRITE, keys: KeySpec::ONE, handler: lrem },
     CommandSpec { name: "lset", arity: 4, flags: WRITE | DENYOOM, keys: KeySpec::ONE, handler: lset },
     CommandSpec { name: "linsert", arity: 5, flags: WRITE | DENYOOM, keys: KeySpec::ONE, handler: linsert },
+    CommandSpec { name: "lpos", arity: -3, flags: READONLY, keys: KeySpec::ONE, handler: lpos },
+    CommandSpec { name: "lmove", arity: 5, flags: WRITE | DENYOOM, keys: KeySpec::TWO, handler: lmove },
+    CommandSpec { name: "rpoplpush", arity: 3, flags: WRITE | DENYOOM, keys: KeySpec::TWO, handler: rpoplpush },
 ];
 
 type List = VecDeque<Vec<u8>>;
@@ -271,6 +274,124 @@ fn linsert(core: &mut Core, a: &[&[u8]]) -> Reply {
             Reply::Int(l.len() as i64)
         }
     }
+}
+
+/// LPOS key element [RANK r] [COUNT n] [MAXLEN m] (`lposCommand`): options are checked before the
+/// key. RANK is read as a plain integer: i64::MIN stays negative once negated (as in Redis's C), and
+/// then every match counts.
+fn lpos(core: &mut Core, a: &[&[u8]]) -> Reply {
+    let (mut rank, mut count, mut maxlen) = (1i64, None::<i64>, 0i64);
+    let mut j = 3;
+    while j < a.len() {
+        let more = j + 1 < a.len();
+        if eq_ic(a[j], "rank") && more {
+            rank = tri!(arg_i64(a[j + 1]));
+            if rank == 0 {
+                return Reply::err(
+                    "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list",
+                );
+            }
+        } else if eq_ic(a[j], "count") && more {
+            match arg_i64(a[j + 1]) {
+                Ok(n) if n >= 0 => count = Some(n),
+                _ => return Reply::err("ERR COUNT can't be negative"),
+            }
+        } else if eq_ic(a[j], "maxlen") && more {
+            match arg_i64(a[j + 1]) {
+                Ok(n) if n >= 0 => maxlen = n,
+                _ => return Reply::err("ERR MAXLEN can't be negative"),
+            }
+        } else {
+            return Reply::err(SYNTAX);
+        }
+        j += 2;
+    }
+    let from_tail = rank < 0;
+    if from_tail {
+        rank = rank.wrapping_neg();
+    }
+    let Some(l) = tri!(list_of(core, a[1])) else {
+        return if count.is_some() { Reply::Array(Vec::new()) } else { Reply::Nil };
+    };
+    let len = l.len() as i64;
+    let (mut matches, mut out) = (0i64, Vec::new());
+    for index in 0..len {
+        if maxlen != 0 && index >= maxlen {
+            break;
+        }
+        let at = if from_tail { len - index - 1 } else { index };
+        if l[at as usize].as_slice() != a[2] {
+            continue;
+        }
+        matches += 1;
+        if matches >= rank {
+            out.push(Reply::Int(at));
+            match count {
+                None => break,
+                Some(c) if c != 0 && matches - rank + 1 >= c => break,
+                _ => {}
+            }
+        }
+    }
+    match count {
+        Some(_) => Reply::Array(out),
+        None => out.pop().unwrap_or(Reply::Nil),
+    }
+}
+
+/// `LEFT` or `RIGHT` (`getListPositionFromObjectOrReply`): true for the head.
+fn side(b: &[u8]) -> Result<bool, Reply> {
+    if eq_ic(b, "left") {
+        Ok(true)
+    } else if eq_ic(b, "right") {
+        Ok(false)
+    } else {
+        Err(Reply::err(SYNTAX))
+    }
+}
+
+/// LMOVE source destination LEFT|RIGHT LEFT|RIGHT.
+fn lmove(core: &mut Core, a: &[&[u8]]) -> Reply {
+    let from = tri!(side(a[3]));
+    let to = tri!(side(a[4]));
+    move_generic(core, a[1], a[2], from, to)
+}
+
+/// RPOPLPUSH source destination: LMOVE source destination RIGHT LEFT.
+fn rpoplpush(core: &mut Core, a: &[&[u8]]) -> Reply {
+    move_generic(core, a[1], a[2], false, true)
+}
+
+/// `lmoveGenericCommand`: the source's type, then a missing source (nil), then the destination's type;
+/// the element goes to the destination (created if missing; the same list rotates), and both keys
+/// are touched.
+fn move_generic(core: &mut Core, src: &[u8], dst: &[u8], from_head: bool, to_head: bool) -> Reply {
+    if tri!(list_of(core, src)).is_none() {
+        return Reply::Nil;
+    }
+    tri!(list_of(core, dst));
+    let l = tri!(list_of(core, src)).expect("checked above");
+    let Some(elem) = (if from_head { l.pop_front() } else { l.pop_back() }) else { return Reply::Nil };
+    let put = |l: &mut List, e: Vec<u8>| if to_head { l.push_front(e) } else { l.push_back(e) };
+    if src == dst {
+        // The list rotates: it never empties, and keeps its TTL.
+        put(l, elem.clone());
+        core.touch(src);
+        return Reply::Bulk(elem);
+    }
+    let empty = l.is_empty();
+    drop_if_empty(core, src, empty);
+    match tri!(list_of(core, dst)) {
+        Some(l) => put(l, elem.clone()),
+        None => {
+            let mut l = VecDeque::new();
+            put(&mut l, elem.clone());
+            core.db.set(dst, Value::List(l), None);
+        }
+    }
+    core.touch(src);
+    core.touch(dst);
+    Reply::Bulk(elem)
 }
 
 #[cfg(test)]

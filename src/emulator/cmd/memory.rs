@@ -11,7 +11,7 @@ pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
     arity: -2,
     flags: READONLY,
     // MEMORY USAGE's key; the other subcommands have no third argument.
-    keys: KeySpec { first: 2, last: 2, step: 1 },
+    keys: KeySpec::at(2, 2, 1),
     handler: memory,
 }];
 

@@ -6,15 +6,21 @@ use super::core::Core;
 use super::fxhash::FxHashMap;
 use super::reply::{Reply, ReplySink};
 
+pub mod client;
+pub mod command;
+pub mod config;
 pub mod databases;
 pub mod hashes;
+pub mod info;
 pub mod keys;
 pub mod lists;
 pub mod memory;
 pub mod server;
 pub mod sets;
+pub mod sort;
 pub mod strings;
 pub mod zsets;
+pub mod zsets_store;
 
 /// Runs a command: `args[0]` is the command name as sent.
 pub type Handler = fn(&mut Core, &[&[u8]]) -> Reply;
@@ -58,17 +64,36 @@ pub struct KeySpec {
     pub first: i32,
     pub last: i32,
     pub step: i32,
+    /// Commands whose keys depend on their arguments (a `numkeys` count, SORT's STORE): the keys of
+    /// a call, instead of the positions above.
+    pub movable: Option<MovableKeys>,
 }
 
+/// Finds the keys of a call whose keys move (see [`KeySpec::movable`]).
+pub type MovableKeys = for<'a> fn(&[&'a [u8]]) -> Vec<&'a [u8]>;
+
 impl KeySpec {
-    pub const NONE: KeySpec = KeySpec { first: 0, last: 0, step: 0 };
-    pub const ONE: KeySpec = KeySpec { first: 1, last: 1, step: 1 };
-    pub const ALL: KeySpec = KeySpec { first: 1, last: -1, step: 1 };
-    pub const PAIRS: KeySpec = KeySpec { first: 1, last: -1, step: 2 };
-    pub const TWO: KeySpec = KeySpec { first: 1, last: 2, step: 1 };
+    pub const NONE: KeySpec = KeySpec::at(0, 0, 0);
+    pub const ONE: KeySpec = KeySpec::at(1, 1, 1);
+    pub const ALL: KeySpec = KeySpec::at(1, -1, 1);
+    pub const PAIRS: KeySpec = KeySpec::at(1, -1, 2);
+    pub const TWO: KeySpec = KeySpec::at(1, 2, 1);
+
+    /// Keys at fixed positions.
+    pub const fn at(first: i32, last: i32, step: i32) -> KeySpec {
+        KeySpec { first, last, step, movable: None }
+    }
+
+    /// Keys found by a function of the arguments.
+    pub const fn movable(find: MovableKeys) -> KeySpec {
+        KeySpec { first: 0, last: 0, step: 0, movable: Some(find) }
+    }
 
     /// The keys of a call with these arguments.
     pub fn keys<'a>(&self, args: &[&'a [u8]]) -> Vec<&'a [u8]> {
+        if let Some(find) = self.movable {
+            return find(args);
+        }
         if self.first <= 0 || args.len() <= self.first as usize {
             return Vec::new();
         }
@@ -81,6 +106,22 @@ impl KeySpec {
         }
         out
     }
+}
+
+/// The keys of a command with a destination at `args[1]` (when `dest`) and `numkeys` at the next
+/// position, followed by that many keys (ZUNIONSTORE, ZINTERCARD, SINTERCARD, ...). A count that does
+/// not parse or overruns the arguments gives the keys that are there.
+pub fn numkeys_keys<'a>(args: &[&'a [u8]], dest: bool) -> Vec<&'a [u8]> {
+    let at = if dest { 2 } else { 1 };
+    let mut out = Vec::new();
+    if dest && args.len() > 1 {
+        out.push(args[1]);
+    }
+    let Some(n) = args.get(at).and_then(|n| super::keyspace::parse_canonical_i64(n)) else { return out };
+    if n > 0 {
+        out.extend(args.iter().skip(at + 1).take(n as usize).copied());
+    }
+    out
 }
 
 /// A command's entry in the table.
@@ -114,10 +155,16 @@ fn table() -> &'static FxHashMap<&'static [u8], CommandSpec> {
             keys::COMMANDS,
             hashes::COMMANDS,
             zsets::COMMANDS,
+            zsets_store::COMMANDS,
             lists::COMMANDS,
             sets::COMMANDS,
+            sort::COMMANDS,
             server::COMMANDS,
             databases::COMMANDS,
+            command::COMMANDS,
+            client::COMMANDS,
+            config::COMMANDS,
+            info::COMMANDS,
             memory::COMMANDS,
             crate::emulator::lua::COMMANDS,
             crate::emulator::multi::COMMANDS,

@@ -3,7 +3,7 @@
 //! Sets of integers stay intset-encoded (sorted) as in Redis, so SMEMBERS of such a set is in
 //! ascending numeric order; other sets have no defined order.
 use super::flags::*;
-use super::{CommandSpec, KeySpec};
+use super::{arg_i64, eq_ic, CommandSpec, KeySpec, SYNTAX};
 use crate::emulator::core::Core;
 use crate::emulator::keyspace::{SetValue, Value};
 use crate::emulator::reply::Reply;
@@ -16,7 +16,12 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "sismember", arity: 3, flags: READONLY, keys: KeySpec::ONE, handler: sismember },
     CommandSpec { name: "smismember", arity: -3, flags: READONLY, keys: KeySpec::ONE, handler: smismember },
     CommandSpec { name: "smembers", arity: 2, flags: READONLY, keys: KeySpec::ONE, handler: smembers },
+    CommandSpec { name: "sintercard", arity: -3, flags: READONLY, keys: KeySpec::movable(card_keys), handler: sintercard },
 ];
+
+fn card_keys<'a>(a: &[&'a [u8]]) -> Vec<&'a [u8]> {
+    super::numkeys_keys(a, false)
+}
 
 fn pick_set(v: &mut Value) -> Option<&mut SetValue> {
     match v {
@@ -83,6 +88,56 @@ fn smembers(core: &mut Core, a: &[&[u8]]) -> Reply {
         None => Reply::Set(Vec::new()),
         Some(s) => Reply::Set(s.ordered().into_iter().map(|m| Reply::Bulk(m.to_vec())).collect()),
     }
+}
+
+/// SINTERCARD numkeys key... [LIMIT n] (`sinterCardCommand`): the count, the options, then every
+/// key's type (a missing key makes the answer 0, after the types are checked).
+fn sintercard(core: &mut Core, a: &[&[u8]]) -> Reply {
+    let n = match arg_i64(a[1]) {
+        Ok(n) if n >= 1 => n as u64,
+        _ => return Reply::err("ERR numkeys should be greater than 0"),
+    };
+    if n > (a.len() - 2) as u64 {
+        return Reply::err("ERR Number of keys can't be greater than number of args");
+    }
+    let n = n as usize;
+    let mut limit = 0i64;
+    let mut j = 2 + n;
+    while j < a.len() {
+        if eq_ic(a[j], "limit") && j + 1 < a.len() {
+            match arg_i64(a[j + 1]) {
+                Ok(l) if l >= 0 => limit = l,
+                _ => return Reply::err("ERR LIMIT can't be negative"),
+            }
+            j += 2;
+        } else {
+            return Reply::err(SYNTAX);
+        }
+    }
+    let mut sets: Vec<Vec<Vec<u8>>> = Vec::with_capacity(n);
+    let mut empty = false;
+    for key in &a[2..2 + n] {
+        match tri!(set_of(core, key)) {
+            None => empty = true,
+            Some(s) => sets.push(s.ordered().into_iter().map(<[u8]>::to_vec).collect()),
+        }
+    }
+    if empty {
+        return Reply::Int(0);
+    }
+    sets.sort_by_key(Vec::len);
+    let others: Vec<crate::emulator::fxhash::FxHashSet<&[u8]>> =
+        sets[1..].iter().map(|s| s.iter().map(Vec::as_slice).collect()).collect();
+    let mut count = 0i64;
+    for m in &sets[0] {
+        if others.iter().all(|o| o.contains(m.as_slice())) {
+            count += 1;
+            if limit != 0 && count >= limit {
+                break;
+            }
+        }
+    }
+    Reply::Int(count)
 }
 
 #[cfg(test)]

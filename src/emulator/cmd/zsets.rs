@@ -420,19 +420,28 @@ enum Range {
     Lex(LexRange),
 }
 
-/// `zrangeGenericCommand`: options first (an integer error in LIMIT stops the scan there), then the
-/// option conflicts, then the range itself, then the key.
-fn zrange_generic(core: &mut Core, a: &[&[u8]], mut rtype: RangeType, mut dir: Direction) -> Reply {
+/// ZRANGE's arguments, parsed.
+struct RangeArgs {
+    range: Range,
+    reverse: bool,
+    withscores: bool,
+    offset: i64,
+    limit: i64,
+}
+
+/// `zrangeGenericCommand`'s parsing: options first (an integer error in LIMIT stops the scan
+/// there), then the option conflicts, then the range itself. `store` is ZRANGESTORE (no WITHSCORES).
+fn parse_zrange(a: &[&[u8]], mut rtype: RangeType, mut dir: Direction, store: bool) -> Result<RangeArgs, Reply> {
     let (mut withscores, mut offset, mut limit) = (false, 0i64, -1i64);
     let mut j = 4;
     while j < a.len() {
         let o = a[j];
         let left = a.len() - j - 1;
-        if eq_ic(o, "withscores") {
+        if !store && eq_ic(o, "withscores") {
             withscores = true;
         } else if eq_ic(o, "limit") && left >= 2 {
-            offset = tri!(arg_i64(a[j + 1]));
-            limit = tri!(arg_i64(a[j + 2]));
+            offset = arg_i64(a[j + 1])?;
+            limit = arg_i64(a[j + 2])?;
             j += 2;
         } else if dir == Direction::Auto && eq_ic(o, "rev") {
             dir = Direction::Reverse;
@@ -441,7 +450,7 @@ fn zrange_generic(core: &mut Core, a: &[&[u8]], mut rtype: RangeType, mut dir: D
         } else if rtype == RangeType::Auto && eq_ic(o, "byscore") {
             rtype = RangeType::Score;
         } else {
-            return Reply::err(SYNTAX);
+            return Err(Reply::err(SYNTAX));
         }
         j += 1;
     }
@@ -450,20 +459,25 @@ fn zrange_generic(core: &mut Core, a: &[&[u8]], mut rtype: RangeType, mut dir: D
         rtype = RangeType::Rank;
     }
     if limit != -1 && rtype == RangeType::Rank {
-        return Reply::err("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX");
+        return Err(Reply::err("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"));
     }
     if withscores && rtype == RangeType::Lex {
-        return Reply::err("ERR syntax error, WITHSCORES not supported in combination with BYLEX");
+        return Err(Reply::err("ERR syntax error, WITHSCORES not supported in combination with BYLEX"));
     }
     // Reverse score and lex ranges are given as max, min.
     let (lo, hi) = if reverse && rtype != RangeType::Rank { (a[3], a[2]) } else { (a[2], a[3]) };
     let range = match rtype {
-        RangeType::Score => Range::Score(tri!(parse_score_range(lo, hi))),
-        RangeType::Lex => Range::Lex(tri!(parse_lex_range(lo, hi))),
-        _ => Range::Rank(tri!(arg_i64(lo)), tri!(arg_i64(hi))),
+        RangeType::Score => Range::Score(parse_score_range(lo, hi)?),
+        RangeType::Lex => Range::Lex(parse_lex_range(lo, hi)?),
+        _ => Range::Rank(arg_i64(lo)?, arg_i64(hi)?),
     };
-    let Some(z) = tri!(read(core, a[1])) else { return Reply::Array(Vec::new()) };
-    let out = match range {
+    Ok(RangeArgs { range, reverse, withscores, offset, limit })
+}
+
+/// The members a parsed range selects, flat, with scores when `withscores`.
+fn run_zrange(z: &ZSet, p: RangeArgs, withscores: bool) -> Vec<Reply> {
+    let RangeArgs { range, reverse, offset, limit, .. } = p;
+    match range {
         Range::Rank(start, end) => range_by_rank(z, start, end, reverse, withscores),
         Range::Score(r) => {
             let first = if reverse { z.last_in_range(&r) } else { z.first_in_range(&r) };
@@ -485,14 +499,36 @@ fn zrange_generic(core: &mut Core, a: &[&[u8]], mut rtype: RangeType, mut dir: D
                     r.lte_max(z.member_at(x))
                 }
             };
-            walk_limited(z, first, offset, limit, reverse, false, in_range)
+            walk_limited(z, first, offset, limit, reverse, withscores, in_range)
         }
-    };
+    }
+}
+
+/// ZRANGE and its older forms.
+fn zrange_generic(core: &mut Core, a: &[&[u8]], rtype: RangeType, dir: Direction) -> Reply {
+    let p = tri!(parse_zrange(a, rtype, dir, false));
+    let withscores = p.withscores;
+    let Some(z) = tri!(read(core, a[1])) else { return Reply::Array(Vec::new()) };
+    let out = run_zrange(z, p, withscores);
     scored(core.resp3 && withscores, out)
 }
 
+/// ZRANGESTORE's selection: `a` is ZRANGE's layout (`a[1]` the source), the members and scores
+/// that ZRANGE would reply.
+pub(crate) fn zrange_collect(core: &mut Core, a: &[&[u8]], store: bool) -> Result<Vec<(Vec<u8>, f64)>, Reply> {
+    let p = parse_zrange(a, RangeType::Auto, Direction::Auto, store)?;
+    let Some(z) = read(core, a[1])? else { return Ok(Vec::new()) };
+    let flat = run_zrange(z, p, true);
+    let mut out = Vec::with_capacity(flat.len() / 2);
+    let mut it = flat.into_iter();
+    while let (Some(Reply::Bulk(m)), Some(Reply::Double(s))) = (it.next(), it.next()) {
+        out.push((m, s));
+    }
+    Ok(out)
+}
+
 /// A flat `member, score, ...` list, nested as `[member, score]` pairs for a RESP3 caller.
-fn scored(nest: bool, flat: Vec<Reply>) -> Reply {
+pub(crate) fn scored(nest: bool, flat: Vec<Reply>) -> Reply {
     if !nest {
         return Reply::Array(flat);
     }

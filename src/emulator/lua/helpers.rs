@@ -210,7 +210,13 @@ pub(crate) unsafe extern "C-unwind" fn acl_check_cmd(l: *mut ffi::lua_State) -> 
         let mut nbuf = Vec::new();
         let name = arg_bytes(l, 1, &mut nbuf);
         match cmd::lookup(name) {
-            None => false,
+            // A Redis command the emulator does not implement: the one user may run it too.
+            None => {
+                let mut sbuf = Vec::new();
+                let args: Vec<&[u8]> =
+                    if argc >= 2 { vec![name, arg_bytes(l, 2, &mut sbuf)] } else { vec![name] };
+                cmd::command::redis_lookup(&args).is_ok()
+            }
             Some(spec) if argc >= 2 => match super::subcommands(spec.name) {
                 None => true,
                 Some(subs) => {

@@ -873,12 +873,12 @@ pub(crate) mod ext {
 /// any other reply is returned.
 pub(crate) fn call_checked(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8]], out: &mut dyn ReplySink) -> Option<Reply> {
     let Some(found) = st.commands.borrow_mut().find(argv[0]) else {
-        return Some(Reply::err("ERR Unknown Redis command called from script"));
+        return Some(not_emulated(argv));
     };
     let spec = found.spec;
-    // Every command with subcommands has arity -2; with a subcommand given, the subcommand is what
+    // Every command with subcommands has arity -2 (COMMAND: -1); with a subcommand given, the subcommand is what
     // Redis looks up and checks (`lookupCommand`). Out of line: rate limiters never get here.
-    if spec.arity == -2 && argv.len() >= 2 {
+    if (spec.arity == -2 || spec.arity == -1) && argv.len() >= 2 {
         if let Some(r) = subcommand_rules(spec, argv) {
             return Some(r);
         }
@@ -908,7 +908,7 @@ pub(crate) fn call_checked(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8
         }
     }
     core.resp3 = st.resp.get() == 3;
-    if core.resp3 && spec.name == "memory" {
+    if core.resp3 && (spec.name == "memory" || spec.name == "info") {
         if let Some(r) = memory_verbatim(&mut core, spec, argv, out) {
             core.resp3 = false;
             return r;
@@ -925,6 +925,20 @@ pub(crate) fn call_checked(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8
     reply
 }
 
+/// A script's call of a command the emulator does not implement: what Redis 7.0.15 says before
+/// running it (unknown, wrong number of arguments, not allowed from scripts), from its own table;
+/// a command Redis would run is unknown here.
+#[cold]
+#[inline(never)]
+fn not_emulated(argv: &[&[u8]]) -> Reply {
+    match cmd::command::redis_lookup(argv) {
+        Err(_) => Reply::err("ERR Unknown Redis command called from script"),
+        Ok(c) if !c.arity_ok(argv.len()) => Reply::err("ERR Wrong number of args calling Redis command from script"),
+        Ok(c) if c.has_flag("noscript") => Reply::err("ERR This Redis command is not allowed from script"),
+        Ok(_) => Reply::err("ERR Unknown Redis command called from script"),
+    }
+}
+
 /// A subcommand of a command that has them (Redis 7.0's `<command>|<subcommand>` entries): its
 /// arity (counting the command and the subcommand) and whether scripts may call it.
 pub(crate) struct Sub {
@@ -933,48 +947,29 @@ pub(crate) struct Sub {
     pub noscript: bool,
 }
 
-const fn sub(name: &'static str, arity: i32, noscript: bool) -> Sub {
-    Sub { name, arity, noscript }
-}
-
-/// The subcommands of the emulated commands that have them, as Redis 7.0.15 lists them.
+/// The subcommands of a command that has them, from Redis 7.0.15's table
+/// ([`cmd::command::redis_table`]).
 pub(crate) fn subcommands(command: &str) -> Option<&'static [Sub]> {
-    static SCRIPT: [Sub; 6] = [
-        sub("debug", 3, true),
-        sub("exists", -3, true),
-        sub("flush", -2, true),
-        sub("help", 2, false),
-        sub("kill", 2, true),
-        sub("load", 3, true),
-    ];
-    static FUNCTION: [Sub; 9] = [
-        sub("delete", 3, true),
-        sub("dump", 2, true),
-        sub("flush", -2, true),
-        sub("help", 2, false),
-        sub("kill", 2, true),
-        sub("list", -2, true),
-        sub("load", -3, true),
-        sub("restore", -3, true),
-        sub("stats", 2, true),
-    ];
-    static OBJECT: [Sub; 5] =
-        [sub("encoding", 3, false), sub("freq", 3, false), sub("help", 2, false), sub("idletime", 3, false), sub("refcount", 3, false)];
-    static MEMORY: [Sub; 6] = [
-        sub("doctor", 2, false),
-        sub("help", 2, false),
-        sub("malloc-stats", 2, false),
-        sub("purge", 2, false),
-        sub("stats", 2, false),
-        sub("usage", -3, false),
-    ];
-    match command {
-        "script" => Some(&SCRIPT),
-        "function" => Some(&FUNCTION),
-        "object" => Some(&OBJECT),
-        "memory" => Some(&MEMORY),
-        _ => None,
-    }
+    static SUBS: std::sync::OnceLock<crate::emulator::fxhash::FxHashMap<&'static str, Vec<Sub>>> = std::sync::OnceLock::new();
+    let all = SUBS.get_or_init(|| {
+        cmd::command::redis_table()
+            .values()
+            .filter(|c| !c.subcommands.is_empty())
+            .map(|c| {
+                let subs = c
+                    .subcommands
+                    .iter()
+                    .map(|s| Sub {
+                        name: s.name.split_once('|').map_or(s.name.as_str(), |(_, n)| n),
+                        arity: s.arity as i32,
+                        noscript: s.has_flag("noscript"),
+                    })
+                    .collect();
+                (c.name.as_str(), subs)
+            })
+            .collect()
+    });
+    all.get(command).map(Vec::as_slice)
 }
 
 /// SCRIPT HELP or FUNCTION HELP.
@@ -1006,13 +1001,13 @@ fn subcommand_rules(spec: &CommandSpec, argv: &[&[u8]]) -> Option<Reply> {
     None
 }
 
-/// MEMORY DOCTOR under RESP3: its reply is a verbatim string, which the script sees as one. None
+/// MEMORY DOCTOR and INFO under RESP3: their reply is a verbatim string, which the script sees as one. None
 /// for other subcommands (the call goes on); else what `call_checked` returns (None once the
 /// verbatim string is written to `out`).
 #[cold]
 #[inline(never)]
 fn memory_verbatim(core: &mut Core, spec: &CommandSpec, argv: &[&[u8]], out: &mut dyn ReplySink) -> Option<Option<Reply>> {
-    if !eq_ic(argv[1], "doctor") {
+    if spec.name == "memory" && !eq_ic(argv[1], "doctor") {
         return None;
     }
     match core.run(spec, argv) {
