@@ -150,12 +150,16 @@ fn sort_generic(core: &mut Core, a: &[&[u8]], readonly: bool) -> Reply {
         Set,
         ZSet,
     }
-    let (kind, elems): (Kind, Vec<Vec<u8>>) = match core.db.get(a[1], now) {
+    let (kind, elems): (Kind, Vec<Vec<u8>>) = match core.db.get_mut(a[1], now) {
         None => (Kind::List, Vec::new()),
-        Some(e) => match &e.value {
+        Some(e) => match &mut e.value {
             Value::List(l) => (Kind::List, l.iter().cloned().collect()),
             Value::Set(s) => (Kind::Set, s.ordered().into_iter().map(<[u8]>::to_vec).collect()),
-            Value::ZSet(z) => (Kind::ZSet, z.iter().map(|(m, _)| m.to_vec()).collect()),
+            // Redis converts a listpack-encoded sorted set to a skiplist to sort it, and keeps it so.
+            Value::ZSet(z) => {
+                z.convert_to_skiplist();
+                (Kind::ZSet, z.iter().map(|(m, _)| m.to_vec()).collect())
+            }
             _ => return Reply::err(WRONGTYPE),
         },
     };

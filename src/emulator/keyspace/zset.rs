@@ -541,6 +541,15 @@ impl ZSet {
         }
     }
 
+    /// Converts a listpack-encoded set to a skiplist (`zsetConvert`, which SORT does to the set it
+    /// sorts); a skiplist stays as it is.
+    pub fn convert_to_skiplist(&mut self) {
+        if !self.skiplist {
+            self.skiplist = true;
+            self.dict_table = crate::emulator::memory::DictTable::grown(self.dict.len());
+        }
+    }
+
     /// A listpack stores scores as text, where -0 is written as the integer 0.
     #[inline]
     fn stored(&self, s: f64) -> f64 {
