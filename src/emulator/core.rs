@@ -283,6 +283,7 @@ impl Core {
     #[inline]
     pub fn run(&mut self, spec: &CommandSpec, args: &[&[u8]]) -> Reply {
         debug_assert!(!spec.has(flags::SCRIPTING));
+        self.db.now_hint = self.now_ms();
         if !self.watches.is_empty() && spec.has(flags::WRITE) {
             return self.run_watched(spec, args);
         }

@@ -339,6 +339,19 @@ impl Value {
 pub struct Entry {
     pub value: Value,
     pub expire_at: Option<i64>,
+    /// When the key was last looked up or written (unix ms): OBJECT IDLETIME. Lookups that Redis
+    /// makes without touching (TYPE, EXISTS, TTL, OBJECT, MEMORY USAGE) leave it.
+    pub lru_ms: i64,
+    /// Set by COPY of a small integer (0..10000, which Redis keeps as one shared object): the copy is
+    /// an object of its own (OBJECT REFCOUNT 1) while it holds this value.
+    pub unshared_int: Option<i64>,
+}
+
+impl Entry {
+    /// A value with its deadline, last used at `now`.
+    pub fn new(value: Value, expire_at: Option<i64>, now: i64) -> Entry {
+        Entry { value, expire_at, lru_ms: now, unshared_int: None }
+    }
 }
 
 /// The error text Redis gives for an operation against a key of another type.
@@ -357,6 +370,9 @@ pub struct Db {
     /// feature: it lets a run find the keys a script names on its own, outside the run's prefix,
     /// before the same run goes to a shared server.
     pub watch: Option<Box<KeyWatch>>,
+    /// The time of the latest lookup or command (unix ms): what a write stamps on an entry as its
+    /// last use (see [`Entry::lru_ms`]).
+    pub now_hint: i64,
 }
 
 /// Keys created outside `prefix`, in the order they were first created (each once).
@@ -382,7 +398,7 @@ impl KeyWatch {
 
 impl Default for Db {
     fn default() -> Self {
-        Db { map: FxHashMap::default(), expiry_enabled: true, watch: None }
+        Db { map: FxHashMap::default(), expiry_enabled: true, watch: None, now_hint: 0 }
     }
 }
 
@@ -396,6 +412,7 @@ impl Db {
     /// Removes `key` if it has expired at `now`; returns true when the key is (still) present.
     #[inline]
     fn expire_if_needed(&mut self, key: &[u8], now: i64) -> bool {
+        self.now_hint = now;
         match self.map.get(key) {
             None => false,
             Some(e) if self.expired(e.expire_at, now) => {
@@ -425,7 +442,17 @@ impl Db {
             self.map.remove(key);
             return None;
         }
-        Some(unsafe { &mut *entry })
+        self.now_hint = now;
+        let entry = unsafe { &mut *entry };
+        entry.lru_ms = now;
+        Some(entry)
+    }
+    /// The live entry under `key`, looked up as Redis's `LOOKUP_NOTOUCH` does (its last use stays).
+    pub fn get_notouch(&mut self, key: &[u8], now: i64) -> Option<&Entry> {
+        if !self.expire_if_needed(key, now) {
+            return None;
+        }
+        self.map.get(key)
     }
     /// Stores a value, replacing any previous one and its TTL.
     pub fn set(&mut self, key: &[u8], value: Value, expire_at: Option<i64>) {
@@ -433,12 +460,14 @@ impl Db {
             Some(e) => {
                 e.value = value;
                 e.expire_at = expire_at;
+                e.lru_ms = self.now_hint;
+                e.unshared_int = None;
             }
             None => {
                 if let Some(w) = &mut self.watch {
                     w.created(key);
                 }
-                self.map.insert(SmallBytes::new(key), Entry { value, expire_at });
+                self.map.insert(SmallBytes::new(key), Entry::new(value, expire_at, self.now_hint));
             }
         }
     }
@@ -460,7 +489,8 @@ impl Db {
         }
     }
     /// Stores a whole entry (value and TTL) under `key`, replacing any previous one.
-    pub fn put(&mut self, key: &[u8], entry: Entry) {
+    pub fn put(&mut self, key: &[u8], mut entry: Entry) {
+        entry.lru_ms = self.now_hint;
         match self.map.get_mut(key) {
             Some(e) => *e = entry,
             None => {

@@ -512,7 +512,7 @@ mod tests {
     use std::collections::VecDeque;
 
     fn usage(key: &str, value: Value, samples: usize) -> u64 {
-        key_usage(key.as_bytes(), &Entry { value, expire_at: None }, samples, false)
+        key_usage(key.as_bytes(), &Entry::new(value, None, 0), samples, false)
     }
     fn s(v: &str) -> Value {
         Value::Str(RStr::from_bytes(v.as_bytes()))

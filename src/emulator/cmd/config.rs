@@ -74,7 +74,7 @@ fn config(core: &mut Core, a: &[&[u8]]) -> Reply {
     // GET pattern [pattern ...]
     let mut out: Vec<(Vec<u8>, &'static str)> = Vec::new();
     let seen = |out: &mut Vec<(Vec<u8>, &'static str)>, key: Vec<u8>, name: &'static str| {
-        if !out.iter().any(|(k, _)| *k == key) {
+        if !out.iter().any(|(k, _)| k.eq_ignore_ascii_case(&key)) {
             out.push((key, name));
         }
     };

@@ -13,7 +13,7 @@ use crate::emulator::reply::Reply;
 
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "info", arity: -1, flags: 0, keys: KeySpec::NONE, handler: info },
-    CommandSpec { name: "publish", arity: 3, flags: 0, keys: KeySpec::NONE, handler: publish },
+    CommandSpec { name: "publish", arity: 3, flags: super::flags::MAY_REPLICATE, keys: KeySpec::NONE, handler: publish },
 ];
 
 /// PUBLISH channel message: the emulator has no subscribers, so no one receives it.

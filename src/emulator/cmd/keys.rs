@@ -42,7 +42,13 @@ fn del(core: &mut Core, a: &[&[u8]]) -> Reply {
 /// EXISTS and TOUCH: live keys, a repeated key counted each time.
 fn exists(core: &mut Core, a: &[&[u8]]) -> Reply {
     let now = core.now_ms();
-    Reply::Int(a[1..].iter().filter(|k| core.db.get(k, now).is_some()).count() as i64)
+    let touch = eq_ic(a[0], "touch");
+    Reply::Int(
+        a[1..]
+            .iter()
+            .filter(|k| if touch { core.db.get(k, now).is_some() } else { core.db.get_notouch(k, now).is_some() })
+            .count() as i64,
+    )
 }
 
 /// A C string's view of an argument: Redis prints some arguments with `%s`, which stops at a NUL.
@@ -130,7 +136,7 @@ fn pexpireat(core: &mut Core, a: &[&[u8]]) -> Reply {
 /// The live key's expiry: `Err(-2)` when missing, `Ok(None)` without a TTL.
 fn expiry_of(core: &mut Core, key: &[u8]) -> Result<Option<i64>, i64> {
     let now = core.now_ms();
-    core.db.get(key, now).map(|e| e.expire_at).ok_or(-2)
+    core.db.get_notouch(key, now).map(|e| e.expire_at).ok_or(-2)
 }
 
 /// TTL, PTTL, EXPIRETIME and PEXPIRETIME (`ttlGenericCommand`): -2 missing, -1 no TTL; seconds are
@@ -173,7 +179,7 @@ fn persist(core: &mut Core, a: &[&[u8]]) -> Reply {
 
 fn type_cmd(core: &mut Core, a: &[&[u8]]) -> Reply {
     let now = core.now_ms();
-    let name = core.db.get(a[1], now).map_or("none", |e| e.value.type_name());
+    let name = core.db.get_notouch(a[1], now).map_or("none", |e| e.value.type_name());
     Reply::Status(name.into())
 }
 
@@ -239,7 +245,12 @@ fn copy(core: &mut Core, a: &[&[u8]]) -> Reply {
         return Reply::err("ERR source and destination objects are the same");
     }
     let now = core.now_ms();
-    let Some(entry) = core.db.get(src, now).cloned() else { return Reply::Int(0) };
+    let Some(mut entry) = core.db.get(src, now).cloned() else { return Reply::Int(0) };
+    // The copy is a new object: a small integer in it is no longer the shared one.
+    entry.unshared_int = match entry.value {
+        Value::Str(RStr::Int(i)) if (0..10_000).contains(&i) => Some(i),
+        _ => None,
+    };
     let target = core.db_at(db);
     if target.get(dst, now).is_some() && !replace {
         return Reply::Int(0);
@@ -440,8 +451,9 @@ fn encoding_of(v: &Value) -> &'static str {
     }
 }
 
-/// OBJECT ENCODING|REFCOUNT|IDLETIME|FREQ|HELP. Idle times are not tracked (always 0); FREQ needs an LFU
-/// policy, which the emulator (like a default Redis) does not have.
+/// OBJECT ENCODING|REFCOUNT|IDLETIME|FREQ|HELP, looking the key up without touching it. IDLETIME is in
+/// whole seconds of the virtual clock since the key's last use; FREQ needs an LFU policy, which the
+/// emulator (like a default Redis) does not have.
 fn object(core: &mut Core, a: &[&[u8]]) -> Reply {
     let sub = a[1];
     if eq_ic(sub, "help") {
@@ -457,15 +469,21 @@ fn object(core: &mut Core, a: &[&[u8]]) -> Reply {
         return Reply::Error(format!("ERR wrong number of arguments for 'object|{name}' command"));
     }
     let now = core.now_ms();
-    let Some(e) = core.db.get(a[2], now) else { return Reply::Nil };
+    let Some(e) = core.db.get_notouch(a[2], now) else { return Reply::Nil };
     match name {
         "encoding" => Reply::Bulk(encoding_of(&e.value).as_bytes().to_vec()),
         "refcount" => Reply::Int(match e.value {
-            // Integers below 10000 are Redis's shared objects.
-            Value::Str(RStr::Int(i)) if (0..10_000).contains(&i) => i32::MAX as i64,
+            // Integers below 10000 are Redis's shared objects (but not a COPY of one).
+            Value::Str(RStr::Int(i)) if (0..10_000).contains(&i) && e.unshared_int != Some(i) => i32::MAX as i64,
             _ => 1,
         }),
-        "idletime" => Reply::Int(0),
+        // Redis's LRU clock counts whole seconds. A shared integer is one object for the whole
+        // server, made at start-up, whose last use lookups do not update.
+        "idletime" => {
+            let shared = matches!(e.value, Value::Str(RStr::Int(i)) if (0..10_000).contains(&i) && e.unshared_int != Some(i));
+            let since = if shared { core.started_ms } else { e.lru_ms };
+            Reply::Int((now.div_euclid(1000) - since.div_euclid(1000)).max(0))
+        }
         _ => Reply::err(
             "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when \
              switching between policies at runtime LRU and LFU data will take some time to adjust.",

@@ -111,7 +111,7 @@ fn usage(core: &mut Core, a: &[&[u8]]) -> Reply {
     }
     let now = core.now_ms();
     let cluster = core.cluster;
-    match core.db.get(a[2], now) {
+    match core.db.get_notouch(a[2], now) {
         None => Reply::Nil,
         Some(e) => Reply::Int(key_usage(a[2], e, samples, cluster).min(i64::MAX as u64) as i64),
     }

@@ -55,6 +55,9 @@ pub mod flags {
     /// Acts on the calling client's own state, in [`crate::emulator::Emulator`] (MULTI, EXEC,
     /// DISCARD, WATCH, UNWATCH), not in [`super::Core`].
     pub const CONNECTION: u16 = 64;
+    /// May be propagated to replicas though it writes no key (PUBLISH): refused in read-only
+    /// scripts like a write.
+    pub const MAY_REPLICATE: u16 = 128;
 }
 
 /// Where a command's keys are: `args[first]`, then every `step`-th argument up to `last`

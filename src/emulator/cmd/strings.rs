@@ -624,6 +624,8 @@ pub(crate) fn incr_by(core: &mut Core, key: &[u8], by: i64) -> Reply {
             Reply::Int(by)
         }
         Some(e) => {
+            // The result is a new object (a shared one when small), never a COPY's own.
+            e.unshared_int = None;
             let Value::Str(s) = &mut e.value else { return Reply::err(WRONGTYPE) };
             let cur = match s {
                 RStr::Int(i) => *i,

@@ -889,7 +889,7 @@ pub(crate) fn call_checked(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8
     if spec.has(flags::NOSCRIPT) || spec.has(flags::SCRIPTING) {
         return Some(Reply::err("ERR This Redis command is not allowed from script"));
     }
-    if st.read_only.get() && spec.has(flags::WRITE) {
+    if st.read_only.get() && spec.has(flags::WRITE | flags::MAY_REPLICATE) {
         return Some(Reply::err("ERR Write commands are not allowed from read-only scripts."));
     }
     let mut core = core.borrow_mut();
