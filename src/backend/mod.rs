@@ -2,6 +2,7 @@
 //! embedded emulator or to a real Redis (standalone or Cluster).
 pub mod emulated;
 pub mod real;
+pub mod secret;
 
 use crate::emulator::Reply;
 use crate::Result;

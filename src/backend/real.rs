@@ -10,10 +10,14 @@
 //!   script did not run) makes it load the script and send the call again, once. Any transport
 //!   failure (connection lost, no reply within the timeout, an unreadable reply) leaves it unknown
 //!   whether the call ran, so nothing is re-sent: the backend stops, and every later call fails
-//!   with the first failure's message, which says how many replies had arrived. In a cluster a
-//!   `MOVED` reply is the one other error after which a call is sent again (it was not run there):
-//!   the slot map is read afresh and the call goes to the new owner. The redis crate's own cluster
-//!   retries are turned off, because they re-send after I/O errors too.
+//!   with the first failure's message, which says how many replies had arrived. The other errors
+//!   after which a call is sent again are those Redis gives before running anything, and only
+//!   within the timeout: `MOVED` and `ASK` in a cluster (a failover or a slot migration: the slot
+//!   map is read afresh, or `ASKING` goes first on the node named), `BUSY` (another client's
+//!   long script), `LOADING`, `TRYAGAIN`, `CLUSTERDOWN`, `MASTERDOWN` (after a pause). The redis
+//!   crate's own cluster retries are turned off, because they re-send after I/O errors too.
+//! - **No password shown.** Messages, [`Backend::describe`] and `Debug` name the server by its URL
+//!   with the password replaced by `***` ([`super::secret`]).
 //! - **Redis's words.** Error replies come back as [`Reply::Error`] with the server's exact text
 //!   (`ERR ...`, `WRONGTYPE ...`); `Err` is kept for transport failures.
 //!
@@ -87,6 +91,11 @@ pub struct RealRedis {
     script_calls: u64,
     /// Set by the first transport failure: the connection is not used again.
     broken: Option<String>,
+    /// Replies that refused a command before it ran (MOVED, ASK, BUSY, LOADING, ...), after which
+    /// it was sent again (see [`RealRedis::send`]).
+    refused: u64,
+    /// `host:port` of the master when the server is a standalone replica.
+    replica_of: Option<String>,
     /// Whether `Drop` removes the prefix's keys when [`Backend::cleanup`] was not called.
     auto_cleanup: bool,
     /// Whether [`Backend::cleanup`] ran since the last write; `Drop` cleans up otherwise.
@@ -127,18 +136,33 @@ impl RealRedis {
     /// Connects to `url` (`redis://host:port[/db]`, with optional `user:password@`), finds out
     /// whether it is a cluster node, and picks a fresh key prefix.
     pub fn connect(url: &str, options: RealOptions) -> Result<RealRedis> {
+        // Everything this backend says names the server by `shown`: its password never appears.
+        let shown = super::secret::redact(url);
         let client = redis::Client::open(url).map_err(|e| Error::Invalid {
             context: "--redis".into(),
             field: "URL".into(),
-            reason: format!("`{url}` is not a Redis URL ({e}); expected redis://HOST:PORT"),
+            reason: format!("`{shown}` is not a Redis URL ({}); expected redis://HOST:PORT", super::secret::redact(&e.to_string())),
         })?;
+        let url = shown.as_str();
         let info = client.get_connection_info().clone();
         let mut probe = open_single(&info, options.timeout).map_err(|e| connect_error(url, &e))?;
         let cluster = match probe.req_command(redis::cmd("INFO").arg("cluster")) {
             Ok(Value::BulkString(b)) => String::from_utf8_lossy(&b).contains("cluster_enabled:1"),
             Ok(_) => false,
-            Err(e) if e.code().is_some() => false,
+            // BUSY, LOADING: the server cannot say yet; the run cannot start.
+            Err(e) if e.code().is_some() && not_run(&e, false).is_none() => false,
             Err(e) => return Err(connect_error(url, &e)),
+        };
+        // A standalone replica refuses every write (READONLY): runs check [`RealRedis::require_writable`].
+        let replica_of = if cluster {
+            None
+        } else {
+            match probe.req_command(redis::cmd("INFO").arg("replication")) {
+                Ok(Value::BulkString(b)) => replica_of(&String::from_utf8_lossy(&b)),
+                Ok(_) => None,
+                Err(e) if e.code().is_some() => None,
+                Err(e) => return Err(connect_error(url, &e)),
+            }
         };
         let (conn, masters) = if cluster {
             let masters = cluster_masters(&mut probe, &info).map_err(|e| connect_error(url, &e))?;
@@ -158,6 +182,8 @@ impl RealRedis {
             replies: 0,
             script_calls: 0,
             broken: None,
+            refused: 0,
+            replica_of,
             auto_cleanup: true,
             clean: true,
             time_ms: None,
@@ -176,6 +202,23 @@ impl RealRedis {
     /// See [`RealRedis::set_allow_outside_keys`].
     pub fn allow_outside_keys(&self) -> bool {
         self.allow_outside_keys
+    }
+
+    /// An error naming the master when the server is a read-only replica, which refuses every
+    /// write (`READONLY`): `what` (the run) would fail at its first call.
+    pub fn require_writable(&self, what: &str) -> Result<()> {
+        match &self.replica_of {
+            None => Ok(()),
+            Some(master) => Err(Error::Invalid {
+                context: what.to_string(),
+                field: "--redis".into(),
+                reason: format!(
+                    "{} is a read-only replica of {master}: it refuses every write (READONLY), so nothing was sent; \
+                     point --redis at the master",
+                    self.url
+                ),
+            }),
+        }
     }
 
     /// The server's clock, `TIME`, in microseconds (in a cluster, of the node the command reaches).
@@ -204,7 +247,7 @@ impl RealRedis {
             .clone()
     }
 
-    /// The URL this backend was opened with.
+    /// The URL this backend was opened with, its password replaced by `***`.
     pub fn url(&self) -> &str {
         &self.url
     }
@@ -229,6 +272,12 @@ impl RealRedis {
         self.script_calls
     }
 
+    /// Replies that refused a command before it ran and after which it was sent again (MOVED,
+    /// ASK, BUSY, LOADING, TRYAGAIN, CLUSTERDOWN, MASTERDOWN, READONLY in a cluster).
+    pub fn refused(&self) -> u64 {
+        self.refused
+    }
+
     /// The first transport failure, once there was one.
     pub fn failure(&self) -> Option<&str> {
         self.broken.as_deref()
@@ -248,37 +297,72 @@ impl RealRedis {
 
     /// Sends one command, turning error replies into [`Reply::Error`] and transport failures into a
     /// [`Error::Connection`] that stops the backend.
+    ///
+    /// A reply that says the command was refused before it ran is followed, within the timeout
+    /// (see [`not_run`]): `MOVED` (the slot map is read again), `ASK` (`ASKING` and the command on
+    /// the node named), and `BUSY`, `LOADING`, `TRYAGAIN`, `CLUSTERDOWN`, `MASTERDOWN` (the command
+    /// is sent again after a pause, 10 ms doubling up to 500 ms), and in a cluster `READONLY` (a
+    /// failover made the node a replica: the slot map is read again). When the timeout has passed,
+    /// the last such reply is returned as it is.
     fn send(&mut self, cmd: &Cmd, what: &str) -> Result<Reply> {
         if let Some(why) = &self.broken {
             return Err(Error::Connection(format!("{what} not sent: the connection failed earlier: {why}")));
         }
         self.clean = false;
-        let mut moved = 0;
+        let started = crate::clock::Stopwatch::start();
+        let mut pause = Duration::from_millis(10);
+        let mut ask: Option<(String, u16)> = None;
         loop {
-            let res = match &mut self.conn {
-                Conn::Single(c) => c.req_command(cmd),
-                Conn::Cluster(c) => c.req_command(cmd),
+            let res = match ask.take() {
+                Some((host, port)) => self.asking(cmd, &host, port),
+                None => match &mut self.conn {
+                    Conn::Single(c) => c.req_command(cmd),
+                    Conn::Cluster(c) => c.req_command(cmd),
+                },
             };
-            match res {
+            // A single connection hands error replies over as values: those that mean "not run"
+            // are taken out here to be followed like the cluster connection's errors.
+            let res = match res {
+                Ok(Value::ServerError(se)) if not_run_code(se.code(), self.cluster).is_some() => Err(RedisError::from(se)),
+                other => other,
+            };
+            let e = match res {
                 Ok(v) => {
                     self.replies += 1;
                     return Ok(to_reply(v));
                 }
-                // MOVED: not run on that node; read the slot map again and send it to the owner.
-                Err(e) if self.cluster && e.code() == Some("MOVED") && moved < 3 => {
-                    moved += 1;
-                    match open_cluster(&self.info, self.options.timeout) {
-                        Ok(c) => self.conn = Conn::Cluster(Box::new(c)),
-                        Err(e2) => return Err(self.fail(what, &e2)),
-                    }
-                }
-                Err(e) if e.code().is_some() => {
-                    self.replies += 1;
-                    return Ok(Reply::Error(error_text(&e)));
-                }
+                Err(e) if e.code().is_some() => e,
                 Err(e) => return Err(self.fail(what, &e)),
+            };
+            let Some(how) = not_run(&e, self.cluster) else {
+                self.replies += 1;
+                return Ok(Reply::Error(error_text(&e)));
+            };
+            self.refused += 1;
+            if started.elapsed_secs() >= self.options.timeout.as_secs_f64() {
+                self.replies += 1;
+                return Ok(Reply::Error(error_text(&e)));
+            }
+            match how {
+                Resend::Remap => match open_cluster(&self.info, self.options.timeout) {
+                    Ok(c) => self.conn = Conn::Cluster(Box::new(c)),
+                    Err(e2) => return Err(self.fail(what, &e2)),
+                },
+                Resend::Ask => ask = e.redirect_node().and_then(|(n, _)| n.rsplit_once(':')).and_then(|(h, p)| Some((h.to_string(), p.parse().ok()?))),
+                Resend::Later => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(500));
+                }
             }
         }
+    }
+
+    /// `ASKING`, then `cmd`, on the node a slot is migrating to (one fresh connection).
+    fn asking(&self, cmd: &Cmd, host: &str, port: u16) -> redis::RedisResult<Value> {
+        let info = self.info.clone().set_addr(ConnectionAddr::Tcp(host.to_string(), port));
+        let mut conn = open_single(&info, self.options.timeout)?;
+        conn.req_command(&redis::cmd("ASKING"))?.extract_error()?;
+        conn.req_command(cmd)
     }
 
     /// Records a transport failure and builds the error every later call repeats.
@@ -436,6 +520,7 @@ impl Backend for RealRedis {
     /// Removes the prefix's keys from every master, on fresh connections (so it also works after
     /// the run's own connection failed, when the server is still there).
     fn cleanup(&mut self) -> Result<u64> {
+        self.refresh_masters();
         let mut removed = 0;
         for info in self.masters.clone() {
             let res = open_single(&info, self.options.timeout).and_then(|mut c| self.cleanup_node(&mut c));
@@ -460,6 +545,7 @@ impl RealRedis {
     /// [`Backend::keys_under_prefix`] on every master, on fresh connections (a cluster connection
     /// cannot route SCAN).
     fn scan_masters(&mut self) -> Result<Vec<String>> {
+        self.refresh_masters();
         let mut keys = Vec::new();
         for info in self.masters.clone() {
             let found = open_single(&info, self.options.timeout).and_then(|mut c| self.scan_node(&mut c));
@@ -468,6 +554,26 @@ impl RealRedis {
         keys.sort();
         keys.dedup();
         Ok(keys)
+    }
+}
+
+impl RealRedis {
+    /// A cluster's masters read again from `CLUSTER SLOTS` (a failover during the run made a
+    /// replica a master), asking the seed node, then every master known; kept when none answers.
+    fn refresh_masters(&mut self) {
+        if !self.cluster {
+            return;
+        }
+        let known = std::iter::once(self.info.clone()).chain(self.masters.clone());
+        for info in known {
+            let found = open_single(&info, self.options.timeout).and_then(|mut c| cluster_masters(&mut c, &info));
+            if let Ok(masters) = found {
+                if !masters.is_empty() {
+                    self.masters = masters.into_iter().map(|(h, p)| self.info.clone().set_addr(ConnectionAddr::Tcp(h, p))).collect();
+                    return;
+                }
+            }
+        }
     }
 }
 
@@ -529,6 +635,44 @@ fn cluster_masters(conn: &mut redis::Connection, info: &ConnectionInfo) -> redis
     }
     out.sort();
     Ok(out)
+}
+
+/// `host:port` of the master, from `INFO replication` of a replica (`role:slave`).
+fn replica_of(info: &str) -> Option<String> {
+    let field = |name: &str| info.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
+    (field("role:")? == "slave").then(|| format!("{}:{}", field("master_host:").unwrap_or("?"), field("master_port:").unwrap_or("?")))
+}
+
+/// How a command refused before it ran is sent again (see [`not_run`]).
+enum Resend {
+    /// Read the cluster's slot map again, then send it to the slot's owner.
+    Remap,
+    /// `ASKING` and the command on the node the reply names.
+    Ask,
+    /// The same command, after a pause.
+    Later,
+}
+
+/// Whether an error reply means the command was refused before it ran, and how to send it again.
+/// Redis answers these before executing anything: `MOVED`/`ASK` (another node serves the slot),
+/// `BUSY` (a script or function is running past busy-reply-threshold), `LOADING` (the dataset is
+/// being loaded), `TRYAGAIN` (a multi-key command during a slot migration), `CLUSTERDOWN`,
+/// `MASTERDOWN`. `READONLY` in a cluster: the node became a replica in a failover, and a script
+/// fails at its first write there, having written nothing. Every other error reply is the
+/// command's outcome.
+fn not_run(e: &RedisError, cluster: bool) -> Option<Resend> {
+    not_run_code(e.code()?, cluster)
+}
+
+/// [`not_run`] by the error's code.
+fn not_run_code(code: &str, cluster: bool) -> Option<Resend> {
+    match code {
+        "MOVED" if cluster => Some(Resend::Remap),
+        "READONLY" if cluster => Some(Resend::Remap),
+        "ASK" if cluster => Some(Resend::Ask),
+        "BUSY" | "LOADING" | "TRYAGAIN" | "CLUSTERDOWN" | "MASTERDOWN" => Some(Resend::Later),
+        _ => None,
+    }
 }
 
 fn connect_error(url: &str, e: &RedisError) -> Error {

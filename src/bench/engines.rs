@@ -292,12 +292,14 @@ fn encode(buf: &mut Vec<u8>, args: &[&[u8]]) {
 impl RedisConn {
     /// Connects to a standalone server (no cluster routing: every key goes to this node).
     pub fn connect(url: &str, timeout: Duration) -> Result<RedisConn> {
-        let fail = |e: redis::RedisError| Error::Connection(format!("{url}: {e}"));
+        // Messages name the server without its password.
+        let shown = crate::backend::secret::redact(url);
+        let fail = |e: redis::RedisError| Error::Connection(format!("{shown}: {e}"));
         let client = redis::Client::open(url).map_err(fail)?;
         let conn = client.get_connection_with_timeout(timeout).map_err(fail)?;
         conn.set_read_timeout(Some(timeout)).map_err(fail)?;
         conn.set_write_timeout(Some(timeout)).map_err(fail)?;
-        Ok(RedisConn { url: url.to_string(), conn, buf: Vec::new() })
+        Ok(RedisConn { url: shown, conn, buf: Vec::new() })
     }
 
     /// Runs one command and returns its reply (error replies included as [`Reply::Error`]).

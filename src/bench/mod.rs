@@ -45,7 +45,7 @@ pub enum RedisTarget {
     #[default]
     Private,
     /// A running server.
-    Url(String),
+    Url(crate::backend::secret::RedisUrl),
     /// No real Redis: those columns stay empty.
     None,
 }
@@ -279,7 +279,7 @@ fn open(target: &RedisTarget) -> Result<(Option<Live>, RedisInfo)> {
     let none = |note: String| RedisInfo { source: "none".into(), url: None, version: None, note: Some(note) };
     let (server, url, source) = match target {
         RedisTarget::None => return Ok((None, none("no real Redis (--no-redis)".into()))),
-        RedisTarget::Url(u) => (None, u.clone(), "url"),
+        RedisTarget::Url(u) => (None, u.expose().to_string(), "url"),
         RedisTarget::Private => match PrivateServer::start() {
             Ok(s) => {
                 let u = s.url();
@@ -299,11 +299,15 @@ fn open(target: &RedisTarget) -> Result<(Option<Live>, RedisInfo)> {
         return Err(crate::Error::Invalid {
             context: "bench".into(),
             field: "--redis".into(),
-            reason: format!("{url} is a cluster node; give one standalone server (a run's keys would span every slot)"),
+            reason: format!(
+                "{} is a cluster node; give one standalone server (a run's keys would span every slot)",
+                crate::backend::secret::redact(&url)
+            ),
         });
     }
     let version = conn.version();
-    let info = RedisInfo { source: source.into(), url: Some(url.clone()), version, note: None };
+    // Reports show the URL without its password.
+    let info = RedisInfo { source: source.into(), url: Some(crate::backend::secret::redact(&url)), version, note: None };
     Ok((Some(Live { real, conn, url, _server: server }), info))
 }
 
@@ -394,7 +398,7 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
                         }
                     }
                     Err(e) => {
-                        redis.note = Some(format!("{}: {e}", lv.url));
+                        redis.note = Some(format!("{}: {e}", crate::backend::secret::redact(&lv.url)));
                         live = None;
                     }
                 }

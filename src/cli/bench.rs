@@ -14,7 +14,7 @@ pub struct Args {
     /// The real Redis to measure (redis://HOST:PORT). Without it a private redis-server is started
     /// for the run when one is installed.
     #[arg(long, value_name = "URL", conflicts_with = "no_redis")]
-    pub redis: Option<String>,
+    pub redis: Option<crate::backend::secret::RedisUrl>,
     /// Leave the real-Redis columns empty (no server is started or contacted).
     #[arg(long)]
     pub no_redis: bool,

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::emit;
 use crate::backend::real::{RealOptions, RealRedis, DEFAULT_TIMEOUT};
+use crate::backend::secret::{redact, RedisUrl};
 use crate::verify::server::{PrivateCluster, PrivateServer};
 use crate::verify::{self, Options};
 use crate::{Error, Result};
@@ -19,7 +20,7 @@ pub struct RedisArgs {
     /// and the cluster used. run, compare and verify write only under a fresh `ll:<id>:` key prefix
     /// and remove those keys afterwards; cli sends its lines as written.
     #[arg(long, value_name = "URL")]
-    pub redis: Option<String>,
+    pub redis: Option<RedisUrl>,
     /// How long to wait for the server (connecting, or one reply) before giving up, in ms.
     #[arg(long, value_name = "MS", default_value_t = DEFAULT_TIMEOUT.as_millis() as u64)]
     pub redis_timeout_ms: u64,
@@ -37,7 +38,8 @@ pub struct RedisArgs {
 /// A validated `--redis`: where, and how patiently.
 #[derive(Clone, Debug)]
 pub struct RedisTarget {
-    pub url: String,
+    /// Shown redacted (see [`crate::backend::secret`]).
+    pub url: RedisUrl,
     pub options: RealOptions,
     /// `--allow-outside-keys`.
     pub allow_outside_keys: bool,
@@ -46,7 +48,7 @@ pub struct RedisTarget {
 impl RedisTarget {
     /// Opens the connection (and finds out whether it is a cluster).
     pub fn connect(&self) -> Result<RealRedis> {
-        let mut r = RealRedis::connect(&self.url, self.options)?;
+        let mut r = RealRedis::connect(self.url.expose(), self.options)?;
         r.set_allow_outside_keys(self.allow_outside_keys);
         Ok(r)
     }
@@ -57,11 +59,11 @@ impl RedisArgs {
     pub fn target(&self) -> Result<Option<RedisTarget>> {
         let options = self.options()?;
         let Some(url) = &self.redis else { return Ok(None) };
-        if let Err(e) = redis::Client::open(url.as_str()) {
+        if let Err(e) = redis::Client::open(url.expose()) {
             return Err(Error::Invalid {
                 context: "--redis".into(),
                 field: "URL".into(),
-                reason: format!("`{url}` is not a Redis URL ({e}); expected redis://HOST:PORT"),
+                reason: format!("`{url}` is not a Redis URL ({}); expected redis://HOST:PORT", redact(&e.to_string())),
             });
         }
         Ok(Some(RedisTarget { url: url.clone(), options, allow_outside_keys: self.allow_outside_keys }))

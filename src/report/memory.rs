@@ -157,6 +157,9 @@ pub struct MemoryReport {
 /// Runs every script for one user on a fresh emulator (and, given one, on a real Redis, whose
 /// keys are removed after each script) and multiplies by the number of users.
 pub fn measure(plan: &MemoryPlan, mut real: Option<&mut RealRedis>) -> Result<MemoryReport> {
+    if let Some(r) = &real {
+        r.require_writable("memory")?;
+    }
     let params = plan.params;
     let times = fill_times(params, DEFAULT_START.0, params.limit);
     let base_key = subject_key(&plan.subject);
@@ -248,10 +251,30 @@ pub fn measure(plan: &MemoryPlan, mut real: Option<&mut RealRedis>) -> Result<Me
                 Ok(m)
             });
             let cleaned = r.cleanup();
+            let measured = match measured {
+                Ok(m) => m,
+                // A failure (connection lost, timeout, an error reply such as OOM): which script, how
+                // far, what became of the keys.
+                Err(e) => {
+                    let keys = match &cleaned {
+                        Ok(n) => format!("{n} keys of the run were removed"),
+                        Err(c) => format!("its keys under `{}` could not be removed ({c})", r.key_prefix()),
+                    };
+                    let done = format!(
+                        "memory on {}, script `{}`: stopped while filling one user's keys ({} calls): {e}; {keys}",
+                        r.describe(),
+                        spec.name,
+                        times.len()
+                    );
+                    return Err(match e {
+                        Error::Connection(_) => Error::Connection(done),
+                        _ => Error::Redis(done),
+                    });
+                }
+            };
             for k in outside.iter().filter(|k| !existed.contains(k)) {
                 r.command(&[b"UNLINK", k.as_bytes()])?;
             }
-            let measured = measured?;
             cleaned?;
             let bytes: u64 = measured.iter().map(|k| k.bytes).sum();
             row.real_bytes_per_user = Some(bytes);

@@ -148,13 +148,33 @@ pub(crate) fn drive<C: std::borrow::Borrow<Chunk>>(
 /// Runs `arrivals`, in the order given, through `limiter`'s script on `backend`, and keeps every
 /// decision (see `drive` for errors).
 pub fn run(limiter: &Limiter, backend: &mut dyn Backend, arrivals: &[Arrival], progress: Progress) -> Result<Trace> {
+    run_partial(limiter, backend, arrivals, progress).map_err(|(_, e)| e)
+}
+
+/// [`run`], whose error also says how many arrivals had been decided before it (the first
+/// `done` of `arrivals`; the next one failed).
+pub fn run_partial(
+    limiter: &Limiter,
+    backend: &mut dyn Backend,
+    arrivals: &[Arrival],
+    progress: Progress,
+) -> std::result::Result<Trace, (usize, crate::Error)> {
     let mut records = Vec::with_capacity(arrivals.len());
     let bar = progress_bar(arrivals.len(), progress, limiter.name());
     let mut feed = Feed::arrivals(arrivals);
-    let elapsed_secs = drive(limiter, backend, feed.by_ref(), bar.as_ref(), false, |r, _, _, _| {
+    let driven = drive(limiter, backend, feed.by_ref(), bar.as_ref(), false, |r, _, _, _| {
         records.push(*r);
         Ok(())
-    })?;
+    });
+    let elapsed_secs = match driven {
+        Ok(s) => s,
+        Err(e) => {
+            if let Some(b) = bar {
+                b.abandon();
+            }
+            return Err((records.len(), e));
+        }
+    };
     if let Some(b) = bar {
         b.finish_and_clear();
     }

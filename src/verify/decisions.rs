@@ -642,15 +642,11 @@ pub fn check_script_with(
     if !reads_ttl {
         for attempt in 1..=ATTEMPTS {
             check.attempts = attempt;
-            let before = real.script_calls();
-            let result = run(limiter, real, arrivals, progress);
+            let result = crate::sim::run_partial(limiter, real, arrivals, progress);
             let cleanup = real.cleanup().and_then(|n| Ok(n + remove_outside(real, outside, &check.outside_left)?));
             let trace = match result {
                 Ok(t) => t,
-                Err(e) => {
-                    let done = (real.script_calls() - before) as usize;
-                    return Err(stopped(scenario, variant, real, done, arrivals, e, cleanup));
-                }
+                Err((done, e)) => return Err(stopped(scenario, variant, real, done, arrivals, e, cleanup)),
             };
             check.keys_removed += cleanup?;
             check.redis_secs = trace.elapsed_secs;
@@ -821,6 +817,9 @@ fn first_difference(limiter: &Limiter, arrivals: &[Arrival], emulator: &[Decisio
     })
 }
 
+/// Error codes by which a server refuses a call for its own state, not the run's input.
+const SERVER_REFUSALS: [&str; 8] = ["OOM ", "READONLY ", "NOPERM ", "BUSY ", "LOADING ", "MASTERDOWN ", "CLUSTERDOWN ", "TRYAGAIN "];
+
 /// The error of a run that stopped after `done` requests: where, why, and what became of its keys.
 fn stopped(
     scenario: &str,
@@ -834,11 +833,17 @@ fn stopped(
     let mut where_ = format!("scenario `{scenario}`, script `{variant}`: stopped after {done} of {} calls", arrivals.len());
     if let Some(a) = arrivals.get(done) {
         let _ = write!(where_, " (call #{} was subject `{}` at now_ms {})", done + 1, a.key, a.at.as_millis().0);
+        if real.failure().is_some() {
+            let _ = write!(where_, "; that call was in flight, so its outcome on the server is unknown");
+        }
     }
     let text = |e: &Error| match e {
         Error::Connection(m) | Error::Redis(m) => m.clone(),
         other => other.to_string(),
     };
+    if text(&e).contains("READONLY You can't write against a read only replica") {
+        let _ = write!(where_, " (the server is a read-only replica now: point --redis at its master)");
+    }
     let keys = match &cleanup {
         Ok(n) => format!("{n} keys of the run were removed"),
         Err(c) => format!("Its keys under `{}` could not be removed ({})", real.key_prefix(), text(c)),
@@ -847,6 +852,10 @@ fn stopped(
     match e {
         Error::Connection(_) => Error::Connection(msg),
         Error::Redis(_) => Error::Redis(msg),
+        // The server's state, not the input, refused the call (out of memory, a replica, ACL).
+        Error::Script { ref reply, .. } if SERVER_REFUSALS.iter().any(|c| reply.starts_with(c)) => {
+            Error::Redis(format!("{where_}: {e}. {keys}"))
+        }
         _ => Error::Invalid { context: where_, field: "run".into(), reason: format!("{e}; {keys}") },
     }
 }
@@ -854,6 +863,7 @@ fn stopped(
 /// Every selected script of a scenario on the emulator and on the server: each first on an
 /// emulator under the server run's prefix ([`precheck`]), then on the server.
 pub fn check_scenario(s: &Scenario, seed: u64, real: &mut RealRedis, progress: Progress) -> Result<Vec<ScriptCheck>> {
+    real.require_writable(&format!("scenario `{}`", s.name))?;
     let arrivals = s.arrivals(seed)?;
     let mut out = Vec::new();
     for v in &s.scripts {
@@ -869,6 +879,7 @@ pub fn check_scenario(s: &Scenario, seed: u64, real: &mut RealRedis, progress: P
 /// sparse requests, varied costs), each on the emulator and on the server as [`check_scenario`]
 /// runs a scenario.
 pub fn check_spec(limiter: &Limiter, seed: u64, real: &mut RealRedis, progress: Progress) -> Result<RedisCheck> {
+    real.require_writable(&format!("verify --script {}", limiter.name()))?;
     let p = limiter.params();
     let origin = crate::attack::origin_ms(p.window_ms);
     let mut checks = Vec::new();

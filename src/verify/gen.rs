@@ -14,7 +14,8 @@
 //!
 //! What is left out, and why (the comparison must be byte-exact on a server whose clock runs):
 //! `TIME` (the wall clock), `RANDOMKEY` (random), `OBJECT IDLETIME` (time since last access),
-//! `SCAN` and `DBSIZE` on shared servers (other people's keys), `FLUSHALL`/`FLUSHDB`/`SCRIPT FLUSH`
+//! `SCAN`, `KEYS` and `DBSIZE` on shared servers (other people's keys; KEYS walks them all and
+//! blocks the server meanwhile), `FLUSHALL`/`FLUSHDB`/`SCRIPT FLUSH`
 //! on shared servers (never on a server limitlab did not start), `SELECT`, `SWAPDB`, `MOVE` and
 //! `COPY .. DB n` with a database that exists on shared servers (the URL may name a database, and
 //! the run's keys must stay in it; private servers get all of them), `WAIT` for replicas outside a
@@ -500,9 +501,16 @@ impl<R: RngCore> Gen<'_, R> {
             c.args.pop();
         } else {
             let extra = self.pick(&["x", "1", "EX", "NX", "WITHSCORES", "LIMIT", "", "-1", "a\r\nb", ECHOED_LONG]);
-            // Where every trailing argument is a key, the extra one is a key too.
-            let keys_to_the_end = ["del", "unlink", "exists", "touch", "mget", "watch"].contains(&c.name().as_str());
-            c.args.push(if keys_to_the_end { Arg::Key(extra.to_string()) } else { Arg::Lit(extra.as_bytes().to_vec()) });
+            // Where the command's key spec puts a key (`DEL k1 x`, `MSET k1 v x`), the extra one is a
+            // key too, under the case's prefix: a server reads it as a key, and on a shared server
+            // every key a run names must be its own (an ACL user limited to `ll:*` would be refused).
+            let at = c.args.len() as i32;
+            let is_key = crate::emulator::cmd::lookup(c.name().as_bytes()).is_some_and(|spec| {
+                let k = spec.keys;
+                let last = if k.last < 0 { at + 1 + k.last } else { k.last };
+                k.first > 0 && at >= k.first && at <= last && (at - k.first) % k.step.max(1) == 0
+            });
+            c.args.push(if is_key { Arg::Key(extra.to_string()) } else { Arg::Lit(extra.as_bytes().to_vec()) });
         }
     }
 
@@ -781,7 +789,9 @@ impl<R: RngCore> Gen<'_, R> {
                 }
                 b.build()
             }
-            13 | 14 => {
+            // KEYS walks the whole keyspace (other clients' keys too) and blocks the server meanwhile:
+            // private servers only.
+            13 | 14 if self.private => {
                 let p = self.pick(PATTERNS);
                 let mut b = B::new("KEYS");
                 b.args.push(Arg::Pattern(p.to_string()));

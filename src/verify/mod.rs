@@ -386,6 +386,7 @@ pub fn verify(real: &mut RealRedis, opts: &Options, progress: impl FnMut(u64)) -
             reason: format!("{} is a cluster node; verify needs a standalone server", real.url()),
         });
     }
+    real.require_writable("verify")?;
     verify_on(real, opts, progress)
 }
 
@@ -414,7 +415,10 @@ pub fn verify_on(real: &mut dyn Backend, opts: &Options, mut progress: impl FnMu
         let prefix = format!("{base}{i}:");
         report.cases += 1;
         report.commands += case.commands.len() as u64;
-        let found = run_case(&case.commands, real, &prefix, opts, clock, Some(&mut report.by_name))?;
+        let found = match run_case(&case.commands, real, &prefix, opts, clock, Some(&mut report.by_name)) {
+            Ok(f) => f,
+            Err(e) => return Err(stopped(real, &base, i, opts.cases, report.mismatches.len(), e)),
+        };
         if let Some((at, e, r)) = &found {
             let at = *at;
             if !seen.insert(signature(&case.commands[at], e, r)) {
@@ -463,6 +467,28 @@ pub fn verify_on(real: &mut dyn Backend, opts: &Options, mut progress: impl FnMu
     report.keys_removed += real.cleanup()?;
     report.secs = watch.elapsed_secs();
     Ok(report)
+}
+
+/// The error of a run that stopped in case `i` (0-based): how far it got, and what became of
+/// its keys (removed on a fresh connection, or the prefix left behind named).
+fn stopped(real: &mut dyn Backend, base: &str, i: u64, cases: u64, mismatches: usize, e: Error) -> Error {
+    let keys = match real.cleanup() {
+        Ok(n) => format!("{n} keys of the run were removed"),
+        Err(c) => format!("its keys under `{base}` could not be removed ({c})"),
+    };
+    let so_far = match mismatches {
+        0 => "every reply identical until then".to_string(),
+        n => format!("{n} mismatch(es) found until then"),
+    };
+    let why = match &e {
+        Error::Connection(m) | Error::Redis(m) => m.clone(),
+        other => other.to_string(),
+    };
+    let msg = format!("verify stopped in case {} of {cases} ({i} cases done, {so_far}): {why}; {keys}", i + 1);
+    match e {
+        Error::Connection(_) => Error::Connection(msg),
+        _ => Error::Redis(msg),
+    }
 }
 
 #[cfg(test)]

@@ -14,6 +14,10 @@
 //!   failure instead.
 #![allow(dead_code)]
 
+mod proxy;
+#[allow(unused_imports)]
+pub use proxy::{Fault, FaultProxy, ProxyState, Rule};
+
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -33,6 +37,9 @@ pub struct RedisServer {
     child: Child,
     port: u16,
     dir: PathBuf,
+    /// How it was started, to start it again ([`RedisServer::restart`]).
+    cluster_node: bool,
+    extra: Vec<String>,
 }
 
 /// Whether a program can be started (found on PATH and executable).
@@ -164,7 +171,8 @@ impl RedisServer {
             }
         };
         // From here on, dropping `server` kills the child and removes its directory.
-        let mut server = RedisServer { child, port, dir };
+        let extra = extra.iter().map(|s| s.to_string()).collect();
+        let mut server = RedisServer { child, port, dir, cluster_node, extra };
         let pid = server.child.id();
         let deadline = Instant::now() + READY_WITHIN;
         loop {
@@ -219,6 +227,71 @@ impl RedisServer {
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// Restarts the server as a restart in production does: `SHUTDOWN SAVE` (its keys go to
+    /// `dump.rdb` in its directory), then the same `redis-server` command on the same port, which
+    /// loads them back. Its script cache is empty afterwards, and every connection to it was
+    /// closed. Panics (with the output) when it does not come back.
+    pub fn restart(&mut self) {
+        if let Ok(mut c) = RespConn::open(self.port) {
+            let _ = c.command(&["SHUTDOWN", "SAVE"]);
+        }
+        let status = self.child.wait().expect("wait for redis-server to exit");
+        assert!(self.dir.join("dump.rdb").exists(), "no dump.rdb after SHUTDOWN SAVE ({status}){}", self.log_excerpt());
+        let extra: Vec<&str> = self.extra.iter().map(String::as_str).collect();
+        let port = self.port;
+        let mut spawned = None;
+        let deadline = Instant::now() + READY_WITHIN;
+        // The port is ours; the new process may need a few tries to bind it right after the old exits.
+        while spawned.is_none() {
+            match Self::spawn_in(&self.dir, port, self.cluster_node, &extra) {
+                Ok(child) => spawned = Some(child),
+                Err(e) => assert!(Instant::now() < deadline, "restarting redis-server: {e}"),
+            }
+        }
+        self.child = spawned.unwrap();
+        let pid = self.child.id();
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("redis-server did not come back on port {port} ({status}){}", self.log_excerpt());
+            }
+            match whose_server(port) {
+                Ok(p) if p == pid => return,
+                _ if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                other => panic!("redis-server (pid {pid}) did not come back on port {port}: {other:?}{}", self.log_excerpt()),
+            }
+        }
+    }
+
+    /// Spawns `redis-server` for a restart in `dir` (output appended to its log).
+    fn spawn_in(dir: &Path, port: u16, cluster_node: bool, extra: &[&str]) -> Result<Child, String> {
+        let log = std::fs::OpenOptions::new().append(true).create(true).open(dir.join(LOG)).map_err(|e| e.to_string())?;
+        let log2 = log.try_clone().map_err(|e| e.to_string())?;
+        let mut cmd = Command::new("redis-server");
+        cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(["--dir", &dir.to_string_lossy()]);
+        if cluster_node {
+            cmd.args(["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]);
+        }
+        cmd.args(extra)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(log2))
+            .spawn()
+            .map_err(|e| format!("spawning redis-server: {e}"))
+    }
+
+    /// A replica of this server (`--replicaof`), ready once it reports `master_link_status:up`.
+    pub fn start_replica(&self) -> RedisServer {
+        let port = self.port.to_string();
+        let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &port]);
+        wait_for(&format!("replica {} linked to {port}", replica.port()), || {
+            let info = RespConn::open(replica.port()).and_then(|mut c| c.command(&["INFO", "replication"]));
+            matches!(&info, Ok(RespReply::Bulk(b)) if b.contains("master_link_status:up"))
+        });
+        replica
     }
 
     /// Everything the server printed so far.
@@ -341,12 +414,19 @@ impl RedisCluster {
     /// Starts the cluster, or `None` (with the reason printed) without the binaries; under CI their
     /// absence is a failure. Panics, with the nodes' output, when it cannot be built.
     pub fn start_or_skip(test_name: &str) -> Option<RedisCluster> {
+        Self::start_with_replicas_or_skip(test_name, 0)
+    }
+
+    /// [`RedisCluster::start_or_skip`] with `replicas` replicas per master (3 masters, then the
+    /// replicas: `--cluster-replicas N`), ready once every node reports `cluster_state:ok`, knows
+    /// every other node, and every replica's link to its master is up.
+    pub fn start_with_replicas_or_skip(test_name: &str, replicas: usize) -> Option<RedisCluster> {
         if !require_binaries(test_name, &["redis-server", "redis-cli"]) {
             return None;
         }
         let mut failures = Vec::new();
         for attempt in 1..=3 {
-            match Self::try_start() {
+            match Self::try_start(replicas) {
                 Ok(c) => return Some(c),
                 Err(e) => failures.push(format!("cluster attempt {attempt}: {e}")),
             }
@@ -354,9 +434,9 @@ impl RedisCluster {
         panic!("could not start a Redis Cluster:\n{}", failures.join("\n"));
     }
 
-    fn try_start() -> Result<RedisCluster, String> {
+    fn try_start(replicas: usize) -> Result<RedisCluster, String> {
         let mut nodes = Vec::new();
-        for _ in 0..3 {
+        for _ in 0..3 * (1 + replicas) {
             nodes.push(RedisServer::launch(true, &[], free_cluster_port)?);
         }
         let ports: Vec<u16> = nodes.iter().map(RedisServer::port).collect();
@@ -366,7 +446,7 @@ impl RedisCluster {
             .arg("--cluster")
             .arg("create")
             .args(&addrs)
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .stdin(Stdio::null())
             .output()
             .map_err(|e| format!("running redis-cli --cluster create: {e}"))?;
@@ -380,14 +460,18 @@ impl RedisCluster {
             ));
         }
         let deadline = Instant::now() + READY_WITHIN;
+        let known = format!("cluster_known_nodes:{}", c.ports.len());
         for &p in &c.ports {
             loop {
                 let info = RespConn::open(p).and_then(|mut conn| conn.command(&["CLUSTER", "INFO"]));
-                if matches!(&info, Ok(RespReply::Bulk(b)) if b.contains("cluster_state:ok")) {
+                let repl = RespConn::open(p).and_then(|mut conn| conn.command(&["INFO", "replication"]));
+                let ok = matches!(&info, Ok(RespReply::Bulk(b)) if b.contains("cluster_state:ok") && b.contains(&known))
+                    && matches!(&repl, Ok(RespReply::Bulk(b)) if b.contains("role:master") || b.contains("master_link_status:up"));
+                if ok {
                     break;
                 }
                 if Instant::now() > deadline {
-                    return Err(format!("node {p} never reported cluster_state:ok (last: {info:?}){}", c.logs()));
+                    return Err(format!("node {p} not ready (last: {info:?}, {repl:?}){}", c.logs()));
                 }
                 std::thread::sleep(Duration::from_millis(50));
             }
@@ -395,12 +479,21 @@ impl RedisCluster {
         Ok(c)
     }
 
+    /// Every node as `CLUSTER NODES` on `port` describes it.
+    pub fn topology(&self, port: u16) -> Vec<ClusterNode> {
+        match RespConn::open(port).and_then(|mut c| c.command(&["CLUSTER", "NODES"])) {
+            Ok(RespReply::Bulk(b)) => b.lines().filter_map(ClusterNode::parse).collect(),
+            other => panic!("CLUSTER NODES on {port}: {other:?}"),
+        }
+    }
+
     /// Every node's output, for an error message.
     fn logs(&self) -> String {
         self.nodes.iter().map(|n| format!("\nnode {}{}", n.port(), n.log_excerpt())).collect()
     }
 
-    /// The nodes' ports (all masters).
+    /// The nodes' ports: the three masters first, then any replicas, as created (a failover
+    /// changes roles: see [`RedisCluster::topology`]).
     pub fn ports(&self) -> &[u16] {
         &self.ports
     }
@@ -413,6 +506,47 @@ impl RedisCluster {
     /// `redis://127.0.0.1:PORT/` of the first node.
     pub fn url(&self) -> String {
         self.nodes[0].url()
+    }
+}
+
+/// One line of `CLUSTER NODES`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterNode {
+    pub id: String,
+    pub port: u16,
+    pub master: bool,
+    /// The master's id, for a replica.
+    pub master_id: Option<String>,
+    /// Slot ranges served (inclusive).
+    pub slots: Vec<(u16, u16)>,
+}
+
+impl ClusterNode {
+    fn parse(line: &str) -> Option<ClusterNode> {
+        let f: Vec<&str> = line.split(' ').collect();
+        let port = f.get(1)?.split('@').next()?.rsplit(':').next()?.parse().ok()?;
+        let master = f.get(2)?.split(',').any(|x| x == "master");
+        let master_id = (f.get(3)? != &"-").then(|| f[3].to_string());
+        let slots = f.iter().skip(8).filter(|s| !s.starts_with('[')).filter_map(|s| {
+            let (a, b) = s.split_once('-').unwrap_or((s, s));
+            Some((a.parse().ok()?, b.parse().ok()?))
+        });
+        Some(ClusterNode { id: f[0].to_string(), port, master, master_id, slots: slots.collect() })
+    }
+
+    /// Whether this node serves `slot`.
+    pub fn serves(&self, slot: u16) -> bool {
+        self.slots.iter().any(|&(a, b)| a <= slot && slot <= b)
+    }
+}
+
+/// Polls `cond` every 20 ms until it holds, up to 60 s (generous, for loaded machines); panics
+/// naming `what` when it never does. For waiting on an observable condition, never on time.
+pub fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !cond() {
+        assert!(Instant::now() < deadline, "waited 60 s for {what}");
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
