@@ -481,3 +481,72 @@ fn a_slot_migration_during_a_run_is_followed_through_ask_and_moved() {
     assert!(real.refused() >= 2, "ASK and MOVED followed: {}", real.refused());
     assert!(cmdstat(dst.port, "asking", "calls") >= 1, "ASKING was sent to the destination");
 }
+
+#[test]
+fn a_connection_closed_in_the_middle_of_a_pipelined_batch() {
+    let Some(server) = RedisServer::start_or_skip("pipelined batch") else { return };
+    let proxy = FaultProxy::start(server.port());
+    // bench --quick on one script: 200 + 1,000 calls one by one, then 200 + 5,000 pipelined 50 per
+    // round trip. EVALSHA #1526 is call 326 of the pipelined run, the 26th of its batch: the proxy
+    // lets it run and closes the connection.
+    proxy.rule(Rule::new("EVALSHA", 1525, 1, Fault::CloseAfterSend));
+    let out = limitlab()
+        .args(["bench", "--quick", "--only", "fixed_window", "--pipeline", "50", "--log-sizes", "10", "--redis", &proxy.url()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("fixed_window, 50 per round trip: "), "{err}");
+    assert!(err.contains("a pipelined batch of 50 EVALSHA (calls 301 to 350 of this run) failed after 300 calls had been decided"), "{err}");
+    assert!(err.contains("none was sent again") && err.contains("keys of the run were removed"), "{err}");
+    // 1,200 + 300 decided, and of the batch the 26 calls the server got before the connection closed.
+    assert_eq!(proxy.lock().received("EVALSHA"), 1526, "nothing sent again");
+    assert_eq!(evalsha_ran(server.port()), 1526);
+    assert_eq!(dbsize(server.port()), 0);
+}
+
+#[test]
+fn compare_with_a_lost_reply_stops_and_removes_its_keys() {
+    let Some(server) = RedisServer::start_or_skip("compare lost reply") else { return };
+    let proxy = FaultProxy::start(server.port());
+    proxy.rule(Rule::new("EVALSHA", 1000, 1, Fault::CloseAfterSend));
+    let out = limitlab().args(["compare", "--redis", &proxy.url()]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("that call was in flight, so its outcome on the server is unknown"), "{err}");
+    assert!(err.contains("it was not sent again") && err.contains("keys of the run were removed"), "{err}");
+    let done: u64 = err.split("stopped after ").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{err}"));
+    assert!(done > 0, "{err}");
+    assert_eq!(proxy.lock().received("EVALSHA"), 1001);
+    assert_eq!(dbsize(server.port()), 0);
+}
+
+#[test]
+fn a_restart_under_the_runs_own_connection_stops_it_and_its_keys_are_removed() {
+    let Some(mut server) = RedisServer::start_or_skip("restart, own connection") else { return };
+    let port = server.port();
+    let (l, arr) = (limiter(), arrivals(300, 10));
+    let mut real = connect(&server.url());
+    let mut ran_before = 0;
+    let result = {
+        let restart = || {
+            ran_before = evalsha_ran(port);
+            server.restart();
+        };
+        let mut b = Hooked { inner: &mut real, calls: 0, hooks: vec![(100, Box::new(restart))] };
+        sim::run_partial(&l, &mut b, &arr, Progress::Off)
+    };
+    let (done, err) = result.unwrap_err();
+    let msg = err.to_string();
+    // The connection died with the old process: call 100 went out on it and its reply could not
+    // come; the run cannot know whether it ran, so it stops there.
+    assert_eq!(done, 99, "{msg}");
+    assert!(matches!(err, Error::Connection(_)), "{msg}");
+    assert!(msg.contains("EVALSHA failed after") && msg.contains("it was not sent again"), "{msg}");
+    assert_eq!(ran_before, 99);
+    assert_eq!(evalsha_ran(port), 0, "it did not run on the restarted server, and nothing was resent");
+    // The server is back with the keys of the first 99 calls: the cleanup finds and removes them.
+    assert!(dbsize(port) > 0);
+    assert_eq!(real.cleanup().unwrap() as i64, 10);
+    assert_eq!(dbsize(port), 0);
+}

@@ -372,7 +372,20 @@ impl RedisConn {
             } else {
                 this.conn.req_packed_commands(&this.buf, 0, to - from)
             }
-            .map_err(|e| Error::Connection(format!("{}: {e}", this.url)))?;
+            .map_err(|e| {
+                let what = if to - from == 1 {
+                    format!("EVALSHA (call {} of this run)", from + 1)
+                } else {
+                    format!("a pipelined batch of {} EVALSHA (calls {} to {} of this run)", to - from, from + 1, to)
+                };
+                Error::Connection(format!(
+                    "{}: {what} failed after {} calls had been decided: {e}. Each call sent may or may not have run \
+                     (the replies of a batch are read together, and are lost together); none was sent again, since \
+                     a script run twice counts twice",
+                    this.url,
+                    decisions.len()
+                ))
+            })?;
             for (i, v) in (from..to).zip(replies) {
                 decisions.push(l.read_single(to_reply(v), &subjects[w.user(i)], w.now_ms(i), 1, &mut replies_buf)?);
             }

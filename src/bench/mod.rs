@@ -31,7 +31,7 @@ use std::sync::Arc;
 use crate::limiter::direct::Direct;
 use crate::limiter::{Decision, Limiter, Variant};
 use crate::spec::SharedSpec;
-use crate::Result;
+use crate::{Error, Result};
 
 /// The default pipeline depths.
 pub const PIPELINES: [usize; 2] = [16, 64];
@@ -387,7 +387,18 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
                     say(opts, &format!("{v}: redis, {depth} per round trip"));
                     ns += 1;
                     let prefix = format!("{}{ns}:", lv.real.key_prefix());
-                    let t = lv.conn.run(&w, &l, &prefix, depth, skip, n)?;
+                    let t = match lv.conn.run(&w, &l, &prefix, depth, skip, n) {
+                        Ok(t) => t,
+                        // What became of the run's keys, said with the failure.
+                        Err(Error::Connection(m)) => {
+                            let keys = match lv.real.cleanup() {
+                                Ok(k) => format!("{k} keys of the run were removed"),
+                                Err(c) => format!("its keys under `{}` could not be removed ({c})", lv.real.key_prefix()),
+                            };
+                            return Err(Error::Connection(format!("{v}, {depth} per round trip: {m}; {keys}")));
+                        }
+                        Err(e) => return Err(e),
+                    };
                     Ok(checked(&t))
                 };
                 match go(1, sizes.redis_single) {
