@@ -208,6 +208,8 @@ fn oom_from_maxmemory_stops_the_run_and_its_keys_are_removed() {
         round += 1;
         matches!(redis::cmd("EVAL").arg(fill).arg(0).arg(round).query::<()>(&mut c), Err(e) if e.code() == Some("OOM"))
     });
+    // Well over the limit, so that no buffer freed meanwhile brings the server back under it.
+    redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg("3mb").query::<()>(&mut c).unwrap();
     let fill_keys = dbsize(port);
     proxy.resume();
     let (res, _) = run.join().unwrap();

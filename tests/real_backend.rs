@@ -12,7 +12,7 @@ use std::io::Write as _;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{signal_pid, unused_port, RedisServer};
+use common::{signal_pid, unused_port, Fault, FaultProxy, RedisServer, Rule};
 use limitlab::backend::real::{RealOptions, RealRedis};
 use limitlab::backend::{Backend, Script};
 use limitlab::clock::{Micros, DEFAULT_START};
@@ -24,7 +24,11 @@ use limitlab::verify::decisions::{check_script, check_standard};
 use limitlab::Error;
 
 fn connect(s: &RedisServer) -> RealRedis {
-    RealRedis::connect(&s.url(), RealOptions::default()).expect("connects")
+    connect_url(&s.url())
+}
+
+fn connect_url(url: &str) -> RealRedis {
+    RealRedis::connect(url, RealOptions::default()).expect("connects")
 }
 
 /// A plain connection for looking at the server from outside the backend.
@@ -158,26 +162,29 @@ fn every_standard_scenario_and_script_decides_as_on_the_emulator() {
 #[test]
 fn a_server_that_dies_mid_run_stops_it_with_how_far_it_got() {
     let Some(mut server) = RedisServer::start_or_skip("server dies") else { return };
-    let mut real = connect(&server);
+    // The server dies with call 1,000 on its way (held in a proxy until the server is gone).
+    let proxy = FaultProxy::start(server.port());
+    proxy.rule(Rule::new("EVALSHA", 1000, 1, Fault::Pause));
+    let mut real = connect_url(&proxy.url());
     let limiter = Limiter::new(Variant::TOKEN_BUCKET, Params::new(50, 1000)).unwrap();
-    let arr = arrivals(400_000, 20);
+    let arr = arrivals(4_000, 20);
     let emulated = sim::run_emulated(&limiter, &arr[..10], DEFAULT_START.0, Progress::Off).unwrap().0;
     let pid = server.pid();
     let killer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(800));
+        proxy.wait_until("call 1,000 held", |s| s.paused == 1);
         signal_pid(pid, "KILL");
+        proxy.resume();
+        proxy
     });
     let err = check_script("killed", &limiter, &arr, &emulated, &mut real, Progress::Off).unwrap_err();
-    killer.join().unwrap();
+    let _proxy = killer.join().unwrap();
     server.kill();
     let msg = err.to_string();
     assert!(matches!(err, Error::Connection(_)), "{msg}");
-    assert!(msg.contains("scenario `killed`, script `token_bucket`: stopped after "), "{msg}");
-    assert!(msg.contains(" of 400000 calls (call #"), "{msg}");
+    assert!(msg.contains("scenario `killed`, script `token_bucket`: stopped after 999 of 4000 calls (call #1000"), "{msg}");
     assert!(msg.contains("it was not sent again"), "{msg}");
     assert!(msg.contains("could not be removed"), "{msg}");
-    let done = real.script_calls();
-    assert!(done > 0 && done < 400_000, "{done}");
+    assert_eq!(real.script_calls(), 999);
     // Later calls fail at once, with the first failure's story.
     let again = real.eval(&Script::new(COUNTER), &[b"x"], &[]).unwrap_err().to_string();
     assert!(again.contains("the connection failed earlier"), "{again}");
