@@ -97,6 +97,8 @@ fn an_acl_user_limited_to_the_prefix_runs_everything_and_its_password_is_never_p
         vec!["verify", "--cases", "5", "--redis", &wrong],
         vec!["run", &burst, "--redis", &bad],
         vec!["bench", "--quick", "--redis", &wrong],
+        vec!["cli", "--redis", &wrong],
+        vec!["memory", "--redis", &wrong],
         vec!["run", &burst, "--redis", &lost_url],
         vec!["run", &burst, "--json", "--redis", &held_url, "--redis-timeout-ms", "300"],
     ];
@@ -118,4 +120,10 @@ fn an_acl_user_limited_to_the_prefix_runs_everything_and_its_password_is_never_p
     assert!(!shown.contains(PASSWORD) && shown.contains("ll:***@"), "{shown}");
     let e = RealRedis::connect(&wrong, RealOptions::default()).unwrap_err();
     assert!(!format!("{e} {e:?}").contains(PASSWORD), "{e:?}");
+    // The parsed command line, as `Debug` prints it.
+    let args = limitlab::cli::verify::RedisArgs { redis: Some(url.parse().unwrap()), redis_timeout_ms: 1000, ..Default::default() };
+    let target = args.target().unwrap().unwrap();
+    let shown = format!("{args:?} {target:?}");
+    assert!(!shown.contains(PASSWORD) && shown.contains("ll:***@"), "{shown}");
+    assert_eq!(target.url.expose(), url, "the connection still gets the password");
 }
