@@ -465,8 +465,16 @@ impl RedisCluster {
             loop {
                 let info = RespConn::open(p).and_then(|mut conn| conn.command(&["CLUSTER", "INFO"]));
                 let repl = RespConn::open(p).and_then(|mut conn| conn.command(&["INFO", "replication"]));
+                // Every node also sees every replica as one (gossip tells the others some time after
+                // `--cluster create` made it one).
+                let nodes = RespConn::open(p).and_then(|mut conn| conn.command(&["CLUSTER", "NODES"]));
+                let replicas_seen = match &nodes {
+                    Ok(RespReply::Bulk(b)) => b.lines().filter_map(ClusterNode::parse).filter(|n| n.master_id.is_some()).count(),
+                    _ => 0,
+                };
                 let ok = matches!(&info, Ok(RespReply::Bulk(b)) if b.contains("cluster_state:ok") && b.contains(&known))
-                    && matches!(&repl, Ok(RespReply::Bulk(b)) if b.contains("role:master") || b.contains("master_link_status:up"));
+                    && matches!(&repl, Ok(RespReply::Bulk(b)) if b.contains("role:master") || b.contains("master_link_status:up"))
+                    && replicas_seen == 3 * replicas;
                 if ok {
                     break;
                 }
