@@ -72,6 +72,7 @@ pub mod limiter;
 pub mod metrics;
 pub mod race;
 pub mod report;
+pub mod serve;
 pub mod sim;
 pub mod skew;
 pub mod spec;

@@ -23,6 +23,7 @@ pub mod plot;
 pub mod race;
 pub mod redis_cli;
 pub mod run;
+pub mod serve;
 pub mod shell;
 pub mod sweep;
 pub mod skew;
@@ -47,8 +48,12 @@ pub enum Command {
     Run(run::Args),
     /// Draw admitted requests over time per script against the limit (PNG and SVG).
     Plot(plot::Args),
-    /// redis-cli on the emulator: commands on stdin, redis-cli's output on stdout.
+    /// redis-cli on the emulator: commands on stdin, redis-cli's output on stdout (or, with -h/-p,
+    /// on any server).
     Cli(shell::Args),
+    /// The emulator as a Redis server (RESP2/RESP3, any client library) with a virtual clock moved
+    /// by CLOCK.ADVANCE; --cluster N answers as an N-master Redis Cluster.
+    Serve(serve::Args),
     /// Differential fuzzing: random command sequences and random calls of every shipped script on
     /// the emulator and on a real Redis (--redis, or a private redis-server); replies must be
     /// byte-identical, and a mismatch is shrunk and printed as redis-cli lines.
@@ -162,6 +167,7 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> Result<()> {
         Command::Run(a) => run::execute(a, out),
         Command::Plot(a) => plot::run(plot::Plan::new(a)?, out),
         Command::Cli(a) => shell::run(shell::Plan::new(a)?, out),
+        Command::Serve(a) => serve::run(serve::plan(a)?, out),
         Command::Verify(a) => verify::run(verify::Plan::new(a)?, out),
         Command::Bench(a) => bench::run(bench::Plan::new(a)?, out),
         Command::Sweep(a) => sweep::run(sweep::Plan::new(a)?, out),

@@ -168,17 +168,117 @@ fn write_raw(reply: &Reply, out: &mut Vec<u8>) {
     }
 }
 
+/// Writes one reply as redis-cli prints it at a terminal (`cliFormatReplyTTY`): `(integer) 1`,
+/// `"a"` quoted with escapes, `(nil)`, `(error) ...`, `1) ...` with nested arrays indented under
+/// their index. The reply is shown as a RESP2 client receives it.
+pub fn write_human(reply: &Reply, out: &mut Vec<u8>) {
+    match reply {
+        Reply::Array(_) | Reply::Set(_) | Reply::Map(_) | Reply::Double(_) | Reply::Bool(_) => {
+            tty(&reply.clone().into_resp2(), b"", out)
+        }
+        _ => tty(reply, b"", out),
+    }
+}
+
+/// `cliFormatReplyTTY(r, prefix)`.
+fn tty(reply: &Reply, prefix: &[u8], out: &mut Vec<u8>) {
+    match reply {
+        Reply::Error(s) => {
+            out.extend_from_slice(b"(error) ");
+            out.extend_from_slice(s.as_bytes());
+            out.push(b'\n');
+        }
+        Reply::Status(s) => {
+            out.extend_from_slice(s.as_bytes());
+            out.push(b'\n');
+        }
+        Reply::Int(i) => out.extend_from_slice(format!("(integer) {i}\n").as_bytes()),
+        Reply::Double(d) => {
+            out.extend_from_slice(format!("(double) {}\n", crate::emulator::reply::format_double(*d)).as_bytes())
+        }
+        Reply::Bool(b) => out.extend_from_slice(if *b { b"(true)\n" } else { b"(false)\n" }),
+        Reply::Bulk(b) => {
+            repr(b, out);
+            out.push(b'\n');
+        }
+        Reply::Nil | Reply::NilArray => out.extend_from_slice(b"(nil)\n"),
+        Reply::Array(v) | Reply::Set(v) if v.is_empty() => {
+            out.extend_from_slice(if matches!(reply, Reply::Set(_)) { b"(empty set)\n" } else { b"(empty array)\n" })
+        }
+        Reply::Map(kv) if kv.is_empty() => out.extend_from_slice(b"(empty hash)\n"),
+        Reply::Array(v) | Reply::Set(v) => {
+            let sep = if matches!(reply, Reply::Set(_)) { b'~' } else { b')' };
+            let width = v.len().to_string().len();
+            let inner = [prefix, &vec![b' '; width + 2][..]].concat();
+            for (i, x) in v.iter().enumerate() {
+                if i > 0 {
+                    out.extend_from_slice(prefix);
+                }
+                out.extend_from_slice(format!("{:>width$}{} ", i + 1, sep as char).as_bytes());
+                tty(x, &inner, out);
+            }
+        }
+        Reply::Map(kv) => {
+            let width = kv.len().to_string().len();
+            let inner = [prefix, &vec![b' '; width + 2][..]].concat();
+            for (i, (k, x)) in kv.iter().enumerate() {
+                if i > 0 {
+                    out.extend_from_slice(prefix);
+                }
+                out.extend_from_slice(format!("{:>width$}# ", i + 1).as_bytes());
+                tty(k, &inner, out);
+                out.pop();
+                out.extend_from_slice(b" => ");
+                tty(x, &inner, out);
+            }
+        }
+    }
+}
+
+/// `sdscatrepr`: a quoted string with C escapes, bytes outside printable ASCII as `\xhh`.
+fn repr(b: &[u8], out: &mut Vec<u8>) {
+    out.push(b'"');
+    for &c in b {
+        match c {
+            b'\\' | b'"' => {
+                out.push(b'\\');
+                out.push(c);
+            }
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x07 => out.extend_from_slice(b"\\a"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x20..=0x7e => out.push(c),
+            _ => out.extend_from_slice(format!("\\x{c:02x}").as_bytes()),
+        }
+    }
+    out.push(b'"');
+}
+
+/// How replies are printed: piped redis-cli's raw format, or its terminal format (`--no-raw`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Raw,
+    Human,
+}
+
 /// Runs redis-cli input on the emulator. Besides Redis commands it understands `CLOCK.ADVANCE ms`,
 /// `CLOCK.SET unix_ms` and `CLOCK.GET`, which act on the emulator's virtual clock and never reach Redis.
 pub fn run<R: BufRead, W: Write>(input: R, out: W, emu: &mut Emulator) -> std::io::Result<()> {
-    run_on(input, out, |args| match clock_command(args, emu) {
+    run_with(input, out, Format::Raw, emu)
+}
+
+/// [`run`] in either format.
+pub fn run_with<R: BufRead, W: Write>(input: R, out: W, format: Format, emu: &mut Emulator) -> std::io::Result<()> {
+    run_on_with(input, out, format, |args| match clock_command(args, emu) {
         Some(reply) => reply,
         None => emu.execute_owned(args),
     })
 }
 
-/// The CLOCK.* commands, or `None` when `args` is not one of them.
-fn clock_command(args: &[Vec<u8>], emu: &Emulator) -> Option<Reply> {
+/// The CLOCK.* commands, or `None` when `args` is not one of them (also `limitlab serve`'s).
+pub fn clock_command(args: &[Vec<u8>], emu: &Emulator) -> Option<Reply> {
     let name = args.first()?;
     let which = ["clock.advance", "clock.set", "clock.get"].into_iter().find(|n| name.eq_ignore_ascii_case(n.as_bytes()))?;
     let clock = emu.clock();
@@ -362,7 +462,17 @@ fn prints_raw_strings(cmd: &[Vec<u8>]) -> bool {
 
 /// Runs redis-cli input through any executor (the emulator, or a connection to a real Redis), printing
 /// each reply the way piped redis-cli does.
-pub fn run_on<R, W, F>(mut input: R, mut out: W, mut exec: F) -> std::io::Result<()>
+pub fn run_on<R, W, F>(input: R, out: W, exec: F) -> std::io::Result<()>
+where
+    R: BufRead,
+    W: Write,
+    F: FnMut(&[Vec<u8>]) -> Reply,
+{
+    run_on_with(input, out, Format::Raw, exec)
+}
+
+/// [`run_on`] in either format.
+pub fn run_on_with<R, W, F>(mut input: R, mut out: W, format: Format, mut exec: F) -> std::io::Result<()>
 where
     R: BufRead,
     W: Write,
@@ -394,6 +504,8 @@ where
                         buf.extend_from_slice(HELP.as_bytes());
                     } else if prints_raw_strings(cmd) {
                         write_raw(&exec(cmd), &mut buf);
+                    } else if format == Format::Human {
+                        write_human(&exec(cmd), &mut buf);
                     } else {
                         write_reply(&exec(cmd), &mut buf);
                     }

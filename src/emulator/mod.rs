@@ -161,6 +161,18 @@ impl Emulator {
         }
     }
 
+    /// Marks client `id`'s transaction, if it is in MULTI, so that EXEC fails with EXECABORT (Redis's
+    /// `flagTransaction`): for a server that refuses a command before the emulator sees it (a cluster
+    /// node's MOVED redirect).
+    pub fn refuse_in_transaction(&mut self, id: ClientId) {
+        self.flag_transaction(id);
+    }
+
+    /// Whether client `id` is between MULTI and EXEC/DISCARD.
+    pub fn in_transaction(&self, id: ClientId) -> bool {
+        self.core.borrow_mut().client(id).is_some_and(|c| c.multi.is_some())
+    }
+
     /// `execute` for owned arguments.
     pub fn execute_owned(&mut self, args: &[Vec<u8>]) -> Reply {
         let v: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();

@@ -151,7 +151,7 @@ impl Emulator {
     }
 
     /// Redis's `flagTransaction`: a client in MULTI will see EXEC fail.
-    fn flag_transaction(&mut self, id: ClientId) {
+    pub(super) fn flag_transaction(&mut self, id: ClientId) {
         if let Some(m) = self.core.borrow_mut().client(id).and_then(|c| c.multi.as_mut()) {
             m.dirty_exec = true;
         }

@@ -593,3 +593,110 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// A `limitlab serve` child process started from the binary under test with `--port 0` (plus the
+/// given flags): the port (or, with `--cluster N`, the ports) are read from its first stdout line,
+/// `listening on 127.0.0.1:PORT ...`. Its stderr goes to a log shown when start-up fails. It is killed
+/// when dropped.
+pub struct LimitlabServe {
+    child: Child,
+    ports: Vec<u16>,
+    /// Kept open so the server never writes to a closed pipe.
+    _stdout: BufReader<std::process::ChildStdout>,
+    log: PathBuf,
+}
+
+impl LimitlabServe {
+    /// Starts `limitlab serve --port 0 EXTRA...` and waits for its first line. Panics with the
+    /// server's stderr when it does not come within [`READY_WITHIN`].
+    pub fn start(extra: &[&str]) -> LimitlabServe {
+        static STARTS: AtomicUsize = AtomicUsize::new(0);
+        let n = STARTS.fetch_add(1, Ordering::Relaxed);
+        let log = std::env::temp_dir().join(format!("limitlab-serve-{}-{n}.log", std::process::id()));
+        let err = File::create(&log).unwrap_or_else(|e| panic!("creating {}: {e}", log.display()));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_limitlab"))
+            .args(["serve", "--port", "0"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(err))
+            .spawn()
+            .expect("the limitlab binary starts");
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut r = BufReader::new(stdout);
+            let mut line = String::new();
+            let got = r.read_line(&mut line).map(|_| line);
+            let _ = tx.send((got, r));
+        });
+        let fail = |child: &mut Child, why: String| -> ! {
+            let _ = child.kill();
+            let _ = child.wait();
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            panic!("limitlab serve {extra:?} did not start: {why}\nstderr:\n{text}");
+        };
+        let (line, reader) = match rx.recv_timeout(READY_WITHIN) {
+            Ok((Ok(line), r)) => (line, r),
+            Ok((Err(e), _)) => fail(&mut child, format!("reading its stdout: {e}")),
+            Err(_) => fail(&mut child, format!("no line within {} s", READY_WITHIN.as_secs())),
+        };
+        let Some(rest) = line.trim_end().strip_prefix("listening on ") else {
+            fail(&mut child, format!("its first line is {line:?}"))
+        };
+        let ports: Option<Vec<u16>> =
+            rest.split(' ').map(|a| a.rsplit_once(':').and_then(|(_, p)| p.parse().ok())).collect();
+        let Some(ports) = ports.filter(|p| !p.is_empty()) else { fail(&mut child, format!("no port in {line:?}")) };
+        LimitlabServe { child, ports, _stdout: reader, log }
+    }
+
+    /// The (first) port.
+    pub fn port(&self) -> u16 {
+        self.ports[0]
+    }
+
+    /// Every port (one per cluster node).
+    pub fn ports(&self) -> &[u16] {
+        &self.ports
+    }
+
+    /// `redis://127.0.0.1:PORT/`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port())
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether the process is still running.
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Waits up to `within` for the process to exit by itself (after SHUTDOWN); its status.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Ok(Some(s)) = self.child.try_wait() {
+                return Some(s);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    /// What it wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for LimitlabServe {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.log);
+    }
+}

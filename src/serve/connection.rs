@@ -1,0 +1,103 @@
+//! One client: read what it sent, run every whole request in it, write all their replies in one go
+//! (a pipeline of N commands costs one read and one write), until it quits, breaks the protocol or
+//! goes away.
+use std::rc::Rc;
+
+use bytes::{Buf, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::parse::{self, Frame};
+use super::{commands, Server};
+use crate::emulator::ClientId;
+
+/// Redis's `client-query-buffer-limit`: a client whose unread requests exceed it is dropped.
+const QUERY_BUFFER_LIMIT: usize = 1 << 30;
+/// Bytes asked of the socket per read (Redis's `PROTO_IOBUF_LEN`).
+const READ_CHUNK: usize = 16 * 1024;
+/// Buffers grown past this are given back once empty, so a large request or reply does not pin memory.
+const KEEP_CAPACITY: usize = 256 * 1024;
+
+/// A connection's state.
+pub struct Conn {
+    /// The node (port) it connected to.
+    pub node: usize,
+    /// Its client in the node's emulator (database, transaction, WATCHes, name).
+    pub client: ClientId,
+    /// Its id as HELLO reports it.
+    pub id: u64,
+    /// Spoke `HELLO 3`.
+    pub resp3: bool,
+    /// Authenticated, or no password is set.
+    pub authed: bool,
+    /// Close once the replies so far are written (QUIT, a protocol error).
+    pub close: bool,
+}
+
+/// Answers a connection over `maxclients` with Redis's text, then closes it.
+pub async fn refuse(mut stream: TcpStream) {
+    let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
+}
+
+/// Serves one connection to the end.
+pub async fn handle(server: Rc<Server>, node: usize, mut stream: TcpStream) {
+    server.clients.set(server.clients.get() + 1);
+    let id = server.next_id.get();
+    server.next_id.set(id + 1);
+    let client = server.nodes[node].emu.borrow_mut().connect();
+    let mut conn = Conn { node, client, id, resp3: false, authed: server.requirepass.is_none(), close: false };
+    let _ = serve(&server, &mut conn, &mut stream).await;
+    server.nodes[conn.node].emu.borrow_mut().disconnect(conn.client);
+    server.clients.set(server.clients.get() - 1);
+}
+
+async fn serve(server: &Server, conn: &mut Conn, stream: &mut TcpStream) -> std::io::Result<()> {
+    let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
+    let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut ranges = Vec::new();
+    loop {
+        let mut used = 0;
+        while used < inbuf.len() && !conn.close {
+            let buf = &inbuf[used..];
+            match parse::next(buf, conn.authed, &mut ranges) {
+                Frame::Incomplete => break,
+                Frame::Skip(n) => used += n,
+                Frame::Multibulk(n) => {
+                    let args: Vec<&[u8]> = ranges.iter().map(|r| &buf[r.clone()]).collect();
+                    commands::execute(server, conn, &args, &mut out);
+                    used += n;
+                }
+                Frame::Inline(n, owned) => {
+                    let args: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+                    commands::execute(server, conn, &args, &mut out);
+                    used += n;
+                }
+                Frame::Error(text) => {
+                    super::resp::write_error(&mut out, &format!("ERR {text}"));
+                    conn.close = true;
+                }
+            }
+        }
+        inbuf.advance(used);
+        if !out.is_empty() {
+            stream.write_all(&out).await?;
+            out.clear();
+            if out.capacity() > KEEP_CAPACITY {
+                out = Vec::with_capacity(READ_CHUNK);
+            }
+        }
+        if conn.close || server.stopping.get() {
+            return Ok(());
+        }
+        if inbuf.len() > QUERY_BUFFER_LIMIT {
+            return Ok(());
+        }
+        if inbuf.is_empty() && inbuf.capacity() > KEEP_CAPACITY {
+            inbuf = BytesMut::with_capacity(READ_CHUNK);
+        }
+        inbuf.reserve(READ_CHUNK);
+        if stream.read_buf(&mut inbuf).await? == 0 {
+            return Ok(());
+        }
+    }
+}
