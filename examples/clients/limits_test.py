@@ -9,7 +9,7 @@ five_a_minute = parse("5/minute")
 clock = redis.Redis.from_url(url)
 
 assert [limiter.hit(five_a_minute, "alice") for _ in range(6)] == [True] * 5 + [False]
-clock.execute_command("CLOCK.ADVANCE", 59_999)  # 1 ms before the window ends: still refused
+clock.execute_command("CLOCK.ADVANCE", 60_000)  # the window's last millisecond: still refused
 assert not limiter.hit(five_a_minute, "alice")
 clock.execute_command("CLOCK.ADVANCE", 1)  # the window is over
 assert limiter.hit(five_a_minute, "alice")

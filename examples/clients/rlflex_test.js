@@ -10,7 +10,7 @@ const { RateLimiterRedis } = require('rate-limiter-flexible');
   for (let left = 4; left >= 0; left--) assert.equal((await limiter.consume('alice')).remainingPoints, left);
   const refused = await limiter.consume('alice').then(() => assert.fail('allowed'), (res) => res);
   assert.equal(refused.msBeforeNext, 60000); // the whole window: no time has passed
-  await redis.call('CLOCK.ADVANCE', 60000);
+  await redis.call('CLOCK.ADVANCE', 60001); // past the window's last millisecond
   assert.equal((await limiter.consume('alice')).remainingPoints, 4); // a new window
   redis.disconnect();
 })().catch((e) => { console.error(e); process.exit(1); });

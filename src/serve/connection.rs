@@ -32,6 +32,8 @@ pub struct Conn {
     pub authed: bool,
     /// Close once the replies so far are written (QUIT, a protocol error).
     pub close: bool,
+    /// Its buffers grew past [`KEEP_CAPACITY`] at some point.
+    pub grew: bool,
 }
 
 /// Answers a connection over `maxclients` with Redis's text, then closes it.
@@ -45,15 +47,35 @@ pub async fn handle(server: Rc<Server>, node: usize, mut stream: TcpStream) {
     let id = server.next_id.get();
     server.next_id.set(id + 1);
     let client = server.nodes[node].emu.borrow_mut().connect();
-    let mut conn = Conn { node, client, id, resp3: false, authed: server.requirepass.is_none(), close: false };
+    let mut conn = Conn { node, client, id, resp3: false, authed: server.requirepass.is_none(), close: false, grew: false };
     let _ = serve(&server, &mut conn, &mut stream).await;
     server.nodes[conn.node].emu.borrow_mut().disconnect(conn.client);
     server.clients.set(server.clients.get() - 1);
+    give_back_memory(&server, conn.grew);
+}
+
+/// Returns the freed pages of this thread's heap to the system (mimalloc keeps them otherwise).
+fn collect() {
+    // SAFETY: mi_collect takes no pointers; it only walks this thread's own heap.
+    unsafe { libmimalloc_sys::mi_collect(true) };
+}
+
+/// After every few closed connections (and when the last one closes), asks the allocator to return
+/// freed pages to the system: a burst of connections would otherwise leave the server's memory at
+/// its peak for good.
+fn give_back_memory(server: &Server, grew: bool) {
+    let closed = server.closed_since_collect.get() + 1;
+    if grew || closed >= 32 || server.clients.get() == 0 {
+        server.closed_since_collect.set(0);
+        collect();
+    } else {
+        server.closed_since_collect.set(closed);
+    }
 }
 
 async fn serve(server: &Server, conn: &mut Conn, stream: &mut TcpStream) -> std::io::Result<()> {
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
-    let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut out: Vec<u8> = Vec::new();
     let mut ranges = Vec::new();
     loop {
         let mut used = 0;
@@ -79,11 +101,13 @@ async fn serve(server: &Server, conn: &mut Conn, stream: &mut TcpStream) -> std:
             }
         }
         inbuf.advance(used);
+        conn.grew |= inbuf.capacity() > KEEP_CAPACITY || out.capacity() > KEEP_CAPACITY;
         if !out.is_empty() {
             stream.write_all(&out).await?;
             out.clear();
             if out.capacity() > KEEP_CAPACITY {
-                out = Vec::with_capacity(READ_CHUNK);
+                out = Vec::new();
+                collect();
             }
         }
         if conn.close || server.stopping.get() {
@@ -94,6 +118,7 @@ async fn serve(server: &Server, conn: &mut Conn, stream: &mut TcpStream) -> std:
         }
         if inbuf.is_empty() && inbuf.capacity() > KEEP_CAPACITY {
             inbuf = BytesMut::with_capacity(READ_CHUNK);
+            collect();
         }
         inbuf.reserve(READ_CHUNK);
         if stream.read_buf(&mut inbuf).await? == 0 {

@@ -93,6 +93,8 @@ pub struct Server {
     pub clients: Cell<usize>,
     /// The id of the next connection (Redis's client ids count up from 1... per server).
     pub next_id: Cell<u64>,
+    /// Connections closed since the allocator last gave memory back.
+    pub closed_since_collect: Cell<usize>,
     /// Set by SHUTDOWN.
     pub stopping: Cell<bool>,
     pub stop: tokio::sync::Notify,
@@ -162,6 +164,7 @@ async fn serve(opts: Options, ready: impl FnOnce(&[SocketAddr])) -> Result<()> {
         max_clients: opts.max_clients,
         clients: Cell::new(0),
         next_id: Cell::new(1),
+        closed_since_collect: Cell::new(0),
         stopping: Cell::new(false),
         stop: tokio::sync::Notify::new(),
     });

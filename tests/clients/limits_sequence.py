@@ -41,13 +41,14 @@ if mode == "serve":
     raw.execute_command("CLOCK.ADVANCE", 59_999)
     got = fixed.hit(five, "alice")
     assert got is False, "1 ms before the fixed window ends it still refuses"
-    raw.execute_command("CLOCK.ADVANCE", 1)
+    # EXPIRE 60 gave the counter a deadline 60,000 ms after the first hit: like Redis, the key lives
+    # through that millisecond, so the next window starts 60,001 ms after the first hit.
+    raw.execute_command("CLOCK.ADVANCE", 2)
     got = [fixed.hit(five, "alice") for _ in range(6)]
     assert got == [True] * 5 + [False], got
     show("fixed alice next window", got)
     # 60,001 ms after carol's first hit the current counter becomes the previous one, weighted by
     # the 59,999 ms it has left: floor(10 * 59999 / 60000) = 9, so one more hit fits.
-    raw.execute_command("CLOCK.ADVANCE", 1)
     got = [sliding.hit(ten, "carol") for _ in range(2)]
     assert got == [True, False], got
     # Half a window later the previous counter weighs floor(10 * 29999 / 60000) = 4: with the 1

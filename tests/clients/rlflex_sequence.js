@@ -43,6 +43,10 @@ const outcome = (p) =>
     await redis.call('CLOCK.ADVANCE', 59999);
     const last = await limiter.consume('bob').then(() => assert.fail('allowed'), (r) => r);
     assert.equal(last.msBeforeNext, 1);
+    // Like Redis, the key lives through its deadline's millisecond (PTTL 0), and is gone after it.
+    await redis.call('CLOCK.ADVANCE', 1);
+    const edge = await limiter.consume('bob').then(() => assert.fail('allowed'), (r) => r);
+    assert.equal(edge.msBeforeNext, 0);
     await redis.call('CLOCK.ADVANCE', 1);
     const fresh = await limiter.consume('bob');
     assert.deepEqual([fresh.remainingPoints, fresh.isFirstInDuration, fresh.msBeforeNext], [4, true, 60000]);
