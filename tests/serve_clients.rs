@@ -39,6 +39,14 @@ fn have_python(test: &str) -> bool {
 }
 
 
+fn have_node(test: &str) -> bool {
+    have(
+        test,
+        "node with ioredis and rate-limiter-flexible in .ci/node_modules",
+        Command::new("node").current_dir(root().join(".ci")).args(["-e", "require('ioredis'); require('rate-limiter-flexible')"]),
+    )
+}
+
 /// Runs a program; its stdout, or a panic with everything it printed.
 fn run(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
@@ -52,6 +60,12 @@ fn shared_steps(out: &str, extra: &[&str]) -> Vec<String> {
     out.lines().filter(|l| !extra.iter().any(|e| l.starts_with(e))).map(str::to_string).collect()
 }
 
+
+fn node(script: &Path) -> Command {
+    let mut c = Command::new("node");
+    c.arg(script).env("NODE_PATH", root().join(".ci/node_modules"));
+    c
+}
 
 #[test]
 fn python_limits_through_a_window() {
@@ -72,11 +86,30 @@ fn python_limits_through_a_window() {
     run(Command::new(python()).arg(root().join("examples/clients/limits_test.py")).env("REDIS_URL", serve.url()));
 }
 
+#[test]
+fn node_rate_limiter_flexible_through_a_window() {
+    if !have_node("node_rate_limiter_flexible_through_a_window") {
+        return;
+    }
+    let Some(redis) = RedisServer::start_or_skip("node_rate_limiter_flexible_through_a_window") else { return };
+    let serve = LimitlabServe::start(&[]);
+    let script = root().join("tests/clients/rlflex_sequence.js");
+    let ours = run(node(&script).arg(serve.url()).arg("serve"));
+    let theirs = run(node(&script).arg(redis.url()).arg("redis"));
+    assert!(ours.contains("bob after the window: [4,true,60000]"), "{ours}");
+    let mine = shared_steps(&ours, &["bob after the window"]);
+    assert_eq!(mine, theirs.lines().collect::<Vec<_>>(), "serve:\n{ours}\nredis:\n{theirs}");
+    assert!(theirs.contains(r#"{"ok":false,"consumed":6,"remaining":0,"first":false}"#), "{theirs}");
+    let serve = LimitlabServe::start(&[]);
+    run(node(&root().join("examples/clients/rlflex_test.js")).env("REDIS_URL", serve.url()));
+}
+
 /// The README shows the two examples as they are.
 #[test]
 fn readme_shows_the_examples() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let f = "examples/clients/limits_test.py";
-    let text = std::fs::read_to_string(root().join(f)).unwrap();
-    assert!(readme.contains(text.trim_end()), "README.md does not show {f} as it is");
+    for f in ["examples/clients/limits_test.py", "examples/clients/rlflex_test.js"] {
+        let text = std::fs::read_to_string(root().join(f)).unwrap();
+        assert!(readme.contains(text.trim_end()), "README.md does not show {f} as it is");
+    }
 }

@@ -30,6 +30,9 @@ pub struct Core {
     pub resp3: bool,
     /// The clients, by [`ClientId`]; `None` marks a closed one whose id may be reused.
     pub clients: Vec<Option<Client>>,
+    /// Client 0 is the embedding program, not a connection (`limitlab serve`): CLIENT LIST and
+    /// INFO's connected_clients leave it out.
+    pub default_client_hidden: bool,
     /// Every client's WATCHed keys.
     pub watches: Watches,
     /// A queued command is running inside EXEC: blocking commands answer at once (Redis's
@@ -52,6 +55,7 @@ impl Core {
             cluster: false,
             resp3: false,
             clients: vec![Some(Client::default())],
+            default_client_hidden: false,
             watches: Watches::default(),
             in_exec: false,
             next_client_id: 1,
@@ -166,6 +170,12 @@ impl Core {
     }
 
     /// The state of an open client.
+    /// The open connections (client 0 too unless [`Core::default_client_hidden`]).
+    pub fn connections(&self) -> impl Iterator<Item = &Client> {
+        let skip = self.default_client_hidden as usize;
+        self.clients.iter().skip(skip).flatten()
+    }
+
     pub fn client(&mut self, id: ClientId) -> Option<&mut Client> {
         self.clients.get_mut(id.index()).and_then(Option::as_mut)
     }

@@ -161,6 +161,13 @@ impl Emulator {
         }
     }
 
+    /// Says that client 0 (the one [`Emulator::execute`] speaks for) is not a connection: a server
+    /// in front of the emulator opens one client per connection, and CLIENT LIST and INFO's
+    /// connected_clients should count only those.
+    pub fn hide_default_client(&mut self) {
+        self.core.borrow_mut().default_client_hidden = true;
+    }
+
     /// Marks client `id`'s transaction, if it is in MULTI, so that EXEC fails with EXECABORT (Redis's
     /// `flagTransaction`): for a server that refuses a command before the emulator sees it (a cluster
     /// node's MOVED redirect).

@@ -123,9 +123,8 @@ fn run_own(server: &Server, conn: &mut Conn, which: Own, args: &[&[u8]], out: &m
             Reply::ok()
         }
         Own::Reset => {
-            let mut emu = server.nodes[conn.node].emu.borrow_mut();
-            emu.disconnect(conn.client);
-            conn.client = emu.connect();
+            server.nodes[conn.node].emu.borrow_mut().disconnect(conn.client);
+            conn.client = super::connection::connect(server, conn.node, &conn.addrs);
             conn.resp3 = false;
             conn.authed = server.requirepass.is_none();
             Reply::Status("RESET".into())
@@ -244,12 +243,13 @@ fn hello(server: &Server, conn: &mut Conn, args: &[&[u8]]) -> Reply {
     if let Some(v) = ver {
         conn.resp3 = v == 3;
     }
+    let id = server.nodes[conn.node].emu.borrow().core().client(conn.client).map_or(0, |c| c.id);
     let b = |s: &str| Reply::bulk(s.as_bytes().to_vec());
     Reply::Map(vec![
         (b("server"), b("redis")),
         (b("version"), b("7.0.15")),
         (b("proto"), Reply::Int(if conn.resp3 { 3 } else { 2 })),
-        (b("id"), Reply::Int(conn.id as i64)),
+        (b("id"), Reply::Int(id as i64)),
         (b("mode"), b(if server.cluster { "cluster" } else { "standalone" })),
         (b("role"), b("master")),
         (b("modules"), Reply::Array(vec![])),

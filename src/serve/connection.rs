@@ -24,8 +24,8 @@ pub struct Conn {
     pub node: usize,
     /// Its client in the node's emulator (database, transaction, WATCHes, name).
     pub client: ClientId,
-    /// Its id as HELLO reports it.
-    pub id: u64,
+    /// The peer's and our own address, for CLIENT LIST/INFO.
+    pub addrs: Option<(String, String)>,
     /// Spoke `HELLO 3`.
     pub resp3: bool,
     /// Authenticated, or no password is set.
@@ -36,6 +36,16 @@ pub struct Conn {
     pub grew: bool,
 }
 
+/// A new client of node `node`'s emulator, with the connection's addresses.
+pub fn connect(server: &Server, node: usize, addrs: &Option<(String, String)>) -> ClientId {
+    let mut emu = server.nodes[node].emu.borrow_mut();
+    let client = emu.connect();
+    if let Some((peer, local)) = addrs {
+        emu.set_client_addr(client, peer, local);
+    }
+    client
+}
+
 /// Answers a connection over `maxclients` with Redis's text, then closes it.
 pub async fn refuse(mut stream: TcpStream) {
     let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
@@ -44,10 +54,13 @@ pub async fn refuse(mut stream: TcpStream) {
 /// Serves one connection to the end.
 pub async fn handle(server: Rc<Server>, node: usize, mut stream: TcpStream) {
     server.clients.set(server.clients.get() + 1);
-    let id = server.next_id.get();
-    server.next_id.set(id + 1);
-    let client = server.nodes[node].emu.borrow_mut().connect();
-    let mut conn = Conn { node, client, id, resp3: false, authed: server.requirepass.is_none(), close: false, grew: false };
+    let addrs = match (stream.peer_addr(), stream.local_addr()) {
+        (Ok(p), Ok(l)) => Some((p.to_string(), l.to_string())),
+        _ => None,
+    };
+    let client = connect(&server, node, &addrs);
+    let mut conn =
+        Conn { node, client, addrs, resp3: false, authed: server.requirepass.is_none(), close: false, grew: false };
     let _ = serve(&server, &mut conn, &mut stream).await;
     server.nodes[conn.node].emu.borrow_mut().disconnect(conn.client);
     server.clients.set(server.clients.get() - 1);

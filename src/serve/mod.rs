@@ -91,8 +91,6 @@ pub struct Server {
     pub max_clients: usize,
     /// Open connections.
     pub clients: Cell<usize>,
-    /// The id of the next connection (Redis's client ids count up from 1... per server).
-    pub next_id: Cell<u64>,
     /// Connections closed since the allocator last gave memory back.
     pub closed_since_collect: Cell<usize>,
     /// Set by SHUTDOWN.
@@ -149,6 +147,7 @@ async fn serve(opts: Options, ready: impl FnOnce(&[SocketAddr])) -> Result<()> {
         .map(|(i, &addr)| {
             let mut emu = Emulator::with_clock(clock.clone());
             emu.set_cluster(opts.cluster.is_some());
+            emu.hide_default_client();
             if let Some(b) = opts.script_budget {
                 emu.set_script_budget(b);
             }
@@ -163,7 +162,6 @@ async fn serve(opts: Options, ready: impl FnOnce(&[SocketAddr])) -> Result<()> {
         requirepass: opts.requirepass.clone(),
         max_clients: opts.max_clients,
         clients: Cell::new(0),
-        next_id: Cell::new(1),
         closed_since_collect: Cell::new(0),
         stopping: Cell::new(false),
         stop: tokio::sync::Notify::new(),

@@ -38,6 +38,7 @@ const outcome = (p) =>
   show('block eve x4', b);
 
   if (mode === 'serve') {
+    assert.equal((await limiter.consume('bob', 3)).remainingPoints, 0); // 2 + 3 of 5
     const frozen = await limiter.consume('bob').then(() => assert.fail('allowed'), (r) => r);
     assert.equal(frozen.msBeforeNext, 60000, 'no time has passed: the whole window is left');
     await redis.call('CLOCK.ADVANCE', 59999);

@@ -139,7 +139,7 @@ pub fn run(core: &mut Core, id: ClientId, a: &[&[u8]]) -> Reply {
 /// CLIENT LIST [TYPE normal|master|replica|slave|pubsub] [ID id ...]: one line per client, by id
 /// (for ID, in the order asked).
 fn list(core: &Core, a: &[&[u8]], now: i64) -> Reply {
-    let mut clients: Vec<&Client> = core.clients.iter().flatten().collect();
+    let mut clients: Vec<&Client> = core.connections().collect();
     clients.sort_by_key(|c| c.id);
     let mut out = String::new();
     if a.len() == 4 && eq_ic(a[2], "type") {

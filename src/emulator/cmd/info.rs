@@ -128,7 +128,7 @@ fn section(core: &mut Core, name: &str, out: &mut String) {
         }
         "clients" => {
             out.push_str("# Clients\r\n");
-            kv(out, "connected_clients", core.clients.iter().flatten().count());
+            kv(out, "connected_clients", core.connections().count());
             for (k, v) in [
                 ("cluster_connections", 0),
                 ("maxclients", 10000),
