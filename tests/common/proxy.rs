@@ -213,8 +213,7 @@ fn serve(client: TcpStream, shared: &Shared) {
     let mut reader = BufReader::new(client.try_clone().expect("clone the client socket"));
     let mut client = client;
     let mut upstream: Option<(u64, BufReader<TcpStream>)> = None;
-    loop {
-        let Ok(Some((name, raw))) = read_command(&mut reader) else { break };
+    while let Ok(Some((name, raw))) = read_command(&mut reader) {
         let fault = {
             let mut st = shared.state.lock().unwrap();
             *st.received.entry(name.clone()).or_default() += 1;
