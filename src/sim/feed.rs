@@ -6,14 +6,16 @@
 //! script's thread instead of having every thread redo this work.
 //!
 //! Memory stays constant whatever the number of requests: a chunk holds at most [`CHUNK_LEN`]
-//! steps, and only the subject and phase tables (one entry per distinct name) grow.
+//! steps, and only the subject and phase tables (one entry per distinct name) grow. Zipf traffic
+//! is generated as it goes, and a trace of at least [`STREAM_MIN_BYTES`] sorted by time is read as it
+//! goes ([`crate::traffic::TraceStream`]); other traffic is small and made whole first.
 use std::borrow::Cow;
 
 use crate::clock::{Micros, Millis};
 use crate::emulator::fxhash::FxHashMap;
 use crate::limiter::Params;
 use crate::metrics::ExactLog;
-use crate::traffic::{Arrival, TrafficSpec, ZipfIter};
+use crate::traffic::{Arrival, TraceStream, TrafficSpec, ZipfIter};
 use crate::{Error, Result};
 
 use super::Scenario;
@@ -21,6 +23,10 @@ use super::Scenario;
 /// The most steps in one chunk: large enough that handing a chunk to another thread costs
 /// nothing per request, small enough that a few chunks in flight per script take little memory.
 pub const CHUNK_LEN: usize = 4096;
+
+/// Traces at least this big are streamed when they are sorted by time (smaller ones are read
+/// whole: the same arrivals, without a second pass over the file).
+pub const STREAM_MIN_BYTES: u64 = 8 << 20;
 
 /// A chunk also ends once its subject names take this many bytes (traces may have long keys).
 const CHUNK_NAME_BYTES: usize = 1 << 20;
@@ -133,6 +139,9 @@ enum Source<'a> {
     Zipf { it: ZipfIter, ranks: FxHashMap<u64, u32>, subjects: Vec<String> },
     /// A list of arrivals (small sources, generated whole, and the batch runner's slices).
     Listed { arrivals: Cow<'a, [Arrival]>, next: usize, subjects: Interner },
+    /// A big trace sorted by time, read as it goes; a failure to read it on (the file changed since
+    /// it was scanned) ends the feed and is kept for [`Feed::take_error`].
+    Trace { it: Box<TraceStream>, subjects: Interner, error: Option<Error> },
 }
 
 /// The exact logs a feed keeps: one per way of counting that its scripts need.
@@ -170,6 +179,28 @@ impl Feed<'static> {
     /// The arrivals of `s` for `seed`. Zipf traffic streams in constant memory; other sources are
     /// generated whole first (they are small). Errors name the scenario file.
     pub fn scenario(s: &Scenario, seed: u64) -> Result<Feed<'static>> {
+        Feed::scenario_streaming_from(s, seed, STREAM_MIN_BYTES)
+    }
+
+    /// [`Feed::scenario`], streaming a trace sorted by time once its file has `min_bytes`.
+    pub fn scenario_streaming_from(s: &Scenario, seed: u64, min_bytes: u64) -> Result<Feed<'static>> {
+        if let TrafficSpec::Trace(t) = &s.traffic {
+            let named = |e: Error| match e {
+                Error::Invalid { context, field, reason } => {
+                    Error::Invalid { context: format!("{}: [traffic] {context}", s.origin.display()), field, reason }
+                }
+                other => other,
+            };
+            let big = std::fs::metadata(&t.path).is_ok_and(|m| m.len() >= min_bytes);
+            if big {
+                let scan = t.scan().map_err(named)?;
+                if scan.sorted() {
+                    let it = t.stream(Millis(s.start_ms).as_micros(), &scan).map_err(named)?;
+                    let source = Source::Trace { it: Box::new(it), subjects: Interner::default(), error: None };
+                    return Ok(Feed::new(source, scan.ticks.requests));
+                }
+            }
+        }
         if let TrafficSpec::ZipfUsers(z) = &s.traffic {
             s.traffic.validate().map_err(|e| match e {
                 Error::Invalid { context, field, reason } => {
@@ -210,6 +241,15 @@ impl<'a> Feed<'a> {
         self
     }
 
+    /// The error that ended a streamed trace early, once (see [`Source::Trace`]); every runner of a
+    /// feed asks after its last chunk.
+    pub fn take_error(&mut self) -> Option<Error> {
+        match &mut self.source {
+            Source::Trace { error, .. } => error.take(),
+            _ => None,
+        }
+    }
+
     /// The number of requests, all chunks together.
     pub fn len(&self) -> usize {
         self.len
@@ -223,7 +263,7 @@ impl<'a> Feed<'a> {
     pub fn subjects(&self) -> &[String] {
         match &self.source {
             Source::Zipf { subjects, .. } => subjects,
-            Source::Listed { subjects, .. } => &subjects.names,
+            Source::Listed { subjects, .. } | Source::Trace { subjects, .. } => &subjects.names,
         }
     }
 
@@ -236,7 +276,7 @@ impl<'a> Feed<'a> {
     pub fn into_names(self) -> (Vec<String>, Vec<String>) {
         let subjects = match self.source {
             Source::Zipf { subjects, .. } => subjects,
-            Source::Listed { subjects, .. } => subjects.names,
+            Source::Listed { subjects, .. } | Source::Trace { subjects, .. } => subjects.names,
         };
         (subjects, self.phases.names)
     }
@@ -281,6 +321,24 @@ impl Iterator for Feed<'_> {
                     chunk.steps.push(Step { at: a.at, cost: a.cost, subject, phase, name_end: chunk.names.len() as u32, exact });
                 }
                 *next += chunk.steps.len();
+            }
+            Source::Trace { it, subjects, error } => {
+                chunk.steps.reserve(CHUNK_LEN);
+                while chunk.steps.len() < CHUNK_LEN && chunk.names.len() < CHUNK_NAME_BYTES && error.is_none() {
+                    let a = match it.next() {
+                        Some(Ok(a)) => a,
+                        Some(Err(e)) => {
+                            *error = Some(e);
+                            break;
+                        }
+                        None => break,
+                    };
+                    let subject = subjects.get(&a.key);
+                    let phase = phases.get(&a.phase);
+                    chunk.names.push_str(&a.key);
+                    let exact = judges.verdicts(subject, a.at.as_millis().0, a.cost);
+                    chunk.steps.push(Step { at: a.at, cost: a.cost, subject, phase, name_end: chunk.names.len() as u32, exact });
+                }
             }
         }
         if !chunk.is_empty() {
@@ -384,5 +442,34 @@ mod tests {
         assert_eq!(unit, [true, true, true, true, false]);
         let none: Vec<Step> = Feed::arrivals(&arrivals).flat_map(|c| c.steps).collect();
         assert!(none.iter().all(|s| !s.exact_admits(true) && !s.exact_admits(false)));
+    }
+
+    /// A big sorted trace is streamed, and the feed is the one reading it whole gives: the same
+    /// steps, names, verdicts and tables, with the scenario's start and tie rule.
+    #[test]
+    fn a_streamed_trace_feeds_what_the_whole_trace_feeds() {
+        let dir = std::env::temp_dir().join(format!("limitlab-feed-stream-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut csv = String::from("time,key,cost\n");
+        for i in 0..30_000u64 {
+            csv.push_str(&format!("{}.{:03},user{},{}\n", 1_704_067_200 + i / 40, i % 40 * 25 % 1000 / 100 * 100, i * 7 % 97, i % 3 + 1));
+        }
+        std::fs::write(dir.join("t.csv"), &csv).unwrap();
+        let toml = "name = \"t\"\nlimit = 10\nwindow_ms = 1000\nalgorithms = [\"fixed_window\"]\n\
+                    [traffic]\nkind = \"trace\"\npath = \"t.csv\"\nrebase = \"first\"\nties = { jitter = 5 }\n";
+        std::fs::write(dir.join("s.toml"), toml).unwrap();
+        let s = Scenario::from_file(&dir.join("s.toml")).unwrap();
+        let weights = [true];
+        let mut streamed = Feed::scenario_streaming_from(&s, 1, 0).unwrap().judged(s.params, &weights);
+        let mut whole = Feed::scenario_streaming_from(&s, 1, u64::MAX).unwrap().judged(s.params, &weights);
+        assert!(matches!(streamed.source, Source::Trace { .. }) && matches!(whole.source, Source::Listed { .. }));
+        assert_eq!(streamed.len(), 30_000);
+        assert_eq!(streamed.len(), whole.len());
+        let (a, b) = (unpacked(&mut streamed), unpacked(&mut whole));
+        assert_eq!(a.len(), 30_000);
+        assert!(a == b, "streamed and whole feeds differ");
+        assert!(streamed.take_error().is_none());
+        assert_eq!(streamed.into_names(), whole.into_names());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -110,7 +110,11 @@ pub fn run_streaming(
     mut feed: Feed,
     bar: Option<&indicatif::ProgressBar>,
 ) -> Result<StreamRun> {
-    let folded = fold(limiter, backend, feed.by_ref(), bar, None)?;
+    let folded = fold(limiter, backend, feed.by_ref(), bar, None);
+    if let Some(e) = feed.take_error() {
+        return Err(e);
+    }
+    let folded = folded?;
     let (subjects, phases) = feed.into_names();
     Ok(folded.named(limiter, &Arc::new(subjects), &phases))
 }
@@ -202,6 +206,9 @@ fn run_wave(s: &Scenario, mut feed: Feed, wave: &[Limiter], bars: &[Option<indic
         [l] => vec![fold_on_emulator(l, s.start_ms, feed.by_ref(), bar(0), opts, first)],
         _ => super::fanout::fan_out(&mut feed, wave.len(), |i, chunks| fold_on_emulator(&wave[i], s.start_ms, chunks, bar(i), opts, first + i)),
     };
+    if let Some(e) = feed.take_error() {
+        return vec![Err(e)];
+    }
     let (subjects, phases) = feed.into_names();
     let subjects = Arc::new(subjects);
     folded.into_iter().zip(wave).map(|(f, l)| f.map(|f| f.named(l, &subjects, &phases))).collect()

@@ -31,6 +31,9 @@ use super::{invalid, rng, sort_stable, Arrival};
 use crate::clock::Micros;
 use crate::{Error, Result};
 
+mod stream;
+pub use stream::{Scan, TraceStream};
+
 const CONTEXT: &str = "traffic.trace";
 
 /// Column (or JSON field) names tried, in order, when the spec names none.
@@ -204,7 +207,27 @@ struct Raw {
     at: i64,
     /// The length of the time's tick, in µs (at least 1).
     res: i64,
+    /// The line of the file it starts on.
+    line: usize,
     arrival: Arrival,
+}
+
+impl Raw {
+    /// A placeholder left where a record was taken out of a chunk.
+    const EMPTY: Raw = Raw { at: 0, res: 1, line: 0, arrival: Arrival { at: Micros(0), key: String::new(), cost: 0, phase: String::new() } };
+}
+
+/// The columns a CSV or TSV header names.
+#[derive(Clone, Debug)]
+struct Columns {
+    /// How many columns every record must have.
+    count: usize,
+    time: usize,
+    key: usize,
+    cost: Option<usize>,
+    phase: Option<usize>,
+    /// Plain numbers in the time column are milliseconds.
+    millis: bool,
 }
 
 impl TraceSpec {
@@ -277,8 +300,13 @@ impl TraceSpec {
         })
     }
 
-    /// Reads the file and tells how finely its times are recorded (see [`Ticks`]).
+    /// Reads the file and tells how finely its times are recorded (see [`Ticks`]): a chunk at a time
+    /// when it is sorted by time, whole when it is not.
     pub fn ticks(&self) -> Result<Ticks> {
+        let scan = self.scan()?;
+        if scan.sorted() {
+            return Ok(scan.ticks);
+        }
         self.parse_ticks(&self.read_text()?)
     }
 
@@ -310,12 +338,26 @@ impl TraceSpec {
     fn parse_raws(&self, text: &str) -> Result<Vec<Raw>> {
         self.validate()?;
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        match self.resolved_format()? {
-            TraceFormat::Csv => self.parse_delimited(text, b','),
-            TraceFormat::Tsv => self.parse_delimited(text, b'\t'),
-            TraceFormat::Jsonl => self.parse_jsonl(text),
-            TraceFormat::Clf => self.parse_clf(text),
-        }
+        let mut out = Vec::new();
+        self.parse_chunk(text, 1, &mut None, &mut out)?;
+        Ok(out)
+    }
+
+    /// Parses `text`, whole records of the file starting at line `first_line`, onto `out`. For CSV
+    /// and TSV the first chunk starts with the header, which fills `columns` for the chunks after it.
+    fn parse_chunk(&self, text: &str, first_line: usize, columns: &mut Option<Columns>, out: &mut Vec<Raw>) -> Result<()> {
+        let delimiter = match self.resolved_format()? {
+            TraceFormat::Csv => b',',
+            TraceFormat::Tsv => b'\t',
+            TraceFormat::Jsonl => return self.parse_jsonl(text, first_line, out),
+            TraceFormat::Clf => return self.parse_clf(text, first_line, out),
+        };
+        let mut records = Records { text, pos: 0, line: first_line, delimiter };
+        let cols = match columns {
+            Some(c) => c,
+            None => columns.insert(self.read_header(&mut records)?),
+        };
+        self.parse_records(&mut records, cols, out)
     }
 
     /// Parses trace text as if read from [`TraceSpec::path`] (which names the file in errors and, when
@@ -346,24 +388,38 @@ impl TraceSpec {
         if self.ties == TieRule::Same {
             return;
         }
-        let mut jitter = match self.ties {
+        let mut jitter = self.jitter_rng();
+        for group in raws.chunk_by_mut(|a, b| a.at == b.at) {
+            self.place_group(group, &mut jitter);
+        }
+    }
+
+    /// The random source of the `jitter` rule (None for the other rules).
+    fn jitter_rng(&self) -> Option<rand_chacha::ChaCha8Rng> {
+        match self.ties {
             TieRule::Jitter(seed) => Some(rng(seed)),
             _ => None,
+        }
+    }
+
+    /// Applies the tie rule to one group of arrivals recorded at the same time (groups are visited
+    /// in time order, so that `jitter` draws the same offsets however the file is read).
+    fn place_group(&self, group: &mut [Raw], jitter: &mut Option<rand_chacha::ChaCha8Rng>) {
+        if self.ties == TieRule::Same {
+            return;
+        }
+        let res = match self.tick_ms {
+            Some(t) => t as i64 * 1000,
+            None => group.iter().map(|r| r.res).max().unwrap_or(1),
         };
-        for group in raws.chunk_by_mut(|a, b| a.at == b.at) {
-            let res = match self.tick_ms {
-                Some(t) => t as i64 * 1000,
-                None => group.iter().map(|r| r.res).max().unwrap_or(1),
+        let n = group.len() as i64;
+        for (i, r) in group.iter_mut().enumerate() {
+            let offset = match jitter {
+                Some(g) => g.random_range(0..res as u64) as i64,
+                // i < n and res fit easily in i128.
+                None => ((i as i128 * res as i128) / n as i128) as i64,
             };
-            let n = group.len() as i64;
-            for (i, r) in group.iter_mut().enumerate() {
-                let offset = match &mut jitter {
-                    Some(g) => g.random_range(0..res as u64) as i64,
-                    // i < n and res fit easily in i128.
-                    None => ((i as i128 * res as i128) / n as i128) as i64,
-                };
-                r.at = r.at.saturating_add(offset);
-            }
+            r.at = r.at.saturating_add(offset);
         }
     }
 
@@ -371,9 +427,8 @@ impl TraceSpec {
         Error::Parse { file: self.path.clone(), line, reason: reason.into() }
     }
 
-    /// CSV or TSV with a header (see [`Records`] for the dialect).
-    fn parse_delimited(&self, text: &str, delimiter: u8) -> Result<Vec<Raw>> {
-        let mut records = Records { text, pos: 0, line: 1, delimiter };
+    /// The header of a CSV or TSV trace (see [`Records`] for the dialect): the columns to read.
+    fn read_header(&self, records: &mut Records) -> Result<Columns> {
         let mut fields = Vec::new();
         let header_line = match records.next(&mut fields).map_err(|(line, r)| self.error(line, r))? {
             Some(line) => line,
@@ -403,30 +458,33 @@ impl TraceSpec {
         let cost_col = find(&self.cost_column, &[COST_NAME], "")?;
         let phase_col = find(&self.phase_column, &[PHASE_NAME], "")?;
         let millis = self.numbers_are_millis(&header[time_col]);
+        Ok(Columns { count: header.len(), time: time_col, key: key_col, cost: cost_col, phase: phase_col, millis })
+    }
 
-        let mut out = Vec::new();
+    /// The records after a CSV or TSV header, onto `out`.
+    fn parse_records(&self, records: &mut Records, cols: &Columns, out: &mut Vec<Raw>) -> Result<()> {
+        let mut fields = Vec::new();
         while let Some(line) = records.next(&mut fields).map_err(|(line, r)| self.error(line, r))? {
-            if fields.len() != header.len() {
-                return Err(self.error(line, format!("{} fields where the header has {}", fields.len(), header.len())));
+            if fields.len() != cols.count {
+                return Err(self.error(line, format!("{} fields where the header has {}", fields.len(), cols.count)));
             }
             let field = |i: usize| fields[i].trim();
-            let (at, res) = self.parse_time(field(time_col), millis).map_err(|r| self.error(line, r))?;
-            let key = parse_key(field(key_col)).map_err(|r| self.error(line, r))?;
-            let cost = match cost_col {
+            let (at, res) = self.parse_time(field(cols.time), cols.millis).map_err(|r| self.error(line, r))?;
+            let key = parse_key(field(cols.key)).map_err(|r| self.error(line, r))?;
+            let cost = match cols.cost {
                 Some(c) => parse_cost(field(c)).map_err(|r| self.error(line, r))?,
                 None => 1,
             };
-            let phase = phase_col.map_or_else(String::new, |c| field(c).to_owned());
-            out.push(Raw { at, res, arrival: Arrival { at: Micros(at), key, cost, phase } });
+            let phase = cols.phase.map_or_else(String::new, |c| field(c).to_owned());
+            out.push(Raw { at, res, line, arrival: Arrival { at: Micros(at), key, cost, phase } });
         }
-        Ok(out)
+        Ok(())
     }
 
     /// One JSON object per non-blank line.
-    fn parse_jsonl(&self, text: &str) -> Result<Vec<Raw>> {
-        let mut out = Vec::new();
+    fn parse_jsonl(&self, text: &str, first_line: usize, out: &mut Vec<Raw>) -> Result<()> {
         for (i, line) in text.lines().enumerate() {
-            let line_no = i + 1;
+            let line_no = first_line + i;
             if line.trim().is_empty() {
                 continue;
             }
@@ -471,22 +529,22 @@ impl TraceSpec {
                 Some((_, serde_json::Value::String(s))) => s.trim().to_owned(),
                 Some((name, other)) => return Err(err(format!("`{name}` is {other}, not a phase label"))),
             };
-            out.push(Raw { at, res, arrival: Arrival { at: Micros(at), key, cost, phase } });
+            out.push(Raw { at, res, line: line_no, arrival: Arrival { at: Micros(at), key, cost, phase } });
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Common or combined log format: `host ident user [dd/Mon/yyyy:HH:MM:SS +zzzz] "request" ...`.
-    fn parse_clf(&self, text: &str) -> Result<Vec<Raw>> {
-        let mut out = Vec::new();
+    fn parse_clf(&self, text: &str, first_line: usize, out: &mut Vec<Raw>) -> Result<()> {
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
             }
-            let (at, key) = parse_clf_line(line).map_err(|r| self.error(i + 1, r))?;
-            out.push(Raw { at, res: 1_000_000, arrival: Arrival { at: Micros(at), key, cost: 1, phase: String::new() } });
+            let line = (first_line + i, line);
+            let (at, key) = parse_clf_line(line.1).map_err(|r| self.error(line.0, r))?;
+            out.push(Raw { at, res: 1_000_000, line: line.0, arrival: Arrival { at: Micros(at), key, cost: 1, phase: String::new() } });
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Whether plain numbers in the column `name` are milliseconds.
