@@ -138,6 +138,17 @@ pub fn fingerprint(entry: Option<&Entry>) -> u64 {
             s.members.len().hash(&mut h);
             acc.hash(&mut h);
         }
+        Value::Stream(s) => {
+            6u8.hash(&mut h);
+            s.length.hash(&mut h);
+            s.last_id.hash(&mut h);
+            for n in &s.nodes {
+                for e in &n.entries {
+                    e.id.hash(&mut h);
+                    e.deleted.hash(&mut h);
+                }
+            }
+        }
     }
     // Never 0, which stands for a missing key.
     h.finish() | 1

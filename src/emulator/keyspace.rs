@@ -88,10 +88,13 @@ pub fn parse_canonical_i64(b: &[u8]) -> Option<i64> {
 }
 
 mod small;
+pub mod stream;
 mod zset;
 /// Keys and small hash fields are kept inline (see its file).
 pub use small::{short_eq, SmallBytes};
 /// Sorted sets live in their own file: a member index plus a skiplist with spans.
+/// Streams: listpack nodes with Redis's node sizes (see its file).
+pub use stream::{Stream, StreamId, Trim};
 pub use zset::{LexBound, LexRange, ScoreRange, ZRef, ZSet};
 
 /// Redis 7.0's default `hash-max-listpack-entries` (its source default and redis.conf's: 512).
@@ -242,6 +245,7 @@ pub enum Value {
     ZSet(ZSet),
     List(VecDeque<Vec<u8>>),
     Set(SetValue),
+    Stream(Box<Stream>),
 }
 
 /// A set; integer-only small sets are kept sorted like Redis's intset, so SMEMBERS orders like Redis.
@@ -330,6 +334,7 @@ impl Value {
             Value::ZSet(_) => "zset",
             Value::List(_) => "list",
             Value::Set(_) => "set",
+            Value::Stream(_) => "stream",
         }
     }
 }

@@ -388,7 +388,19 @@ pub fn value_usage(value: &Value, samples: usize) -> u64 {
         Value::ZSet(z) => zset_usage(z, samples),
         Value::List(l) => list_usage(l.iter().map(|e| e.as_slice()), samples),
         Value::Set(s) => set_usage(s, samples),
+        Value::Stream(s) => stream_usage(s),
     }
+}
+
+/// An estimate for a stream (not calibrated against Redis, which counts `lpBytes` of sampled nodes and
+/// its radix tree's nodes): the robj, the stream struct, a radix tree node per listpack node, and
+/// each node's listpack bytes.
+fn stream_usage(s: &super::keyspace::Stream) -> u64 {
+    const STREAM_STRUCT: usize = 80;
+    const RAX: usize = 24;
+    const RAX_NODE: usize = 48;
+    let nodes: usize = s.nodes.iter().map(|n| RAX_NODE + n.lp_bytes()).sum();
+    (ROBJ + STREAM_STRUCT + RAX + nodes) as u64
 }
 
 /// `asize += (double)elesize/samples*count`, with C's conversion back to `size_t`.

@@ -5,6 +5,7 @@ pub mod cluster;
 pub mod cmd;
 pub mod core;
 pub mod fxhash;
+pub mod hll;
 pub mod keyspace;
 pub mod longdouble;
 pub mod lua;

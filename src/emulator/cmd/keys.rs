@@ -148,7 +148,8 @@ fn ttl_generic(core: &mut Core, key: &[u8], in_ms: bool, absolute: bool) -> Repl
         Ok(None) => Reply::Int(-1),
         Ok(Some(t)) => {
             let v = if absolute { t } else { (t - now).max(0) };
-            Reply::Int(if in_ms { v } else { (v + 500) / 1000 })
+            // Widened: a deadline near i64::MAX still rounds as Redis reports it.
+            Reply::Int(if in_ms { v } else { ((v as i128 + 500) / 1000) as i64 })
         }
     }
 }
@@ -448,6 +449,7 @@ fn encoding_of(v: &Value) -> &'static str {
                 "intset"
             }
         }
+        Value::Stream(_) => "stream",
     }
 }
 

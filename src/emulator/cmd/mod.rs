@@ -6,11 +6,13 @@ use super::core::Core;
 use super::fxhash::FxHashMap;
 use super::reply::{Reply, ReplySink};
 
+pub mod bitmaps;
 pub mod client;
 pub mod command;
 pub mod config;
 pub mod databases;
 pub mod hashes;
+pub mod hyperloglog;
 pub mod info;
 pub mod keys;
 pub mod lists;
@@ -18,6 +20,7 @@ pub mod memory;
 pub mod server;
 pub mod sets;
 pub mod sort;
+pub mod streams;
 pub mod strings;
 pub mod zsets;
 pub mod zsets_store;
@@ -55,8 +58,8 @@ pub mod flags {
     /// Acts on the calling client's own state, in [`crate::emulator::Emulator`] (MULTI, EXEC,
     /// DISCARD, WATCH, UNWATCH), not in [`super::Core`].
     pub const CONNECTION: u16 = 64;
-    /// May be propagated to replicas though it writes no key (PUBLISH): refused in read-only
-    /// scripts like a write.
+    /// May be propagated to replicas though it is not a write command (PUBLISH; PFCOUNT, which
+    /// refreshes the cached cardinality in its value): refused in read-only scripts like a write.
     pub const MAY_REPLICATE: u16 = 128;
 }
 
@@ -155,6 +158,9 @@ fn table() -> &'static FxHashMap<&'static [u8], CommandSpec> {
         let mut m = FxHashMap::default();
         for family in [
             strings::COMMANDS,
+            bitmaps::COMMANDS,
+            hyperloglog::COMMANDS,
+            streams::COMMANDS,
             keys::COMMANDS,
             hashes::COMMANDS,
             zsets::COMMANDS,

@@ -306,7 +306,7 @@ fn msetnx(core: &mut Core, a: &[&[u8]]) -> Reply {
 /// 31 bytes), a raw string keeps its sds (trimmed when SET left over a tenth of it spare); then the
 /// sds grows only when `newlen` does not fit, greedily. A string left with spare room becomes
 /// `Grown`, whose Vec capacity is its sds `alloc` (the memory model reads it).
-fn make_room(s: &mut RStr, newlen: usize) -> &mut Vec<u8> {
+pub(crate) fn make_room(s: &mut RStr, newlen: usize) -> &mut Vec<u8> {
     use crate::emulator::memory::{sds_make_room, sds_new_room};
     const EMBSTR_MAX: usize = 44;
     let (bytes, alloc) = match std::mem::replace(s, RStr::Int(0)) {
