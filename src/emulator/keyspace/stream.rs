@@ -301,8 +301,10 @@ mod tests {
         // header 6 + end 1; count 1, deleted 0, numfields 1, "field" (7), 0 terminator;
         // flags, ms diff, seq diff, "value" (7), lp-count: 7 + 2 + 2 + 2 + 7 + 2 + 2 + 2 + 2 + 7 + 2 = 37.
         assert_eq!(s.nodes[0].lp_bytes(), 37);
-        let big = vec![b'x'; 4000];
+        let big = vec![b'x'; 4041];
         s.append(id(2, 0), &[(b"field", &big)]).unwrap();
+        // 37 + flags, ms, seq (2 each), the value (2 + 4041 + 2), lp-count (2): 4090 bytes, and 4090 + 6 reaches 4096.
+        assert_eq!(s.nodes[0].lp_bytes(), 4090);
         assert_eq!(s.nodes.len(), 1);
         s.append(id(3, 0), &[(b"field", b"v")]).unwrap();
         assert_eq!(s.nodes.len(), 2, "the tail node was full in bytes");
