@@ -2,7 +2,8 @@
 //! of every shipped script, each command annotated with the effects [`super::model`] checks.
 //!
 //! A case is a short session (1 to [`MAX_COMMANDS`] commands) on a handful of logical keys. Each key
-//! leans towards one type (string, hash, sorted set, list, set, or a limiter's key), so most
+//! leans towards one type (string, hash, sorted set, list, set, HyperLogLog, stream, or a limiter's
+//! key; bit commands go to the string keys), so most
 //! commands hit a key of their own type and some hit another (WRONGTYPE paths). Arguments come from
 //! small pools of edge values (integer limits, float spellings, empty strings, binary bytes,
 //! spaces) mixed with random numbers; one command in twenty is mangled (an argument dropped or an
@@ -13,7 +14,8 @@
 //! too; on a private server the case also moves between databases (SELECT, SWAPDB, MOVE, FLUSHDB).
 //!
 //! What is left out, and why (the comparison must be byte-exact on a server whose clock runs):
-//! `TIME` (the wall clock), `RANDOMKEY` (random), `OBJECT IDLETIME` (time since last access),
+//! `TIME` (the wall clock), `XADD` with an automatic `*` ID (the server's clock), `MEMORY USAGE` of a
+//! stream (the model estimates it), `RANDOMKEY` (random), `OBJECT IDLETIME` (time since last access),
 //! `SCAN`, `KEYS` and `DBSIZE` on shared servers (other people's keys; KEYS walks them all and
 //! blocks the server meanwhile), `FLUSHALL`/`FLUSHDB`/`SCRIPT FLUSH`
 //! on shared servers (never on a server limitlab did not start), `SELECT`, `SWAPDB`, `MOVE` and
@@ -50,9 +52,13 @@ enum Family {
     Set,
     /// A limiter's subject key (`rate:{u1}`), for the shipped scripts.
     Limiter,
+    /// A HyperLogLog (a string in Redis's HLL representation).
+    Hll,
+    Stream,
 }
 
-const FAMILIES: [Family; 5] = [Family::String, Family::Hash, Family::Zset, Family::List, Family::Set];
+const FAMILIES: [Family; 7] =
+    [Family::String, Family::Hash, Family::Zset, Family::List, Family::Set, Family::Hll, Family::Stream];
 
 /// Values for strings, list elements and set/zset members: edge spellings of numbers, blanks,
 /// binary and long strings. Only values are ever non-ASCII (so no error text echoes a non-UTF-8
@@ -532,6 +538,8 @@ impl<R: RngCore> Gen<'_, R> {
                     Family::List => self.list_cmd(),
                     Family::Set => self.set_cmd(),
                     Family::Limiter => self.limiter_cmd(),
+                    Family::Hll => self.hll_cmd(),
+                    Family::Stream => self.stream_cmd(),
                 };
                 self.force_watched = false;
                 return c;
@@ -549,12 +557,15 @@ impl<R: RngCore> Gen<'_, R> {
             return self.database_cmd();
         }
         match self.rng.random_range(0..100) {
-            0..=17 => self.string_cmd(),
-            18..=29 => self.keys_cmd(),
-            30..=39 => self.hash_cmd(),
-            40..=52 => self.zset_cmd(),
-            53..=61 => self.list_cmd(),
-            62..=68 => self.set_cmd(),
+            0..=14 => self.string_cmd(),
+            15..=25 => self.keys_cmd(),
+            26..=34 => self.hash_cmd(),
+            35..=45 => self.zset_cmd(),
+            46..=53 => self.list_cmd(),
+            54..=59 => self.set_cmd(),
+            60..=63 => self.bits_cmd(),
+            64..=65 => self.hll_cmd(),
+            66..=68 => self.stream_cmd(),
             69..=71 => self.server_cmd(),
             72..=82 => self.snippet_cmd(),
             83..=88 if self.private => self.function_cmd(),
@@ -895,14 +906,14 @@ impl<R: RngCore> Gen<'_, R> {
                     for i in 0..130 {
                         b = b.lit(i.to_string()).lit(format!("member{i}"));
                     }
-                    b = b.fx(Fx::Skiplist(k.clone()));
+                    b = b.fx(Fx::Unmeasurable(k.clone()));
                 } else {
                     for _ in 0..self.rng.random_range(1..4) {
                         let (s, m) = (self.score(), self.member());
                         b = b.lit(s).lit(m);
                     }
                     if self.chance(3) {
-                        b = b.lit("1").lit("x".repeat(70)).fx(Fx::Skiplist(k.clone()));
+                        b = b.lit("1").lit("x".repeat(70)).fx(Fx::Unmeasurable(k.clone()));
                     }
                 }
                 b.build()
@@ -1117,6 +1128,238 @@ impl<R: RngCore> Gen<'_, R> {
                 b.build()
             }
             _ => B::new("SMEMBERS").key(&k).build(),
+        }
+    }
+
+    /// Bitmaps and bitfields on the string keys: offsets stay small (a valid offset near the 512 MB
+    /// limit would make both servers allocate it), with the invalid ones around the limit.
+    fn bits_cmd(&mut self) -> Command {
+        const OFFSETS: &[&str] = &["0", "1", "7", "8", "15", "63", "64", "100", "-1", "x", "", "4294967296", "01"];
+        const BIT_TYPES: &[&str] = &["u1", "u8", "i8", "u16", "i5", "u63", "i64", "u64", "i65", "x8", "u0", "U8"];
+        const FIELD_OFFSETS: &[&str] = &["0", "3", "8", "#0", "#1", "#7", "100", "-1", "#-1", "x", "#"];
+        const FIELD_VALUES: &[&str] = &[
+            "0", "1", "-1", "100", "127", "128", "255", "256", "-129", "9223372036854775807",
+            "-9223372036854775808", "x", "1.5",
+        ];
+        let k = self.key(Family::String);
+        let offset = |g: &mut Self| -> String {
+            if g.chance(60) {
+                g.rng.random_range(0i64..200).to_string()
+            } else {
+                g.pick(OFFSETS).to_string()
+            }
+        };
+        let range = |g: &mut Self, b: B| -> B {
+            let b = b.lit(g.index()).lit(g.index());
+            if g.chance(40) {
+                b.lit(g.pick(&["BIT", "BYTE", "bit", "nope"]))
+            } else {
+                b
+            }
+        };
+        match self.rng.random_range(0..14) {
+            0..=2 => {
+                let (o, v) = (offset(self), self.pick(&["0", "1", "1", "2", "-1", "x"]));
+                B::new("SETBIT").key(&k).lit(o).lit(v).build()
+            }
+            3 | 4 => {
+                let o = offset(self);
+                B::new("GETBIT").key(&k).lit(o).build()
+            }
+            5 | 6 => {
+                let b = B::new("BITCOUNT").key(&k);
+                if self.chance(60) { range(self, b).build() } else { b.build() }
+            }
+            7 | 8 => {
+                let bit = self.pick(&["0", "1", "1", "0", "2", "x"]);
+                let mut b = B::new("BITPOS").key(&k).lit(bit);
+                match self.rng.random_range(0..3) {
+                    0 => {}
+                    1 => b = b.lit(self.index()),
+                    _ => b = range(self, b),
+                }
+                b.build()
+            }
+            9 => {
+                let op = self.pick(&["AND", "OR", "XOR", "NOT", "not", "NOR"]);
+                let dest = self.key(Family::String);
+                let mut b = B::new("BITOP").lit(op).key(&dest);
+                for _ in 0..self.rng.random_range(1..4) {
+                    let src = self.key(Family::String);
+                    b = b.key(&src);
+                }
+                b.build()
+            }
+            _ => {
+                let ro = self.chance(25);
+                let mut b = B::new(if ro { "BITFIELD_RO" } else { "BITFIELD" }).key(&k);
+                for _ in 0..self.rng.random_range(1..5) {
+                    let ty = if self.chance(70) {
+                        let bits = self.rng.random_range(1..=16);
+                        format!("{}{bits}", self.pick(&["u", "i"]))
+                    } else {
+                        self.pick(BIT_TYPES).to_string()
+                    };
+                    let off = if self.chance(60) {
+                        self.rng.random_range(0i64..120).to_string()
+                    } else {
+                        self.pick(FIELD_OFFSETS).to_string()
+                    };
+                    let val = if self.chance(50) {
+                        self.rng.random_range(-300i64..300).to_string()
+                    } else {
+                        self.pick(FIELD_VALUES).to_string()
+                    };
+                    b = match self.rng.random_range(0..10) {
+                        0..=3 => b.lit("GET").lit(ty).lit(off),
+                        4 | 5 => b.lit("SET").lit(ty).lit(off).lit(val),
+                        6 | 7 => b.lit("INCRBY").lit(ty).lit(off).lit(val),
+                        8 => b.lit("OVERFLOW").lit(self.pick(&["WRAP", "SAT", "FAIL", "fail", "nope"])),
+                        _ => b.lit(self.pick(&["GET", "SET", "FOO", "OVERFLOW"])),
+                    };
+                }
+                b.build()
+            }
+        }
+    }
+
+    /// HyperLogLogs: PFADD of a few elements from a pool (or a few hundred, past the sparse limit),
+    /// PFCOUNT of one to three keys, PFMERGE, and GET of the representation itself.
+    fn hll_cmd(&mut self) -> Command {
+        let k = self.key(Family::Hll);
+        let element = |g: &mut Self| -> String {
+            if g.chance(50) {
+                format!("e{}", g.rng.random_range(0..2000))
+            } else {
+                g.member()
+            }
+        };
+        match self.rng.random_range(0..12) {
+            0..=3 => {
+                let mut b = B::new("PFADD").key(&k);
+                let n = if self.chance(4) { self.rng.random_range(200..900) } else { self.rng.random_range(0..5) };
+                let base = self.rng.random_range(0..10_000);
+                for i in 0..n {
+                    b = if n > 5 { b.lit(format!("x{}", base + i)) } else { b.lit(element(self)) };
+                }
+                b.build()
+            }
+            4..=6 => {
+                let mut b = B::new("PFCOUNT").key(&k);
+                for _ in 0..self.rng.random_range(0..3) {
+                    let other = self.key(Family::Hll);
+                    b = b.key(&other);
+                }
+                b.build()
+            }
+            7 | 8 => {
+                let dest = self.key(Family::Hll);
+                let mut b = B::new("PFMERGE").key(&dest);
+                for _ in 0..self.rng.random_range(0..3) {
+                    let src = self.key(Family::Hll);
+                    b = b.key(&src);
+                }
+                b.build()
+            }
+            9 => B::new("GET").key(&k).build(),
+            10 => B::new("STRLEN").key(&k).build(),
+            _ => B::new("OBJECT").lit("ENCODING").key(&k).build(),
+        }
+    }
+
+    /// Streams with explicit IDs (an automatic `*` ID reads the server's clock, which the emulator's
+    /// does not follow) and `<ms>-*`, trimming exact and approximate, ranges and deletes. MEMORY USAGE
+    /// of a stream is only estimated, so every write marks the key unmeasurable.
+    fn stream_cmd(&mut self) -> Command {
+        const IDS: &[&str] = &["-", "+", "0", "0-0", "1", "1-1", "5", "5-*", "18446744073709551615", "x", "1-x", "(1", "(5-1", "("];
+        let k = self.key(Family::Stream);
+        let id = |g: &mut Self, star: bool| -> String {
+            match g.rng.random_range(0..10) {
+                0..=5 => format!("{}-{}", g.rng.random_range(0..30), g.rng.random_range(0..4)),
+                6 | 7 if star => format!("{}-*", g.rng.random_range(0..30)),
+                6 | 7 => g.rng.random_range(0..30).to_string(),
+                _ => g.pick(IDS).to_string(),
+            }
+        };
+        let trim = |g: &mut Self, mut b: B| -> B {
+            if g.chance(50) {
+                b = b.lit("MAXLEN");
+                if g.chance(60) {
+                    b = b.lit(g.pick(&["~", "=", "~"]));
+                }
+                b.lit(g.pick(&["0", "1", "3", "10", "-1", "x"]))
+            } else {
+                b = b.lit("MINID");
+                if g.chance(60) {
+                    b = b.lit(g.pick(&["~", "="]));
+                }
+                let min = id(g, false);
+                b.lit(min)
+            }
+        };
+        match self.rng.random_range(0..14) {
+            0..=4 => {
+                let mut b = B::new("XADD").key(&k).fx(Fx::Unmeasurable(k.clone()));
+                if self.chance(10) {
+                    b = b.lit("NOMKSTREAM");
+                }
+                if self.chance(20) {
+                    b = trim(self, b);
+                    if self.chance(20) {
+                        b = b.lit("LIMIT").lit(self.pick(&["0", "1", "100", "-1"]));
+                    }
+                }
+                let i = id(self, true);
+                b = b.lit(i);
+                if self.chance(5) {
+                    // A big entry moves the stream to a new listpack node sooner.
+                    b = b.lit("big").lit("y".repeat(self.rng.random_range(500..3000)));
+                }
+                for _ in 0..self.rng.random_range(1..3) {
+                    let (f, v) = (self.pick(FIELDS), self.short());
+                    b = b.lit(f).lit(v);
+                }
+                b.build()
+            }
+            5 => {
+                // Many entries at once, so that trimming meets whole nodes.
+                let n = self.rng.random_range(50..260);
+                let body = "for i = 1, tonumber(ARGV[1]) do redis.call('XADD', KEYS[1], (tonumber(ARGV[2]) + i) .. '-1', 'f', i) end return redis.call('XLEN', KEYS[1])";
+                let base = self.rng.random_range(0..1000).to_string();
+                let keys = [k.clone()];
+                let mut c = self.script_call(body, true, &keys, vec![n.to_string().into_bytes(), base.into_bytes()]);
+                c.fx.push(Fx::Unmeasurable(k.clone()));
+                c
+            }
+            6 | 7 => {
+                let b = B::new("XTRIM").key(&k).fx(Fx::Unmeasurable(k.clone()));
+                let mut b = trim(self, b);
+                if self.chance(25) {
+                    b = b.lit("LIMIT").lit(self.pick(&["0", "1", "50", "100", "150", "-1"]));
+                }
+                b.build()
+            }
+            8 => B::new("XLEN").key(&k).build(),
+            9 | 10 => {
+                let rev = self.chance(30);
+                let (a, z) = (id(self, false), id(self, false));
+                let (a, z) = if self.chance(50) { (a, z) } else if rev { ("+".into(), "-".into()) } else { ("-".into(), "+".into()) };
+                let mut b = B::new(if rev { "XREVRANGE" } else { "XRANGE" }).key(&k).lit(a).lit(z);
+                if self.chance(50) {
+                    b = b.lit("COUNT").lit(self.pick(&["0", "1", "2", "5", "-1", "x"]));
+                }
+                b.build()
+            }
+            11 | 12 => {
+                let mut b = B::new("XDEL").key(&k).fx(Fx::Unmeasurable(k.clone()));
+                for _ in 0..self.rng.random_range(1..4) {
+                    let i = id(self, false);
+                    b = b.lit(i);
+                }
+                b.build()
+            }
+            _ if self.chance(50) => B::new("TYPE").key(&k).build(),
+            _ => B::new("OBJECT").lit("ENCODING").key(&k).build(),
         }
     }
 
@@ -1461,7 +1704,7 @@ impl<R: RngCore> Gen<'_, R> {
         // A sliding log keeps up to `limit` members: past 128, a skiplist.
         if sliding_log {
             for k in &keys {
-                c.fx.push(Fx::Skiplist(k.clone()));
+                c.fx.push(Fx::Unmeasurable(k.clone()));
             }
         }
         c

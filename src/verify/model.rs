@@ -21,7 +21,8 @@
 //!   something looks it up or its expiry cycle samples it, and `DBSIZE` counts it until then. So
 //!   `DBSIZE` ([`Fx::CountKeys`]) only follows cases where no key had an absolute TTL.
 //! - **Measuring.** `MEMORY USAGE` is exact except on a skiplist-encoded sorted set (its nodes get
-//!   random levels) and on a key that already expired ([`Fx::Measure`], [`Fx::Skiplist`]).
+//!   random levels), on a stream (the model only estimates it) and on a key that already expired
+//!   ([`Fx::Measure`], [`Fx::Unmeasurable`]).
 //! - **Scripts the server may already know.** On a server other people use, the script cache may
 //!   hold anything, so `EVALSHA` and `SCRIPT EXISTS` only name scripts the same case loaded before
 //!   (by `SCRIPT LOAD`, or by an `EVAL` that compiles), or digests no script has. A private server
@@ -96,9 +97,10 @@ pub enum Fx {
     /// `SET .. EXAT/PXAT` stays in Redis's count until its expiry cycle gets to it, so no key may
     /// have had an absolute TTL.
     CountKeys,
-    /// The key may hold a sorted set encoded as a skiplist (past 128 members, or a member past 64
+    /// The key may hold a value whose MEMORY USAGE the model cannot give exactly: a stream, or a
+    /// sorted set encoded as a skiplist (past 128 members, or a member past 64
     /// bytes), whose nodes have random levels.
-    Skiplist(String),
+    Unmeasurable(String),
     /// Measures the key (MEMORY USAGE): exact only for a key that cannot be a skiplist (random node
     /// levels) and never had an absolute TTL (MEMORY USAGE reports an expired key until Redis's
     /// expiry cycle reclaims it).
@@ -111,7 +113,7 @@ pub enum Fx {
 #[derive(Clone, Debug, Default)]
 pub struct Model {
     ttl: HashMap<String, u8>,
-    skiplist: HashSet<String>,
+    unmeasurable: HashSet<String>,
     loaded: HashSet<String>,
     /// A private server, flushed before every case: script-cache rules do not apply.
     private: bool,
@@ -146,7 +148,7 @@ impl Model {
             Fx::ReadTtl(k, how) => self.can_read(k, *how),
             Fx::NeedLoaded(sha) => self.is_loaded(sha),
             Fx::CountKeys => self.ttl.values().all(|k| k & TtlKind::Abs.bit() == 0),
-            Fx::Measure(k) => !self.skiplist.contains(k) && self.ttl_kinds(k) & TtlKind::Abs.bit() == 0,
+            Fx::Measure(k) => !self.unmeasurable.contains(k) && self.ttl_kinds(k) & TtlKind::Abs.bit() == 0,
             _ => true,
         })
     }
@@ -160,12 +162,12 @@ impl Model {
                 Fx::CopyTtl { src, dst } => {
                     let s = self.ttl_kinds(src);
                     *self.ttl.entry(dst.clone()).or_default() |= s;
-                    if self.skiplist.contains(src) {
-                        self.skiplist.insert(dst.clone());
+                    if self.unmeasurable.contains(src) {
+                        self.unmeasurable.insert(dst.clone());
                     }
                 }
-                Fx::Skiplist(k) => {
-                    self.skiplist.insert(k.clone());
+                Fx::Unmeasurable(k) => {
+                    self.unmeasurable.insert(k.clone());
                 }
                 Fx::Load(sha) => {
                     if !self.in_multi {
