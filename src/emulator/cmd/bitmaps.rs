@@ -17,7 +17,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         name: "bitop",
         arity: -4,
         flags: WRITE | DENYOOM,
-        keys: KeySpec { first: 2, last: -1, step: 1 },
+        keys: KeySpec::at(2, -1, 1),
         handler: bitop,
     },
     CommandSpec { name: "bitfield", arity: -2, flags: WRITE | DENYOOM, keys: KeySpec::ONE, handler: bitfield },
