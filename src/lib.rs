@@ -59,6 +59,7 @@
 //! runner), [`metrics`], [`check`], [`attack`], [`race`], [`skew`], [`bench`](mod@bench), [`report`],
 //! [`verify`], [`cli`] (the binary's subcommands), [`clock`], [`error`].
 pub mod attack;
+pub mod audit;
 pub mod backend;
 pub mod bench;
 pub mod check;

@@ -84,6 +84,8 @@ pub struct RealRedis {
     /// cluster.
     masters: Vec<ConnectionInfo>,
     cluster: bool,
+    /// The CA certificates trusted for `rediss://` (`--tls-ca`), for reconnecting.
+    tls: Option<TlsFiles>,
     prefix: String,
     /// Replies received (commands and script calls), for "how far did it get" messages.
     replies: u64,
@@ -136,15 +138,16 @@ impl RealRedis {
     /// Connects to `url` (`redis://host:port[/db]`, with optional `user:password@`), finds out
     /// whether it is a cluster node, and picks a fresh key prefix.
     pub fn connect(url: &str, options: RealOptions) -> Result<RealRedis> {
+        Self::connect_with(url, options, None)
+    }
+
+    /// [`RealRedis::connect`], trusting the CA certificates of `tls` for a `rediss://` URL (else
+    /// the system's).
+    pub fn connect_with(url: &str, options: RealOptions, tls: Option<&TlsFiles>) -> Result<RealRedis> {
+        let info = connection_info(url, tls)?;
         // Everything this backend says names the server by `shown`: its password never appears.
         let shown = super::secret::redact(url);
-        let client = redis::Client::open(url).map_err(|e| Error::Invalid {
-            context: "--redis".into(),
-            field: "URL".into(),
-            reason: format!("`{shown}` is not a Redis URL ({}); expected redis://HOST:PORT", super::secret::redact(&e.to_string())),
-        })?;
         let url = shown.as_str();
-        let info = client.get_connection_info().clone();
         let mut probe = open_single(&info, options.timeout).map_err(|e| connect_error(url, &e))?;
         let cluster = match probe.req_command(redis::cmd("INFO").arg("cluster")) {
             Ok(Value::BulkString(b)) => String::from_utf8_lossy(&b).contains("cluster_enabled:1"),
@@ -166,8 +169,8 @@ impl RealRedis {
         };
         let (conn, masters) = if cluster {
             let masters = cluster_masters(&mut probe, &info).map_err(|e| connect_error(url, &e))?;
-            let masters = masters.into_iter().map(|(h, p)| info.clone().set_addr(ConnectionAddr::Tcp(h, p))).collect();
-            (Conn::Cluster(Box::new(open_cluster(&info, options.timeout).map_err(|e| connect_error(url, &e))?)), masters)
+            let masters = masters.into_iter().map(|(h, p)| info.clone().set_addr(same_kind(info.addr(), h, p))).collect();
+            (Conn::Cluster(Box::new(open_cluster(&info, options.timeout, tls).map_err(|e| connect_error(url, &e))?)), masters)
         } else {
             (Conn::Single(probe), vec![info.clone()])
         };
@@ -178,6 +181,7 @@ impl RealRedis {
             conn,
             masters,
             cluster,
+            tls: tls.cloned(),
             prefix: new_prefix(),
             replies: 0,
             script_calls: 0,
@@ -344,7 +348,7 @@ impl RealRedis {
                 return Ok(Reply::Error(error_text(&e)));
             }
             match how {
-                Resend::Remap => match open_cluster(&self.info, self.options.timeout) {
+                Resend::Remap => match open_cluster(&self.info, self.options.timeout, self.tls.as_ref()) {
                     Ok(c) => self.conn = Conn::Cluster(Box::new(c)),
                     Err(e2) => return Err(self.fail(what, &e2)),
                 },
@@ -586,6 +590,89 @@ impl Drop for RealRedis {
     }
 }
 
+/// CA certificates to trust for `rediss://` (`--tls-ca FILE`): PEM, read once.
+#[derive(Clone)]
+pub struct TlsFiles {
+    pub path: std::path::PathBuf,
+    pub ca_pem: Vec<u8>,
+}
+
+impl std::fmt::Debug for TlsFiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsFiles").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+impl TlsFiles {
+    /// Reads a PEM file of CA certificates; a file without one is refused.
+    pub fn read(path: &std::path::Path) -> Result<TlsFiles> {
+        let ca_pem = std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+        if !String::from_utf8_lossy(&ca_pem).contains("-----BEGIN CERTIFICATE-----") {
+            return Err(Error::Invalid {
+                context: "--tls-ca".into(),
+                field: "FILE".into(),
+                reason: format!("{} holds no PEM certificate (-----BEGIN CERTIFICATE-----)", path.display()),
+            });
+        }
+        Ok(TlsFiles { path: path.to_path_buf(), ca_pem })
+    }
+}
+
+/// `url` with its password replaced by `***` ([`super::secret::redact`]).
+pub fn redact_url(url: &str) -> String {
+    super::secret::redact(url)
+}
+
+/// The connection info of `url` (with the CA certificates of `tls` for `rediss://`); a bad URL is
+/// a user error that names the URL without its password.
+pub fn connection_info(url: &str, tls: Option<&TlsFiles>) -> Result<ConnectionInfo> {
+    let bad = |e: RedisError| Error::Invalid {
+        context: "--redis".into(),
+        field: "URL".into(),
+        reason: format!(
+            "`{}` is not a Redis URL ({}); expected redis://HOST:PORT or rediss://HOST:PORT",
+            redact_url(url),
+            redact_error(&e)
+        ),
+    };
+    let client = match tls {
+        Some(t) if url.starts_with("rediss://") => redis::Client::build_with_tls(
+            url,
+            redis::TlsCertificates { client_tls: None, root_cert: Some(t.ca_pem.clone()) },
+        )
+        .map_err(bad)?,
+        _ => redis::Client::open(url).map_err(bad)?,
+    };
+    Ok(client.get_connection_info().clone())
+}
+
+/// A redis crate error as text (its messages never hold the password; kept in one place so
+/// that stays checked).
+pub fn redact_error(e: &RedisError) -> String {
+    e.to_string()
+}
+
+/// The address of another node of the same kind as `like` (TLS stays TLS, with its settings).
+pub fn same_kind(like: &ConnectionAddr, host: String, port: u16) -> ConnectionAddr {
+    match like {
+        ConnectionAddr::TcpTls { insecure, tls_params, .. } => {
+            ConnectionAddr::TcpTls { host, port, insecure: *insecure, tls_params: tls_params.clone() }
+        }
+        _ => ConnectionAddr::Tcp(host, port),
+    }
+}
+
+/// The masters of the cluster that the node at `info` belongs to (`CLUSTER SLOTS`).
+pub fn masters_of(info: &ConnectionInfo, timeout: Duration) -> redis::RedisResult<Vec<(String, u16)>> {
+    let mut c = open_single(info, timeout)?;
+    cluster_masters(&mut c, info)
+}
+
+/// One connection to one server (TLS as its address says), with the timeouts set.
+pub fn open_connection(info: &ConnectionInfo, _tls: Option<&TlsFiles>, timeout: Duration) -> redis::RedisResult<redis::Connection> {
+    open_single(info, timeout)
+}
+
 /// One connection to one server, with the timeouts set.
 fn open_single(info: &ConnectionInfo, timeout: Duration) -> redis::RedisResult<redis::Connection> {
     let client = redis::Client::open(info.clone())?;
@@ -596,12 +683,12 @@ fn open_single(info: &ConnectionInfo, timeout: Duration) -> redis::RedisResult<r
 }
 
 /// A cluster connection that never re-sends on its own (retries 0).
-fn open_cluster(info: &ConnectionInfo, timeout: Duration) -> redis::RedisResult<ClusterConnection> {
-    let client = ClusterClient::builder(vec![info.clone()])
-        .retries(0)
-        .connection_timeout(timeout)
-        .response_timeout(timeout)
-        .build()?;
+fn open_cluster(info: &ConnectionInfo, timeout: Duration, tls: Option<&TlsFiles>) -> redis::RedisResult<ClusterConnection> {
+    let mut builder = ClusterClient::builder(vec![info.clone()]).retries(0).connection_timeout(timeout).response_timeout(timeout);
+    if let Some(t) = tls {
+        builder = builder.certs(redis::TlsCertificates { client_tls: None, root_cert: Some(t.ca_pem.clone()) });
+    }
+    let client = builder.build()?;
     let conn = client.get_connection()?;
     conn.set_read_timeout(Some(timeout))?;
     conn.set_write_timeout(Some(timeout))?;
@@ -612,7 +699,7 @@ fn open_cluster(info: &ConnectionInfo, timeout: Duration) -> redis::RedisResult<
 fn cluster_masters(conn: &mut redis::Connection, info: &ConnectionInfo) -> redis::RedisResult<Vec<(String, u16)>> {
     let v = conn.req_command(redis::cmd("CLUSTER").arg("SLOTS"))?.extract_error()?;
     let default_host = match info.addr() {
-        ConnectionAddr::Tcp(h, _) => h.clone(),
+        ConnectionAddr::Tcp(h, _) | ConnectionAddr::TcpTls { host: h, .. } => h.clone(),
         _ => "127.0.0.1".to_string(),
     };
     let mut out: Vec<(String, u16)> = Vec::new();
@@ -676,7 +763,7 @@ fn not_run_code(code: &str, cluster: bool) -> Option<Resend> {
 }
 
 fn connect_error(url: &str, e: &RedisError) -> Error {
-    Error::Connection(format!("{url}: cannot connect: {e}"))
+    Error::Connection(format!("{}: cannot connect: {}", redact_url(url), redact_error(e)))
 }
 
 /// The exact text of an error reply: its code, a space and the rest, as the server sent it.

@@ -239,14 +239,19 @@ impl<'l> Replay<'l> {
     }
 
     /// MEMORY USAGE of every key, summed, and the number of keys.
-    pub fn memory(&mut self) -> Result<(u64, u64)> {
+    /// MEMORY USAGE of the keys alive now, their count, and what they cost the server in
+    /// `used_memory` (tables aside, [`crate::emulator::used_memory::key_cost`]).
+    pub fn memory(&mut self) -> Result<(u64, u64, Vec<crate::emulator::used_memory::KeyCost>)> {
         let (mut bytes, mut n) = (0, 0);
+        let mut measured = Vec::new();
         for k in crate::report::memory::scan_prefix(&mut self.backend)? {
             if let Reply::Int(b) = self.backend.command(&[b"MEMORY", b"USAGE", k.as_bytes(), b"SAMPLES", b"0"])? {
                 bytes += b.max(0) as u64;
                 n += 1;
+                measured.push(crate::report::memory::KeyUsage { key: k, bytes: b.max(0) as u64 });
             }
         }
-        Ok((bytes, n))
+        let costs = crate::report::memory::key_costs(&self.backend.emu, &measured);
+        Ok((bytes, n, costs))
     }
 }

@@ -15,6 +15,7 @@ use crate::report::Format;
 use crate::{Error, Result};
 
 pub mod attack;
+pub mod audit;
 pub mod bench;
 pub mod check;
 pub mod compare;
@@ -80,6 +81,10 @@ pub enum Command {
     /// attack search and questions to the script itself, each check with pass/fail and evidence.
     /// Exit status 0 when every check holds, 1 when one fails, 2 on bad input.
     Check(check::Args),
+    /// Audit a live Redis (or a simulation's end state) read-only: SCAN every master at a set
+    /// pace, group keys into patterns, and report keys without TTL, TTLs far too long, sliding
+    /// logs, keys lacking a shared hash tag and memory per subject. Exit 1 on a warning with --strict.
+    Audit(audit::Args),
 }
 
 /// `--limit`, `--window`, `--burst`: a spec's policy, overridden from the command line where given.
@@ -176,6 +181,7 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> Result<()> {
         Command::Skew(a) => skew::run(skew::Plan::new(a)?, out),
         Command::Memory(a) => memory::run(memory::Plan::new(a)?, out),
         Command::Check(a) => check::run(check::Plan::new(a)?, out),
+        Command::Audit(a) => audit::run(audit::Plan::new(a)?, out),
     }
 }
 

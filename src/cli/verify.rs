@@ -13,8 +13,9 @@ use crate::verify::server::{PrivateCluster, PrivateServer};
 use crate::verify::{self, Options};
 use crate::{Error, Result};
 
-/// `--redis URL [--redis-timeout-ms MS]`: a real server to run on as well as the emulator.
-#[derive(Clone, Debug, Default, clap::Args)]
+/// `--redis URL [--redis-timeout-ms MS]`: a real server to run on as well as the emulator. Its
+/// `Debug` shows the URL without its password.
+#[derive(Clone, Default, clap::Args)]
 pub struct RedisArgs {
     /// A real Redis: redis://HOST:PORT[/DB] (user:password@ allowed); a cluster node is detected
     /// and the cluster used. run, compare and verify write only under a fresh `ll:<id>:` key prefix
@@ -33,22 +34,49 @@ pub struct RedisArgs {
     /// refuses a script's other keys. (`verify` without --redis allows them on its private server.)
     #[arg(long)]
     pub allow_outside_keys: bool,
+    /// For a rediss:// URL: trust the CA certificates in this PEM file (default: the system's).
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<std::path::PathBuf>,
 }
 
-/// A validated `--redis`: where, and how patiently.
-#[derive(Clone, Debug)]
+impl std::fmt::Debug for RedisArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisArgs")
+            .field("redis", &self.redis)
+            .field("redis_timeout_ms", &self.redis_timeout_ms)
+            .field("allow_outside_keys", &self.allow_outside_keys)
+            .field("tls_ca", &self.tls_ca)
+            .finish()
+    }
+}
+
+/// A validated `--redis`: where, and how patiently. Its `Debug` shows the URL without its password.
+#[derive(Clone)]
 pub struct RedisTarget {
     /// Shown redacted (see [`crate::backend::secret`]).
     pub url: RedisUrl,
     pub options: RealOptions,
     /// `--allow-outside-keys`.
     pub allow_outside_keys: bool,
+    /// `--tls-ca`, read.
+    pub tls: Option<crate::backend::real::TlsFiles>,
+}
+
+impl std::fmt::Debug for RedisTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisTarget")
+            .field("url", &self.url)
+            .field("options", &self.options)
+            .field("allow_outside_keys", &self.allow_outside_keys)
+            .field("tls", &self.tls)
+            .finish()
+    }
 }
 
 impl RedisTarget {
     /// Opens the connection (and finds out whether it is a cluster).
     pub fn connect(&self) -> Result<RealRedis> {
-        let mut r = RealRedis::connect(self.url.expose(), self.options)?;
+        let mut r = RealRedis::connect_with(self.url.expose(), self.options, self.tls.as_ref())?;
         r.set_allow_outside_keys(self.allow_outside_keys);
         Ok(r)
     }
@@ -59,14 +87,12 @@ impl RedisArgs {
     pub fn target(&self) -> Result<Option<RedisTarget>> {
         let options = self.options()?;
         let Some(url) = &self.redis else { return Ok(None) };
-        if let Err(e) = redis::Client::open(url.expose()) {
-            return Err(Error::Invalid {
-                context: "--redis".into(),
-                field: "URL".into(),
-                reason: format!("`{url}` is not a Redis URL ({}); expected redis://HOST:PORT", redact(&e.to_string())),
-            });
-        }
-        Ok(Some(RedisTarget { url: url.clone(), options, allow_outside_keys: self.allow_outside_keys }))
+        let tls = match &self.tls_ca {
+            Some(p) => Some(crate::backend::real::TlsFiles::read(p)?),
+            None => None,
+        };
+        crate::backend::real::connection_info(url.expose(), tls.as_ref())?;
+        Ok(Some(RedisTarget { url: url.clone(), options, allow_outside_keys: self.allow_outside_keys, tls }))
     }
 
     fn options(&self) -> Result<RealOptions> {

@@ -10,6 +10,7 @@ pub mod keyspace;
 pub mod longdouble;
 pub mod lua;
 pub mod memory;
+pub mod used_memory;
 pub mod multi;
 pub mod reply;
 

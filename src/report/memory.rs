@@ -9,6 +9,7 @@ use crate::backend::emulated::EmulatedBackend;
 use crate::backend::real::RealRedis;
 use crate::backend::Backend;
 use crate::clock::{Millis, VirtualClock, DEFAULT_START};
+use crate::emulator::used_memory::{growth, key_cost, Growth, KeyCost};
 use crate::emulator::{Emulator, Reply};
 use crate::limiter::{subject_key, Algorithm, Limiter, Params, Variant};
 use crate::sim::standard::{seed_memory, seed_name};
@@ -90,6 +91,16 @@ pub fn run_user(backend: &mut dyn Backend, limiter: &Limiter, subject: &str, tim
     Ok(out)
 }
 
+/// What each of `keys` (that exists on `emu`) costs the server in `used_memory`, tables aside.
+pub fn key_costs(emu: &Emulator, keys: &[KeyUsage]) -> Vec<KeyCost> {
+    let mut core = emu.core();
+    let cluster = core.cluster;
+    let now = core.now_ms();
+    keys.iter()
+        .filter_map(|k| core.db.get(k.key.as_bytes(), now).map(|e| key_cost(k.key.as_bytes(), e, cluster)))
+        .collect()
+}
+
 /// MEMORY USAGE of each of `keys` that exists.
 fn usage_of(backend: &mut dyn Backend, keys: &[String]) -> Result<Vec<KeyUsage>> {
     let mut out = Vec::new();
@@ -136,6 +147,9 @@ pub struct MemoryRow {
     pub real_keys: Option<Vec<KeyUsage>>,
     pub real_bytes_per_user: Option<u64>,
     pub real_total_bytes: Option<u64>,
+    /// The server's `used_memory` growth for `users` users (the model of
+    /// [`crate::emulator::used_memory`]): entries, expires, bucket arrays, allocation rounding.
+    pub used_memory: Option<Growth>,
     /// Why the script could not run at these parameters (its argument rules), if it could not.
     pub skipped: Option<String>,
 }
@@ -191,6 +205,7 @@ pub fn measure(plan: &MemoryPlan, mut real: Option<&mut RealRedis>) -> Result<Me
             real_keys: None,
             real_bytes_per_user: None,
             real_total_bytes: None,
+            used_memory: None,
             skipped: None,
         };
         if let Some(bad) = times.iter().find_map(|&t| limiter.check_call(t, 1).err()) {
@@ -224,6 +239,7 @@ pub fn measure(plan: &MemoryPlan, mut real: Option<&mut RealRedis>) -> Result<Me
         row.keys.extend(usage_of(&mut backend, &outside)?);
         row.bytes_per_user = row.keys.iter().map(|k| k.bytes).sum();
         row.total_bytes = row.bytes_per_user.saturating_mul(plan.users);
+        row.used_memory = Some(growth(&key_costs(&backend.emu, &row.keys), row.bytes_per_user, plan.users));
         if let Some(r) = real.as_deref_mut() {
             if !outside.is_empty() && (r.is_cluster() || !r.allow_outside_keys()) {
                 return Err(Error::Invalid {
@@ -323,6 +339,8 @@ impl MemoryReport {
             format!("{users} users"),
             "Seed article: per user".into(),
             format!("Seed article: {} users", thousands(SEED_USERS)),
+            "used_memory growth per user".into(),
+            format!("used_memory growth, {users} users"),
         ];
         if self.redis.is_some() {
             headers.extend([
@@ -359,6 +377,13 @@ impl MemoryReport {
                 r.seed_bytes_per_user.map_or("-".into(), thousands),
                 r.seed_total_mb.map_or("-".into(), seed_mb),
             ];
+            match &r.used_memory {
+                Some(g) => {
+                    cells.push(thousands(g.per_subject.round() as u64));
+                    cells.push(megabytes(g.total.round() as u64));
+                }
+                None => cells.extend(["-".into(), "-".into()]),
+            }
             if self.redis.is_some() {
                 match (r.real_bytes_per_user, r.real_total_bytes) {
                     (Some(b), Some(total)) => {
@@ -378,6 +403,12 @@ impl MemoryReport {
         t.note(
             "Bytes: MEMORY USAGE key SAMPLES 0 of each key one user's calls leave, on the emulator's model of Redis 7.0 \
              (jemalloc size classes; skiplist nodes at their expected size, as Redis draws node levels at random).",
+        );
+        t.note(
+            "used_memory growth: what the server's INFO used_memory grows by for that many users added to an empty \
+             database (Redis 7.0.15, jemalloc 5.3): MEMORY USAGE's bytes plus the expires dict's entry of a key with a \
+             TTL (32 bytes), both dicts' bucket arrays (8 bytes a bucket, tables of a power of two at load factor 1), \
+             dict entries and structs as allocated (32 bytes, not 24), less the shared integers 0 to 9999.",
         );
         t.note("MB: 2^20 bytes, as the seed article counts (56 bytes x 1,000,000 users = 53.4 MB).");
         if self.limit == SEED_PARAMS.limit && self.window_ms == SEED_PARAMS.window_ms {

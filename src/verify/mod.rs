@@ -18,6 +18,7 @@ pub mod model;
 pub mod render;
 pub mod server;
 pub mod shrink;
+pub mod used_memory;
 
 use std::collections::BTreeMap;
 

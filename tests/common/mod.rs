@@ -698,5 +698,66 @@ impl Drop for LimitlabServe {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_file(&self.log);
+/// Adds (or resets) an ACL user on the server at `port`: `ACL SETUSER name reset on >password
+/// ~* &* -@all +cmd...` (each of `commands` as given, e.g. `object|encoding`), so that the user can
+/// run exactly those commands. Panics with the server's reply when it refuses.
+pub fn acl_user(port: u16, name: &str, password: &str, commands: &[&str]) {
+    let mut args: Vec<String> = ["ACL", "SETUSER", name, "reset", "on", &format!(">{password}"), "~*", "&*", "-@all"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.extend(commands.iter().map(|c| format!("+{c}")));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let reply = RespConn::open(port).and_then(|mut c| c.command(&refs));
+    assert!(matches!(&reply, Ok(RespReply::Line(l)) if l == "+OK"), "ACL SETUSER {name}: {reply:?}");
+}
+
+/// A private `redis-server` that also listens with TLS: a CA and a server certificate for
+/// 127.0.0.1 are made with `openssl` in a directory of its own; the plain port stays for start-up
+/// checks and set-up. Dropping it kills the server and removes the certificates.
+pub struct TlsServer {
+    pub server: RedisServer,
+    pub tls_port: u16,
+    /// The CA certificate (PEM) that signed the server's.
+    pub ca: PathBuf,
+    _dir: TempDir,
+}
+
+impl TlsServer {
+    /// Starts one, or `None` (with the reason printed) without redis-server or openssl; under CI
+    /// their absence is a failure.
+    pub fn start_or_skip(test_name: &str) -> Option<TlsServer> {
+        if !require_binaries(test_name, &["redis-server", "openssl"]) {
+            return None;
+        }
+        let dir = TempDir::new(&format!("tls-{test_name}"));
+        let d = &dir.0;
+        let run = |args: &[&str]| {
+            let out = Command::new("openssl").args(args).current_dir(d).stdin(Stdio::null()).output().expect("openssl runs");
+            assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        };
+        run(&["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=limitlab test CA"]);
+        run(&["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1"]);
+        std::fs::write(d.join("ext.cnf"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n").unwrap();
+        run(&[
+            "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.crt", "-days",
+            "2", "-extfile", "ext.cnf",
+        ]);
+        let file = |n: &str| d.join(n).to_string_lossy().into_owned();
+        let mut failures = Vec::new();
+        for _ in 0..ATTEMPTS {
+            let tls_port = free_port().expect("a free port");
+            let port = tls_port.to_string();
+            let (cert, key, ca) = (file("server.crt"), file("server.key"), file("ca.crt"));
+            let extra = [
+                "--tls-port", &port, "--tls-cert-file", &cert, "--tls-key-file", &key, "--tls-ca-cert-file", &ca,
+                "--tls-auth-clients", "no",
+            ];
+            match RedisServer::try_start_with(&extra) {
+                Ok(server) => return Some(TlsServer { server, tls_port, ca: d.join("ca.crt"), _dir: dir }),
+                Err(e) => failures.push(e),
+            }
+        }
+        panic!("could not start a TLS redis-server:\n{}", failures.join("\n"));
     }
 }

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# limitlab audit of 1,000,000 keys on a private Redis 7.0 started here, at the default settings:
+# its wall time, and its effect on the server's latency (redis-cli --latency-history, 1 s
+# intervals, before and during the audit). Then --rate honoured: an audit at a lower rate, its
+# commands per second as it reports them.
+# Usage: benches/audit.sh [KEYS] [RATE]   (defaults 1000000 and 20000)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+keys=${1:-1000000}
+slow_rate=${2:-20000}
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+dir=$(mktemp -d)
+redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" >"$dir/log" 2>&1 &
+pid=$!
+trap 'kill $pid 2>/dev/null; kill $lat 2>/dev/null || true; rm -rf "$dir"' EXIT
+for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+cargo build --quiet --release --example audit_populate --bin limitlab
+./target/release/examples/audit_populate "redis://127.0.0.1:$port/" "$keys"
+echo "DBSIZE $(redis-cli -p "$port" dbsize)"
+
+echo "latency, idle (5 s):"
+timeout 5 redis-cli -p "$port" --latency-history -i 1 --raw 2>/dev/null | tail -n +1 || true
+
+redis-cli -p "$port" --latency-history -i 1 --raw >"$dir/latency" 2>&1 &
+lat=$!
+start=$(date +%s.%N)
+./target/release/limitlab audit --redis "redis://127.0.0.1:$port/" --json >"$dir/audit.json"
+end=$(date +%s.%N)
+kill $lat 2>/dev/null || true
+python3 - "$dir/audit.json" "$start" "$end" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+wall = float(sys.argv[3]) - float(sys.argv[2])
+print(f"audit, default settings: {r['keys']:,} keys, {r['commands']:,} commands in {r['elapsed_s']:.1f} s "
+      f"({r['commands']/r['elapsed_s']:,.0f}/s, limit {r['rate']:,}/s); wall time with start-up {wall:.1f} s")
+print(f"patterns {len(r['patterns'])}, warnings {sum(1 for f in r['findings'] if f['severity']=='warning')}")
+PY
+echo "latency during the audit (1 s intervals):"
+cat "$dir/latency"
+
+./target/release/limitlab audit --redis "redis://127.0.0.1:$port/" --json --rate "$slow_rate" --match 'fw:*' >"$dir/slow.json"
+python3 - "$dir/slow.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"--rate {r['rate']:,}: {r['keys']:,} keys, {r['commands']:,} commands in {r['elapsed_s']:.1f} s = {r['commands']/r['elapsed_s']:,.0f} commands/s")
+PY

@@ -1,0 +1,285 @@
+//! The audit's verdicts, each with its evidence and what to do. A warning is something to fix
+//! (`--strict` exits 1 on one); an info is a figure to know (memory per subject).
+use serde::Serialize;
+
+use super::PatternReport;
+use crate::report::memory::megabytes;
+use crate::report::table::thousands;
+
+/// What a finding is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// Keys without a TTL: they are never removed.
+    NoTtl,
+    /// TTLs far longer than the window the key names suggest.
+    LongTtl,
+    /// Sorted sets: a sliding log, whose memory grows with the limit.
+    SlidingLog,
+    /// One subject's keys in several hash slots.
+    CrossSlot,
+    /// Memory per subject, now and at ten times the subjects.
+    Memory,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::NoTtl => "no_ttl",
+            Kind::LongTtl => "long_ttl",
+            Kind::SlidingLog => "sliding_log",
+            Kind::CrossSlot => "cross_slot",
+            Kind::Memory => "memory",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Warning,
+    Info,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Finding {
+    pub kind: Kind,
+    pub severity: Severity,
+    pub pattern: String,
+    pub summary: String,
+    pub evidence: Vec<String>,
+    pub advice: String,
+}
+
+/// TTLs longer than this many windows are "far longer than needed" (a window counter needs two).
+pub const LONG_TTL_WINDOWS: i64 = 10;
+
+/// A duration in ms as `1.5 s`, `2 min`, `3.2 h`, `4.1 d`.
+pub fn duration(ms: i64) -> String {
+    let ms = ms as f64;
+    let (v, unit) = if ms < 1000.0 {
+        return format!("{} ms", ms as i64);
+    } else if ms < 60_000.0 {
+        (ms / 1000.0, "s")
+    } else if ms < 3_600_000.0 {
+        (ms / 60_000.0, "min")
+    } else if ms < 86_400_000.0 {
+        (ms / 3_600_000.0, "h")
+    } else {
+        (ms / 86_400_000.0, "d")
+    };
+    if (v - v.round()).abs() < 0.05 {
+        format!("{} {unit}", v.round() as i64)
+    } else {
+        format!("{v:.1} {unit}")
+    }
+}
+
+/// A UTC date and time from unix ms: `2026-12-01 20:41 UTC`.
+pub fn utc(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02} UTC", rem / 3600, rem % 3600 / 60)
+}
+
+/// The findings for the patterns of an audit at server time `now_ms`.
+pub fn judge(patterns: &[PatternReport], now_ms: i64) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for p in patterns {
+        if p.no_ttl > 0 {
+            let mut evidence = vec![format!("{} of {} keys: PTTL -1 (no TTL)", thousands(p.no_ttl), thousands(p.keys))];
+            evidence.push(format!("for example {}", p.examples_no_ttl.join(", ")));
+            if let Some(idle) = p.idle_max_s {
+                evidence.push(format!(
+                    "OBJECT IDLETIME of the sampled ones: median {}, up to {}: untouched since {} at least, and kept since",
+                    duration(p.idle_median_s.unwrap_or(0) as i64 * 1000),
+                    duration(idle as i64 * 1000),
+                    utc(now_ms - idle as i64 * 1000)
+                ));
+            }
+            if p.no_ttl < p.keys {
+                evidence.push(format!("{} keys of the same pattern do have a TTL", thousands(p.keys - p.no_ttl)));
+            }
+            out.push(Finding {
+                kind: Kind::NoTtl,
+                severity: Severity::Warning,
+                pattern: p.pattern.clone(),
+                summary: format!(
+                    "{} keys without a TTL: never removed, one more for every subject that ever called",
+                    thousands(p.no_ttl)
+                ),
+                evidence,
+                advice: "Set a TTL whenever the script writes the key: PEXPIRE to two windows for a window counter, one \
+                         window for a sliding log, the time to refill for a bucket. Keys already there stay until \
+                         something expires or deletes them (the audit never writes)."
+                    .into(),
+            });
+        }
+        if let (Some(w), Some(max)) = (p.window_ms, p.ttl_max_ms) {
+            if max > LONG_TTL_WINDOWS * w as i64 {
+                out.push(Finding {
+                    kind: Kind::LongTtl,
+                    severity: Severity::Warning,
+                    pattern: p.pattern.clone(),
+                    summary: format!(
+                        "TTLs up to {} on keys of a {} window ({:.0} windows; two are enough)",
+                        duration(max),
+                        duration(w as i64),
+                        max as f64 / w as f64
+                    ),
+                    evidence: vec![
+                        format!(
+                            "segment {} of the names is a window number: its largest value is the current {} window",
+                            p.window_segment.unwrap_or(0) + 1,
+                            duration(w as i64)
+                        ),
+                        format!(
+                            "PTTL: min {}, median {}, max {} over {} keys with a TTL",
+                            duration(p.ttl_min_ms.unwrap_or(0)),
+                            duration(p.ttl_median_ms.unwrap_or(0)),
+                            duration(max),
+                            thousands(p.keys - p.no_ttl)
+                        ),
+                    ],
+                    advice: format!(
+                        "Expire a window's key two windows after it starts ({}): each key then lives {:.0}x shorter, \
+                         and the pattern holds about {:.0}x fewer keys.",
+                        duration(2 * w as i64),
+                        max as f64 / (2 * w) as f64,
+                        max as f64 / (2 * w) as f64
+                    ),
+                });
+            }
+        }
+        let zsets = p.types.get("zset").copied().unwrap_or(0);
+        if zsets > 0 {
+            let mut evidence = vec![format!("{} of {} keys are sorted sets", thousands(zsets), thousands(p.keys))];
+            if let (Some(min), Some(med), Some(max)) = (p.size_min, p.size_median, p.size_max) {
+                evidence.push(format!(
+                    "ZCARD of the {} sampled: min {}, median {}, max {}: the limit is at least {}",
+                    thousands(p.sampled),
+                    thousands(min),
+                    thousands(med),
+                    thousands(max),
+                    thousands(max)
+                ));
+            }
+            if !p.encodings.is_empty() {
+                let enc: Vec<String> = p.encodings.iter().map(|(e, n)| format!("{e} {}", thousands(*n))).collect();
+                evidence.push(format!("encodings: {} (skiplist past 128 entries: about 100 bytes an entry)", enc.join(", ")));
+            }
+            if let Some((k, b)) = p.largest.first() {
+                evidence.push(format!("largest: {k}, {} bytes", thousands(*b)));
+            }
+            if let Some(per) = p.memory_per_subject {
+                evidence.push(format!(
+                    "{} per subject over {} subjects: {} now, {} at 10x the subjects",
+                    thousands(per),
+                    thousands(p.subjects),
+                    megabytes(p.memory_bytes),
+                    megabytes(p.memory_bytes * 10)
+                ));
+            }
+            out.push(Finding {
+                kind: Kind::SlidingLog,
+                severity: Severity::Warning,
+                pattern: p.pattern.clone(),
+                summary: format!(
+                    "sliding logs: {} sorted sets, up to {} entries each, {} in all",
+                    thousands(zsets),
+                    thousands(p.size_max.unwrap_or(0)),
+                    megabytes(p.memory_bytes)
+                ),
+                evidence,
+                advice: "A sliding log keeps one entry per request in the window, so its memory grows with the limit \
+                         (the seed article: 88 GB for a million users at 1,000 a minute). A sliding window counter \
+                         (two integers) or a token bucket (one small hash) holds the same limit within a few percent \
+                         for about 100 bytes a subject; keep the log for small limits and few subjects."
+                    .into(),
+            });
+        }
+        if p.cross_slot_subjects > 0 {
+            let mut evidence = vec![format!(
+                "{} subjects have keys of this pattern in more than one hash slot; {} of {} keys have a hash tag",
+                thousands(p.cross_slot_subjects),
+                thousands(p.hash_tagged),
+                thousands(p.keys)
+            )];
+            if let Some((a, sa, b, sb)) = &p.cross_slot_example {
+                evidence.push(format!("for example {a} (slot {sa}) and {b} (slot {sb})"));
+            }
+            out.push(Finding {
+                kind: Kind::CrossSlot,
+                severity: Severity::Warning,
+                pattern: p.pattern.clone(),
+                summary: format!(
+                    "{} subjects' keys lack a shared hash tag: a script touching two of them (a sliding window reads \
+                     the current and the previous window) fails with CROSSSLOT on Redis Cluster",
+                    thousands(p.cross_slot_subjects)
+                ),
+                evidence,
+                advice: "Put the subject in a hash tag so that all its keys share a slot: rate:{user42}:28333 instead \
+                         of rate:user42:28333. A script that touches one key per call is unaffected."
+                    .into(),
+            });
+        }
+        if p.subjects > 0 {
+            if let (Some(per), Some(used)) = (p.memory_per_subject, p.used_memory_per_subject) {
+                let bound = if p.memory_error_bytes > 0 {
+                    format!(" (± {} at 95%, from {} sampled keys)", megabytes(p.memory_error_bytes), thousands(p.sampled))
+                } else {
+                    String::new()
+                };
+                out.push(Finding {
+                    kind: Kind::Memory,
+                    severity: Severity::Info,
+                    pattern: p.pattern.clone(),
+                    summary: format!(
+                        "{} subjects, {} bytes each (MEMORY USAGE), about {} in used_memory; {} now, {} at 10x the subjects",
+                        thousands(p.subjects),
+                        thousands(per),
+                        thousands(used),
+                        megabytes(p.used_memory_bytes),
+                        megabytes(p.used_memory_bytes * 10)
+                    ),
+                    evidence: vec![
+                        format!("MEMORY USAGE of {} keys: {}{bound}", thousands(p.keys), megabytes(p.memory_bytes)),
+                        "used_memory adds what MEMORY USAGE leaves out: dict entries as allocated (32 bytes, not 24), \
+                         the expires dict's entry of a key with a TTL (32 bytes), both dicts' bucket arrays (8 bytes a \
+                         bucket, 1 to 2 per key)"
+                            .into(),
+                    ],
+                    advice: "Plan for the used_memory figure: it is what maxmemory and the host see.".into(),
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times() {
+        assert_eq!(utc(0), "1970-01-01 00:00 UTC");
+        assert_eq!(utc(1_704_067_200_000), "2024-01-01 00:00 UTC");
+        assert_eq!(utc(1_764_620_460_000), "2025-12-01 20:21 UTC");
+        assert_eq!(duration(120_000), "2 min");
+        assert_eq!(duration(1500), "1.5 s");
+        assert_eq!(duration(86_400_000 * 3), "3 d");
+        assert_eq!(duration(12), "12 ms");
+    }
+}
