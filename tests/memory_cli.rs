@@ -30,15 +30,20 @@ fn default_is_the_seed_setting_with_its_figures() {
     let s = text(&out.stdout);
     assert!(s.starts_with("Memory per user: limit 1,000 per 60,000 ms, 1,000 calls in the window, key rate:{user42}\n"));
     // Exact figures (integers and listpacks); a real Redis 7.0.15 gives the same.
-    assert_eq!(row(&s, "fixed_window"), ["fixed_window (Fixed window)", "1", "88", "83.9 MB", "56", "53.4 MB"]);
-    assert_eq!(row(&s, "gcra"), ["gcra (GCRA)", "1", "56", "53.4 MB", "-", "-"]);
+    // used_memory growth: a 32-byte dict entry (24 in MEMORY USAGE), 32 for the expires entry,
+    // 16.8 bytes of buckets (two tables of 2^20 for a million keys); shared integers cost nothing.
+    assert_eq!(
+        row(&s, "fixed_window"),
+        ["fixed_window (Fixed window)", "1", "88", "83.9 MB", "56", "53.4 MB", "145", "138.1 MB"]
+    );
+    assert_eq!(row(&s, "gcra"), ["gcra (GCRA)", "1", "56", "53.4 MB", "-", "-", "113", "107.6 MB"]);
     assert_eq!(
         row(&s, "seed_fixed_window"),
-        ["seed_fixed_window (Fixed window)", "1", "72", "68.7 MB", "56", "53.4 MB"]
+        ["seed_fixed_window (Fixed window)", "1", "72", "68.7 MB", "56", "53.4 MB", "113", "107.6 MB"]
     );
     assert_eq!(
         row(&s, "seed_token_bucket"),
-        ["seed_token_bucket (Token bucket)", "1", "104", "99.2 MB", "72", "68.7 MB"]
+        ["seed_token_bucket (Token bucket)", "1", "104", "99.2 MB", "72", "68.7 MB", "161", "153.3 MB"]
     );
     assert_eq!(row(&s, "sliding_window")[4..], ["56", "-"]);
     // The sorted sets of 1,000 members: skiplists, near 94 KB and 118 KB.
@@ -49,7 +54,7 @@ fn default_is_the_seed_setting_with_its_figures() {
     assert!(s.contains("MB: 2^20 bytes, as the seed article counts"));
     // Nine scripts, and the same bytes on every run.
     for v in limitlab::limiter::Variant::ALL {
-        assert_eq!(row(&s, v.name()).len(), 6, "{v}");
+        assert_eq!(row(&s, v.name()).len(), 8, "{v}");
     }
     assert_eq!(text(&limitlab(&["memory"]).stdout), s);
 }
@@ -90,6 +95,9 @@ fn json_lists_each_key() {
     assert_eq!(fw["total_bytes"], 720);
     assert_eq!(fw["seed_total_mb"], serde_json::Value::Null);
     assert_eq!(fw["seed_bytes_per_user"], 56);
+    assert_eq!(fw["used_memory"]["keys_with_ttl"], 10);
+    assert_eq!(fw["used_memory"]["main_table"], 8 * 16);
+    assert_eq!(fw["used_memory"]["memory_usage_per_subject"], 72);
 }
 
 #[test]

@@ -29,7 +29,7 @@ pub struct Mix {
 }
 
 impl Mix {
-    /// The tests' mix: 504 keys.
+    /// The tests' mix: 477 keys.
     pub fn small() -> Mix {
         Mix {
             fixed: 200,
@@ -152,6 +152,14 @@ pub fn load(conn: &mut dyn redis::ConnectionLike, mix: &Mix, now_ms: i64) -> red
             pipe.add_command(c.clone()).ignore();
         }
         pipe.query::<()>(conn)?;
+    }
+    Ok(())
+}
+
+/// [`load`] one command at a time, for a connection without pipelines (a cluster's).
+pub fn load_each(conn: &mut dyn redis::ConnectionLike, mix: &Mix, now_ms: i64) -> redis::RedisResult<()> {
+    for c in mix.commands(now_ms) {
+        conn.req_command(&c)?;
     }
     Ok(())
 }
