@@ -75,6 +75,18 @@ pub fn duration(ms: i64) -> String {
     }
 }
 
+/// Bytes for a reader: `512 bytes`, `37.5 KB`, `83.9 MB` (KB and MB of 2^10 and 2^20 bytes, as
+/// the seed article counts MB).
+pub fn size(n: u64) -> String {
+    if n < 10 * 1024 {
+        format!("{} bytes", thousands(n))
+    } else if n < 10 * 1024 * 1024 {
+        format!("{:.1} KB", n as f64 / 1024.0)
+    } else {
+        megabytes(n)
+    }
+}
+
 /// A UTC date and time from unix ms: `2026-12-01 20:41 UTC`.
 pub fn utc(ms: i64) -> String {
     let secs = ms.div_euclid(1000);
@@ -96,17 +108,24 @@ pub fn utc(ms: i64) -> String {
 /// The findings for the patterns of an audit at server time `now_ms`.
 pub fn judge(patterns: &[PatternReport], now_ms: i64) -> Vec<Finding> {
     let mut out = Vec::new();
+    let mut infos = Vec::new();
     for p in patterns {
         if p.no_ttl > 0 {
             let mut evidence = vec![format!("{} of {} keys: PTTL -1 (no TTL)", thousands(p.no_ttl), thousands(p.keys))];
             evidence.push(format!("for example {}", p.examples_no_ttl.join(", ")));
             if let Some(idle) = p.idle_max_s {
                 evidence.push(format!(
-                    "OBJECT IDLETIME of the sampled ones: median {}, up to {}: untouched since {} at least, and kept since",
+                    "OBJECT IDLETIME of the sampled ones: median {}, up to {}: the oldest untouched since {} at least",
                     duration(p.idle_median_s.unwrap_or(0) as i64 * 1000),
                     duration(idle as i64 * 1000),
                     utc(now_ms - idle as i64 * 1000)
                 ));
+            } else if p.encodings.contains_key("int") {
+                evidence.push(
+                    "their age is unknown: small integer values (0 to 9999) are Redis's shared objects, whose idle time is \
+                     not the key's"
+                        .into(),
+                );
             }
             if p.no_ttl < p.keys {
                 evidence.push(format!("{} keys of the same pattern do have a TTL", thousands(p.keys - p.no_ttl)));
@@ -116,8 +135,9 @@ pub fn judge(patterns: &[PatternReport], now_ms: i64) -> Vec<Finding> {
                 severity: Severity::Warning,
                 pattern: p.pattern.clone(),
                 summary: format!(
-                    "{} keys without a TTL: never removed, one more for every subject that ever called",
-                    thousands(p.no_ttl)
+                    "{} {} without a TTL: never removed, one more for every subject that ever called",
+                    thousands(p.no_ttl),
+                    if p.no_ttl == 1 { "key" } else { "keys" }
                 ),
                 evidence,
                 advice: "Set a TTL whenever the script writes the key: PEXPIRE to two windows for a window counter, one \
@@ -187,8 +207,8 @@ pub fn judge(patterns: &[PatternReport], now_ms: i64) -> Vec<Finding> {
                     "{} per subject over {} subjects: {} now, {} at 10x the subjects",
                     thousands(per),
                     thousands(p.subjects),
-                    megabytes(p.memory_bytes),
-                    megabytes(p.memory_bytes * 10)
+                    size(p.memory_bytes),
+                    size(p.memory_bytes * 10)
                 ));
             }
             out.push(Finding {
@@ -199,7 +219,7 @@ pub fn judge(patterns: &[PatternReport], now_ms: i64) -> Vec<Finding> {
                     "sliding logs: {} sorted sets, up to {} entries each, {} in all",
                     thousands(zsets),
                     thousands(p.size_max.unwrap_or(0)),
-                    megabytes(p.memory_bytes)
+                    size(p.memory_bytes)
                 ),
                 evidence,
                 advice: "A sliding log keeps one entry per request in the window, so its memory grows with the limit \
@@ -237,34 +257,31 @@ pub fn judge(patterns: &[PatternReport], now_ms: i64) -> Vec<Finding> {
         if p.subjects > 0 {
             if let (Some(per), Some(used)) = (p.memory_per_subject, p.used_memory_per_subject) {
                 let bound = if p.memory_error_bytes > 0 {
-                    format!(" (± {} at 95%, from {} sampled keys)", megabytes(p.memory_error_bytes), thousands(p.sampled))
+                    format!(" ± {} (95%, from {} sampled keys)", size(p.memory_error_bytes), thousands(p.sampled))
                 } else {
-                    String::new()
+                    " (every key read)".to_string()
                 };
-                out.push(Finding {
+                infos.push(Finding {
                     kind: Kind::Memory,
                     severity: Severity::Info,
                     pattern: p.pattern.clone(),
                     summary: format!(
-                        "{} subjects, {} bytes each (MEMORY USAGE), about {} in used_memory; {} now, {} at 10x the subjects",
+                        "{} subjects, {} bytes each in MEMORY USAGE, about {} in used_memory; {} now, {} at 10x the subjects",
                         thousands(p.subjects),
                         thousands(per),
                         thousands(used),
-                        megabytes(p.used_memory_bytes),
-                        megabytes(p.used_memory_bytes * 10)
+                        size(p.used_memory_bytes),
+                        size(p.used_memory_bytes * 10)
                     ),
-                    evidence: vec![
-                        format!("MEMORY USAGE of {} keys: {}{bound}", thousands(p.keys), megabytes(p.memory_bytes)),
-                        "used_memory adds what MEMORY USAGE leaves out: dict entries as allocated (32 bytes, not 24), \
-                         the expires dict's entry of a key with a TTL (32 bytes), both dicts' bucket arrays (8 bytes a \
-                         bucket, 1 to 2 per key)"
-                            .into(),
-                    ],
-                    advice: "Plan for the used_memory figure: it is what maxmemory and the host see.".into(),
+                    evidence: vec![format!("MEMORY USAGE of {} keys: {}{bound}", thousands(p.keys), size(p.memory_bytes))],
+                    advice: "Plan with the used_memory figure: it is what maxmemory and the host see (MEMORY USAGE leaves \
+                             out the expires dict, the bucket arrays and the allocator's rounding of dict entries)."
+                        .into(),
                 });
             }
         }
     }
+    out.extend(infos);
     out
 }
 

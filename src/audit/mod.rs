@@ -170,7 +170,10 @@ impl PatternStats {
             if self.examples_no_ttl.len() < EXAMPLES {
                 self.examples_no_ttl.push(key.clone());
             }
-            if let Some(i) = info.idle_s {
+            // An integer value from 0 to 9999 is one of Redis's shared objects, whose idle time is
+            // not the key's: only values known to be longer (STRLEN of 5 or more) are dated.
+            let shared = info.encoding.as_deref() == Some("int") && info.size.is_none_or(|n| n < 5);
+            if let (Some(i), false) = (info.idle_s, shared) {
                 self.idle_no_ttl.push(i);
             }
         }

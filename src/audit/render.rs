@@ -1,8 +1,7 @@
 //! An audit as text, markdown or JSON: the patterns table, the largest keys, then the findings
 //! with their evidence and advice.
-use super::findings::{duration, Severity};
+use super::findings::{duration, size, Severity};
 use super::AuditReport;
-use crate::report::memory::megabytes;
 use crate::report::table::{thousands, Table};
 use crate::report::Format;
 
@@ -76,8 +75,8 @@ impl AuditReport {
                 p.window_ms.map_or("-".into(), |w| duration(w as i64)),
                 opt_n(p.size_max),
                 thousands(p.subjects),
-                megabytes(p.memory_bytes),
-                if p.memory_error_bytes == 0 { "exact".into() } else { megabytes(p.memory_error_bytes) },
+                size(p.memory_bytes),
+                if p.memory_error_bytes == 0 { "exact".into() } else { size(p.memory_error_bytes) },
                 opt_n(p.memory_per_subject),
                 opt_n(p.used_memory_per_subject),
             ]);
