@@ -57,7 +57,7 @@
 //! [`limiter`] (the [`Limiter`], the shipped scripts' exact models, oracles), [`emulator`] (Redis
 //! 7.0), [`backend`] (emulator or real Redis), [`traffic`] (generators and traces), [`sim`] (the
 //! runner), [`metrics`], [`check`], [`attack`], [`race`], [`skew`], [`bench`](mod@bench), [`report`],
-//! [`verify`], [`cli`] (the binary's subcommands), [`clock`], [`error`].
+//! [`verify`], [`audit`] (read-only audits of a live Redis), [`cli`] (the binary's subcommands), [`clock`], [`error`].
 pub mod attack;
 pub mod audit;
 pub mod backend;
