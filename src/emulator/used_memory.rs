@@ -84,9 +84,14 @@ pub fn value_bytes(value: &Value) -> f64 {
 
 /// What `key` holding `entry` costs the server, its dict buckets aside.
 pub fn key_cost(key: &[u8], entry: &Entry, cluster: bool) -> KeyCost {
+    // A COPY of a small integer is an object of its own while it holds that value.
+    let value = match (&entry.value, entry.unshared_int) {
+        (Value::Str(RStr::Int(v)), Some(u)) if *v == u => value_usage(&entry.value, 1) as f64,
+        (v, _) => value_bytes(v),
+    };
     KeyCost {
         key: main_entry(cluster) + sds_alloc(key.len()),
-        value: value_bytes(&entry.value),
+        value,
         expire: if entry.expire_at.is_some() { expires_entry() } else { 0 },
     }
 }
@@ -171,7 +176,7 @@ mod tests {
     use crate::emulator::keyspace::Hash;
 
     fn entry(value: Value, ttl: bool) -> Entry {
-        Entry { value, expire_at: ttl.then_some(1) }
+        Entry::new(value, ttl.then_some(1), 0)
     }
 
     #[test]
