@@ -14,12 +14,29 @@ redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$d
 pid=$!
 trap 'kill $pid 2>/dev/null; kill $lat 2>/dev/null || true; rm -rf "$dir"' EXIT
 for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-cargo build --quiet --release --example audit_populate --bin limitlab
+[ -n "${NO_BUILD:-}" ] || cargo build --quiet --release --example audit_populate --bin limitlab
 ./target/release/examples/audit_populate "redis://127.0.0.1:$port/" "$keys"
 echo "DBSIZE $(redis-cli -p "$port" dbsize)"
 
-echo "latency, idle (5 s):"
-timeout 5 redis-cli -p "$port" --latency-history -i 1 --raw 2>/dev/null | tail -n +1 || true
+# Each interval of redis-cli --latency-history ends with a line "min max avg samples" (ms) before
+# its " -- " separator; summarise() prints those.
+summarise() { python3 -c '
+import sys
+last, out = None, []
+for l in open(sys.argv[1]):
+    p = l.split()
+    if l.startswith(" -- "):
+        if last: out.append(last)
+    elif len(p) == 4: last = p
+if out:
+    mx = max(int(p[1]) for p in out); av = sorted(float(p[2]) for p in out)
+    print(f"{len(out)} intervals: PING average per interval median {av[len(av)//2]:.2f} ms, worst {av[-1]:.2f} ms; slowest PING {mx} ms")
+' "$1"; }
+redis-cli -p "$port" --latency-history -i 1 --raw >"$dir/idle" 2>&1 &
+lat=$!
+sleep 6
+kill $lat 2>/dev/null || true
+echo -n "latency, idle: "; summarise "$dir/idle"
 
 redis-cli -p "$port" --latency-history -i 1 --raw >"$dir/latency" 2>&1 &
 lat=$!
@@ -35,8 +52,7 @@ print(f"audit, default settings: {r['keys']:,} keys, {r['commands']:,} commands 
       f"({r['commands']/r['elapsed_s']:,.0f}/s, limit {r['rate']:,}/s); wall time with start-up {wall:.1f} s")
 print(f"patterns {len(r['patterns'])}, warnings {sum(1 for f in r['findings'] if f['severity']=='warning')}")
 PY
-echo "latency during the audit (1 s intervals):"
-cat "$dir/latency"
+echo -n "latency during the audit: "; summarise "$dir/latency"
 
 ./target/release/limitlab audit --redis "redis://127.0.0.1:$port/" --json --rate "$slow_rate" --match 'fw:*' >"$dir/slow.json"
 python3 - "$dir/slow.json" <<'PY'

@@ -10,7 +10,7 @@ redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$d
 pid=$!
 trap 'kill $pid 2>/dev/null; rm -rf "$dir"' EXIT
 for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-cargo build --quiet --release --example audit_populate --bin limitlab
+[ -n "${NO_BUILD:-}" ] || cargo build --quiet --release --example audit_populate --bin limitlab
 ./target/release/examples/audit_populate "redis://127.0.0.1:$port/" small >&2
 ./target/release/limitlab audit --redis "redis://127.0.0.1:$port/" --match 'rl*' "$@"
 echo
