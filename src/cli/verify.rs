@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::emit;
 use crate::backend::real::{RealOptions, RealRedis, DEFAULT_TIMEOUT};
-use crate::backend::secret::{redact, RedisUrl};
+use crate::backend::secret::RedisUrl;
 use crate::verify::server::{PrivateCluster, PrivateServer};
 use crate::verify::{self, Options};
 use crate::{Error, Result};

@@ -698,6 +698,9 @@ impl Drop for LimitlabServe {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_file(&self.log);
+    }
+}
+
 /// Adds (or resets) an ACL user on the server at `port`: `ACL SETUSER name reset on >password
 /// ~* &* -@all +cmd...` (each of `commands` as given, e.g. `object|encoding`), so that the user can
 /// run exactly those commands. Panics with the server's reply when it refuses.
