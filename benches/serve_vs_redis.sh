@@ -30,8 +30,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# limitlab serve on a port the system picks; the first stdout line says which.
-target/release/limitlab serve --port 0 >"$tmp/serve.out" 2>"$tmp/serve.err" &
+# limitlab serve on a port the system picks (the first stdout line says which), on the machine's clock
+# as redis-server is: the script's keys then live as long on both (with a virtual clock at 2024 and
+# now_ms from today they would expire at once on one server and not on the other).
+target/release/limitlab serve --port 0 --clock wall >"$tmp/serve.out" 2>"$tmp/serve.err" &
 serve_pid=$!
 for _ in $(seq 1 200); do
   [ -s "$tmp/serve.out" ] && break
@@ -86,8 +88,14 @@ run_test() {
     'BEGIN { printf "| %s | `%s` | %\047d | %\047d | %.2f |\n", n, f, s, r, s / r }'
 }
 
-run_test "EVALSHA fixed_window" "" EVALSHA "$sha" 1 'rl:{__rand_int__}' 100 1000 1704067200000
-run_test "EVALSHA fixed_window, pipelined" "-P 16" EVALSHA "$sha" 1 'rl:{__rand_int__}' 100 1000 1704067200000
+# limit 100 per 60 s window, now_ms the time of this run: KEYSPACE subjects, each counted in one window.
+now_ms="$(date +%s%3N)"
+# Both servers give the same decision before anything is timed.
+one_s="$(redis-cli -p "$serve_port" EVALSHA "$sha" 1 'rl:{check}' 100 60000 "$now_ms" | tr '\n' ' ')"
+one_r="$(redis-cli -p "$redis_port" EVALSHA "$sha" 1 'rl:{check}' 100 60000 "$now_ms" | tr '\n' ' ')"
+[ "$one_s" = "$one_r" ] || { echo "EVALSHA differs: serve '$one_s', redis '$one_r'" >&2; exit 1; }
+run_test "EVALSHA fixed_window" "" EVALSHA "$sha" 1 'rl:{__rand_int__}' 100 60000 "$now_ms"
+run_test "EVALSHA fixed_window, pipelined" "-P 16" EVALSHA "$sha" 1 'rl:{__rand_int__}' 100 60000 "$now_ms"
 for t in get set incr; do
   run_test "$(echo "$t" | tr a-z A-Z)" "-t $t"
   run_test "$(echo "$t" | tr a-z A-Z), pipelined" "-P 16 -t $t"
