@@ -1,6 +1,6 @@
 //! Fuzz targets on stable Rust: proptest drives every parser and interpreter of user input with
 //! random inputs and random mutations of the real files (scenario files, limiter specs, traces in
-//! every format, `limitlab cli` lines, Lua scripts). Each must answer with a value or an error (an
+//! every format, `limitlab cli` lines, RESP requests as `limitlab serve` reads them, Lua scripts). Each must answer with a value or an error (an
 //! error that names a line inside the input, for the parsers), never a panic or a hang, and the
 //! emulator must answer the next command correctly after anything a script did.
 //!
@@ -451,6 +451,104 @@ proptest! {
         let argv: [&[u8]; 5] = [b"10", b"1000", b"1704067200000", b"1", b"5"];
         for _ in 0..3 {
             let _ = emu.eval(&body, &keys, &argv);
+        }
+        healthy(&mut emu)?;
+    }
+}
+
+// ----- RESP frames (limitlab serve) -----
+
+/// A RESP request as a client writes it: `*N` then `$LEN` bulks.
+fn multibulk(args: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// A stream of requests, valid ones and noise, as bytes on a connection.
+fn wire() -> impl Strategy<Value = Vec<u8>> {
+    let arg = prop_oneof![
+        prop::sample::select(vec!["SET", "GET", "INCR", "PING", "k", "1", "EVAL", "return 1", "0", "MULTI", "EXEC", "CLOCK.ADVANCE"])
+            .prop_map(|s| s.as_bytes().to_vec()),
+        prop::collection::vec(any::<u8>(), 0..12),
+    ];
+    let request = prop_oneof![
+        4 => prop::collection::vec(arg.clone(), 1..5).prop_map(|a| multibulk(&a)),
+        2 => prop::collection::vec(arg, 1..4).prop_map(|a| {
+            let mut l = a.join(&b' ');
+            l.extend_from_slice(b"\r\n");
+            l
+        }),
+        1 => prop::sample::select(vec![
+            "*-1\r\n", "*0\r\n", "\r\n", "*1\r\n$-1\r\n", "*2\r\n$3\r\nGET\r\n", "*1\r\n$99999999999\r\n",
+            "*3000000000\r\n", "*1\r\n$4\r\nPINGxx", "*a\r\n", "$3\r\nGET\r\n", "\"unbalanced\r\n", "*1\r\n$0\r\n\r\n",
+        ]).prop_map(|s| s.as_bytes().to_vec()),
+        1 => prop::collection::vec(any::<u8>(), 1..24),
+    ];
+    (prop::collection::vec(request, 1..8), prop::collection::vec(mutation(), 0..3))
+        .prop_map(|(rs, muts)| mutate(&rs.concat(), &muts))
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// The server's request parser on random and mutated byte streams, whole and split at every
+    /// point a read could end: it takes whole requests only, inside the bytes it was given, asks for
+    /// more or names a protocol error, never panics; what it parses runs on the emulator, which
+    /// answers correctly afterwards.
+    #[test]
+    fn resp_frames(bytes in wire(), authenticated in any::<bool>(), split in any::<usize>()) {
+        use limitlab::serve::parse::{next, Frame};
+        let mut emu = Emulator::new();
+        emu.set_script_budget(200_000);
+        let mut args = Vec::new();
+        let mut at = 0;
+        let mut requests = 0;
+        while at < bytes.len() && requests < 64 {
+            let buf = &bytes[at..];
+            args.clear();
+            // A prefix of what follows is either the same request or not yet a whole one.
+            let cut = split % (buf.len() + 1);
+            let partial = next(&buf[..cut], authenticated, &mut Vec::new());
+            let frame = next(buf, authenticated, &mut args);
+            match frame {
+                Frame::Incomplete => break,
+                Frame::Error(text) => {
+                    prop_assert!(text.starts_with("Protocol error") || text.contains("unauthenticated"), "{}", text);
+                    break;
+                }
+                Frame::Skip(n) => {
+                    prop_assert!(n >= 1 && n <= buf.len());
+                    at += n;
+                }
+                Frame::Multibulk(n) => {
+                    prop_assert!(n >= 1 && n <= buf.len());
+                    prop_assert!(args.iter().all(|r| r.start <= r.end && r.end <= n), "{:?} outside {}", args, n);
+                    if cut < n {
+                        prop_assert!(matches!(partial, Frame::Incomplete), "a prefix of {} bytes gave {:?}", cut, partial);
+                    }
+                    let owned: Vec<Vec<u8>> = args.iter().map(|r| buf[r.clone()].to_vec()).collect();
+                    if !owned.is_empty() {
+                        let _ = emu.execute_owned(&owned);
+                    }
+                    at += n;
+                }
+                Frame::Inline(n, words) => {
+                    prop_assert!(n >= 1 && n <= buf.len());
+                    if cut < n {
+                        prop_assert!(matches!(partial, Frame::Incomplete), "a prefix of {} bytes gave {:?}", cut, partial);
+                    }
+                    if !words.is_empty() {
+                        let _ = emu.execute_owned(&words);
+                    }
+                    at += n;
+                }
+            }
+            requests += 1;
         }
         healthy(&mut emu)?;
     }
