@@ -99,11 +99,15 @@ fn setbit(core: &mut Core, a: &[&[u8]]) -> Reply {
         _ => return Reply::err(BAD_BIT),
     };
     let byte = (off >> 3) as usize;
-    let (v, _) = tri!(string_for_write(core, a[1], byte + 1));
+    let (v, grew) = tri!(string_for_write(core, a[1], byte + 1));
     let bit = 7 - (off & 7) as u8;
     let old = (v[byte] >> bit) & 1;
     v[byte] = (v[byte] & !(1 << bit)) | (on << bit);
-    core.touch(a[1]);
+    // As Redis 7.0's setbitCommand: the key is signalled as modified (WATCH) only when it was
+    // created or grown, or the bit changed.
+    if grew || old != on {
+        core.touch(a[1]);
+    }
     Reply::Int(old as i64)
 }
 
