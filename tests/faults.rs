@@ -552,3 +552,24 @@ fn a_restart_under_the_runs_own_connection_stops_it_and_its_keys_are_removed() {
     assert_eq!(real.cleanup().unwrap() as i64, 10);
     assert_eq!(dbsize(port), 0);
 }
+
+#[test]
+fn cli_redis_prints_busy_and_loading_at_once_as_redis_cli_does() {
+    let Some(server) = RedisServer::start_or_skip_needing("cli loading", &["redis-cli"]) else { return };
+    let input = b"set a 1\nget a\nget a\nincr a\n";
+    let run = |cmd: &mut Command| {
+        use std::io::Write as _;
+        let mut child = cmd.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        String::from_utf8_lossy(&child.wait_with_output().unwrap().stdout).to_string()
+    };
+    let (ours, theirs) = (FaultProxy::start(server.port()), FaultProxy::start(server.port()));
+    for p in [&ours, &theirs] {
+        p.rule(Rule::new("GET", 1, 1, Fault::Error(LOADING.into())));
+    }
+    let a = run(limitlab().args(["cli", "--redis", &ours.url()]));
+    let b = run(Command::new("redis-cli").args(["-p", &theirs.port().to_string()]));
+    assert_eq!(a, b);
+    assert!(a.contains("LOADING Redis is loading the dataset in memory"), "{a}");
+    assert_eq!(ours.lock().received("GET"), 2, "not sent again");
+}

@@ -96,6 +96,8 @@ pub struct RealRedis {
     /// Replies that refused a command before it ran (MOVED, ASK, BUSY, LOADING, ...), after which
     /// it was sent again (see [`RealRedis::send`]).
     refused: u64,
+    /// Whether BUSY, LOADING and the like are waited out (see [`RealRedis::set_wait_out_refusals`]).
+    wait_out: bool,
     /// `host:port` of the master when the server is a standalone replica.
     replica_of: Option<String>,
     /// Whether `Drop` removes the prefix's keys when [`Backend::cleanup`] was not called.
@@ -187,6 +189,7 @@ impl RealRedis {
             script_calls: 0,
             broken: None,
             refused: 0,
+            wait_out: true,
             replica_of,
             auto_cleanup: true,
             clean: true,
@@ -282,6 +285,13 @@ impl RealRedis {
         self.refused
     }
 
+    /// Whether a command refused with `BUSY`, `LOADING`, `TRYAGAIN`, `CLUSTERDOWN` or `MASTERDOWN`
+    /// is sent again after a pause (on by default). `cli --redis` turns it off, to print those
+    /// replies at once as redis-cli does; `MOVED` and `ASK` are followed in any case.
+    pub fn set_wait_out_refusals(&mut self, on: bool) {
+        self.wait_out = on;
+    }
+
     /// The first transport failure, once there was one.
     pub fn failure(&self) -> Option<&str> {
         self.broken.as_deref()
@@ -338,7 +348,11 @@ impl RealRedis {
                 Err(e) if e.code().is_some() => e,
                 Err(e) => return Err(self.fail(what, &e)),
             };
-            let Some(how) = not_run(&e, self.cluster) else {
+            let how = match not_run(&e, self.cluster) {
+                Some(Resend::Later) if !self.wait_out => None,
+                how => how,
+            };
+            let Some(how) = how else {
                 self.replies += 1;
                 return Ok(Reply::Error(error_text(&e)));
             };

@@ -115,6 +115,8 @@ fn run_on_redis(target: &super::verify::RedisTarget, format: Format, out: &mut d
     use crate::backend::Backend;
     let mut real = target.connect()?;
     real.set_auto_cleanup(false);
+    // A BUSY or LOADING reply is printed at once, as redis-cli prints it.
+    real.set_wait_out_refusals(false);
     let failed = std::cell::Cell::new(false);
     let mut failure = None;
     let stdin = std::io::stdin();
