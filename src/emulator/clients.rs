@@ -46,6 +46,9 @@ pub struct Client {
     pub last_ms: i64,
     /// The last command it sent (`cmd=` in CLIENT LIST): the name, and the subcommand of a container.
     pub last_cmd: Option<(&'static str, Option<&'static str>)>,
+    /// While EXEC runs this client's transaction: how many commands it queued (Redis keeps the
+    /// client in MULTI until EXEC returns, as CLIENT INFO shows from inside).
+    pub executing: Option<usize>,
     /// The peer's and the server's address as a server gives them (`addr=`, `laddr=`); None for
     /// an in-process client.
     pub addr: Option<(String, String)>,

@@ -185,12 +185,18 @@ impl Emulator {
         }
         self.discard_transaction(id);
         let was = std::mem::replace(&mut self.core.borrow_mut().in_exec, true);
+        if let Some(c) = self.core.borrow_mut().client(id) {
+            c.executing = Some(multi.queue.len());
+        }
         let mut replies = Vec::with_capacity(multi.queue.len());
         for cmd in &multi.queue {
             let refs: Vec<&[u8]> = cmd.iter().map(Vec::as_slice).collect();
             replies.push(self.run_as(id, cmd::lookup(refs[0]), &refs));
         }
         self.core.borrow_mut().in_exec = was;
+        if let Some(c) = self.core.borrow_mut().client(id) {
+            c.executing = None;
+        }
         Reply::Array(replies)
     }
 }

@@ -163,6 +163,18 @@ enum ArgvKind {
 }
 
 const SNIPPETS: &[Snippet] = &[
+    // Commands scripts may not call, and what acl_check_cmd says of them.
+    Snippet { body: "return redis.pcall('subscribe', ARGV[1])", keys: 0, argv: ArgvKind::Ascii, compiles: true },
+    Snippet { body: "return redis.pcall('client', 'setname', ARGV[1])", keys: 0, argv: ArgvKind::Ascii, compiles: true },
+    Snippet { body: "return redis.pcall('config', 'get', 'maxmemory')", keys: 0, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "return redis.pcall('client', ARGV[1])", keys: 0, argv: ArgvKind::Ascii, compiles: true },
+    Snippet { body: "return redis.acl_check_cmd('watch', KEYS[1])", keys: 1, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "return redis.acl_check_cmd('client', ARGV[1])", keys: 0, argv: ArgvKind::Ascii, compiles: true },
+    Snippet { body: "return redis.call('multi')", keys: 0, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "return redis.pcall('publish', 'ch', ARGV[1])", keys: 0, argv: ArgvKind::Value, compiles: true },
+    Snippet { body: "return redis.call('lpos', KEYS[1], ARGV[1], 'COUNT', 0)", keys: 1, argv: ArgvKind::Value, compiles: true },
+    Snippet { body: "return redis.call('zunion', 2, KEYS[1], KEYS[1], 'WITHSCORES')", keys: 1, argv: ArgvKind::None, compiles: true },
+    Snippet { body: "return string.match(redis.call('info', 'server'), 'redis_version:([^\\r]+)')", keys: 0, argv: ArgvKind::None, compiles: true },
     Snippet { body: "return redis.call('GET', KEYS[1])", keys: 1, argv: ArgvKind::None, compiles: true },
     Snippet { body: "return redis.call('SET', KEYS[1], ARGV[1])", keys: 1, argv: ArgvKind::Value, compiles: true },
     Snippet { body: "return redis.call('INCRBY', KEYS[1], ARGV[1])", keys: 1, argv: ArgvKind::Number, compiles: true },
@@ -498,6 +510,11 @@ impl<R: RngCore> Gen<'_, R> {
     /// (it may land where a key is read: `DEL k1 x`). A mangled command may no longer load its
     /// script, so it loses its [`Fx::Load`]; every other effect is a "may", which stays true.
     fn mangle(&mut self, c: &mut Command) {
+        // COMMAND INFO or DOCS without a name describes every command: Redis's are more than the
+        // emulator's.
+        if c.name() == "command" {
+            return;
+        }
         c.fx.retain(|f| !matches!(f, Fx::Load(_)));
         // `DISCARD x` is refused and the transaction goes on (`EXEC x` does end it).
         if c.name() == "discard" {
@@ -813,7 +830,8 @@ impl<R: RngCore> Gen<'_, R> {
                 let sub = if self.chance(10) { self.pick(BAD_NAMES) } else { sub };
                 B::new("OBJECT").lit(sub).key(&k).build()
             }
-            18 => B::new("OBJECT").lit(self.pick(&["HELP", "help"])).build(),
+            18 if self.chance(50) => B::new("OBJECT").lit(self.pick(&["HELP", "help"])).build(),
+            18 => self.sort_cmd(),
             20 | 21 => {
                 let mut b = B::new("MEMORY").lit("USAGE").key(&k).fx(Fx::Measure(k.clone()));
                 if self.chance(20) {
@@ -893,7 +911,7 @@ impl<R: RngCore> Gen<'_, R> {
 
     fn zset_cmd(&mut self) -> Command {
         let k = self.key(Family::Zset);
-        match self.rng.random_range(0..30) {
+        match self.rng.random_range(0..32) {
             0..=4 => {
                 let mut b = B::new("ZADD").key(&k);
                 for o in ["NX", "XX", "GT", "LT", "CH", "INCR"] {
@@ -1026,6 +1044,31 @@ impl<R: RngCore> Gen<'_, R> {
                 let (a, z) = (self.pick(LEX_BOUNDS), self.pick(LEX_BOUNDS));
                 B::new("ZREMRANGEBYLEX").key(&k).lit(a).lit(z).build()
             }
+            26 | 27 => self.zset_algebra(&k),
+            28 if self.chance(50) => {
+                // ZRANGESTORE: ZRANGE's arguments (no WITHSCORES), stored under another key.
+                let dst = self.key(Family::Zset);
+                let by = self.rng.random_range(0..3);
+                let (a, z) = match by {
+                    0 => (self.index(), self.index()),
+                    1 => (self.pick(SCORE_BOUNDS).to_string(), self.pick(SCORE_BOUNDS).to_string()),
+                    _ => (self.pick(LEX_BOUNDS).to_string(), self.pick(LEX_BOUNDS).to_string()),
+                };
+                let mut b = B::new("ZRANGESTORE").key(&dst).key(&k).lit(a).lit(z).fx(Fx::Skiplist(dst.clone()));
+                match by {
+                    1 => b = b.lit("BYSCORE"),
+                    2 => b = b.lit("BYLEX"),
+                    _ => {}
+                }
+                if self.chance(30) {
+                    b = b.lit("REV");
+                }
+                if self.chance(25) {
+                    let (o, c) = (self.index(), self.index());
+                    b = b.lit("LIMIT").lit(o).lit(c);
+                }
+                b.build()
+            }
             _ => {
                 let mut b = B::new(self.pick(&["ZPOPMIN", "ZPOPMAX"])).key(&k);
                 if self.chance(50) {
@@ -1036,9 +1079,85 @@ impl<R: RngCore> Gen<'_, R> {
         }
     }
 
+    /// ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE, ZUNION, ZINTER, ZDIFF and ZINTERCARD over two or three
+    /// keys (sorted sets or sets), with WEIGHTS, AGGREGATE, WITHSCORES and LIMIT. A stored result
+    /// may be a skiplist (from a big input).
+    fn zset_algebra(&mut self, k: &str) -> Command {
+        let name = self.pick(&["ZUNIONSTORE", "ZINTERSTORE", "ZDIFFSTORE", "ZUNION", "ZINTER", "ZDIFF", "ZINTERCARD"]);
+        let n = self.rng.random_range(1..=3usize);
+        let mut b = B::new(name);
+        if name.ends_with("STORE") {
+            let dst = self.key(Family::Zset);
+            b = b.key(&dst).fx(Fx::Skiplist(dst.clone()));
+        }
+        // (Never more than the keys given: an option after them would be read as a key.)
+        let count = if self.chance(10) { self.pick(&["0", "-1", "x"]).to_string() } else { n.to_string() };
+        b = b.lit(count).key(k);
+        for _ in 1..n {
+            let f = if self.chance(70) { Family::Zset } else { Family::Set };
+            let k2 = self.key(f);
+            b = b.key(&k2);
+        }
+        if self.chance(40) {
+            b = b.lit("WEIGHTS");
+            for _ in 0..n {
+                b = b.lit(self.pick(&["1", "2", "0.5", "-1", "0", "inf", "-inf", "0.1", "1e308", "x"]));
+            }
+        }
+        if self.chance(30) {
+            b = b.lit("AGGREGATE").lit(self.pick(&["SUM", "MIN", "MAX", "max", "AVG"]));
+        }
+        if self.chance(30) {
+            b = b.lit("WITHSCORES");
+        }
+        if self.chance(20) {
+            b = b.lit("LIMIT").lit(self.pick(&["0", "1", "2", "-1"]));
+        }
+        b.build()
+    }
+
+    /// SORT and SORT_RO. Only ALPHA sorting: a numeric sort of a value out of a double's range
+    /// leaves Redis's `errno` at ERANGE, which fails every later numeric SORT until something
+    /// resets it (not modelled). `BY nosort` only with STORE (a set's own order is its hash
+    /// table's, unless stored); no BY pattern (ALPHA ties by pattern are in qsort's order). SORT
+    /// converts a sorted set to a skiplist.
+    fn sort_cmd(&mut self) -> Command {
+        let f = self.pick(&[Family::List, Family::Set, Family::Zset, Family::List]);
+        let k = self.key(f);
+        let ro = self.chance(25);
+        let mut b = B::new(if ro { "SORT_RO" } else { "SORT" }).key(&k).fx(Fx::Skiplist(k.clone()));
+        let store = !ro && self.chance(30) || ro && self.chance(5);
+        if self.chance(95) {
+            b = b.lit("ALPHA");
+        }
+        if self.chance(40) {
+            b = b.lit(self.pick(&["DESC", "ASC", "desc"]));
+        }
+        if self.chance(30) {
+            let (o, c) = (self.pick(&["0", "1", "2", "-1", "10", "x"]), self.pick(&["0", "1", "2", "-1", "5"]));
+            b = b.lit("LIMIT").lit(o).lit(c);
+        }
+        if store && self.chance(40) {
+            b = b.lit("BY").lit("nosort");
+        }
+        for _ in 0..self.rng.random_range(0..3) {
+            b = b.lit("GET");
+            if self.chance(50) {
+                b = b.lit("#");
+            } else {
+                b.args.push(Arg::Pattern(self.pick(&["k*", "*", "k*->a", "nomatch*", "k"]).to_string()));
+            }
+        }
+        if store {
+            let dst = self.key(Family::List);
+            b = b.lit("STORE").key(&dst);
+        }
+        b.build()
+    }
+
     fn list_cmd(&mut self) -> Command {
         let k = self.key(Family::List);
-        match self.rng.random_range(0..16) {
+        match self.rng.random_range(0..20) {
             0..=3 => {
                 let name = self.pick(&["LPUSH", "RPUSH", "LPUSH", "RPUSH", "LPUSHX", "RPUSHX"]);
                 let mut b = B::new(name).key(&k);
@@ -1076,6 +1195,25 @@ impl<R: RngCore> Gen<'_, R> {
                 let w = self.pick(&["BEFORE", "AFTER", "after", "MIDDLE"]);
                 let (p, v) = (self.value(), self.value());
                 B::new("LINSERT").key(&k).lit(w).lit(p).lit(v).build()
+            }
+            16 | 17 => {
+                let mut b = B::new("LPOS").key(&k).lit(self.value());
+                for o in ["RANK", "COUNT", "MAXLEN"] {
+                    if self.chance(35) {
+                        let n = self.pick(&["0", "1", "2", "-1", "-2", "3", "10", "x", "-9223372036854775808"]);
+                        b = b.lit(o).lit(n);
+                    }
+                }
+                b.build()
+            }
+            18 => {
+                let k2 = self.key(Family::List);
+                let (from, to) = (self.pick(&["LEFT", "RIGHT", "left", "UP"]), self.pick(&["LEFT", "RIGHT", "right"]));
+                B::new("LMOVE").key(&k).key(&k2).lit(from).lit(to).fx(Fx::CopyTtl { src: k.clone(), dst: k2 }).build()
+            }
+            19 => {
+                let k2 = self.key(Family::List);
+                B::new("RPOPLPUSH").key(&k).key(&k2).fx(Fx::CopyTtl { src: k.clone(), dst: k2 }).build()
             }
             _ => {
                 let (a, z) = ("0", "-1");
@@ -1124,6 +1262,14 @@ impl<R: RngCore> Gen<'_, R> {
                 let mut b = B::new("SMISMEMBER").key(&k);
                 for _ in 0..self.rng.random_range(1..4) {
                     b = b.lit(member(self));
+                }
+                b.build()
+            }
+            11 if self.chance(50) => {
+                let k2 = self.key(Family::Set);
+                let mut b = B::new("SINTERCARD").lit(self.pick(&["2", "2", "1", "0", "x"])).key(&k).key(&k2);
+                if self.chance(40) {
+                    b = b.lit("LIMIT").lit(self.pick(&["0", "1", "2", "-1", "x"]));
                 }
                 b.build()
             }
@@ -1440,6 +1586,9 @@ impl<R: RngCore> Gen<'_, R> {
     }
 
     fn server_cmd(&mut self) -> Command {
+        if self.chance(35) {
+            return self.client_server_cmd();
+        }
         match self.rng.random_range(0..11) {
             10 => {
                 // Unknown to Redis and to the emulator: the error echoes name and arguments.
@@ -1497,6 +1646,40 @@ impl<R: RngCore> Gen<'_, R> {
                 }
                 b.build()
             }
+        }
+    }
+
+    /// What clients send around their scripts: PUBLISH, CONFIG GET of one parameter, CLIENT
+    /// SETNAME/GETNAME/NO-EVICT/HELP, COMMAND INFO and DOCS of commands without subcommands (a
+    /// container's subcommands come in Redis's hash order), and their errors.
+    fn client_server_cmd(&mut self) -> Command {
+        match self.rng.random_range(0..8) {
+            0 => {
+                let mut b = B::new("PUBLISH").lit(self.pick(&["ch", "rate:events"]));
+                if self.chance(90) {
+                    b = b.lit(self.value());
+                }
+                b.build()
+            }
+            1 => {
+                let p = self.pick(&[
+                    "maxmemory", "maxmemory-policy", "lua-time-limit", "busy-reply-threshold", "databases",
+                    "cluster-enabled", "MAXMEMORY", "maxmemory-p*", "databas?s", "nosuch", "hash-max-ziplist-entries",
+                ]);
+                B::new("CONFIG").lit("GET").lit(p).build()
+            }
+            2 => {
+                let name = self.pick(&["limiter", "", "a b", "app-1", "x"]);
+                B::new("CLIENT").lit("SETNAME").lit(name).build()
+            }
+            3 => B::new("CLIENT").lit(self.pick(&["GETNAME", "getname", "HELP", "NOPE", "SETINFO"])).build(),
+            4 => B::new("CLIENT").lit("NO-EVICT").lit(self.pick(&["on", "OFF", "maybe"])).build(),
+            5 | 6 => {
+                let sub = self.pick(&["INFO", "DOCS", "info"]);
+                let name = self.pick(&["get", "set", "incrby", "pexpire", "zadd", "lpos", "sort", "zunionstore", "publish", "nosuch", "hmget"]);
+                B::new("COMMAND").lit(sub).lit(name).build()
+            }
+            _ => B::new("CONFIG").lit(self.pick(&["HELP", "REWRITE", "NOPE", "GET"])).build(),
         }
     }
 

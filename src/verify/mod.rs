@@ -326,6 +326,11 @@ fn reset_connection(cmds: &[Command], real: &mut dyn Backend, opts: &Options) ->
     if used(&["watch"]) {
         real.command(&[b"UNWATCH"])?;
     }
+    // A connection's name and eviction flag stay with it.
+    if used(&["client"]) {
+        real.command(&[b"CLIENT", b"SETNAME", b""])?;
+        real.command(&[b"CLIENT", b"NO-EVICT", b"off"])?;
+    }
     // Only private servers get SELECT with an index that exists.
     if opts.private && used(&["select"]) {
         real.command(&[b"SELECT", b"0"])?;

@@ -177,7 +177,7 @@ fn info_line(out: &mut String, c: &Client, now: i64) {
         None => (format!("127.0.0.1:{}", 40000 + c.id % 20000), "127.0.0.1:6379".to_string()),
     };
     let mut flags = String::new();
-    if c.multi.is_some() {
+    if c.multi.is_some() || c.executing.is_some() {
         flags.push('x');
     }
     if c.dirty_cas {
@@ -189,7 +189,7 @@ fn info_line(out: &mut String, c: &Client, now: i64) {
     if flags.is_empty() {
         flags.push('N');
     }
-    let multi = c.multi.as_ref().map_or(-1, |m| m.queue.len() as i64);
+    let multi = c.multi.as_ref().map(|m| m.queue.len()).or(c.executing).map_or(-1, |n| n as i64);
     let cmd = match c.last_cmd {
         None => "NULL".to_string(),
         Some((n, None)) => n.to_string(),

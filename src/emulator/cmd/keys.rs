@@ -690,4 +690,41 @@ mod tests {
         run(&mut c, "INCR n");
         assert_eq!(run(&mut c, "OBJECT ENCODING n"), bulk("int"));
     }
+
+    /// OBJECT IDLETIME counts whole seconds of the virtual clock since the key's last use: reads and
+    /// writes reset it, TYPE, EXISTS, TTL, OBJECT and MEMORY USAGE do not; a shared integer's counts
+    /// from the server's start (Redis never updates the shared object's LRU clock).
+    #[test]
+    fn idletime_follows_the_virtual_clock() {
+        let clock = VirtualClock::default();
+        let mut c = Core::new(clock.clone());
+        run(&mut c, "SET s hello");
+        run(&mut c, "RPUSH l a");
+        assert_eq!(run(&mut c, "OBJECT IDLETIME s"), Reply::Int(0));
+        clock.advance_millis(2_500);
+        assert_eq!(run(&mut c, "OBJECT IDLETIME s"), Reply::Int(2));
+        for quiet in ["TYPE s", "EXISTS s", "TTL s", "PTTL s", "OBJECT ENCODING s", "MEMORY USAGE s"] {
+            run(&mut c, quiet);
+        }
+        assert_eq!(run(&mut c, "OBJECT IDLETIME s"), Reply::Int(2), "lookups that do not touch");
+        run(&mut c, "GET s");
+        assert_eq!(run(&mut c, "OBJECT IDLETIME s"), Reply::Int(0), "a read touches");
+        assert_eq!(run(&mut c, "OBJECT IDLETIME l"), Reply::Int(2));
+        run(&mut c, "RPUSH l b");
+        assert_eq!(run(&mut c, "OBJECT IDLETIME l"), Reply::Int(0), "a write touches");
+        clock.advance_millis(61_000);
+        run(&mut c, "TOUCH l");
+        assert_eq!(run(&mut c, "OBJECT IDLETIME l"), Reply::Int(0), "TOUCH touches");
+        assert_eq!(run(&mut c, "OBJECT IDLETIME s"), Reply::Int(61));
+        run(&mut c, "RENAME s s2");
+        assert_eq!(run(&mut c, "OBJECT IDLETIME s2"), Reply::Int(0), "RENAME looks the source up");
+        run(&mut c, "SET small 5");
+        assert_eq!(run(&mut c, "OBJECT IDLETIME small"), Reply::Int(63), "a shared integer: since the start");
+        run(&mut c, "COPY small copied");
+        assert_eq!(run(&mut c, "OBJECT IDLETIME copied"), Reply::Int(0), "a COPY is an object of its own");
+        assert_eq!(run(&mut c, "OBJECT REFCOUNT copied"), Reply::Int(1));
+        run(&mut c, "INCR copied");
+        assert_eq!(run(&mut c, "OBJECT REFCOUNT copied"), Reply::Int(2147483647), "INCR makes a new, shared one");
+        assert_eq!(run(&mut c, "OBJECT IDLETIME nokey"), Reply::Nil);
+    }
 }
