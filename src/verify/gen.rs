@@ -1054,7 +1054,7 @@ impl<R: RngCore> Gen<'_, R> {
                     1 => (self.pick(SCORE_BOUNDS).to_string(), self.pick(SCORE_BOUNDS).to_string()),
                     _ => (self.pick(LEX_BOUNDS).to_string(), self.pick(LEX_BOUNDS).to_string()),
                 };
-                let mut b = B::new("ZRANGESTORE").key(&dst).key(&k).lit(a).lit(z).fx(Fx::Skiplist(dst.clone()));
+                let mut b = B::new("ZRANGESTORE").key(&dst).key(&k).lit(a).lit(z).fx(Fx::Unmeasurable(dst.clone()));
                 match by {
                     1 => b = b.lit("BYSCORE"),
                     2 => b = b.lit("BYLEX"),
@@ -1088,7 +1088,7 @@ impl<R: RngCore> Gen<'_, R> {
         let mut b = B::new(name);
         if name.ends_with("STORE") {
             let dst = self.key(Family::Zset);
-            b = b.key(&dst).fx(Fx::Skiplist(dst.clone()));
+            b = b.key(&dst).fx(Fx::Unmeasurable(dst.clone()));
         }
         // (Never more than the keys given: an option after them would be read as a key.)
         let count = if self.chance(10) { self.pick(&["0", "-1", "x"]).to_string() } else { n.to_string() };
@@ -1125,7 +1125,7 @@ impl<R: RngCore> Gen<'_, R> {
         let f = self.pick(&[Family::List, Family::Set, Family::Zset, Family::List]);
         let k = self.key(f);
         let ro = self.chance(25);
-        let mut b = B::new(if ro { "SORT_RO" } else { "SORT" }).key(&k).fx(Fx::Skiplist(k.clone()));
+        let mut b = B::new(if ro { "SORT_RO" } else { "SORT" }).key(&k).fx(Fx::Unmeasurable(k.clone()));
         let store = !ro && self.chance(30) || ro && self.chance(5);
         if self.chance(95) {
             b = b.lit("ALPHA");
