@@ -96,9 +96,7 @@ impl ReplySink for LuaSink {
         // SAFETY: push_array's flat case: the same table, the same elements (a nil as push_reply
         // pushes Reply::Nil, which allocates nothing). The cap's fields point into the state.
         unsafe {
-            let mut m = std::mem::MaybeUninit::<super::ext::MemCap>::uninit();
-            super::ext::lua_memcapfields(l, m.as_mut_ptr());
-            let m = m.assume_init();
+            let m = super::ext::memcap(l);
             let cap = std::mem::replace(&mut *m.cap, usize::MAX);
             let _restore = RestoreCap { l, m, cap };
             new_array(l, n, self.resp);

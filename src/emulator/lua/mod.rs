@@ -189,11 +189,7 @@ impl Vm {
         // SAFETY: interns two constant names on the main state; they live as long as it does.
         let names = unsafe { [ext::lua_fixedstring(state, c"KEYS".as_ptr()), ext::lua_fixedstring(state, c"ARGV".as_ptr())] };
         // SAFETY: fills the struct with pointers into the state's global state, valid as long as it.
-        let mem = unsafe {
-            let mut m = std::mem::MaybeUninit::<ext::MemCap>::uninit();
-            ext::lua_memcapfields(state, m.as_mut_ptr());
-            m.assume_init()
-        };
+        let mem = unsafe { ext::memcap(state) };
         Ok(Vm { lua, ctx, handler, state, handler_ref, names, mem })
     }
 
@@ -248,9 +244,7 @@ unsafe extern "C-unwind" fn budget_hook(l: *mut mlua::ffi::lua_State, _ar: *mut 
 
 /// Whether the state's memory cap refused an allocation during this run.
 unsafe fn memory_hit(l: *mut mlua::ffi::lua_State) -> bool {
-    let mut m = std::mem::MaybeUninit::<ext::MemCap>::uninit();
-    ext::lua_memcapfields(l, m.as_mut_ptr());
-    *m.assume_init().hit != 0
+    *ext::memcap(l).hit != 0
 }
 
 /// `luaSetErrorMetatable`: gives the table on top of the stack a metatable whose `__index` raises
@@ -841,6 +835,16 @@ pub(crate) mod ext {
         pub fn lua_peekargs(l: *mut mlua::ffi::lua_State, n: c_int, out: *mut PeekArg);
         /// Where the state's byte count and memory cap live (lmem.c), to be read and set in place.
         pub fn lua_memcapfields(l: *mut mlua::ffi::lua_State, out: *mut MemCap);
+    }
+
+    /// The memory cap's fields of the state `l` belongs to.
+    ///
+    /// # Safety
+    /// `l` is a live Lua state; the pointers stay valid as long as its global state.
+    pub unsafe fn memcap(l: *mut mlua::ffi::lua_State) -> MemCap {
+        let mut m = std::mem::MaybeUninit::<MemCap>::uninit();
+        lua_memcapfields(l, m.as_mut_ptr());
+        m.assume_init()
     }
 
     /// The memory cap's fields in a state's global state (`struct lua_MemCap` in lua.h): the bytes
