@@ -188,6 +188,59 @@ pub struct Ticks {
     pub busiest: usize,
 }
 
+/// Folds records, in time order, into [`Ticks`]: the same figures whether a file is read whole
+/// ([`TraceSpec::parse_ticks`]) or a chunk at a time ([`TraceSpec::scan`]).
+#[derive(Debug, Default)]
+struct TickCount {
+    gcd: u64,
+    /// The coarsest resolution seen (0 before any record: then 1).
+    written: i64,
+    requests: usize,
+    distinct: usize,
+    sharing: usize,
+    busiest: usize,
+    /// The time being counted and how many records had it.
+    group: Option<(i64, usize)>,
+}
+
+impl TickCount {
+    fn add(&mut self, r: &Raw) {
+        self.requests += 1;
+        self.gcd = gcd(self.gcd, r.at.unsigned_abs());
+        self.written = self.written.max(r.res);
+        match self.group {
+            Some((at, len)) if at == r.at => self.group = Some((at, len + 1)),
+            _ => {
+                self.close_group();
+                self.group = Some((r.at, 1));
+            }
+        }
+    }
+
+    fn close_group(&mut self) {
+        if let Some((_, len)) = self.group.take() {
+            if len > 1 {
+                self.sharing += len;
+            }
+            self.busiest = self.busiest.max(len);
+            self.distinct += 1;
+        }
+    }
+
+    fn finish(mut self) -> Ticks {
+        self.close_group();
+        let written_us = self.written.max(1);
+        // One instant (or none) says nothing of a tick beyond how finely it is written: the gcd of a
+        // single time is the time itself, a "tick" of decades.
+        let tick_us = if self.gcd == 0 || self.distinct < 2 {
+            written_us
+        } else {
+            i64::try_from(self.gcd).unwrap_or(i64::MAX).min(MAX_TICK_US)
+        };
+        Ticks { requests: self.requests, tick_us, written_us, sharing: self.sharing, busiest: self.busiest }
+    }
+}
+
 impl Ticks {
     /// Whether the tick is coarse against a window of `window_ms`: at least a tenth of it.
     pub fn coarse_for(&self, window_ms: u64) -> bool {
@@ -314,24 +367,9 @@ impl TraceSpec {
     pub fn parse_ticks(&self, text: &str) -> Result<Ticks> {
         let mut raws = self.parse_raws(text)?;
         raws.sort_by_key(|r| r.at);
-        let gcd = raws.iter().fold(0u64, |g, r| gcd(g, r.at.unsigned_abs()));
-        let written_us = raws.iter().map(|r| r.res).max().unwrap_or(1);
-        let (mut sharing, mut busiest) = (0, 0);
-        for group in raws.chunk_by(|a, b| a.at == b.at) {
-            if group.len() > 1 {
-                sharing += group.len();
-            }
-            busiest = busiest.max(group.len());
-        }
-        // One instant (or none) says nothing of a tick beyond how finely it is written: the gcd of a
-        // single time is the time itself, a "tick" of decades.
-        let distinct_times = raws.chunk_by(|a, b| a.at == b.at).count();
-        let tick_us = if gcd == 0 || distinct_times < 2 {
-            written_us
-        } else {
-            i64::try_from(gcd).unwrap_or(i64::MAX).min(MAX_TICK_US)
-        };
-        Ok(Ticks { requests: raws.len(), tick_us, written_us, sharing, busiest })
+        let mut count = TickCount::default();
+        raws.iter().for_each(|r| count.add(r));
+        Ok(count.finish())
     }
 
     /// The lines of trace text, in file order, before rebasing and tie handling.

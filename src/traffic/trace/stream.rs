@@ -12,7 +12,7 @@ use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 
-use super::{gcd, invalid, Columns, Raw, Rebase, Ticks, TraceFormat, TraceSpec, CONTEXT, MAX_TICK_US};
+use super::{invalid, Columns, Raw, Rebase, TickCount, Ticks, TraceFormat, TraceSpec, CONTEXT};
 use crate::clock::Micros;
 use crate::traffic::Arrival;
 use crate::{Error, Result};
@@ -118,43 +118,21 @@ impl TraceSpec {
         let bytes = std::fs::metadata(&self.path).map_err(|source| Error::Io { path: self.path.clone(), source })?.len();
         let mut chunks = Chunks::open(self)?;
         let mut raws = Vec::new();
-        let (mut g, mut written, mut requests, mut distinct) = (0u64, 1i64, 0usize, 0usize);
-        let (mut sharing, mut busiest) = (0usize, 0usize);
-        let mut group: Option<(i64, usize)> = None;
+        let mut count = TickCount::default();
         let mut unsorted_at = None;
         let mut first_us: Option<i64> = None;
-        let close = |len: usize, sharing: &mut usize, busiest: &mut usize| {
-            if len > 1 {
-                *sharing += len;
-            }
-            *busiest = (*busiest).max(len);
-        };
+        let mut last: Option<i64> = None;
         while chunks.next(self, &mut raws)? {
             for r in &raws {
-                requests += 1;
-                g = gcd(g, r.at.unsigned_abs());
-                written = written.max(r.res);
-                first_us = Some(first_us.map_or(r.at, |f| f.min(r.at)));
-                match group {
-                    Some((at, len)) if at == r.at => group = Some((at, len + 1)),
-                    Some((at, len)) => {
-                        if r.at < at && unsorted_at.is_none() {
-                            unsorted_at = Some(r.line);
-                        }
-                        close(len, &mut sharing, &mut busiest);
-                        distinct += 1;
-                        group = Some((r.at, 1));
-                    }
-                    None => group = Some((r.at, 1)),
+                if last.is_some_and(|l| r.at < l) && unsorted_at.is_none() {
+                    unsorted_at = Some(r.line);
                 }
+                last = Some(r.at);
+                first_us = Some(first_us.map_or(r.at, |f| f.min(r.at)));
+                count.add(r);
             }
         }
-        if let Some((_, len)) = group {
-            close(len, &mut sharing, &mut busiest);
-            distinct += 1;
-        }
-        let tick_us = if g == 0 || distinct < 2 { written } else { i64::try_from(g).unwrap_or(i64::MAX).min(MAX_TICK_US) };
-        Ok(Scan { ticks: Ticks { requests, tick_us, written_us: written, sharing, busiest }, unsorted_at, first_us, bytes })
+        Ok(Scan { ticks: count.finish(), unsorted_at, first_us, bytes })
     }
 
     /// The arrivals of a file sorted by time (see [`TraceSpec::scan`]), one at a time, exactly as
