@@ -23,9 +23,11 @@
 //! the run's keys must stay in it; private servers get all of them), `WAIT` for replicas outside a
 //! transaction for more than 1 ms (it blocks), `SCRIPT DEBUG YES|SYNC` (a debugging session), Lua's `math.random`
 //! (Redis keeps its stream across calls for the server's lifetime), functions on shared servers
-//! (libraries are global, outside any key prefix), `FUNCTION DUMP` and `FUNCTION LIST` of several
-//! libraries (Redis orders them by a dict seeded at random per process), `MEMORY USAGE` of skiplists and
-//! of expired keys, and TTLs shorter than 100 s (they could expire mid-case on the server while the
+//! (libraries are global, outside any key prefix), `PUBLISH`, `CONFIG`, `CLIENT NO-EVICT` and
+//! `SORT`/`SORT_RO` on shared servers (other clients' subscribers; server settings; commands an
+//! ACL user limited to its own keys, without `@dangerous`, is refused), `FUNCTION DUMP` and `FUNCTION LIST` of several
+//! libraries (Redis orders them by a dict seeded at random per process), `MEMORY USAGE` of skiplists, hashtable sets and
+//! of expired keys, lex ranges over a possible skiplist, and TTLs shorter than 100 s (they could expire mid-case on the server while the
 //! emulator's clock stands still); [`super::model`] has the rules that keep the rest exact. `KEYS`, `SMEMBERS` and `SCAN` replies are compared
 //! after sorting (their order follows Redis's hash tables); hashes are kept small and their values
 //! short, so they stay listpacks whose order (insertion order) is compared exactly.
@@ -136,6 +138,12 @@ const ECHOED_LONG: &str = "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyza
 
 /// Subcommand and option names that do not exist: Redis echoes them (cut, with CR/LF as spaces).
 const BAD_NAMES: &[&str] = &["nope", "a\nb", "x\r\ny", ECHOED_LONG, ""];
+
+/// Whether a snippet may run on a shared server: it reaches nothing outside the run's own keys
+/// (PUBLISH reaches other clients' subscribers, and ACL users without channels are refused it).
+fn shared_safe(body: &str) -> bool {
+    !body.contains("'publish'")
+}
 
 /// Lua snippets for EVAL/EVALSHA beyond the shipped scripts: conversions, errors, the libraries.
 /// Bodies are fixed (so a shared server's script cache grows by at most this many entries).
@@ -831,7 +839,9 @@ impl<R: RngCore> Gen<'_, R> {
                 B::new("OBJECT").lit(sub).key(&k).build()
             }
             18 if self.chance(50) => B::new("OBJECT").lit(self.pick(&["HELP", "help"])).build(),
-            18 => self.sort_cmd(),
+            // SORT and SORT_RO are `@dangerous` to ACLs (GET reads keys by name), which users
+            // limited to their keys are often refused: private servers only.
+            18 if self.private => self.sort_cmd(),
             20 | 21 => {
                 let mut b = B::new("MEMORY").lit("USAGE").key(&k).fx(Fx::Measure(k.clone()));
                 if self.chance(20) {
@@ -965,7 +975,7 @@ impl<R: RngCore> Gen<'_, R> {
             }
             13 => {
                 let (a, z) = (self.pick(LEX_BOUNDS), self.pick(LEX_BOUNDS));
-                B::new("ZLEXCOUNT").key(&k).lit(a).lit(z).build()
+                B::new("ZLEXCOUNT").key(&k).lit(a).lit(z).fx(Fx::LexRange(k.clone())).build()
             }
             14..=17 => {
                 let mut b = B::new("ZRANGE").key(&k);
@@ -980,7 +990,10 @@ impl<R: RngCore> Gen<'_, R> {
                 let mut opts: Vec<&str> = Vec::new();
                 match by {
                     1 => opts.push("BYSCORE"),
-                    2 => opts.push("BYLEX"),
+                    2 => {
+                        opts.push("BYLEX");
+                        b = b.fx(Fx::LexRange(k.clone()));
+                    }
                     _ => {}
                 }
                 if rev {
@@ -1025,7 +1038,7 @@ impl<R: RngCore> Gen<'_, R> {
             21 | 22 => {
                 let name = self.pick(&["ZRANGEBYLEX", "ZREVRANGEBYLEX"]);
                 let (a, z) = (self.pick(LEX_BOUNDS), self.pick(LEX_BOUNDS));
-                let mut b = B::new(name).key(&k).lit(a).lit(z);
+                let mut b = B::new(name).key(&k).lit(a).lit(z).fx(Fx::LexRange(k.clone()));
                 if self.chance(30) {
                     let (o, c) = (self.index(), self.index());
                     b = b.lit("LIMIT").lit(o).lit(c);
@@ -1042,7 +1055,7 @@ impl<R: RngCore> Gen<'_, R> {
             }
             25 => {
                 let (a, z) = (self.pick(LEX_BOUNDS), self.pick(LEX_BOUNDS));
-                B::new("ZREMRANGEBYLEX").key(&k).lit(a).lit(z).build()
+                B::new("ZREMRANGEBYLEX").key(&k).lit(a).lit(z).fx(Fx::LexRange(k.clone())).build()
             }
             26 | 27 => self.zset_algebra(&k),
             28 if self.chance(50) => {
@@ -1057,7 +1070,7 @@ impl<R: RngCore> Gen<'_, R> {
                 let mut b = B::new("ZRANGESTORE").key(&dst).key(&k).lit(a).lit(z).fx(Fx::Unmeasurable(dst.clone()));
                 match by {
                     1 => b = b.lit("BYSCORE"),
-                    2 => b = b.lit("BYLEX"),
+                    2 => b = b.lit("BYLEX").fx(Fx::LexRange(k.clone())),
                     _ => {}
                 }
                 if self.chance(30) {
@@ -1233,15 +1246,24 @@ impl<R: RngCore> Gen<'_, R> {
         };
         match self.rng.random_range(0..12) {
             0..=3 => {
+                // A set that may be a hashtable is not measured: Redis's MEMORY USAGE counts the
+                // buckets of both tables while an expansion is rehashed, and how many steps that
+                // takes depends on which buckets are empty (siphash with a seed per process);
+                // SAMPLES extrapolates from the first members in that same order.
                 let mut b = B::new("SADD").key(&k);
                 if self.chance(2) {
                     // Past 512 integers an intset becomes a hashtable.
                     for i in 0..514 {
                         b = b.lit(i.to_string());
                     }
+                    b = b.fx(Fx::Unmeasurable(k.clone()));
                 } else {
                     for _ in 0..self.rng.random_range(1..5) {
-                        b = b.lit(member(self));
+                        let m = member(self);
+                        if m.parse::<i64>().is_err() {
+                            b = b.fx(Fx::Unmeasurable(k.clone()));
+                        }
+                        b = b.lit(m);
                     }
                 }
                 b.build()
@@ -1652,8 +1674,13 @@ impl<R: RngCore> Gen<'_, R> {
     /// What clients send around their scripts: PUBLISH, CONFIG GET of one parameter, CLIENT
     /// SETNAME/GETNAME/NO-EVICT/HELP, COMMAND INFO and DOCS of commands without subcommands (a
     /// container's subcommands come in Redis's hash order), and their errors.
+    ///
+    /// On a shared server only what stays within the run's own connection and keys: no PUBLISH
+    /// (other clients' subscribers would get it), no CONFIG and no CLIENT NO-EVICT (server
+    /// settings; an ACL user without `@dangerous` is refused them).
     fn client_server_cmd(&mut self) -> Command {
-        match self.rng.random_range(0..8) {
+        let pick = if self.private { self.rng.random_range(0..8) } else { self.pick(&[2, 3, 5, 6]) };
+        match pick {
             0 => {
                 let mut b = B::new("PUBLISH").lit(self.pick(&["ch", "rate:events"]));
                 if self.chance(90) {
@@ -1798,7 +1825,10 @@ impl<R: RngCore> Gen<'_, R> {
     }
 
     fn snippet_cmd(&mut self) -> Command {
-        let s = &SNIPPETS[self.rng.random_range(0..SNIPPETS.len())];
+        let mut s = &SNIPPETS[self.rng.random_range(0..SNIPPETS.len())];
+        while !self.private && !shared_safe(s.body) {
+            s = &SNIPPETS[self.rng.random_range(0..SNIPPETS.len())];
+        }
         let mut keys = Vec::new();
         for _ in 0..s.keys {
             let f = self.pick(&FAMILIES);
@@ -1939,6 +1969,21 @@ mod tests {
             for c in &a.commands {
                 let name = c.name();
                 assert!(!["flushall", "flushdb", "dbsize", "scan", "time", "randomkey", "swapdb", "move"].contains(&name.as_str()));
+            }
+        }
+    }
+
+    /// On a shared server nothing reaches past the run's keys and connection: no PUBLISH (in a
+    /// script either), no CONFIG, no CLIENT NO-EVICT, no SORT. (What
+    /// an ACL user limited to `~ll:*`, no channels and no `@dangerous` may run; tests/security.)
+    #[test]
+    fn shared_cases_stay_within_their_keys() {
+        for seed in 0..3000u64 {
+            for c in case(&mut ChaCha8Rng::seed_from_u64(seed), false).commands {
+                let line = c.line().to_ascii_lowercase();
+                let name = c.name();
+                assert!(!["publish", "config", "sort", "sort_ro"].contains(&name.as_str()) && !line.contains("'publish'"), "{line}");
+                assert!(!(name == "client" && line.contains("no-evict")), "{line}");
             }
         }
     }

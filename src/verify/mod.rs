@@ -329,7 +329,10 @@ fn reset_connection(cmds: &[Command], real: &mut dyn Backend, opts: &Options) ->
     // A connection's name and eviction flag stay with it.
     if used(&["client"]) {
         real.command(&[b"CLIENT", b"SETNAME", b""])?;
-        real.command(&[b"CLIENT", b"NO-EVICT", b"off"])?;
+        // (Shared servers never get NO-EVICT: it is a server setting, `@dangerous` to ACLs.)
+        if opts.private {
+            real.command(&[b"CLIENT", b"NO-EVICT", b"off"])?;
+        }
     }
     // Only private servers get SELECT with an index that exists.
     if opts.private && used(&["select"]) {

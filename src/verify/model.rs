@@ -21,8 +21,10 @@
 //!   something looks it up or its expiry cycle samples it, and `DBSIZE` counts it until then. So
 //!   `DBSIZE` ([`Fx::CountKeys`]) only follows cases where no key had an absolute TTL.
 //! - **Measuring.** `MEMORY USAGE` is exact except on a skiplist-encoded sorted set (its nodes get
-//!   random levels), on a stream (the model only estimates it) and on a key that already expired
+//!   random levels), on a hashtable-encoded set (mid-rehash, per process hash seed), on a stream (the model only estimates it) and on a key that already expired
 //!   ([`Fx::Measure`], [`Fx::Unmeasurable`]).
+//! - **Lex ranges** ([`Fx::LexRange`]) only on keys that cannot be skiplists: over mixed scores
+//!   a skiplist's answer depends on its random levels, so Redis differs from itself.
 //! - **Scripts the server may already know.** On a server other people use, the script cache may
 //!   hold anything, so `EVALSHA` and `SCRIPT EXISTS` only name scripts the same case loaded before
 //!   (by `SCRIPT LOAD`, or by an `EVAL` that compiles), or digests no script has. A private server
@@ -97,14 +99,20 @@ pub enum Fx {
     /// `SET .. EXAT/PXAT` stays in Redis's count until its expiry cycle gets to it, so no key may
     /// have had an absolute TTL.
     CountKeys,
-    /// The key may hold a value whose MEMORY USAGE the model cannot give exactly: a stream, or a
+    /// The key may hold a value whose MEMORY USAGE the model cannot give exactly: a stream, a
     /// sorted set encoded as a skiplist (past 128 members, or a member past 64
-    /// bytes), whose nodes have random levels.
+    /// bytes), whose nodes have random levels, or a set encoded as a hashtable (Redis's own
+    /// figure depends on its hash seed while the table is rehashed).
     Unmeasurable(String),
     /// Measures the key (MEMORY USAGE): exact only for a key that cannot be a skiplist (random node
     /// levels) and never had an absolute TTL (MEMORY USAGE reports an expired key until Redis's
     /// expiry cycle reclaims it).
     Measure(String),
+    /// A lex range over the key (ZRANGEBYLEX, ZLEXCOUNT, ZRANGE .. BYLEX, ...): exact only for a
+    /// key that cannot be a skiplist. Over members of different scores a lex range is undefined,
+    /// and a skiplist answers it by walking its random levels, so Redis itself answers the same
+    /// commands differently from run to run (a listpack is scanned in order: deterministic).
+    LexRange(String),
     /// MULTI (true) or EXEC/DISCARD (false): in between, commands are queued and may never run.
     Transaction(bool),
 }
@@ -149,6 +157,7 @@ impl Model {
             Fx::NeedLoaded(sha) => self.is_loaded(sha),
             Fx::CountKeys => self.ttl.values().all(|k| k & TtlKind::Abs.bit() == 0),
             Fx::Measure(k) => !self.unmeasurable.contains(k) && self.ttl_kinds(k) & TtlKind::Abs.bit() == 0,
+            Fx::LexRange(k) => !self.unmeasurable.contains(k),
             _ => true,
         })
     }
@@ -176,7 +185,7 @@ impl Model {
                 }
                 Fx::Transaction(on) => self.in_multi = *on,
                 Fx::Unload => self.loaded.clear(),
-                Fx::ReadTtl(..) | Fx::NeedLoaded(_) | Fx::CountKeys | Fx::Measure(_) => {}
+                Fx::ReadTtl(..) | Fx::NeedLoaded(_) | Fx::CountKeys | Fx::Measure(_) | Fx::LexRange(_) => {}
             }
         }
     }
