@@ -2,23 +2,41 @@
 //! (`benches/used_memory.sh` runs it at 1,000,000; `tests/used_memory_real.rs` at 10,000 and
 //! 100,000). Prints one line per script: measured growth, the model's, their difference.
 //!
-//! `cargo run --release --example used_memory -- redis://127.0.0.1:PORT/ SUBJECTS [LIMIT]`
-//! (LIMIT per minute, default 10; each subject makes LIMIT calls). The server is flushed after
-//! each script: give it a private one.
+//! `cargo run --release --example used_memory -- redis://127.0.0.1:PORT/ SUBJECTS [LIMIT [SCRIPTS]]`
+//! (LIMIT per minute, default 10; each subject makes LIMIT calls; SCRIPTS a comma-separated list
+//! of shipped script names, default all of them). The server is flushed after each script: give
+//! it a private one.
 use limitlab::limiter::{Limiter, Params, Variant};
 use limitlab::verify::used_memory::check;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (Some(url), Some(n)) = (args.get(1), args.get(2).and_then(|n| n.parse::<u64>().ok())) else {
-        eprintln!("usage: used_memory URL SUBJECTS [LIMIT]");
+        eprintln!("usage: used_memory URL SUBJECTS [LIMIT [SCRIPTS]]");
         std::process::exit(2);
     };
-    let limit: u64 = args.get(3).and_then(|l| l.parse().ok()).unwrap_or(10);
+    let limit: u64 = match args.get(3).map(|l| l.parse()) {
+        None => 10,
+        Some(Ok(l)) => l,
+        Some(Err(_)) => {
+            eprintln!("used_memory: LIMIT must be a whole number, got {:?}", args[3]);
+            std::process::exit(2);
+        }
+    };
+    let variants: Vec<Variant> = match args.get(4) {
+        None => Variant::ALL.to_vec(),
+        Some(list) => match list.split(',').map(str::parse).collect::<Result<Vec<Variant>, _>>() {
+            Ok(v) => v,
+            Err(e) => {
+                eprintln!("used_memory: {e}");
+                std::process::exit(2);
+            }
+        },
+    };
     let params = Params::new(limit, 60_000);
     println!("{:<20} {:>9} {:>9} {:>14} {:>14} {:>8} {:>14} {:>8} {:>14}", "script", "subjects", "keys", "measured", "model", "error", "from one", "error", "MEMORY USAGE");
     let mut worst: f64 = 0.0;
-    for v in Variant::ALL {
+    for v in variants {
         let limiter = Limiter::new(v, params).expect("the shipped scripts take these parameters");
         let clock = limitlab::clock::Stopwatch::start();
         match check(url, &limiter, n, limit, |_| {}) {

@@ -130,12 +130,57 @@ fn hex_val(b: u8) -> u8 {
 /// its text and a `\n`, to which the reply's own `\n` is added: a top-level error is followed by an empty
 /// line. Replies are shown as a RESP2 client sees them (doubles as `%.17g` strings, maps flattened).
 pub fn write_reply(reply: &Reply, out: &mut Vec<u8>) {
-    write_raw(reply, out);
-    out.push(b'\n');
+    let mut o = Out { buf: out, sink: None, err: None };
+    write_raw(reply, &mut o);
+    o.push(b'\n');
+}
+
+/// Where a reply is formatted: a buffer that, given a sink, is handed to it between elements once
+/// it holds 64 KiB, so a reply of millions of elements is printed as it is formatted instead of
+/// being held whole as text too.
+struct Out<'a> {
+    buf: &'a mut Vec<u8>,
+    sink: Option<&'a mut dyn Write>,
+    /// The sink's first error (formatting goes on into the buffer; the caller reports it).
+    err: Option<std::io::Error>,
+}
+
+impl Out<'_> {
+    /// Between two elements: hands the buffer on when it is large.
+    fn boundary(&mut self) {
+        if self.buf.len() < 1 << 16 {
+            return;
+        }
+        if let Some(w) = self.sink.as_mut() {
+            if self.err.is_none() {
+                if let Err(e) = w.write_all(self.buf) {
+                    self.err = Some(e);
+                }
+            }
+            self.buf.clear();
+        }
+    }
+
+    fn finish(self) -> std::io::Result<()> {
+        self.err.map_or(Ok(()), Err)
+    }
+}
+
+impl std::ops::Deref for Out<'_> {
+    type Target = Vec<u8>;
+    fn deref(&self) -> &Vec<u8> {
+        self.buf
+    }
+}
+
+impl std::ops::DerefMut for Out<'_> {
+    fn deref_mut(&mut self) -> &mut Vec<u8> {
+        self.buf
+    }
 }
 
 /// redis-cli's `cliFormatReplyRaw`, without the trailing command delimiter.
-fn write_raw(reply: &Reply, out: &mut Vec<u8>) {
+fn write_raw(reply: &Reply, out: &mut Out) {
     match reply {
         Reply::Status(s) => out.extend_from_slice(s.as_bytes()),
         Reply::Bulk(b) => out.extend_from_slice(b),
@@ -153,6 +198,7 @@ fn write_raw(reply: &Reply, out: &mut Vec<u8>) {
                     out.push(b'\n');
                 }
                 write_raw(x, out);
+                out.boundary();
             }
         }
         Reply::Map(kv) => {
@@ -163,6 +209,7 @@ fn write_raw(reply: &Reply, out: &mut Vec<u8>) {
                 write_raw(k, out);
                 out.push(b'\n');
                 write_raw(x, out);
+                out.boundary();
             }
         }
     }
@@ -171,17 +218,16 @@ fn write_raw(reply: &Reply, out: &mut Vec<u8>) {
 /// Writes one reply as redis-cli prints it at a terminal (`cliFormatReplyTTY`): `(integer) 1`,
 /// `"a"` quoted with escapes, `(nil)`, `(error) ...`, `1) ...` with nested arrays indented under
 /// their index. The reply is shown as a RESP2 client receives it.
-pub fn write_human(reply: &Reply, out: &mut Vec<u8>) {
-    match reply {
-        Reply::Array(_) | Reply::Set(_) | Reply::Map(_) | Reply::Double(_) | Reply::Bool(_) => {
-            tty(&reply.clone().into_resp2(), b"", out)
-        }
-        _ => tty(reply, b"", out),
-    }
+pub fn write_human(reply: Reply, out: &mut Vec<u8>) {
+    human(reply, &mut Out { buf: out, sink: None, err: None })
+}
+
+fn human(reply: Reply, out: &mut Out) {
+    tty(&reply.into_resp2(), b"", out)
 }
 
 /// `cliFormatReplyTTY(r, prefix)`.
-fn tty(reply: &Reply, prefix: &[u8], out: &mut Vec<u8>) {
+fn tty(reply: &Reply, prefix: &[u8], out: &mut Out) {
     match reply {
         Reply::Error(s) => {
             out.extend_from_slice(b"(error) ");
@@ -216,6 +262,7 @@ fn tty(reply: &Reply, prefix: &[u8], out: &mut Vec<u8>) {
                 }
                 out.extend_from_slice(format!("{:>width$}{} ", i + 1, sep as char).as_bytes());
                 tty(x, &inner, out);
+                out.boundary();
             }
         }
         Reply::Map(kv) => {
@@ -230,6 +277,7 @@ fn tty(reply: &Reply, prefix: &[u8], out: &mut Vec<u8>) {
                 out.pop();
                 out.extend_from_slice(b" => ");
                 tty(x, &inner, out);
+                out.boundary();
             }
         }
     }
@@ -502,12 +550,18 @@ where
                 for _ in 0..repeat {
                     if help {
                         buf.extend_from_slice(HELP.as_bytes());
-                    } else if prints_raw_strings(cmd) {
-                        write_raw(&exec(cmd), &mut buf);
-                    } else if format == Format::Human {
-                        write_human(&exec(cmd), &mut buf);
                     } else {
-                        write_reply(&exec(cmd), &mut buf);
+                        let reply = exec(cmd);
+                        let mut o = Out { buf: &mut buf, sink: Some(&mut out), err: None };
+                        if prints_raw_strings(cmd) {
+                            write_raw(&reply, &mut o);
+                        } else if format == Format::Human {
+                            human(reply, &mut o);
+                        } else {
+                            write_raw(&reply, &mut o);
+                            o.push(b'\n');
+                        }
+                        o.finish()?;
                     }
                     // Flush as we go so a long repeat does not hold everything in memory.
                     if buf.len() > 1 << 16 {
@@ -560,6 +614,35 @@ mod tests {
         let mut v = Vec::new();
         write_reply(r, &mut v);
         v
+    }
+
+    /// A large reply reaches the output in pieces as it is formatted, in both formats, and the
+    /// pieces are the whole reply's text.
+    #[test]
+    fn a_large_reply_is_printed_as_it_is_formatted() {
+        struct Pieces(Vec<usize>, Vec<u8>);
+        impl Write for Pieces {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.push(b.len());
+                self.1.extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let big = || Reply::Array((0..100_000).map(|i| Reply::bulk(format!("element-{i}"))).collect());
+        for format in [Format::Raw, Format::Human] {
+            let mut whole = Vec::new();
+            match format {
+                Format::Raw => write_reply(&big(), &mut whole),
+                Format::Human => write_human(big(), &mut whole),
+            }
+            let mut out = Pieces(Vec::new(), Vec::new());
+            run_on_with(&b"LRANGE big 0 -1\n"[..], &mut out, format, |_| big()).unwrap();
+            assert_eq!(out.1, whole, "{format:?}");
+            assert!(out.0.len() > 10 && out.0.iter().all(|&n| n < 1 << 17), "{format:?}: {} pieces", out.0.len());
+        }
     }
 
     #[test]

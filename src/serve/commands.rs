@@ -59,7 +59,8 @@ fn arity_error(name: &str) -> Reply {
 const NOAUTH: &str = "NOAUTH Authentication required.";
 const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
-/// Runs one request of `conn`, appending its reply (if any) to `out`.
+/// Runs one request of `conn`, appending its reply (if any) to `out`, or leaving an aggregate
+/// reply in `conn.pending` for the connection to stream.
 pub fn execute(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut Vec<u8>) {
     server.sync_clock();
     if let Some((which, name, arity, no_auth)) = own(args[0]) {
@@ -107,7 +108,13 @@ pub fn execute(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut Vec<u
         emu.execute_as(conn.client, args)
     };
     drop(emu);
-    reply(conn, out, &r);
+    // An aggregate (LRANGE, HGETALL, EXEC, a script's table) may hold millions of elements: the
+    // connection streams it to the socket (resp::Stream) after the replies before it.
+    if matches!(r, Reply::Array(_) | Reply::Set(_) | Reply::Map(_)) {
+        conn.pending = Some(r);
+    } else {
+        reply(conn, out, &r);
+    }
 }
 
 fn reply(conn: &Conn, out: &mut Vec<u8>, r: &Reply) {

@@ -1,6 +1,7 @@
 //! One client: read what it sent, run every whole request in it, write all their replies in one go
 //! (a pipeline of N commands costs one read and one write), until it quits, breaks the protocol or
-//! goes away.
+//! goes away. An aggregate reply is streamed: written in chunks as it is encoded, so a reply of
+//! millions of elements is not held twice.
 use std::rc::Rc;
 
 use bytes::{Buf, BytesMut};
@@ -15,6 +16,9 @@ use crate::emulator::ClientId;
 const QUERY_BUFFER_LIMIT: usize = 1 << 30;
 /// Bytes asked of the socket per read (Redis's `PROTO_IOBUF_LEN`).
 const READ_CHUNK: usize = 16 * 1024;
+/// A reply's bytes handed to the socket at a time when it is streamed (a chunk less than
+/// [`KEEP_CAPACITY`], so streaming never makes the buffer one to give back).
+const STREAM_CHUNK: usize = 128 * 1024;
 /// Buffers grown past this are given back once empty, so a large request or reply does not pin memory.
 const KEEP_CAPACITY: usize = 256 * 1024;
 
@@ -34,6 +38,8 @@ pub struct Conn {
     pub close: bool,
     /// Its buffers grew past [`KEEP_CAPACITY`] at some point.
     pub grew: bool,
+    /// An aggregate reply [`commands::execute`] left to be streamed (after what is in `out`).
+    pub pending: Option<crate::emulator::Reply>,
 }
 
 /// A new client of node `node`'s emulator, with the connection's addresses.
@@ -60,7 +66,7 @@ pub async fn handle(server: Rc<Server>, node: usize, mut stream: TcpStream) {
     };
     let client = connect(&server, node, &addrs);
     let mut conn =
-        Conn { node, client, addrs, resp3: false, authed: server.requirepass.is_none(), close: false, grew: false };
+        Conn { node, client, addrs, resp3: false, authed: server.requirepass.is_none(), close: false, grew: false, pending: None };
     let _ = serve(&server, &mut conn, &mut stream).await;
     server.nodes[conn.node].emu.borrow_mut().disconnect(conn.client);
     server.clients.set(server.clients.get() - 1);
@@ -86,6 +92,25 @@ fn give_back_memory(server: &Server, grew: bool) {
     }
 }
 
+/// Writes an aggregate reply after what `out` holds, [`STREAM_CHUNK`] bytes at a time: only a
+/// chunk of its bytes exists at once, and its elements are freed as they are written (and, for a
+/// large one, given back to the system at the end).
+async fn stream_reply(stream: &mut TcpStream, out: &mut Vec<u8>, r: crate::emulator::Reply, resp3: bool) -> std::io::Result<()> {
+    let mut s = super::resp::Stream::new(r, resp3);
+    let mut chunks = 0;
+    while !s.fill(out, STREAM_CHUNK) {
+        stream.write_all(out).await?;
+        out.clear();
+        chunks += 1;
+    }
+    // A reply of more than a few MB leaves its pages freed but kept: give them back.
+    if chunks >= 32 {
+        drop(s);
+        collect();
+    }
+    Ok(())
+}
+
 async fn serve(server: &Server, conn: &mut Conn, stream: &mut TcpStream) -> std::io::Result<()> {
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut out: Vec<u8> = Vec::new();
@@ -101,11 +126,17 @@ async fn serve(server: &Server, conn: &mut Conn, stream: &mut TcpStream) -> std:
                     let args: Vec<&[u8]> = ranges.iter().map(|r| &buf[r.clone()]).collect();
                     commands::execute(server, conn, &args, &mut out);
                     used += n;
+                    if let Some(r) = conn.pending.take() {
+                        stream_reply(stream, &mut out, r, conn.resp3).await?;
+                    }
                 }
                 Frame::Inline(n, owned) => {
                     let args: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
                     commands::execute(server, conn, &args, &mut out);
                     used += n;
+                    if let Some(r) = conn.pending.take() {
+                        stream_reply(stream, &mut out, r, conn.resp3).await?;
+                    }
                 }
                 Frame::Error(text) => {
                     super::resp::write_error(&mut out, &format!("ERR {text}"));

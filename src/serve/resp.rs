@@ -114,9 +114,122 @@ pub fn write(reply: &Reply, resp3: bool, out: &mut Vec<u8>) {
     }
 }
 
+/// A reply written out a piece at a time. [`Stream::fill`] appends to a buffer until it holds a
+/// chunk or the reply is done, taking the reply apart as it goes: each element's bytes are freed
+/// once encoded, so a reply of millions of elements is never held both as values and as bytes,
+/// and the connection hands each chunk to the socket before encoding more (what Redis does from
+/// its reply list). The bytes are exactly [`write`]'s.
+pub struct Stream {
+    stack: Vec<Pending>,
+    resp3: bool,
+}
+
+enum Pending {
+    One(Reply),
+    Items(std::vec::IntoIter<Reply>),
+    Pairs(std::vec::IntoIter<(Reply, Reply)>),
+}
+
+impl Stream {
+    pub fn new(reply: Reply, resp3: bool) -> Stream {
+        Stream { stack: vec![Pending::One(reply)], resp3 }
+    }
+
+    /// Appends to `out` until it holds at least `chunk` bytes (false: there is more) or the reply
+    /// is written (true). Each call writes something, whatever `out` held.
+    pub fn fill(&mut self, out: &mut Vec<u8>, chunk: usize) -> bool {
+        let start = out.len();
+        while out.len() < chunk || out.len() == start {
+            let next = match self.stack.last_mut() {
+                None => return true,
+                Some(Pending::Items(it)) => it.next(),
+                Some(Pending::Pairs(it)) => it.next().map(|(k, v)| {
+                    self.stack.push(Pending::One(v));
+                    k
+                }),
+                Some(Pending::One(_)) => match self.stack.pop() {
+                    Some(Pending::One(r)) => Some(r),
+                    _ => unreachable!("the top is a single reply"),
+                },
+            };
+            match next {
+                None => {
+                    self.stack.pop();
+                }
+                Some(r) => self.open(r, out),
+            }
+        }
+        self.stack.is_empty()
+    }
+
+    /// Writes a scalar whole, or an aggregate's header with its elements to follow.
+    fn open(&mut self, r: Reply, out: &mut Vec<u8>) {
+        let resp3 = self.resp3;
+        match r {
+            Reply::Array(v) => {
+                header(out, b'*', v.len() as i64);
+                self.stack.push(Pending::Items(v.into_iter()));
+            }
+            Reply::Set(v) => {
+                header(out, if resp3 { b'~' } else { b'*' }, v.len() as i64);
+                self.stack.push(Pending::Items(v.into_iter()));
+            }
+            Reply::Map(kv) => {
+                let n = kv.len() as i64;
+                if resp3 {
+                    header(out, b'%', n);
+                } else {
+                    header(out, b'*', n * 2);
+                }
+                self.stack.push(Pending::Pairs(kv.into_iter()));
+            }
+            scalar => write(&scalar, resp3, out),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Streamed in chunks of any size, a reply's bytes are `write`'s.
+    #[test]
+    fn a_streamed_reply_is_written_byte_for_byte() {
+        let nested = Reply::Array(vec![
+            Reply::Int(1),
+            Reply::Map(vec![
+                (Reply::bulk("a"), Reply::Array(vec![Reply::Nil, Reply::Double(2.5)])),
+                (Reply::Array(vec![]), Reply::Set(vec![Reply::bulk("x"), Reply::Bool(false)])),
+            ]),
+            Reply::Array((0..300).map(|i| Reply::bulk(i.to_string())).collect()),
+            Reply::err("ERR x"),
+            Reply::NilArray,
+            Reply::Map(vec![]),
+        ]);
+        for r in [nested, Reply::Int(7), Reply::Array(vec![]), Reply::bulk("")] {
+            for resp3 in [false, true] {
+                let mut whole = Vec::new();
+                write(&r, resp3, &mut whole);
+                for chunk in [0, 1, 2, 7, 64, 1 << 20] {
+                    let (mut s, mut got, mut out) = (Stream::new(r.clone(), resp3), Vec::new(), Vec::new());
+                    let mut rounds = 0;
+                    loop {
+                        let done = s.fill(&mut out, chunk);
+                        assert!(done || out.len() >= chunk);
+                        got.append(&mut out);
+                        rounds += 1;
+                        if done {
+                            break;
+                        }
+                    }
+                    assert_eq!(got, whole, "{r:?} resp3 {resp3} chunk {chunk}");
+                    if chunk == 1 << 20 {
+                        assert_eq!(rounds, 1);
+                    }
+                }
+            }
+        }
+    }
 
     fn both(r: &Reply) -> (String, String) {
         let (mut a, mut b) = (Vec::new(), Vec::new());
