@@ -278,12 +278,17 @@ fn quit_shutdown_and_max_clients() {
     assert!(status.success(), "{status}; stderr: {}", serve.stderr());
 }
 
-fn rss_kb(pid: u32) -> u64 {
+/// A field of `/proc/PID/status` in kB (VmRSS: resident now; VmHWM: its peak).
+fn status_kb(pid: u32, field: &str) -> u64 {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     s.lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .unwrap_or(0)
+}
+
+fn rss_kb(pid: u32) -> u64 {
+    status_kb(pid, "VmRSS")
 }
 
 /// Garbage, truncated frames, huge declared lengths and a thousand connections opened and dropped:
@@ -369,14 +374,6 @@ fn garbage_and_connection_floods_harm_no_one() {
     assert!(end <= start + 16 * 1024, "RSS went from {start} kB to {end} kB");
 }
 
-fn peak_kb(pid: u32) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    s.lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
-
 /// A reply of a million elements (LRANGE of a 69 MB list) is streamed: while its client has not
 /// read a byte of it, another client is answered; it arrives whole, followed by the next
 /// pipelined reply; the server's peak memory during it grows by less than twice the reply's
@@ -423,7 +420,7 @@ fn a_huge_reply_is_streamed_and_its_memory_given_back() {
     assert_eq!(next_line(&mut r), b"+PONG\r\n");
     let reply_bytes = (n * 69 + 12) / 1024;
     if reset {
-        let grew = peak_kb(serve.pid()).saturating_sub(before);
+        let grew = status_kb(serve.pid(), "VmHWM").saturating_sub(before);
         assert!(grew < 2 * reply_bytes, "the peak grew by {grew} kB for a reply of {reply_bytes} kB");
     }
     // Its memory comes back (within 16 MB), the bystander answered all along.

@@ -168,6 +168,30 @@ fn dense_set(v: &mut [u8], i: usize, count: u8) -> bool {
     }
 }
 
+/// Walks the opcodes of the sparse HLL `v` as Redis's loops over them do: `run(first, len, value)`
+/// for each run of registers (value 0 for ZERO and XZERO, 1 to 32 for VAL), until the bytes end or
+/// `run` says stop. Returns the registers covered before that run: a valid HLL covers exactly
+/// [`REGISTERS`].
+fn sparse_runs(v: &[u8], mut run: impl FnMut(usize, usize, u8) -> bool) -> usize {
+    let (mut idx, mut p) = (0usize, HDR);
+    while p < v.len() {
+        let b = v[p];
+        let (len, val, oplen) = if is_zero(b) {
+            (zero_len(b), 0, 1)
+        } else if is_xzero(b) {
+            (xzero_len(b, v.get(p + 1).copied().unwrap_or(0)), 0, 2)
+        } else {
+            (val_len(b), val_value(b), 1)
+        };
+        if !run(idx, len, val) {
+            break;
+        }
+        idx += len;
+        p += oplen;
+    }
+    idx
+}
+
 /// `hllSparseToDense`: rewrites a sparse HLL as a dense one (a new exactly sized string, the header
 /// copied); a dense one is left alone.
 pub fn sparse_to_dense(s: &mut RStr) -> Result<(), Corrupt> {
@@ -178,28 +202,19 @@ pub fn sparse_to_dense(s: &mut RStr) -> Result<(), Corrupt> {
     let mut dense = vec![0u8; DENSE_SIZE];
     dense[..HDR].copy_from_slice(&v[..HDR]);
     dense[4] = DENSE;
-    let (mut idx, mut p) = (0usize, HDR);
-    while p < v.len() {
-        let b = v[p];
-        if is_zero(b) {
-            idx += zero_len(b);
-            p += 1;
-        } else if is_xzero(b) {
-            idx += xzero_len(b, v.get(p + 1).copied().unwrap_or(0));
-            p += 2;
-        } else {
-            let (len, val) = (val_len(b), val_value(b));
-            if len + idx > REGISTERS {
-                break;
-            }
-            for _ in 0..len {
-                dense_put(&mut dense[HDR..], idx, val);
-                idx += 1;
-            }
-            p += 1;
+    let covered = sparse_runs(v, |first, len, val| {
+        if val == 0 {
+            return true;
         }
-    }
-    if idx != REGISTERS {
+        if len + first > REGISTERS {
+            return false;
+        }
+        for i in first..first + len {
+            dense_put(&mut dense[HDR..], i, val);
+        }
+        true
+    });
+    if covered != REGISTERS {
         return Err(Corrupt);
     }
     *s = RStr::Exact(dense);
@@ -391,28 +406,19 @@ pub fn merge(max: &mut [u8; REGISTERS], v: &[u8]) -> Result<(), Corrupt> {
         }
         return Ok(());
     }
-    let (mut i, mut p) = (0usize, HDR);
-    while p < v.len() {
-        let b = v[p];
-        if is_zero(b) {
-            i += zero_len(b);
-            p += 1;
-        } else if is_xzero(b) {
-            i += xzero_len(b, v.get(p + 1).copied().unwrap_or(0));
-            p += 2;
-        } else {
-            let (len, val) = (val_len(b), val_value(b));
-            if len + i > REGISTERS {
-                break;
-            }
-            for m in &mut max[i..i + len] {
-                *m = (*m).max(val);
-            }
-            i += len;
-            p += 1;
+    let covered = sparse_runs(v, |first, len, val| {
+        if val == 0 {
+            return true;
         }
-    }
-    if i != REGISTERS {
+        if len + first > REGISTERS {
+            return false;
+        }
+        for m in &mut max[first..first + len] {
+            *m = (*m).max(val);
+        }
+        true
+    });
+    if covered != REGISTERS {
         return Err(Corrupt);
     }
     Ok(())
@@ -428,27 +434,12 @@ fn histogram(v: &[u8]) -> Result<[u32; 64], Corrupt> {
         }
         return Ok(h);
     }
-    let (mut idx, mut p) = (0usize, HDR);
-    while p < v.len() {
-        let b = v[p];
-        if is_zero(b) {
-            let n = zero_len(b);
-            idx += n;
-            h[0] += n as u32;
-            p += 1;
-        } else if is_xzero(b) {
-            let n = xzero_len(b, v.get(p + 1).copied().unwrap_or(0));
-            idx += n;
-            h[0] += n as u32;
-            p += 2;
-        } else {
-            let n = val_len(b);
-            idx += n;
-            h[val_value(b) as usize] += n as u32;
-            p += 1;
-        }
-    }
-    if idx != REGISTERS {
+    // (hllSparseRegHisto checks no run against the end: only the total.)
+    let covered = sparse_runs(v, |_, len, val| {
+        h[val as usize] += len as u32;
+        true
+    });
+    if covered != REGISTERS {
         return Err(Corrupt);
     }
     Ok(h)

@@ -9,21 +9,7 @@ use crate::emulator::Reply;
 #[inline]
 pub fn push_int(out: &mut Vec<u8>, n: i64) {
     let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    let neg = n < 0;
-    let mut v = n.unsigned_abs();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    if neg {
-        out.push(b'-');
-    }
-    out.extend_from_slice(&buf[i..]);
+    out.extend_from_slice(crate::emulator::keyspace::format_i64(n, &mut buf));
 }
 
 /// `<type><n>\r\n`.
