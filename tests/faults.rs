@@ -17,10 +17,10 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{wait_for, ClusterNode, Fault, FaultProxy, RedisCluster, RedisServer, Rule, TempDir};
+use common::{arrivals, wait_for, ClusterNode, Fault, FaultProxy, RedisCluster, RedisServer, Rule, TempDir};
 use limitlab::backend::real::{RealOptions, RealRedis};
 use limitlab::backend::{Backend, Script};
-use limitlab::clock::{Micros, DEFAULT_START};
+use limitlab::clock::DEFAULT_START;
 use limitlab::emulator::cluster::key_slot;
 use limitlab::emulator::Reply;
 use limitlab::limiter::{Limiter, Params, Variant};
@@ -37,18 +37,6 @@ const LOADING: &str = "LOADING Redis is loading the dataset in memory";
 /// refused.
 fn limiter() -> Limiter {
     Limiter::new(Variant::FIXED_WINDOW, Params::new(35, 60_000)).unwrap()
-}
-
-/// `n` requests 3 ms apart over `subjects` subjects.
-fn arrivals(n: usize, subjects: usize) -> Vec<Arrival> {
-    (0..n)
-        .map(|i| Arrival {
-            at: Micros((DEFAULT_START.0 + i as i64 * 3) * 1000),
-            key: format!("u{}", i % subjects),
-            cost: 1,
-            phase: String::new(),
-        })
-        .collect()
 }
 
 fn emulated(l: &Limiter, arr: &[Arrival]) -> Trace {

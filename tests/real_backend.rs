@@ -12,14 +12,13 @@ use std::io::Write as _;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{signal_pid, unused_port, Fault, FaultProxy, RedisServer, Rule};
+use common::{arrivals, signal_pid, unused_port, Fault, FaultProxy, RedisServer, Rule};
 use limitlab::backend::real::{RealOptions, RealRedis};
 use limitlab::backend::{Backend, Script};
-use limitlab::clock::{Micros, DEFAULT_START};
+use limitlab::clock::DEFAULT_START;
 use limitlab::emulator::Reply;
 use limitlab::limiter::{Limiter, Params, Variant};
 use limitlab::sim::{self, Progress};
-use limitlab::traffic::Arrival;
 use limitlab::verify::decisions::{check_script, check_standard};
 use limitlab::Error;
 
@@ -95,17 +94,6 @@ fn error_replies_are_replies_with_redis_text() {
     assert_eq!(real.command(&[b"GET", k.as_bytes()]).unwrap(), Reply::bulk("x"));
     assert!(real.failure().is_none(), "error replies are not failures");
     real.cleanup().unwrap();
-}
-
-fn arrivals(n: usize, subjects: usize) -> Vec<Arrival> {
-    (0..n)
-        .map(|i| Arrival {
-            at: Micros((DEFAULT_START.0 + i as i64 * 3) * 1000),
-            key: format!("u{}", i % subjects),
-            cost: 1,
-            phase: String::new(),
-        })
-        .collect()
 }
 
 #[test]

@@ -764,3 +764,15 @@ impl TlsServer {
         panic!("could not start a TLS redis-server:\n{}", failures.join("\n"));
     }
 }
+
+/// `n` requests 3 ms apart over `subjects` subjects (named u0, u1, ...), from the default start.
+pub fn arrivals(n: usize, subjects: usize) -> Vec<limitlab::traffic::Arrival> {
+    (0..n)
+        .map(|i| limitlab::traffic::Arrival {
+            at: limitlab::clock::Micros((limitlab::clock::DEFAULT_START.0 + i as i64 * 3) * 1000),
+            key: format!("u{}", i % subjects),
+            cost: 1,
+            phase: String::new(),
+        })
+        .collect()
+}
