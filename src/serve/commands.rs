@@ -56,11 +56,14 @@ fn arity_error(name: &str) -> Reply {
     Reply::Error(format!("ERR wrong number of arguments for '{name}' command"))
 }
 
+/// Replies of more elements than this are streamed.
+const STREAM_OVER: usize = 1024;
+
 const NOAUTH: &str = "NOAUTH Authentication required.";
 const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
-/// Runs one request of `conn`, appending its reply (if any) to `out`, or leaving an aggregate
-/// reply in `conn.pending` for the connection to stream.
+/// Runs one request of `conn`, appending its reply (if any) to `out`, or leaving a reply of more
+/// than [`STREAM_OVER`] elements in `conn.pending` for the connection to stream.
 pub fn execute(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut Vec<u8>) {
     server.sync_clock();
     if let Some((which, name, arity, no_auth)) = own(args[0]) {
@@ -108,9 +111,9 @@ pub fn execute(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut Vec<u
         emu.execute_as(conn.client, args)
     };
     drop(emu);
-    // An aggregate (LRANGE, HGETALL, EXEC, a script's table) may hold millions of elements: the
+    // A reply of many elements (LRANGE, HGETALL, EXEC, a script's table) may hold millions: the
     // connection streams it to the socket (resp::Stream) after the replies before it.
-    if matches!(r, Reply::Array(_) | Reply::Set(_) | Reply::Map(_)) {
+    if resp::larger_than(&r, STREAM_OVER) {
         conn.pending = Some(r);
     } else {
         reply(conn, out, &r);

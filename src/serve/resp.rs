@@ -100,6 +100,27 @@ pub fn write(reply: &Reply, resp3: bool, out: &mut Vec<u8>) {
     }
 }
 
+/// Whether `r` holds more than `n` elements at any depth (counting only as far as needed): the
+/// replies worth streaming. A limiter's few-element reply is written whole, as before.
+pub fn larger_than(r: &Reply, n: usize) -> bool {
+    fn take(len: usize, left: &mut usize) -> bool {
+        if len > *left {
+            return true;
+        }
+        *left -= len;
+        false
+    }
+    fn walk(r: &Reply, left: &mut usize) -> bool {
+        match r {
+            Reply::Array(v) | Reply::Set(v) => take(v.len(), left) || v.iter().any(|x| walk(x, left)),
+            Reply::Map(kv) => take(kv.len() * 2, left) || kv.iter().any(|(k, x)| walk(k, left) || walk(x, left)),
+            _ => false,
+        }
+    }
+    let mut left = n;
+    walk(r, &mut left)
+}
+
 /// A reply written out a piece at a time. [`Stream::fill`] appends to a buffer until it holds a
 /// chunk or the reply is done, taking the reply apart as it goes: each element's bytes are freed
 /// once encoded, so a reply of millions of elements is never held both as values and as bytes,
@@ -177,6 +198,16 @@ impl Stream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_are_counted_at_every_depth() {
+        let flat = Reply::Array((0..10).map(Reply::Int).collect());
+        assert!(!larger_than(&flat, 10) && larger_than(&flat, 9));
+        let nested = Reply::Array(vec![Reply::Int(1), Reply::Map(vec![(Reply::Int(2), flat.clone())])]);
+        // 2 + 2 + 10 elements.
+        assert!(!larger_than(&nested, 14) && larger_than(&nested, 13));
+        assert!(!larger_than(&Reply::bulk("x"), 0));
+    }
 
     /// Streamed in chunks of any size, a reply's bytes are `write`'s.
     #[test]
