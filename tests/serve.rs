@@ -291,6 +291,23 @@ fn rss_kb(pid: u32) -> u64 {
     status_kb(pid, "VmRSS")
 }
 
+/// Waits (up to 30 s, a state polled, not a sleep relied on) for the server's RSS to come back
+/// within 16 MB of `start` kB, asking the bystander `ask(n)`, `ask(n + 1)`, ... all along.
+/// Returns the last RSS and the next number to ask.
+fn rss_back_within_16_mb(pid: u32, start: u64, mut n: i64, ask: &mut dyn FnMut(i64)) -> (u64, i64) {
+    let mut end = rss_kb(pid);
+    for _ in 0..300 {
+        if end <= start + 16 * 1024 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        ask(n);
+        n += 1;
+        end = rss_kb(pid);
+    }
+    (end, n)
+}
+
 /// Garbage, truncated frames, huge declared lengths and a thousand connections opened and dropped:
 /// a client in the middle of its work sees none of it, the server does not panic, and its memory
 /// comes back near where it started.
@@ -357,17 +374,7 @@ fn garbage_and_connection_floods_harm_no_one() {
     ask(4);
     // Every dropped connection is noticed and freed in time: wait (up to 30 s) for the memory to
     // come back within 16 MB of the start, asking the bystander all along.
-    let mut end = rss_kb(serve.pid());
-    let mut n = 5;
-    for _ in 0..300 {
-        if end <= start + 16 * 1024 {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-        ask(n);
-        n += 1;
-        end = rss_kb(serve.pid());
-    }
+    let (end, n) = rss_back_within_16_mb(serve.pid(), start, 5, &mut ask);
     assert!(serve.running(), "the server is alive; stderr: {}", serve.stderr());
     assert!(!serve.stderr().contains("panicked"), "{}", serve.stderr());
     ask(n);
@@ -424,17 +431,7 @@ fn a_huge_reply_is_streamed_and_its_memory_given_back() {
         assert!(grew < 2 * reply_bytes, "the peak grew by {grew} kB for a reply of {reply_bytes} kB");
     }
     // Its memory comes back (within 16 MB), the bystander answered all along.
-    let mut end = rss_kb(serve.pid());
-    let mut k = 4;
-    for _ in 0..300 {
-        if end <= before + 16 * 1024 {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-        ask(k);
-        k += 1;
-        end = rss_kb(serve.pid());
-    }
+    let (end, k) = rss_back_within_16_mb(serve.pid(), before, 4, &mut ask);
     assert!(end <= before + 16 * 1024, "RSS went from {before} kB to {end} kB");
     ask(k);
 }
