@@ -23,6 +23,7 @@ use std::io::{BufRead, Write};
 
 use crate::clock::{Clock, Millis};
 use crate::emulator::{Emulator, Reply};
+use crate::emulator::keyspace::{c_sign_and_digits, is_c_space};
 
 /// Splits one line into arguments exactly as Redis's `sdssplitargs` does (the function redis-cli uses).
 ///
@@ -108,11 +109,6 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
         }
         args.push(cur);
     }
-}
-
-/// C's `isspace` in the "C" locale.
-fn is_c_space(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
 }
 
 fn hex_val(b: u8) -> u8 {
@@ -444,22 +440,7 @@ fn classify(line: &[u8]) -> LineAction {
 /// `None` when it is not a whole number, `Some(Err)` when out of range, `Some(Ok(n))` otherwise.
 /// Like C, it accepts leading blanks and a sign, and the empty string reads as 0.
 fn strtol_whole(s: &[u8]) -> Option<Result<i64, ()>> {
-    let mut i = 0;
-    while i < s.len() && is_c_space(s[i]) {
-        i += 1;
-    }
-    let neg = match s.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
-    let digits = &s[i..];
+    let (neg, digits) = c_sign_and_digits(s);
     if digits.is_empty() {
         // No conversion: strtol leaves `end` at the very start, so only "" reads as a whole number.
         return if s.is_empty() { Some(Ok(0)) } else { None };

@@ -192,6 +192,27 @@ fn sparse_runs(v: &[u8], mut run: impl FnMut(usize, usize, u8) -> bool) -> usize
     idx
 }
 
+/// The VAL runs of the sparse HLL `v` (`set(first, len, value)`), as `hllSparseToDense` and
+/// `hllMerge` read them: a run past the last register ends the walk, and the runs must cover
+/// exactly [`REGISTERS`].
+fn sparse_values(v: &[u8], mut set: impl FnMut(usize, usize, u8)) -> Result<(), Corrupt> {
+    let covered = sparse_runs(v, |first, len, val| {
+        if val == 0 {
+            return true;
+        }
+        if len + first > REGISTERS {
+            return false;
+        }
+        set(first, len, val);
+        true
+    });
+    if covered == REGISTERS {
+        Ok(())
+    } else {
+        Err(Corrupt)
+    }
+}
+
 /// `hllSparseToDense`: rewrites a sparse HLL as a dense one (a new exactly sized string, the header
 /// copied); a dense one is left alone.
 pub fn sparse_to_dense(s: &mut RStr) -> Result<(), Corrupt> {
@@ -202,21 +223,11 @@ pub fn sparse_to_dense(s: &mut RStr) -> Result<(), Corrupt> {
     let mut dense = vec![0u8; DENSE_SIZE];
     dense[..HDR].copy_from_slice(&v[..HDR]);
     dense[4] = DENSE;
-    let covered = sparse_runs(v, |first, len, val| {
-        if val == 0 {
-            return true;
-        }
-        if len + first > REGISTERS {
-            return false;
-        }
+    sparse_values(v, |first, len, val| {
         for i in first..first + len {
             dense_put(&mut dense[HDR..], i, val);
         }
-        true
-    });
-    if covered != REGISTERS {
-        return Err(Corrupt);
-    }
+    })?;
     *s = RStr::Exact(dense);
     Ok(())
 }
@@ -372,19 +383,11 @@ fn promote(s: &mut RStr, index: usize, count: u8) -> Result<bool, Corrupt> {
 /// `hllAdd`: adds an element to the HLL held in `s` (already checked with [`is_valid`]).
 pub fn add(s: &mut RStr, ele: &[u8]) -> Result<bool, Corrupt> {
     let (index, count) = pat_len(ele);
-    let enc = match s {
-        RStr::Raw(v) | RStr::Grown(v) | RStr::Exact(v) => v[4],
-        RStr::Int(_) => return Err(Corrupt),
-    };
-    if enc == DENSE {
-        let (RStr::Raw(v) | RStr::Grown(v) | RStr::Exact(v)) = s else { return Err(Corrupt) };
-        Ok(dense_set(v, index, count))
-    } else {
-        sparse_set(s, index, count, SPARSE_MAX_BYTES)
-    }
+    set_register(s, index, count)
 }
 
-/// Sets register `index` to at least `count`, in whichever encoding `s` has (PFMERGE's writes).
+/// Sets register `index` to at least `count`, in whichever encoding `s` has (PFADD's and PFMERGE's
+/// writes).
 pub fn set_register(s: &mut RStr, index: usize, count: u8) -> Result<bool, Corrupt> {
     let enc = match s {
         RStr::Raw(v) | RStr::Grown(v) | RStr::Exact(v) => v[4],
@@ -406,22 +409,11 @@ pub fn merge(max: &mut [u8; REGISTERS], v: &[u8]) -> Result<(), Corrupt> {
         }
         return Ok(());
     }
-    let covered = sparse_runs(v, |first, len, val| {
-        if val == 0 {
-            return true;
-        }
-        if len + first > REGISTERS {
-            return false;
-        }
+    sparse_values(v, |first, len, val| {
         for m in &mut max[first..first + len] {
             *m = (*m).max(val);
         }
-        true
-    });
-    if covered != REGISTERS {
-        return Err(Corrupt);
-    }
-    Ok(())
+    })
 }
 
 /// The register histogram of the HLL in `v`; Err for a sparse one whose runs do not cover exactly

@@ -55,6 +55,22 @@ pub fn int_len(i: i64) -> usize {
     n
 }
 
+/// C's `isspace` in the "C" locale.
+pub fn is_c_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+}
+
+/// What C's `strtol`/`strtoull` skip before the digits: leading blanks, then one optional sign.
+/// Returns whether the sign was a minus, and the rest (the digits, if any).
+pub fn c_sign_and_digits(s: &[u8]) -> (bool, &[u8]) {
+    let start = s.iter().position(|&c| !is_c_space(c)).unwrap_or(s.len());
+    match s.get(start) {
+        Some(b'-') => (true, &s[start + 1..]),
+        Some(b'+') => (false, &s[start + 1..]),
+        _ => (false, &s[start..]),
+    }
+}
+
 /// Redis's `string2ll`: a strict decimal integer in i64 range.
 pub fn parse_canonical_i64(b: &[u8]) -> Option<i64> {
     if b.is_empty() || b.len() > 20 {

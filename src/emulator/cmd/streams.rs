@@ -5,7 +5,7 @@
 use super::flags::*;
 use super::{arg_i64, eq_ic, CommandSpec, KeySpec, SYNTAX};
 use crate::emulator::core::Core;
-use crate::emulator::keyspace::{parse_canonical_i64, Stream, StreamId, Trim, Value};
+use crate::emulator::keyspace::{c_sign_and_digits, parse_canonical_i64, Stream, StreamId, Trim, Value};
 use crate::emulator::reply::Reply;
 use crate::tri;
 
@@ -27,22 +27,7 @@ fn string2ull(s: &[u8]) -> Option<u64> {
     if let Some(v) = parse_canonical_i64(s) {
         return (v >= 0).then_some(v as u64);
     }
-    let mut i = 0;
-    while i < s.len() && matches!(s[i], b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r') {
-        i += 1;
-    }
-    let neg = match s.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
-    let digits = &s[i..];
+    let (neg, digits) = c_sign_and_digits(s);
     if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
