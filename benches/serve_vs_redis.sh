@@ -43,13 +43,8 @@ serve_port="$(sed -n '1s/^listening on [^ ]*:\([0-9]*\).*/\1/p' "$tmp/serve.out"
 [ -n "$serve_port" ] || { echo "limitlab serve did not start: $(cat "$tmp/serve.err")" >&2; exit 1; }
 
 # A private redis-server on a free port.
-redis_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
-redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --dir "$tmp" >"$tmp/redis.log" 2>&1 &
-redis_pid=$!
-for _ in $(seq 1 200); do
-  [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = "PONG" ] && break
-  sleep 0.05
-done
+. benches/private_redis.sh
+start_private_redis "$tmp"
 
 script="$(cat scripts/fixed_window.lua)"
 sha_serve="$(redis-cli -p "$serve_port" SCRIPT LOAD "$script")"

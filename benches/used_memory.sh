@@ -8,11 +8,10 @@ cd "$(dirname "$0")/.."
 subjects=${1:-1000000}
 limit=${2:-10}
 scripts=${3:-}
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 dir=$(mktemp -d)
-redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" >"$dir/log" 2>&1 &
-pid=$!
-trap 'kill $pid 2>/dev/null; rm -rf "$dir"' EXIT
-for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+trap 'kill $redis_pid 2>/dev/null; rm -rf "$dir"' EXIT
+. benches/private_redis.sh
+start_private_redis "$dir"
+port=$redis_port
 redis-server --version
 cargo run --quiet --release --example used_memory -- "redis://127.0.0.1:$port/" "$subjects" "$limit" ${scripts:+"$scripts"}
