@@ -62,9 +62,9 @@ const STREAM_OVER: usize = 1024;
 const NOAUTH: &str = "NOAUTH Authentication required.";
 const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
-/// Runs one request of `conn`, appending its reply (if any) to `out`, or leaving a reply of more
-/// than [`STREAM_OVER`] elements in `conn.pending` for the connection to stream.
-pub fn execute(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut Vec<u8>) {
+/// Runs one request of `conn`, appending its reply (if any) to `out`, or returning a reply of more
+/// than [`STREAM_OVER`] elements for the connection to stream after what `out` holds.
+pub fn execute(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut Vec<u8>) -> Option<Reply> {
     server.sync_clock();
     if let Some((which, name, arity, no_auth)) = own(args[0]) {
         if !arity_ok(arity, args.len()) {
@@ -114,17 +114,19 @@ pub fn execute(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut Vec<u
     // A reply of many elements (LRANGE, HGETALL, EXEC, a script's table) may hold millions: the
     // connection streams it to the socket (resp::Stream) after the replies before it.
     if resp::larger_than(&r, STREAM_OVER) {
-        conn.pending = Some(r);
+        Some(r)
     } else {
-        reply(conn, out, &r);
+        reply(conn, out, &r)
     }
 }
 
-fn reply(conn: &Conn, out: &mut Vec<u8>, r: &Reply) {
+/// Writes `r` to `out` whole: nothing is left to stream.
+fn reply(conn: &Conn, out: &mut Vec<u8>, r: &Reply) -> Option<Reply> {
     resp::write(r, conn.resp3, out);
+    None
 }
 
-fn run_own(server: &Server, conn: &mut Conn, which: Own, args: &[&[u8]], out: &mut Vec<u8>) {
+fn run_own(server: &Server, conn: &mut Conn, which: Own, args: &[&[u8]], out: &mut Vec<u8>) -> Option<Reply> {
     let r = match which {
         Own::Hello => hello(server, conn, args),
         Own::Auth => auth(server, conn, args),
@@ -152,7 +154,7 @@ fn run_own(server: &Server, conn: &mut Conn, which: Own, args: &[&[u8]], out: &m
                 server.stopping.set(true);
                 server.stop.notify_one();
                 conn.close = true;
-                return;
+                return None;
             }
         }
         Own::Debug => debug(args),
@@ -168,7 +170,8 @@ fn run_own(server: &Server, conn: &mut Conn, which: Own, args: &[&[u8]], out: &m
             if !server.cluster {
                 Reply::err("ERR This instance has cluster support disabled")
             } else {
-                return cluster::command(server, conn, args, out);
+                cluster::command(server, conn, args, out);
+                return None;
             }
         }
         Own::Asking | Own::ReadOnly | Own::ReadWrite => {
@@ -179,7 +182,7 @@ fn run_own(server: &Server, conn: &mut Conn, which: Own, args: &[&[u8]], out: &m
             }
         }
     };
-    reply(conn, out, &r);
+    reply(conn, out, &r)
 }
 
 /// Whether `user`/`pass` is the default user's password (any password when none is set).

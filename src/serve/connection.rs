@@ -38,8 +38,6 @@ pub struct Conn {
     pub close: bool,
     /// Its buffers grew past [`KEEP_CAPACITY`] at some point.
     pub grew: bool,
-    /// An aggregate reply [`commands::execute`] left to be streamed (after what is in `out`).
-    pub pending: Option<crate::emulator::Reply>,
 }
 
 /// A new client of node `node`'s emulator, with the connection's addresses.
@@ -66,7 +64,7 @@ pub async fn handle(server: Rc<Server>, node: usize, mut stream: TcpStream) {
     };
     let client = connect(&server, node, &addrs);
     let mut conn =
-        Conn { node, client, addrs, resp3: false, authed: server.requirepass.is_none(), close: false, grew: false, pending: None };
+        Conn { node, client, addrs, resp3: false, authed: server.requirepass.is_none(), close: false, grew: false };
     let _ = serve(&server, &mut conn, &mut stream).await;
     server.nodes[conn.node].emu.borrow_mut().disconnect(conn.client);
     server.clients.set(server.clients.get() - 1);
@@ -119,29 +117,29 @@ async fn serve(server: &Server, conn: &mut Conn, stream: &mut TcpStream) -> std:
         let mut used = 0;
         while used < inbuf.len() && !conn.close {
             let buf = &inbuf[used..];
-            match parse::next(buf, conn.authed, &mut ranges) {
+            // A request's length, and its arguments when inline (multibulk ones are in `ranges`).
+            let (n, inline) = match parse::next(buf, conn.authed, &mut ranges) {
                 Frame::Incomplete => break,
-                Frame::Skip(n) => used += n,
-                Frame::Multibulk(n) => {
-                    let args: Vec<&[u8]> = ranges.iter().map(|r| &buf[r.clone()]).collect();
-                    commands::execute(server, conn, &args, &mut out);
+                Frame::Skip(n) => {
                     used += n;
-                    if let Some(r) = conn.pending.take() {
-                        stream_reply(stream, &mut out, r, conn.resp3).await?;
-                    }
+                    continue;
                 }
-                Frame::Inline(n, owned) => {
-                    let args: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
-                    commands::execute(server, conn, &args, &mut out);
-                    used += n;
-                    if let Some(r) = conn.pending.take() {
-                        stream_reply(stream, &mut out, r, conn.resp3).await?;
-                    }
-                }
+                Frame::Multibulk(n) => (n, None),
+                Frame::Inline(n, owned) => (n, Some(owned)),
                 Frame::Error(text) => {
                     super::resp::write_error(&mut out, &format!("ERR {text}"));
                     conn.close = true;
+                    continue;
                 }
+            };
+            let args: Vec<&[u8]> = match &inline {
+                Some(owned) => owned.iter().map(Vec::as_slice).collect(),
+                None => ranges.iter().map(|r| &buf[r.clone()]).collect(),
+            };
+            let large = commands::execute(server, conn, &args, &mut out);
+            used += n;
+            if let Some(r) = large {
+                stream_reply(stream, &mut out, r, conn.resp3).await?;
             }
         }
         inbuf.advance(used);
