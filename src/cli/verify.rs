@@ -14,8 +14,8 @@ use crate::verify::{self, Options};
 use crate::{Error, Result};
 
 /// `--redis URL [--redis-timeout-ms MS]`: a real server to run on as well as the emulator. Its
-/// `Debug` shows the URL without its password.
-#[derive(Clone, Default, clap::Args)]
+/// `Debug` shows the URL without its password (through [`RedisUrl`]'s).
+#[derive(Clone, Debug, Default, clap::Args)]
 pub struct RedisArgs {
     /// A real Redis: redis://HOST:PORT[/DB] (user:password@ allowed); a cluster node is detected
     /// and the cluster used. run, compare and verify write only under a fresh `ll:<id>:` key prefix
@@ -39,19 +39,9 @@ pub struct RedisArgs {
     pub tls_ca: Option<std::path::PathBuf>,
 }
 
-impl std::fmt::Debug for RedisArgs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedisArgs")
-            .field("redis", &self.redis)
-            .field("redis_timeout_ms", &self.redis_timeout_ms)
-            .field("allow_outside_keys", &self.allow_outside_keys)
-            .field("tls_ca", &self.tls_ca)
-            .finish()
-    }
-}
-
-/// A validated `--redis`: where, and how patiently. Its `Debug` shows the URL without its password.
-#[derive(Clone)]
+/// A validated `--redis`: where, and how patiently. Its `Debug` shows the URL without its password
+/// (through [`RedisUrl`]'s).
+#[derive(Clone, Debug)]
 pub struct RedisTarget {
     /// Shown redacted (see [`crate::backend::secret`]).
     pub url: RedisUrl,
@@ -60,17 +50,6 @@ pub struct RedisTarget {
     pub allow_outside_keys: bool,
     /// `--tls-ca`, read.
     pub tls: Option<crate::backend::real::TlsFiles>,
-}
-
-impl std::fmt::Debug for RedisTarget {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedisTarget")
-            .field("url", &self.url)
-            .field("options", &self.options)
-            .field("allow_outside_keys", &self.allow_outside_keys)
-            .field("tls", &self.tls)
-            .finish()
-    }
 }
 
 impl RedisTarget {
