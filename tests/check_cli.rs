@@ -18,13 +18,23 @@ fn limitlab(args: &[&str]) -> Output {
 
 /// (fixture file stem, the checks that must fail and nothing else, a phrase the first failing
 /// check's evidence or summary must hold)
-const BROKEN: [(&str, &[&str], &str); 6] = [
+const BROKEN: [(&str, &[&str], &str); 11] = [
+    // Each of these libraries counts a refused request too (INCRBY before the comparison, as the
+    // library's own script does): a refused request of cost 4 uses up the units that a request of
+    // cost 1 would still have had. A property of the library, judged as one.
+    ("escaping_key", &["refusals"], "the refusal used up"),
     ("fixed_window_no_ttl", &["ttl"], "with no TTL"),
+    ("rate_limit_redis", &["refusals"], "the refusal used up"),
+    ("rlflex_consume", &["refusals"], "the refusal used up"),
     ("scg_token_bucket_seconds", &["overshoot"], "above the bound 1.999"),
     ("sliding_log_counts_refusals", &["false_rejections", "retry_after"], "under sustained overload"),
-    ("sliding_log_off_by_one", &["overshoot"], "worst 1.10"),
+    ("sliding_log_off_by_one", &["overshoot", "remaining"], "worst 1.10"),
     ("sliding_window_crossslot", &["cluster"], "CROSSSLOT"),
     ("sliding_window_short_ttl", &["ttl"], "expired while it was still needed"),
+    ("upstash_fixed_window", &["refusals"], "the refusal used up"),
+    // @upstash/ratelimit's sliding window answers -1 on a refusal, which its client reads as
+    // remaining 0, though a request of cost 1 may still fit.
+    ("upstash_sliding_window", &["remaining"], "remaining 0 after this request (refused)"),
 ];
 
 fn report(spec: &Path) -> (serde_json::Value, Option<i32>) {
@@ -45,7 +55,20 @@ fn every_fixture_gets_the_verdict_a_reviewer_would_give() {
         let failed: BTreeSet<&str> =
             checks.iter().filter(|c| c["status"] == "fail").map(|c| c["name"].as_str().unwrap()).collect();
         let names: BTreeSet<&str> = checks.iter().map(|c| c["name"].as_str().unwrap()).collect();
-        for n in ["errors", "overshoot", "false_rejections", "remaining", "retry_after", "headers", "ttl", "clock_skew", "cluster", "memory"] {
+        for n in [
+            "errors",
+            "overshoot",
+            "false_rejections",
+            "remaining",
+            "refusals",
+            "oversized",
+            "retry_after",
+            "headers",
+            "ttl",
+            "clock_skew",
+            "cluster",
+            "memory",
+        ] {
             assert!(names.contains(n), "{stem}: no `{n}` check");
         }
         match BROKEN.iter().find(|b| b.0 == stem) {
@@ -84,7 +107,7 @@ fn the_crossslot_evidence_names_both_keys_and_their_slots() {
 
 #[test]
 fn same_seed_same_bytes_and_junit_for_ci() {
-    let spec = "tests/fixtures/sliding_log_off_by_one.toml";
+    let spec = "tests/fixtures/fixed_window_no_ttl.toml";
     let a = limitlab(&["check", spec, "--no-save", "--no-timing", "--seed", "3"]);
     let b = limitlab(&["check", spec, "--no-save", "--no-timing", "--seed", "3"]);
     assert_eq!(a.stdout, b.stdout);
@@ -126,4 +149,134 @@ fn a_failure_leaves_a_trace_that_run_replays() {
     let m = &v["results"][0]["metrics"];
     assert_eq!(m["max_in_window"], 11, "{v:#}");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A spec of its own in a fresh directory: `files` are (name, text).
+fn spec_dir(tag: &str, files: &[(&str, &str)]) -> common::TempDir {
+    let dir = common::TempDir::new(tag);
+    for (name, text) in files {
+        std::fs::write(Path::new(dir.path()).join(name), text).unwrap();
+    }
+    dir
+}
+
+/// A "limiter" that admits everything and counts, in the shape of a fixed window; the spec says no
+/// family and no bound.
+const ALLOW_ALL_LUA: &str = "local n = redis.call('INCR', KEYS[1])\nredis.call('PEXPIRE', KEYS[1], ARGV[1])\nreturn n\n";
+const ALLOW_ALL_TOML: &str = r#"name = "allow_all"
+[policy]
+limit = 10
+window_ms = 1000
+[scripts]
+main = "allow.lua"
+[[call]]
+name = "n"
+script = "main"
+keys = ["rl:{${subject}}"]
+args = ["${window_ms}"]
+[decision]
+allowed = "1"
+remaining = "max(limit - n, 0)"
+"#;
+
+fn statuses(v: &serde_json::Value) -> std::collections::BTreeMap<String, String> {
+    v["checks"].as_array().unwrap().iter().map(|c| (c["name"].as_str().unwrap().to_string(), c["status"].as_str().unwrap().to_string())).collect()
+}
+
+#[test]
+fn an_allow_all_limiter_without_a_family_fails_and_a_waiver_prints_its_reason() {
+    let dir = spec_dir("check_allow_all", &[("allow.lua", ALLOW_ALL_LUA), ("allow.toml", ALLOW_ALL_TOML)]);
+    let spec = format!("{}/allow.toml", dir.path());
+    let (v, code) = report(Path::new(&spec));
+    assert_eq!(code, Some(1), "{v:#}");
+    let st = statuses(&v);
+    assert_eq!(st["overshoot"], "fail", "judged against the default bound: {v:#}");
+    assert_eq!(st["remaining"], "fail", "remaining 0, then admitted: {v:#}");
+    assert_eq!(v["bound"], 2.0);
+    assert!(v["bound_source"].as_str().unwrap().contains("the default"), "{v:#}");
+    let remaining = v["checks"].as_array().unwrap().iter().find(|c| c["name"] == "remaining").unwrap();
+    assert!(remaining["evidence"][0].as_str().unwrap().contains("remaining 0 after this request (admitted), but all 1 request(s) of cost 1"), "{remaining:#}");
+
+    // Waived by name, with reasons: no failure left, and the reasons are printed.
+    let waived = format!("{ALLOW_ALL_TOML}[waive]\novershoot = \"a shadow limiter: it only counts\"\nremaining = \"remaining is informational here\"\n");
+    std::fs::write(Path::new(dir.path()).join("allow.toml"), waived).unwrap();
+    let out = limitlab(&["check", &spec, "--no-save", "--no-timing"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("WAIVE overshoot         waived by the spec: a shadow limiter: it only counts (would fail: worst 4.00"), "{text}");
+    assert!(text.contains("2 waived"), "{text}");
+    // A waiver must name a check and give a reason.
+    std::fs::write(Path::new(dir.path()).join("allow.toml"), format!("{ALLOW_ALL_TOML}[waive]\novershot = \"typo\"\n")).unwrap();
+    let out = limitlab(&["check", &spec]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("field `waive.overshot`: no check is named `overshot`"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn a_runaway_script_stops_check_at_once_with_exit_2_and_its_line() {
+    // An endless loop, and a table that grows until the emulator's memory cap.
+    for (body, line, what) in [
+        ("local x = 0\nwhile true do x = x + 1 end\n", "loop.lua:2", "budget"),
+        ("local t = {}\nlocal i = 0\nwhile true do i = i + 1; t[i] = string.rep('x', 1024) .. i end\n", "loop.lua:3", ""),
+    ] {
+        let toml = ALLOW_ALL_TOML.replace("allow.lua", "loop.lua").replace("allow_all", "runaway");
+        let dir = spec_dir("check_runaway", &[("loop.lua", body), ("loop.toml", &toml)]);
+        let started = std::time::Instant::now();
+        let out = limitlab(&["check", &format!("{}/loop.toml", dir.path()), "--no-save", "--script-budget", "20000000"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("Script killed by limitlab") && err.contains(what) && err.contains(&format!("at {line}")), "{err}");
+        assert!(err.contains("no verdict on a script that does not finish"), "{err}");
+        assert!(out.stdout.is_empty(), "no report: {}", String::from_utf8_lossy(&out.stdout));
+        // Not a timing assertion on the machine's speed: one kill is one script call's budget,
+        // and check stops at the first, instead of meeting it once per request.
+        eprintln!("runaway ({line}) stopped after {:?}", started.elapsed());
+    }
+}
+
+#[test]
+fn a_script_or_adapter_that_does_not_compile_is_bad_input_said_once() {
+    let toml = ALLOW_ALL_TOML.replace("allow.lua", "syn.lua");
+    let adapter_toml = "name = \"ad\"\nadapter = \"ad.lua\"\n[policy]\nlimit = 10\nwindow_ms = 1000\n";
+    let dir = spec_dir(
+        "check_syntax",
+        &[("syn.lua", "local x = = 1\n"), ("syn.toml", &toml), ("ad.lua", "function request(req)\n  local x = = 1\nend\n"), ("ad.toml", adapter_toml)],
+    );
+    for (spec, want) in [("syn.toml", "syn.toml:6: field `scripts.main`: "), ("ad.toml", "ad.toml:2: field `adapter`: ")] {
+        let out = limitlab(&["check", &format!("{}/{spec}", dir.path()), "--no-save"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{spec}: {err}");
+        assert!(err.contains(want) && err.contains(":2: does not compile") || err.contains(want) && err.contains("syn.lua:1: does not compile"), "{spec}: {err}");
+        assert_eq!(err.matches("does not compile").count(), 1, "once: {err}");
+        assert!(out.stdout.is_empty(), "{spec}: nothing judged");
+    }
+}
+
+#[test]
+fn a_script_without_keys_fails_cluster_and_an_oversized_cost_is_judged() {
+    // The key name travels in ARGV: fine on one server, refused by most nodes of a cluster.
+    let lua = "local n = redis.call('INCRBY', ARGV[1], ARGV[3])\nif n == tonumber(ARGV[3]) then redis.call('PEXPIRE', ARGV[1], ARGV[2]) end\nreturn n\n";
+    let toml = r#"name = "keyless"
+family = "fixed_window"
+[policy]
+limit = 10
+window_ms = 1000
+[scripts]
+main = "k.lua"
+[[call]]
+name = "n"
+script = "main"
+args = ["rl:{${subject}}:${window_index}", "${window_ms}", "${cost}"]
+[decision]
+allowed = "n <= limit or cost > 0"
+"#;
+    let dir = spec_dir("check_keyless", &[("k.lua", lua), ("k.toml", toml)]);
+    let (v, code) = report(Path::new(&format!("{}/k.toml", dir.path())));
+    assert_eq!(code, Some(1));
+    let st = statuses(&v);
+    assert_eq!(st["cluster"], "fail", "{v:#}");
+    let c = v["checks"].as_array().unwrap().iter().find(|c| c["name"] == "cluster").unwrap();
+    assert!(c["evidence"][0].as_str().unwrap().contains("declares no KEYS but touches a key"), "{c:#}");
+    // `cost > 0` admits everything, whatever its cost: the oversized requests are admitted.
+    assert_eq!(st["oversized"], "fail", "{v:#}");
 }

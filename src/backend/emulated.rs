@@ -10,11 +10,14 @@ use crate::Result;
 pub struct EmulatedBackend {
     pub emu: Emulator,
     prefix: String,
+    /// In cluster mode: the slot of the first key touched by each script call that declared no
+    /// KEYS (a cluster client sends such a call to any node, so its keys may not be there).
+    keyless: Vec<u16>,
 }
 
 impl EmulatedBackend {
     pub fn new(emu: Emulator) -> Self {
-        EmulatedBackend { emu, prefix: String::new() }
+        EmulatedBackend { emu, prefix: String::new(), keyless: Vec::new() }
     }
 
     /// A backend whose keys go under `prefix` (as on a real server, see [`Backend::key_prefix`]),
@@ -22,7 +25,13 @@ impl EmulatedBackend {
     /// script that builds key names from ARGV instead of KEYS writes there.
     pub fn with_prefix(emu: Emulator, prefix: &str) -> Self {
         emu.core().db.watch = Some(Box::new(crate::emulator::keyspace::KeyWatch::new(prefix.as_bytes())));
-        EmulatedBackend { emu, prefix: prefix.to_string() }
+        EmulatedBackend { emu, prefix: prefix.to_string(), keyless: Vec::new() }
+    }
+
+    /// The slots touched by script calls that declared no KEYS, in cluster mode, since the last
+    /// time this was asked.
+    pub fn take_keyless_slots(&mut self) -> Vec<u16> {
+        std::mem::take(&mut self.keyless)
     }
 
     /// The keys created outside the prefix since the last call, in the order they were first
@@ -53,12 +62,15 @@ impl Backend for EmulatedBackend {
         if self.emu.core().cluster && crate::emulator::cluster::common_slot(keys.iter().copied()).is_err() {
             return Ok(Reply::err(crate::emulator::cluster::CROSSSLOT));
         }
-        let r = self.emu.evalsha(script.sha.as_bytes(), keys, args);
+        let mut r = self.emu.evalsha(script.sha.as_bytes(), keys, args);
         if matches!(&r, Reply::Error(e) if e.starts_with("NOSCRIPT")) {
             if let Err(e) = self.emu.script_load(script.body.as_bytes()) {
                 return Ok(e);
             }
-            return Ok(self.emu.evalsha(script.sha.as_bytes(), keys, args));
+            r = self.emu.evalsha(script.sha.as_bytes(), keys, args);
+        }
+        if keys.is_empty() && self.emu.core().cluster {
+            self.keyless.extend(self.emu.last_script_slot());
         }
         Ok(r)
     }

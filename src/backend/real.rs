@@ -153,6 +153,16 @@ impl RealRedis {
         let mut probe = open_single(&info, options.timeout).map_err(|e| connect_error(url, &e))?;
         let cluster = match probe.req_command(redis::cmd("INFO").arg("cluster")) {
             Ok(Value::BulkString(b)) => String::from_utf8_lossy(&b).contains("cluster_enabled:1"),
+            // A server with a password answers every command so until the client authenticates:
+            // said here, before anything is sent, rather than at the first script call (where it
+            // would read as the script's error).
+            Err(e) if e.code() == Some("NOAUTH") => {
+                return Err(Error::Connection(format!(
+                    "{url}: the server needs a password ({}): give it in the URL, redis://:PASSWORD@HOST:PORT \
+                     (or redis://USER:PASSWORD@HOST:PORT with an ACL user); nothing was sent",
+                    error_text(&e)
+                )))
+            }
             Ok(_) => false,
             // BUSY, LOADING: the server cannot say yet; the run cannot start.
             Err(e) if e.code().is_some() && not_run(&e, false).is_none() => false,

@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::attack::{self, Goal, Settings};
+use crate::backend::Backend;
 use crate::clock::Stopwatch;
 use crate::emulator::cluster::key_slot;
 use crate::limiter::Limiter;
@@ -36,11 +37,19 @@ use run::{Pattern, Replay};
 
 /// The share of what an exact sliding log admits that a limiter may refuse in the steady patterns,
 /// unless its spec says otherwise.
-pub const DEFAULT_MAX_FALSE_REJECTION_RATE: f64 = 0.25;
+pub const DEFAULT_MAX_FALSE_REJECTION_RATE: f64 = 0.05;
+/// The overshoot bound of a spec that declares neither `family` nor `max_overshoot`: the loosest
+/// bound of the standard families (a fixed window or a sliding window counter may admit twice the
+/// limit in a window). A limiter that admits more than that is not limiting at its policy.
+pub const DEFAULT_OVERSHOOT_BOUND: f64 = 2.0;
 /// A key may outlive the traffic by this many windows.
 pub const TTL_WINDOWS: i64 = 10;
 /// Probes per pattern and check (the first ones of each kind, in order).
 pub const PROBES: usize = 100;
+/// Requests per pattern after which the TTLs of the keys they named are read.
+pub const TTL_PROBES: usize = 500;
+/// The most requests of cost 1 one probe sends to count what fits.
+pub const PROBE_UNITS: usize = 64;
 
 /// A check's verdict.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -52,6 +61,9 @@ pub enum Status {
     Skip,
     /// A figure, not a verdict (memory, speed).
     Info,
+    /// Judged, but excused by the spec's `[waive]` with a reason the report prints; neither a pass
+    /// nor a failure.
+    Waived,
 }
 
 /// One named check.
@@ -119,11 +131,11 @@ pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
     let p = limiter.params();
     let spec = limiter.spec();
     let origin = attack::origin_ms(p.window_ms);
-    let bound = limiter.overshoot_bound();
+    let bound = Some(limiter.overshoot_bound().unwrap_or(DEFAULT_OVERSHOOT_BOUND));
     let bound_source = match (spec.max_overshoot, spec.family) {
         (Some(_), _) => "max_overshoot in the spec".to_string(),
         (None, Some(f)) => format!("the {} family's bound", crate::sim::standard::seed_name(f).to_lowercase()),
-        (None, None) => "none declared (give `family` or `max_overshoot`)".to_string(),
+        (None, None) => "the default: the loosest bound of the standard families; give `family` or `max_overshoot` to judge tighter".to_string(),
     };
     let patterns = run::patterns(&p, origin, opts.seed);
     let mut ctx = Ctx { limiter, opts, patterns: &patterns, checks: Vec::new() };
@@ -135,23 +147,40 @@ pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
     for pat in &patterns {
         let mut r = Replay::new(limiter);
         let mut probes = Probes::default();
-        r.play(&pat.arrivals, |r, i| probes.after(r, i));
+        r.play(&pat.arrivals, |r, i| probes.after(r, i, pat.arrivals.get(i + 1)));
+        if let Some(e) = r.runaway.take() {
+            return Err(stopped(e, pat.name));
+        }
         decisions += r.played.len();
         runs.push((r, probes));
     }
     let secs = watch.elapsed_secs();
 
     ctx.errors(&runs);
+    ctx.model(&runs);
     let found = ctx.attack();
     ctx.overshoot(&runs, bound, &bound_source, found.as_ref());
     ctx.false_rejections(&runs, found.as_ref());
     ctx.remaining(&runs);
+    ctx.refusals(&runs);
+    ctx.oversized();
     ctx.retry_after(&runs);
     ctx.headers(&runs);
     ctx.ttl(&mut runs)?;
     ctx.clock_skew();
     ctx.cluster(&runs);
     ctx.memory(&mut runs)?;
+    for c in &mut ctx.checks {
+        if let Some((_, reason)) = spec.waive.iter().find(|(n, _)| n == c.name) {
+            let verdict = match c.status {
+                Status::Fail => "would fail",
+                Status::Pass => "would pass",
+                _ => "not judged",
+            };
+            c.summary = format!("waived by the spec: {reason} ({verdict}: {})", c.summary);
+            c.status = Status::Waived;
+        }
+    }
     if opts.timing {
         let per_sec = if secs > 0.0 { decisions as f64 / secs } else { 0.0 };
         ctx.checks.push(CheckResult::new(
@@ -173,6 +202,21 @@ pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
     })
 }
 
+/// The error `check` stops with when the emulator killed a script: where, and why no verdict.
+fn stopped(e: Error, pattern: &str) -> Error {
+    match e {
+        Error::Script { reply, at, request } => Error::Script {
+            reply,
+            at,
+            request: format!(
+                "{request}, in check's {pattern} pattern: no verdict on a script that does not finish \
+                 (--script-budget sets the budget of loop iterations and calls)"
+            ),
+        },
+        other => other,
+    }
+}
+
 /// What the probes found while a pattern played.
 #[derive(Default)]
 struct Probes {
@@ -184,10 +228,17 @@ struct Probes {
     headers: Vec<(usize, String)>,
     headers_checked: usize,
     errors: Vec<(usize, String)>,
+    refusals: Vec<(usize, String)>,
+    refusals_checked: usize,
+    /// Keys without a TTL right after a request that named them.
+    no_ttl: Vec<(usize, String)>,
+    ttl_checked: usize,
+    /// The next request's index and what fitted just before it (see the refusal probe).
+    pending: Option<(usize, Vec<crate::limiter::Decision>)>,
 }
 
 impl Probes {
-    fn after(&mut self, r: &mut Replay<'_>, i: usize) -> Result<()> {
+    fn after(&mut self, r: &mut Replay<'_>, i: usize, next: Option<&crate::traffic::Arrival>) -> Result<()> {
         let reports = r.limiter.reports();
         let cap = r.limiter.params().capacity() as i64;
         let p = r.played[i].clone();
@@ -204,11 +255,69 @@ impl Probes {
         if reports.remaining {
             if d.remaining < 0 || d.remaining > cap {
                 self.remaining.push((i, format!("remaining {} is outside 0..={cap}", d.remaining)));
-            } else if d.allowed && d.remaining >= 1 && self.remaining_checked < PROBES {
+            } else if self.remaining_checked < PROBES {
+                // `remaining` says how many requests of cost 1 fit right now: that many at the same
+                // ms are admitted, and the one after them is refused (after an admission and after
+                // a refusal alike).
                 self.remaining_checked += 1;
-                if let Some(v) = probe(r, now, &[1]) {
-                    if !v[0].allowed {
-                        self.remaining.push((i, format!("remaining {} after this request, but a request of cost 1 at the same ms was refused ({:?})", d.remaining, v[0])));
+                let fits = d.remaining as usize;
+                let units = vec![1u64; fits.min(PROBE_UNITS) + usize::from(fits <= PROBE_UNITS)];
+                if let Some(v) = probe(r, now, &units) {
+                    let admitted = v.iter().take_while(|x| x.allowed).count();
+                    if admitted < fits.min(PROBE_UNITS) {
+                        self.remaining.push((i, format!(
+                            "remaining {} after this request ({}), but only {admitted} request(s) of cost 1 at the same ms were admitted",
+                            d.remaining,
+                            if d.allowed { "admitted" } else { "refused" }
+                        )));
+                    } else if fits <= PROBE_UNITS && admitted > fits {
+                        self.remaining.push((i, format!(
+                            "remaining {} after this request ({}), but {} request(s) of cost 1 at the same ms were admitted",
+                            d.remaining,
+                            if d.allowed { "admitted" } else { "refused" },
+                            if admitted == units.len() { format!("all {admitted}") } else { admitted.to_string() }
+                        )));
+                    }
+                }
+            }
+        }
+        // A refused request must leave the subject as it found it: as many requests of cost 1 fit
+        // at the same ms after it as before it. (A limiter that takes the cost of a refusal leaves
+        // fewer.) "Before" is asked ahead, at the next request's time, when its cost is 2 or more.
+        if let Some((j, before)) = self.pending.take() {
+            if j == i && !d.allowed {
+                let unit = vec![1u64; before.len()];
+                if let Some(v) = probe(r, now, &unit) {
+                    let (b, a) = (before.iter().take_while(|x| x.allowed).count(), v.iter().take_while(|x| x.allowed).count());
+                    if a < b {
+                        self.refusals.push((i, format!(
+                            "{b} request(s) of cost 1 fit at this ms before this request of cost {cost}, which was refused; after it only {a} did: the refusal used up {} unit(s)",
+                            b - a
+                        )));
+                    }
+                }
+            }
+        }
+        if let Some(n) = next.filter(|n| n.cost >= 2 && self.refusals_checked < PROBES && r.limiter.takes_cost()) {
+            self.refusals_checked += 1;
+            let at = n.at.as_millis().0;
+            if let Ok(v) = r.probe_many(&n.key, at, at, &vec![1u64; (n.cost as usize).min(PROBE_UNITS)]) {
+                self.pending = Some((i + 1, v));
+            }
+        }
+        // Every key the request named has a TTL right after it (a subject that never comes back
+        // must not leave a key forever, even if a later request of its would set one).
+        if self.ttl_checked < TTL_PROBES {
+            self.ttl_checked += 1;
+            let mut seen: Vec<&str> = Vec::new();
+            for k in p.calls.iter().flat_map(|c| c.keys.iter()) {
+                if seen.contains(&k.as_str()) {
+                    continue;
+                }
+                seen.push(k);
+                if let Ok(crate::emulator::Reply::Int(-1)) = r.backend.command(&[b"PTTL", k.as_bytes()]) {
+                    if self.no_ttl.len() < 3 {
+                        self.no_ttl.push((i, format!("`{k}` has no TTL right after this request")));
                     }
                 }
             }
@@ -436,6 +545,90 @@ impl Ctx<'_> {
         self.checks.push(c);
     }
 
+    /// Requests whose cost is above the capacity, each from a fresh subject: no limiter may admit
+    /// one, and a `retry_after` it gives must be kept.
+    fn oversized(&mut self) {
+        if !self.limiter.takes_cost() {
+            self.checks.push(CheckResult::new("oversized", Status::Skip, "the spec never reads `cost`: every request counts 1".into()));
+            return;
+        }
+        let p = self.limiter.params();
+        let cap = p.capacity();
+        let at_ms = attack::origin_ms(p.window_ms) + p.window_ms as i64 / 3;
+        let mut c = CheckResult::new("oversized", Status::Pass, String::new());
+        let costs = [cap + 1, 10 * cap];
+        for (k, &cost) in costs.iter().enumerate() {
+            let subject = format!("oversized{k}");
+            let mut r = Replay::new(self.limiter);
+            let a = crate::traffic::Arrival { at: crate::clock::Millis(at_ms).as_micros(), key: subject.clone(), cost, phase: "oversized".into() };
+            r.play(std::slice::from_ref(&a), |_, _| Ok(()));
+            let Some(d) = r.played.first().map(|p| p.decision) else {
+                let e = r.error.as_ref().map(|(_, e)| e.lines().next().unwrap_or("").to_string()).unwrap_or_default();
+                c.evidence.push(format!("cost {cost} (subject `{subject}`, now_ms {at_ms}): answered with an error, so not admitted: {e}"));
+                continue;
+            };
+            if d.allowed {
+                c.evidence.push(format!("cost {cost} (subject `{subject}`, now_ms {at_ms}) was admitted, though the capacity is {cap}"));
+                if c.replay.is_none() {
+                    c.replay = self.save("oversized", "oversized", std::slice::from_ref(&a));
+                }
+            } else if self.limiter.reports().retry_after && d.retry_after_ms >= 0 {
+                let later = at_ms + d.retry_after_ms;
+                if let Ok(v) = r.probe(&subject, later, later, cost) {
+                    if !v.allowed {
+                        c.evidence.push(format!(
+                            "cost {cost} was refused with retry_after {} ms, but it can never fit (capacity {cap}): retrying at {later} was refused; give nil",
+                            d.retry_after_ms
+                        ));
+                    }
+                }
+            }
+        }
+        if c.evidence.iter().any(|e| !e.contains("answered with an error")) {
+            c.status = Status::Fail;
+            c.summary = format!("a request above the capacity ({cap}) was admitted, or promised a retry");
+        } else {
+            c.summary = format!("requests of cost {} and {} (capacity {cap}) were refused", costs[0], costs[1]);
+        }
+        self.checks.push(c);
+    }
+
+    /// A spec that names limitlab's exact model of its script (`model`) is judged against it,
+    /// decision by decision on every pattern: the model is what the property tests prove bounds of.
+    fn model(&mut self, runs: &[(Replay<'_>, Probes)]) {
+        let Some(name) = self.limiter.spec().model else {
+            self.checks.push(CheckResult::new("model", Status::Skip, "the spec names no exact model (only limitlab's own scripts have one)".into()));
+            return;
+        };
+        let mut c = CheckResult::new("model", Status::Pass, String::new());
+        let mut n = 0;
+        for ((r, _), pat) in runs.iter().zip(self.patterns) {
+            n += r.played.len();
+            if let Some((i, got, want)) = &r.model_mismatch {
+                c.evidence.push(format!("{}: the script decided {got:?}, the model {want:?}", at(pat.name, *i, r)));
+                if c.replay.is_none() {
+                    c.replay = self.save(pat.name, "model", &pat.arrivals[..=*i]);
+                }
+            }
+        }
+        if c.evidence.is_empty() {
+            c.summary = format!("{n} decisions identical to the exact model `{}`", name.name());
+        } else {
+            c.status = Status::Fail;
+            c.summary = format!("the script and its exact model `{}` decided differently in {} pattern(s)", name.name(), c.evidence.len());
+        }
+        self.checks.push(c);
+    }
+
+    fn refusals(&mut self, runs: &[(Replay<'_>, Probes)]) {
+        let judged = self.limiter.takes_cost() && self.limiter.params().capacity() > 1;
+        if !judged {
+            self.checks.push(CheckResult::new("refusals", Status::Skip, "every request costs 1 here, so a refusal that takes units cannot be told apart from one that does not".into()));
+            return;
+        }
+        self.probe_check("refusals", runs, true, "refusal", |p| (&p.refusals, p.refusals_checked));
+    }
+
     fn remaining(&mut self, runs: &[(Replay<'_>, Probes)]) {
         let reported = self.limiter.reports().remaining;
         self.probe_check("remaining", runs, reported, "remaining", |p| (&p.remaining, p.remaining_checked));
@@ -462,7 +655,10 @@ impl Ctx<'_> {
         let mut no_ttl = Vec::new();
         let mut too_long = Vec::new();
         let mut keys = 0;
-        for ((r, _), pat) in runs.iter_mut().zip(self.patterns) {
+        for ((r, probes), pat) in runs.iter_mut().zip(self.patterns) {
+            for (i, why) in &probes.no_ttl {
+                no_ttl.push(format!("{}: {why}", at(pat.name, *i, r)));
+            }
             for (k, t) in r.keys_with_ttl()? {
                 keys += 1;
                 if t == -1 {
@@ -491,6 +687,20 @@ impl Ctx<'_> {
                 let mut kept = Replay::new(self.limiter);
                 kept.backend.emu.core().db.expiry_enabled = false;
                 kept.play(&pat.arrivals, |_, _| Ok(()));
+                // The run with expired keys kept stopped at an error where the plain run went on:
+                // the script meets state it cannot handle once a key outlives its TTL.
+                if let Some((i, e)) = kept.error.as_ref().filter(|(i, _)| *i < r.played.len()) {
+                    early.push((
+                        format!(
+                            "{}: decided when keys expire, but an error when expired keys are kept: {}",
+                            at(pat.name, *i, r),
+                            e.lines().next().unwrap_or("")
+                        ),
+                        pat,
+                        *i,
+                    ));
+                    continue;
+                }
                 if let Some(i) = r.played.iter().zip(&kept.played).position(|(a, b)| a.decision.allowed != b.decision.allowed) {
                     let (a, b) = (&r.played[i], &kept.played[i]);
                     early.push((
@@ -541,53 +751,123 @@ impl Ctx<'_> {
         Ok(())
     }
 
+    /// Callers whose clock is off the server's, played (not asked "what if"), so that what a
+    /// skewed caller writes is seen by the on-time callers after it:
+    /// - behind by 1 ms to two windows, after the subject was refused: the on-time request right
+    ///   after it must still be refused (no refund, no reset of the window);
+    /// - behind, while there is room: the skewed request must not leave the window earlier than an
+    ///   on-time one would (the most admitted in any window, on the server's clock, stays within
+    ///   the overshoot bound);
+    /// - ahead by 1 ms to half a window: no error, for it or for the on-time caller after it.
     fn clock_skew(&mut self) {
         let p = self.limiter.params();
         let w = p.window_ms as i64;
-        let origin = attack::origin_ms(p.window_ms);
-        let t = origin + w / 2;
-        let mut r = Replay::new(self.limiter);
-        // Exhaust the subject at t.
-        let fill: Vec<crate::traffic::Arrival> = (0..3 * p.capacity() + 2)
-            .map(|_| crate::traffic::Arrival { at: crate::clock::Millis(t).as_micros(), key: "skew".into(), cost: 1, phase: String::new() })
-            .collect();
-        // Until the first refusal.
-        let mut refused = false;
-        for a in &fill {
-            r.play(std::slice::from_ref(a), |_, _| Ok(()));
-            if r.played.last().is_some_and(|x| !x.decision.allowed) {
-                refused = true;
-                break;
-            }
-        }
+        let cap = p.capacity();
+        let bound = self.limiter.overshoot_bound().unwrap_or(DEFAULT_OVERSHOOT_BOUND);
+        let t = attack::origin_ms(p.window_ms) + w / 2;
+        let subject = "skew";
+        let req = |caller_ms: i64| crate::traffic::Arrival { at: crate::clock::Millis(caller_ms).as_micros(), key: subject.into(), cost: 1, phase: "skew".into() };
         let mut c = CheckResult::new("clock_skew", Status::Pass, String::new());
-        if !refused {
-            c.status = Status::Skip;
-            c.summary = format!("{} requests at one ms were never refused, so a refund cannot be told apart", fill.len());
-            self.checks.push(c);
-            return;
-        }
-        let mut backs: Vec<i64> = vec![1, w / 4, w / 2 - 1, w, 2 * w];
-        backs.retain(|&b| b >= 1);
-        backs.dedup();
-        for back in backs {
-            let now = t - back;
-            match r.probe("skew", t, now, 1) {
-                Err(e) => c.evidence.push(format!("a caller {back} ms behind (now_ms {now}, server at {t}): error: {e}")),
-                Ok(d) if d.allowed && back < w / 2 => {
-                    c.evidence.push(format!("a caller {back} ms behind (now_ms {now}, server at {t}) was admitted after the subject was refused at {t}: a refund"))
+        let offsets = |list: [i64; 5]| {
+            let mut v: Vec<i64> = list.into_iter().filter(|&b| b >= 1).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        let behind = offsets([1, w / 4, w / 2, w, 2 * w]);
+        let ahead = offsets([1, 50.min(w / 2), w / 4, w / 2, 0]);
+        let mut refused_once = false;
+        for &back in &behind {
+            // The subject refused at t, then a caller `back` behind, then an on-time caller.
+            let mut r = Replay::new(self.limiter);
+            let mut refused = false;
+            for _ in 0..3 * cap + 2 {
+                match r.step(&req(t), t) {
+                    Some(i) if !r.played[i].decision.allowed => {
+                        refused = true;
+                        break;
+                    }
+                    Some(_) => {}
+                    None => break,
                 }
-                Ok(d) if self.limiter.reports().remaining && d.remaining < 0 => {
-                    c.evidence.push(format!("a caller {back} ms behind got remaining {}", d.remaining))
+            }
+            if !refused {
+                continue;
+            }
+            refused_once = true;
+            let lag = r.step(&req(t - back), t);
+            let next = lag.and_then(|_| r.step(&req(t), t));
+            match (lag, next) {
+                (Some(l), Some(n)) if r.played[n].decision.allowed => c.evidence.push(format!(
+                    "the subject was refused at {t}; a caller {back} ms behind was then {} (now_ms {}), and the on-time request after it was admitted: the skewed caller gave units back",
+                    if r.played[l].decision.allowed { "admitted" } else { "refused" },
+                    t - back
+                )),
+                (Some(_), Some(_)) => {}
+                _ => c.evidence.push(format!(
+                    "a caller {back} ms behind (now_ms {}, server at {t}), or the on-time caller after it, got an error: {}",
+                    t - back,
+                    r.error.as_ref().map(|(_, e)| e.lines().next().unwrap_or("")).unwrap_or("")
+                )),
+            }
+            // Room for one: cap - 1 on time, the last unit taken by the skewed caller, then on-time
+            // callers when the window is about to let the on-time ones go.
+            if back < 2 * w && cap >= 2 {
+                let mut r = Replay::new(self.limiter);
+                for _ in 0..cap - 1 {
+                    r.step(&req(t), t);
                 }
-                Ok(_) => {}
+                r.step(&req(t - back), t);
+                let later = t + w - back.max(2) / 2;
+                for _ in 0..=cap {
+                    match r.step(&req(later), later) {
+                        Some(i) if !r.played[i].decision.allowed => break,
+                        Some(_) => {}
+                        None => break,
+                    }
+                }
+                if let Some((_, e)) = &r.error {
+                    c.evidence.push(format!("a caller {back} ms behind with room left, then on-time callers at {later}: error: {}", e.lines().next().unwrap_or("")));
+                } else {
+                    let admitted = r.played.iter().filter(|x| x.decision.allowed).count() as f64;
+                    if admitted / p.limit as f64 > bound + 1e-9 {
+                        c.evidence.push(format!(
+                            "{} requests admitted between {t} and {later} on the server's clock (less than one window): {} on time at {t}, the last unit taken by a caller {back} ms behind, then {} on time at {later}; {:.2} of the limit, above the bound {bound:.3}: the skewed request left the window early",
+                            admitted,
+                            cap - 1,
+                            admitted as u64 - r.played.iter().take(cap as usize).filter(|x| x.decision.allowed).count() as u64,
+                            admitted / p.limit as f64
+                        ));
+                    }
+                }
             }
         }
-        if c.evidence.is_empty() {
-            c.summary = "callers up to two windows behind the server get no error, and none within the window gets a refund".into();
-        } else {
+        for &fwd in &ahead {
+            let mut r = Replay::new(self.limiter);
+            let ok = r.step(&req(t), t).and_then(|_| r.step(&req(t + fwd), t)).and_then(|_| r.step(&req(t + 1), t + 1));
+            if ok.is_none() {
+                c.evidence.push(format!(
+                    "a caller {fwd} ms ahead of the server (now_ms {}, server at {t}), or the on-time caller after it, got an error: {}",
+                    t + fwd,
+                    r.error.as_ref().map(|(_, e)| e.lines().next().unwrap_or("")).unwrap_or("")
+                ));
+            }
+        }
+        if !c.evidence.is_empty() {
             c.status = Status::Fail;
-            c.summary = format!("{} problem(s) with a caller clock that goes back", c.evidence.len());
+            c.summary = format!("{} problem(s) with callers whose clock is off the server's", c.evidence.len());
+        } else if !refused_once {
+            c.summary = format!(
+                "callers up to {} ms ahead get no error; {} requests at one ms were never refused, so refunds by callers behind cannot be told apart",
+                w / 2,
+                3 * cap + 2
+            );
+        } else {
+            c.summary = format!(
+                "callers 1 ms to {} ms behind neither refund the subject nor leave the window early, and callers up to {} ms ahead get no error (all played, not probed)",
+                2 * w,
+                w / 2
+            );
         }
         self.checks.push(c);
     }
@@ -616,11 +896,38 @@ impl Ctx<'_> {
                 }
             }
         }
+        // The keys the scripts really touch: each pattern again on an emulator in cluster mode,
+        // where a script reaching a key of another slot than its KEYS' is refused as on a cluster
+        // node, and a script that declares no KEYS is noted when it touches one (a cluster client
+        // sends it to any node, which may not hold that key).
+        let mut touched = 0usize;
+        'patterns: for ((plain, _), pat) in runs.iter().zip(self.patterns) {
+            let mut r = Replay::new(self.limiter);
+            r.backend.emu.set_cluster(true);
+            for (i, a) in pat.arrivals.iter().enumerate() {
+                r.play(std::slice::from_ref(a), |_, _| Ok(()));
+                if let Some(slot) = r.backend.take_keyless_slots().first() {
+                    c.evidence.push(format!(
+                        "{}: a script call declares no KEYS but touches a key (slot {slot}): a cluster client sends it to any node, and every node but the one holding slot {slot} refuses it; pass the keys in KEYS",
+                        at(pat.name, i, &r)
+                    ));
+                    break 'patterns;
+                }
+                if let Some((_, e)) = &r.error {
+                    if plain.error.as_ref().is_none_or(|(j, _)| *j > i) {
+                        c.evidence.push(format!("{}: on a cluster node: {}", at(pat.name, i, &r), e.lines().next().unwrap_or("")));
+                        break 'patterns;
+                    }
+                    break;
+                }
+                touched += 1;
+            }
+        }
         if c.evidence.is_empty() {
-            c.summary = format!("every one of {calls} calls names keys of one hash slot");
+            c.summary = format!("every one of {calls} calls names keys of one hash slot, and the scripts touch only those ({touched} requests replayed on a cluster node)");
         } else {
             c.status = Status::Fail;
-            c.summary = "a call's keys span hash slots".into();
+            c.summary = "a call would fail on Redis Cluster".into();
         }
         self.checks.push(c);
     }

@@ -10,6 +10,7 @@ impl Status {
             Status::Fail => "FAIL",
             Status::Skip => "SKIP",
             Status::Info => "INFO",
+            Status::Waived => "WAIVE",
         }
     }
 }
@@ -42,9 +43,13 @@ pub fn text(r: &CheckReport) -> String {
     }
     let count = |st: Status| r.checks.iter().filter(|c| c.status == st).count();
     let figures = count(Status::Info);
+    let waived = match count(Status::Waived) {
+        0 => String::new(),
+        n => format!("{n} waived, "),
+    };
     let _ = writeln!(
         s,
-        "\n{} passed, {} failed, {} skipped, {figures} figure{}",
+        "\n{} passed, {} failed, {waived}{} skipped, {figures} figure{}",
         count(Status::Pass),
         count(Status::Fail),
         count(Status::Skip),
@@ -79,7 +84,7 @@ fn xml(s: &str) -> String {
 /// passing cases with the figure in `system-out`.
 pub fn junit(r: &CheckReport) -> String {
     let fails = r.checks.iter().filter(|c| c.status == Status::Fail).count();
-    let skips = r.checks.iter().filter(|c| c.status == Status::Skip).count();
+    let skips = r.checks.iter().filter(|c| matches!(c.status, Status::Skip | Status::Waived)).count();
     let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(s, "<testsuites name=\"limitlab check\" tests=\"{}\" failures=\"{fails}\" skipped=\"{skips}\">", r.checks.len());
     let _ = writeln!(
@@ -109,7 +114,7 @@ pub fn junit(r: &CheckReport) -> String {
             Status::Fail => {
                 let _ = write!(s, "\n      <failure message=\"{}\">{}</failure>\n    ", xml(&c.summary), xml(&body));
             }
-            Status::Skip => {
+            Status::Skip | Status::Waived => {
                 let _ = write!(s, "\n      <skipped message=\"{}\"/>\n    ", xml(&c.summary));
             }
             Status::Pass | Status::Info => {

@@ -10,7 +10,7 @@ use crate::metrics::{self, ExactLog, Metrics};
 use crate::sim::{Record, Trace};
 use crate::spec::exec::{CallRecord, Session};
 use crate::traffic::Arrival;
-use crate::Result;
+use crate::{Error, Result};
 
 /// One of the standard traffic patterns of `check`, sized from the policy.
 #[derive(Clone, Debug)]
@@ -134,6 +134,19 @@ pub struct Replay<'l> {
     pub played: Vec<Played>,
     /// The first error, with the index of the request that raised it.
     pub error: Option<(usize, String)>,
+    /// limitlab's exact model of the script (specs with `model`), deciding beside it.
+    model: Option<Box<dyn crate::limiter::Reference>>,
+    /// The first request where the script and its model decided differently: (index, script's
+    /// decision, model's decision), on the fields the spec reports.
+    pub model_mismatch: Option<(usize, Decision, Decision)>,
+    /// The first script the emulator killed (past its budget or memory cap): no verdict can be
+    /// given on a limiter that does not finish, so `check` stops with it.
+    pub runaway: Option<Error>,
+}
+
+/// Whether `e` is the emulator killing a script that ran past its budget or memory cap.
+pub fn is_runaway(e: &Error) -> bool {
+    matches!(e, Error::Script { reply, .. } if reply.contains("Script killed by limitlab"))
 }
 
 impl<'l> Replay<'l> {
@@ -146,6 +159,9 @@ impl<'l> Replay<'l> {
             subjects: Vec::new(),
             played: Vec::new(),
             error: None,
+            model: limiter.reference(),
+            model_mismatch: None,
+            runaway: None,
         }
     }
 
@@ -153,33 +169,57 @@ impl<'l> Replay<'l> {
     /// `each` runs after every request (for probes), with its index.
     pub fn play(&mut self, arrivals: &[Arrival], mut each: impl FnMut(&mut Replay<'l>, usize) -> Result<()>) {
         for a in arrivals {
-            let now = a.at.as_millis().0;
-            self.backend.set_time_ms(now);
-            let d = self.limiter.call(&mut self.backend, &mut self.session, &a.key, now, a.cost);
-            let calls = self.session.take_calls();
-            let d = match d {
-                Ok(d) => d,
-                Err(e) => {
-                    self.error = Some((self.played.len(), e.to_string()));
-                    return;
-                }
-            };
-            let s = match self.subjects.iter().position(|x| *x == a.key) {
-                Some(i) => i,
-                None => {
-                    self.subjects.push(a.key.clone());
-                    self.subjects.len() - 1
-                }
-            };
-            let units = if self.limiter.takes_cost() { a.cost } else { 1 };
-            let exact = self.exact.decide(s as u32, now, units);
-            self.played.push(Played { arrival: a.clone(), subject: s as u32, now_ms: now, decision: d, exact, calls });
-            let i = self.played.len() - 1;
+            let Some(i) = self.step(a, a.at.as_millis().0) else { return };
             if let Err(e) = each(self, i) {
                 self.error = Some((i, e.to_string()));
+                if is_runaway(&e) {
+                    self.runaway = Some(e);
+                }
                 return;
             }
         }
+    }
+
+    /// Plays one request whose caller's clock reads `a.at` while the server's reads `server_ms`
+    /// (they differ for a skewed caller); its index in [`Replay::played`], or `None` after an
+    /// error (kept in [`Replay::error`]).
+    pub fn step(&mut self, a: &Arrival, server_ms: i64) -> Option<usize> {
+        let now = a.at.as_millis().0;
+        self.backend.set_time_ms(server_ms);
+        let d = self.limiter.call(&mut self.backend, &mut self.session, &a.key, now, a.cost);
+        let calls = self.session.take_calls();
+        let d = match d {
+            Ok(d) => d,
+            Err(e) => {
+                self.error = Some((self.played.len(), e.to_string()));
+                if is_runaway(&e) {
+                    self.runaway = Some(e);
+                }
+                return None;
+            }
+        };
+        let s = match self.subjects.iter().position(|x| *x == a.key) {
+            Some(i) => i,
+            None => {
+                self.subjects.push(a.key.clone());
+                self.subjects.len() - 1
+            }
+        };
+        let units = if self.limiter.takes_cost() { a.cost } else { 1 };
+        if let Some(m) = self.model.as_mut() {
+            let want = m.decide_at(server_ms, &a.key, now, a.cost);
+            let r = self.limiter.reports();
+            let same = want.allowed == d.allowed
+                && (!r.remaining || want.remaining == d.remaining)
+                && (!r.retry_after || want.retry_after_ms == d.retry_after_ms)
+                && (!r.reset || want.reset_after_ms == d.reset_after_ms);
+            if !same && self.model_mismatch.is_none() {
+                self.model_mismatch = Some((self.played.len(), d, want));
+            }
+        }
+        let exact = self.exact.decide(s as u32, server_ms, units);
+        self.played.push(Played { arrival: a.clone(), subject: s as u32, now_ms: now, decision: d, exact, calls });
+        Some(self.played.len() - 1)
     }
 
     /// What `subject`'s request of `cost` at caller time `now_ms` (the server's clock at
@@ -193,6 +233,11 @@ impl<'l> Replay<'l> {
     pub fn probe_many(&mut self, subject: &str, server_ms: i64, now_ms: i64, costs: &[u64]) -> Result<Vec<Decision>> {
         let out = crate::limiter::oracle::what_if(self.limiter, &mut self.backend, &mut self.session, subject, server_ms, now_ms, costs);
         self.session.take_calls();
+        if let Err(e @ Error::Script { reply, at, request }) = &out {
+            if self.runaway.is_none() && is_runaway(e) {
+                self.runaway = Some(Error::Script { reply: reply.clone(), at: at.clone(), request: format!("{request} (a probe of `check`)") });
+            }
+        }
         out
     }
 

@@ -15,6 +15,8 @@ pub struct Args {
     pub spec: String,
     #[command(flatten)]
     pub policy: super::PolicyArgs,
+    #[command(flatten)]
+    pub budget: super::BudgetArg,
     /// The seed of the random patterns and of the attack search.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -48,6 +50,7 @@ pub struct Plan {
 
 impl Plan {
     pub fn new(a: Args) -> Result<Plan> {
+        a.budget.apply();
         let limiter = a.policy.limiter(&a.spec)?;
         let format = if a.json {
             "json"

@@ -108,6 +108,24 @@ impl PolicyArgs {
     }
 }
 
+/// `--script-budget N`: when the emulator kills a runaway script.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct BudgetArg {
+    /// Kill a script after this many loop iterations and Lua function calls (default 50,000,000,
+    /// about a second of busy Lua); the kill is reported with the script's file and line, exit 2.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub script_budget: Option<u64>,
+}
+
+impl BudgetArg {
+    /// Sets the budget of every emulator this command makes.
+    pub fn apply(&self) {
+        if let Some(b) = self.script_budget {
+            crate::emulator::lua::set_default_budget(b);
+        }
+    }
+}
+
 /// `--script NAME|SPEC` (repeatable): the scripts a scenario-driven command runs instead of the
 /// scenario's own, as built-in names or spec files.
 #[derive(Clone, Debug, Default, clap::Args)]
@@ -192,11 +210,21 @@ pub(crate) fn emit(out: &mut dyn Write, text: &str) -> Result<()> {
         .map_err(|source| Error::Io { path: "<stdout>".into(), source })
 }
 
-/// The exit code for an error: 2 for input the user can fix (a scenario, an argument, a file that
-/// cannot be read), 1 for everything else (a script or backend failing).
+/// The exit status of every command, one table (docs/specs.md, "Exit status"):
+///
+/// | status | meaning | errors |
+/// |---|---|---|
+/// | 0 | done: every check held, every decision identical | |
+/// | 1 | a verdict: a check failed, the emulator and Redis differ | [`Error::Failed`], [`Error::Mismatch`] |
+/// | 2 | bad input or usage: arguments, a spec, a scenario or trace, a file that cannot be read, a script that does not compile, errors or runs away | [`Error::Parse`], [`Error::Invalid`], [`Error::Io`], [`Error::Script`], [`Error::Lua`] |
+/// | 3 | a server: unreachable, asking for a password or refusing it, no reply in time, or refusing a call for its own state (OOM, READONLY, NOPERM) | [`Error::Connection`], [`Error::Redis`] |
+///
+/// (clap's own usage errors exit 2 too; a panic, which is always a bug, exits 101.)
 pub fn exit_code(e: &Error) -> i32 {
     match e {
-        Error::Parse { .. } | Error::Invalid { .. } | Error::Io { .. } => 2,
-        _ => 1,
+        Error::Failed(_) | Error::Mismatch(_) => 1,
+        Error::Parse { .. } | Error::Invalid { .. } | Error::Io { .. } | Error::Script { .. } | Error::Lua(_) => 2,
+        Error::Connection(_) | Error::Redis(_) => 3,
     }
 }
+

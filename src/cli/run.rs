@@ -39,6 +39,8 @@ pub struct Args {
     pub stats: bool,
     #[command(flatten)]
     pub scripts: super::ScriptsArg,
+    #[command(flatten)]
+    pub budget: super::BudgetArg,
     /// Write every decision to OUT, one row per request per script: time, subject, cost, the
     /// script's raw reply, the decision read from it, the exact sliding log's beside it, and the
     /// Retry-After and RateLimit header values. CSV when OUT ends in .csv, JSON lines when it ends
@@ -57,6 +59,7 @@ pub struct Plan {
 
 impl Plan {
     pub fn new(a: Args) -> Result<Plan> {
+        a.budget.apply();
         let mut scenario = Scenario::from_file(&a.file)?;
         a.scripts.apply(&mut scenario)?;
         let seed = a.seed.unwrap_or(scenario.seed);

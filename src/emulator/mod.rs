@@ -210,6 +210,11 @@ impl Emulator {
     }
 
     /// SCRIPT LOAD: compiles and caches `body`, returning its SHA1 (hex) or the compile error.
+    /// In cluster mode, the slot the last script was bound to (see [`lua::Scripting::last_slot`]).
+    pub fn last_script_slot(&self) -> Option<u16> {
+        self.scripting.last_slot()
+    }
+
     pub fn script_load(&mut self, body: &[u8]) -> Result<String, Reply> {
         self.scripting.load(body)
     }

@@ -157,7 +157,7 @@ impl Limiter {
         // everything else is evaluated. Both give the same answers (see `Expr::quick_truth`).
         let allowed = match e.quick_truth(replies) {
             Some(b) => b,
-            None => e.eval(req, replies).map_err(|r| spec_error(spec, src, r, subject, now_ms, cost))?.truthy(),
+            None => e.eval(req, replies).map_err(|r| spec_error(spec, src, r, subject, now_ms, cost))?.admits(),
         };
         let mut d = Decision::allowed_only(allowed);
         for (slot, f, up) in [

@@ -521,18 +521,24 @@ pub fn parse_number(s: &[u8]) -> Option<Value<'static>> {
 }
 
 impl Value<'_> {
-    /// Lua-style truth, except that a number is true when it is not zero (a script's `0`/`1` flag).
+    /// Lua's truth, as in the scripts the expressions sit beside: only `nil` and `false` are false
+    /// (`0` and `""` are true). `and`, `or`, `not` and `when` use it.
     pub fn truthy(&self) -> bool {
+        !matches!(self, Value::Nil | Value::Bool(false))
+    }
+
+    /// The value of `decision.allowed` as an admission: Lua's truth, except that a number (or a
+    /// numeric string) admits when it is not zero and an empty string refuses, so that a script's
+    /// `0`/`1` flag reads as it means (`allowed = "r[1]"`).
+    pub fn admits(&self) -> bool {
         match self {
-            Value::Nil => false,
-            Value::Bool(b) => *b,
             Value::Int(i) => *i != 0,
             Value::Num(x) => *x != 0.0,
             Value::Str(s) => match parse_number(s) {
-                Some(v) => v.truthy(),
+                Some(v) => v.admits(),
                 None => !s.is_empty(),
             },
-            Value::Arr(_) => true,
+            other => other.truthy(),
         }
     }
 
@@ -1055,7 +1061,7 @@ impl Expr {
 
     /// The truth of this expression when it is a reply's integer (see [`Expr::reply_int`]), or a
     /// comparison of one with an integer constant (`reply[1] == 1`, `hits <= 10`): what
-    /// `eval(..).truthy()` gives then, without building values. `None` means "evaluate it".
+    /// `eval(..).admits()` gives then, without building values. `None` means "evaluate it".
     #[inline]
     pub fn quick_truth(&self, replies: &[Option<Reply>]) -> Option<bool> {
         match self {
@@ -1205,7 +1211,7 @@ mod tests {
                 let e = compile(src, &scope).unwrap();
                 let full = e.eval(&req, replies);
                 if let Some(t) = e.quick_truth(replies) {
-                    assert_eq!(Ok(t), full.as_ref().map(|v| v.truthy()).map_err(|e| e.clone()), "{src} on {replies:?}");
+                    assert_eq!(Ok(t), full.as_ref().map(|v| v.admits()).map_err(|e| e.clone()), "{src} on {replies:?}");
                 }
                 if let Some(i) = e.reply_int(replies) {
                     assert_eq!(full, Ok(Value::Int(i)), "{src} on {replies:?}");

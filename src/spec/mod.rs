@@ -131,7 +131,26 @@ pub struct Spec {
     /// `[let]`: named expressions, in name order.
     pub lets: Vec<(String, String)>,
     pub program: Program,
+    /// `[waive]`: checks of `limitlab check` the author excuses, each with the reason the report
+    /// prints (`overshoot = "a fixed window on purpose"`), in name order.
+    pub waive: Vec<(String, String)>,
 }
+
+/// The checks of `limitlab check` that give a verdict, and so may be waived by name.
+pub const JUDGED_CHECKS: [&str; 12] = [
+    "errors",
+    "model",
+    "overshoot",
+    "false_rejections",
+    "remaining",
+    "refusals",
+    "oversized",
+    "retry_after",
+    "headers",
+    "ttl",
+    "clock_skew",
+    "cluster",
+];
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -158,6 +177,8 @@ struct RawSpec {
     #[serde(default)]
     call: Vec<Spanned<RawCall>>,
     decision: Option<Spanned<RawDecision>>,
+    #[serde(default)]
+    waive: BTreeMap<String, Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -266,6 +287,26 @@ fn load_libraries(
     Ok((libraries, functions))
 }
 
+/// Whether `body` compiles as a script (SCRIPT LOAD on `emu`); else the reason, pointing at the
+/// script's file and line: `my.lua:3: does not compile: unexpected symbol near '=' (Redis: ERR ...)`.
+fn compiles(emu: &mut crate::emulator::Emulator, file: &Path, body: &str) -> std::result::Result<(), String> {
+    match emu.script_load(body.as_bytes()) {
+        Ok(_) => Ok(()),
+        Err(reply) => {
+            let text = match &reply {
+                crate::emulator::Reply::Error(e) => e.clone(),
+                other => format!("{other:?}"),
+            };
+            // Redis: "ERR Error compiling script (new function): user_script:LINE: MESSAGE"
+            let (line, msg) = match text.split_once("user_script:").and_then(|(_, rest)| rest.split_once(':')) {
+                Some((l, m)) if l.parse::<usize>().is_ok() => (l.to_string(), m.trim().to_string()),
+                _ => ("1".to_string(), text.clone()),
+            };
+            Err(format!("{}:{line}: does not compile: {msg} (Redis: {text})", file.display()))
+        }
+    }
+}
+
 /// The names the family field accepts.
 fn family_of(s: &str) -> Option<Algorithm> {
     Some(match s.trim().to_ascii_lowercase().replace('-', "_").as_str() {
@@ -366,12 +407,18 @@ impl Spec {
         }
 
         let mut scripts = Vec::new();
+        // Each script is compiled here, as SCRIPT LOAD would: a syntax error is a mistake in the
+        // input, reported once with its file and line, not an error of every request.
+        let mut scratch = None;
         for (sname, path) in &raw.scripts {
             let rel = PathBuf::from(path.get_ref());
             let full = dir.join(&rel);
             let body = files.read(&full).map_err(|e| {
                 invalid(path.span(), &format!("scripts.{sname}"), format!("cannot read {}: {e}", full.display()))
             })?;
+            if let Err(reason) = compiles(scratch.get_or_insert_with(crate::emulator::Emulator::new), &full, &body) {
+                return Err(invalid(path.span(), &format!("scripts.{sname}"), reason));
+            }
             scripts.push(SpecScript { name: sname.clone(), path: full, script: Script::new(body) });
         }
 
@@ -432,6 +479,18 @@ impl Spec {
                             }
                         }
                     }
+                }
+                // Compiled (and `request` looked up) now, so a syntax error is bad input, said once.
+                if let Err(e) = adapter::AdapterState::new(&full, &source) {
+                    let reason = match e {
+                        // "adapter FILE: syntax error: FILE:LINE: MESSAGE" -> "FILE:LINE: does not compile: MESSAGE"
+                        Error::Lua(m) => match m.split_once("syntax error: ").map(|(_, at)| at.splitn(3, ':').collect::<Vec<_>>()) {
+                            Some(p) if p.len() == 3 => format!("{}:{}: does not compile:{}", p[0], p[1], p[2]),
+                            _ => m.trim_start_matches("adapter ").to_string(),
+                        },
+                        other => other.to_string(),
+                    };
+                    return Err(invalid(a.span(), "adapter", reason));
                 }
                 Program::Adapter { path: full, source, reports }
             }
@@ -549,6 +608,16 @@ impl Spec {
                 }
             }
         };
+        let mut waive = Vec::new();
+        for (check, reason) in &raw.waive {
+            if !JUDGED_CHECKS.contains(&check.as_str()) {
+                return Err(invalid(reason.span(), &format!("waive.{check}"), format!("no check is named `{check}`; one of {}", JUDGED_CHECKS.join(", "))));
+            }
+            if reason.get_ref().trim().is_empty() {
+                return Err(invalid(reason.span(), &format!("waive.{check}"), "give the reason (the report prints it)".into()));
+            }
+            waive.push((check.clone(), reason.get_ref().trim().to_string()));
+        }
         let spec = Spec {
             name,
             description: raw.description.trim().to_string(),
@@ -563,6 +632,7 @@ impl Spec {
             vars,
             lets,
             program,
+            waive,
         };
         // Compile once with the spec's own policy: an unknown variable or a malformed expression is
         // a mistake in the spec, reported now rather than at the first request.

@@ -818,7 +818,7 @@ fn first_difference(limiter: &Limiter, arrivals: &[Arrival], emulator: &[Decisio
 }
 
 /// Error codes by which a server refuses a call for its own state, not the run's input.
-const SERVER_REFUSALS: [&str; 8] = ["OOM ", "READONLY ", "NOPERM ", "BUSY ", "LOADING ", "MASTERDOWN ", "CLUSTERDOWN ", "TRYAGAIN "];
+const SERVER_REFUSALS: [&str; 10] = ["OOM ", "READONLY ", "NOPERM ", "NOAUTH ", "WRONGPASS ", "BUSY ", "LOADING ", "MASTERDOWN ", "CLUSTERDOWN ", "TRYAGAIN "];
 
 /// The error of a run that stopped after `done` requests: where, why, and what became of its keys.
 fn stopped(
@@ -846,6 +846,9 @@ fn stopped(
     }
     let keys = match &cleanup {
         Ok(n) => format!("{n} keys of the run were removed"),
+        // The refused call was the only reply of the run (not lost in transit): nothing ran, so
+        // nothing was written, whatever the cleanup could do.
+        Err(_) if done == 0 && real.failure().is_none() && real.replies() <= 1 => "No key of the run was written".to_string(),
         Err(c) => format!("Its keys under `{}` could not be removed ({})", real.key_prefix(), text(c)),
     };
     let msg = format!("{where_}: {}. {keys}", text(&e).trim_end_matches('.'));

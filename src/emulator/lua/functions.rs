@@ -238,7 +238,7 @@ impl Functions {
     pub(crate) fn new(core: &Rc<RefCell<Core>>, state: &Rc<RunState>, rng: &Rc<super::rand48::Rand48>) -> mlua::Result<Functions> {
         let load = Box::<LoadCtx>::default();
         let vm = Vm::new_functions(core, state, rng, &*load as *const LoadCtx as *mut std::ffi::c_void)?;
-        Ok(Functions { vm, load, libraries: IndexMap::new(), budget: super::DEFAULT_BUDGET })
+        Ok(Functions { vm, load, libraries: IndexMap::new(), budget: super::default_budget() })
     }
 
     /// The library holding the function `name` (case-insensitive, as Redis's functions dict), and

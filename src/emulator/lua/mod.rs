@@ -24,6 +24,21 @@ use super::reply::{Reply, ReplySink};
 /// second of busy Lua on this machine class.
 pub const DEFAULT_BUDGET: u64 = 50_000_000;
 
+/// The budget new emulators start with: [`DEFAULT_BUDGET`] unless a command's `--script-budget`
+/// set another ([`set_default_budget`]). One figure for the process, so that every emulator a
+/// command makes (its runs, probes, searches) stops a runaway script at the same point.
+static PROCESS_BUDGET: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(DEFAULT_BUDGET);
+
+/// Sets the budget of every emulator made from now on in this process (see [`PROCESS_BUDGET`]).
+pub fn set_default_budget(b: u64) {
+    PROCESS_BUDGET.store(b.max(1), std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The budget new emulators start with.
+pub fn default_budget() -> u64 {
+    PROCESS_BUDGET.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Default memory cap of one script run: the Lua memory it may add to what the VM held when it
 /// started. Redis has no such cap (a runaway script there grows until the machine runs out); the
 /// emulator stops it with an error instead, and stays usable.
@@ -350,7 +365,7 @@ impl Scripting {
         let rng = Rc::new(rand48::Rand48::default());
         let vm = Vm::new(&core, &state, &rng)?;
         let functions = functions::Functions::new(&core, &state, &rng)?;
-        Ok(Scripting { core, vm, scripts: FxHashMap::default(), state, rng, budget: DEFAULT_BUDGET, functions })
+        Ok(Scripting { core, vm, scripts: FxHashMap::default(), state, rng, budget: default_budget(), functions })
     }
 
     /// SCRIPT FLUSH: forgets every script and, as Redis 7.0 does, starts a fresh VM (so library
@@ -364,6 +379,12 @@ impl Scripting {
     /// Sets the memory cap of one script call: the bytes of Lua memory it may add (0: no cap).
     pub fn set_memory_cap(&mut self, bytes: usize) {
         self.state.memory_room.set(bytes);
+    }
+
+    /// In cluster mode, the slot the last script run was bound to: its declared keys' slot, or,
+    /// with none declared, the slot of the first key it touched (`None`: it touched no key).
+    pub fn last_slot(&self) -> Option<u16> {
+        self.state.slot.get()
     }
 
     /// Sets the budget of one script call, in loop iterations and Lua function calls.
