@@ -1,0 +1,210 @@
+//! The mutation test of `limitlab check` itself: tests/mutants/ holds single-bug variants of the
+//! shipped scripts and of the correct fixtures, and harmless ones, each with the verdict it deserves
+//! at its base spec's policy (tests/mutants/manifest.toml). For every entry the base spec's directory
+//! is copied, the mutant replaces one of its files, and `check` runs on the copy:
+//!
+//! - a `fail` mutant (it changes a decision at the policy, or leaves keys behind) must exit 1 with at
+//!   least one of the checks in its `catch` failing;
+//! - a `pass` mutant (harmless) must exit 0.
+//!
+//! Every misjudged mutant is listed in one failure. The mutants run on two threads.
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use serde::Deserialize;
+
+/// The checks `check` judges (memory and speed are figures, never failures).
+const CHECKS: [&str; 9] = ["errors", "overshoot", "false_rejections", "remaining", "retry_after", "headers", "ttl", "clock_skew", "cluster"];
+/// Threads that run mutants at once.
+const THREADS: usize = 2;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Manifest {
+    mutant: Vec<Mutant>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Mutant {
+    name: String,
+    /// The spec whose script is mutated, from the repository root.
+    base: String,
+    /// The file, relative to the base spec's directory, that the mutant replaces.
+    replaces: String,
+    verdict: String,
+    catch: Vec<String>,
+    why: String,
+}
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn mutants_dir() -> PathBuf {
+    root().join("tests/mutants")
+}
+
+fn manifest() -> Vec<Mutant> {
+    let path = mutants_dir().join("manifest.toml");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let m: Manifest = toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    m.mutant
+}
+
+#[test]
+fn the_manifest_and_the_mutant_files_agree() {
+    let all = manifest();
+    let mut problems = Vec::new();
+    let mut names = BTreeSet::new();
+    for m in &all {
+        if !names.insert(m.name.as_str()) {
+            problems.push(format!("{}: named twice", m.name));
+        }
+        match m.verdict.as_str() {
+            "fail" if m.catch.is_empty() => problems.push(format!("{}: a fail mutant needs the checks that catch it", m.name)),
+            "pass" if !m.catch.is_empty() => problems.push(format!("{}: a pass mutant catches nothing, catch must be []", m.name)),
+            "fail" | "pass" => {}
+            v => problems.push(format!("{}: verdict `{v}`, expected \"fail\" or \"pass\"", m.name)),
+        }
+        for c in &m.catch {
+            if !CHECKS.contains(&c.as_str()) {
+                problems.push(format!("{}: `{c}` is not a check; known: {}", m.name, CHECKS.join(", ")));
+            }
+        }
+        if m.why.trim().is_empty() {
+            problems.push(format!("{}: no why", m.name));
+        }
+        let base = root().join(&m.base);
+        if !base.is_file() {
+            problems.push(format!("{}: base {} does not exist", m.name, m.base));
+        } else if !base.parent().unwrap().join(&m.replaces).is_file() {
+            problems.push(format!("{}: {} has no file {} beside it to replace", m.name, m.base, m.replaces));
+        }
+    }
+    let files: BTreeSet<String> = std::fs::read_dir(mutants_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "lua"))
+        .map(|p| p.file_stem().unwrap().to_str().unwrap().to_string())
+        .collect();
+    for f in &files {
+        if !names.contains(f.as_str()) {
+            problems.push(format!("tests/mutants/{f}.lua has no entry in manifest.toml"));
+        }
+    }
+    for n in &names {
+        if !files.contains(*n) {
+            problems.push(format!("{n}: no tests/mutants/{n}.lua"));
+        }
+    }
+    let fails = all.iter().filter(|m| m.verdict == "fail").count();
+    let passes = all.iter().filter(|m| m.verdict == "pass").count();
+    if fails < 60 {
+        problems.push(format!("{fails} fail mutants, at least 60 wanted"));
+    }
+    if passes < 10 {
+        problems.push(format!("{passes} pass mutants, at least 10 wanted"));
+    }
+    assert!(problems.is_empty(), "tests/mutants/manifest.toml:\n  {}", problems.join("\n  "));
+}
+
+/// What `check` said about one mutant.
+struct Outcome {
+    code: Option<i32>,
+    /// The failed checks with their summaries; `None` when the output was not a report.
+    failed: Option<Vec<(String, String)>>,
+    stderr: String,
+}
+
+/// Copies the files of the base spec's directory into a fresh directory, puts the mutant in place of
+/// the file it replaces, and runs `check` on the copy of the spec.
+fn run(m: &Mutant, scratch: &Path) -> Outcome {
+    let dir = scratch.join(&m.name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let base = root().join(&m.base);
+    for e in std::fs::read_dir(base.parent().unwrap()).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_file() {
+            std::fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    std::fs::copy(mutants_dir().join(format!("{}.lua", m.name)), dir.join(&m.replaces)).unwrap();
+    let spec = dir.join(base.file_name().unwrap());
+    let out = Command::new(env!("CARGO_BIN_EXE_limitlab"))
+        .args(["check", spec.to_str().unwrap(), "--json", "--no-save", "--no-timing"])
+        .current_dir(&dir)
+        .output()
+        .expect("limitlab runs");
+    std::fs::remove_dir_all(&dir).ok();
+    let failed = serde_json::from_slice::<serde_json::Value>(&out.stdout).ok().and_then(|v| {
+        let checks = v["checks"].as_array()?;
+        Some(
+            checks
+                .iter()
+                .filter(|c| c["status"] == "fail")
+                .map(|c| (c["name"].as_str().unwrap_or("?").to_string(), c["summary"].as_str().unwrap_or("").to_string()))
+                .collect(),
+        )
+    });
+    Outcome { code: out.status.code(), failed, stderr: String::from_utf8_lossy(&out.stderr).into_owned() }
+}
+
+/// Why `check`'s verdict on `m` is wrong, or `None` when it is right.
+fn misjudged(m: &Mutant, o: &Outcome) -> Option<String> {
+    let Some(failed) = &o.failed else {
+        return Some(format!("{}: no report (exit {:?}): {}", m.name, o.code, o.stderr.trim()));
+    };
+    let names: Vec<&str> = failed.iter().map(|f| f.0.as_str()).collect();
+    let right = match m.verdict.as_str() {
+        "fail" => o.code == Some(1) && m.catch.iter().any(|c| names.contains(&c.as_str())),
+        _ => o.code == Some(0),
+    };
+    if right {
+        return None;
+    }
+    let got = if failed.is_empty() {
+        "every check passed".to_string()
+    } else {
+        failed.iter().map(|(n, s)| format!("{n} failed ({s})")).collect::<Vec<_>>().join("; ")
+    };
+    Some(match m.verdict.as_str() {
+        "fail" => format!("{} [{}] survived: wanted one of {:?} to fail, exit {:?}: {got}. The bug: {}", m.name, m.base, m.catch, o.code, m.why),
+        _ => format!("{} [{}] is harmless but was failed, exit {:?}: {got}. The change: {}", m.name, m.base, o.code, m.why),
+    })
+}
+
+#[test]
+fn check_fails_every_bug_and_passes_every_harmless_variant() {
+    let all = manifest();
+    let scratch = std::env::temp_dir().join(format!("limitlab_mutants_{}", std::process::id()));
+    let next = AtomicUsize::new(0);
+    let wrong = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..THREADS {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(m) = all.get(i) else { break };
+                let o = run(m, &scratch);
+                if let Some(why) = misjudged(m, &o) {
+                    wrong.lock().unwrap().push((i, why));
+                }
+            });
+        }
+    });
+    std::fs::remove_dir_all(&scratch).ok();
+    let mut wrong = wrong.into_inner().unwrap();
+    wrong.sort();
+    let fails = all.iter().filter(|m| m.verdict == "fail").count();
+    let caught = fails - wrong.iter().filter(|(i, _)| all[*i].verdict == "fail").count();
+    assert!(
+        wrong.is_empty(),
+        "check caught {caught} of {fails} bugs and misjudged {} of {} mutants:\n  {}",
+        wrong.len(),
+        all.len(),
+        wrong.iter().map(|w| w.1.as_str()).collect::<Vec<_>>().join("\n  ")
+    );
+}
