@@ -43,7 +43,9 @@ impl Installed {
 
 /// `path` relative to `base` when it is under it, with `/` separators.
 pub fn shown(base: &Path, path: &Path) -> String {
-    let rel = path.strip_prefix(base).unwrap_or(path);
+    let Ok(rel) = path.strip_prefix(base) else {
+        return path.display().to_string();
+    };
     rel.components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect::<Vec<_>>()

@@ -208,7 +208,7 @@ pub fn js_script(
     label: &str,
 ) -> std::result::Result<(LuaSource, literal::Literal, String), String> {
     let file = pkg.dir.join(rel);
-    let src = env::read(&file).map_err(|e| format!("cannot read {}: {e}", pkg.shown(&file)))?;
+    let src = source_file(pkg, &file)?;
     let at = literal::find_anchor(&src, anchor)
         .ok_or_else(|| format!("script not found in {}: no `{anchor}`", pkg.shown(&file)))?;
     let lit = literal::js_at(&src, at)
@@ -230,7 +230,7 @@ pub fn py_script(
     label: &str,
 ) -> std::result::Result<LuaSource, String> {
     let file = pkg.dir.join(rel);
-    let src = env::read(&file).map_err(|e| format!("cannot read {}: {e}", pkg.shown(&file)))?;
+    let src = source_file(pkg, &file)?;
     let at = literal::find_anchor(&src, anchor)
         .ok_or_else(|| format!("script not found in {}: no `{anchor}`", pkg.shown(&file)))?;
     let lit = literal::py_at(&src, at)
@@ -260,6 +260,14 @@ pub fn file_script(
         anchor: "the whole file".into(),
         lua,
     })
+}
+
+/// The text of a package's file; a missing one means the script is not where this library keeps it.
+fn source_file(pkg: &Installed, file: &Path) -> std::result::Result<String, String> {
+    if !file.is_file() {
+        return Err(format!("script not found: no {}", pkg.shown(file)));
+    }
+    env::read(file).map_err(|e| format!("cannot read {}: {e}", pkg.shown(file)))
 }
 
 /// A script that does not call Redis is not the one being looked for.
