@@ -57,7 +57,7 @@
 //! [`limiter`] (the [`Limiter`], the shipped scripts' exact models, oracles), [`emulator`] (Redis
 //! 7.0), [`backend`] (emulator or real Redis), [`traffic`] (generators and traces), [`sim`] (the
 //! runner), [`metrics`], [`check`], [`attack`], [`race`], [`skew`], [`bench`](mod@bench), [`report`],
-//! [`verify`], [`audit`] (read-only audits of a live Redis), [`cli`] (the binary's subcommands), [`clock`], [`error`].
+//! [`verify`], [`audit`] (read-only audits of a live Redis), [`init`] (specs for installed client libraries), [`cli`] (the binary's subcommands), [`clock`], [`error`].
 pub mod attack;
 pub mod audit;
 pub mod backend;
@@ -69,6 +69,7 @@ mod decimal;
 pub mod emulator;
 pub mod error;
 pub mod harness;
+pub mod init;
 pub mod limiter;
 pub mod metrics;
 pub mod race;

@@ -19,6 +19,7 @@ pub mod audit;
 pub mod bench;
 pub mod check;
 pub mod compare;
+pub mod init;
 pub mod memory;
 pub mod plot;
 pub mod race;
@@ -85,6 +86,10 @@ pub enum Command {
     /// pace, group keys into patterns, and report keys without TTL, TTLs far too long, sliding
     /// logs, keys lacking a shared hash tag and memory per subject. Exit 1 on a warning with --strict.
     Audit(audit::Args),
+    /// Recognise the rate limiters installed in a node_modules/ or a Python site-packages
+    /// (rate-limiter-flexible, rate-limit-redis, @upstash/ratelimit, limits, pyrate-limiter), read
+    /// their Lua from the installed files and write a spec for each, ready for `limitlab check`.
+    Init(init::Args),
 }
 
 /// `--limit`, `--window`, `--burst`: a spec's policy, overridden from the command line where given.
@@ -200,6 +205,7 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> Result<()> {
         Command::Memory(a) => memory::run(memory::Plan::new(a)?, out),
         Command::Check(a) => check::run(check::Plan::new(a)?, out),
         Command::Audit(a) => audit::run(audit::Plan::new(a)?, out),
+        Command::Init(a) => init::run(init::Plan::new(a)?, out),
     }
 }
 
