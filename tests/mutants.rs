@@ -4,8 +4,10 @@
 //! is copied, the mutant replaces one of its files, and `check` runs on the copy:
 //!
 //! - a `fail` mutant (it changes a decision at the policy, or leaves keys behind) must exit 1 with at
-//!   least one of the checks in its `catch` failing;
-//! - a `pass` mutant (harmless) must exit 0.
+//!   least one of the checks in its `catch` failing that passes on the unmutated base;
+//! - a `pass` mutant (harmless) must get the base's own verdict: the same exit status and the same
+//!   failed checks. (A few bases fail a check by their library's design, e.g. a fixed window that
+//!   counts refused requests fails `refusals`; a harmless change keeps exactly that verdict.)
 //!
 //! Every misjudged mutant is listed in one failure. The mutants run on two threads.
 use std::collections::BTreeSet;
@@ -17,7 +19,20 @@ use std::sync::Mutex;
 use serde::Deserialize;
 
 /// The checks `check` judges (memory and speed are figures, never failures).
-const CHECKS: [&str; 9] = ["errors", "overshoot", "false_rejections", "remaining", "retry_after", "headers", "ttl", "clock_skew", "cluster"];
+const CHECKS: [&str; 12] = [
+    "errors",
+    "model",
+    "overshoot",
+    "false_rejections",
+    "remaining",
+    "refusals",
+    "oversized",
+    "retry_after",
+    "headers",
+    "ttl",
+    "clock_skew",
+    "cluster",
+];
 /// Threads that run mutants at once.
 const THREADS: usize = 2;
 
@@ -132,7 +147,9 @@ fn run(m: &Mutant, scratch: &Path) -> Outcome {
             std::fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
         }
     }
-    std::fs::copy(mutants_dir().join(format!("{}.lua", m.name)), dir.join(&m.replaces)).unwrap();
+    if m.verdict != "base" {
+        std::fs::copy(mutants_dir().join(format!("{}.lua", m.name)), dir.join(&m.replaces)).unwrap();
+    }
     let spec = dir.join(base.file_name().unwrap());
     let out = Command::new(env!("CARGO_BIN_EXE_limitlab"))
         .args(["check", spec.to_str().unwrap(), "--json", "--no-save", "--no-timing"])
@@ -153,15 +170,20 @@ fn run(m: &Mutant, scratch: &Path) -> Outcome {
     Outcome { code: out.status.code(), failed, stderr: String::from_utf8_lossy(&out.stderr).into_owned() }
 }
 
-/// Why `check`'s verdict on `m` is wrong, or `None` when it is right.
-fn misjudged(m: &Mutant, o: &Outcome) -> Option<String> {
+/// Why `check`'s verdict on `m` is wrong, or `None` when it is right; `base` is what `check` said
+/// about the unmutated base spec.
+fn misjudged(m: &Mutant, o: &Outcome, base: &Outcome) -> Option<String> {
     let Some(failed) = &o.failed else {
         return Some(format!("{}: no report (exit {:?}): {}", m.name, o.code, o.stderr.trim()));
     };
-    let names: Vec<&str> = failed.iter().map(|f| f.0.as_str()).collect();
+    let Some(base_failed) = &base.failed else {
+        return Some(format!("{}: no report on its base {} (exit {:?}): {}", m.name, m.base, base.code, base.stderr.trim()));
+    };
+    let names: BTreeSet<&str> = failed.iter().map(|f| f.0.as_str()).collect();
+    let base_names: BTreeSet<&str> = base_failed.iter().map(|f| f.0.as_str()).collect();
     let right = match m.verdict.as_str() {
-        "fail" => o.code == Some(1) && m.catch.iter().any(|c| names.contains(&c.as_str())),
-        _ => o.code == Some(0),
+        "fail" => o.code == Some(1) && m.catch.iter().any(|c| names.contains(c.as_str()) && !base_names.contains(c.as_str())),
+        _ => o.code == base.code && names == base_names,
     };
     if right {
         return None;
@@ -171,9 +193,13 @@ fn misjudged(m: &Mutant, o: &Outcome) -> Option<String> {
     } else {
         failed.iter().map(|(n, s)| format!("{n} failed ({s})")).collect::<Vec<_>>().join("; ")
     };
+    let on_base = if base_names.is_empty() { "nothing".to_string() } else { base_names.iter().copied().collect::<Vec<_>>().join(", ") };
     Some(match m.verdict.as_str() {
-        "fail" => format!("{} [{}] survived: wanted one of {:?} to fail, exit {:?}: {got}. The bug: {}", m.name, m.base, m.catch, o.code, m.why),
-        _ => format!("{} [{}] is harmless but was failed, exit {:?}: {got}. The change: {}", m.name, m.base, o.code, m.why),
+        "fail" => format!(
+            "{} [{}] survived: wanted one of {:?} to fail (and pass on the base, which fails {on_base}), exit {:?}: {got}. The bug: {}",
+            m.name, m.base, m.catch, o.code, m.why
+        ),
+        _ => format!("{} [{}] is harmless but its verdict differs from the base's (which fails {on_base}), exit {:?}: {got}. The change: {}", m.name, m.base, o.code, m.why),
     })
 }
 
@@ -181,23 +207,40 @@ fn misjudged(m: &Mutant, o: &Outcome) -> Option<String> {
 fn check_fails_every_bug_and_passes_every_harmless_variant() {
     let all = manifest();
     let scratch = std::env::temp_dir().join(format!("limitlab_mutants_{}", std::process::id()));
-    let next = AtomicUsize::new(0);
-    let wrong = Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for _ in 0..THREADS {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(m) = all.get(i) else { break };
-                let o = run(m, &scratch);
-                if let Some(why) = misjudged(m, &o) {
-                    wrong.lock().unwrap().push((i, why));
-                }
-            });
+    // The bases first, each once (unmutated), then every mutant against its base's verdict.
+    let mut bases: Vec<Mutant> = Vec::new();
+    for m in &all {
+        if !bases.iter().any(|b| b.base == m.base) {
+            bases.push(Mutant { name: format!("base_{}", bases.len()), verdict: "base".into(), catch: Vec::new(), ..m.clone() });
         }
-    });
+    }
+    let on_threads = |list: &[Mutant]| -> Vec<Outcome> {
+        let next = AtomicUsize::new(0);
+        let out = Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            for _ in 0..THREADS {
+                s.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(m) = list.get(i) else { break };
+                    let o = run(m, &scratch);
+                    out.lock().unwrap().push((i, o));
+                });
+            }
+        });
+        let mut out = out.into_inner().unwrap();
+        out.sort_by_key(|(i, _)| *i);
+        out.into_iter().map(|(_, o)| o).collect()
+    };
+    let base_outcomes = on_threads(&bases);
+    let outcomes = on_threads(&all);
+    let mut wrong = Vec::new();
+    for (i, (m, o)) in all.iter().zip(&outcomes).enumerate() {
+        let b = bases.iter().position(|b| b.base == m.base).expect("every base was run");
+        if let Some(why) = misjudged(m, o, &base_outcomes[b]) {
+            wrong.push((i, why));
+        }
+    }
     std::fs::remove_dir_all(&scratch).ok();
-    let mut wrong = wrong.into_inner().unwrap();
-    wrong.sort();
     let fails = all.iter().filter(|m| m.verdict == "fail").count();
     let caught = fails - wrong.iter().filter(|(i, _)| all[*i].verdict == "fail").count();
     assert!(
