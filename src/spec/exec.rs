@@ -196,6 +196,11 @@ impl Limiter {
         let c = &self.program().calls[0];
         let req = Request { subject, now_ms, cost, window_ms: self.params().window_ms as i64, seq: 0 };
         render(self.spec(), &c.keys, &c.srcs.keys, keys, prefix, &req, &[])?;
+        for &i in &c.srcs.raw_keys {
+            if let Some(k) = keys.get_mut(i) {
+                k.drain(..prefix.len());
+            }
+        }
         render(self.spec(), &c.args, &c.srcs.args, args, "", &req, &[])
     }
 

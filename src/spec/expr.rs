@@ -951,6 +951,12 @@ enum Piece {
 impl Layout {
     /// The layout of `keys` (each behind the prefix) followed by `args`.
     pub fn new(keys: &[Template], args: &[Template]) -> Layout {
+        Layout::with_raw(keys, args, &[])
+    }
+
+    /// [`Layout::new`], with the keys at the 0-based indices `raw` sent as written, without the
+    /// backend's prefix (a key the client passes through as given, such as an empty string).
+    pub fn with_raw(keys: &[Template], args: &[Template], raw: &[usize]) -> Layout {
         let mut pieces = Vec::new();
         // The literal being gathered: its text and the string ends inside it.
         let mut lit: Option<(String, Vec<usize>)> = None;
@@ -960,7 +966,7 @@ impl Layout {
             }
         };
         for (i, t) in keys.iter().chain(args).enumerate() {
-            if i < keys.len() {
+            if i < keys.len() && !raw.contains(&i) {
                 flush(&mut lit, &mut pieces);
                 pieces.push(Piece::Prefix);
             }
@@ -1131,6 +1137,24 @@ mod tests {
         assert_eq!(scope_eval("hits[2] == '0.25'", &r).unwrap(), "true");
         assert_eq!(scope_eval("round(hits[2] * 10)", &r).unwrap(), "3");
         assert_eq!(scope_eval("used * 2", &r).unwrap(), "6");
+    }
+
+    #[test]
+    fn truth_is_luas_and_allowed_reads_a_flag() {
+        let r = vec![Some(Reply::Array(vec![Reply::Int(0), Reply::bulk("0"), Reply::bulk(""), Reply::Nil]))];
+        // As in Lua: 0, "0" and "" are true; only nil and false are false.
+        assert_eq!(scope_eval("hits[1] and 'yes' or 'no'", &r).unwrap(), "'yes'");
+        assert_eq!(scope_eval("not hits[1]", &r).unwrap(), "false");
+        assert_eq!(scope_eval("not hits[2]", &r).unwrap(), "false");
+        assert_eq!(scope_eval("hits[3] or 'empty'", &r).unwrap(), "''");
+        assert_eq!(scope_eval("hits[4] or 'nil'", &r).unwrap(), "'nil'");
+        assert_eq!(scope_eval("not false", &r).unwrap(), "true");
+        // `decision.allowed` alone reads a number (or a numeric string) as a 0/1 flag.
+        assert!(!Value::Int(0).admits() && Value::Int(0).truthy());
+        assert!(!Value::Str(Cow::Borrowed(b"0")).admits() && Value::Str(Cow::Borrowed(b"0")).truthy());
+        assert!(!Value::Str(Cow::Borrowed(b"")).admits());
+        assert!(Value::Int(1).admits() && Value::Str(Cow::Borrowed(b"yes")).admits());
+        assert!(!Value::Nil.admits() && !Value::Bool(false).admits() && Value::Bool(true).admits());
     }
 
     #[test]

@@ -87,6 +87,8 @@ pub struct CallSrc {
     pub args: Vec<Src>,
     pub when: Option<Src>,
     pub line: usize,
+    /// 0-based indices of the keys sent as written, without the run's prefix (`raw_keys`).
+    pub raw_keys: Vec<usize>,
 }
 
 /// How the client side is described.
@@ -201,6 +203,8 @@ struct RawCall {
     #[serde(default)]
     args: Vec<Spanned<String>>,
     when: Option<Spanned<String>>,
+    #[serde(default)]
+    raw_keys: Option<Spanned<Vec<i64>>>,
 }
 
 #[derive(Deserialize)]
@@ -589,7 +593,21 @@ impl Spec {
                             })
                         }
                     };
+                    let mut raw_keys = Vec::new();
+                    if let Some(r) = &cr.raw_keys {
+                        for &k in r.get_ref() {
+                            if k < 1 || k as usize > cr.keys.len() {
+                                return Err(invalid(
+                                    r.span(),
+                                    &format!("call[{n}].raw_keys"),
+                                    format!("{k} is not the number of one of the call's {} keys (from 1)", cr.keys.len()),
+                                ));
+                            }
+                            raw_keys.push(k as usize - 1);
+                        }
+                    }
                     calls.push(CallSrc {
+                        raw_keys,
                         name: cname,
                         target,
                         keys: cr.keys.iter().enumerate().map(|(j, k)| src(k, format!("call[{n}].keys[{}]", j + 1))).collect(),
@@ -680,7 +698,7 @@ impl Spec {
             let keys = c.keys.iter().map(tmpl).collect::<Result<Vec<_>>>()?;
             let args = c.args.iter().map(tmpl).collect::<Result<Vec<_>>>()?;
             let when = c.when.as_ref().map(|w| expr::compile(&w.text, &scope).map_err(|e| err(w, e))).transpose()?;
-            let layout = expr::Layout::new(&keys, &args);
+            let layout = expr::Layout::with_raw(&keys, &args, &c.raw_keys);
             out.push(CompiledCall { name: c.name.clone(), target: c.target.clone(), keys, args, layout, when, srcs: c.clone() });
             names.push(c.name.clone());
         }

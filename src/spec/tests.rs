@@ -109,3 +109,26 @@ fn an_adapter_says_which_fields_it_reports() {
     let e = parse(&GOOD.replace("family = \"fixed_window\"", "reports = [\"remaining\"]")).unwrap_err().to_string();
     assert!(e.contains("field `reports`: is for adapters"), "{e}");
 }
+
+#[test]
+fn raw_keys_reach_the_script_as_given_and_the_others_get_the_prefix() {
+    use crate::backend::emulated::EmulatedBackend;
+    // KEYS[2] is "" when the client has no dynamic limit: passed as given, not as "ll:...:".
+    let text = GOOD.replace("keys = [\"rl:{${subject}}:${window_index}\"]", "keys = [\"rl:{${subject}}\", \"\"]\nraw_keys = [2]");
+    let body = "return {KEYS[1], KEYS[2], #KEYS[2]}";
+    let files = Mem(vec![("fw.lua", body)]);
+    let spec = Spec::from_toml(&text.replace("hits <= limit", "hits[3] == 0").replace("max(limit - hits, 0)", "0"), Path::new("my.toml"), Path::new(""), &files).unwrap();
+    let l = crate::limiter::Limiter::from_spec(Arc::new(spec), Params::new(10, 1000)).unwrap();
+    let mut b = EmulatedBackend::with_prefix(crate::emulator::Emulator::new(), "ll:0123:");
+    let mut s = crate::spec::exec::Session::recording();
+    assert!(l.call(&mut b, &mut s, "u1", 1_000, 1).unwrap().allowed, "KEYS[2] is empty");
+    let calls = s.take_calls();
+    assert_eq!(calls[0].keys, ["ll:0123:rl:{u1}", ""]);
+    // The pipelined path renders the same.
+    let (mut keys, mut args) = (Vec::new(), Vec::new());
+    l.render_single("ll:0123:", "u1", 1_000, 1, &mut keys, &mut args).unwrap();
+    assert_eq!(keys, ["ll:0123:rl:{u1}", ""]);
+    // An index that names no key is a mistake in the spec.
+    let e = parse(&GOOD.replace("args = [", "raw_keys = [2]\nargs = [")).unwrap_err().to_string();
+    assert!(e.contains("field `call[1].raw_keys`: 2 is not the number of one of the call's 1 keys"), "{e}");
+}

@@ -1,7 +1,7 @@
 //! Bursts placed around a window boundary: the pattern that lets a fixed window admit twice its limit.
 use serde::{Deserialize, Serialize};
 
-use super::{check_cost, check_count, check_span_ms, check_span_us, defaults, invalid, sort_stable, Arrival};
+use super::{check_count, check_span_ms, check_span_us, defaults, invalid, sort_stable, Arrival};
 use crate::clock::Micros;
 use crate::Result;
 
@@ -101,7 +101,6 @@ impl BoundaryBurst {
         if self.key.is_empty() {
             return Err(invalid(CONTEXT, "key", "must not be empty"));
         }
-        check_cost(CONTEXT, self.cost)?;
         if self.bursts.is_empty() {
             return Err(invalid(CONTEXT, "bursts", "needs at least one burst"));
         }

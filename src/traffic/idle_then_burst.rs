@@ -2,7 +2,7 @@
 //! (a token bucket refills to its burst size; a window counter forgets).
 use serde::{Deserialize, Serialize};
 
-use super::{check_cost, check_count, check_keys, check_span_max, check_span_ms, check_span_us, constant_rate_offsets, defaults, invalid, Arrival, MAX_RATE};
+use super::{check_count, check_keys, check_span_max, check_span_ms, check_span_us, constant_rate_offsets, defaults, invalid, Arrival, MAX_RATE};
 use crate::clock::Micros;
 use crate::Result;
 
@@ -83,7 +83,7 @@ impl IdleThenBurst {
         check_count(CONTEXT, "burst", self.burst as f64 + rate * self.warmup_ms as f64 / 1000.0)?;
         check_span_us(CONTEXT, "spacing_us", self.spacing_us.saturating_mul(self.burst - 1).min(i64::MAX as u64) as i64)?;
         check_keys(CONTEXT, &self.key, 1)?;
-        check_cost(CONTEXT, self.cost)
+        Ok(())
     }
 
     /// The burst's first request's time.

@@ -298,14 +298,6 @@ pub(crate) fn check_keys(context: &str, key: &str, keys: u64) -> Result<()> {
     Ok(())
 }
 
-/// A cost: at least 1 (a free request never reaches a limiter).
-pub(crate) fn check_cost(context: &str, cost: u64) -> Result<()> {
-    if cost == 0 {
-        return Err(invalid(context, "cost", "must be at least 1"));
-    }
-    Ok(())
-}
-
 /// An (expected) number of arrivals: at most [`MAX_ARRIVALS`].
 pub(crate) fn check_count(context: &str, field: &str, n: f64) -> Result<()> {
     if n.is_nan() || n > MAX_ARRIVALS as f64 {

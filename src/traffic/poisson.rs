@@ -2,7 +2,7 @@
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use super::{check_cost, check_count, check_keys, check_rate, check_span_ms, defaults, key_name, math, rng, rng_stream, unit_open0, Arrival};
+use super::{check_count, check_keys, check_rate, check_span_ms, defaults, key_name, math, rng, rng_stream, unit_open0, Arrival};
 use crate::clock::Micros;
 use crate::Result;
 
@@ -43,7 +43,7 @@ impl Poisson {
         // Leave room above the mean: the count is random.
         check_count(CONTEXT, "rate", 1.1 * self.rate * self.duration_ms as f64 / 1000.0)?;
         check_keys(CONTEXT, &self.key, self.keys)?;
-        check_cost(CONTEXT, self.cost)
+        Ok(())
     }
 
     /// The arrivals from `start`, sorted by time. Invalid parameters give no arrivals (see

@@ -722,16 +722,13 @@ fn parse_key(s: &str) -> std::result::Result<String, String> {
     Ok(s.to_owned())
 }
 
-/// A cost: a positive integer; an empty field means 1.
+/// A cost: an integer from 0 (0: a read-only "check" or "peek" call, which asks without taking
+/// anything); an empty field means 1.
 fn parse_cost(s: &str) -> std::result::Result<u64, String> {
     if s.is_empty() {
         return Ok(1);
     }
-    match s.parse::<u64>() {
-        Ok(0) => Err("cost 0: a cost must be at least 1".to_owned()),
-        Ok(c) => Ok(c),
-        Err(_) => Err(format!("cost `{s}` is not a positive integer")),
-    }
+    s.parse::<u64>().map_err(|_| format!("cost `{s}` is not an integer from 0"))
 }
 
 /// A decimal number (sign, digits, optional fraction, optional exponent) times 10^`scale`, rounded down,
@@ -959,9 +956,6 @@ pub fn write_csv_to<W: Write>(mut out: W, arrivals: &[Arrival], path: &Path) -> 
         if a.phase.trim() != a.phase {
             return Err(invalid("write_csv", &format!("arrivals[{i}].phase"), format!("{:?} would not read back the same", a.phase)));
         }
-        if a.cost == 0 {
-            return Err(invalid("write_csv", &format!("arrivals[{i}].cost"), "must be at least 1"));
-        }
         line.clear();
         line.push_str(&format_seconds(a.at.0));
         line.push(',');
@@ -1121,7 +1115,8 @@ mod tests {
         let (line, reason) = parse_err(&s, "time,key\n1,a\nsoon,b\n");
         assert_eq!((line, reason.as_str()), (3, "time `soon` is not a number"));
         assert_eq!(parse_err(&s, "time,key\n1,\n").0, 2);
-        assert_eq!(parse_err(&s, "time,key,cost\n1,a,0\n").0, 2);
+        // A cost of 0 is a read-only "peek" call; a negative one is an error on its line.
+        assert_eq!(s.parse("time,key,cost\n1,a,0\n2,a,3\n", Micros(0)).unwrap().iter().map(|a| a.cost).collect::<Vec<_>>(), [0, 3]);
         assert_eq!(parse_err(&s, "time,key,cost\n1,a,1\n2,a,-1\n").0, 3);
         let (line, reason) = parse_err(&s, "when,key\n1,a\n");
         assert_eq!(line, 1);

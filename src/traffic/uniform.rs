@@ -3,7 +3,7 @@
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use super::{check_cost, check_count, check_keys, check_rate, check_span_ms, constant_rate_offsets, defaults, invalid, key_name, rng, Arrival};
+use super::{check_count, check_keys, check_rate, check_span_ms, constant_rate_offsets, defaults, invalid, key_name, rng, Arrival};
 use crate::clock::Micros;
 use crate::Result;
 
@@ -45,7 +45,6 @@ impl Uniform {
         check_span_ms(CONTEXT, "duration_ms", self.duration_ms)?;
         check_count(CONTEXT, "rate", self.rate * self.duration_ms as f64 / 1000.0)?;
         check_keys(CONTEXT, &self.key, self.keys)?;
-        check_cost(CONTEXT, self.cost)?;
         if !(0.0..=1.0).contains(&self.jitter) {
             return Err(invalid(CONTEXT, "jitter", format!("must be between 0 and 1 (a fraction of the gap), not {}", self.jitter)));
         }

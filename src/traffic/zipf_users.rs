@@ -8,7 +8,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::{check_cost, check_count, check_span_ms, invalid, math, numbered, rng, rng_stream, unit_open0, Arrival, MAX_KEYS};
+use super::{check_count, check_span_ms, invalid, math, numbered, rng, rng_stream, unit_open0, Arrival, MAX_KEYS};
 use crate::clock::Micros;
 use crate::Result;
 
@@ -86,7 +86,7 @@ impl ZipfUsers {
         }
         check_count(CONTEXT, "requests", self.requests as f64)?;
         check_span_ms(CONTEXT, "duration_ms", self.duration_ms)?;
-        check_cost(CONTEXT, self.cost)
+        Ok(())
     }
 
     /// The arrivals, sorted by time. Invalid parameters give no arrivals (see [`ZipfUsers::validate`]).
