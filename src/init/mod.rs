@@ -455,6 +455,13 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<()> {
     for (at, (path, stem)) in spec_ends.iter().zip(&written_specs) {
         let line = match smoke(path) {
             Ok(()) => continue,
+            // The library's own script is refused by Redis 7.0 (SCRIPT LOAD or compilation): the
+            // finding is the library's, and `check` says it at load, exit 2.
+            Err(SmokeError::Load(e)) if e.contains("Redis 7.0 refuses it at SCRIPT LOAD") || e.contains("does not compile") => {
+                let why = e.split_once("(Redis: ").map_or(e.as_str(), |(_, r)| r.trim_end_matches(')'));
+                let why = why.rsplit_once("SCRIPT LOAD: ").map_or(why, |(_, r)| r);
+                format!("      Redis 7.0 refuses the library's script: {why}\n        so `limitlab check` stops when it loads {stem} (exit 2)\n")
+            }
             Err(SmokeError::Load(e)) => {
                 format!("      the written spec does not load ({e}); please report this\n")
             }

@@ -301,12 +301,14 @@ fn compiles(emu: &mut crate::emulator::Emulator, file: &Path, body: &str) -> std
                 crate::emulator::Reply::Error(e) => e.clone(),
                 other => format!("{other:?}"),
             };
-            // Redis: "ERR Error compiling script (new function): user_script:LINE: MESSAGE"
-            let (line, msg) = match text.split_once("user_script:").and_then(|(_, rest)| rest.split_once(':')) {
-                Some((l, m)) if l.parse::<usize>().is_ok() => (l.to_string(), m.trim().to_string()),
-                _ => ("1".to_string(), text.clone()),
-            };
-            Err(format!("{}:{line}: does not compile: {msg} (Redis: {text})", file.display()))
+            // Redis: "ERR Error compiling script (new function): user_script:LINE: MESSAGE"; any
+            // other refusal is of the shebang line (an unknown flag, an engine other than lua).
+            match text.split_once("user_script:").and_then(|(_, rest)| rest.split_once(':')) {
+                Some((l, m)) if l.parse::<usize>().is_ok() => {
+                    Err(format!("{}:{l}: does not compile: {} (Redis: {text})", file.display(), m.trim()))
+                }
+                _ => Err(format!("{}:1: Redis 7.0 refuses it at SCRIPT LOAD: {text}", file.display())),
+            }
         }
     }
 }
