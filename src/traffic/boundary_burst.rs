@@ -244,7 +244,8 @@ mod tests {
         let ok = BoundaryBurst::classic(1000);
         assert_eq!(field(BoundaryBurst { window_ms: 0, ..ok.clone() }), "window_ms");
         assert_eq!(field(BoundaryBurst { bursts: vec![], ..ok.clone() }), "bursts");
-        assert_eq!(field(BoundaryBurst { cost: 0, ..ok.clone() }), "cost");
+        // cost 0 is a read-only peek: valid
+        assert!(BoundaryBurst { cost: 0, ..ok.clone() }.validate().is_ok());
         assert_eq!(field(BoundaryBurst { boundary: u64::MAX, ..ok.clone() }), "boundary");
         let mut g = ok.clone();
         g.bursts[1].count = 0;

@@ -165,7 +165,8 @@ mod tests {
         assert_eq!(field(IdleThenBurst { warmup_rate: f64::NAN, warmup_ms: 5, ..ok.clone() }), "warmup_rate");
         assert_eq!(field(IdleThenBurst { burst: u64::MAX, ..ok.clone() }), "burst");
         assert_eq!(field(IdleThenBurst { spacing_us: u64::MAX, ..ok.clone() }), "spacing_us");
-        assert_eq!(field(IdleThenBurst { cost: 0, ..ok.clone() }), "cost");
+        // cost 0 is a read-only peek: valid
+        assert!(IdleThenBurst { cost: 0, ..ok.clone() }.validate().is_ok());
         assert_eq!(field(IdleThenBurst { key: String::new(), ..ok.clone() }), "key");
         assert!(IdleThenBurst { idle_ms: 0, ..ok }.arrivals(T0, 0).is_empty());
     }

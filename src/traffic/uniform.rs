@@ -149,7 +149,8 @@ mod tests {
         assert_eq!(field(Uniform { rate: 1e6, duration_ms: 1_000_000, ..ok.clone() }), "rate");
         assert_eq!(field(Uniform { keys: 0, ..ok.clone() }), "keys");
         assert_eq!(field(Uniform { key: String::new(), ..ok.clone() }), "key");
-        assert_eq!(field(Uniform { cost: 0, ..ok.clone() }), "cost");
+        // cost 0 is a read-only peek: valid
+        assert!(Uniform { cost: 0, ..ok.clone() }.validate().is_ok());
         assert_eq!(field(Uniform { jitter: 1.5, ..ok.clone() }), "jitter");
         assert_eq!(field(Uniform { jitter: -0.1, ..ok.clone() }), "jitter");
         assert!(Uniform { rate: 0.0, ..ok }.arrivals(T0, 1).is_empty());
