@@ -195,7 +195,9 @@ fn an_allow_all_limiter_without_a_family_fails_and_a_waiver_prints_its_reason() 
     assert_eq!(v["bound"], 2.0);
     assert!(v["bound_source"].as_str().unwrap().contains("the default"), "{v:#}");
     let remaining = v["checks"].as_array().unwrap().iter().find(|c| c["name"] == "remaining").unwrap();
-    assert!(remaining["evidence"][0].as_str().unwrap().contains("remaining 0 after this request (admitted), but all 1 request(s) of cost 1"), "{remaining:#}");
+    // It promises `remaining` and then admits more than that at the same ms.
+    let ev = remaining["evidence"].as_array().unwrap();
+    assert!(ev.iter().any(|e| e.as_str().unwrap().contains("after this request (admitted), but all ")), "{remaining:#}");
 
     // Waived by name, with reasons: no failure left, and the reasons are printed.
     let waived = format!("{ALLOW_ALL_TOML}[waive]\novershoot = \"a shadow limiter: it only counts\"\nremaining = \"remaining is informational here\"\n");
@@ -225,7 +227,7 @@ fn a_runaway_script_stops_check_at_once_with_exit_2_and_its_line() {
         let out = limitlab(&["check", &format!("{}/loop.toml", dir.path()), "--no-save", "--script-budget", "20000000"]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{err}");
-        assert!(err.contains("Script killed by limitlab") && err.contains(what) && err.contains(&format!("at {line}")), "{err}");
+        assert!(err.contains("Script killed by limitlab") && err.contains(what) && err.contains(&format!("{line}: ")), "{err}");
         assert!(err.contains("no verdict on a script that does not finish"), "{err}");
         assert!(out.stdout.is_empty(), "no report: {}", String::from_utf8_lossy(&out.stdout));
         // Not a timing assertion on the machine's speed: one kill is one script call's budget,
