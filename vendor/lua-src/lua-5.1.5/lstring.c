@@ -75,9 +75,14 @@ static TString *newlstr (lua_State *L, const char *str, size_t l,
 TString *luaS_newlstr (lua_State *L, const char *str, size_t l) {
   GCObject *o;
   unsigned int h = cast(unsigned int, l);  /* seed */
-  size_t step = (l>>5)+1;  /* if string is too long, don't hash all its chars */
   size_t l1;
-  if (step == 1) {  /* limitlab: a short string hashes every char: the same hash, four a round */
+  /* limitlab: every char is hashed, whatever the length, as in Redis's deps/lua (stock 5.1.5
+  ** hashes one char in (l>>5)+1 of a string of 32 chars or more). The same hash as Redis's, so the
+  ** same order of `next`/`pairs` over long string keys; and long strings that differ in a few chars
+  ** (`string.rep('x', 1024) .. i`) no longer share a hash: with stock 5.1.5 they piled up in a few
+  ** chains of the string table, and interning each new one compared it with all of its chain.
+  ** Four chars a round; the same hash as one a round. */
+  {
     const unsigned char *p = (const unsigned char *)str;
     for (l1 = l; l1 >= 4; l1 -= 4) {
       h = h ^ ((h<<5)+(h>>2)+p[l1-1]);
@@ -88,9 +93,6 @@ TString *luaS_newlstr (lua_State *L, const char *str, size_t l) {
     for (; l1 > 0; l1--)
       h = h ^ ((h<<5)+(h>>2)+p[l1-1]);
   }
-  else
-  for (l1=l; l1>=step; l1-=step)  /* compute hash */
-    h = h ^ ((h<<5)+(h>>2)+cast(unsigned char, str[l1-1]));
   for (o = G(L)->strt.hash[lmod(h, G(L)->strt.size)];
        o != NULL;
        o = o->gch.next) {
