@@ -47,6 +47,34 @@ void luaS_resize (lua_State *L, int newsize) {
 }
 
 
+/*
+** limitlab: shrinks the string table to newsize, a power of two below its size, in place: the
+** chain of slot i joins the chain of slot i mod newsize, where the hashes of its strings fall once
+** the size is newsize (sizes are powers of two); then the slot array is reallocated smaller. It
+** allocates nothing, so it cannot fail, not even past the emulator's memory cap (lmem.c always
+** lets a block shrink). The order within chains is invisible to scripts.
+*/
+void luaS_shrink (lua_State *L, int newsize) {
+  stringtable *tb = &G(L)->strt;
+  int i;
+  lua_assert(newsize < tb->size && (newsize & (newsize - 1)) == 0);
+  if (G(L)->gcstate == GCSsweepstring)
+    return;  /* cannot resize during GC traverse */
+  for (i = newsize; i < tb->size; i++) {
+    GCObject *p = tb->hash[i];
+    if (p != NULL) {
+      GCObject *last = p;
+      GCObject **dst = &tb->hash[lmod(i, newsize)];
+      while (last->gch.next != NULL) last = last->gch.next;
+      last->gch.next = *dst;  /* this chain goes in front of its new slot's */
+      *dst = p;
+    }
+  }
+  luaM_reallocvector(L, tb->hash, tb->size, newsize, GCObject *);
+  tb->size = newsize;
+}
+
+
 static TString *newlstr (lua_State *L, const char *str, size_t l,
                                        unsigned int h) {
   TString *ts;
