@@ -854,6 +854,10 @@ pub(crate) mod ext {
         pub fn lua_rawgetitype(l: *mut mlua::ffi::lua_State, idx: c_int, n: c_int, num: *mut f64) -> c_int;
         /// Describes the running C function's arguments 1..=n (n at most `lua_gettop`) into `out`.
         pub fn lua_peekargs(l: *mut mlua::ffi::lua_State, n: c_int, out: *mut PeekArg);
+        /// How many strings the longest chain of the state's string table holds (interning a string
+        /// compares it with its whole chain).
+        #[cfg(test)]
+        pub fn lua_longeststringchain(l: *mut mlua::ffi::lua_State) -> c_int;
         /// Where the state's byte count and memory cap live (lmem.c), to be read and set in place.
         pub fn lua_memcapfields(l: *mut mlua::ffi::lua_State, out: *mut MemCap);
     }

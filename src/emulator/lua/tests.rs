@@ -221,3 +221,46 @@ fn a_script_over_its_memory_cap_is_killed_and_the_emulator_survives() {
     e.set_script_memory(0);
     assert_eq!(eval(&mut e, "return #string.rep('abcdefgh', 4e6)"), Reply::Int(32_000_000));
 }
+
+#[test]
+fn long_strings_that_differ_in_a_few_chars_do_not_share_a_chain_of_the_string_table() {
+    // Stock Lua 5.1.5 hashed one char in 33 of these strings (1,025 to 1,029 chars long): the 20,000
+    // of them had 49 hashes, in chains of about 1,000 strings, each compared with every new one.
+    // Hashed on every char, as Redis's Lua does, they spread as well as any strings.
+    let lua = mlua::Lua::new();
+    lua.load("T = {} for i = 1, 20000 do T[i] = string.rep('x', 1024) .. i end").exec().unwrap();
+    let mut longest = 0;
+    // SAFETY: reads the string table of a live state; pushes and pops nothing.
+    unsafe { lua.exec_raw::<()>((), |l| longest = super::ext::lua_longeststringchain(l)).unwrap() };
+    assert!((1..=32).contains(&longest), "longest chain of the string table: {longest}");
+}
+
+#[test]
+fn an_allocation_loop_without_end_is_killed_at_the_cap_and_its_memory_freed() {
+    let mut e = Emulator::new();
+    e.set_script_memory(16 << 20);
+    let kb = |e: &mut Emulator| match eval(e, "return collectgarbage('count')") {
+        Reply::Int(kb) => kb,
+        other => panic!("{other:?}"),
+    };
+    kb(&mut e);
+    let before = kb(&mut e);
+    for body in [
+        "local t = {} while true do t[#t + 1] = string.rep('x', 1024) .. #t end",
+        "local ok = pcall(function() local t = {} while true do t[#t + 1] = string.rep('x', 1024) .. #t end end) return 'survived'",
+        // Millions of small strings: the string table grows to millions of slots, and must not stay so.
+        "local t = {} while true do t[#t + 1] = 'k' .. #t end",
+        "local t = {} while true do t[#t + 1] = {#t, 'k' .. #t, {}} end",
+        "local s = string.rep('x', 1024) local t = {} while true do t[#t + 1] = s .. #t .. s end",
+    ] {
+        let r = eval(&mut e, body);
+        assert!(matches!(&r, Reply::Error(s) if s.contains("more than 16777216 bytes of Lua memory")), "{body}: {r:?}");
+        // The kill collected the script's garbage: the VM holds what it held before, give or take a
+        // string table sized for the strings it keeps.
+        let after = kb(&mut e);
+        assert!(after <= before + 256, "{body}: {before} KB before, {after} KB after");
+        // And the next script runs as usual, a table of the same strings under the cap.
+        let fill = "local t = {} for i = 1, 5000 do t[i] = string.rep('x', 1024) .. i end return #t";
+        assert_eq!(eval(&mut e, fill), Reply::Int(5000), "after {body}");
+    }
+}

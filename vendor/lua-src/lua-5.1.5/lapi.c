@@ -1180,6 +1180,27 @@ LUA_API void lua_peekargs (lua_State *L, int n, struct lua_PeekArg *out) {
 ** without interning it again on every call.
 */
 /*
+** limitlab: the number of strings in the longest chain of the string table (strings whose hashes
+** fall in one slot). Interning a string compares it with its whole chain, so the emulator's tests
+** check that this stays short for strings that differ in a few chars.
+*/
+LUA_API int lua_longeststringchain (lua_State *L) {
+  stringtable *tb;
+  int i, longest = 0;
+  lua_lock(L);
+  tb = &G(L)->strt;
+  for (i = 0; i < tb->size; i++) {
+    int n = 0;
+    GCObject *o;
+    for (o = tb->hash[i]; o != NULL; o = o->gch.next) n++;
+    if (n > longest) longest = n;
+  }
+  lua_unlock(L);
+  return longest;
+}
+
+
+/*
 ** limitlab: where the memory cap lives, so that the emulator sets it (the state's current bytes
 ** plus the room of a run) and reads whether it was hit without a call per run.
 */

@@ -430,10 +430,21 @@ static GCObject **sweeplist (lua_State *L, GCObject **p, lu_mem count) {
 
 static void checkSizes (lua_State *L) {
   global_State *g = G(L);
-  /* limitlab: the string table is never shrunk. A script call interns a few new strings (its keys
-  ** and arguments) that die with it, so the table filled up between collections and emptied at each
-  ** one, and was halved and then doubled again, rehashing every string, cycle after cycle. Its
-  ** size is invisible to scripts. */
+  /* limitlab: the string table is shrunk only when fewer than one slot in 16 is in use, and then
+  ** to the power of two that gives each string four slots (at least MINSTRTABSIZE*2), in place
+  ** (luaS_shrink). Stock 5.1.5 halved it once a quarter of its slots were free: a script call
+  ** interns a few new strings (its keys and arguments) that die with it, so the table filled up
+  ** between collections and emptied at each one, and was halved and then doubled again, rehashing
+  ** every string, cycle after cycle. Here it has to grow fourfold before it doubles again, and lose
+  ** most of its strings before it shrinks: what a runaway script that interned millions of strings
+  ** leaves behind, and not what one call's strings do. Its size is invisible to scripts (but for
+  ** collectgarbage("count")). */
+  if (g->strt.nuse < cast(lu_int32, g->strt.size/16) && g->strt.size > MINSTRTABSIZE*2) {
+    int newsize = MINSTRTABSIZE*2;
+    while (cast(lu_int32, newsize) < g->strt.nuse*4)
+      newsize *= 2;
+    luaS_shrink(L, newsize);
+  }
   /* check size of buffer */
   if (luaZ_sizebuffer(&g->buff) > LUA_MINBUFFER*2) {  /* buffer too big? */
     size_t newsize = luaZ_sizebuffer(&g->buff) / 2;

@@ -47,6 +47,34 @@ void luaS_resize (lua_State *L, int newsize) {
 }
 
 
+/*
+** limitlab: shrinks the string table to newsize, a power of two below its size, in place: the
+** chain of slot i joins the chain of slot i mod newsize, where the hashes of its strings fall once
+** the size is newsize (sizes are powers of two); then the slot array is reallocated smaller. It
+** allocates nothing, so it cannot fail, not even past the emulator's memory cap (lmem.c always
+** lets a block shrink). The order within chains is invisible to scripts.
+*/
+void luaS_shrink (lua_State *L, int newsize) {
+  stringtable *tb = &G(L)->strt;
+  int i;
+  lua_assert(newsize < tb->size && (newsize & (newsize - 1)) == 0);
+  if (G(L)->gcstate == GCSsweepstring)
+    return;  /* cannot resize during GC traverse */
+  for (i = newsize; i < tb->size; i++) {
+    GCObject *p = tb->hash[i];
+    if (p != NULL) {
+      GCObject *last = p;
+      GCObject **dst = &tb->hash[lmod(i, newsize)];
+      while (last->gch.next != NULL) last = last->gch.next;
+      last->gch.next = *dst;  /* this chain goes in front of its new slot's */
+      *dst = p;
+    }
+  }
+  luaM_reallocvector(L, tb->hash, tb->size, newsize, GCObject *);
+  tb->size = newsize;
+}
+
+
 static TString *newlstr (lua_State *L, const char *str, size_t l,
                                        unsigned int h) {
   TString *ts;
@@ -75,9 +103,14 @@ static TString *newlstr (lua_State *L, const char *str, size_t l,
 TString *luaS_newlstr (lua_State *L, const char *str, size_t l) {
   GCObject *o;
   unsigned int h = cast(unsigned int, l);  /* seed */
-  size_t step = (l>>5)+1;  /* if string is too long, don't hash all its chars */
   size_t l1;
-  if (step == 1) {  /* limitlab: a short string hashes every char: the same hash, four a round */
+  /* limitlab: every char is hashed, whatever the length, as in Redis's deps/lua (stock 5.1.5
+  ** hashes one char in (l>>5)+1 of a string of 32 chars or more). The same hash as Redis's, so the
+  ** same order of `next`/`pairs` over long string keys; and long strings that differ in a few chars
+  ** (`string.rep('x', 1024) .. i`) no longer share a hash: with stock 5.1.5 they piled up in a few
+  ** chains of the string table, and interning each new one compared it with all of its chain.
+  ** Four chars a round; the same hash as one a round. */
+  {
     const unsigned char *p = (const unsigned char *)str;
     for (l1 = l; l1 >= 4; l1 -= 4) {
       h = h ^ ((h<<5)+(h>>2)+p[l1-1]);
@@ -88,9 +121,6 @@ TString *luaS_newlstr (lua_State *L, const char *str, size_t l) {
     for (; l1 > 0; l1--)
       h = h ^ ((h<<5)+(h>>2)+p[l1-1]);
   }
-  else
-  for (l1=l; l1>=step; l1-=step)  /* compute hash */
-    h = h ^ ((h<<5)+(h>>2)+cast(unsigned char, str[l1-1]));
   for (o = G(L)->strt.hash[lmod(h, G(L)->strt.size)];
        o != NULL;
        o = o->gch.next) {
