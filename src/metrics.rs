@@ -9,11 +9,18 @@
 //! - **false allow / false rejection**: the script admitted a call that an exact sliding log with the
 //!   same limit and window, run independently on the same arrivals (its own admissions shaping its
 //!   own later answers), refused; or the reverse. Counted in calls.
-//! - **retry_after truth**: for every refusal that names a wait (`retry_after_ms >= 0`), a copy of the
-//!   script's exact reference model (see [`crate::limiter::Reference`]) is asked the same request at
-//!   `now_ms + retry_after_ms`, nothing else arriving in between. A lie is a refusal there. Seed
-//!   scripts report no wait and are not checked; nor are specs without a model here (`limitlab
-//!   check` asks their script itself).
+//! - **retry_after truth**: every refusal that names a wait (`retry_after_ms >= 0`) is judged by
+//!   [`crate::spec::honesty::retry_after`], the judgement `limitlab check` makes: the same request
+//!   at `now_ms + retry_after_ms`, nothing else arriving in between, must be admitted, and 1 ms
+//!   earlier refused. Seed scripts report no wait and are not judged.
+//! - **headers truth**: the headers of the first [`HEADER_CHECKS`] decisions that make a promise
+//!   (`Retry-After`, `RateLimit` with `t`) are judged by [`crate::spec::honesty::headers`], as
+//!   `check` judges them.
+//!
+//!   Both ask the script's exact reference model (see [`crate::limiter::Reference`]) when it has
+//!   one. A streaming run on the emulator ([`crate::sim::stream`]: `run`, `compare`, `sweep`)
+//!   asks a spec without a model its script itself, on the run's keyspace, put back afterwards;
+//!   [`measure`], which has only the trace, judges only where there is a model.
 //! - **reference mismatches**: calls where the script's reply differs from its own reference model
 //!   (should be 0; the property tests enforce it, the count keeps reports honest).
 use serde::Serialize;
@@ -21,7 +28,9 @@ use serde::Serialize;
 use crate::backend::Backend;
 use crate::emulator::Reply;
 use crate::limiter::{Limiter, Params, Reference};
+pub use crate::sim::acc::HEADER_CHECKS;
 use crate::sim::Trace;
+use crate::spec::honesty;
 use crate::Result;
 
 /// Calls and units in one phase of the traffic.
@@ -51,9 +60,13 @@ pub struct Metrics {
     pub overshoot: f64,
     pub false_allows: u64,
     pub false_rejections: u64,
-    /// Refusals whose `retry_after_ms` was checked, and how many of those were wrong.
+    /// Refusals whose `retry_after_ms` was judged, and how many of those were wrong.
     pub retry_checked: u64,
     pub retry_wrong: u64,
+    /// Decisions whose headers were judged (at most [`HEADER_CHECKS`]), and how many of those
+    /// broke a promise.
+    pub headers_checked: u64,
+    pub headers_wrong: u64,
     pub reference_mismatches: u64,
 }
 
@@ -107,12 +120,14 @@ pub fn measure(trace: &Trace, limiter: &Limiter) -> Result<Metrics> {
         }
     }
 
-    // The script's own model, one per subject so that a "what if" copy is small.
-    // Specs without a model (a user's script) are not checked here: `limitlab check` asks the
-    // script itself on a copy of the keyspace.
+    // The script's own model, one per subject so that a "what if" is small. Specs without a model
+    // (a user's script) are not judged here, where only the trace is left: a streaming run and
+    // `limitlab check` ask their script itself.
     let mut models: Vec<Option<Box<dyn Reference>>> = (0..trace.keys.len()).map(|_| None).collect();
     let (mut retry_checked, mut retry_wrong, mut reference_mismatches) = (0, 0, 0);
-    let reports_retry = limiter.reports().retry_after;
+    let (mut headers_checked, mut headers_wrong) = (0, 0);
+    let reports = limiter.reports();
+    let params = limiter.params();
     let redis_keys: Vec<String> = trace.keys.iter().map(|k| crate::limiter::subject_key(k)).collect();
     let records = if limiter.variant().is_some() { trace.records.as_slice() } else { &[] };
     for r in records {
@@ -123,12 +138,15 @@ pub fn measure(trace: &Trace, limiter: &Limiter) -> Result<Metrics> {
         if d != r.decision {
             reference_mismatches += 1;
         }
-        if reports_retry && !r.decision.allowed && r.decision.retry_after_ms >= 0 {
+        let mut ask = |at: i64, costs: &[u64]| Some(honesty::ask_model(model.as_mut(), redis_key, at, costs));
+        if let Some(v) = honesty::retry_after(&r.decision, reports, r.now_ms, cost, &mut ask) {
             retry_checked += 1;
-            let mut copy = model.boxed_clone();
-            let retry_at = r.now_ms + r.decision.retry_after_ms;
-            if !copy.decide(redis_key, retry_at, cost).allowed {
-                retry_wrong += 1;
+            retry_wrong += u64::from(!v.honest());
+        }
+        if headers_checked < HEADER_CHECKS {
+            if let Some(v) = honesty::headers(&r.decision, reports, &params, r.now_ms, cost, &mut ask) {
+                headers_checked += 1;
+                headers_wrong += u64::from(!v.honest());
             }
         }
     }
@@ -147,6 +165,8 @@ pub fn measure(trace: &Trace, limiter: &Limiter) -> Result<Metrics> {
         false_rejections,
         retry_checked,
         retry_wrong,
+        headers_checked,
+        headers_wrong,
         reference_mismatches,
     })
 }

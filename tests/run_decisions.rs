@@ -1,6 +1,9 @@
 //! `limitlab run --decisions OUT`, the headers in `run --json`, and the coarse-trace warning:
 //! - every figure of the report follows from the decisions file (summed here, CSV and JSON lines,
 //!   built-in scripts, seed scripts, a four-call spec and a Lua adapter);
+//! - a value that is not there is written one way in every column (empty, `null`);
+//! - a decision's promises (retry_after, headers) get the verdict `check` gives them, in `run`,
+//!   the decisions file and `compare`, for a user's spec as for a shipped script;
 //! - the file is the same bytes for the same scenario and seed, whatever the thread count;
 //! - `simulations/access_log_coarse.log` (an access log in whole seconds, generated here) makes
 //!   `run` warn and show the verdicts under `same`, `spread` and `jitter`.
@@ -66,6 +69,7 @@ struct Row {
     retry_after_honest: Option<bool>,
     retry_after: Option<u64>,
     ratelimit: Option<String>,
+    headers_honest: Option<bool>,
 }
 
 fn read_csv(path: &Path) -> Vec<Row> {
@@ -73,7 +77,7 @@ fn read_csv(path: &Path) -> Vec<Row> {
     let headers = r.headers().unwrap().clone();
     let want = [
         "script", "request", "at_us", "now_ms", "subject", "phase", "cost", "units", "reply", "allowed", "remaining", "retry_after_ms",
-        "reset_ms", "exact_allowed", "verdict", "retry_after_honest", "retry_after", "ratelimit",
+        "reset_ms", "exact_allowed", "verdict", "retry_after_honest", "retry_after", "ratelimit", "headers_honest",
     ];
     assert_eq!(headers.iter().collect::<Vec<_>>(), want);
     let col = |name: &str| headers.iter().position(|h| h == name).unwrap();
@@ -101,6 +105,7 @@ fn read_csv(path: &Path) -> Vec<Row> {
                 retry_after_honest: opt("retry_after_honest").map(|s| flag(&s)),
                 retry_after: opt("retry_after").map(|s| s.parse().unwrap()),
                 ratelimit: opt("ratelimit"),
+                headers_honest: opt("headers_honest").map(|s| flag(&s)),
             }
         })
         .collect()
@@ -127,6 +132,7 @@ fn read_jsonl(path: &Path) -> Vec<Row> {
                 retry_after_honest: v["retry_after_honest"].as_bool(),
                 retry_after: v["retry_after"].as_u64(),
                 ratelimit: v["ratelimit"].as_str().map(String::from),
+                headers_honest: v["headers_honest"].as_bool(),
             }
         })
         .collect()
@@ -134,11 +140,12 @@ fn read_jsonl(path: &Path) -> Vec<Row> {
 
 /// The report's figures of one script, recomputed from its rows: (calls, allowed calls, allowed
 /// units, per phase (phase, calls, allowed calls, units, allowed units), max in window, false
-/// allows, false rejections, retry checked, retry wrong).
+/// allows, false rejections, retry checked, retry wrong, headers checked, headers wrong).
 fn recompute(rows: &[&Row], window_ms: i64) -> Value {
     let mut phases: Vec<(String, u64, u64, u64, u64)> = Vec::new();
     let mut by_subject: HashMap<&str, Vec<(i64, u64)>> = HashMap::new();
     let (mut allowed_calls, mut allowed_units, mut fa, mut fr, mut checked, mut wrong) = (0, 0, 0, 0, 0, 0);
+    let (mut headers_checked, mut headers_wrong) = (0, 0);
     for r in rows {
         let i = match phases.iter().position(|p| p.0 == r.phase) {
             Some(i) => i,
@@ -172,6 +179,10 @@ fn recompute(rows: &[&Row], window_ms: i64) -> Value {
             checked += 1;
             wrong += u64::from(!honest);
         }
+        if let Some(honest) = r.headers_honest {
+            headers_checked += 1;
+            headers_wrong += u64::from(!honest);
+        }
     }
     // The most units one subject had admitted within any window_ms of now_ms.
     let mut max_in_window = 0;
@@ -196,7 +207,7 @@ fn recompute(rows: &[&Row], window_ms: i64) -> Value {
     serde_json::json!({
         "calls": rows.len(), "allowed_calls": allowed_calls, "allowed_units": allowed_units, "phases": phases,
         "max_in_window": max_in_window, "false_allows": fa, "false_rejections": fr,
-        "retry_checked": checked, "retry_wrong": wrong,
+        "retry_checked": checked, "retry_wrong": wrong, "headers_checked": headers_checked, "headers_wrong": headers_wrong,
     })
 }
 
@@ -214,7 +225,19 @@ fn assert_rows_give_the_report(rows: &[Row], report: &Value) {
         assert!(mine.iter().enumerate().all(|(k, r)| r.request == k as u64 + 1), "{name}");
         let m = &res["metrics"];
         let got = recompute(&mine, window_ms);
-        for k in ["calls", "allowed_calls", "allowed_units", "phases", "max_in_window", "false_allows", "false_rejections", "retry_checked", "retry_wrong"] {
+        for k in [
+            "calls",
+            "allowed_calls",
+            "allowed_units",
+            "phases",
+            "max_in_window",
+            "false_allows",
+            "false_rejections",
+            "retry_checked",
+            "retry_wrong",
+            "headers_checked",
+            "headers_wrong",
+        ] {
             assert_eq!(got[k], m[k], "{name}: {k}");
         }
         // The header summary agrees with the rows' header columns.
@@ -250,6 +273,13 @@ fn the_decisions_file_gives_every_figure_of_the_report() {
     assert!(results.iter().any(|r| r["metrics"]["false_allows"].as_u64() > Some(0)));
     assert!(results.iter().any(|r| r["metrics"]["false_rejections"].as_u64() > Some(0)));
     assert!(results.iter().any(|r| r["metrics"]["retry_checked"].as_u64() > Some(0)));
+    // Every script that reports a wait has it judged, the two specs (no model: their scripts are
+    // asked) as the built-in ones (their models are); seed scripts report none.
+    for r in results {
+        let (name, m) = (r["algorithm"].as_str().unwrap(), &r["metrics"]);
+        let judged = m["retry_checked"].as_u64() > Some(0) && m["headers_checked"].as_u64() > Some(0);
+        assert_eq!(judged, !name.starts_with("seed_"), "{name}: {m}");
+    }
     let (c, j) = (read_csv(&csv), read_jsonl(&jsonl));
     assert_eq!(c, j, "CSV and JSON lines hold the same rows");
     assert_rows_give_the_report(&c, &report);
@@ -482,5 +512,151 @@ fn whole_seconds_written_in_milliseconds_are_spread_across_the_second() {
     let v = json["coarse_trace"]["verdicts"].as_array().unwrap();
     let rules: Vec<(&str, Option<u64>, bool)> = v.iter().map(|v| (v["ties"].as_str().unwrap(), v["tick_ms"].as_u64(), v["chosen"].as_bool().unwrap())).collect();
     assert_eq!(rules, [("spread", None, true), ("same", None, false), ("spread", Some(1000), false), ("jitter", Some(1000), false)]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn an_absent_value_is_written_one_way_in_every_column() {
+    let dir = scratch("absent");
+    let scenario = mixed_scenario(&dir);
+    let (csv, jsonl) = (dir.join("d.csv"), dir.join("d.jsonl"));
+    ok(&["run", scenario.to_str().unwrap(), "--decisions", csv.to_str().unwrap()]);
+    ok(&["run", scenario.to_str().unwrap(), "--decisions", jsonl.to_str().unwrap()]);
+    let optional = ["remaining", "retry_after_ms", "reset_ms", "retry_after_honest", "retry_after", "ratelimit", "headers_honest"];
+    let mut r = csv::Reader::from_path(&csv).unwrap();
+    let headers = r.headers().unwrap().clone();
+    let lines: Vec<Value> = std::fs::read_to_string(&jsonl).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let mut absent: HashMap<String, usize> = HashMap::new();
+    let mut rows = 0;
+    for (rec, j) in r.records().zip(&lines) {
+        let rec = rec.unwrap();
+        rows += 1;
+        assert_eq!(j.as_object().unwrap().len(), headers.len(), "every column on every line: {j}");
+        for (h, field) in headers.iter().zip(rec.iter()) {
+            let v = &j[h];
+            if optional.contains(&h) {
+                // Absent: empty in CSV and null in JSON, never a sentinel such as -1.
+                assert_eq!(field.is_empty(), v.is_null(), "{h}: CSV {field:?}, JSON {v}");
+                assert_ne!(field, "-1", "{h}: {j}");
+                if field.is_empty() {
+                    *absent.entry(h.to_string()).or_default() += 1;
+                }
+            } else {
+                assert!(!v.is_null(), "{h} is always there: {j}");
+            }
+        }
+        let script = j["script"].as_str().unwrap();
+        if script.starts_with("seed_") {
+            // A seed script reports `allowed` only.
+            for h in ["remaining", "retry_after_ms", "reset_ms", "retry_after_honest", "retry_after", "ratelimit", "headers_honest"] {
+                assert!(j[h].is_null(), "{script}: {h}: {j}");
+            }
+        }
+        if j["allowed"] == true {
+            // An admission names no wait (the shipped scripts reply -1, the specs give nil).
+            assert!(j["retry_after_ms"].is_null() && j["retry_after_honest"].is_null(), "{j}");
+        }
+    }
+    assert_eq!(rows, lines.len());
+    assert!(optional.iter().all(|h| absent.get(*h) > Some(&0)), "every optional column is absent somewhere: {absent:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A fixed window whose window opens with the first hit (INCRBY, PEXPIRE on the first hit, reply
+/// `{hits, pttl}`), and a spec of it whose wait is the key's PTTL plus `off` ms. Redis keeps a key
+/// through the ms its expiry names, so `off = 1` is exact and `off = 0` is 1 ms short
+/// (rate-limiter-flexible's `msBeforeNext`): a retry then is refused.
+fn counter_spec(dir: &Path, name: &str, off: i64) -> PathBuf {
+    std::fs::write(
+        dir.join("counter.lua"),
+        "local hits = redis.call('INCRBY', KEYS[1], ARGV[2])\n\
+         if hits == tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end\n\
+         return {hits, redis.call('PTTL', KEYS[1])}\n",
+    )
+    .unwrap();
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(
+        &path,
+        format!(
+            "name = \"{name}\"\nfamily = \"fixed_window\"\n\n[policy]\nlimit = 10\nwindow_ms = 1000\n\n\
+             [scripts]\nmain = \"counter.lua\"\n\n[vars]\noff = {off}\n\n\
+             [[call]]\nname = \"r\"\nscript = \"main\"\nkeys = [\"c:{{${{subject}}}}\"]\nargs = [\"${{window_ms}}\", \"${{cost}}\"]\n\n\
+             [decision]\nallowed = \"r[1] <= limit\"\nremaining = \"max(limit - r[1], 0)\"\n\
+             retry_after_ms = \"cost <= limit and r[2] + off or nil\"\nreset_ms = \"r[2] + off\"\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// `check --json`'s verdict on `spec`: (check name, status, the first evidence line naming a
+/// request, the replay's path).
+fn check_verdicts(spec: &Path, out: &Path) -> Vec<(String, String, Option<String>, Option<String>)> {
+    let o = limitlab(&["check", spec.to_str().unwrap(), "--json", "--no-timing", "--out", out.to_str().unwrap()]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+    v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let ev = c["evidence"].as_array().unwrap().iter().filter_map(Value::as_str).find(|e| e.contains(" request #")).map(String::from);
+            (c["name"].as_str().unwrap().to_string(), c["status"].as_str().unwrap().to_string(), ev, c["replay"].as_str().map(String::from))
+        })
+        .collect()
+}
+
+#[test]
+fn a_users_spec_gets_the_verdict_check_gives_on_every_promise() {
+    let dir = scratch("one-truth");
+    let short = counter_spec(&dir, "pttl_short", 0);
+    let exact = counter_spec(&dir, "pttl_exact", 1);
+    let uniform = root().join("simulations/uniform.toml");
+    let uniform = uniform.to_str().unwrap();
+
+    // check: the short wait fails retry_after and headers, the exact one passes both.
+    let verdicts = check_verdicts(&short, &dir.join("out"));
+    for (name, column) in [("retry_after", "retry_after_honest"), ("headers", "headers_honest")] {
+        let (_, status, evidence, replay) = verdicts.iter().find(|c| c.0 == name).unwrap();
+        assert_eq!(status, "fail", "{name}: {verdicts:?}");
+        // The replay ends with the request check named: run judges it the same way.
+        let evidence = evidence.as_deref().unwrap();
+        let replay = replay.as_deref().unwrap();
+        let d = dir.join(format!("{name}.csv"));
+        let text = ok(&["run", replay, "--decisions", d.to_str().unwrap()]);
+        let rows = read_csv(&d);
+        let last = rows.last().unwrap();
+        assert!(evidence.contains(&format!("now_ms {}", last.now_ms)), "{evidence} / {last:?}");
+        let judged = if column == "retry_after_honest" { last.retry_after_honest } else { last.headers_honest };
+        assert_eq!(judged, Some(false), "{name}: {evidence}\n{last:?}\n{text}");
+    }
+    let verdicts = check_verdicts(&exact, &dir.join("out"));
+    for name in ["retry_after", "headers"] {
+        let (_, status, _, _) = verdicts.iter().find(|c| c.0 == name).unwrap();
+        assert_eq!(status, "pass", "{name}: {verdicts:?}");
+    }
+
+    // run, on traffic of its own: both specs are judged (no `-`), and only the short one is wrong.
+    let json: Value = serde_json::from_str(&ok(&["run", uniform, "--script", short.to_str().unwrap(), "--script", exact.to_str().unwrap(), "--json"])).unwrap();
+    let m = |i: usize, k: &str| json["results"][i]["metrics"][k].as_u64().unwrap();
+    assert!(m(0, "retry_checked") > 0 && m(0, "retry_wrong") > 0 && m(0, "headers_wrong") > 0, "{json}");
+    assert_eq!(m(0, "retry_wrong"), m(0, "retry_checked"), "every wait of the short spec is 1 ms short");
+    assert!(m(1, "retry_checked") > 0 && m(1, "headers_checked") > 0, "{json}");
+    assert_eq!((m(1, "retry_wrong"), m(1, "headers_wrong")), (0, 0), "{json}");
+    let text = ok(&["run", uniform, "--script", short.to_str().unwrap()]);
+    let row = text.lines().find(|l| l.starts_with("pttl_short ")).unwrap();
+    let n = m(0, "retry_checked");
+    assert!(row.contains(&format!("{n} of {n}")) && !row.trim_end().ends_with('-'), "{row}");
+
+    // compare: the same judgement in every accuracy table.
+    let c: Value = serde_json::from_str(&ok(&["compare", "--script", short.to_str().unwrap(), "--script", exact.to_str().unwrap(), "--json", "--no-timing"])).unwrap();
+    for s in c["accuracy"].as_array().unwrap() {
+        let rows = s["rows"].as_array().unwrap();
+        let (a, b) = (&rows[0]["metrics"], &rows[1]["metrics"]);
+        assert!(a["retry_checked"].as_u64() > Some(0), "{}: {a}", s["scenario"]);
+        assert_eq!(a["retry_wrong"], a["retry_checked"], "{}", s["scenario"]);
+        assert_eq!(b["retry_wrong"].as_u64(), Some(0), "{}", s["scenario"]);
+    }
+    let uniform_rows = &c["accuracy"].as_array().unwrap().iter().find(|s| s["scenario"] == "uniform").unwrap()["rows"];
+    assert_eq!(uniform_rows[0]["metrics"], json["results"][0]["metrics"], "compare and run measure the uniform scenario alike");
     std::fs::remove_dir_all(&dir).unwrap();
 }

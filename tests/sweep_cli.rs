@@ -1,6 +1,6 @@
 //! Parallel runs from the binary: `sweep` over seeds, `compare --jobs`, `run --jobs/--stats`. The
 //! output never depends on the number of threads, and a sweep's runs are the same runs `run`
-//! makes seed by seed.
+//! makes seed by seed, promises (retry_after, headers) judged alike for a user's spec.
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -135,4 +135,70 @@ fn run_reports_the_same_on_any_thread_count_and_stats_go_to_stderr() {
         assert!(e.contains("peak RSS ") && e.contains(" MB (VmHWM)") && e.contains(" s CPU"), "{e}");
     }
     assert!(text(&plain.stderr).is_empty());
+}
+
+/// A fixed window opened by the first hit (reply `{hits, pttl}`) and a spec of it whose wait is the
+/// key's PTTL plus `off` ms: exact with 1, 1 ms short with 0 (Redis keeps a key through the ms its
+/// expiry names), which `check` fails on retry_after.
+fn counter_spec(name: &str, off: i64) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("limitlab-sweep-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("counter.lua"),
+        "local hits = redis.call('INCRBY', KEYS[1], ARGV[2])\n\
+         if hits == tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end\n\
+         return {hits, redis.call('PTTL', KEYS[1])}\n",
+    )
+    .unwrap();
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(
+        &path,
+        format!(
+            "name = \"{name}\"\nfamily = \"fixed_window\"\n\n[policy]\nlimit = 10\nwindow_ms = 1000\n\n\
+             [scripts]\nmain = \"counter.lua\"\n\n[vars]\noff = {off}\n\n\
+             [[call]]\nname = \"r\"\nscript = \"main\"\nkeys = [\"c:{{${{subject}}}}\"]\nargs = [\"${{window_ms}}\", \"${{cost}}\"]\n\n\
+             [decision]\nallowed = \"r[1] <= limit\"\nremaining = \"max(limit - r[1], 0)\"\n\
+             retry_after_ms = \"cost <= limit and r[2] + off or nil\"\nreset_ms = \"r[2] + off\"\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn a_sweep_judges_a_users_spec_as_run_and_check_do() {
+    let file = scenario();
+    let f = file.to_str().unwrap();
+    let (short, exact) = (counter_spec("pttl_short", 0), counter_spec("pttl_exact", 1));
+    let (short, exact) = (short.to_str().unwrap(), exact.to_str().unwrap());
+    let scripts = ["--script", short, "--script", exact, "--script", "fixed_window"];
+    let r: Value = serde_json::from_slice(&ok(&[&["sweep", f, "--seeds", "3..6", "--json"][..], &scripts].concat()).stdout).unwrap();
+    let rows = r["rows"].as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|x| x["algorithm"].as_str().unwrap()).collect();
+    assert_eq!(names, ["pttl_short", "pttl_exact", "fixed_window"]);
+    // The totals are the sums of what `run --seed` judges, seed by seed.
+    for (i, row) in rows.iter().enumerate() {
+        let mut sums = [0u64; 4];
+        for seed in 3..6 {
+            let single: Value = serde_json::from_slice(&ok(&[&["run", f, "--seed", &seed.to_string(), "--json"][..], &scripts].concat()).stdout).unwrap();
+            let m = &single["results"][i]["metrics"];
+            for (s, k) in sums.iter_mut().zip(["retry_checked", "retry_wrong", "headers_checked", "headers_wrong"]) {
+                *s += m[k].as_u64().unwrap();
+            }
+        }
+        let got: Vec<u64> = ["retry_checked", "retry_wrong", "headers_checked", "headers_wrong"].iter().map(|k| row[*k].as_u64().unwrap()).collect();
+        assert_eq!(got, sums, "{}", names[i]);
+        assert!(sums[0] > 0 && sums[2] > 0, "{}: judged, not `-`", names[i]);
+    }
+    // check's verdict: the short wait is wrong every time, the exact one and the built-in never.
+    assert_eq!(rows[0]["retry_wrong"], rows[0]["retry_checked"]);
+    assert!(rows[0]["headers_wrong"].as_u64() > Some(0));
+    for row in &rows[1..] {
+        assert_eq!((row["retry_wrong"].as_u64(), row["headers_wrong"].as_u64()), (Some(0), Some(0)), "{row}");
+    }
+    let t = text(&ok(&[&["sweep", f, "--seeds", "3..6"][..], &scripts].concat()).stdout);
+    let line = t.lines().find(|l| l.starts_with("pttl_short ")).unwrap();
+    let n = rows[0]["retry_checked"].as_u64().unwrap();
+    assert!(line.contains(&format!("{n} of {n}")), "{line}");
+    assert!(!line.split_whitespace().any(|c| c == "-"), "{line}");
 }

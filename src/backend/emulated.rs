@@ -34,6 +34,19 @@ impl EmulatedBackend {
         std::mem::take(&mut self.keyless)
     }
 
+    /// Runs `f` on this backend, then puts back the keys it touched (values, TTLs, last use) and
+    /// the clock: what `f` saw is what the run would have seen, and the run goes on as if `f` had
+    /// never happened. Costs what the touched keys cost to save, whatever the keyspace's size (see
+    /// [`crate::emulator::keyspace::Db::begin_trial`]); only the selected database is put back.
+    pub fn trial<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        let clock = self.emu.clock().now_millis();
+        self.emu.core().db.begin_trial();
+        let out = f(self);
+        self.emu.core().db.end_trial();
+        self.emu.clock().set_millis(clock);
+        out
+    }
+
     /// The keys created outside the prefix since the last call, in the order they were first
     /// created (each once over the backend's life). Empty without a prefix.
     pub fn take_outside_keys(&mut self) -> Vec<String> {
@@ -87,6 +100,9 @@ impl Backend for EmulatedBackend {
         let n = self.emu.core().db.len() as u64;
         self.emu.execute(&[b"FLUSHALL"]);
         Ok(n)
+    }
+    fn emulated(&mut self) -> Option<&mut EmulatedBackend> {
+        Some(self)
     }
 }
 

@@ -63,6 +63,11 @@ pub trait Backend {
     fn set_time_ms(&mut self, _unix_ms: i64) {}
     /// Removes every key under [`Backend::key_prefix`]; returns how many were removed.
     fn cleanup(&mut self) -> Result<u64>;
+    /// The emulator behind this backend, when it is one: only an emulator's keyspace can be asked
+    /// "what if" and put back ([`emulated::EmulatedBackend::trial`]).
+    fn emulated(&mut self) -> Option<&mut emulated::EmulatedBackend> {
+        None
+    }
     /// Every key under [`Backend::key_prefix`], sorted (SCAN with MATCH; the prefix never holds glob
     /// characters). A cluster scans every master.
     fn keys_under_prefix(&mut self) -> Result<Vec<String>> {

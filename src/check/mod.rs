@@ -31,7 +31,8 @@ use crate::backend::Backend;
 use crate::clock::Stopwatch;
 use crate::emulator::cluster::key_slot;
 use crate::limiter::Limiter;
-use crate::spec::headers::{headers, secs_up};
+use crate::spec::headers::headers;
+use crate::spec::honesty;
 use crate::{Error, Result};
 use run::{Pattern, Replay};
 
@@ -322,47 +323,16 @@ impl Probes {
                 }
             }
         }
-        if reports.retry_after && !d.allowed && d.retry_after_ms >= 0 && self.retry_checked < PROBES {
-            self.retry_checked += 1;
-            let at = now + d.retry_after_ms;
-            if let Some(v) = probe(r, at, &[cost]) {
-                if !v[0].allowed {
-                    self.retry.push((i, format!("refused with retry_after {} ms, but retrying at {at} (+{}) was refused too", d.retry_after_ms, d.retry_after_ms)));
-                }
-            }
-            if d.retry_after_ms >= 1 {
-                if let Some(v) = probe(r, at - 1, &[cost]) {
-                    if v[0].allowed {
-                        self.retry.push((i, format!("refused with retry_after {} ms, but retrying 1 ms earlier (at {}) was admitted", d.retry_after_ms, at - 1)));
-                    }
-                }
+        if self.retry_checked < PROBES {
+            if let Some(v) = honesty::retry_after(&d, reports, now, cost, &mut |at, costs| probe(r, at, costs)) {
+                self.retry_checked += 1;
+                self.retry.extend(v.wrong.into_iter().map(|w| (i, w)));
             }
         }
         if self.headers_checked < PROBES / 2 {
-            let h = headers(&d, reports, &r.limiter.params());
-            if let Some(ra) = h.retry_after {
-                self.headers_checked += 1;
-                let at = now + ra as i64 * 1000;
-                if let Some(v) = probe(r, at, &[cost]) {
-                    if !v[0].allowed {
-                        self.headers.push((i, format!("Retry-After: {ra} (retry_after {} ms), but the same request at {at} was refused", d.retry_after_ms)));
-                    }
-                }
-            }
-            if reports.reset && d.reset_after_ms >= 0 && reports.remaining {
-                self.headers_checked += 1;
-                let t = secs_up(d.reset_after_ms) as i64;
-                let at = now + t * 1000;
-                // At `t` the whole quota is back: the capacity, one unit at a time.
-                let units = vec![1u64; cap.clamp(0, 10_000) as usize];
-                if let Some(v) = probe(r, at, &units) {
-                    if let Some(k) = v.iter().position(|x| !x.allowed) {
-                        self.headers.push((i, format!(
-                            "{} promised the whole quota back {t} s later, but at {at} only {k} of {cap} unit requests were admitted",
-                            h.ratelimit.as_deref().unwrap_or("RateLimit")
-                        )));
-                    }
-                }
+            if let Some(v) = honesty::headers(&d, reports, &r.limiter.params(), now, cost, &mut |at, costs| probe(r, at, costs)) {
+                self.headers_checked += v.checked;
+                self.headers.extend(v.wrong.into_iter().map(|w| (i, w)));
             }
         }
         Ok(())

@@ -125,6 +125,8 @@ pub struct SweepRow {
     /// Totals over the seeds.
     pub retry_checked: u64,
     pub retry_wrong: u64,
+    pub headers_checked: u64,
+    pub headers_wrong: u64,
     pub reference_mismatches: u64,
 }
 
@@ -198,6 +200,8 @@ pub fn sweep(plan: &Plan) -> Result<SweepReport> {
             false_rejections: Spread::of(&of(&|m| m.false_rejections as f64)),
             retry_checked: mine().map(|m| m.retry_checked).sum(),
             retry_wrong: mine().map(|m| m.retry_wrong).sum(),
+            headers_checked: mine().map(|m| m.headers_checked).sum(),
+            headers_wrong: mine().map(|m| m.headers_wrong).sum(),
             reference_mismatches: mine().map(|m| m.reference_mismatches).sum(),
         });
     }
@@ -266,6 +270,7 @@ pub fn table(r: &SweepReport) -> Table {
             "min",
             "max",
             "retry_after wrong",
+            "headers wrong",
         ],
     );
     for row in &r.rows {
@@ -281,15 +286,14 @@ pub fn table(r: &SweepReport) -> Table {
             mean(row.false_rejections.mean),
             count(row.false_rejections.min),
             count(row.false_rejections.max),
-            if row.retry_checked == 0 {
-                "-".into()
-            } else {
-                format!("{} of {}", thousands(row.retry_wrong), thousands(row.retry_checked))
-            },
+            crate::report::judged(row.retry_wrong, row.retry_checked, thousands),
+            crate::report::judged(row.headers_wrong, row.headers_checked, thousands),
         ]);
     }
     t.note("Overshoot: the most admitted in any window for one subject, over the limit (1.00 is exact); at seed: the first seed reaching the max.");
     t.note("False allows/rejections: calls an exact sliding log, run on the same arrivals, decided the other way (per run).");
+    t.note(format!("{} Totals over the seeds.", crate::report::RETRY_NOTE));
+    t.note(crate::report::headers_note());
     if r.rows.iter().any(|x| x.reference_mismatches > 0) {
         t.note("WARNING: some decisions differ from the scripts' own reference models (see --json).");
     }

@@ -394,6 +394,18 @@ pub struct Db {
     /// The time of the latest lookup or command (unix ms): what a write stamps on an entry as its
     /// last use (see [`Entry::lru_ms`]).
     pub now_hint: i64,
+    /// While a trial runs (see [`Db::begin_trial`]): the entries to put back when it ends.
+    trial: Option<Box<Trial>>,
+}
+
+/// The undo log of a trial: each key's entry as it was before the trial first touched it (`None`:
+/// the key did not exist), and the database's own fields to put back.
+#[derive(Clone, Debug)]
+struct Trial {
+    saved: Vec<(SmallBytes, Option<Entry>)>,
+    seen: FxHashSet<SmallBytes>,
+    now_hint: i64,
+    watch: Option<Box<KeyWatch>>,
 }
 
 /// Keys created outside `prefix`, in the order they were first created (each once).
@@ -419,11 +431,50 @@ impl KeyWatch {
 
 impl Default for Db {
     fn default() -> Self {
-        Db { map: FxHashMap::default(), expiry_enabled: true, watch: None, now_hint: 0 }
+        Db { map: FxHashMap::default(), expiry_enabled: true, watch: None, now_hint: 0, trial: None }
     }
 }
 
 impl Db {
+    /// Starts a trial: from now until [`Db::end_trial`], every key a lookup or a write touches is
+    /// saved as it was first, so that ending the trial puts the database back exactly as it was
+    /// (keys, values, TTLs, last-use times, the key watch). A "what if" that costs the keys it
+    /// touches, not a copy of the whole keyspace. Not a Redis feature; trials do not nest (a second
+    /// start is ignored).
+    pub fn begin_trial(&mut self) {
+        if self.trial.is_none() {
+            self.trial = Some(Box::new(Trial { saved: Vec::new(), seen: FxHashSet::default(), now_hint: self.now_hint, watch: self.watch.clone() }));
+        }
+    }
+
+    /// Ends a trial: every key it touched gets its entry back (or is removed when it did not exist).
+    pub fn end_trial(&mut self) {
+        let Some(t) = self.trial.take() else { return };
+        for (key, entry) in t.saved {
+            match entry {
+                Some(e) => {
+                    self.map.insert(key, e);
+                }
+                None => {
+                    self.map.remove(&key);
+                }
+            }
+        }
+        self.now_hint = t.now_hint;
+        self.watch = t.watch;
+    }
+
+    /// During a trial, saves `key`'s entry before its first change.
+    #[inline]
+    fn note(&mut self, key: &[u8]) {
+        if let Some(t) = self.trial.as_deref_mut() {
+            if !t.seen.contains(key) {
+                t.seen.insert(SmallBytes::new(key));
+                t.saved.push((SmallBytes::new(key), self.map.get(key).cloned()));
+            }
+        }
+    }
+
     /// Whether an entry with deadline `expire_at` is gone at `now` (Redis's keyIsExpired: `now >
     /// when`; at its deadline a key still exists, PTTL 0).
     #[inline]
@@ -437,6 +488,7 @@ impl Db {
         match self.map.get(key) {
             None => false,
             Some(e) if self.expired(e.expire_at, now) => {
+                self.note(key);
                 self.map.remove(key);
                 false
             }
@@ -452,6 +504,9 @@ impl Db {
     /// only to delete an expired key).
     #[inline]
     pub fn get_mut(&mut self, key: &[u8], now: i64) -> Option<&mut Entry> {
+        if self.trial.is_some() {
+            self.note(key);
+        }
         let expiry_enabled = self.expiry_enabled;
         let entry: *mut Entry = self.map.get_mut(key)?;
         // SAFETY: `entry` points into `self.map`, which is not touched between here and the return
@@ -477,6 +532,7 @@ impl Db {
     }
     /// Stores a value, replacing any previous one and its TTL.
     pub fn set(&mut self, key: &[u8], value: Value, expire_at: Option<i64>) {
+        self.note(key);
         match self.map.get_mut(key) {
             Some(e) => {
                 e.value = value;
@@ -495,6 +551,7 @@ impl Db {
     /// Removes a key; returns true if a live key was removed.
     pub fn remove(&mut self, key: &[u8], now: i64) -> bool {
         if self.expire_if_needed(key, now) {
+            self.note(key);
             self.map.remove(key);
             true
         } else {
@@ -504,6 +561,7 @@ impl Db {
     /// Removes and returns the live entry under `key`, TTL included (RENAME moves it whole).
     pub fn take(&mut self, key: &[u8], now: i64) -> Option<Entry> {
         if self.expire_if_needed(key, now) {
+            self.note(key);
             self.map.remove(key)
         } else {
             None
@@ -512,6 +570,7 @@ impl Db {
     /// Stores a whole entry (value and TTL) under `key`, replacing any previous one.
     pub fn put(&mut self, key: &[u8], mut entry: Entry) {
         entry.lru_ms = self.now_hint;
+        self.note(key);
         match self.map.get_mut(key) {
             Some(e) => *e = entry,
             None => {
@@ -527,6 +586,12 @@ impl Db {
         if !self.expiry_enabled {
             return;
         }
+        if self.trial.is_some() {
+            let gone: Vec<SmallBytes> = self.map.iter().filter(|(_, e)| e.expire_at.is_some_and(|t| t < now)).map(|(k, _)| k.clone()).collect();
+            for k in gone {
+                self.note(&k);
+            }
+        }
         self.map.retain(|_, e| e.expire_at.is_none_or(|t| t >= now));
     }
     pub fn len(&self) -> usize {
@@ -536,6 +601,12 @@ impl Db {
         self.map.is_empty()
     }
     pub fn clear(&mut self) {
+        if self.trial.is_some() {
+            let all: Vec<SmallBytes> = self.map.keys().cloned().collect();
+            for k in all {
+                self.note(&k);
+            }
+        }
         self.map.clear();
     }
     /// The live entry under `key` if it holds a `T`; WRONGTYPE otherwise.

@@ -75,6 +75,7 @@ pub fn tables(c: &Comparison) -> Vec<Table> {
                 "False allows",
                 "False rejections",
                 "retry_after wrong",
+                "headers wrong",
             ],
         );
         for r in sorted(&s.rows, |r| &r.algorithm) {
@@ -87,11 +88,8 @@ pub fn tables(c: &Comparison) -> Vec<Table> {
                 format!("{:.2}", m.overshoot),
                 thousands(m.false_allows),
                 thousands(m.false_rejections),
-                if m.retry_checked == 0 {
-                    "-".into()
-                } else {
-                    format!("{} of {}", m.retry_wrong, thousands(m.retry_checked))
-                },
+                super::judged(m.retry_wrong, m.retry_checked, thousands),
+                super::judged(m.headers_wrong, m.headers_checked, thousands),
             ]);
         }
         out.push(t);
@@ -99,7 +97,8 @@ pub fn tables(c: &Comparison) -> Vec<Table> {
     if let Some(t) = out.last_mut() {
         t.note("Overshoot: the most admitted in any window for one subject, over the limit (1.00 is exact).");
         t.note("False allows/rejections: calls an exact sliding log, run on the same arrivals, decided the other way.");
-        t.note("retry_after wrong: refusals whose retry_after, taken at its word, would be refused again (seed scripts report none).");
+        t.note(super::RETRY_NOTE);
+        t.note(super::headers_note());
     }
 
     let method = c.memory.first().map_or("key sizes", |m| m.method.as_str());

@@ -107,7 +107,7 @@ impl RunReport {
         let mut headers: Vec<String> = vec!["algorithm".into()];
         headers.extend(named.iter().map(|p| p.to_string()));
         headers.extend(
-            ["admitted", "max in window", "overshoot", "false allows", "false rejections", "retry_after wrong"]
+            ["admitted", "max in window", "overshoot", "false allows", "false rejections", "retry_after wrong", "headers wrong"]
                 .map(String::from),
         );
         let hs: Vec<&str> = headers.iter().map(String::as_str).collect();
@@ -124,11 +124,8 @@ impl RunReport {
             row.push(format!("{:.2}", m.overshoot));
             row.push(m.false_allows.to_string());
             row.push(m.false_rejections.to_string());
-            row.push(if m.retry_checked == 0 {
-                "-".into()
-            } else {
-                format!("{} of {}", m.retry_wrong, m.retry_checked)
-            });
+            row.push(super::judged(m.retry_wrong, m.retry_checked, |n| n.to_string()));
+            row.push(super::judged(m.headers_wrong, m.headers_checked, |n| n.to_string()));
             t.row(row);
         }
         t.note(format!(
@@ -136,7 +133,8 @@ impl RunReport {
             self.window_ms, self.limit
         ));
         t.note("false allows/rejections: calls decided differently by an exact sliding log run on the same arrivals.");
-        t.note("retry_after wrong: refusals whose retry_after, taken at its word, would still be refused (seed scripts report none).");
+        t.note(super::RETRY_NOTE);
+        t.note(super::headers_note());
         if let Some(bad) = self.results.iter().find(|r| r.metrics.reference_mismatches > 0) {
             t.note(format!(
                 "WARNING: {} made {} decisions its reference model disagrees with.",

@@ -4,8 +4,10 @@
 use std::collections::VecDeque;
 
 use super::Record;
-use crate::limiter::{Limiter, Params, Reference};
+use crate::limiter::{Decision, Limiter, Params, Reference};
 use crate::metrics::{Metrics, PhaseCount};
+use crate::spec::honesty;
+use crate::spec::Reports;
 use crate::{Error, Result};
 
 /// One subject's admitted units over the last `window_ms` of its script clock: the running
@@ -73,28 +75,42 @@ impl SubjectWindow {
 pub struct Judged {
     /// Whether the exact sliding log admits the call (as given to [`MetricsAcc::push`]).
     pub exact_admits: bool,
-    /// For a refusal whose `retry_after` was checked: whether retrying then is admitted by the
-    /// script's reference model (`false` counts in `retry_wrong`). `None`: not checked.
+    /// For a refusal whose `retry_after` was judged ([`honesty::retry_after`]): whether it held
+    /// (`false` counts in `retry_wrong`). `None`: not judged.
     pub retry_after_honest: Option<bool>,
+    /// For a decision whose headers were judged ([`honesty::headers`]): whether their promises
+    /// held (`false` counts in `headers_wrong`). `None`: not judged.
+    pub headers_honest: Option<bool>,
 }
+
+/// Asks the script itself about the subject just decided (an [`honesty::Ask`] that can fail):
+/// what a run on an emulator hands [`MetricsAcc::push_asking`].
+pub type ScriptAsk<'a> = dyn FnMut(i64, &[u64]) -> Result<Vec<Decision>> + 'a;
+
+/// A run judges the headers of this many decisions (the first that make a promise), in
+/// [`MetricsAcc`] and [`crate::metrics::measure`] alike: a `RateLimit` promise takes `capacity`
+/// requests to judge.
+pub const HEADER_CHECKS: u64 = 100;
 
 /// The metrics of a run, one decision at a time. Feed it every [`Record`] in call order with the
 /// exact log's verdict and its subject's name, then [`MetricsAcc::finish`].
 pub struct MetricsAcc {
     params: Params,
-    reports_retry: bool,
+    reports: Reports,
     calls: u64,
     allowed_calls: u64,
     allowed_units: u64,
     phases: Vec<PhaseCount>,
     windows: Vec<SubjectWindow>,
     /// The script's own model, one for every subject: a call only touches its subject's keys, and
-    /// the retry_after check asks it "what if" with [`Reference::probe`], which undoes its changes.
+    /// the judgements ask it "what if" in a trial ([`honesty::ask_model`]), which undoes its changes.
     model: Option<Box<dyn Reference>>,
     false_allows: u64,
     false_rejections: u64,
     retry_checked: u64,
     retry_wrong: u64,
+    headers_checked: u64,
+    headers_wrong: u64,
     reference_mismatches: u64,
     /// The newest `now_ms` seen: arrivals must come in time order.
     newest: i64,
@@ -106,7 +122,7 @@ impl MetricsAcc {
     pub fn new(limiter: &Limiter) -> MetricsAcc {
         MetricsAcc {
             params: limiter.params(),
-            reports_retry: limiter.reports().retry_after,
+            reports: limiter.reports(),
             calls: 0,
             allowed_calls: 0,
             allowed_units: 0,
@@ -117,6 +133,8 @@ impl MetricsAcc {
             false_rejections: 0,
             retry_checked: 0,
             retry_wrong: 0,
+            headers_checked: 0,
+            headers_wrong: 0,
             reference_mismatches: 0,
             newest: i64::MIN,
             key: String::new(),
@@ -126,8 +144,16 @@ impl MetricsAcc {
     /// Counts one decision. `exact` is whether an exact sliding log with the same limit and window,
     /// run on the same calls (each counted as `r.cost`), admits this one; `subject` is the name
     /// behind `r.key`. Fails on a call earlier than the one before it (the running worst window
-    /// needs time order).
+    /// needs time order). Its promises are judged on the script's model, when it has one.
     pub fn push(&mut self, r: &Record, exact: bool, subject: &str) -> Result<Judged> {
+        self.push_asking(r, exact, subject, None)
+    }
+
+    /// [`MetricsAcc::push`], judging the decision's promises ([`honesty`]) on the script's model
+    /// when it has one, else by asking the script itself through `script` (a run on an emulator).
+    /// Without either they are not judged. An error asking the script stops the run, as an error
+    /// of the run's own requests does.
+    pub fn push_asking(&mut self, r: &Record, exact: bool, subject: &str, mut script: Option<&mut ScriptAsk<'_>>) -> Result<Judged> {
         if r.now_ms < self.newest {
             return Err(Error::Invalid {
                 context: format!("call #{} (subject `{subject}`)", self.calls + 1),
@@ -165,20 +191,52 @@ impl MetricsAcc {
         self.key.push_str("rate:{");
         self.key.push_str(subject);
         self.key.push('}');
-        let mut judged = Judged { exact_admits: exact, retry_after_honest: None };
-        let Some(model) = self.model.as_mut() else { return Ok(judged) };
-        if model.decide(&self.key, r.now_ms, r.cost) != r.decision {
-            self.reference_mismatches += 1;
-        }
-        if self.reports_retry && !r.decision.allowed && r.decision.retry_after_ms >= 0 {
-            self.retry_checked += 1;
-            let honest = model.probe(&self.key, r.now_ms + r.decision.retry_after_ms, r.cost).allowed;
-            if !honest {
-                self.retry_wrong += 1;
+        let mut judged = Judged { exact_admits: exact, retry_after_honest: None, headers_honest: None };
+        if let Some(model) = self.model.as_mut() {
+            if model.decide(&self.key, r.now_ms, r.cost) != r.decision {
+                self.reference_mismatches += 1;
             }
-            judged.retry_after_honest = Some(honest);
+        } else if script.is_none() {
+            return Ok(judged);
         }
-        Ok(judged)
+        let d = &r.decision;
+        let retry = honesty::promises_retry(d, self.reports);
+        let headers = self.headers_checked < HEADER_CHECKS && honesty::promises_headers(d, self.reports);
+        if !retry && !headers {
+            return Ok(judged);
+        }
+        let mut failed: Option<Error> = None;
+        let (model, key) = (&mut self.model, &self.key);
+        let mut ask = |at: i64, costs: &[u64]| -> Option<Vec<Decision>> {
+            if let Some(m) = model.as_deref_mut() {
+                return Some(honesty::ask_model(m, key, at, costs));
+            }
+            match script.as_mut()?(at, costs) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    failed.get_or_insert(e);
+                    None
+                }
+            }
+        };
+        if retry {
+            if let Some(v) = honesty::retry_after(d, self.reports, r.now_ms, r.cost, &mut ask) {
+                self.retry_checked += 1;
+                self.retry_wrong += u64::from(!v.honest());
+                judged.retry_after_honest = Some(v.honest());
+            }
+        }
+        if headers {
+            if let Some(v) = honesty::headers(d, self.reports, &self.params, r.now_ms, r.cost, &mut ask) {
+                self.headers_checked += 1;
+                self.headers_wrong += u64::from(!v.honest());
+                judged.headers_honest = Some(v.honest());
+            }
+        }
+        match failed {
+            Some(e) => Err(asked(e, subject, r.now_ms)),
+            None => Ok(judged),
+        }
     }
 
     /// The metrics; `subjects` and `phases` name every subject and phase index pushed.
@@ -208,8 +266,22 @@ impl MetricsAcc {
             false_rejections: self.false_rejections,
             retry_checked: self.retry_checked,
             retry_wrong: self.retry_wrong,
+            headers_checked: self.headers_checked,
+            headers_wrong: self.headers_wrong,
             reference_mismatches: self.reference_mismatches,
         }
+    }
+}
+
+/// An error of the script asked "what if" about `subject`'s decision at `now_ms`, saying so.
+fn asked(e: Error, subject: &str, now_ms: i64) -> Error {
+    match e {
+        Error::Script { reply, at, request } => Error::Script {
+            reply,
+            at,
+            request: format!("{request}, asked what if to judge the promises of subject `{subject}`'s decision at now_ms {now_ms}"),
+        },
+        other => other,
     }
 }
 

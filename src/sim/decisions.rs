@@ -15,19 +15,26 @@
 //! | `units` | the units the report counts for it: `cost` for a script that takes a cost, else 1 |
 //! | `reply` | the script's raw reply (see below) |
 //! | `allowed` | the decision read from the reply (CSV `1`/`0`, JSON `true`/`false`) |
-//! | `remaining`, `retry_after_ms`, `reset_ms` | the decision's other fields as the spec reads them; empty (JSON `null`) when the spec does not report the field |
+//! | `remaining`, `retry_after_ms`, `reset_ms` | the decision's other fields as the spec reads them |
 //! | `exact_allowed` | an exact sliding log's decision on the same arrivals (same limit and window, counting `units`) |
 //! | `verdict` | `agree`, `false_allow` (allowed, the exact log refuses) or `false_rejection` |
-//! | `retry_after_honest` | on a refusal whose `retry_after_ms` was checked against the script's model: whether retrying then is admitted (`1`/`0`); empty otherwise |
-//! | `retry_after` | the `Retry-After` header value, in seconds; empty when none |
-//! | `ratelimit` | the `RateLimit` header value (`"default";r=19;t=1`); empty when none |
+//! | `retry_after_honest` | on a refusal that names a wait: whether its `retry_after_ms` held (`1`/`0`): the same request then admitted, 1 ms earlier refused, as `limitlab check` judges it ([`crate::spec::honesty`]) |
+//! | `retry_after` | the `Retry-After` header value, in seconds |
+//! | `ratelimit` | the `RateLimit` header value (`"default";r=19;t=1`) |
+//! | `headers_honest` | for the first [`crate::metrics::HEADER_CHECKS`] decisions whose headers make a promise: whether a caller trusting `Retry-After` and `RateLimit` was admitted (`1`/`0`), as `check` judges it |
+//!
+//! A value that is not there is written one way in every column: empty in CSV, `null` in JSON
+//! lines. That is a field the spec does not report, a field whose expression gave `nil` for this
+//! decision (read as -1, as on a seed script's decision and on an admission's `retry_after_ms`),
+//! a header the decision does not imply, and a judgement not made (no promise, no model and no
+//! script to ask, past the headers' count).
 //!
 //! Rows come script by script, in the order the report lists the scripts, each in request order.
 //! The report's figures follow from the rows: per script, `admitted` is the sum of `units` over
 //! allowed rows (per phase: those of the phase), out of the sum of `units`; `false allows` and
 //! `false rejections` count the verdicts; `max in window` is the most `units` allowed for one
 //! subject within any `window_ms` of `now_ms`; `retry_after wrong` counts `retry_after_honest = 0`
-//! out of the rows where it is set.
+//! out of the rows where it is set, and `headers wrong` `headers_honest = 0` the same way.
 //!
 //! # Replies
 //! Written compactly, as redis-cli shows them on one line: an integer `42`; a bulk string quoted
@@ -50,14 +57,14 @@ use super::feed::Step;
 use super::Record;
 use crate::emulator::reply::format_double;
 use crate::emulator::Reply;
-use crate::limiter::{Limiter, Params};
+use crate::limiter::{Decision, Limiter, Params};
 use crate::spec::exec::CallRecord;
 use crate::spec::headers::headers;
 use crate::spec::{Program, Reports};
 use crate::{Error, Result};
 
 /// The columns, in order (the CSV header).
-pub const COLUMNS: [&str; 18] = [
+pub const COLUMNS: [&str; 19] = [
     "script",
     "request",
     "at_us",
@@ -76,6 +83,7 @@ pub const COLUMNS: [&str; 18] = [
     "retry_after_honest",
     "retry_after",
     "ratelimit",
+    "headers_honest",
 ];
 
 /// The layout of a decisions file.
@@ -190,6 +198,13 @@ struct Row<'a> {
     retry_after_honest: Option<bool>,
     retry_after: Option<u64>,
     ratelimit: Option<&'a str>,
+    headers_honest: Option<bool>,
+}
+
+/// A decision field as the file writes it: `None` (empty, `null`) when the spec does not report it
+/// or its expression gave `nil` for this decision.
+fn field(reported: bool, value: i64) -> Option<i64> {
+    (reported && value != Decision::NOT_REPORTED).then_some(value)
 }
 
 impl DecisionWriter {
@@ -229,9 +244,9 @@ impl DecisionWriter {
             push_reply(&mut self.reply, &c.reply);
         }
         let d = &r.decision;
-        let remaining = self.reports.remaining.then_some(d.remaining);
-        let retry_after_ms = self.reports.retry_after.then_some(d.retry_after_ms);
-        let reset_ms = self.reports.reset.then_some(d.reset_after_ms);
+        let remaining = field(self.reports.remaining, d.remaining);
+        let retry_after_ms = field(self.reports.retry_after, d.retry_after_ms);
+        let reset_ms = field(self.reports.reset, d.reset_after_ms);
         let h = headers(d, self.reports, &self.params);
         let verdict = match (d.allowed, exact) {
             (true, false) => "false_allow",
@@ -262,6 +277,7 @@ impl DecisionWriter {
                     retry_after_honest: judged.retry_after_honest,
                     retry_after: h.retry_after,
                     ratelimit: h.ratelimit.as_deref(),
+                    headers_honest: judged.headers_honest,
                 };
                 let json = serde_json::to_string(&row).map_err(|e| Error::Invalid { context: "--decisions".into(), field: "row".into(), reason: e.to_string() })?;
                 self.line.push_str(&json);
@@ -269,7 +285,7 @@ impl DecisionWriter {
             DecisionsFormat::Csv => {
                 let num = |v: Option<i64>| v.map_or(String::new(), |x| x.to_string());
                 let flag = |b: bool| if b { "1" } else { "0" };
-                let fields: [&str; 18] = [
+                let fields: [&str; 19] = [
                     &self.script,
                     &self.request.to_string(),
                     &r.at.0.to_string(),
@@ -288,6 +304,7 @@ impl DecisionWriter {
                     judged.retry_after_honest.map_or("", flag),
                     &h.retry_after.map_or(String::new(), |s| s.to_string()),
                     h.ratelimit.as_deref().unwrap_or(""),
+                    judged.headers_honest.map_or("", flag),
                 ];
                 for (i, f) in fields.iter().enumerate() {
                     if i > 0 {

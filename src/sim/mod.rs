@@ -93,10 +93,46 @@ pub enum Progress {
     Off,
 }
 
+/// The script, on the emulator a run is using, asked "what if" about the request just decided
+/// (see [`crate::spec::honesty`]): handed to the callback of `drive` with each decision.
+pub(crate) struct Prober<'a> {
+    limiter: &'a Limiter,
+    backend: &'a mut dyn Backend,
+    session: &'a mut Session,
+    /// Wall-clock seconds spent asking, which the run's own time leaves out.
+    asked_secs: &'a mut f64,
+}
+
+impl Prober<'_> {
+    /// Whether the run can ask: it runs on an emulator, whose keyspace can be put back.
+    pub fn can_ask(&mut self) -> bool {
+        self.backend.emulated().is_some()
+    }
+
+    /// The decisions of `subject`'s requests of `costs` at `at_ms`, everything put back afterwards
+    /// ([`crate::spec::honesty::ask_script`]); an error when the run is not on an emulator.
+    pub fn ask(&mut self, subject: &str, at_ms: i64, costs: &[u64]) -> Result<Vec<Decision>> {
+        match self.backend.emulated() {
+            Some(b) => {
+                let watch = Stopwatch::start();
+                let out = crate::spec::honesty::ask_script(self.limiter, b, self.session, subject, at_ms, costs);
+                *self.asked_secs += watch.elapsed_secs();
+                out
+            }
+            None => Err(Error::Invalid {
+                context: self.limiter.name().to_string(),
+                field: "what if".into(),
+                reason: "only a run on the emulator can be asked what if".into(),
+            }),
+        }
+    }
+}
+
 /// The loop under [`run`] and [`stream::run_streaming`]: each request of `chunks`, in order,
 /// through `limiter`'s script on `backend`, each decision handed to `each` with its step, its
-/// subject's name and, when `recording`, the calls the request made with their raw replies (empty
-/// otherwise). Keeps no record itself; returns the wall-clock seconds of the loop.
+/// subject's name, when `recording` the calls the request made with their raw replies (empty
+/// otherwise), and a [`Prober`] to ask the script about it. Keeps no record itself; returns the
+/// wall-clock seconds of the loop, less the time the prober spent asking.
 ///
 /// A script error reply (or a reply of the wrong shape) stops the run: it means the script or the
 /// backend is broken, which no metric should paper over. The error names the script, the call, the
@@ -107,12 +143,13 @@ pub(crate) fn drive<C: std::borrow::Borrow<Chunk>>(
     chunks: impl Iterator<Item = C>,
     bar: Option<&indicatif::ProgressBar>,
     recording: bool,
-    mut each: impl FnMut(&Record, &Step, &str, &[CallRecord]) -> Result<()>,
+    mut each: impl FnMut(&Record, &Step, &str, &[CallRecord], &mut Prober<'_>) -> Result<()>,
 ) -> Result<f64> {
     let name = limiter.name();
     let weighted = limiter.takes_cost();
     let mut session = if recording { Session::recording() } else { limiter.session() };
     let watch = Stopwatch::start();
+    let mut asked_secs = 0.0;
     let mut i = 0usize;
     for chunk in chunks {
         for (step, subject) in chunk.borrow().iter() {
@@ -129,20 +166,21 @@ pub(crate) fn drive<C: std::borrow::Borrow<Chunk>>(
             })?;
             let cost = if weighted { step.cost } else { 1 };
             let record = Record { at: step.at, now_ms, key: step.subject, phase: step.phase, cost, decision };
-            match session.record.as_mut() {
-                Some(calls) => {
-                    each(&record, step, subject, calls)?;
-                    calls.clear();
-                }
-                None => each(&record, step, subject, &[])?,
+            // The calls are taken out while `each` runs: the prober's requests are not recorded.
+            let mut calls = session.record.take();
+            let mut prober = Prober { limiter, backend: &mut *backend, session: &mut session, asked_secs: &mut asked_secs };
+            each(&record, step, subject, calls.as_deref().unwrap_or(&[]), &mut prober)?;
+            if let Some(c) = calls.as_mut() {
+                c.clear();
             }
+            session.record = calls;
             i += 1;
         }
         if let Some(b) = bar {
             b.set_position(i as u64);
         }
     }
-    Ok(watch.elapsed_secs())
+    Ok((watch.elapsed_secs() - asked_secs).max(0.0))
 }
 
 /// Runs `arrivals`, in the order given, through `limiter`'s script on `backend`, and keeps every
@@ -162,7 +200,7 @@ pub fn run_partial(
     let mut records = Vec::with_capacity(arrivals.len());
     let bar = progress_bar(arrivals.len(), progress, limiter.name());
     let mut feed = Feed::arrivals(arrivals);
-    let driven = drive(limiter, backend, feed.by_ref(), bar.as_ref(), false, |r, _, _, _| {
+    let driven = drive(limiter, backend, feed.by_ref(), bar.as_ref(), false, |r, _, _, _, _| {
         records.push(*r);
         Ok(())
     });

@@ -5,6 +5,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::feed::Feed;
+use super::stream::run_streaming;
 use super::{run, Progress, Scenario, Trace};
 use crate::backend::emulated::EmulatedBackend;
 use crate::backend::Backend;
@@ -213,15 +215,21 @@ pub fn compare_jobs(opts: CompareOptions, jobs: usize) -> Result<Comparison> {
     };
     let n = scripts.len();
     let memory_scenario = STANDARD.len() - 1;
+    // Each run streams, as `run`'s and `sweep`'s do: the same metrics, and a spec without a model
+    // has its promises judged by its own script on the run's emulator (see `crate::spec::honesty`).
     let done = super::parallel::map_indexed(scenarios.len() * n, jobs, |j| -> Result<Done> {
         let (s, _, arrivals) = &scenarios[j / n];
-        let (trace, metrics, mut backend) = run_on_emulator(s, &scripts[j % n], arrivals, opts.progress)?;
+        let limiter = s.limiter(&scripts[j % n])?;
+        let mut backend = EmulatedBackend::default();
+        backend.set_time_ms(s.start_ms);
+        let feed = Feed::arrivals(arrivals).judged(s.params, &[limiter.takes_cost()]);
+        let run = run_streaming(&limiter, &mut backend, feed, None)?;
         let memory = if j / n == memory_scenario {
-            Some((memory_usage(&mut backend)?, trace.keys.len().max(1) as u64))
+            Some((memory_usage(&mut backend)?, run.subjects.len().max(1) as u64))
         } else {
             None
         };
-        Ok(Done { decisions: trace.records.len() as u64, secs: trace.elapsed_secs, metrics, memory })
+        Ok(Done { decisions: run.metrics.calls, secs: run.elapsed_secs, metrics: run.metrics, memory })
     });
     let done: Vec<Done> = done.into_iter().collect::<Result<_>>()?;
 

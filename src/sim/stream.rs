@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use std::io::IsTerminal;
 use std::sync::Arc;
 
-use super::acc::MetricsAcc;
+use super::acc::{Judged, MetricsAcc};
 use super::decisions::{DecisionWriter, DecisionsOut};
 use super::feed::{Chunk, Feed, PhaseNames};
 use super::headers::{HeaderAcc, HeaderSummary};
@@ -84,22 +84,32 @@ fn fold<C: std::borrow::Borrow<Chunk>>(
     let mut headers = HeaderAcc::new(limiter);
     let weighted = limiter.takes_cost();
     let Some(mut w) = writer else {
-        let elapsed_secs = super::drive(limiter, backend, chunks, bar, false, |r, step, subject, _| {
+        let elapsed_secs = super::drive(limiter, backend, chunks, bar, false, |r, step, subject, _, prober| {
             headers.push(r, subject);
-            acc.push(r, step.exact_admits(weighted), subject).map(|_| ())
+            judge(&mut acc, r, step.exact_admits(weighted), subject, prober).map(|_| ())
         })?;
         return Ok(Folded { acc, headers, elapsed_secs });
     };
     // The writer names phases; the chunks bring the labels as they first appear.
     let phases = RefCell::new(PhaseNames::default());
     let chunks = chunks.inspect(|c| phases.borrow_mut().learn(c.borrow()));
-    let elapsed_secs = super::drive(limiter, backend, chunks, bar, true, |r, step, subject, calls| {
+    let elapsed_secs = super::drive(limiter, backend, chunks, bar, true, |r, step, subject, calls, prober| {
         headers.push(r, subject);
-        let judged = acc.push(r, step.exact_admits(weighted), subject)?;
+        let judged = judge(&mut acc, r, step.exact_admits(weighted), subject, prober)?;
         w.write(r, step, subject, phases.borrow().name(step.phase), calls, judged)
     })?;
     w.finish()?;
     Ok(Folded { acc, headers, elapsed_secs })
+}
+
+/// Counts one decision into `acc`, its promises judged on the script's model or, without one, by
+/// asking the script on the run's emulator ([`crate::spec::honesty`]).
+fn judge(acc: &mut MetricsAcc, r: &super::Record, exact: bool, subject: &str, prober: &mut super::Prober<'_>) -> Result<Judged> {
+    if !prober.can_ask() {
+        return acc.push(r, exact, subject);
+    }
+    let mut ask = |at: i64, costs: &[u64]| prober.ask(subject, at, costs);
+    acc.push_asking(r, exact, subject, Some(&mut ask))
 }
 
 /// Runs `feed` through `limiter`'s script on `backend` on this thread, streaming. `bar` shows
