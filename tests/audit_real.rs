@@ -223,7 +223,7 @@ fn audit_of_a_private_redis_is_exact_and_read_only() {
 
     // A wrong password: the error names the server, never the password.
     let out = limitlab(&["audit", "--redis", &format!("redis://auditor:wrong-{PASSWORD}@127.0.0.1:{port}/")]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(3));
     let err = text(&out.stderr);
     assert!(err.contains("127.0.0.1") && err.contains("authentication failed") && !err.contains(PASSWORD), "{err}");
 

@@ -193,6 +193,6 @@ fn bad_arguments_are_user_errors() {
     }
     // A --redis URL that cannot be reached is an error, not an empty column.
     let out = limitlab(&["bench", "--quick", "--redis", "redis://127.0.0.1:1", "--only", "gcra"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(3));
     assert!(text(&out.stderr).contains("127.0.0.1:1"), "{}", text(&out.stderr));
 }

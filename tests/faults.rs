@@ -276,7 +276,7 @@ fn a_server_that_stops_answering_ends_the_run_with_how_far_and_what_was_left() {
     let out = limitlab().args(["run", &file, "--redis", &proxy.url(), "--redis-timeout-ms", "500"]).output().unwrap();
     proxy.release();
     let err = String::from_utf8_lossy(&out.stderr).to_string();
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("no reply within 500 ms"), "{err}");
     assert!(err.contains("stopped after 99 of "), "{err}");
     assert!(err.contains("that call was in flight, so its outcome on the server is unknown"), "{err}");
@@ -299,7 +299,7 @@ fn a_server_that_stops_answering_ends_the_run_with_how_far_and_what_was_left() {
     let out = child.wait_with_output().unwrap();
     server.signal("CONT");
     let err = String::from_utf8_lossy(&out.stderr).to_string();
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(3), "{err}");
     // The script is in the server's cache since the first run: no NOSCRIPT, call 101 is held.
     assert!(err.contains("no reply within 500 ms") && err.contains("stopped after 100 of "), "{err}");
     let prefix = err.split("Its keys under `").nth(1).and_then(|r| r.split('`').next()).unwrap_or_else(|| panic!("{err}"));
@@ -327,7 +327,7 @@ fn verify_and_memory_under_faults() {
     proxy.rule(Rule::new("*", 500, 1, Fault::CloseAfterSend));
     let out = limitlab().args(["verify", "--cases", "200", "--redis", &proxy.url()]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr).to_string();
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("verify stopped in case ") && err.contains(" of 200 (") && err.contains("cases done, every reply identical until then"), "{err}");
     assert!(err.contains("it was not sent again") && err.contains("keys of the run were removed"), "{err}");
     assert_eq!(dbsize(server.port()), 0);
@@ -336,7 +336,7 @@ fn verify_and_memory_under_faults() {
     proxy.rule(Rule::new("EVALSHA", 10, 1, Fault::CloseAfterSend));
     let out = limitlab().args(["memory", "--limit", "100/min", "--redis", &proxy.url()]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr).to_string();
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("script `fixed_window`: stopped while filling one user's keys"), "{err}");
     assert!(err.contains("keys of the run were removed"), "{err}");
     assert_eq!(dbsize(server.port()), 0);
@@ -485,7 +485,7 @@ fn a_connection_closed_in_the_middle_of_a_pipelined_batch() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr).to_string();
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("fixed_window, 50 per round trip: "), "{err}");
     assert!(err.contains("a pipelined batch of 50 EVALSHA (calls 301 to 350 of this run) failed after 300 calls had been decided"), "{err}");
     assert!(err.contains("none was sent again") && err.contains("keys of the run were removed"), "{err}");
@@ -502,7 +502,7 @@ fn compare_with_a_lost_reply_stops_and_removes_its_keys() {
     proxy.rule(Rule::new("EVALSHA", 1000, 1, Fault::CloseAfterSend));
     let out = limitlab().args(["compare", "--redis", &proxy.url()]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr).to_string();
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("that call was in flight, so its outcome on the server is unknown"), "{err}");
     assert!(err.contains("it was not sent again") && err.contains("keys of the run were removed"), "{err}");
     let done: u64 = err.split("stopped after ").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{err}"));

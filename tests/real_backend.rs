@@ -267,11 +267,34 @@ fn run_and_compare_take_redis_and_clean_up() {
     assert!(v["run"]["results"].is_array());
     let n: i64 = redis::cmd("DBSIZE").query(&mut raw(&server)).unwrap();
     assert_eq!(n, 0, "run --redis leaves nothing behind");
-    // Bad URLs are the user's to fix (exit 2); a server that is not there is a failure (exit 1).
+    // Bad URLs are the user's to fix (exit 2); a server that is not there is exit 3.
     let bad = limitlab().args(["compare", "--redis", "http://nope"]).output().unwrap();
     assert_eq!(bad.status.code(), Some(2), "{}", String::from_utf8_lossy(&bad.stderr));
     let port = unused_port();
     let gone = limitlab().args(["verify", "--cases", "1", "--redis", &format!("redis://127.0.0.1:{port}")]).output().unwrap();
-    assert_eq!(gone.status.code(), Some(1));
+    assert_eq!(gone.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&gone.stderr).contains("cannot connect"), "{}", String::from_utf8_lossy(&gone.stderr));
+}
+
+#[test]
+fn a_server_that_wants_a_password_is_exit_3_before_anything_is_sent() {
+    let Some(server) = RedisServer::start_or_skip("a_server_that_wants_a_password_is_exit_3_before_anything_is_sent") else { return };
+    let root = env!("CARGO_MANIFEST_DIR");
+    let scenario = format!("{root}/simulations/boundary_burst.toml");
+    let mut c = redis::Client::open(server.url()).unwrap().get_connection().unwrap();
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("requirepass").arg("s3cret").query(&mut c).unwrap();
+    let out = limitlab().args(["run", &scenario, "--redis", &server.url()]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Said as the server's need, at connect: not a script's error, and no key claimed left behind.
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("the server needs a password (NOAUTH") && err.contains("nothing was sent"), "{err}");
+    assert!(!err.contains("user_script") && !err.contains("could not be removed"), "{err}");
+    // With the password in the URL the same run goes through, and leaves nothing.
+    let url = format!("redis://:s3cret@127.0.0.1:{}", server.port());
+    let ok = limitlab().args(["run", &scenario, "--redis", &url]).output().unwrap();
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    let mut c = redis::Client::open(url.as_str()).unwrap().get_connection().unwrap();
+    let n: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n, 0);
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("requirepass").arg("").query(&mut c).unwrap();
 }
