@@ -309,7 +309,7 @@ fn audit_over_tls() {
     assert_mix(&v, &mix, now / 60_000, 0);
     // Without the CA the server's certificate is not trusted; plain text to the TLS port fails too.
     let out = limitlab(&["audit", "--redis", &url]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stdout));
     assert!(!text(&out.stderr).contains(PASSWORD));
     let out = limitlab(&["audit", "--redis", &format!("redis://127.0.0.1:{}/", tls.tls_port), "--redis-timeout-ms", "2000"]);
     assert_ne!(out.status.code(), Some(0));
