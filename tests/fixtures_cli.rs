@@ -181,7 +181,7 @@ fn verify_on_a_private_cluster() {
         assert_eq!(dbsize(u), 0, "keys left on {u}");
     }
     // The cross-slot fixture: both keys and their slots, before anything is sent.
-    let e = fails(&["verify", "--cluster", "--script", "tests/fixtures/sliding_window_crossslot.toml", "--redis", &node_urls[1]], 1);
+    let e = fails(&["verify", "--cluster", "--script", "tests/fixtures/sliding_window_crossslot.toml", "--redis", &node_urls[1]], 2);
     assert!(e.contains("CROSSSLOT Keys in request don't hash to the same slot"), "{e}");
     assert!(e.contains("call `r` (script main) at tests/fixtures/sliding_window_crossslot.toml:"), "{e}");
     let slot = |k: &str| limitlab::emulator::cluster::key_slot(k.as_bytes());
@@ -192,7 +192,7 @@ fn verify_on_a_private_cluster() {
     let e = fails(&["verify", "--cluster", "--script", "tests/fixtures/escaping_key.toml", "--allow-outside-keys", "--redis", &node_urls[2]], 2);
     assert!(e.contains("on Redis Cluster a script may only touch the keys it is given in KEYS"), "{e}");
     // memory on the cluster: the cross-slot fixture is named the same way, the others measure.
-    let e = fails(&["memory", "--script", "tests/fixtures/sliding_window_crossslot.toml", "--limit", "10/sec", "--redis", &node_urls[0]], 1);
+    let e = fails(&["memory", "--script", "tests/fixtures/sliding_window_crossslot.toml", "--limit", "10/sec", "--redis", &node_urls[0]], 2);
     assert!(e.contains("CROSSSLOT") && e.contains("(slot ") && e.contains("call `r` (script main)"), "{e}");
     for (spec, name) in &tagged {
         let s = ok(&["memory", "--script", spec, "--limit", "10/sec", "--users", "1000", "--redis", &node_urls[0]]);

@@ -156,7 +156,7 @@ impl RealRedis {
             // A server with a password answers every command so until the client authenticates:
             // said here, before anything is sent, rather than at the first script call (where it
             // would read as the script's error).
-            Err(e) if e.code() == Some("NOAUTH") => {
+            Err(e) if e.code() == Some("NOAUTH") || e.to_string().contains("NOAUTH") => {
                 return Err(Error::Connection(format!(
                     "{url}: the server needs a password ({}): give it in the URL, redis://:PASSWORD@HOST:PORT \
                      (or redis://USER:PASSWORD@HOST:PORT with an ACL user); nothing was sent",

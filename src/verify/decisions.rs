@@ -841,6 +841,9 @@ fn stopped(
         Error::Connection(m) | Error::Redis(m) => m.clone(),
         other => other.to_string(),
     };
+    if text(&e).contains("NOAUTH ") {
+        let _ = write!(where_, " (the server needs a password, not the script: give it in the URL, redis://:PASSWORD@HOST:PORT)");
+    }
     if text(&e).contains("READONLY You can't write against a read only replica") {
         let _ = write!(where_, " (the server is a read-only replica now: point --redis at its master)");
     }
