@@ -40,8 +40,9 @@
 //! not from the script running differently, and the report says so with the first difference seen.
 //! A script that reads `TIME` gets the emulator's clock on both sides through a shim on the server
 //! (see [`crate::backend::real`]). A request during which the server's millisecond changed (a stall)
-//! is replayed at each millisecond it may have run in, and kept at the one that decides as the
-//! server did and leaves the keys it named with the expiry times the server gave them (read with
+//! is replayed with each of its calls at each millisecond it may have run in (never going backwards
+//! from one call to the next: a `PTTL` read right after a `SET ... PX` can be a millisecond short),
+//! and kept at the clock that decides as the server did and leaves the keys it named with the expiry times the server gave them (read with
 //! PEXPIRETIME right after such a request).
 //!
 //! **Before the server.** Each script first runs the arrivals on an emulator under the server run's
@@ -716,6 +717,9 @@ struct ServerRun {
     decision: Decision,
     clock: (i64, i64),
     expiries: Vec<(String, i64)>,
+    /// How many calls the request sent: each may have run in a later millisecond than the one
+    /// before it (a PTTL read 999 right after a SET PX 1000 crossed into the next).
+    calls: usize,
 }
 
 /// Runs the arrivals on the server with TIME read before and after every request. On an error,
@@ -742,21 +746,97 @@ fn on_server_clock(limiter: &Limiter, arrivals: &[Arrival], real: &mut RealRedis
                     }
                 }
             }
-            Ok(ServerRun { decision, clock: (t0, t1), expiries })
+            Ok(ServerRun { decision, clock: (t0, t1), expiries, calls: calls.len() })
         };
         out.push(step(real, &mut session).map_err(|e| (i, e))?);
     }
     Ok(out)
 }
 
-/// A request is replayed at no more than this many candidate milliseconds.
-const MAX_CANDIDATES: i64 = 50;
+/// A request is replayed at no more than this many candidate clocks: the millisecond of each of
+/// its calls, never going backwards, within the milliseconds the request ran in.
+const MAX_CANDIDATES: usize = 4096;
+
+/// Every way to give `calls` calls a millisecond in `lo..=hi`, never going backwards, as long as
+/// there are at most [`MAX_CANDIDATES`]; otherwise the request ran in one millisecond for every
+/// call (still at most [`MAX_CANDIDATES`] of them). The ones with every call in one millisecond
+/// come first: a request crosses a millisecond far more rarely in the middle than around it.
+fn schedules(lo: i64, hi: i64, calls: usize) -> Vec<Vec<i64>> {
+    let calls = calls.max(1);
+    let span = (hi - lo).max(0) as usize;
+    let mut out: Vec<Vec<i64>> = (lo..=hi).take(MAX_CANDIDATES).map(|t| vec![t; calls]).collect();
+    // C(calls + span, calls), stopping as soon as it passes the cap.
+    let mut count: usize = 1;
+    for i in 1..=calls {
+        count = count.saturating_mul(span + i) / i;
+        if count > MAX_CANDIDATES {
+            return out;
+        }
+    }
+    let mut cur = vec![lo; calls];
+    loop {
+        if cur.first() != cur.last() {
+            out.push(cur.clone());
+        }
+        // The next nondecreasing sequence: raise the last call that can go later, and every call
+        // after it to the same millisecond.
+        let Some(i) = (0..calls).rev().find(|&i| cur[i] < hi) else { break };
+        let t = cur[i] + 1;
+        cur[i..].iter_mut().for_each(|c| *c = t);
+    }
+    out
+}
+
+/// The emulator with its clock set before each call to the next millisecond of a schedule (the
+/// last one for calls past its end): a request replayed as the server ran it across milliseconds.
+struct Scheduled<'a> {
+    inner: &'a mut EmulatedBackend,
+    times: &'a [i64],
+    next: usize,
+}
+
+impl Scheduled<'_> {
+    fn tick(&mut self) {
+        if let Some(&t) = self.times.get(self.next).or(self.times.last()) {
+            self.inner.set_time_ms(t);
+        }
+        self.next += 1;
+    }
+}
+
+impl Backend for Scheduled<'_> {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn key_prefix(&self) -> &str {
+        self.inner.key_prefix()
+    }
+    fn eval(&mut self, script: &crate::backend::Script, keys: &[&[u8]], args: &[&[u8]]) -> Result<crate::emulator::Reply> {
+        self.tick();
+        self.inner.eval(script, keys, args)
+    }
+    fn command(&mut self, args: &[&[u8]]) -> Result<crate::emulator::Reply> {
+        self.tick();
+        self.inner.command(args)
+    }
+    fn fcall(&mut self, library: &crate::backend::Script, function: &str, keys: &[&[u8]], args: &[&[u8]]) -> Result<crate::emulator::Reply> {
+        self.tick();
+        self.inner.fcall(library, function, keys, args)
+    }
+    fn load_library(&mut self, library: &crate::backend::Script) -> Result<crate::emulator::Reply> {
+        self.inner.load_library(library)
+    }
+    fn cleanup(&mut self) -> Result<u64> {
+        self.inner.cleanup()
+    }
+}
 
 /// Replays the arrivals on a fresh emulator (keys under `prefix`), its clock set to the server's
-/// millisecond of each request. A request whose millisecond is not known runs at each candidate on
-/// a copy of the keyspace and keeps the first that decides as the server did and leaves the keys it
-/// named with the server's expiry times (several milliseconds can give the same decision and differ
-/// only in the expiry they write). Returns the decisions and how many requests had candidates.
+/// millisecond of each request. A request whose calls may have run in several milliseconds runs
+/// under each candidate clock ([`schedules`]) on a copy of the keyspace and keeps the first that
+/// decides as the server did and leaves the keys it named with the server's expiry times (several
+/// clocks can give the same decision and differ only in the expiry they write). Returns the
+/// decisions and how many requests had candidates.
 fn replay_at(limiter: &Limiter, arrivals: &[Arrival], prefix: &str, runs: &[ServerRun]) -> Result<(Vec<Decision>, usize)> {
     let mut b = EmulatedBackend::with_prefix(Emulator::new(), prefix);
     let mut session = limiter.session();
@@ -765,7 +845,7 @@ fn replay_at(limiter: &Limiter, arrivals: &[Arrival], prefix: &str, runs: &[Serv
     for (a, run) in arrivals.iter().zip(runs) {
         let now = a.at.as_millis().0;
         let (lo, hi) = run.clock;
-        if lo == hi || hi - lo > MAX_CANDIDATES {
+        if lo == hi {
             b.set_time_ms(lo);
             out.push(limiter.call(&mut b, &mut session, &a.key, now, a.cost)?);
             continue;
@@ -773,13 +853,13 @@ fn replay_at(limiter: &Limiter, arrivals: &[Arrival], prefix: &str, runs: &[Serv
         uncertain += 1;
         let saved = b.emu.core().db.clone();
         let seq = session.seq;
+        let candidates = schedules(lo, hi, run.calls);
         // (candidate, whether its expiries agree too)
-        let mut best: Option<(i64, bool)> = None;
-        for t in lo..=hi {
+        let mut best: Option<(usize, bool)> = None;
+        for (c, times) in candidates.iter().enumerate() {
             b.emu.core().db = saved.clone();
             session.seq = seq;
-            b.set_time_ms(t);
-            let d = limiter.call(&mut b, &mut session, &a.key, now, a.cost)?;
+            let d = limiter.call(&mut Scheduled { inner: &mut b, times, next: 0 }, &mut session, &a.key, now, a.cost)?;
             if d != run.decision {
                 continue;
             }
@@ -787,17 +867,16 @@ fn replay_at(limiter: &Limiter, arrivals: &[Arrival], prefix: &str, runs: &[Serv
                 *at == -2 || matches!(b.command(&[b"PEXPIRETIME", k.as_bytes()]), Ok(crate::emulator::Reply::Int(e)) if e == *at)
             });
             if best.is_none() || agrees {
-                best = Some((t, agrees));
+                best = Some((c, agrees));
             }
             if agrees {
                 break;
             }
         }
-        let t = best.map_or(lo, |(t, _)| t);
+        let times = &candidates[best.map_or(0, |(c, _)| c)];
         b.emu.core().db = saved;
         session.seq = seq;
-        b.set_time_ms(t);
-        out.push(limiter.call(&mut b, &mut session, &a.key, now, a.cost)?);
+        out.push(limiter.call(&mut Scheduled { inner: &mut b, times, next: 0 }, &mut session, &a.key, now, a.cost)?);
     }
     Ok((out, uncertain))
 }
@@ -940,6 +1019,44 @@ mod tests {
                 .collect(),
             elapsed_secs: 0.0,
         }
+    }
+
+    #[test]
+    fn a_request_across_milliseconds_is_tried_with_each_call_in_either() {
+        // One millisecond: one clock.
+        assert_eq!(schedules(5, 5, 3), vec![vec![5, 5, 5]]);
+        // Two milliseconds, four calls: both uniform clocks first, then the three crossings.
+        let s = schedules(5, 6, 4);
+        assert_eq!(s[..2], [vec![5; 4], vec![6; 4]]);
+        assert_eq!(s.len(), 5);
+        for x in [vec![5, 5, 5, 6], vec![5, 5, 6, 6], vec![5, 6, 6, 6]] {
+            assert!(s.contains(&x), "{x:?} in {s:?}");
+        }
+        assert!(s.iter().all(|t| t.windows(2).all(|w| w[0] <= w[1])));
+        // Three milliseconds, three calls: C(5, 3) = 10, all different.
+        let s = schedules(0, 2, 3);
+        assert_eq!(s.len(), 10);
+        let mut d = s.clone();
+        d.sort();
+        d.dedup();
+        assert_eq!(d.len(), 10);
+        // Too many mixed clocks (a long stall): every uniform one, capped.
+        let s = schedules(0, 99, 8);
+        assert_eq!(s.len(), 100);
+        assert!(s.iter().all(|t| t.iter().all(|&x| x == t[0])));
+        assert_eq!(schedules(0, 1_000_000, 2).len(), MAX_CANDIDATES);
+    }
+
+    #[test]
+    fn a_scheduled_replay_sets_each_call_to_its_millisecond() {
+        let mut b = EmulatedBackend::with_prefix(Emulator::new(), "t:");
+        let times = [1_000, 1_001];
+        let mut s = Scheduled { inner: &mut b, times: &times, next: 0 };
+        assert_eq!(s.command(&[b"SET", b"t:k", b"1", b"PX", b"1000"]).unwrap(), crate::emulator::Reply::Status("OK".into()));
+        // Read one millisecond later, as a server that crossed into the next one answers.
+        assert_eq!(s.command(&[b"PTTL", b"t:k"]).unwrap(), crate::emulator::Reply::Int(999));
+        // Past the schedule's end, the last millisecond holds.
+        assert_eq!(s.command(&[b"PTTL", b"t:k"]).unwrap(), crate::emulator::Reply::Int(999));
     }
 
     #[test]
