@@ -84,18 +84,20 @@ pub fn measure(trace: &Trace, limiter: &Limiter) -> Result<Metrics> {
         p.units += r.cost;
         calls += 1;
         if r.decision.allowed {
+            // A partial grant counts what it granted, not what was asked.
+            let units = r.decision.units(r.cost);
             p.allowed_calls += 1;
-            p.allowed_units += r.cost;
+            p.allowed_units += units;
             allowed_calls += 1;
-            allowed_units += r.cost;
+            allowed_units += units;
         }
     }
 
     // The worst interval, per subject.
     let mut admitted: Vec<Vec<(i64, u64)>> = vec![Vec::new(); trace.keys.len()];
     for r in &trace.records {
-        if r.decision.allowed && r.cost > 0 {
-            admitted[r.key as usize].push((r.now_ms, r.cost));
+        if r.decision.allowed && r.decision.units(r.cost) > 0 {
+            admitted[r.key as usize].push((r.now_ms, r.decision.units(r.cost)));
         }
     }
     let mut max_in_window = 0;
@@ -151,7 +153,8 @@ pub fn measure(trace: &Trace, limiter: &Limiter) -> Result<Metrics> {
         }
     }
 
-    let overshoot = max_in_window as f64 / params.limit as f64;
+    // Against the trace's policy (one of a spec's several, for `check`), not the limiter's first.
+    let overshoot = max_in_window as f64 / trace.params.limit as f64;
     Ok(Metrics {
         calls,
         allowed_calls,
@@ -254,6 +257,16 @@ impl ExactLog {
     /// Decides one call of `subject` (a dense index: the log keeps a slot for every index up to
     /// the largest seen), and records it when admitted.
     pub fn decide(&mut self, subject: u32, now: i64, cost: u64) -> bool {
+        self.judge(subject, now, cost, true)
+    }
+
+    /// Whether the call would be admitted, recording nothing (several policies decide together:
+    /// a call is recorded in each only when every one admits it).
+    pub fn admits(&mut self, subject: u32, now: i64, cost: u64) -> bool {
+        self.judge(subject, now, cost, false)
+    }
+
+    fn judge(&mut self, subject: u32, now: i64, cost: u64, record: bool) -> bool {
         let (limit, w) = (self.limit, self.window);
         if cost > limit {
             return false;
@@ -280,6 +293,9 @@ impl ExactLog {
         };
         if worst + cost > limit {
             return false;
+        }
+        if !record {
+            return true;
         }
         if cost > 0 {
             let pos = log.entries.partition_point(|e| e.0 <= now);

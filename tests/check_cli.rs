@@ -18,7 +18,7 @@ fn limitlab(args: &[&str]) -> Output {
 
 /// (fixture file stem, the checks that must fail and nothing else, a phrase the first failing
 /// check's evidence or summary must hold)
-const BROKEN: [(&str, &[&str], &str); 11] = [
+const BROKEN: [(&str, &[&str], &str); 14] = [
     // Each of these libraries counts a refused request too (INCRBY before the comparison, as the
     // library's own script does): a refused request of cost 4 uses up the units that a request of
     // cost 1 would still have had. A property of the library, judged as one.
@@ -26,6 +26,14 @@ const BROKEN: [(&str, &[&str], &str); 11] = [
     ("fixed_window_no_ttl", &["ttl"], "with no TTL"),
     ("rate_limit_redis", &["refusals"], "the refusal used up"),
     ("rlflex_consume", &["refusals"], "the refusal used up"),
+    // rate-limiter-flexible's `reward` after the window that took the points has ended opens the
+    // next window below zero; its consume script counts refusals, as above.
+    ("rlflex_lifecycle", &["lifecycle", "refusals"], "the refund gave back 2 unit(s) too many"),
+    // The in-memory block itself is right; the consume script counts refusals, as above.
+    ("rlflex_memory_block", &["refusals"], "the refusal used up"),
+    // RateLimiterUnion spends every limiter's points, refused or not: starvation per minute, and a
+    // retry_after that only covers the limiters that refused.
+    ("rlflex_union", &["false_rejections", "refusals", "retry_after", "headers"], "under sustained overload"),
     ("scg_token_bucket_seconds", &["overshoot", "clock_skew"], "above the bound 1.999"),
     ("sliding_log_counts_refusals", &["false_rejections", "retry_after", "clock_skew"], "under sustained overload"),
     ("sliding_log_off_by_one", &["overshoot", "remaining", "clock_skew"], "worst 1.10"),
@@ -38,7 +46,14 @@ const BROKEN: [(&str, &[&str], &str); 11] = [
 ];
 
 fn report(spec: &Path) -> (serde_json::Value, Option<i32>) {
-    let out = limitlab(&["check", spec.to_str().unwrap(), "--json", "--no-save", "--no-timing"]);
+    report_with(spec, &[])
+}
+
+/// [`report`] with more arguments (`--window 10000`).
+fn report_with(spec: &Path, more: &[&str]) -> (serde_json::Value, Option<i32>) {
+    let mut args = vec!["check", spec.to_str().unwrap(), "--json", "--no-save", "--no-timing"];
+    args.extend_from_slice(more);
+    let out = limitlab(&args);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{}: {e}\n{}", spec.display(), String::from_utf8_lossy(&out.stderr)));
     (v, out.status.code())
@@ -60,7 +75,10 @@ fn every_fixture_gets_the_verdict_a_reviewer_would_give() {
             "overshoot",
             "false_rejections",
             "remaining",
+            "granted",
             "refusals",
+            "peek",
+            "lifecycle",
             "oversized",
             "retry_after",
             "headers",
@@ -282,4 +300,124 @@ allowed = "n <= limit or cost > 0"
     assert!(c["evidence"][0].as_str().unwrap().contains("declares no KEYS but touches a key"), "{c:#}");
     // `cost > 0` admits everything, whatever its cost: the oversized requests are admitted.
     assert_eq!(st["oversized"], "fail", "{v:#}");
+}
+
+/// A copy of a fixture's spec in a fresh directory beside the fixtures' scripts, with `edit`
+/// applied to its text.
+fn fixture_copy(tag: &str, stem: &str, edit: impl Fn(&str) -> String) -> (common::TempDir, String) {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let dir = common::TempDir::new(tag);
+    for e in std::fs::read_dir(&fixtures).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "lua") {
+            std::fs::copy(&p, Path::new(dir.path()).join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    let text = std::fs::read_to_string(fixtures.join(format!("{stem}.toml"))).unwrap();
+    let spec = format!("{}/{stem}.toml", dir.path());
+    std::fs::write(&spec, edit(&text)).unwrap();
+    (dir, spec)
+}
+
+fn check_named<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    v["checks"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap_or_else(|| panic!("no `{name}` check: {v:#}"))
+}
+
+#[test]
+fn partial_grants_are_counted_at_what_they_granted() {
+    let (v, code) = report(Path::new("tests/fixtures/redis_rate_allow_at_most.toml"));
+    assert_eq!(code, Some(0), "{v:#}");
+    let g = check_named(&v, "granted");
+    assert_eq!(g["status"], "pass", "{g:#}");
+    // The costs pattern asks for more than fits: some requests are granted part of their cost.
+    let s = g["summary"].as_str().unwrap();
+    let partial: u64 = s.split("; ").nth(1).and_then(|p| p.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap();
+    assert!(partial > 0, "{s}");
+    // The same limiter counted at its cost (no `granted`): an overshoot it does not have, and
+    // oversized requests "admitted".
+    let (_dir, spec) = fixture_copy("check_nogrant", "redis_rate_allow_at_most", |t| t.lines().filter(|l| !l.starts_with("granted")).collect::<Vec<_>>().join("\n"));
+    let (v, code) = report(Path::new(&spec));
+    assert_eq!(code, Some(1), "{v:#}");
+    let st = statuses(&v);
+    assert_eq!(st["overshoot"], "fail", "{v:#}");
+    assert_eq!(st["granted"], "skip", "{v:#}");
+}
+
+#[test]
+fn reset_is_judged_by_what_the_spec_says_it_means() {
+    // Python limits' moving-window reset time is when the oldest entry leaves: the next unit.
+    // With a 10 s window the rounded `t` tells the meanings apart.
+    let (v, code) = report_with(Path::new("tests/fixtures/limits_peek_clear.toml"), &["--window", "10000"]);
+    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(statuses(&v)["headers"], "pass", "{v:#}");
+    let (_dir, spec) = fixture_copy("check_reset_means", "limits_peek_clear", |t| t.replace("reset_means = \"unit\"\n", ""));
+    let (v, code) = report_with(Path::new(&spec), &["--window", "10000"]);
+    assert_eq!(code, Some(1), "{v:#}");
+    let h = check_named(&v, "headers");
+    assert_eq!(h["status"], "fail", "{v:#}");
+    assert!(h["evidence"].to_string().contains("promised the whole quota back"), "{h:#}");
+}
+
+/// A fixed window whose request of cost 0 still takes a unit (`max(cost, 1)`): its peek is a write.
+const PEEK_WRITES_LUA: &str = "local n = redis.call('INCRBY', KEYS[1], math.max(tonumber(ARGV[2]), 1))\nif n == math.max(tonumber(ARGV[2]), 1) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end\nreturn n\n";
+
+#[test]
+fn a_request_of_cost_0_must_only_read_and_lifecycle_calls_undo_exactly() {
+    let toml = ALLOW_ALL_TOML
+        .replace("allow.lua", "peek.lua")
+        .replace("allow_all", "peek_writes")
+        .replace("args = [\"${window_ms}\"]", "args = [\"${window_ms}\", \"${cost}\"]")
+        .replace("allowed = \"1\"", "allowed = \"n <= limit\"")
+        .replace("[policy]", "family = \"fixed_window\"\n[policy]");
+    let dir = spec_dir("check_peek", &[("peek.lua", PEEK_WRITES_LUA), ("peek.toml", &toml)]);
+    let (v, code) = report(Path::new(&format!("{}/peek.toml", dir.path())));
+    assert_eq!(code, Some(1), "{v:#}");
+    let p = check_named(&v, "peek");
+    assert_eq!(p["status"], "fail", "{v:#}");
+    assert!(p["evidence"].to_string().contains("the request of cost 0 used up room"), "{p:#}");
+    // The fixture whose cost 0 goes to a read-only script passes it, with its reset and clear.
+    let (v, _) = report(Path::new("tests/fixtures/limits_peek_clear.toml"));
+    let st = statuses(&v);
+    assert_eq!((st["peek"].as_str(), st["lifecycle"].as_str()), ("pass", "pass"), "{v:#}");
+    assert!(check_named(&v, "lifecycle")["summary"].as_str().unwrap().contains("(reset, clear)"), "{v:#}");
+    // rate-limiter-flexible's reward inside the window gives back exactly what was taken: only the
+    // refund after the window is wrong.
+    let (v, _) = report(Path::new("tests/fixtures/rlflex_lifecycle.toml"));
+    let l = check_named(&v, "lifecycle");
+    let ev = l["evidence"].as_array().unwrap();
+    assert_eq!(ev.len(), 1, "{l:#}");
+    assert!(ev[0].as_str().unwrap().contains("(+1000 ms)"), "{l:#}");
+}
+
+#[test]
+fn several_policies_are_each_judged_and_bad_new_fields_are_exit_2() {
+    let (v, _) = report(Path::new("tests/fixtures/rlflex_union.toml"));
+    let o = check_named(&v, "overshoot");
+    let ev = o["evidence"].to_string();
+    assert!(ev.contains("steady_overload@minute:") && ev.contains("[minute: 100 per 60000 ms]"), "{o:#}");
+    assert_eq!(o["status"], "pass", "{o:#}");
+    // A per-minute counter that expires every second (the per-second window given by mistake)
+    // passes the per-second policy and admits ten times the minute's limit: the minute's verdict.
+    let (_dir, spec) = fixture_copy("check_union_minute", "rlflex_union", |t| t.replace("args = [\"${cost}\", \"${minute_window_ms}\"]", "args = [\"${cost}\", \"${window_ms}\"]"));
+    let (v, code) = report(Path::new(&spec));
+    assert_eq!(code, Some(1));
+    let o = check_named(&v, "overshoot");
+    assert_eq!(o["status"], "fail", "{o:#}");
+    assert!(o["summary"].as_str().unwrap().contains("[minute: 100 per 60000 ms], above the bound 2.000"), "{o:#}");
+    for (edit, field) in [
+        (("[[policy.and]]\nname = \"minute\"", "[[policy.and]]\nname = \"per minute\""), "policy.and[1].name"),
+        (("family = \"fixed_window\"\n", "family = \"fixed_window\"\nreset_means = \"later\"\n"), "reset_means"),
+        (("family = \"fixed_window\"\n", "family = \"fixed_window\"\nprocesses = 0\n"), "processes"),
+    ] {
+        let (_dir, spec) = fixture_copy("check_bad_fields", "rlflex_union", |t| t.replace(edit.0, edit.1));
+        let out = limitlab(&["check", &spec, "--no-save"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{field}: {err}");
+        assert!(err.contains(&format!("field `{field}`")) && err.contains("rlflex_union.toml:"), "{field}: {err}");
+    }
+    // An adapter defines its lifecycle in Lua, not as [[refund]] calls.
+    let (_dir, spec) = fixture_copy("check_bad_refund", "rlflex_memory_block", |t| format!("{t}\n[[refund]]\ncommand = \"DEL\"\nkeys = [\"x\"]\n"));
+    let out = limitlab(&["check", &spec, "--no-save"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("an adapter defines refund(req)"), "{}", String::from_utf8_lossy(&out.stderr));
 }

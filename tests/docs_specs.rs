@@ -126,12 +126,16 @@ fn worked_specs_decide_as_their_fixtures_do() {
 }
 
 #[test]
-fn the_adapter_shown_is_the_fixtures() {
+fn the_adapters_shown_are_the_fixtures() {
     let doc = std::fs::read_to_string(root().join("docs/specs.md")).unwrap();
-    let fixture = std::fs::read_to_string(root().join("tests/fixtures/valkey_token_bucket_adapter.lua")).unwrap();
+    let valkey = std::fs::read_to_string(root().join("tests/fixtures/valkey_token_bucket_adapter.lua")).unwrap();
+    let block = std::fs::read_to_string(root().join("tests/fixtures/rlflex_memory_block_adapter.lua")).unwrap();
     let shown = blocks(&doc, "lua");
-    assert_eq!(shown.len(), 1);
-    assert!(fixture.ends_with(&shown[0].1), "the adapter in docs/specs.md is not the end of tests/fixtures/valkey_token_bucket_adapter.lua");
+    assert_eq!(shown.len(), 2);
+    // The worked adapter is the end of the valkey fixture's; the client-state excerpt is a piece of
+    // the memory-block fixture's.
+    assert_eq!(shown.iter().filter(|(_, b)| valkey.ends_with(b.as_str())).count(), 1, "the valkey adapter in docs/specs.md is not the end of its fixture");
+    assert_eq!(shown.iter().filter(|(_, b)| block.contains(b.as_str())).count(), 1, "the client-state excerpt in docs/specs.md is not in tests/fixtures/rlflex_memory_block_adapter.lua");
 }
 
 #[test]
@@ -142,6 +146,8 @@ fn the_reference_names_every_variable_constant_and_function() {
     names.extend(["floor(x)", "ceil(x)", "round(x)", "min(a, b, ...)", "max(a, b, ...)", "abs(x)", "num(x)"]);
     names.extend(["name", "description", "family", "max_overshoot", "max_false_rejection_rate", "adapter", "model"]);
     names.extend(["script", "command", "keys", "args", "when", "allowed", "remaining", "retry_after_ms", "reset_ms"]);
+    names.extend(["granted", "reset_means", "processes", "[[policy.and]]", "[[refund]]", "[[reset]]", "[[clear]]", "client"]);
+    names.extend(limitlab::spec::JUDGED_CHECKS);
     for n in names {
         assert!(doc.contains(&format!("`{n}`")), "docs/specs.md does not mention `{n}`");
     }

@@ -100,8 +100,8 @@ fn a_lying_retry_after_is_caught() {
         cost: 1,
         decision: d,
     };
-    let ok = Decision { allowed: true, remaining: 0, retry_after_ms: -1, reset_after_ms: 1000 };
-    let no = Decision { allowed: false, remaining: 0, retry_after_ms: 899, reset_after_ms: 900 };
+    let ok = Decision { allowed: true, remaining: 0, retry_after_ms: -1, reset_after_ms: 1000, granted: -1 };
+    let no = Decision { allowed: false, remaining: 0, retry_after_ms: 899, reset_after_ms: 900, granted: -1 };
     let trace = Trace {
         name: "fixed_window".into(),
         variant: Some(Variant::FIXED_WINDOW),

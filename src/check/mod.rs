@@ -51,6 +51,13 @@ pub const PROBES: usize = 100;
 pub const TTL_PROBES: usize = 500;
 /// The most requests of cost 1 one probe sends to count what fits.
 pub const PROBE_UNITS: usize = 64;
+/// The room left by the fill before counting it unit by unit (see `Ctx::room`).
+pub const ROOM_PROBE: u64 = 8;
+
+/// A request of `subject` at `at_ms` of `cost`, for the checks that play a few requests.
+fn arrival_at(subject: &str, at_ms: i64, cost: u64) -> crate::traffic::Arrival {
+    crate::traffic::Arrival { at: crate::clock::Millis(at_ms).as_micros(), key: subject.into(), cost, phase: "check".into() }
+}
 
 /// A check's verdict.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -138,7 +145,32 @@ pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
         (None, Some(f)) => format!("the {} family's bound", crate::sim::standard::seed_name(f).to_lowercase()),
         (None, None) => "the default: the loosest bound of the standard families; give `family` or `max_overshoot` to judge tighter".to_string(),
     };
-    let patterns = run::patterns(&p, origin, opts.seed);
+    // The patterns of the first policy, then those of each further one (`[[policy.and]]`), named
+    // `boundary_burst@minute`.
+    let policies = spec.policies(&p);
+    let mut patterns = run::patterns(&p, origin, opts.seed);
+    // The fastest rate any policy allows, in units per ms.
+    let fastest = policies.iter().map(|(_, q)| q.limit as f64 / q.window_ms as f64).fold(0.0, f64::max);
+    for (name, more) in policies.iter().skip(1) {
+        for mut pat in run::patterns(more, attack::origin_ms(more.window_ms), opts.seed) {
+            // A pattern's name is static text in reports; these few are made once per check.
+            pat.name = Box::leak(format!("{}@{name}", pat.name).into_boxed_str());
+            patterns.push(pat);
+        }
+        // The longer policy's own danger: traffic as fast as the others let through (twice the
+        // fastest rate) for two of its windows, at most 40 of its limits.
+        let w = more.window_ms as i64;
+        let n = ((4.0 * fastest * w as f64).ceil() as u64).clamp(2, 40 * more.limit);
+        let at0 = attack::origin_ms(more.window_ms);
+        let arrivals = (0..n as i64)
+            .map(|i| crate::traffic::Arrival { at: crate::clock::Micros(at0 * 1000 + i * 2 * w * 1000 / n as i64), key: "f".into(), cost: 1, phase: "flood".into() })
+            .collect();
+        patterns.push(run::Pattern {
+            name: Box::leak(format!("flood@{name}").into_boxed_str()),
+            description: format!("{n} requests over two windows of `{name}`, twice the fastest rate any policy allows"),
+            arrivals,
+        });
+    }
     let mut ctx = Ctx { limiter, opts, patterns: &patterns, checks: Vec::new() };
 
     // Every pattern once, with the probes the checks need.
@@ -163,7 +195,10 @@ pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
     ctx.overshoot(&runs, bound, &bound_source, found.as_ref());
     ctx.false_rejections(&runs, found.as_ref());
     ctx.remaining(&runs);
+    ctx.granted(&runs);
     ctx.refusals(&runs);
+    ctx.peek();
+    ctx.lifecycle();
     ctx.oversized();
     ctx.retry_after(&runs);
     ctx.headers(&runs);
@@ -386,39 +421,67 @@ impl Ctx<'_> {
         attack::attack(&s).ok()
     }
 
+    /// The most admitted in any window over the limit, for each of the spec's policies (the first
+    /// one's bound is `bound`, from `source`; each further one's is `max_overshoot` or its
+    /// family's bound for its own size), on every pattern and the attack search's.
     fn overshoot(&mut self, runs: &[(Replay<'_>, Probes)], bound: Option<f64>, source: &str, found: Option<&Vec<attack::Found>>) {
-        let mut candidates: Vec<(f64, String, &[crate::traffic::Arrival])> = Vec::new();
+        let spec = self.limiter.spec();
+        let policies = spec.policies(&self.limiter.params());
+        let several = policies.len() > 1;
         let mut lines = Vec::new();
-        for ((r, _), pat) in runs.iter().zip(self.patterns) {
-            if let Ok(m) = r.metrics() {
-                lines.push(format!("{}: {} in one window ({:.2})", pat.name, m.max_in_window, m.overshoot));
-                let what = format!("{} ({}, starting at now_ms {})", pat.name, m.max_in_window, m.worst_window_start_ms.unwrap_or(0));
-                candidates.push((m.overshoot, what, &pat.arrivals));
+        // The worst over its bound of every policy: (figure, bound, what, arrivals).
+        let mut verdicts: Vec<(f64, Option<f64>, String, &[crate::traffic::Arrival])> = Vec::new();
+        for (j, (pname, params)) in policies.iter().enumerate() {
+            let b = if j == 0 { bound } else { Some(spec.overshoot_bound(params).unwrap_or(DEFAULT_OVERSHOOT_BOUND)) };
+            let tag = if several { format!(" [{pname}: {} per {} ms]", params.limit, params.window_ms) } else { String::new() };
+            let mut candidates: Vec<(f64, String, &[crate::traffic::Arrival])> = Vec::new();
+            for ((r, _), pat) in runs.iter().zip(self.patterns) {
+                if let Ok(m) = r.metrics_for(*params) {
+                    lines.push(format!("{}: {} in one window ({:.2}){tag}", pat.name, m.max_in_window, m.overshoot));
+                    let what = format!("{} ({}, starting at now_ms {}){tag}", pat.name, m.max_in_window, m.worst_window_start_ms.unwrap_or(0));
+                    candidates.push((m.overshoot, what, &pat.arrivals));
+                }
+            }
+            if let Some(f) = found.and_then(|f| f.iter().find(|f| f.goal == Goal::Overshoot)).filter(|_| j == 0) {
+                lines.push(format!("attack search: {} in one window ({:.2}) with {} requests{tag}", f.metrics.max_in_window, f.metrics.overshoot, f.arrivals.len()));
+                candidates.push((f.metrics.overshoot, format!("the attack search's pattern ({} requests){tag}", f.arrivals.len()), &f.arrivals));
+            }
+            // The first of the highest (patterns before the search).
+            let mut worst: Option<(f64, String, &[crate::traffic::Arrival])> = None;
+            for c in candidates {
+                if worst.as_ref().is_none_or(|w| c.0 > w.0) {
+                    worst = Some(c);
+                }
+            }
+            if let Some((x, what, arrivals)) = worst {
+                verdicts.push((x, b, what, arrivals));
             }
         }
-        if let Some(f) = found.and_then(|f| f.iter().find(|f| f.goal == Goal::Overshoot)) {
-            lines.push(format!("attack search: {} in one window ({:.2}) with {} requests", f.metrics.max_in_window, f.metrics.overshoot, f.arrivals.len()));
-            candidates.push((f.metrics.overshoot, format!("the attack search's pattern ({} requests)", f.arrivals.len()), &f.arrivals));
-        }
-        // The first of the highest (patterns before the search).
-        let mut worst: Option<(f64, String, &[crate::traffic::Arrival])> = None;
-        for c in candidates {
-            if worst.as_ref().is_none_or(|w| c.0 > w.0) {
-                worst = Some(c);
-            }
-        }
-        let Some((x, what, arrivals)) = worst.map(|(x, w, a)| (x, w, Some(a))) else {
+        if verdicts.is_empty() {
             self.checks.push(CheckResult::new("overshoot", Status::Skip, "no pattern ran".into()));
             return;
-        };
-        let mut c = match bound {
+        }
+        // The policy furthest above its bound, else the first.
+        let over = |v: &(f64, Option<f64>, String, &[crate::traffic::Arrival])| v.1.map(|b| v.0 - b).unwrap_or(f64::MIN);
+        let mut pick = 0;
+        for (k, v) in verdicts.iter().enumerate() {
+            if over(v) > 1e-9 && over(v) > over(&verdicts[pick]) {
+                pick = k;
+            }
+        }
+        let (x, b, what, arrivals) = verdicts.swap_remove(pick);
+        let source = if pick == 0 { source.to_string() } else { "the spec's bound for this policy".to_string() };
+        let mut c = match b {
             Some(b) if x > b + 1e-9 => CheckResult::new("overshoot", Status::Fail, format!("worst {x:.2} in {what}, above the bound {b:.3} ({source})")),
             Some(b) => CheckResult::new("overshoot", Status::Pass, format!("worst {x:.2} in {what}, within the bound {b:.3} ({source})")),
             None => CheckResult::new("overshoot", Status::Skip, format!("worst {x:.2} in {what}; no bound to judge it: {source}")),
         };
+        if several && c.status == Status::Pass {
+            c.summary = format!("every policy within its bound; {}", c.summary);
+        }
         c.evidence = lines;
         if c.status == Status::Fail {
-            c.replay = arrivals.and_then(|a| self.save("overshoot", "overshoot", a));
+            c.replay = self.save("overshoot", "overshoot", arrivals);
         }
         self.checks.push(c);
     }
@@ -430,7 +493,7 @@ impl Ctx<'_> {
         let mut worst: Option<(f64, String, &Pattern)> = None;
         for ((r, _), pat) in runs.iter().zip(self.patterns) {
             let exact_admits = r.played.iter().filter(|p| p.exact).count();
-            let (rate, what) = match pat.name {
+            let (rate, what) = match pat.name.split('@').next().unwrap_or(pat.name) {
                 // Under the limit, an exact log admits (nearly) everything: each request it admits
                 // and the limiter refuses is a false rejection.
                 "under_limit" | "sparse" => {
@@ -527,6 +590,7 @@ impl Ctx<'_> {
         let at_ms = attack::origin_ms(p.window_ms) + p.window_ms as i64 / 3;
         let mut c = CheckResult::new("oversized", Status::Pass, String::new());
         let costs = [cap + 1, 10 * cap];
+        let mut granted_part: Vec<String> = Vec::new();
         for (k, &cost) in costs.iter().enumerate() {
             let subject = format!("oversized{k}");
             let mut r = Replay::new(self.limiter);
@@ -537,8 +601,14 @@ impl Ctx<'_> {
                 c.evidence.push(format!("cost {cost} (subject `{subject}`, now_ms {at_ms}): answered with an error, so not admitted: {e}"));
                 continue;
             };
-            if d.allowed {
-                c.evidence.push(format!("cost {cost} (subject `{subject}`, now_ms {at_ms}) was admitted, though the capacity is {cap}"));
+            if d.allowed && self.limiter.reports().granted && d.units(cost) <= cap {
+                // A partial grant of at most the capacity is what an "at most N" call does.
+                granted_part.push(format!("cost {cost}: granted {}", d.units(cost)));
+            } else if d.allowed {
+                c.evidence.push(format!(
+                    "cost {cost} (subject `{subject}`, now_ms {at_ms}) was admitted{}, though the capacity is {cap}",
+                    if self.limiter.reports().granted { format!(" with {} units granted", d.units(cost)) } else { String::new() }
+                ));
                 if c.replay.is_none() {
                     c.replay = self.save("oversized", "oversized", std::slice::from_ref(&a));
                 }
@@ -557,8 +627,252 @@ impl Ctx<'_> {
         if c.evidence.iter().any(|e| !e.contains("answered with an error")) {
             c.status = Status::Fail;
             c.summary = format!("a request above the capacity ({cap}) was admitted, or promised a retry");
+        } else if !granted_part.is_empty() {
+            c.summary = format!("requests of cost {} and {} (capacity {cap}) were refused or granted at most the capacity ({})", costs[0], costs[1], granted_part.join(", "));
         } else {
             c.summary = format!("requests of cost {} and {} (capacity {cap}) were refused", costs[0], costs[1]);
+        }
+        self.checks.push(c);
+    }
+
+    /// A limiter that grants part of a request (`granted`): every admitted request is given from 1
+    /// to its cost, every refused one nothing. (What it grants is counted, not the cost, by the
+    /// overshoot and false-rejection figures.)
+    fn granted(&mut self, runs: &[(Replay<'_>, Probes)]) {
+        if !self.limiter.reports().granted {
+            self.checks.push(CheckResult::new("granted", Status::Skip, "the spec reports no `granted`: every admitted request is counted at its cost".into()));
+            return;
+        }
+        let mut c = CheckResult::new("granted", Status::Pass, String::new());
+        let (mut partial, mut judged, mut bad) = (0usize, 0usize, 0usize);
+        for ((r, _), pat) in runs.iter().zip(self.patterns) {
+            for (i, p) in r.played.iter().enumerate() {
+                let (d, cost) = (p.decision, p.arrival.cost);
+                let g = d.granted;
+                judged += 1;
+                let wrong = match (d.allowed, g) {
+                    (true, g) if g > cost as i64 => Some(format!("admitted and granted {g} units of a request of cost {cost}")),
+                    (true, g) if g == 0 && cost > 0 => Some("admitted, but granted 0 units: a request given nothing is a refusal".to_string()),
+                    (false, g) if g > 0 => Some(format!("refused, but granted {g} units")),
+                    _ => None,
+                };
+                if d.allowed && g >= 1 && (g as u64) < cost {
+                    partial += 1;
+                }
+                if let Some(w) = wrong {
+                    bad += 1;
+                    if c.evidence.len() < 5 {
+                        c.evidence.push(format!("{}: {w}", at(pat.name, i, r)));
+                    }
+                }
+            }
+        }
+        if bad > 0 {
+            c.status = Status::Fail;
+            c.summary = format!("{bad} of {judged} decisions granted what they did not admit");
+        } else {
+            c.summary = format!("{judged} decisions each granted from 1 to its cost when admitted and nothing when refused; {partial} were partial grants, counted at what they granted");
+        }
+        self.checks.push(c);
+    }
+
+    /// How much fits `subject` at `at_ms` on `r`: a request of nearly the capacity (leaving
+    /// [`ROOM_PROBE`] units, when the spec reads `cost`; else that many requests of cost 1), then up
+    /// to `2 * ROOM_PROBE` requests of cost 1; the number admitted. Comparing two keyspaces this
+    /// way tells apart a unit more or less even at a capacity of thousands. `None` on an error.
+    fn room(&self, r: &mut Replay<'_>, subject: &str, at_ms: i64) -> Option<usize> {
+        let cap = self.limiter.params().capacity();
+        let fill = cap.saturating_sub(ROOM_PROBE);
+        let mut costs = Vec::new();
+        if self.limiter.takes_cost() {
+            if fill > 0 {
+                costs.push(fill);
+            }
+        } else {
+            costs.extend(std::iter::repeat_n(1, fill as usize));
+        }
+        costs.extend(std::iter::repeat_n(1, 2 * ROOM_PROBE as usize));
+        let v = r.probe_many(subject, at_ms, at_ms, &costs).ok()?;
+        Some(v.iter().zip(&costs).filter(|(d, _)| d.allowed).map(|(d, &c)| d.units(c) as usize).sum())
+    }
+
+    /// A request of cost 0 (a read-only "check" or "peek") must leave the subject as it found it:
+    /// as much fits after it as without it, at the same ms, half a window later and a window
+    /// later; at a subject with room and at a full one (and an unused one when the capacity is
+    /// small). Judged when the spec reads `cost`.
+    fn peek(&mut self) {
+        if !self.limiter.takes_cost() {
+            self.checks.push(CheckResult::new("peek", Status::Skip, "the spec never reads `cost`: a request of cost 0 cannot be told apart from one of cost 1".into()));
+            return;
+        }
+        let p = self.limiter.params();
+        let (w, cap) = (p.window_ms as i64, p.capacity());
+        let t = attack::origin_ms(p.window_ms) + w / 3;
+        let mut c = CheckResult::new("peek", Status::Pass, String::new());
+        let mut fills = vec![cap - cap.min(ROOM_PROBE / 2), cap];
+        if cap <= ROOM_PROBE {
+            fills.insert(0, 0);
+        }
+        fills.dedup();
+        let mut judged = 0;
+        for &fill in &fills {
+            for later in [0, w / 2, w] {
+                let play = |peek: bool| -> (Replay<'_>, bool) {
+                    let mut r = Replay::new(self.limiter);
+                    let mut ok = true;
+                    if fill > 0 {
+                        ok &= r.step(&arrival_at("peek", t - 1, fill), t - 1).is_some();
+                    }
+                    if peek {
+                        ok &= r.step(&arrival_at("peek", t, 0), t).is_some();
+                    }
+                    (r, ok)
+                };
+                let ((mut a, ok_a), (mut b, ok_b)) = (play(true), play(false));
+                if !(ok_a && ok_b) {
+                    let e = a.error.as_ref().or(b.error.as_ref()).map(|(_, e)| e.lines().next().unwrap_or("").to_string()).unwrap_or_default();
+                    c.evidence.push(format!("{fill} units used at {}, then a request of cost 0 at {t}: error: {e}", t - 1));
+                    break;
+                }
+                judged += 1;
+                let at_ms = t + later;
+                let (x, y) = (self.room(&mut a, "peek", at_ms), self.room(&mut b, "peek", at_ms));
+                if let (Some(x), Some(y)) = (x, y) {
+                    if x != y {
+                        c.evidence.push(format!(
+                            "{fill} of {cap} units used at {}, then a request of cost 0 at {t}: at {at_ms} (+{later} ms) {x} unit(s) fit where {y} fit without it: the request of cost 0 {}",
+                            t - 1,
+                            if x < y { "used up room" } else { "gave room back" }
+                        ));
+                    }
+                }
+            }
+        }
+        if c.evidence.is_empty() {
+            c.summary = format!("{judged} requests of cost 0 (at an unused, a partly used and a full subject) left as much room as no request, then, half a window and a window later");
+        } else {
+            c.status = Status::Fail;
+            c.summary = format!("{} request(s) of cost 0 changed what fits: cost 0 must only read", c.evidence.len());
+        }
+        self.checks.push(c);
+    }
+
+    /// The client's lifecycle operations, each against the world where it has nothing to undo:
+    /// - refund: a request of cost k admitted at t and refunded at t, t + W/2 or t + W leaves the
+    ///   subject exactly as if the request had never come (with the subject nearly full before it,
+    ///   so that a unit too many given back shows);
+    /// - reset: a full subject reset at t or t + W/2 has as much room as an unused one, and a
+    ///   subject not reset keeps its own state;
+    /// - clear: every subject has as much room as an unused one.
+    fn lifecycle(&mut self) {
+        let spec = self.limiter.spec();
+        let have: Vec<crate::spec::Op> = crate::spec::Op::ALL.into_iter().filter(|o| spec.has_op(*o)).collect();
+        if have.is_empty() {
+            self.checks.push(CheckResult::new("lifecycle", Status::Skip, "the spec has no refund, reset or clear".into()));
+            return;
+        }
+        let p = self.limiter.params();
+        let (w, cap) = (p.window_ms as i64, p.capacity());
+        let t = attack::origin_ms(p.window_ms) + w / 3;
+        let k = if self.limiter.takes_cost() { cap.min(2) } else { 1 };
+        let before = cap.saturating_sub(k + ROOM_PROBE / 2);
+        let mut c = CheckResult::new("lifecycle", Status::Pass, String::new());
+        let mut judged = 0;
+        let err = |c: &mut CheckResult, r: &Replay<'_>, what: &str| {
+            let e = r.error.as_ref().map(|(_, e)| e.lines().next().unwrap_or("").to_string()).unwrap_or_default();
+            c.evidence.push(format!("{what}: error: {e}"));
+        };
+        // `fill` units of `subject` at `at` (one request when the spec reads cost).
+        let fill = |r: &mut Replay<'_>, subject: &str, at: i64, n: u64| -> bool {
+            if n == 0 {
+                return true;
+            }
+            if self.limiter.takes_cost() {
+                r.step(&arrival_at(subject, at, n), at).is_some()
+            } else {
+                (0..n).all(|_| r.step(&arrival_at(subject, at, 1), at).is_some())
+            }
+        };
+        for op in have {
+            match op {
+                crate::spec::Op::Refund => {
+                    for later in [0, w / 2, w] {
+                        let t2 = t + later;
+                        let mut a = Replay::new(self.limiter);
+                        let mut b = Replay::new(self.limiter);
+                        if !(fill(&mut a, "life", t - 1, before) && fill(&mut b, "life", t - 1, before)) {
+                            err(&mut c, if a.error.is_some() { &a } else { &b }, &format!("{before} units used at {}", t - 1));
+                            break;
+                        }
+                        let Some(i) = a.step(&arrival_at("life", t, k), t) else {
+                            err(&mut c, &a, &format!("a request of cost {k} at {t}"));
+                            break;
+                        };
+                        if !a.played[i].decision.allowed {
+                            continue;
+                        }
+                        if a.op(op, "life", t2, k).is_err() {
+                            err(&mut c, &a, &format!("a refund of {k} at {t2}"));
+                            break;
+                        }
+                        judged += 1;
+                        if let (Some(x), Some(y)) = (self.room(&mut a, "life", t2), self.room(&mut b, "life", t2)) {
+                            if x != y {
+                                c.evidence.push(format!(
+                                    "{before} of {cap} units used at {}, a request of cost {k} admitted at {t} and refunded at {t2} (+{later} ms): {x} unit(s) fit then where {y} fit had the request never come: the refund gave back {}",
+                                    t - 1,
+                                    if x > y { format!("{} unit(s) too many", x - y) } else { format!("{} unit(s) too few", y - x) }
+                                ));
+                            }
+                        }
+                    }
+                }
+                crate::spec::Op::Reset | crate::spec::Op::Clear => {
+                    for later in [0, w / 2] {
+                        let t2 = t + later;
+                        let mut a = Replay::new(self.limiter);
+                        let mut b = Replay::new(self.limiter);
+                        if !(fill(&mut a, "life", t - 1, cap) && fill(&mut a, "other", t - 1, cap) && fill(&mut b, "other", t - 1, cap)) {
+                            err(&mut c, if a.error.is_some() { &a } else { &b }, &format!("{cap} units used at {}", t - 1));
+                            break;
+                        }
+                        if a.op(op, "life", t2, 0).is_err() {
+                            err(&mut c, &a, &format!("a {} at {t2}", op.name()));
+                            break;
+                        }
+                        judged += 1;
+                        let fresh = self.room(&mut b, "life", t2);
+                        let (x, y) = (self.room(&mut a, "life", t2), fresh);
+                        if let (Some(x), Some(y)) = (x, y) {
+                            if x != y {
+                                c.evidence.push(format!(
+                                    "a full subject, then a {} at {t2} (+{later} ms): {x} unit(s) fit where an unused subject has {y}",
+                                    op.name()
+                                ));
+                            }
+                        }
+                        // The other subject: untouched by a reset of one, unused after a clear.
+                        let (x, y) = (self.room(&mut a, "other", t2), if op == crate::spec::Op::Clear { self.room(&mut Replay::new(self.limiter), "other", t2) } else { self.room(&mut b, "other", t2) });
+                        if let (Some(x), Some(y)) = (x, y) {
+                            if x != y {
+                                c.evidence.push(format!(
+                                    "a {} of subject `life` at {t2}: the other subject, full before, then has {x} unit(s) of room where {y} {}",
+                                    op.name(),
+                                    if op == crate::spec::Op::Clear { "are an unused subject's: a clear must reset every subject" } else { "were its own: a reset of one subject must not touch another" }
+                                ));
+                            }
+                        }
+                    }
+                }
+                crate::spec::Op::Request => {}
+            }
+        }
+        let names: Vec<&str> = crate::spec::Op::ALL.into_iter().filter(|o| spec.has_op(*o)).map(|o| o.name()).collect();
+        if c.evidence.is_empty() {
+            c.summary = format!("{judged} lifecycle operations ({}) each left the subjects exactly as the world without what they undo", names.join(", "));
+        } else {
+            c.status = Status::Fail;
+            c.summary = format!("{} problem(s) with the client's {}", c.evidence.len(), names.join(", "));
         }
         self.checks.push(c);
     }
@@ -620,7 +934,9 @@ impl Ctx<'_> {
     }
 
     fn ttl(&mut self, runs: &mut [(Replay<'_>, Probes)]) -> Result<()> {
-        let w = self.limiter.params().window_ms as i64;
+        // The longest window of the spec's policies: a per-minute counter beside a per-second one
+        // rightly lives a minute.
+        let w = self.limiter.spec().policies(&self.limiter.params()).iter().map(|(_, p)| p.window_ms as i64).max().unwrap_or(1);
         let mut c = CheckResult::new("ttl", Status::Pass, String::new());
         let mut no_ttl = Vec::new();
         let mut too_long = Vec::new();

@@ -129,7 +129,9 @@ pub struct Replay<'l> {
     pub limiter: &'l Limiter,
     pub backend: EmulatedBackend,
     session: Session,
-    exact: ExactLog,
+    /// An exact sliding log per policy of the spec: together they are the exact limiter the
+    /// script is judged against (a request passes when every one admits it).
+    exact: Vec<ExactLog>,
     subjects: Vec<String>,
     pub played: Vec<Played>,
     /// The first error, with the index of the request that raised it.
@@ -155,7 +157,7 @@ impl<'l> Replay<'l> {
             limiter,
             backend: EmulatedBackend::default(),
             session: Session::recording(),
-            exact: ExactLog::new(limiter.params()),
+            exact: limiter.spec().policies(&limiter.params()).into_iter().map(|(_, p)| ExactLog::new(p)).collect(),
             subjects: Vec::new(),
             played: Vec::new(),
             error: None,
@@ -217,9 +219,27 @@ impl<'l> Replay<'l> {
                 self.model_mismatch = Some((self.played.len(), d, want));
             }
         }
-        let exact = self.exact.decide(s as u32, server_ms, units);
+        let exact = self.exact.iter_mut().all(|e| e.admits(s as u32, server_ms, units));
+        if exact {
+            for e in &mut self.exact {
+                e.decide(s as u32, server_ms, units);
+            }
+        }
         self.played.push(Played { arrival: a.clone(), subject: s as u32, now_ms: now, decision: d, exact, calls });
         Some(self.played.len() - 1)
+    }
+
+    /// Runs a lifecycle operation (refund, reset, clear) of `subject` at `at_ms` (both clocks); its
+    /// calls are recorded with the next request's.
+    pub fn op(&mut self, op: crate::spec::Op, subject: &str, at_ms: i64, cost: u64) -> Result<()> {
+        self.backend.set_time_ms(at_ms);
+        let out = self.limiter.op(&mut self.backend, &mut self.session, op, subject, at_ms, cost);
+        if let Err(e @ Error::Script { reply, at, request }) = &out {
+            if self.runaway.is_none() && is_runaway(e) {
+                self.runaway = Some(Error::Script { reply: reply.clone(), at: at.clone(), request: format!("{request} (a {} of `check`)", op.name()) });
+            }
+        }
+        out
     }
 
     /// What `subject`'s request of `cost` at caller time `now_ms` (the server's clock at
@@ -243,6 +263,12 @@ impl<'l> Replay<'l> {
 
     /// The run as a [`Trace`], measured as every report measures it.
     pub fn metrics(&self) -> Result<Metrics> {
+        self.metrics_for(self.limiter.params())
+    }
+
+    /// [`Replay::metrics`] against `params` (one of the spec's policies): the worst window is one
+    /// of its `window_ms`, the exact log one of its limit.
+    pub fn metrics_for(&self, params: Params) -> Result<Metrics> {
         let mut phases: Vec<String> = Vec::new();
         let mut records = Vec::with_capacity(self.played.len());
         for p in &self.played {
@@ -259,7 +285,7 @@ impl<'l> Replay<'l> {
         let trace = Trace {
             name: self.limiter.name().to_string(),
             variant: self.limiter.variant(),
-            params: self.limiter.params(),
+            params,
             keys: self.subjects.clone(),
             phases,
             records,

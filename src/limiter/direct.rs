@@ -153,6 +153,7 @@ impl Direct {
                         remaining: *rem,
                         retry_after_ms: *retry,
                         reset_after_ms: *reset,
+                        granted: Decision::NOT_REPORTED,
                     }),
                     _ => Err(shape("{allowed 0/1, remaining, retry_after_ms, reset_after_ms}")),
                 },

@@ -47,6 +47,7 @@ impl Reference for Model {
                 remaining: (limit - n).max(0),
                 retry_after_ms: -1,
                 reset_after_ms: counted_reset(n),
+                granted: Decision::NOT_REPORTED,
             };
         }
         if n + cost > limit {
@@ -55,6 +56,7 @@ impl Reference for Model {
                 remaining: (limit - n).max(0),
                 retry_after_ms: reset,
                 reset_after_ms: reset,
+                granted: Decision::NOT_REPORTED,
             };
         }
         let n = n + cost;
@@ -64,7 +66,7 @@ impl Reference for Model {
                 self.keys.pexpire(key, reset + window, server);
             }
         }
-        Decision { allowed: true, remaining: limit - n, retry_after_ms: -1, reset_after_ms: counted_reset(n) }
+        Decision { allowed: true, remaining: limit - n, retry_after_ms: -1, reset_after_ms: counted_reset(n), granted: -1 }
     }
 
     fn keys(&self, server: i64) -> Vec<(String, Option<i64>)> {

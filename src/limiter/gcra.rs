@@ -57,6 +57,7 @@ impl Reference for Model {
                 remaining: remaining(tat),
                 retry_after_ms: -1,
                 reset_after_ms: reset(tat),
+                granted: Decision::NOT_REPORTED,
             };
         }
         let new = tat + cost * interval;
@@ -66,13 +67,14 @@ impl Reference for Model {
                 remaining: remaining(tat),
                 retry_after_ms: ceil_div(new - tau - nt, per_ms),
                 reset_after_ms: reset(tat),
+                granted: Decision::NOT_REPORTED,
             };
         }
         if cost > 0 {
             tat = new;
             self.keys.put_px(key, tat, reset(tat), server);
         }
-        Decision { allowed: true, remaining: remaining(tat), retry_after_ms: -1, reset_after_ms: reset(tat) }
+        Decision { allowed: true, remaining: remaining(tat), retry_after_ms: -1, reset_after_ms: reset(tat), granted: -1 }
     }
 
     fn keys(&self, server: i64) -> Vec<(String, Option<i64>)> {

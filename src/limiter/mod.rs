@@ -244,12 +244,15 @@ pub struct Decision {
     pub retry_after_ms: i64,
     /// ms until the subject's whole quota is back if it stays idle; 0 when it already is.
     pub reset_after_ms: i64,
+    /// Units admitted, for a limiter that may grant part of a request (an "at most N" call);
+    /// [`Decision::NOT_REPORTED`] when it grants all of the cost or none ([`Decision::units`]).
+    pub granted: i64,
 }
 
 /// A four-field decision, for the models' tests (`d(allowed, remaining, retry_after, reset_after)`).
 #[cfg(test)]
 pub(crate) fn decision(allowed: bool, remaining: i64, retry: i64, reset: i64) -> Decision {
-    Decision { allowed, remaining, retry_after_ms: retry, reset_after_ms: reset }
+    Decision { allowed, remaining, retry_after_ms: retry, reset_after_ms: reset, granted: -1 }
 }
 
 impl Decision {
@@ -263,6 +266,17 @@ impl Decision {
             remaining: Self::NOT_REPORTED,
             retry_after_ms: Self::NOT_REPORTED,
             reset_after_ms: Self::NOT_REPORTED,
+            granted: Decision::NOT_REPORTED,
+        }
+    }
+
+    /// The units this decision admitted of a request of `cost`: what it `granted` when it says,
+    /// else all of the cost when admitted and none when refused.
+    pub fn units(&self, cost: u64) -> u64 {
+        match (self.allowed, self.granted) {
+            (false, _) => 0,
+            (true, g) if g >= 0 => (g as u64).min(cost),
+            (true, _) => cost,
         }
     }
 

@@ -79,11 +79,13 @@ pub fn what_if(
     let saved = backend.emu.core().db.clone();
     let clock = backend.emu.clock().now_millis();
     let seq = session.seq;
+    session.save_client()?;
     backend.set_time_ms(server_ms);
     let out: Result<Vec<Decision>> = costs.iter().map(|&c| limiter.call(backend, session, subject, now_ms, c)).collect();
     backend.emu.core().db = saved;
     backend.emu.clock().set_millis(clock);
     session.seq = seq;
+    session.restore_client()?;
     out
 }
 

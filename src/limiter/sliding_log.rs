@@ -81,6 +81,7 @@ impl Reference for Model {
                 remaining: (limit - n).max(0),
                 retry_after_ms: -1,
                 reset_after_ms: reset(newest),
+                granted: Decision::NOT_REPORTED,
             }
         } else if n + cost <= limit {
             if cost > 0 {
@@ -92,7 +93,7 @@ impl Reference for Model {
                 n += cost;
                 newest = Some(t);
             }
-            Decision { allowed: true, remaining: limit - n, retry_after_ms: -1, reset_after_ms: reset(newest) }
+            Decision { allowed: true, remaining: limit - n, retry_after_ms: -1, reset_after_ms: reset(newest), granted: -1 }
         } else {
             let oldest_needed = log.score_at(n + cost - limit - 1).unwrap_or(t);
             Decision {
@@ -100,6 +101,7 @@ impl Reference for Model {
                 remaining: (limit - n).max(0),
                 retry_after_ms: oldest_needed + window - now,
                 reset_after_ms: reset(newest),
+                granted: Decision::NOT_REPORTED,
             }
         };
         let added = decision.allowed && cost > 0;

@@ -67,7 +67,7 @@ impl Reference for Model {
             }
         };
         if cost > limit {
-            return Decision { allowed: false, remaining: remaining(c), retry_after_ms: -1, reset_after_ms: reset(c) };
+            return Decision { allowed: false, remaining: remaining(c), retry_after_ms: -1, reset_after_ms: reset(c), granted: -1 };
         }
         if used(c) + cost * window <= cap {
             if cost > 0 {
@@ -75,7 +75,7 @@ impl Reference for Model {
                 self.keys.put(key, State { w, c, p }, server);
                 self.keys.pexpire(key, lag + left + window, server);
             }
-            return Decision { allowed: true, remaining: remaining(c), retry_after_ms: -1, reset_after_ms: reset(c) };
+            return Decision { allowed: true, remaining: remaining(c), retry_after_ms: -1, reset_after_ms: reset(c), granted: -1 };
         }
         let room = (limit - c - cost) * window;
         let retry = if room >= p && p > 0 {
@@ -84,7 +84,7 @@ impl Reference for Model {
             let x = if c > 0 { (window - (limit - cost) * window / c).max(0) } else { 0 };
             left + x
         };
-        Decision { allowed: false, remaining: remaining(c), retry_after_ms: lag + retry, reset_after_ms: reset(c) }
+        Decision { allowed: false, remaining: remaining(c), retry_after_ms: lag + retry, reset_after_ms: reset(c), granted: -1 }
     }
 
     fn keys(&self, server: i64) -> Vec<(String, Option<i64>)> {

@@ -76,7 +76,7 @@ fn replies_are_read_as_the_specs_say() {
     let r = Reply::Array(vec![Reply::Int(0), Reply::Int(0), Reply::Int(500), Reply::Int(500)]);
     assert_eq!(
         ours.read_single(r.clone(), "u", 0, 1, &mut buf).unwrap(),
-        Decision { allowed: false, remaining: 0, retry_after_ms: 500, reset_after_ms: 500 }
+        Decision { allowed: false, remaining: 0, retry_after_ms: 500, reset_after_ms: 500, granted: -1 }
     );
     let e = ours.read_single(Reply::err("ERR invalid cost"), "u", 0, 1, &mut buf).unwrap_err();
     assert!(matches!(&e, Error::Script { reply, .. } if reply == "ERR invalid cost"), "{e}");

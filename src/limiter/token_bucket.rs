@@ -50,7 +50,7 @@ impl Reference for Model {
         let lag = t - now;
         let reset = |n: i64| if n >= cap { 0 } else { lag + ceil_div(cap - n, limit) };
         if cost > burst {
-            return Decision { allowed: false, remaining: n / window, retry_after_ms: -1, reset_after_ms: reset(n) };
+            return Decision { allowed: false, remaining: n / window, retry_after_ms: -1, reset_after_ms: reset(n), granted: -1 };
         }
         let need = cost * window;
         if n < need {
@@ -59,6 +59,7 @@ impl Reference for Model {
                 remaining: n / window,
                 retry_after_ms: lag + ceil_div(need - n, limit),
                 reset_after_ms: reset(n),
+                granted: Decision::NOT_REPORTED,
             };
         }
         if cost > 0 {
@@ -66,7 +67,7 @@ impl Reference for Model {
             self.keys.put(key, State { n, t }, server);
             self.keys.pexpire(key, reset(n), server);
         }
-        Decision { allowed: true, remaining: n / window, retry_after_ms: -1, reset_after_ms: reset(n) }
+        Decision { allowed: true, remaining: n / window, retry_after_ms: -1, reset_after_ms: reset(n), granted: -1 }
     }
 
     fn keys(&self, server: i64) -> Vec<(String, Option<i64>)> {

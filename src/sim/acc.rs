@@ -174,12 +174,14 @@ impl MetricsAcc {
         p.units += r.cost;
         self.calls += 1;
         if r.decision.allowed {
+            // A partial grant counts what it granted, not what was asked.
+            let units = r.decision.units(r.cost);
             p.allowed_calls += 1;
-            p.allowed_units += r.cost;
+            p.allowed_units += units;
             self.allowed_calls += 1;
-            self.allowed_units += r.cost;
-            if r.cost > 0 {
-                self.windows[k].admit(r.now_ms, r.cost, self.params.window_ms as i64);
+            self.allowed_units += units;
+            if units > 0 {
+                self.windows[k].admit(r.now_ms, units, self.params.window_ms as i64);
             }
         }
         match (r.decision.allowed, exact) {
@@ -320,7 +322,7 @@ mod tests {
     fn calls_out_of_time_order_are_refused() {
         let l = Limiter::new(Variant::FIXED_WINDOW, Params::new(5, 1000)).unwrap();
         let mut acc = MetricsAcc::new(&l);
-        let d = Decision { allowed: true, remaining: 4, retry_after_ms: -1, reset_after_ms: 1000 };
+        let d = Decision { allowed: true, remaining: 4, retry_after_ms: -1, reset_after_ms: 1000, granted: -1 };
         let r = |now_ms| Record { at: crate::clock::Micros(now_ms * 1000), now_ms, key: 0, phase: 0, cost: 1, decision: d };
         acc.push(&r(10), true, "u").unwrap();
         let e = acc.push(&r(9), true, "u").unwrap_err().to_string();

@@ -149,7 +149,7 @@ mod tests {
     fn samples_and_counts_follow_the_decisions() {
         let l = Limiter::new(Variant::FIXED_WINDOW, Params::new(2, 60_000)).unwrap();
         let mut acc = HeaderAcc::new(&l);
-        let d = |allowed, remaining, retry, reset| Decision { allowed, remaining, retry_after_ms: retry, reset_after_ms: reset };
+        let d = |allowed, remaining, retry, reset| Decision { allowed, remaining, retry_after_ms: retry, reset_after_ms: reset, granted: -1 };
         acc.push(&record(0, d(true, 1, -1, 60_000)), "a");
         acc.push(&record(1, d(true, 0, -1, 59_999)), "a");
         acc.push(&record(2, d(false, 0, 59_998, 59_998)), "a");

@@ -279,11 +279,11 @@ mod tests {
         let (t, _) = run_emulated(&l, &arrivals(&[0, 250], "u"), DEFAULT_START.0, Progress::Off).unwrap();
         assert_eq!(
             t.records[0].decision,
-            Decision { allowed: true, remaining: 0, retry_after_ms: -1, reset_after_ms: 1000 }
+            Decision { allowed: true, remaining: 0, retry_after_ms: -1, reset_after_ms: 1000, granted: -1 }
         );
         assert_eq!(
             t.records[1].decision,
-            Decision { allowed: false, remaining: 0, retry_after_ms: 750, reset_after_ms: 750 }
+            Decision { allowed: false, remaining: 0, retry_after_ms: 750, reset_after_ms: 750, granted: -1 }
         );
     }
 }

@@ -31,6 +31,23 @@ pub struct AdapterState {
     path: PathBuf,
 }
 
+/// Keeps a deep copy of `client` (tables within it copied too, shared ones once).
+const SAVE: &str = r#"
+local seen = {}
+local function copy(v)
+  if type(v) ~= 'table' then return v end
+  if seen[v] then return seen[v] end
+  local c = {}
+  seen[v] = c
+  for k, x in pairs(v) do c[copy(k)] = copy(x) end
+  return setmetatable(c, getmetatable(v))
+end
+__limitlab_saved = copy(client)
+"#;
+
+/// Puts the copy kept by [`SAVE`] back as `client`.
+const RESTORE: &str = "client = __limitlab_saved";
+
 fn lua_err(path: &Path, e: mlua::Error) -> Error {
     Error::Lua(format!("adapter {}: {e}", path.display()))
 }
@@ -53,6 +70,28 @@ impl AdapterState {
         Ok(AdapterState { lua, path: path.to_path_buf() })
     }
 
+    /// Whether the adapter defines a global function `name` (`refund`, `reset`, `clear`).
+    pub fn defines(&self, name: &str) -> bool {
+        matches!(self.lua.globals().get::<LuaValue>(name), Ok(LuaValue::Function(_)))
+    }
+
+    /// Keeps a deep copy of the global `client` table (the adapter's client-side state), for
+    /// [`AdapterState::restore`] after a "what if".
+    pub fn save(&self) -> Result<()> {
+        self.lua.load(SAVE).set_name("=limitlab").exec().map_err(|e| lua_err(&self.path, e))
+    }
+
+    /// Puts back the `client` table kept by [`AdapterState::save`].
+    pub fn restore(&self) -> Result<()> {
+        self.lua.load(RESTORE).set_name("=limitlab").exec().map_err(|e| lua_err(&self.path, e))
+    }
+
+    /// Runs one lifecycle operation through the adapter's function `name(req)` (its return value
+    /// is not read).
+    pub(crate) fn op(&self, name: &str, limiter: &Limiter, backend: &mut dyn Backend, req: &Request<'_>, record: &mut Option<Vec<CallRecord>>) -> Result<()> {
+        self.invoke(name, limiter, backend, req, record).map(|_| ())
+    }
+
     /// Runs one request through `request(req)`.
     pub(crate) fn request(
         &self,
@@ -61,6 +100,57 @@ impl AdapterState {
         req: &Request<'_>,
         record: &mut Option<Vec<CallRecord>>,
     ) -> Result<Decision> {
+        let path = &self.path;
+        let describe = || describe_request(req.subject, req.now_ms, req.cost);
+        let out = match self.invoke("request", limiter, backend, req, record)? {
+            LuaValue::Table(t) => t,
+            other => {
+                return Err(Error::Lua(format!(
+                    "adapter {}: request(req) must return a table with `allowed`, got a {}\n  during the {}",
+                    path.display(),
+                    other.type_name(),
+                    describe()
+                )))
+            }
+        };
+        let wrap = |e: mlua::Error| Error::Lua(format!("adapter {}: {e}\n  during the {}", path.display(), describe()));
+        let num = |k: &str, up: bool| -> Result<i64> {
+            match out.get::<LuaValue>(k).map_err(wrap)? {
+                LuaValue::Nil => Ok(Decision::NOT_REPORTED),
+                LuaValue::Integer(i) => Ok(i),
+                LuaValue::Number(x) if x.is_finite() => Ok(if up { x.ceil() } else { x.floor() } as i64),
+                LuaValue::String(s) => match s.to_str().ok().and_then(|x| x.trim().parse::<f64>().ok()) {
+                    Some(x) if x.is_finite() => Ok(if up { x.ceil() } else { x.floor() } as i64),
+                    _ => Err(bad(path, k, "a number", &describe())),
+                },
+                _ => Err(bad(path, k, "a number", &describe())),
+            }
+        };
+        let allowed = match out.get::<LuaValue>("allowed").map_err(wrap)? {
+            LuaValue::Boolean(b) => b,
+            LuaValue::Integer(i) => i != 0,
+            LuaValue::Number(x) => x != 0.0,
+            _ => return Err(bad(path, "allowed", "true, false, 1 or 0", &describe())),
+        };
+        Ok(Decision {
+            allowed,
+            remaining: num("remaining", false)?,
+            retry_after_ms: num("retry_after_ms", true)?,
+            reset_after_ms: num("reset_ms", true)?,
+            granted: if limiter.reports().granted { num("granted", false)? } else { Decision::NOT_REPORTED },
+        })
+    }
+
+    /// Calls the adapter's global function `func` with the request's table, `eval` and `command`
+    /// reaching `backend` meanwhile.
+    fn invoke(
+        &self,
+        func: &str,
+        limiter: &Limiter,
+        backend: &mut dyn Backend,
+        req: &Request<'_>,
+        record: &mut Option<Vec<CallRecord>>,
+    ) -> Result<LuaValue> {
         let spec = limiter.spec();
         let lua = &self.lua;
         let path = &self.path;
@@ -101,7 +191,7 @@ impl AdapterState {
         let prefix = backend.key_prefix().to_string();
         let backend = RefCell::new(backend);
         let record = RefCell::new(record);
-        let out: Table = lua
+        let out: LuaValue = lua
             .scope(|scope| {
                 let run = |kind: &'static str| {
                     let backend = &backend;
@@ -161,40 +251,14 @@ impl AdapterState {
                 };
                 lua.globals().set("eval", run("eval")?)?;
                 lua.globals().set("command", run("command")?)?;
-                let f: Function = lua.globals().get("request")?;
+                let f: Function = lua.globals().get(func)?;
                 let r: LuaValue = f.call(t.clone())?;
                 lua.globals().set("eval", LuaValue::Nil)?;
                 lua.globals().set("command", LuaValue::Nil)?;
-                match r {
-                    LuaValue::Table(t) => Ok(t),
-                    other => Err(mlua::Error::runtime(format!("request(req) must return a table with `allowed`, got a {}", other.type_name()))),
-                }
+                Ok(r)
             })
             .map_err(wrap)?;
-        let num = |k: &str, up: bool| -> Result<i64> {
-            match out.get::<LuaValue>(k).map_err(wrap)? {
-                LuaValue::Nil => Ok(Decision::NOT_REPORTED),
-                LuaValue::Integer(i) => Ok(i),
-                LuaValue::Number(x) if x.is_finite() => Ok(if up { x.ceil() } else { x.floor() } as i64),
-                LuaValue::String(s) => match s.to_str().ok().and_then(|x| x.trim().parse::<f64>().ok()) {
-                    Some(x) if x.is_finite() => Ok(if up { x.ceil() } else { x.floor() } as i64),
-                    _ => Err(bad(path, k, "a number", &describe())),
-                },
-                _ => Err(bad(path, k, "a number", &describe())),
-            }
-        };
-        let allowed = match out.get::<LuaValue>("allowed").map_err(wrap)? {
-            LuaValue::Boolean(b) => b,
-            LuaValue::Integer(i) => i != 0,
-            LuaValue::Number(x) => x != 0.0,
-            _ => return Err(bad(path, "allowed", "true, false, 1 or 0", &describe())),
-        };
-        Ok(Decision {
-            allowed,
-            remaining: num("remaining", false)?,
-            retry_after_ms: num("retry_after_ms", true)?,
-            reset_after_ms: num("reset_ms", true)?,
-        })
+        Ok(out)
     }
 }
 

@@ -31,7 +31,10 @@ pub struct Session {
     /// A call's keys and args, one after the other, and where each ends (see `expr::Layout`).
     buf: String,
     ends: Vec<usize>,
-    pub(crate) adapter: Option<adapter::AdapterState>,
+    /// An adapter's Lua state, one per client process (`processes`), made at first use.
+    pub(crate) adapters: Vec<adapter::AdapterState>,
+    /// How many processes had state when it was last saved ([`Session::save_client`]).
+    saved_processes: usize,
     /// Requests run so far in this session (the next one's `seq`).
     pub seq: u64,
     /// When set, every call of every request is appended here.
@@ -44,6 +47,20 @@ impl Session {
     /// A session that records every call it makes (see [`Session::record`]).
     pub fn recording() -> Session {
         Session { record: Some(Vec::new()), ..Session::default() }
+    }
+
+    /// Keeps every client process's client-side state, for [`Session::restore_client`] after a
+    /// "what if" (the keyspace is put back by the backend, the client's state here).
+    pub fn save_client(&mut self) -> Result<()> {
+        self.saved_processes = self.adapters.len();
+        self.adapters.iter().try_for_each(|a| a.save())
+    }
+
+    /// Puts back the client-side state kept by [`Session::save_client`]; a process first used in
+    /// between is dropped, to start afresh when next needed.
+    pub fn restore_client(&mut self) -> Result<()> {
+        self.adapters.truncate(self.saved_processes);
+        self.adapters.iter().try_for_each(|a| a.restore())
     }
 
     /// The calls recorded since the last [`Session::take_calls`].
@@ -112,14 +129,11 @@ impl Limiter {
     /// is an `Err` naming the spec's or script's file and line and the request.
     pub fn call(&self, backend: &mut dyn Backend, s: &mut Session, subject: &str, now_ms: i64, cost: u64) -> Result<Decision> {
         let spec = self.spec();
-        if let super::Program::Adapter { path, source, .. } = &spec.program {
-            if s.adapter.is_none() {
-                s.adapter = Some(adapter::AdapterState::new(path, source)?);
-            }
-            let st = s.adapter.as_ref().expect("made above");
+        if let super::Program::Adapter { .. } = &spec.program {
+            let st = self.process(s, s.seq)?;
             let req = Request { subject, now_ms, cost, window_ms: self.params().window_ms as i64, seq: s.seq };
             s.seq += 1;
-            return st.request(self, backend, &req, &mut s.record);
+            return s.adapters[st].request(self, backend, &req, &mut s.record);
         }
         if !s.libraries_loaded && !spec.libraries.is_empty() {
             for lib in &spec.libraries {
@@ -148,6 +162,58 @@ impl Limiter {
         self.decision_of(&req, &s.replies)
     }
 
+    /// The client process that handles request number `seq` (they take requests in turn), its
+    /// adapter state made when first needed.
+    fn process(&self, s: &mut Session, seq: u64) -> Result<usize> {
+        let super::Program::Adapter { path, source, .. } = &self.spec().program else { return Ok(0) };
+        let i = (seq % self.spec().processes.max(1) as u64) as usize;
+        while s.adapters.len() <= i {
+            s.adapters.push(adapter::AdapterState::new(path, source)?);
+        }
+        Ok(i)
+    }
+
+    /// Runs a lifecycle operation (`op`: refund, reset, clear) for `subject` (a refund gives back a
+    /// request of `cost`): the spec's `[[refund]]` (...) calls, or the adapter's `refund(req)` (...)
+    /// in the process that handled the last request. An operation the client does not have is an
+    /// error saying so.
+    pub fn op(&self, backend: &mut dyn Backend, s: &mut Session, op: super::Op, subject: &str, now_ms: i64, cost: u64) -> Result<()> {
+        let spec = self.spec();
+        let Some(ix) = op.index() else { return self.call(backend, s, subject, now_ms, cost).map(|_| ()) };
+        if !spec.has_op(op) {
+            return Err(Error::Invalid {
+                context: spec.origin.display().to_string(),
+                field: op.name().into(),
+                reason: format!(
+                    "the traffic asks for a {} (subject `{subject}`, now_ms {now_ms}), but the spec has no [[{}]] calls (or the adapter no {}(req))",
+                    op.name(),
+                    op.name(),
+                    op.name()
+                ),
+            });
+        }
+        let req = Request { subject, now_ms, cost, window_ms: self.params().window_ms as i64, seq: s.seq };
+        if let super::Program::Adapter { .. } = &spec.program {
+            let st = self.process(s, s.seq.saturating_sub(1))?;
+            return s.adapters[st].op(op.name(), self, backend, &req, &mut s.record);
+        }
+        let prog = self.program();
+        s.replies.clear();
+        for c in &prog.ops[ix] {
+            let run = match &c.when {
+                Some(w) => eval(spec, w, &c.srcs.when, &req, &s.replies)?.truthy(),
+                None => true,
+            };
+            if !run {
+                s.replies.push(None);
+                continue;
+            }
+            let reply = self.run_call(backend, s, c, &req)?;
+            s.replies.push(Some(reply));
+        }
+        Ok(())
+    }
+
     /// The decision from a request's replies (`None`: a skipped call).
     fn decision_of(&self, req: &Request<'_>, replies: &[Option<Reply>]) -> Result<Decision> {
         let (spec, prog) = (self.spec(), self.program());
@@ -164,6 +230,7 @@ impl Limiter {
             (&mut d.remaining, &prog.remaining, false),
             (&mut d.retry_after_ms, &prog.retry_after_ms, true),
             (&mut d.reset_after_ms, &prog.reset_ms, true),
+            (&mut d.granted, &prog.granted, false),
         ] {
             if let Some((e, src)) = f {
                 *slot = match e.reply_int(replies) {

@@ -47,14 +47,14 @@ mod tests {
 
     #[test]
     fn headers_round_waits_up_to_whole_seconds() {
-        let all = Reports { remaining: true, retry_after: true, reset: true };
+        let all = Reports { remaining: true, retry_after: true, reset: true, granted: false, reset_means: crate::spec::ResetMeans::Quota };
         let p = Params::new(100, 60_000);
-        let ok = Decision { allowed: true, remaining: 50, retry_after_ms: -1, reset_after_ms: 29_001 };
+        let ok = Decision { allowed: true, remaining: 50, retry_after_ms: -1, reset_after_ms: 29_001, granted: -1 };
         let h = headers(&ok, all, &p);
         assert_eq!(h.ratelimit.as_deref(), Some("\"default\";r=50;t=30"));
         assert_eq!(h.policy, "\"default\";q=100;w=60");
         assert_eq!(h.retry_after, None);
-        let no = Decision { allowed: false, remaining: 0, retry_after_ms: 1, reset_after_ms: 0 };
+        let no = Decision { allowed: false, remaining: 0, retry_after_ms: 1, reset_after_ms: 0, granted: -1 };
         assert_eq!(headers(&no, all, &p).retry_after, Some(1));
         assert_eq!(headers(&no, all, &p).ratelimit.as_deref(), Some("\"default\";r=0;t=0"));
         let seed = Reports::default();

@@ -13,10 +13,10 @@
 //! |---|---|---|
 //! | `retry_after_ms = w` | a refusal that names a wait | the same request at `now + w` is admitted, and at `now + w - 1` refused (`w` is the wait, not a bound on it) |
 //! | `Retry-After: s` | a refusal with a wait ([`super::headers`]) | the same request at `now + s` seconds is admitted |
-//! | `RateLimit: r=..;t=s` | a decision with `remaining` and `reset_ms` | at `now + s` seconds the whole quota is back: `capacity` requests of cost 1 in a row are admitted |
+//! | `RateLimit: r=..;t=s` | a decision with `remaining` and `reset_ms` | what the spec's `reset_means` says: `quota` (the default), at `now + s` seconds the whole quota is back (`capacity` requests of cost 1 in a row are admitted); `unit`, a request of cost 1 is admitted then; `window`, the same, and `s` is at most one window |
 use super::exec::Session;
 use super::headers::{headers as header_values, secs_up};
-use super::Reports;
+use super::{Reports, ResetMeans};
 use crate::backend::emulated::EmulatedBackend;
 use crate::backend::Backend;
 use crate::limiter::{Decision, Limiter, Params, Reference};
@@ -108,14 +108,28 @@ pub fn headers(d: &Decision, reports: Reports, params: &Params, now_ms: i64, cos
         let cap = params.capacity();
         let t = secs_up(d.reset_after_ms) as i64;
         let at = now_ms + t * 1000;
-        // At `t` the whole quota is back: the capacity, one unit at a time.
-        let units = vec![1u64; cap.min(QUOTA_PROBE_MAX) as usize];
-        if let Some(x) = ask(at, &units) {
-            if let Some(k) = x.iter().position(|x| !x.allowed) {
-                v.wrong.push(format!(
-                    "{} promised the whole quota back {t} s later, but at {at} only {k} of {cap} unit requests were admitted",
-                    h.ratelimit.as_deref().unwrap_or("RateLimit")
-                ));
+        let header = h.ratelimit.as_deref().unwrap_or("RateLimit");
+        match reports.reset_means {
+            // At `t` the whole quota is back: the capacity, one unit at a time.
+            ResetMeans::Quota => {
+                let units = vec![1u64; cap.min(QUOTA_PROBE_MAX) as usize];
+                if let Some(x) = ask(at, &units) {
+                    if let Some(k) = x.iter().position(|x| !x.allowed) {
+                        v.wrong.push(format!("{header} promised the whole quota back {t} s later, but at {at} only {k} of {cap} unit requests were admitted"));
+                    }
+                }
+            }
+            // At `t` at least the next unit is back; for a window, `t` is within one window.
+            ResetMeans::Unit | ResetMeans::Window => {
+                let what = if reports.reset_means == ResetMeans::Unit { "the next unit" } else { "the end of the window" };
+                let w_s = secs_up(params.window_ms as i64) as i64;
+                if reports.reset_means == ResetMeans::Window && t > w_s {
+                    v.wrong.push(format!("{header} promised {what} {t} s later, more than a window ({w_s} s)"));
+                } else if let Some(x) = ask(at, &[1]) {
+                    if !x[0].allowed {
+                        v.wrong.push(format!("{header} promised {what} {t} s later, but at {at} a request of cost 1 was refused"));
+                    }
+                }
             }
         }
     }
@@ -136,11 +150,13 @@ pub fn ask_model(model: &mut dyn Reference, key: &str, at_ms: i64, costs: &[u64]
 /// ([`EmulatedBackend::trial`]); its calls are not recorded. Stops at the first error.
 pub fn ask_script(limiter: &Limiter, backend: &mut EmulatedBackend, session: &mut Session, subject: &str, at_ms: i64, costs: &[u64]) -> Result<Vec<Decision>> {
     let (seq, record) = (session.seq, session.record.take());
+    session.save_client()?;
     let out = backend.trial(|b| {
         b.set_time_ms(at_ms);
         costs.iter().map(|&c| limiter.call(b, session, subject, at_ms, c)).collect()
     });
     session.seq = seq;
     session.record = record;
+    session.restore_client()?;
     out
 }

@@ -102,10 +102,21 @@ pub enum Program {
         remaining: Option<Src>,
         retry_after_ms: Option<Src>,
         reset_ms: Option<Src>,
+        /// Units admitted, for a limiter that may grant part of a request.
+        granted: Option<Src>,
+        /// The calls of each lifecycle operation (`[[refund]]`, `[[reset]]`, `[[clear]]`), in
+        /// [`Op::ALL`] order; empty when the client has no such operation.
+        ops: [Vec<CallSrc>; 3],
     },
     /// A Lua adapter defining `request(req)`, and the decision fields it returns besides `allowed`
     /// (`reports = [...]` in the spec; all three when not said).
-    Adapter { path: PathBuf, source: String, reports: Reports },
+    Adapter {
+        path: PathBuf,
+        source: String,
+        reports: Reports,
+        /// Which of `refund`, `reset`, `clear` ([`Op::ALL`] order) the adapter defines.
+        ops: [bool; 3],
+    },
 }
 
 /// A validated spec. See the module documentation and `docs/specs.md`.
@@ -137,16 +148,102 @@ pub struct Spec {
     /// `[waive]`: checks of `limitlab check` the author excuses, each with the reason the report
     /// prints (`overshoot = "a fixed window on purpose"`), in name order.
     pub waive: Vec<(String, String)>,
+    /// `[[policy.and]]`: further limits on the same subject, each with its name; a request passes
+    /// only if every one admits it (the client's decision is their conjunction).
+    pub also: Vec<(String, Params)>,
+    /// What the decision's `reset_ms` promises ([`ResetMeans`]).
+    pub reset_means: ResetMeans,
+    /// Client processes sharing the server (`processes`): each keeps its own client-side state
+    /// (an adapter's `client` table), and requests go to them in turn.
+    pub processes: usize,
+}
+
+/// A lifecycle operation of a client outside a request: give back a request's units, reset one
+/// subject, clear every subject.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    /// An ordinary request: decided.
+    #[default]
+    Request,
+    /// Gives back the units of the subject's request of `cost` (a "refund", "reward", "decrement").
+    Refund,
+    /// Resets one subject: its whole quota back.
+    Reset,
+    /// Resets every subject.
+    Clear,
+}
+
+impl Op {
+    /// The lifecycle operations, in the order a spec's `ops` are kept.
+    pub const ALL: [Op; 3] = [Op::Refund, Op::Reset, Op::Clear];
+
+    /// The name in spec files, traces and adapters (`refund`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Request => "request",
+            Op::Refund => "refund",
+            Op::Reset => "reset",
+            Op::Clear => "clear",
+        }
+    }
+
+    /// An operation by name.
+    pub fn parse(s: &str) -> Option<Op> {
+        [Op::Request, Op::Refund, Op::Reset, Op::Clear].into_iter().find(|o| o.name() == s.trim())
+    }
+
+    /// Its index in [`Op::ALL`] (`None` for a request).
+    pub fn index(self) -> Option<usize> {
+        Op::ALL.iter().position(|o| *o == self)
+    }
+}
+
+/// What a decision's `reset_ms` (and the `t` of the `RateLimit` header) promises, as the spec says
+/// with `reset_means`; `check` judges it by that meaning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResetMeans {
+    /// The whole quota is back: `capacity` requests of cost 1 in a row fit (the default).
+    #[default]
+    Quota,
+    /// The next unit is back: at least one request of cost 1 fits.
+    Unit,
+    /// The current window ends: at least one request of cost 1 fits, and the wait is at most one
+    /// window.
+    Window,
+}
+
+impl ResetMeans {
+    fn parse(s: &str) -> Option<ResetMeans> {
+        match s.trim() {
+            "quota" => Some(ResetMeans::Quota),
+            "unit" => Some(ResetMeans::Unit),
+            "window" => Some(ResetMeans::Window),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ResetMeans::Quota => "quota",
+            ResetMeans::Unit => "unit",
+            ResetMeans::Window => "window",
+        }
+    }
 }
 
 /// The checks of `limitlab check` that give a verdict, and so may be waived by name.
-pub const JUDGED_CHECKS: [&str; 12] = [
+pub const JUDGED_CHECKS: [&str; 15] = [
     "errors",
     "model",
     "overshoot",
     "false_rejections",
     "remaining",
+    "granted",
     "refusals",
+    "peek",
+    "lifecycle",
     "oversized",
     "retry_after",
     "headers",
@@ -182,11 +279,30 @@ struct RawSpec {
     decision: Option<Spanned<RawDecision>>,
     #[serde(default)]
     waive: BTreeMap<String, Spanned<String>>,
+    reset_means: Option<Spanned<String>>,
+    processes: Option<Spanned<i64>>,
+    #[serde(default)]
+    refund: Vec<Spanned<RawCall>>,
+    #[serde(default)]
+    reset: Vec<Spanned<RawCall>>,
+    #[serde(default)]
+    clear: Vec<Spanned<RawCall>>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawPolicy {
+    limit: Spanned<i64>,
+    window_ms: Spanned<i64>,
+    burst: Option<Spanned<i64>>,
+    #[serde(default, rename = "and")]
+    and: Vec<Spanned<RawMorePolicy>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMorePolicy {
+    name: Spanned<String>,
     limit: Spanned<i64>,
     window_ms: Spanned<i64>,
     burst: Option<Spanned<i64>>,
@@ -215,6 +331,7 @@ struct RawDecision {
     remaining: Option<Spanned<String>>,
     retry_after_ms: Option<Spanned<String>>,
     reset_ms: Option<Spanned<String>>,
+    granted: Option<Spanned<String>>,
 }
 
 /// 1-based line of byte offset `at` in `text`.
@@ -412,6 +529,36 @@ impl Spec {
         if let Some(b) = &pol.burst {
             policy = policy.with_burst(positive(b, "policy.burst")?);
         }
+        let mut also: Vec<(String, Params)> = Vec::new();
+        for (i, more) in pol.and.iter().enumerate() {
+            let m = more.get_ref();
+            let field = format!("policy.and[{}]", i + 1);
+            let pname = m.name.get_ref().trim().to_string();
+            let word = !pname.is_empty()
+                && pname.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !pname.starts_with(|c: char| c.is_ascii_digit());
+            if !word || also.iter().any(|(n, _)| *n == pname) {
+                return Err(invalid(m.name.span(), &format!("{field}.name"), format!("`{pname}` cannot name a policy (one word of letters, digits, `_`, not used twice)")));
+            }
+            let mut p = Params::new(positive(&m.limit, &format!("{field}.limit"))?, positive(&m.window_ms, &format!("{field}.window_ms"))?);
+            if let Some(b) = &m.burst {
+                p = p.with_burst(positive(b, &format!("{field}.burst"))?);
+            }
+            also.push((pname, p));
+        }
+        let reset_means = match &raw.reset_means {
+            Some(r) => ResetMeans::parse(r.get_ref()).ok_or_else(|| {
+                invalid(r.span(), "reset_means", format!("unknown meaning `{}`; one of quota (the whole quota back), unit (the next unit back), window (the current window ends)", r.get_ref()))
+            })?,
+            None => ResetMeans::Quota,
+        };
+        let processes = match &raw.processes {
+            Some(n) if !(1..=64).contains(n.get_ref()) => {
+                return Err(invalid(n.span(), "processes", format!("must be from 1 to 64, got {}", n.get_ref())))
+            }
+            Some(n) => *n.get_ref() as usize,
+            None => 1,
+        };
 
         let mut scripts = Vec::new();
         // Each script is compiled here, as SCRIPT LOAD would: a syntax error is a mistake in the
@@ -433,7 +580,7 @@ impl Spec {
 
         let mut vars = Vec::new();
         for (vname, v) in &raw.vars {
-            if expr::Var::ALL.iter().any(|(n, _)| n == vname) || POLICY_NAMES.contains(&vname.as_str()) {
+            if expr::Var::ALL.iter().any(|(n, _)| n == vname) || POLICY_NAMES.contains(&vname.as_str()) || also_names(&also).any(|n| n == *vname) {
                 return Err(invalid(v.span(), &format!("vars.{vname}"), format!("`{vname}` is a built-in variable; choose another name")));
             }
             if !vname.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || vname.starts_with(|c: char| c.is_ascii_digit()) {
@@ -463,13 +610,115 @@ impl Spec {
             lets.push((lname.clone(), e.get_ref().clone()));
         }
         let src = |s: &Spanned<String>, field: String| Src { text: s.get_ref().clone(), line: line_of(text, s.span().start), field };
+        let parse_calls = |list: &Vec<Spanned<RawCall>>, field: &str| -> Result<Vec<CallSrc>> {
+        let mut calls = Vec::new();
+                for (i, c) in list.iter().enumerate() {
+                    let n = i + 1;
+                    let cr = c.get_ref();
+                    let line = line_of(text, c.span().start);
+                    let cname = match &cr.name {
+                        Some(nm) => {
+                            let s = nm.get_ref().trim().to_string();
+                            let valid = !s.is_empty()
+                                && s.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
+                                && !s.starts_with(|ch: char| ch.is_ascii_digit());
+                            if !valid || s == "reply" || expr::Var::ALL.iter().any(|(v, _)| *v == s) || POLICY_NAMES.contains(&s.as_str()) {
+                                return Err(invalid(nm.span(), &format!("{field}[{n}].name"), format!("`{s}` cannot name a call (letters, digits, `_`; not a variable's name)")));
+                            }
+                            if calls.iter().any(|c: &CallSrc| c.name == s) || vars.iter().any(|(v, _)| *v == s) || lets.iter().any(|(v, _)| *v == s) {
+                                return Err(invalid(nm.span(), &format!("{field}[{n}].name"), format!("`{s}` is already used")));
+                            }
+                            s
+                        }
+                        None => format!("{}{n}", if field == "call" { "call" } else { field }),
+                    };
+                    let target = match (&cr.script, &cr.command) {
+                        (None, None) if cr.function.is_some() => {
+                            let f = cr.function.as_ref().expect("checked");
+                            let fname = f.get_ref().trim();
+                            match functions.iter().find(|(n, _)| n.eq_ignore_ascii_case(fname)) {
+                                Some((_, lib)) => Target::Function { name: fname.to_string(), library: *lib },
+                                None => {
+                                    let known: Vec<&str> = functions.iter().map(|(n, _)| n.as_str()).collect();
+                                    return Err(invalid(
+                                        f.span(),
+                                        &format!("{field}[{n}].function"),
+                                        format!(
+                                            "no library registers a function `{fname}` (registered: {})",
+                                            if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                                        ),
+                                    ));
+                                }
+                            }
+                        }
+                        (_, _) if cr.function.is_some() => {
+                            return Err(Error::Invalid {
+                                context: format!("{}:{line}", origin.display()),
+                                field: format!("{field}[{n}]"),
+                                reason: "each call names one of `script`, `command` or `function`".into(),
+                            })
+                        }
+                        (Some(s), None) => match scripts.iter().position(|x| x.name == *s.get_ref()) {
+                            Some(ix) => Target::Script(ix),
+                            None => {
+                                let known: Vec<&str> = scripts.iter().map(|x| x.name.as_str()).collect();
+                                return Err(invalid(
+                                    s.span(),
+                                    &format!("{field}[{n}].script"),
+                                    format!("no script named `{}` in [scripts] (known: {})", s.get_ref(), if known.is_empty() { "none".to_string() } else { known.join(", ") }),
+                                ));
+                            }
+                        },
+                        (None, Some(cmd)) => {
+                            let c = cmd.get_ref().trim().to_string();
+                            if c.is_empty() || c.contains(char::is_whitespace) {
+                                return Err(invalid(cmd.span(), &format!("{field}[{n}].command"), "is one command name (its arguments go in keys and args)".into()));
+                            }
+                            Target::Command(c)
+                        }
+                        _ => {
+                            return Err(Error::Invalid {
+                                context: format!("{}:{line}", origin.display()),
+                                field: format!("{field}[{n}]"),
+                                reason: "each call names either `script` or `command`".into(),
+                            })
+                        }
+                    };
+                    let mut raw_keys = Vec::new();
+                    if let Some(r) = &cr.raw_keys {
+                        for &k in r.get_ref() {
+                            if k < 1 || k as usize > cr.keys.len() {
+                                return Err(invalid(
+                                    r.span(),
+                                    &format!("{field}[{n}].raw_keys"),
+                                    format!("{k} is not the number of one of the call's {} keys (from 1)", cr.keys.len()),
+                                ));
+                            }
+                            raw_keys.push(k as usize - 1);
+                        }
+                    }
+                    calls.push(CallSrc {
+                        raw_keys,
+                        name: cname,
+                        target,
+                        keys: cr.keys.iter().enumerate().map(|(j, k)| src(k, format!("{field}[{n}].keys[{}]", j + 1))).collect(),
+                        args: cr.args.iter().enumerate().map(|(j, k)| src(k, format!("{field}[{n}].args[{}]", j + 1))).collect(),
+                        when: cr.when.as_ref().map(|w| src(w, format!("{field}[{n}].when"))),
+                        line,
+                    });
+                }
+        Ok(calls)
+        };
         let program = match (&raw.adapter, raw.call.is_empty(), &raw.decision) {
+            (Some(a), true, None) if !(raw.refund.is_empty() && raw.reset.is_empty() && raw.clear.is_empty()) => {
+                return Err(invalid(a.span(), "adapter", "an adapter defines refund(req), reset(req) and clear(req) as Lua functions; [[refund]], [[reset]] and [[clear]] are for the declarative form".into()))
+            }
             (Some(a), true, None) => {
                 let full = dir.join(a.get_ref());
                 let source = files
                     .read(&full)
                     .map_err(|e| invalid(a.span(), "adapter", format!("cannot read {}: {e}", full.display())))?;
-                let mut reports = Reports { remaining: true, retry_after: true, reset: true };
+                let mut reports = Reports { remaining: true, retry_after: true, reset: true, ..Reports::default() };
                 if let Some(r) = &raw.reports {
                     reports = Reports::default();
                     for f in r.get_ref() {
@@ -477,18 +726,21 @@ impl Spec {
                             "remaining" => reports.remaining = true,
                             "retry_after_ms" => reports.retry_after = true,
                             "reset_ms" => reports.reset = true,
+                            "granted" => reports.granted = true,
                             other => {
                                 return Err(invalid(
                                     r.span(),
                                     "reports",
-                                    format!("unknown decision field `{other}`; the adapter may report remaining, retry_after_ms, reset_ms"),
+                                    format!("unknown decision field `{other}`; the adapter may report remaining, retry_after_ms, reset_ms, granted"),
                                 ))
                             }
                         }
                     }
                 }
                 // Compiled (and `request` looked up) now, so a syntax error is bad input, said once.
-                if let Err(e) = adapter::AdapterState::new(&full, &source) {
+                let made = adapter::AdapterState::new(&full, &source);
+                let ops = made.as_ref().map(|st| Op::ALL.map(|o| st.defines(o.name()))).unwrap_or_default();
+                if let Err(e) = made {
                     let reason = match e {
                         // "adapter FILE: syntax error: FILE:LINE: MESSAGE" -> "FILE:LINE: does not compile: MESSAGE"
                         Error::Lua(m) => match m.split_once("syntax error: ").map(|(_, at)| at.splitn(3, ':').collect::<Vec<_>>()) {
@@ -499,7 +751,7 @@ impl Spec {
                     };
                     return Err(invalid(a.span(), "adapter", reason));
                 }
-                Program::Adapter { path: full, source, reports }
+                Program::Adapter { path: full, source, reports, ops }
             }
             (Some(a), _, _) => {
                 return Err(invalid(a.span(), "adapter", "an adapter replaces [[call]] and [decision]: give one or the other".into()))
@@ -523,102 +775,7 @@ impl Spec {
                 })
             }
             (None, false, Some(d)) => {
-                let mut calls = Vec::new();
-                for (i, c) in raw.call.iter().enumerate() {
-                    let n = i + 1;
-                    let cr = c.get_ref();
-                    let line = line_of(text, c.span().start);
-                    let cname = match &cr.name {
-                        Some(nm) => {
-                            let s = nm.get_ref().trim().to_string();
-                            let valid = !s.is_empty()
-                                && s.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
-                                && !s.starts_with(|ch: char| ch.is_ascii_digit());
-                            if !valid || s == "reply" || expr::Var::ALL.iter().any(|(v, _)| *v == s) || POLICY_NAMES.contains(&s.as_str()) {
-                                return Err(invalid(nm.span(), &format!("call[{n}].name"), format!("`{s}` cannot name a call (letters, digits, `_`; not a variable's name)")));
-                            }
-                            if calls.iter().any(|c: &CallSrc| c.name == s) || vars.iter().any(|(v, _)| *v == s) || lets.iter().any(|(v, _)| *v == s) {
-                                return Err(invalid(nm.span(), &format!("call[{n}].name"), format!("`{s}` is already used")));
-                            }
-                            s
-                        }
-                        None => format!("call{n}"),
-                    };
-                    let target = match (&cr.script, &cr.command) {
-                        (None, None) if cr.function.is_some() => {
-                            let f = cr.function.as_ref().expect("checked");
-                            let fname = f.get_ref().trim();
-                            match functions.iter().find(|(n, _)| n.eq_ignore_ascii_case(fname)) {
-                                Some((_, lib)) => Target::Function { name: fname.to_string(), library: *lib },
-                                None => {
-                                    let known: Vec<&str> = functions.iter().map(|(n, _)| n.as_str()).collect();
-                                    return Err(invalid(
-                                        f.span(),
-                                        &format!("call[{n}].function"),
-                                        format!(
-                                            "no library registers a function `{fname}` (registered: {})",
-                                            if known.is_empty() { "none".to_string() } else { known.join(", ") }
-                                        ),
-                                    ));
-                                }
-                            }
-                        }
-                        (_, _) if cr.function.is_some() => {
-                            return Err(Error::Invalid {
-                                context: format!("{}:{line}", origin.display()),
-                                field: format!("call[{n}]"),
-                                reason: "each call names one of `script`, `command` or `function`".into(),
-                            })
-                        }
-                        (Some(s), None) => match scripts.iter().position(|x| x.name == *s.get_ref()) {
-                            Some(ix) => Target::Script(ix),
-                            None => {
-                                let known: Vec<&str> = scripts.iter().map(|x| x.name.as_str()).collect();
-                                return Err(invalid(
-                                    s.span(),
-                                    &format!("call[{n}].script"),
-                                    format!("no script named `{}` in [scripts] (known: {})", s.get_ref(), if known.is_empty() { "none".to_string() } else { known.join(", ") }),
-                                ));
-                            }
-                        },
-                        (None, Some(cmd)) => {
-                            let c = cmd.get_ref().trim().to_string();
-                            if c.is_empty() || c.contains(char::is_whitespace) {
-                                return Err(invalid(cmd.span(), &format!("call[{n}].command"), "is one command name (its arguments go in keys and args)".into()));
-                            }
-                            Target::Command(c)
-                        }
-                        _ => {
-                            return Err(Error::Invalid {
-                                context: format!("{}:{line}", origin.display()),
-                                field: format!("call[{n}]"),
-                                reason: "each call names either `script` or `command`".into(),
-                            })
-                        }
-                    };
-                    let mut raw_keys = Vec::new();
-                    if let Some(r) = &cr.raw_keys {
-                        for &k in r.get_ref() {
-                            if k < 1 || k as usize > cr.keys.len() {
-                                return Err(invalid(
-                                    r.span(),
-                                    &format!("call[{n}].raw_keys"),
-                                    format!("{k} is not the number of one of the call's {} keys (from 1)", cr.keys.len()),
-                                ));
-                            }
-                            raw_keys.push(k as usize - 1);
-                        }
-                    }
-                    calls.push(CallSrc {
-                        raw_keys,
-                        name: cname,
-                        target,
-                        keys: cr.keys.iter().enumerate().map(|(j, k)| src(k, format!("call[{n}].keys[{}]", j + 1))).collect(),
-                        args: cr.args.iter().enumerate().map(|(j, k)| src(k, format!("call[{n}].args[{}]", j + 1))).collect(),
-                        when: cr.when.as_ref().map(|w| src(w, format!("call[{n}].when"))),
-                        line,
-                    });
-                }
+                let calls = parse_calls(&raw.call, "call")?;
                 let d = d.get_ref();
                 Program::Declarative {
                     calls,
@@ -626,6 +783,8 @@ impl Spec {
                     remaining: d.remaining.as_ref().map(|s| src(s, "decision.remaining".into())),
                     retry_after_ms: d.retry_after_ms.as_ref().map(|s| src(s, "decision.retry_after_ms".into())),
                     reset_ms: d.reset_ms.as_ref().map(|s| src(s, "decision.reset_ms".into())),
+                    granted: d.granted.as_ref().map(|s| src(s, "decision.granted".into())),
+                    ops: [parse_calls(&raw.refund, "refund")?, parse_calls(&raw.reset, "reset")?, parse_calls(&raw.clear, "clear")?],
                 }
             }
         };
@@ -654,6 +813,9 @@ impl Spec {
             lets,
             program,
             waive,
+            also,
+            reset_means,
+            processes,
         };
         // Compile once with the spec's own policy: an unknown variable or a malformed expression is
         // a mistake in the spec, reported now rather than at the first request.
@@ -677,34 +839,62 @@ impl Spec {
             ("burst".to_string(), Const::Int(params.capacity() as i64)),
             ("rate_per_s".to_string(), Const::Num(params.limit as f64 * 1000.0 / w as f64)),
         ];
+        for (name, p) in &self.also {
+            v.push((format!("{name}_limit"), Const::Int(p.limit as i64)));
+            v.push((format!("{name}_window_ms"), Const::Int(p.window_ms as i64)));
+            v.push((format!("{name}_burst"), Const::Int(p.capacity() as i64)));
+        }
         v.extend(self.vars.iter().cloned());
         v
+    }
+
+    /// Every policy the spec is judged by: `params` (the first, `[policy]` with the command line's
+    /// overrides) named `policy`, then each `[[policy.and]]`.
+    pub fn policies(&self, params: &Params) -> Vec<(String, Params)> {
+        let mut v = vec![("policy".to_string(), *params)];
+        v.extend(self.also.iter().cloned());
+        v
+    }
+
+    /// Whether the client has the lifecycle operation `op` (`[[refund]]` calls, or an adapter that
+    /// defines `refund(req)`).
+    pub fn has_op(&self, op: Op) -> bool {
+        match (&self.program, op.index()) {
+            (_, None) => true,
+            (Program::Declarative { ops, .. }, Some(i)) => !ops[i].is_empty(),
+            (Program::Adapter { ops, .. }, Some(i)) => ops[i],
+        }
     }
 
     /// Compiles the declarative program for `params` (constants folded). An adapter compiles to
     /// nothing here: its Lua state is made on the thread that runs it.
     pub fn compile(&self, params: &Params) -> Result<Compiled> {
         let consts = self.consts(params);
-        let Program::Declarative { calls, allowed, remaining, retry_after_ms, reset_ms } = &self.program else {
-            return Ok(Compiled { calls: Vec::new(), allowed: None, remaining: None, retry_after_ms: None, reset_ms: None });
+        let Program::Declarative { calls, allowed, remaining, retry_after_ms, reset_ms, granted, ops } = &self.program else {
+            return Ok(Compiled::default());
         };
         let err = |s: &Src, reason: String| Error::Invalid {
             context: format!("{}:{}", self.origin.display(), s.line),
             field: s.field.clone(),
             reason,
         };
-        let mut names: Vec<String> = Vec::new();
-        let mut out = Vec::new();
-        for c in calls {
-            let scope = Scope { consts: &consts, calls: &names, lets: &self.lets, depth: 0 };
-            let tmpl = |s: &Src| Template::compile(&s.text, &scope).map_err(|e| err(s, e));
-            let keys = c.keys.iter().map(tmpl).collect::<Result<Vec<_>>>()?;
-            let args = c.args.iter().map(tmpl).collect::<Result<Vec<_>>>()?;
-            let when = c.when.as_ref().map(|w| expr::compile(&w.text, &scope).map_err(|e| err(w, e))).transpose()?;
-            let layout = expr::Layout::with_raw(&keys, &args, &c.raw_keys);
-            out.push(CompiledCall { name: c.name.clone(), target: c.target.clone(), keys, args, layout, when, srcs: c.clone() });
-            names.push(c.name.clone());
-        }
+        // One list of calls: each may read the replies of the calls before it.
+        let list = |calls: &[CallSrc]| -> Result<(Vec<CompiledCall>, Vec<String>)> {
+            let mut names: Vec<String> = Vec::new();
+            let mut out = Vec::new();
+            for c in calls {
+                let scope = Scope { consts: &consts, calls: &names, lets: &self.lets, depth: 0 };
+                let tmpl = |s: &Src| Template::compile(&s.text, &scope).map_err(|e| err(s, e));
+                let keys = c.keys.iter().map(tmpl).collect::<Result<Vec<_>>>()?;
+                let args = c.args.iter().map(tmpl).collect::<Result<Vec<_>>>()?;
+                let when = c.when.as_ref().map(|w| expr::compile(&w.text, &scope).map_err(|e| err(w, e))).transpose()?;
+                let layout = expr::Layout::with_raw(&keys, &args, &c.raw_keys);
+                out.push(CompiledCall { name: c.name.clone(), target: c.target.clone(), keys, args, layout, when, srcs: c.clone() });
+                names.push(c.name.clone());
+            }
+            Ok((out, names))
+        };
+        let (out, names) = list(calls)?;
         let scope = Scope { consts: &consts, calls: &names, lets: &self.lets, depth: 0 };
         let ex = |s: &Src| -> Result<(Expr, Src)> { Ok((expr::compile(&s.text, &scope).map_err(|e| err(s, e))?, s.clone())) };
         Ok(Compiled {
@@ -713,6 +903,8 @@ impl Spec {
             remaining: remaining.as_ref().map(ex).transpose()?,
             retry_after_ms: retry_after_ms.as_ref().map(ex).transpose()?,
             reset_ms: reset_ms.as_ref().map(ex).transpose()?,
+            granted: granted.as_ref().map(ex).transpose()?,
+            ops: [list(&ops[0])?.0, list(&ops[1])?.0, list(&ops[2])?.0],
         })
     }
 
@@ -730,16 +922,16 @@ impl Spec {
     fn mentions(&self, name: &str) -> bool {
         match &self.program {
             Program::Adapter { .. } => true,
-            Program::Declarative { calls, allowed, remaining, retry_after_ms, reset_ms } => {
+            Program::Declarative { calls, allowed, remaining, retry_after_ms, reset_ms, granted, ops } => {
                 let has = |s: &Src| {
                     s.text
                         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
                         .any(|w| w == name)
                 };
-                calls.iter().any(|c| c.keys.iter().chain(&c.args).chain(&c.when).any(has))
+                calls.iter().chain(ops.iter().flatten()).any(|c| c.keys.iter().chain(&c.args).chain(&c.when).any(has))
                     || self.lets.iter().any(|(_, t)| t.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|w| w == name))
                     || has(allowed)
-                    || [remaining, retry_after_ms, reset_ms].into_iter().flatten().any(has)
+                    || [remaining, retry_after_ms, reset_ms, granted].into_iter().flatten().any(has)
             }
         }
     }
@@ -747,11 +939,13 @@ impl Spec {
     /// What the spec's decisions report besides `allowed`.
     pub fn reports(&self) -> Reports {
         match &self.program {
-            Program::Adapter { reports, .. } => *reports,
-            Program::Declarative { remaining, retry_after_ms, reset_ms, .. } => Reports {
+            Program::Adapter { reports, .. } => Reports { reset_means: self.reset_means, ..*reports },
+            Program::Declarative { remaining, retry_after_ms, reset_ms, granted, .. } => Reports {
                 remaining: remaining.is_some(),
                 retry_after: retry_after_ms.is_some(),
                 reset: reset_ms.is_some(),
+                granted: granted.is_some(),
+                reset_means: self.reset_means,
             },
         }
     }
@@ -813,12 +1007,22 @@ impl PartialEq for Spec {
 /// The names the policy defines for expressions.
 pub const POLICY_NAMES: [&str; 5] = ["limit", "window_ms", "window_s", "burst", "rate_per_s"];
 
+/// The names `[[policy.and]]` entries define for expressions: `<name>_limit`, `<name>_window_ms`,
+/// `<name>_burst`.
+fn also_names(also: &[(String, Params)]) -> impl Iterator<Item = String> + '_ {
+    also.iter().flat_map(|(n, _)| [format!("{n}_limit"), format!("{n}_window_ms"), format!("{n}_burst")])
+}
+
 /// Which fields a spec's decisions carry besides `allowed`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize)]
 pub struct Reports {
     pub remaining: bool,
     pub retry_after: bool,
     pub reset: bool,
+    /// The decision says how many units it granted (a partial grant).
+    pub granted: bool,
+    /// What `reset_ms` promises (the spec's `reset_means`).
+    pub reset_means: ResetMeans,
 }
 
 /// One call, compiled for a policy.
@@ -835,13 +1039,16 @@ pub struct CompiledCall {
 }
 
 /// A declarative program compiled for a policy (empty for an adapter).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Compiled {
     pub calls: Vec<CompiledCall>,
     pub allowed: Option<(Expr, Src)>,
     pub remaining: Option<(Expr, Src)>,
     pub retry_after_ms: Option<(Expr, Src)>,
     pub reset_ms: Option<(Expr, Src)>,
+    pub granted: Option<(Expr, Src)>,
+    /// The calls of each lifecycle operation, in [`Op::ALL`] order.
+    pub ops: [Vec<CompiledCall>; 3],
 }
 
 /// A spec shared between the limiters and threads that use it.

@@ -41,7 +41,7 @@ fn a_good_spec_parses() {
     assert_eq!(s.family, Some(Algorithm::FixedWindow));
     assert!(s.uses_cost());
     assert!(!s.uses_burst());
-    assert_eq!(s.reports(), Reports { remaining: true, retry_after: false, reset: false });
+    assert_eq!(s.reports(), Reports { remaining: true, retry_after: false, reset: false, granted: false, reset_means: crate::spec::ResetMeans::Quota });
     assert_eq!(s.overshoot_bound(&s.policy), Some(2.0));
 }
 
@@ -102,8 +102,8 @@ fn an_adapter_says_which_fields_it_reports() {
         let text = format!("name = \"a\"\nadapter = \"a.lua\"\n{extra}\n[policy]\nlimit = 1\nwindow_ms = 10\n");
         Spec::from_toml(&text, Path::new("a.toml"), Path::new(""), &files)
     };
-    assert_eq!(spec("").unwrap().reports(), Reports { remaining: true, retry_after: true, reset: true });
-    assert_eq!(spec("reports = [\"remaining\"]").unwrap().reports(), Reports { remaining: true, retry_after: false, reset: false });
+    assert_eq!(spec("").unwrap().reports(), Reports { remaining: true, retry_after: true, reset: true, granted: false, reset_means: crate::spec::ResetMeans::Quota });
+    assert_eq!(spec("reports = [\"remaining\"]").unwrap().reports(), Reports { remaining: true, retry_after: false, reset: false, granted: false, reset_means: crate::spec::ResetMeans::Quota });
     let e = spec("reports = [\"left\"]").unwrap_err().to_string();
     assert!(e.starts_with("a.toml:3: field `reports`: unknown decision field `left`"), "{e}");
     let e = parse(&GOOD.replace("family = \"fixed_window\"", "reports = [\"remaining\"]")).unwrap_err().to_string();
