@@ -237,8 +237,7 @@ fn a_runaway_script_stops_check_at_once_with_exit_2_and_its_line() {
     // An endless loop, and a table that grows until the emulator's memory cap.
     for (body, line, what) in [
         ("local x = 0\nwhile true do x = x + 1 end\n", "loop.lua:2: while true", "budget"),
-        // (the memory cap's kill names the script's file; the line is not known there yet)
-        ("local t = {}\nlocal i = 0\nwhile true do i = i + 1; t[i] = string.rep('x', 1024) .. i end\n", "loop.lua", "bytes of Lua memory"),
+        ("local t = {}\nlocal i = 0\nwhile true do i = i + 1; t[i] = string.rep('x', 1024) .. i end\n", "loop.lua:3: while true", "bytes of Lua memory"),
     ] {
         let toml = ALLOW_ALL_TOML.replace("allow.lua", "loop.lua").replace("allow_all", "runaway");
         let dir = spec_dir("check_runaway", &[("loop.lua", body), ("loop.toml", &toml)]);

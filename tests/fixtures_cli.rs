@@ -146,6 +146,17 @@ fn run_memory_bench_and_verify_on_a_private_redis() {
         assert_eq!(dbsize(&url), 0, "{spec}: memory --redis left keys");
         let s = ok(&verify);
         assert!(s.contains("every decision identical"), "{spec}: {s}");
+        // The headline says on which clock: a spec that reads PTTL is compared on the server's,
+        // and only a spec that reads no clock can be identical on the scenario's throughout.
+        let reads_ttl = limitlab::verify::decisions::clock_reads(&limitlab::Spec::from_file(Path::new(&spec)).unwrap())
+            .iter()
+            .any(|r| !r.starts_with("TIME "));
+        if reads_ttl {
+            assert!(s.contains("on the server's clock, which the spec reads") && !s.contains("identical on the scenario's clock"), "{spec}: {s}");
+        }
+        if s.contains("only on the server's clock after differing") {
+            assert!(s.contains("The cause: "), "{spec}: the notes say why: {s}");
+        }
         assert_eq!(dbsize(&url), 0, "{spec}: verify left keys");
         let s = ok(&["bench", "--quick", "--only", &spec, "--redis", &url, "--pipeline", "16"]);
         let row = s.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or_else(|| panic!("{spec}: no row\n{s}"));

@@ -213,3 +213,77 @@ fn on_a_cluster_hash_tagged_fixtures_agree_and_the_crossslot_one_is_named() {
     eprintln!("cluster: {agreed} fixture scenarios identical, {calls} calls compared");
     assert!(agreed >= 26, "{agreed}");
 }
+
+/// One step of a client's life: a request (its decision is compared) or a lifecycle operation.
+enum Step {
+    Req(&'static str, u64),
+    Op(limitlab::spec::Op, &'static str, u64),
+}
+
+/// Runs `steps` (all in one virtual ms) through `limiter` on `backend`; the decisions of the
+/// requests, as (allowed, remaining) (what does not read the server's wall clock).
+fn life(limiter: &limitlab::Limiter, backend: &mut dyn limitlab::backend::Backend, steps: &[Step], now: i64) -> Vec<(bool, i64)> {
+    let mut session = limiter.session();
+    backend.set_time_ms(now);
+    let mut out = Vec::new();
+    for s in steps {
+        match s {
+            Step::Req(subject, cost) => {
+                let d = limiter.call(backend, &mut session, subject, now, *cost).unwrap_or_else(|e| panic!("{e}"));
+                out.push((d.allowed, d.remaining));
+            }
+            Step::Op(op, subject, cost) => limiter.op(backend, &mut session, *op, subject, now, *cost).unwrap_or_else(|e| panic!("{e}")),
+        }
+    }
+    out
+}
+
+#[test]
+fn lifecycle_calls_and_peeks_decide_on_a_private_redis_and_cluster_as_on_the_emulator() {
+    use limitlab::spec::Op::{Clear, Refund, Reset};
+    use Step::{Op, Req};
+    let Some(server) = RedisServer::start_or_skip("fixtures_real lifecycle") else { return };
+    let Some(cluster) = RedisCluster::start_or_skip("fixtures_real lifecycle cluster") else { return };
+    let curls: Vec<String> = cluster.ports().iter().map(|p| format!("redis://127.0.0.1:{p}/")).collect();
+    // A window of a minute: no key of the run can expire on the server's wall clock meanwhile.
+    let now = 1_704_067_200_000;
+    let fill = |subject: &'static str, n: usize| (0..n).map(move |_| Req(subject, 1));
+    // rate-limiter-flexible: 8 taken, a request of 2, its reward, then what fits; a delete.
+    let mut rlflex: Vec<Step> = fill("a", 8).collect();
+    rlflex.extend([Req("a", 2), Op(Refund, "a", 2), Req("a", 1), Req("a", 1), Req("a", 1), Op(Reset, "a", 0)]);
+    rlflex.extend(fill("a", 11));
+    // Python limits: peeks (cost 0) between hits, a clear(item) of one subject; the storage-wide
+    // reset only on one server (its script lists keys with KEYS, which a cluster cannot).
+    let mut limits: Vec<Step> = fill("a", 5).collect();
+    limits.extend([Req("a", 0), Req("b", 3), Req("b", 0)]);
+    limits.extend(fill("a", 6));
+    limits.extend([Req("a", 0), Op(Reset, "a", 0), Req("a", 0), Req("b", 1)]);
+    let mut limits_clear: Vec<Step> = Vec::new();
+    limits_clear.extend([Op(Clear, "a", 0), Req("b", 0), Req("a", 0)]);
+    limits_clear.extend(fill("b", 11));
+    for (stem, steps, clear) in [("rlflex_lifecycle", &rlflex, None), ("limits_peek_clear", &limits, Some(&limits_clear))] {
+        let spec = std::sync::Arc::new(Spec::from_file(Path::new(&format!("tests/fixtures/{stem}.toml"))).unwrap());
+        let mut params = spec.policy;
+        params.window_ms = 60_000;
+        let limiter = limitlab::Limiter::from_spec(spec, params).unwrap();
+        let mut emu = limitlab::backend::emulated::EmulatedBackend::default();
+        let want = life(&limiter, &mut emu, steps, now);
+        // Something was refused and something admitted: the sequence says something.
+        assert!(want.iter().any(|d| d.0) && want.iter().any(|d| !d.0), "{stem}: {want:?}");
+        for (url, on_cluster) in [(server.url(), false), (cluster.url(), true)] {
+            let mut real = connect(&url);
+            let got = life(&limiter, &mut real, steps, now);
+            assert_eq!(got, want, "{stem} on {url}");
+            if let Some(clear) = clear.filter(|_| !on_cluster) {
+                let want = life(&limiter, &mut emu, clear, now);
+                let got = life(&limiter, &mut real, clear, now);
+                assert_eq!(got, want, "{stem} clear on {url}");
+            }
+            limitlab::backend::Backend::cleanup(&mut real).unwrap();
+        }
+        assert_eq!(dbsize(&server.url()), 0, "{stem}");
+        for u in &curls {
+            assert_eq!(dbsize(u), 0, "{stem} on {u}");
+        }
+    }
+}

@@ -206,7 +206,7 @@ fn run_scripts(plan: &Plan, out: &mut dyn Write) -> Result<()> {
             spec.name,
             spec.origin.display(),
             check.checks.len(),
-            if check.identical() { "every decision identical" } else { "DECIDED DIFFERENTLY" }
+            check.headline()
         ));
         text.push_str(&check.render(crate::report::Format::Text));
         text.push('\n');

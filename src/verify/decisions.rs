@@ -147,6 +147,9 @@ pub struct ScriptCheck {
     /// What the spec reads of the server's clock, with where: `PTTL at rate_limit_redis.lua:23`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reads_clock: Vec<String>,
+    /// Where the spec sets absolute expiry times ([`absolute_expiries`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub absolute_expiry: Vec<String>,
     /// When the comparison on the server's clock followed one on the scenario's that differed on
     /// every attempt: that one's first difference.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -200,6 +203,29 @@ impl RedisCheck {
     /// Whether every script decided identically on both.
     pub fn identical(&self) -> bool {
         self.checks.iter().all(|c| c.divergence.is_none())
+    }
+
+    /// The one-line verdict, saying on which clock the decisions agreed: `every decision identical
+    /// on the scenario's clock` only when every pattern was; otherwise how many patterns agreed
+    /// only on the server's clock, and why (see [`ScriptCheck::notes`]).
+    pub fn headline(&self) -> String {
+        if !self.identical() {
+            return "DECIDED DIFFERENTLY".into();
+        }
+        let n = self.checks.len();
+        let reads = self.checks.iter().filter(|c| c.clock == ClockUsed::Server && c.scenario_divergence.is_none()).count();
+        let after = self.checks.iter().filter(|c| c.scenario_divergence.is_some()).count();
+        if reads == 0 && after == 0 {
+            return "every decision identical on the scenario's clock".into();
+        }
+        let mut parts = vec![format!("{} of {n} patterns on the scenario's clock", n - reads - after)];
+        if reads > 0 {
+            parts.push(format!("{reads} on the server's clock, which the spec reads"));
+        }
+        if after > 0 {
+            parts.push(format!("{after} only on the server's clock after differing on the scenario's (the clocks, not the script: see the notes)"));
+        }
+        format!("every decision identical: {}", parts.join(", "))
     }
 
     /// The check as a table (text or markdown) or JSON.
@@ -322,13 +348,26 @@ impl ScriptCheck {
         }
         if self.clock == ClockUsed::Server {
             match &self.scenario_divergence {
-                Some(d) => v.push(format!(
-                    "on the scenario's clock the server decided differently from {d}, on every attempt. The server \
-                     expires keys on its own wall clock: run again with the emulator's clock set to the server's TIME at \
-                     every request (the scenario's times still in ARGV), every decision was identical, so the difference \
-                     came from the two clocks (a key expired on one side and alive on the other; a TTL too short for the \
-                     decisions shows this way), not from the script running differently"
-                )),
+                Some(d) => {
+                    let cause = if self.absolute_expiry.is_empty() {
+                        "a key expired on one side and alive on the other: relative TTLs run on the server's wall clock, \
+                         so a key the scenario's clock expires lives on in a run that takes milliseconds, and the other \
+                         way after a stall"
+                            .to_string()
+                    } else {
+                        format!(
+                            "the script sets absolute expiry times ({}) computed from the scenario's clock in ARGV, which the \
+                             server measures against its own: a deadline in the server's past expires the key at once there",
+                            self.absolute_expiry.join(", ")
+                        )
+                    };
+                    v.push(format!(
+                        "on the scenario's clock the server decided differently from {d}, on every attempt. Run again with \
+                         the emulator's clock set to the server's TIME at every request (the scenario's times still in \
+                         ARGV), every decision was identical: the difference came from the two clocks, not from the script \
+                         running differently. The cause: {cause}"
+                    ))
+                }
                 None => v.push(format!(
                     "reads the server's clock ({}), which a run cannot set: compared with the emulator's clock set \
                      to the server's TIME at every request (the scenario's times still in ARGV), so these decisions follow \
@@ -363,6 +402,32 @@ impl ScriptCheck {
         }
         v
     }
+}
+
+/// Where the spec's scripts set an absolute expiry (`PXAT`/`EXAT` of SET, `EXPIREAT`,
+/// `PEXPIREAT`): `PXAT at limiter.lua:12`. Such a deadline comes from the scenario's clock and is
+/// read against the server's.
+pub fn absolute_expiries(spec: &Spec) -> Vec<String> {
+    const ABSOLUTE: [&str; 4] = ["PXAT", "EXAT", "PEXPIREAT", "EXPIREAT"];
+    let mut out = Vec::new();
+    for sc in spec.scripts.iter().chain(&spec.libraries) {
+        for (c, line) in crate::backend::reads_commands(&sc.script.body, &ABSOLUTE) {
+            out.push(format!("{c} at {}:{line}", sc.path.display()));
+        }
+    }
+    if let Program::Declarative { calls, .. } = &spec.program {
+        for c in calls {
+            for a in c.args.iter().filter(|a| ABSOLUTE.iter().any(|x| x.eq_ignore_ascii_case(a.text.trim()))) {
+                out.push(format!("{} at {}:{} (call `{}`)", a.text.trim().to_ascii_uppercase(), spec.origin.display(), a.line, c.name));
+            }
+            if let Target::Command(n) = &c.target {
+                if ABSOLUTE.iter().any(|x| x.eq_ignore_ascii_case(n)) {
+                    out.push(format!("{} at {}:{} (call `{}`)", n.to_ascii_uppercase(), spec.origin.display(), c.line, c.name));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Whether a [`clock_reads`] entry is a script's `TIME`, which the shim answers on the server.
@@ -638,6 +703,7 @@ pub fn check_script_with(
         outside_keys: outside.to_vec(),
         outside_left: existing(real, outside)?,
         reads_clock,
+        absolute_expiry: absolute_expiries(limiter.spec()),
     };
     let reads_ttl = check.reads_clock.iter().any(|r| !shimmed_time(r));
     if !reads_ttl {

@@ -80,15 +80,19 @@ void *luaM_realloc_ (lua_State *L, void *block, size_t osize, size_t nsize) {
   lua_assert((osize == 0) == (block == NULL));
   lu_mem after = (g->totalbytes - osize) + nsize;
   /* limitlab: the emulator's memory cap per script run (lua_memcapfields; "no cap" is the largest
-  ** value, so that the usual case costs one comparison). Growth past the cap fails as an
-  ** allocation failure would; the count hook is made to fire at the next loop or call, so that the
-  ** emulator can kill a script that caught the error. Once the cap was hit, a little more
-  ** (LIMITLAB_MEMSLACK) is allowed, for the error handler's message; shrinking is always allowed. */
-  if (after > g->limitlab_memcap && nsize > osize &&
-      (!g->limitlab_memhit || after > g->limitlab_memcap + LIMITLAB_MEMSLACK)) {
-    g->limitlab_memhit = 1;
-    if (L->hookmask & LUA_MASKCOUNT) L->hookcount = 1;
-    luaD_throw(L, LUA_ERRMEM);
+  ** value, so that the usual case costs one comparison). The first growth past the cap is let
+  ** through and makes the count hook fire at the next loop or call: the emulator kills the script
+  ** there with a runtime error, which carries the script's line (an allocation failure carries
+  ** none). Past the cap by more than LIMITLAB_MEMSLACK (one allocation that large, or a script
+  ** that never loops or calls again), growth fails as an allocation failure would; shrinking is
+  ** always allowed. */
+  if (after > g->limitlab_memcap && nsize > osize) {
+    if (!g->limitlab_memhit) {
+      g->limitlab_memhit = 1;
+      if (L->hookmask & LUA_MASKCOUNT) L->hookcount = 1;
+    }
+    if (after > g->limitlab_memcap + LIMITLAB_MEMSLACK)
+      luaD_throw(L, LUA_ERRMEM);
   }
   block = (*g->frealloc)(g->ud, block, osize, nsize);
   if (block == NULL && nsize > 0)
