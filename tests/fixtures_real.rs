@@ -13,7 +13,7 @@
 //! - `redis_rate_gcra` reads `TIME` inside its script. On the server it runs behind a one-line shim
 //!   that answers `TIME` with the emulator's virtual clock (the only change; everything else is the
 //!   server's), so both sides decide at the same time and the comparison is on the scenario's clock.
-//! - `rate_limit_redis` and `rlflex_consume` read `PTTL`, i.e. the server's wall clock: a scenario of
+//! - `rate_limit_redis` and the `rlflex_*` fixtures read `PTTL`, i.e. the server's wall clock: a scenario of
 //!   several virtual seconds runs in milliseconds there. They are compared with the emulator's clock
 //!   set to the server's TIME at every request (read around each request, each started early in a
 //!   server millisecond); their decisions then follow the wall clock, not the scenario's times, and
@@ -141,7 +141,7 @@ fn every_fixture_decides_on_a_private_redis_as_on_the_emulator() {
                     assert_eq!(c.reads_clock, ["TIME at tests/fixtures/redis_rate_gcra.lua:30"].map(|r| fix_path(r, &spec)));
                     assert_eq!(c.clock, ClockUsed::Scenario, "TIME is answered with the virtual clock");
                 }
-                "rate_limit_redis" | "rlflex_consume" => {
+                "rate_limit_redis" | "rlflex_consume" | "rlflex_lifecycle" | "rlflex_memory_block" | "rlflex_union" => {
                     assert!(c.reads_clock.iter().all(|r| r.starts_with("PTTL at ")), "{:?}", c.reads_clock);
                     assert_eq!(c.clock, ClockUsed::Server, "{name}: a spec that reads PTTL runs on the server's clock");
                     assert!(c.scenario_divergence.is_none());

@@ -31,22 +31,29 @@ pub struct AdapterState {
     path: PathBuf,
 }
 
-/// Keeps a deep copy of `client` (tables within it copied too, shared ones once).
-const SAVE: &str = r#"
-local seen = {}
-local function copy(v)
-  if type(v) ~= 'table' then return v end
-  if seen[v] then return seen[v] end
-  local c = {}
-  seen[v] = c
-  for k, x in pairs(v) do c[copy(k)] = copy(x) end
-  return setmetatable(c, getmetatable(v))
+/// Defines the deep copy that [`SAVE`] and [`RESTORE`] use (tables within copied too, a table
+/// met twice copied once), run once when the adapter loads.
+const DEEP_COPY: &str = r#"
+function __limitlab_deepcopy(v)
+  local seen = {}
+  local function copy(x)
+    if type(x) ~= 'table' then return x end
+    if seen[x] then return seen[x] end
+    local c = {}
+    seen[x] = c
+    for k, y in pairs(x) do c[copy(k)] = copy(y) end
+    return setmetatable(c, getmetatable(x))
+  end
+  return copy(v)
 end
-__limitlab_saved = copy(client)
 "#;
 
-/// Puts the copy kept by [`SAVE`] back as `client`.
-const RESTORE: &str = "client = __limitlab_saved";
+/// Keeps a deep copy of `client`.
+const SAVE: &str = "__limitlab_saved = __limitlab_deepcopy(client)";
+
+/// Puts a copy of what [`SAVE`] kept back as `client` (a copy, so that the same saved state can
+/// be put back after each of several "what if"s).
+const RESTORE: &str = "client = __limitlab_deepcopy(__limitlab_saved)";
 
 fn lua_err(path: &Path, e: mlua::Error) -> Error {
     Error::Lua(format!("adapter {}: {e}", path.display()))
@@ -58,6 +65,7 @@ impl AdapterState {
         let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())
             .map_err(|e| lua_err(path, e))?;
         let chunk_name = format!("@{}", path.display());
+        lua.load(DEEP_COPY).set_name("=limitlab").exec().map_err(|e| lua_err(path, e))?;
         lua.load(source).set_name(chunk_name).exec().map_err(|e| lua_err(path, e))?;
         let f: LuaValue = lua.globals().get("request").map_err(|e| lua_err(path, e))?;
         if !matches!(f, LuaValue::Function(_)) {

@@ -919,12 +919,15 @@ fn replay_at(limiter: &Limiter, arrivals: &[Arrival], prefix: &str, runs: &[Serv
         uncertain += 1;
         let saved = b.emu.core().db.clone();
         let seq = session.seq;
+        // The client's own state goes back with the keyspace before every candidate.
+        session.save_client()?;
         let candidates = schedules(lo, hi, run.calls);
         // (candidate, whether its expiries agree too)
         let mut best: Option<(usize, bool)> = None;
         for (c, times) in candidates.iter().enumerate() {
             b.emu.core().db = saved.clone();
             session.seq = seq;
+            session.restore_client()?;
             let d = limiter.call(&mut Scheduled { inner: &mut b, times, next: 0 }, &mut session, &a.key, now, a.cost)?;
             if d != run.decision {
                 continue;
@@ -942,6 +945,7 @@ fn replay_at(limiter: &Limiter, arrivals: &[Arrival], prefix: &str, runs: &[Serv
         let times = &candidates[best.map_or(0, |(c, _)| c)];
         b.emu.core().db = saved;
         session.seq = seq;
+        session.restore_client()?;
         out.push(limiter.call(&mut Scheduled { inner: &mut b, times, next: 0 }, &mut session, &a.key, now, a.cost)?);
     }
     Ok((out, uncertain))

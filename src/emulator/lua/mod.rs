@@ -633,9 +633,9 @@ fn run_function(
         core.select(db);
     }
     // SAFETY: as above; the script has returned.
-    let memory_hit = unsafe {
+    let (memory_hit, memory_line) = unsafe {
         *vm.mem.cap = usize::MAX;
-        std::mem::replace(&mut *vm.mem.hit, 0) != 0
+        (std::mem::replace(&mut *vm.mem.hit, 0) != 0, std::mem::replace(&mut *vm.mem.line, 0))
     };
     if memory_hit {
         // Over the memory cap, whether or not the script caught the refusal: its garbage goes now,
@@ -644,7 +644,13 @@ fn run_function(
         vm.rearm_hook();
         // SAFETY: a full collection on the main state, between calls.
         unsafe { mlua::ffi::lua_gc(vm.state, mlua::ffi::LUA_GCCOLLECT, 0) };
-        let fail = outcome.err().unwrap_or_default();
+        let mut fail = outcome.err().unwrap_or_default();
+        // An allocation refused outright carries no position: the line noted when the cap was
+        // first passed stands in for it.
+        if fail.line.is_none() && memory_line > 0 {
+            fail.line = Some(memory_line as i64);
+            fail.source = Some(if eval { "@user_script" } else { "@user_function" }.into());
+        }
         return script_error(name, fail, Some(Kill::Memory(room)));
     }
     if st.killed.replace(false) {
@@ -881,6 +887,8 @@ pub(crate) mod ext {
         pub totalbytes: *mut usize,
         pub cap: *mut usize,
         pub hit: *mut c_int,
+        /// The line the innermost Lua function was at when the cap was first passed (0: none).
+        pub line: *mut c_int,
     }
 
     /// One argument as `lua_peekargs` describes it (`struct lua_PeekArg` in lua.h).

@@ -1209,6 +1209,7 @@ LUA_API void lua_memcapfields (lua_State *L, struct lua_MemCap *out) {
   out->totalbytes = &g->totalbytes;
   out->cap = &g->limitlab_memcap;
   out->hit = &g->limitlab_memhit;
+  out->line = &g->limitlab_memline;
 }
 
 

@@ -88,7 +88,15 @@ void *luaM_realloc_ (lua_State *L, void *block, size_t osize, size_t nsize) {
   ** always allowed. */
   if (after > g->limitlab_memcap && nsize > osize) {
     if (!g->limitlab_memhit) {
+      lua_Debug ar;
+      int level;
       g->limitlab_memhit = 1;
+      /* Where the script was: the innermost Lua function's current line (a C function such as
+      ** string.rep has none), for the kill's message should this allocation be the one refused. */
+      g->limitlab_memline = 0;
+      for (level = 0; g->limitlab_memline <= 0 && lua_getstack(L, level, &ar); level++) {
+        if (lua_getinfo(L, "l", &ar)) g->limitlab_memline = ar.currentline;
+      }
       if (L->hookmask & LUA_MASKCOUNT) L->hookcount = 1;
     }
     if (after > g->limitlab_memcap + LIMITLAB_MEMSLACK)

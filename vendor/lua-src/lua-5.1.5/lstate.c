@@ -177,6 +177,7 @@ LUA_API lua_State *lua_newstate (lua_Alloc f, void *ud) {
   g->totalbytes = sizeof(LG);
   g->limitlab_memcap = MAX_LUMEM;
   g->limitlab_memhit = 0;
+  g->limitlab_memline = 0;
   g->gcpause = LUAI_GCPAUSE;
   g->gcstepmul = LUAI_GCMUL;
   g->gcdept = 0;

@@ -209,7 +209,7 @@ struct lua_PeekArg {
 LUA_API void  (lua_peekargs) (lua_State *L, int n, struct lua_PeekArg *out);  /* limitlab */
 LUA_API const void *(lua_fixedstring) (lua_State *L, const char *s);  /* limitlab */
 /* limitlab: the memory cap's fields in the global state (lmem.c), read and set in place */
-struct lua_MemCap { size_t *totalbytes; size_t *cap; int *hit; };
+struct lua_MemCap { size_t *totalbytes; size_t *cap; int *hit; int *line; };
 LUA_API void  (lua_memcapfields) (lua_State *L, struct lua_MemCap *out);  /* limitlab */
 LUA_API int   (lua_longeststringchain) (lua_State *L);  /* limitlab (lapi.c) */
 LUA_API void  (lua_setglobalstrings) (lua_State *L, const void *name, int n, const struct lua_PeekArg *items);  /* limitlab */
