@@ -52,9 +52,10 @@ pub const TTL_PROBES: usize = 500;
 /// The most requests of cost 1 one probe sends to count what fits.
 pub const PROBE_UNITS: usize = 64;
 /// The requests the header probes of one pattern may send: a `RateLimit` promise is judged by
-/// sending the whole capacity, so above [`run::FULL_SIZE`] the probes stop once they have sent this
-/// many (after at least [`HEADER_PROBES_MIN`] decisions). Up to the full size it never binds: 50
-/// decisions of at most `1 + capacity` requests each stay under it.
+/// sending the whole capacity, so above [`run::FULL_SIZE`] that promise is no longer judged once the
+/// probes have sent this many (after at least [`HEADER_PROBES_MIN`] decisions); `Retry-After`, one
+/// request each, still is. Up to the full size it never binds: 50 decisions of at most
+/// `1 + capacity` requests each stay under it.
 pub const HEADER_PROBE_REQUESTS: usize = PROBES / 2 * (run::FULL_SIZE as usize + 1);
 /// Decisions whose headers are judged in each pattern, whatever they cost.
 pub const HEADER_PROBES_MIN: usize = 2;
@@ -468,14 +469,15 @@ impl Probes {
                 self.retry.extend(v.wrong.into_iter().map(|w| (i, w)));
             }
         }
-        let within = self.headers_sent < HEADER_PROBE_REQUESTS || self.headers_decisions < HEADER_PROBES_MIN;
-        if self.headers_checked < PROBES / 2 && within {
+        // The quota promise sends the whole capacity: within the budget only. Retry-After sends one.
+        let quota = self.headers_sent < HEADER_PROBE_REQUESTS || self.headers_decisions < HEADER_PROBES_MIN;
+        if self.headers_checked < PROBES / 2 {
             let sent = &mut self.headers_sent;
-            if let Some(v) = honesty::headers(&d, reports, &r.limiter.params(), now, cost, &mut |at, costs| {
+            if let Some(v) = honesty::headers_judged(&d, reports, &r.limiter.params(), now, cost, quota, &mut |at, costs| {
                 *sent += costs.len();
                 probe(r, at, costs)
             }) {
-                self.headers_decisions += 1;
+                self.headers_decisions += usize::from(quota);
                 self.headers_checked += v.checked;
                 self.headers.extend(v.wrong.into_iter().map(|w| (i, w)));
             }
