@@ -420,3 +420,49 @@ fn several_policies_are_each_judged_and_bad_new_fields_are_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("an adapter defines refund(req)"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// 10,000 per minute on the shipped fixed window: the patterns and the attack search are sized to
+/// the policy's shape, not replayed request by request at the policy's length. What is asserted is
+/// how many requests each pattern sent (as the report says), never a time, and the verdict.
+#[test]
+fn a_large_policy_is_checked_with_bounded_traffic_and_the_same_verdict() {
+    let out = limitlab(&["check", "fixed_window", "--limit", "10000", "--window", "60000", "--json", "--no-save", "--no-timing"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}\n{}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(out.status.code(), Some(0), "{v:#}");
+    let t = &v["traffic"];
+    assert_eq!(t["scaled"], true, "{t:#}");
+    let count = |name: &str| {
+        t["patterns"].as_array().unwrap().iter().find(|p| p["name"] == name).unwrap_or_else(|| panic!("no {name} in {t:#}"))["requests"]
+            .as_u64()
+            .unwrap()
+    };
+    // Every pattern is bounded: at full length they would send 40,000, 30,001, 240,000, about
+    // 1,000,000, 20 and 80,000 requests.
+    let cap = 10_000u64;
+    let total: u64 = t["patterns"].as_array().unwrap().iter().map(|p| p["requests"].as_u64().unwrap()).sum();
+    assert!(total <= 150_000, "{total} requests in all: {t:#}");
+    assert!(count("steady_overload") <= 6 * cap, "{t:#}");
+    assert!(count("under_limit") <= 5 * cap, "{t:#}");
+    assert!(count("costs") <= 1_000, "{t:#}");
+    assert_eq!(count("sparse"), 20);
+    // The bursts still go past the capacity, on each side of the boundary and after the idle spell.
+    assert!(count("boundary_burst") > 2 * cap && count("boundary_burst") <= 3 * cap, "{t:#}");
+    assert!(count("idle_then_burst") > cap && count("idle_then_burst") <= 2 * cap, "{t:#}");
+    // The search ran at a smaller limit and said so; its requests are bounded too.
+    let s = &t["search"];
+    assert_eq!(s["scaled"], true, "{s:#}");
+    assert!(s["limit"].as_u64().unwrap() < cap, "{s:#}");
+    assert!(s["requests"].as_u64().unwrap() <= 5_000_000, "{s:#}");
+    assert!(s["confirmed"].as_u64().unwrap() <= 8 * cap, "{s:#}");
+    // The verdict: a fixed window admits twice its limit across a boundary, and that is found.
+    let checks = v["checks"].as_array().unwrap();
+    let overshoot = checks.iter().find(|c| c["name"] == "overshoot").unwrap();
+    assert_eq!(overshoot["status"], "pass");
+    assert!(overshoot["summary"].as_str().unwrap().starts_with("worst 2.00"), "{overshoot:#}");
+    assert!(overshoot["evidence"].to_string().contains("the attack search was narrowed"), "{overshoot:#}");
+    assert!(checks.iter().all(|c| c["status"] != "fail"), "{v:#}");
+    // The text report says the same, in one line.
+    let text = limitlab(&["check", "fixed_window", "--limit", "10", "--window", "1000", "--no-save", "--no-timing"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("traffic: boundary_burst 40, idle_then_burst 31, steady_overload 240,"), "{text}");
+}

@@ -122,18 +122,59 @@ pub struct Found {
     pub metrics: Metrics,
     /// The model's figures agree with the emulator's (they always should).
     pub model_agrees: bool,
+    /// Patterns scored (and, for a scaled search, the one built at the policy).
     pub evaluations: u32,
+    /// The requests those patterns sent, in all.
+    pub requests: u64,
 }
 
 /// Searches both goals and confirms each winner on the emulator.
 pub fn attack(s: &Settings) -> Result<Vec<Found>> {
+    attack_at(s, None)
+}
+
+/// [`attack`] with the search run on `small`, the same spec at a smaller policy (the same window):
+/// each goal's winner is scaled up to `s`'s policy (every segment's count multiplied by the ratio
+/// of the limits, its spacing divided by it, its start kept), built and trimmed at `s`'s policy, and
+/// confirmed on the emulator there. The figures reported are those of the policy of `s`.
+pub fn attack_scaled(s: &Settings, small: &Settings) -> Result<Vec<Found>> {
+    attack_at(s, Some(small))
+}
+
+/// `segments` with their counts multiplied by `num / den` and their spacings divided by it
+/// (rounded to the nearest, each count at least 1 and at most `budget`).
+pub fn scale_segments(segments: &[Segment], num: u64, den: u64, budget: u32) -> Vec<Segment> {
+    let (num, den) = (num.max(1) as u128, den.max(1) as u128);
+    segments
+        .iter()
+        .map(|s| Segment {
+            count: ((s.count as u128 * num + den / 2) / den).clamp(1, budget.max(1) as u128) as u32,
+            spacing_us: ((s.spacing_us as u128 * den + num / 2) / num) as u64,
+            ..*s
+        })
+        .collect()
+}
+
+fn attack_at(s: &Settings, small: Option<&Settings>) -> Result<Vec<Found>> {
     let origin = origin_ms(s.limiter.params().window_ms);
     let mut out = Vec::with_capacity(2);
     for (i, goal) in Goal::ALL.into_iter().enumerate() {
         let seed = crate::traffic::part_seed(s.seed, i as u64);
-        let best = search::search(&s.limiter, goal, origin, s.budget, seed, s.iterations);
-        let arrivals: Vec<Arrival> = best
-            .built
+        let (segments, built, score, evaluations, requests) = match small {
+            None => {
+                let best = search::search(&s.limiter, goal, origin, s.budget, seed, s.iterations);
+                (best.segments, best.built, best.score, best.evaluations, best.requests)
+            }
+            Some(small) => {
+                let best = search::search(&small.limiter, goal, origin, small.budget, seed, small.iterations);
+                let segs = scale_segments(&best.segments, s.limiter.params().limit, small.limiter.params().limit, s.budget);
+                let built = pattern::build(&segs, &s.limiter, origin, s.budget);
+                let sent = built.len() as u64;
+                let (segs, built, score) = search::trim(segs, built, &s.limiter, goal, origin, s.budget);
+                (segs, built, score, best.evaluations + 1, best.requests + sent)
+            }
+        };
+        let arrivals: Vec<Arrival> = built
             .times_us
             .iter()
             .map(|&t| Arrival {
@@ -144,11 +185,11 @@ pub fn attack(s: &Settings) -> Result<Vec<Found>> {
             })
             .collect();
         let (metrics, allowed) = confirm(&s.limiter, &arrivals)?;
-        let model_agrees = allowed == best.built.allowed
-            && metrics.max_in_window == best.score.max_in_window
-            && metrics.false_rejections == best.score.false_rejections
+        let model_agrees = allowed == built.allowed
+            && metrics.max_in_window == score.max_in_window
+            && metrics.false_rejections == score.false_rejections
             && metrics.reference_mismatches == 0;
-        out.push(Found { goal, segments: best.segments, arrivals, allowed, metrics, model_agrees, evaluations: best.evaluations });
+        out.push(Found { goal, segments, arrivals, allowed, metrics, model_agrees, evaluations, requests });
     }
     Ok(out)
 }

@@ -99,7 +99,7 @@ fn best_prefix(scores: &[Score], goal: Goal) -> (usize, Score) {
 
 /// The best prefix of `best`'s arrivals for `goal` (requests after the worst window, or that end a
 /// pattern without being false rejections, add nothing), as segments, rebuilt.
-fn trim(
+pub(crate) fn trim(
     segments: Vec<Segment>,
     built: Built,
     limiter: &Limiter,
@@ -130,6 +130,8 @@ pub struct Best {
     pub built: Built,
     pub score: Score,
     pub evaluations: u32,
+    /// The requests the scored patterns sent, in all.
+    pub requests: u64,
 }
 
 /// One scored pattern.
@@ -150,6 +152,7 @@ pub fn search(limiter: &Limiter, goal: Goal, origin_ms: i64, budget: u32, seed: 
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let space = Space { window: limiter.params().window_ms as i64, limit: limiter.params().limit, budget };
     let mut evaluations = 0u32;
+    let mut requests = 0u64;
     let mut evaluate = |segs: Vec<Segment>| -> Option<Candidate> {
         let segments = space.normalize(segs);
         if segments.is_empty() {
@@ -159,6 +162,7 @@ pub fn search(limiter: &Limiter, goal: Goal, origin_ms: i64, budget: u32, seed: 
         // Judged by its best prefix: what it would score once trimmed.
         let (_, score) = best_prefix(&prefix_scores(&built, limiter), goal);
         evaluations += 1;
+        requests += built.len() as u64;
         Some(Candidate { segments, built, score })
     };
     let mut pool: Vec<Candidate> = Vec::new();
@@ -199,7 +203,7 @@ pub fn search(limiter: &Limiter, goal: Goal, origin_ms: i64, budget: u32, seed: 
         }
     }
     let (segments, built, score) = trim(best.segments, best.built, limiter, goal, origin_ms, budget);
-    Best { segments, built, score, evaluations }
+    Best { segments, built, score, evaluations, requests }
 }
 
 /// The shape of the space searched.

@@ -51,6 +51,8 @@ pub const PROBES: usize = 100;
 pub const TTL_PROBES: usize = 500;
 /// The most requests of cost 1 one probe sends to count what fits.
 pub const PROBE_UNITS: usize = 64;
+/// The most requests of a `flood@<policy>` pattern (a further policy's own danger).
+pub const FLOOD_MAX: u64 = 50_000;
 /// The room left by the fill before counting it unit by unit (see `Ctx::room`).
 pub const ROOM_PROBE: u64 = 8;
 
@@ -58,6 +60,14 @@ pub const ROOM_PROBE: u64 = 8;
 fn arrival_at(subject: &str, at_ms: i64, cost: u64) -> crate::traffic::Arrival {
     crate::traffic::Arrival { at: crate::clock::Millis(at_ms).as_micros(), key: subject.into(), cost, phase: "check".into() }
 }
+/// The requests the header probes of one pattern may send: a `RateLimit` promise is judged by
+/// sending the whole capacity, so above [`run::FULL_SIZE`] that promise is no longer judged once the
+/// probes have sent this many (after at least [`HEADER_PROBES_MIN`] decisions); `Retry-After`, one
+/// request each, still is. Up to the full size it never binds: 50 decisions of at most
+/// `1 + capacity` requests each stay under it.
+pub const HEADER_PROBE_REQUESTS: usize = PROBES / 2 * (run::FULL_SIZE as usize + 1);
+/// Decisions whose headers are judged in each pattern, whatever they cost.
+pub const HEADER_PROBES_MIN: usize = 2;
 
 /// A check's verdict.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -106,7 +116,60 @@ pub struct CheckReport {
     /// The overshoot bound judged against, and where it comes from.
     pub bound: Option<f64>,
     pub bound_source: String,
+    /// How many requests each pattern and the attack search sent.
+    pub traffic: Traffic,
     pub checks: Vec<CheckResult>,
+}
+
+/// The traffic behind a report: what each pattern sent, and what the attack search sent.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Traffic {
+    pub patterns: Vec<PatternTraffic>,
+    /// Whether the patterns were scaled (the policy is above [`run::FULL_SIZE`]).
+    pub scaled: bool,
+    /// The attack search; `None` when it could not run at this policy.
+    pub search: Option<SearchTraffic>,
+}
+
+/// One pattern's size.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PatternTraffic {
+    pub name: &'static str,
+    pub requests: usize,
+    pub subjects: usize,
+    pub windows: f64,
+}
+
+/// What the attack search sent.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SearchTraffic {
+    /// The policy the search ran at: the check's own, or a smaller one with the same window (see
+    /// [`search_size`]), whose winners were then scaled up, built and confirmed at the check's.
+    pub limit: u64,
+    pub capacity: u64,
+    /// The most requests one searched pattern may send.
+    pub budget: u32,
+    pub scaled: bool,
+    /// Patterns scored, both goals together.
+    pub evaluations: u32,
+    /// The requests they sent, both goals together.
+    pub requests: u64,
+    /// The requests of the winners, confirmed on the emulator at the check's policy.
+    pub confirmed: u64,
+}
+
+/// The largest limit the attack search runs at as it is, for a spec without an exact model: every
+/// one of its patterns is then played through the script on the emulator. Above it, the search runs
+/// at this limit (the same window, the capacity scaled alike) and its winners are scaled up.
+pub const SEARCH_FULL_SIZE: u64 = run::FULL_SIZE;
+/// The same for a spec with an exact model, which the search asks instead of the emulator.
+pub const SEARCH_FULL_SIZE_MODEL: u64 = 1000;
+
+/// The limit the attack search runs at for `limiter`: its own up to [`SEARCH_FULL_SIZE`]
+/// ([`SEARCH_FULL_SIZE_MODEL`] with an exact model), that size above it.
+pub fn search_size(limiter: &Limiter) -> u64 {
+    let cap = if limiter.reference().is_some() { SEARCH_FULL_SIZE_MODEL } else { SEARCH_FULL_SIZE };
+    limiter.params().limit.min(cap)
 }
 
 impl CheckReport {
@@ -126,11 +189,51 @@ pub struct CheckOptions {
     pub out: Option<PathBuf>,
     /// The attack search's evaluations per goal.
     pub iterations: u32,
+    /// Show progress on stderr, when it is a terminal.
+    pub progress: bool,
 }
 
 impl Default for CheckOptions {
     fn default() -> Self {
-        CheckOptions { seed: 0, timing: true, out: None, iterations: 200 }
+        CheckOptions { seed: 0, timing: true, out: None, iterations: 200, progress: false }
+    }
+}
+
+/// Progress on stderr while `check` runs, one step per stage; only at a terminal, and only for a
+/// policy large enough for the wait to be noticed.
+struct Stages(Option<indicatif::ProgressBar>);
+
+impl Stages {
+    fn new(show: bool, stages: usize) -> Stages {
+        use std::io::IsTerminal;
+        Stages((show && std::io::stderr().is_terminal()).then(|| {
+            let b = indicatif::ProgressBar::new(stages as u64);
+            if let Ok(style) = indicatif::ProgressStyle::with_template("{prefix:>20} {bar:40} {pos}/{len} {msg} ({elapsed})") {
+                b.set_style(style);
+            }
+            b.set_prefix("check");
+            b
+        }))
+    }
+
+    fn at(&self, what: &str) {
+        if let Some(b) = &self.0 {
+            b.set_message(what.to_string());
+        }
+    }
+
+    fn done(&self) {
+        if let Some(b) = &self.0 {
+            b.inc(1);
+        }
+    }
+}
+
+impl Drop for Stages {
+    fn drop(&mut self) {
+        if let Some(b) = &self.0 {
+            b.finish_and_clear();
+        }
     }
 }
 
@@ -158,9 +261,9 @@ pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
             patterns.push(pat);
         }
         // The longer policy's own danger: traffic as fast as the others let through (twice the
-        // fastest rate) for two of its windows, at most 40 of its limits.
+        // fastest rate) for two of its windows, at most 40 of its limits and FLOOD_MAX requests.
         let w = more.window_ms as i64;
-        let n = ((4.0 * fastest * w as f64).ceil() as u64).clamp(2, 40 * more.limit);
+        let n = ((4.0 * fastest * w as f64).ceil() as u64).clamp(2, (40 * more.limit).min(FLOOD_MAX));
         let at0 = attack::origin_ms(more.window_ms);
         let arrivals = (0..n as i64)
             .map(|i| crate::traffic::Arrival { at: crate::clock::Micros(at0 * 1000 + i * 2 * w * 1000 / n as i64), key: "f".into(), cost: 1, phase: "flood".into() })
@@ -172,12 +275,15 @@ pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
         });
     }
     let mut ctx = Ctx { limiter, opts, patterns: &patterns, checks: Vec::new() };
+    // Shown for a policy above the full size, whose check takes seconds.
+    let stages = Stages::new(opts.progress && run::scaled(&p), patterns.len() + 5);
 
     // Every pattern once, with the probes the checks need.
     let mut runs = Vec::new();
     let watch = Stopwatch::start();
     let mut decisions = 0usize;
     for pat in &patterns {
+        stages.at(&format!("{} ({} requests)", pat.name, pat.arrivals.len()));
         let mut r = Replay::new(limiter);
         let mut probes = Probes::default();
         r.play(&pat.arrivals, |r, i| probes.after(r, i, pat.arrivals.get(i + 1)));
@@ -186,14 +292,39 @@ pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
         }
         decisions += r.played.len();
         runs.push((r, probes));
+        stages.done();
     }
     let secs = watch.elapsed_secs();
+    let w = p.window_ms as f64 * 1000.0;
+    let mut traffic = Traffic {
+        patterns: patterns
+            .iter()
+            .zip(&runs)
+            .map(|(pat, (r, _))| PatternTraffic {
+                name: pat.name,
+                requests: pat.arrivals.len(),
+                subjects: r.subjects(),
+                windows: match (pat.arrivals.first(), pat.arrivals.last()) {
+                    (Some(a), Some(b)) => ((b.at.0 - a.at.0) as f64 / w * 100.0).round() / 100.0,
+                    _ => 0.0,
+                },
+            })
+            .collect(),
+        scaled: run::scaled(&p),
+        search: None,
+    };
 
     ctx.errors(&runs);
     ctx.model(&runs);
-    let found = ctx.attack();
-    ctx.overshoot(&runs, bound, &bound_source, found.as_ref());
-    ctx.false_rejections(&runs, found.as_ref());
+    stages.at("attack search");
+    let searched = ctx.attack();
+    stages.done();
+    let found = searched.as_ref().map(|(f, _)| f);
+    if let Some((f, t)) = &searched {
+        traffic.search = Some(SearchTraffic { confirmed: f.iter().map(|f| f.arrivals.len() as u64).sum(), ..t.clone() });
+    }
+    ctx.overshoot(&runs, bound, &bound_source, found, traffic.search.as_ref());
+    ctx.false_rejections(&runs, found);
     ctx.remaining(&runs);
     ctx.granted(&runs);
     ctx.refusals(&runs);
@@ -202,10 +333,17 @@ pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
     ctx.oversized();
     ctx.retry_after(&runs);
     ctx.headers(&runs);
+    stages.at("ttl (the patterns again, expired keys kept)");
     ctx.ttl(&mut runs)?;
+    stages.done();
+    stages.at("clock_skew");
     ctx.clock_skew();
+    stages.done();
+    stages.at("cluster (the patterns again on a cluster node)");
     ctx.cluster(&runs);
+    stages.done();
     ctx.memory(&mut runs)?;
+    stages.done();
     for c in &mut ctx.checks {
         if let Some((_, reason)) = spec.waive.iter().find(|(n, _)| n == c.name) {
             let verdict = match c.status {
@@ -234,6 +372,7 @@ pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
         seed: opts.seed,
         bound,
         bound_source,
+        traffic,
         checks: ctx.checks,
     })
 }
@@ -263,6 +402,9 @@ struct Probes {
     retry_checked: usize,
     headers: Vec<(usize, String)>,
     headers_checked: usize,
+    /// Decisions whose headers were judged, and the requests their probes sent.
+    headers_decisions: usize,
+    headers_sent: usize,
     errors: Vec<(usize, String)>,
     refusals: Vec<(usize, String)>,
     refusals_checked: usize,
@@ -364,8 +506,15 @@ impl Probes {
                 self.retry.extend(v.wrong.into_iter().map(|w| (i, w)));
             }
         }
+        // The quota promise sends the whole capacity: within the budget only. Retry-After sends one.
+        let quota = self.headers_sent < HEADER_PROBE_REQUESTS || self.headers_decisions < HEADER_PROBES_MIN;
         if self.headers_checked < PROBES / 2 {
-            if let Some(v) = honesty::headers(&d, reports, &r.limiter.params(), now, cost, &mut |at, costs| probe(r, at, costs)) {
+            let sent = &mut self.headers_sent;
+            if let Some(v) = honesty::headers_judged(&d, reports, &r.limiter.params(), now, cost, quota, &mut |at, costs| {
+                *sent += costs.len();
+                probe(r, at, costs)
+            }) {
+                self.headers_decisions += usize::from(quota);
                 self.headers_checked += v.checked;
                 self.headers.extend(v.wrong.into_iter().map(|w| (i, w)));
             }
@@ -414,17 +563,47 @@ impl Ctx<'_> {
         self.checks.push(c);
     }
 
-    fn attack(&mut self) -> Option<Vec<attack::Found>> {
+    /// The attack search at the policy, or, above [`search_size`], at that size with its winners
+    /// scaled up and confirmed at the policy.
+    fn attack(&mut self) -> Option<(Vec<attack::Found>, SearchTraffic)> {
         let p = self.limiter.params();
         let budget = attack::default_budget(p.limit);
         let s = Settings::new(self.limiter.clone(), budget, self.opts.seed, self.opts.iterations).ok()?;
-        attack::attack(&s).ok()
+        let size = search_size(self.limiter);
+        let (found, small) = if size < p.limit {
+            // The capacity scaled as the limit is (at least 1).
+            let burst = p.burst.map(|b| ((b as u128 * size as u128 + p.limit as u128 / 2) / p.limit as u128).max(1) as u64);
+            let params = crate::limiter::Params { limit: size, window_ms: p.window_ms, burst };
+            let small = Limiter::from_spec(self.limiter.shared_spec().clone(), params).ok()?;
+            let small = Settings::new(small, attack::default_budget(size), self.opts.seed, self.opts.iterations).ok()?;
+            (attack::attack_scaled(&s, &small).ok()?, Some(small))
+        } else {
+            (attack::attack(&s).ok()?, None)
+        };
+        let at = small.as_ref().unwrap_or(&s);
+        let t = SearchTraffic {
+            limit: at.limiter.params().limit,
+            capacity: at.limiter.params().capacity(),
+            budget: at.budget,
+            scaled: small.is_some(),
+            evaluations: found.iter().map(|f| f.evaluations).sum(),
+            requests: found.iter().map(|f| f.requests).sum(),
+            confirmed: 0,
+        };
+        Some((found, t))
     }
 
     /// The most admitted in any window over the limit, for each of the spec's policies (the first
     /// one's bound is `bound`, from `source`; each further one's is `max_overshoot` or its
     /// family's bound for its own size), on every pattern and the attack search's.
-    fn overshoot(&mut self, runs: &[(Replay<'_>, Probes)], bound: Option<f64>, source: &str, found: Option<&Vec<attack::Found>>) {
+    fn overshoot(
+        &mut self,
+        runs: &[(Replay<'_>, Probes)],
+        bound: Option<f64>,
+        source: &str,
+        found: Option<&Vec<attack::Found>>,
+        search: Option<&SearchTraffic>,
+    ) {
         let spec = self.limiter.spec();
         let policies = spec.policies(&self.limiter.params());
         let several = policies.len() > 1;
@@ -456,6 +635,21 @@ impl Ctx<'_> {
             if let Some((x, what, arrivals)) = worst {
                 verdicts.push((x, b, what, arrivals));
             }
+        }
+        if let Some(t) = search.filter(|t| t.scaled) {
+            let p = self.limiter.params();
+            lines.push(format!(
+                "the attack search was narrowed: it ran at limit {} per {} ms (capacity {}), not {} (capacity {}), {} patterns of up to {} requests; \
+                 each goal's winner was scaled up to the policy (counts times {:.2}, spacings divided by it), built and confirmed there",
+                t.limit,
+                p.window_ms,
+                t.capacity,
+                p.limit,
+                p.capacity(),
+                t.evaluations,
+                t.budget,
+                p.limit as f64 / t.limit as f64
+            ));
         }
         if verdicts.is_empty() {
             self.checks.push(CheckResult::new("overshoot", Status::Skip, "no pattern ran".into()));
@@ -1220,11 +1414,11 @@ impl Ctx<'_> {
 
     fn memory(&mut self, runs: &mut [(Replay<'_>, Probes)]) -> Result<()> {
         let Some(((r, _), _)) = runs.iter_mut().zip(self.patterns).find(|(_, p)| p.name == "under_limit") else { return Ok(()) };
-        let subjects = 20u64;
+        let subjects = (r.subjects() as u64).max(1);
         let (bytes, keys, costs) = r.memory()?;
         let per = bytes / subjects;
         // The server's growth for a million subjects like these: their keys' costs (averaged over
-        // the 20 subjects) plus the tables a million subjects' keys need.
+        // the pattern's subjects) plus the tables a million subjects' keys need.
         let million = 1_000_000u64;
         let per_key_sum: f64 = costs.iter().map(|c| c.key as f64 + c.value).sum::<f64>() / subjects as f64;
         let ttl_per_subject = costs.iter().filter(|c| c.has_ttl()).count() as f64 / subjects as f64;
@@ -1246,7 +1440,7 @@ impl Ctx<'_> {
                 total_m / (1024.0 * 1024.0)
             ),
         );
-        c.evidence.push("after the under_limit pattern (20 subjects at half the rate), keys alive at its end".into());
+        c.evidence.push(format!("after the under_limit pattern ({subjects} subjects at half the rate), keys alive at its end"));
         c.evidence.push(
             "used_memory growth: MEMORY USAGE plus each TTL's expires-dict entry, both dicts' bucket arrays for 1,000,000 \
              subjects, dict entries as allocated (32 bytes, not 24), less shared integers 0..9999 (Redis 7.0.15, jemalloc 5.3)"

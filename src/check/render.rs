@@ -1,7 +1,7 @@
 //! `check`'s report as text, JSON and JUnit XML (which CI systems read).
 use std::fmt::Write as _;
 
-use super::{CheckReport, Status};
+use super::{CheckReport, Status, Traffic};
 
 impl Status {
     fn label(self) -> &'static str {
@@ -31,6 +31,7 @@ pub fn text(r: &CheckReport) -> String {
             None => r.bound_source.clone(),
         }
     );
+    let _ = writeln!(s, "{}", traffic_line(&r.traffic));
     s.push('\n');
     for c in &r.checks {
         let _ = writeln!(s, "{} {:<17} {}", c.status.label(), c.name, c.summary);
@@ -55,6 +56,30 @@ pub fn text(r: &CheckReport) -> String {
         count(Status::Skip),
         if figures == 1 { "" } else { "s" }
     );
+    s
+}
+
+/// One line: the requests each pattern sent, and the attack search's.
+pub fn traffic_line(t: &Traffic) -> String {
+    let each: Vec<String> = t.patterns.iter().map(|p| format!("{} {}", p.name, p.requests)).collect();
+    let total: usize = t.patterns.iter().map(|p| p.requests).sum();
+    let mut s = format!(
+        "traffic: {} requests per pattern ({total} in all{}; played again with expired keys kept and on a cluster node)",
+        each.join(", "),
+        if t.scaled { ", patterns scaled to the policy's size" } else { "" }
+    );
+    match &t.search {
+        Some(a) => s.push_str(&format!(
+            "; attack search: {} patterns of up to {} requests at limit {}{} ({} requests), {} confirmed on the emulator",
+            a.evaluations,
+            a.budget,
+            a.limit,
+            if a.scaled { ", narrowed from the policy's" } else { "" },
+            a.requests,
+            a.confirmed
+        )),
+        None => s.push_str("; no attack search at this policy"),
+    }
     s
 }
 

@@ -32,50 +32,78 @@ fn spread(out: &mut Vec<Arrival>, origin: i64, from_us: i64, to_us: i64, n: u64,
     }
 }
 
+/// Policies up to this size (limit and capacity) get the patterns at their full length; above it,
+/// each pattern keeps its shape but plays fewer windows and subjects, and its bursts are a quarter
+/// over the capacity instead of two or three times it (see [`patterns`]).
+pub const FULL_SIZE: u64 = 100;
+
+/// Whether a policy is above [`FULL_SIZE`], so that [`patterns`] scales its patterns.
+pub fn scaled(p: &Params) -> bool {
+    p.limit > FULL_SIZE || p.capacity() > FULL_SIZE
+}
+
 /// The patterns, for a policy of `limit` per `window_ms` (capacity `burst`) starting at window
 /// boundary `origin` (unix ms). Every pattern is deterministic (the Poisson-like one from `seed`).
+///
+/// Up to [`FULL_SIZE`] they are played at full length. Above it, their length would grow with the
+/// limit (a hundred times the limit in all, most of it in the steady patterns), so each keeps its
+/// shape at a length that still shows what it is there to show:
+/// - the bursts (`boundary_burst` on each side, `idle_then_burst`) send a quarter more than the
+///   capacity, so a limiter that lets more than its capacity through still shows it;
+/// - `steady_overload` runs 3 windows at twice the rate instead of 12;
+/// - `under_limit` runs 2 subjects at half the rate for 4 windows instead of 20 for 10;
+/// - `costs` sends `8 * FULL_SIZE` requests over the same four windows (gaps scaled up), not `8 * limit`;
+/// - `sparse` is 20 requests at every size.
 pub fn patterns(p: &Params, origin: i64, seed: u64) -> Vec<Pattern> {
     let w = p.window_ms as i64 * 1000; // µs
     let l = p.limit;
     let c = p.capacity();
+    let big = scaled(p);
     let mut out = Vec::new();
 
+    // Over the capacity: twice (three times) it at full size, a quarter more than it above.
+    let over = |times: u64| if big { c + c.div_ceil(4) } else { times * c };
+
+    let n = over(2);
     let mut a = Vec::new();
-    spread(&mut a, origin, w - w / 10, w, 2 * c, "b", 1, "end of window");
-    spread(&mut a, origin, w, w + w / 10, 2 * c, "b", 1, "start of next");
+    spread(&mut a, origin, w - w / 10, w, n, "b", 1, "end of window");
+    spread(&mut a, origin, w, w + w / 10, n, "b", 1, "start of next");
     out.push(Pattern {
         name: "boundary_burst",
-        description: format!("{} requests in the last tenth of a window, {} in the first tenth of the next", 2 * c, 2 * c),
+        description: format!("{n} requests in the last tenth of a window, {n} in the first tenth of the next"),
         arrivals: a,
     });
 
+    let n = over(3);
     let mut a = vec![arrival(origin, 0, "i", 1, "warm-up")];
-    spread(&mut a, origin, 3 * w, 3 * w + w / 100, 3 * c, "i", 1, "burst");
+    spread(&mut a, origin, 3 * w, 3 * w + w / 100, n, "i", 1, "burst");
     out.push(Pattern {
         name: "idle_then_burst",
-        description: format!("one request, three idle windows, then {} within a hundredth of a window", 3 * c),
+        description: format!("one request, three idle windows, then {n} within a hundredth of a window"),
         arrivals: a,
     });
 
+    let windows: u64 = if big { 3 } else { 12 };
     let mut a = Vec::new();
-    spread(&mut a, origin, 0, 12 * w, 24 * l, "o", 1, "overload");
+    spread(&mut a, origin, 0, windows as i64 * w, 2 * windows * l, "o", 1, "overload");
     out.push(Pattern {
         name: "steady_overload",
-        description: format!("one subject at twice the rate ({} requests per window) for 12 windows", 2 * l),
+        description: format!("one subject at twice the rate ({} requests per window) for {windows} windows", 2 * l),
         arrivals: a,
     });
 
-    // 20 subjects at half the rate each, exponential gaps from the seed.
+    // Subjects at half the rate each, exponential gaps from the seed.
+    let (subjects, windows) = if big { (2, 4i64) } else { (20, 10i64) };
     let mut rng = crate::traffic::rng(seed);
     let mut a = Vec::new();
     let mean_gap_us = (2 * w) as f64 / l as f64;
-    for s in 0..20 {
+    for s in 0..subjects {
         let key = format!("u{s}");
         let mut t = 0f64;
         loop {
             let u: f64 = rand::Rng::random_range(&mut rng, f64::EPSILON..1.0);
             t += -u.ln() * mean_gap_us;
-            if t >= (10 * w) as f64 {
+            if t >= (windows * w) as f64 {
                 break;
             }
             a.push(arrival(origin, t as i64, &key, 1, "under the limit"));
@@ -84,7 +112,7 @@ pub fn patterns(p: &Params, origin: i64, seed: u64) -> Vec<Pattern> {
     a.sort_by(|x, y| x.at.cmp(&y.at).then_with(|| x.key.cmp(&y.key)));
     out.push(Pattern {
         name: "under_limit",
-        description: "20 subjects at half the rate each, random gaps, for 10 windows".into(),
+        description: format!("{subjects} subjects at half the rate each, random gaps, for {windows} windows"),
         arrivals: a,
     });
 
@@ -98,8 +126,11 @@ pub fn patterns(p: &Params, origin: i64, seed: u64) -> Vec<Pattern> {
         let mut a = Vec::new();
         let mut rng = crate::traffic::rng(seed ^ 0x5eed);
         let mut t = 0i64;
-        for _ in 0..(8 * l) {
-            t += rand::Rng::random_range(&mut rng, 0..=(w / l as i64).max(1));
+        // 8 * limit requests, gaps up to a window over the limit: about four windows. Above
+        // FULL_SIZE, fewer requests over the same time.
+        let (n, max_gap) = if big { (8 * FULL_SIZE, (w / FULL_SIZE as i64).max(1)) } else { (8 * l, (w / l as i64).max(1)) };
+        for _ in 0..n {
+            t += rand::Rng::random_range(&mut rng, 0..=max_gap);
             let cost = rand::Rng::random_range(&mut rng, 1..=(c / 2).max(1));
             a.push(arrival(origin, t, "cost", cost, "costs"));
         }
@@ -240,6 +271,11 @@ impl<'l> Replay<'l> {
             }
         }
         out
+    }
+
+    /// How many subjects have sent a request.
+    pub fn subjects(&self) -> usize {
+        self.subjects.len()
     }
 
     /// What `subject`'s request of `cost` at caller time `now_ms` (the server's clock at

@@ -61,7 +61,13 @@ impl Plan {
         };
         Ok(Plan {
             limiter,
-            options: CheckOptions { seed: a.seed, timing: !a.no_timing, out: (!a.no_save).then_some(a.out), iterations: a.iterations },
+            options: CheckOptions {
+                seed: a.seed,
+                timing: !a.no_timing,
+                out: (!a.no_save).then_some(a.out),
+                iterations: a.iterations,
+                progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            },
             format,
         })
     }

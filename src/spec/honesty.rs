@@ -89,7 +89,13 @@ pub fn retry_after(d: &Decision, reports: Reports, now_ms: i64, cost: u64, ask: 
 /// Judges the headers `d` implies under `params` ([`super::headers::headers`]): `None` when they
 /// make no promise.
 pub fn headers(d: &Decision, reports: Reports, params: &Params, now_ms: i64, cost: u64, ask: &mut Ask<'_>) -> Option<Verdict> {
-    if !promises_headers(d, reports) {
+    headers_judged(d, reports, params, now_ms, cost, true, ask)
+}
+
+/// [`headers`], judging the `RateLimit` quota promise (which sends the whole capacity) only when
+/// `quota` is set; `Retry-After` is judged either way. `None` when nothing was judged.
+pub fn headers_judged(d: &Decision, reports: Reports, params: &Params, now_ms: i64, cost: u64, quota: bool, ask: &mut Ask<'_>) -> Option<Verdict> {
+    if !promises_headers(d, reports) || (!quota && header_values(d, reports, params).retry_after.is_none()) {
         return None;
     }
     let h = header_values(d, reports, params);
@@ -103,7 +109,7 @@ pub fn headers(d: &Decision, reports: Reports, params: &Params, now_ms: i64, cos
             }
         }
     }
-    if promises_quota(d, reports) {
+    if quota && promises_quota(d, reports) {
         v.checked += 1;
         let cap = params.capacity();
         let t = secs_up(d.reset_after_ms) as i64;
