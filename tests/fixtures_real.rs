@@ -141,7 +141,7 @@ fn every_fixture_decides_on_a_private_redis_as_on_the_emulator() {
                     assert_eq!(c.reads_clock, ["TIME at tests/fixtures/redis_rate_gcra.lua:30"].map(|r| fix_path(r, &spec)));
                     assert_eq!(c.clock, ClockUsed::Scenario, "TIME is answered with the virtual clock");
                 }
-                "rate_limit_redis" | "rlflex_consume" | "rlflex_lifecycle" | "rlflex_memory_block" | "rlflex_union" => {
+                "rate_limit_redis" | "rlflex_consume" | "rlflex_lifecycle" | "rlflex_memory_block" | "rlflex_union" | "batched_counter" => {
                     assert!(c.reads_clock.iter().all(|r| r.starts_with("PTTL at ")), "{:?}", c.reads_clock);
                     assert_eq!(c.clock, ClockUsed::Server, "{name}: a spec that reads PTTL runs on the server's clock");
                     assert!(c.scenario_divergence.is_none());

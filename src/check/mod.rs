@@ -479,7 +479,7 @@ impl Probes {
         if let Some(n) = next.filter(|n| n.cost >= 2 && self.refusals_checked < PROBES && r.limiter.takes_cost()) {
             self.refusals_checked += 1;
             let at = n.at.as_millis().0;
-            if let Ok(v) = r.probe_many(&n.key, at, at, &vec![1u64; (n.cost as usize).min(PROBE_UNITS)]) {
+            if let Ok(v) = r.probe_next_many(&n.key, at, at, &vec![1u64; (n.cost as usize).min(PROBE_UNITS)]) {
                 self.pending = Some((i + 1, v));
             }
         }
@@ -919,6 +919,8 @@ impl Ctx<'_> {
                     }
                     if peek {
                         ok &= r.step(&arrival_at("peek", t, 0), t).is_some();
+                    } else {
+                        r.skip_turn();
                     }
                     (r, ok)
                 };
@@ -1009,6 +1011,7 @@ impl Ctx<'_> {
                             err(&mut c, &a, &format!("a refund of {k} at {t2}"));
                             break;
                         }
+                        b.align_turns(&a);
                         judged += 1;
                         if let (Some(x), Some(y)) = (self.room(&mut a, "life", t2), self.room(&mut b, "life", t2)) {
                             if x != y {
@@ -1034,6 +1037,7 @@ impl Ctx<'_> {
                             err(&mut c, &a, &format!("a {} at {t2}", op.name()));
                             break;
                         }
+                        b.align_turns(&a);
                         judged += 1;
                         let fresh = self.room(&mut b, "life", t2);
                         let (x, y) = (self.room(&mut a, "life", t2), fresh);
@@ -1046,7 +1050,14 @@ impl Ctx<'_> {
                             }
                         }
                         // The other subject: untouched by a reset of one, unused after a clear.
-                        let (x, y) = (self.room(&mut a, "other", t2), if op == crate::spec::Op::Clear { self.room(&mut Replay::new(self.limiter), "other", t2) } else { self.room(&mut b, "other", t2) });
+                        let y = if op == crate::spec::Op::Clear {
+                            let mut fresh = Replay::new(self.limiter);
+                            fresh.align_turns(&a);
+                            self.room(&mut fresh, "other", t2)
+                        } else {
+                            self.room(&mut b, "other", t2)
+                        };
+                        let x = self.room(&mut a, "other", t2);
                         if let (Some(x), Some(y)) = (x, y) {
                             if x != y {
                                 c.evidence.push(format!(

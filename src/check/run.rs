@@ -213,6 +213,18 @@ impl<'l> Replay<'l> {
         }
     }
 
+    /// Lets the next client process's turn pass without a request: a world without a request
+    /// routes the requests after it to the same processes as one with it.
+    pub fn skip_turn(&mut self) {
+        self.session.seq += 1;
+    }
+
+    /// Lets turns pass until as many requests were routed here as in `other` (see
+    /// [`Replay::skip_turn`]).
+    pub fn align_turns(&mut self, other: &Replay<'_>) {
+        self.session.seq = self.session.seq.max(other.session.seq);
+    }
+
     /// Plays one request whose caller's clock reads `a.at` while the server's reads `server_ms`
     /// (they differ for a skewed caller); its index in [`Replay::played`], or `None` after an
     /// error (kept in [`Replay::error`]).
@@ -282,6 +294,15 @@ impl<'l> Replay<'l> {
     /// `server_ms`) would get, leaving the keyspace and the clock as they were.
     pub fn probe(&mut self, subject: &str, server_ms: i64, now_ms: i64, cost: u64) -> Result<Decision> {
         self.probe_many(subject, server_ms, now_ms, &[cost]).map(|mut v| v.remove(0))
+    }
+
+    /// [`Replay::probe_many`] asked of the client process that will take the next request (not
+    /// the one that took the last): what fits just before that request runs.
+    pub fn probe_next_many(&mut self, subject: &str, server_ms: i64, now_ms: i64, costs: &[u64]) -> Result<Vec<Decision>> {
+        self.session.pin = Some(self.limiter.next_process(&self.session));
+        let out = self.probe_many(subject, server_ms, now_ms, costs);
+        self.session.pin = None;
+        out
     }
 
     /// Several requests in a row at the same time, then everything put back

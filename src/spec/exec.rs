@@ -35,6 +35,9 @@ pub struct Session {
     pub(crate) adapters: Vec<adapter::AdapterState>,
     /// How many processes had state when it was last saved ([`Session::save_client`]).
     saved_processes: usize,
+    /// The client process every request goes to while set (a "what if" asks one process: the one
+    /// that took the judged request), instead of the next in turn.
+    pub pin: Option<usize>,
     /// Requests run so far in this session (the next one's `seq`).
     pub seq: u64,
     /// When set, every call of every request is appended here.
@@ -166,11 +169,27 @@ impl Limiter {
     /// adapter state made when first needed.
     fn process(&self, s: &mut Session, seq: u64) -> Result<usize> {
         let super::Program::Adapter { path, source, .. } = &self.spec().program else { return Ok(0) };
-        let i = (seq % self.spec().processes.max(1) as u64) as usize;
+        let n = self.spec().processes.max(1);
+        let i = match s.pin {
+            Some(p) => p % n,
+            None => (seq % n as u64) as usize,
+        };
         while s.adapters.len() <= i {
             s.adapters.push(adapter::AdapterState::new(path, source)?);
         }
         Ok(i)
+    }
+
+    /// The client process that took the last request (the first one before any): the one a "what
+    /// if" about that request's decision asks.
+    pub fn last_process(&self, s: &Session) -> usize {
+        let n = self.spec().processes.max(1) as u64;
+        ((s.seq + n - 1) % n) as usize
+    }
+
+    /// The client process that will take the next request.
+    pub fn next_process(&self, s: &Session) -> usize {
+        (s.seq % self.spec().processes.max(1) as u64) as usize
     }
 
     /// Runs a lifecycle operation (`op`: refund, reset, clear) for `subject` (a refund gives back a
