@@ -114,7 +114,9 @@ reset_ms = "{reset}"
         scripts: vec![script],
         body,
         not_expressed: vec![
-            "inMemoryBlockOnConsumed / inMemoryBlockDuration: a block kept in the client's memory, refusing without calling Redis".into(),
+            "inMemoryBlockOnConsumed / inMemoryBlockDuration: a block kept in the client's memory, refusing without calling Redis \
+             (a hand-written adapter says it with its `client` table: see tests/fixtures/rlflex_memory_block.toml in limitlab's repository)"
+                .into(),
             "execEvenly: the client delays admitted requests to spread them over the duration".into(),
             "insuranceLimiter: another limiter that decides while Redis fails".into(),
         ],
