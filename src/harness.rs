@@ -202,6 +202,20 @@ impl Harness {
         Ok(d)
     }
 
+    /// Runs a lifecycle operation of the client now (a refund of `cost` units, a reset of
+    /// `subject`, a clear of every subject); the exact log takes it as
+    /// [`crate::metrics::ExactLog::apply`] says.
+    pub fn op(&mut self, op: crate::traffic::Op, subject: &str, cost: u64) -> Result<()> {
+        self.limiter.op(&mut self.backend, &mut self.session, op, subject, self.now_ms, cost)?;
+        if let Some(&s) = self.subjects.get(subject) {
+            let units = self.units(cost);
+            self.exact.apply(op, s, units);
+        } else if op == crate::traffic::Op::Clear {
+            self.exact.apply(op, 0, 0);
+        }
+        Ok(())
+    }
+
     /// What [`Harness::request`] would decide now, leaving the keyspace, the clock and the history
     /// as they were (for "would a retry at this time succeed?" questions).
     pub fn probe(&mut self, subject: &str, cost: u64) -> Result<Decision> {
@@ -211,12 +225,17 @@ impl Harness {
     }
 
     /// Plays `arrivals` (absolute times, as generators, traces and [`crate::strategies`] make
-    /// them): for each, the clock moves to its time (whole ms) and it is requested. Returns the
-    /// decisions in order; stops at the first error.
+    /// them): for each, the clock moves to its time (whole ms) and it is requested (or, for a
+    /// lifecycle operation, run: [`Harness::op`]). Returns the requests' decisions in order; stops
+    /// at the first error.
     pub fn play(&mut self, arrivals: &[Arrival]) -> Result<Vec<Decision>> {
         let mut out = Vec::with_capacity(arrivals.len());
         for a in arrivals {
             self.set_now(a.at.as_millis().0);
+            if a.op != crate::traffic::Op::Request {
+                self.op(a.op, &a.key, a.cost)?;
+                continue;
+            }
             out.push(self.request(&a.key, a.cost)?);
         }
         Ok(out)

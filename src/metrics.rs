@@ -260,6 +260,36 @@ impl ExactLog {
         self.judge(subject, now, cost, true)
     }
 
+    /// A lifecycle operation of the client, as an exact limiter takes it: a refund gives back the
+    /// newest `units` it holds for the subject (at most what it holds), a reset forgets the
+    /// subject, a clear every subject.
+    pub fn apply(&mut self, op: crate::traffic::Op, subject: u32, units: u64) {
+        use crate::traffic::Op;
+        match op {
+            Op::Request => {}
+            Op::Clear => self.subjects.iter_mut().for_each(|l| l.entries.clear()),
+            Op::Reset => {
+                if let Some(l) = self.subjects.get_mut(subject as usize) {
+                    l.entries.clear();
+                }
+            }
+            Op::Refund => {
+                let Some(l) = self.subjects.get_mut(subject as usize) else { return };
+                let mut left = units;
+                while left > 0 {
+                    let Some(last) = l.entries.back_mut() else { break };
+                    if last.1 > left {
+                        last.1 -= left;
+                        last.2 -= left;
+                        break;
+                    }
+                    left -= last.1;
+                    l.entries.pop_back();
+                }
+            }
+        }
+    }
+
     /// Whether the call would be admitted, recording nothing (several policies decide together:
     /// a call is recorded in each only when every one admits it).
     pub fn admits(&mut self, subject: u32, now: i64, cost: u64) -> bool {

@@ -112,6 +112,7 @@ impl Shape {
             key: format!("s{subject}"),
             cost,
             phase: String::new(),
+            op: crate::traffic::Op::Request,
         }
     }
 

@@ -26,7 +26,7 @@ fn arrivals(subjects: usize, n: usize) -> Vec<Arrival> {
                 3 => 900_000,
                 _ => 37_000,
             };
-            Arrival { at: Micros(t), key: format!("user{}", (i * 7) % subjects), cost: 1 + (i % 3) as u64, phase: String::new() }
+            Arrival { at: Micros(t), key: format!("user{}", (i * 7) % subjects), cost: 1 + (i % 3) as u64, phase: String::new(), op: limitlab::traffic::Op::Request }
         })
         .collect()
 }

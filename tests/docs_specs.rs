@@ -57,7 +57,7 @@ fn traffic(window_ms: i64) -> Vec<Arrival> {
     let start = limitlab::clock::DEFAULT_START.0;
     let mut v = Vec::new();
     let mut push = |ms: i64, key: &str, cost: u64| {
-        v.push(Arrival { at: limitlab::clock::Micros((start + ms) * 1000), key: key.into(), cost, phase: String::new() })
+        v.push(Arrival { at: limitlab::clock::Micros((start + ms) * 1000), key: key.into(), cost, phase: String::new(), op: limitlab::traffic::Op::Request })
     };
     for i in 0..25 {
         push(window_ms - 50 + i, "a", 1);

@@ -287,3 +287,65 @@ fn lifecycle_calls_and_peeks_decide_on_a_private_redis_and_cluster_as_on_the_emu
         }
     }
 }
+
+/// A trace whose lifecycle operations sit among its requests (`op` column): rate-limiter-flexible's
+/// reward and delete, and Python limits' clear(item) and storage.reset(), with peeks of cost 0.
+const LIFE_TRACE: &str = "time,key,cost,phase,op\n\
+    1704067200.100,a,4,,\n1704067200.110,a,4,,\n1704067200.120,a,4,,\n\
+    1704067200.130,a,4,,refund\n1704067200.140,a,4,,\n1704067200.150,a,1,,\n\
+    1704067200.160,b,0,,\n1704067200.170,a,0,,\n1704067200.180,a,1,,reset\n\
+    1704067200.190,a,6,,\n1704067200.200,b,6,,\n1704067200.210,b,6,,\n\
+    1704067200.220,x,0,,clear\n1704067200.230,a,6,,\n1704067200.240,b,6,,\n";
+
+#[test]
+fn a_trace_with_lifecycle_operations_decides_on_a_private_redis_as_on_the_emulator() {
+    let Some(server) = RedisServer::start_or_skip("fixtures_real lifecycle trace") else { return };
+    let dir = TempDir::new("fixtures-real-life-trace");
+    std::fs::write(dir.0.join("life.csv"), LIFE_TRACE).unwrap();
+    for (stem, ops) in [("rlflex_lifecycle", ["refund", "reset"]), ("limits_peek_clear", ["reset", "clear"])] {
+        let spec = Path::new("tests/fixtures").join(format!("{stem}.toml")).canonicalize().unwrap();
+        // Only the operations the client has; the others are plain requests of the same cost.
+        let csv: String = LIFE_TRACE
+            .lines()
+            .map(|l| match l.rsplit_once(',') {
+                Some((head, op)) if !op.is_empty() && l.starts_with("17") && !ops.contains(&op) => format!("{head},\n"),
+                _ => format!("{l}\n"),
+            })
+            .collect();
+        std::fs::write(dir.0.join(format!("{stem}.csv")), &csv).unwrap();
+        let toml = format!(
+            "name = \"{stem}_life\"\nlimit = 10\nwindow_ms = 60000\nscripts = [{:?}]\n[traffic]\nkind = \"trace\"\npath = \"{stem}.csv\"\nrebase = \"absolute\"\n",
+            spec.to_str().unwrap()
+        );
+        let file = dir.0.join(format!("{stem}.toml"));
+        std::fs::write(&file, toml).unwrap();
+        let s = Scenario::from_file(&file).unwrap();
+        let arrivals = s.arrivals(s.seed).unwrap();
+        let n_ops = arrivals.iter().filter(|a| a.op != limitlab::traffic::Op::Request).count();
+        assert_eq!(n_ops, 2, "{stem}: the two operations it has: {csv}");
+        // On the emulator the operations act: the requests after a refund, reset or clear get room
+        // they would not have without it.
+        let limiter = s.limiter(&s.scripts[0]).unwrap();
+        let (with, _) = limitlab::sim::run_emulated(&limiter, &arrivals, s.start_ms, Progress::Off).unwrap();
+        let requests_only: Vec<limitlab::Arrival> = arrivals.iter().filter(|a| a.op == limitlab::traffic::Op::Request).cloned().collect();
+        let (without, _) = limitlab::sim::run_emulated(&limiter, &requests_only, s.start_ms, Progress::Off).unwrap();
+        assert_eq!(with.records.len(), requests_only.len(), "{stem}: operations make no record");
+        let admitted = |t: &limitlab::sim::Trace| t.records.iter().filter(|r| r.decision.allowed).count();
+        assert!(admitted(&with) > admitted(&without), "{stem}: {} admitted with the operations, {} without", admitted(&with), admitted(&without));
+        // And a private Redis decides the same, call for call, leaving nothing.
+        let mut real = connect(&server.url());
+        let check = check_run(&s, s.seed, &mut real, Progress::Off).unwrap_or_else(|e| panic!("{stem}: {e}"));
+        assert_identical(stem, &check, &[server.url()]);
+    }
+    // The CSV writer keeps the operations.
+    let s = Scenario::from_file(&dir.0.join("rlflex_lifecycle.toml")).unwrap();
+    let arrivals = s.arrivals(s.seed).unwrap();
+    let back = dir.0.join("back.csv");
+    limitlab::traffic::write_csv(&back, &arrivals).unwrap();
+    let text = std::fs::read_to_string(&back).unwrap();
+    assert!(text.starts_with("time,key,cost,phase,op\n") && text.contains(",refund\n") && text.contains(",reset\n"), "{text}");
+    // A misspelt operation is an error naming its line.
+    std::fs::write(dir.0.join("rlflex_lifecycle.csv"), "time,key,cost,op\n1704067200.1,a,1,\n1704067200.2,a,1,refnud\n").unwrap();
+    let e = Scenario::from_file(&dir.0.join("rlflex_lifecycle.toml")).and_then(|s| s.arrivals(s.seed)).unwrap_err().to_string();
+    assert!(e.contains(":3") && e.contains("op `refnud` is not one of request, refund, reset, clear"), "{e}");
+}

@@ -16,7 +16,7 @@ use limitlab::Error;
 use proptest::prelude::*;
 
 fn arrival(ms: i64, key: &str, cost: u64, phase: &str) -> Arrival {
-    Arrival { at: Micros((DEFAULT_START.0 + ms) * 1000), key: key.into(), cost, phase: phase.into() }
+    Arrival { at: Micros((DEFAULT_START.0 + ms) * 1000), key: key.into(), cost, phase: phase.into(), op: limitlab::traffic::Op::Request }
 }
 
 fn plan(file: &str, seed: Option<u64>) -> Plan {
@@ -82,7 +82,7 @@ fn the_runner_drives_the_emulator_clock_and_counts_phases() {
 #[test]
 fn a_call_the_script_cannot_take_stops_the_run_with_its_field() {
     let l = Limiter::new(Variant::FIXED_WINDOW, Params::new(2, 100)).unwrap();
-    let bad = vec![Arrival { at: Micros(-5_000), key: "a".into(), cost: 1, phase: String::new() }];
+    let bad = vec![Arrival { at: Micros(-5_000), key: "a".into(), cost: 1, phase: String::new(), op: limitlab::traffic::Op::Request }];
     let e = run(&l, &mut EmulatedBackend::default(), &bad, Progress::Off).unwrap_err();
     assert!(matches!(&e, Error::Invalid { field, .. } if field == "now_ms"), "{e}");
 }

@@ -182,6 +182,7 @@ fn attack_at(s: &Settings, small: Option<&Settings>) -> Result<Vec<Found>> {
                 key: pattern::SUBJECT.into(),
                 cost: 1,
                 phase: String::new(),
+                op: crate::traffic::Op::Request,
             })
             .collect();
         let (metrics, allowed) = confirm(&s.limiter, &arrivals)?;

@@ -58,8 +58,9 @@ pub const ROOM_PROBE: u64 = 8;
 
 /// A request of `subject` at `at_ms` of `cost`, for the checks that play a few requests.
 fn arrival_at(subject: &str, at_ms: i64, cost: u64) -> crate::traffic::Arrival {
-    crate::traffic::Arrival { at: crate::clock::Millis(at_ms).as_micros(), key: subject.into(), cost, phase: "check".into() }
+    crate::traffic::Arrival { at: crate::clock::Millis(at_ms).as_micros(), key: subject.into(), cost, phase: "check".into(), op: crate::traffic::Op::Request }
 }
+
 /// The requests the header probes of one pattern may send: a `RateLimit` promise is judged by
 /// sending the whole capacity, so above [`run::FULL_SIZE`] that promise is no longer judged once the
 /// probes have sent this many (after at least [`HEADER_PROBES_MIN`] decisions); `Retry-After`, one
@@ -266,7 +267,7 @@ pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
         let n = ((4.0 * fastest * w as f64).ceil() as u64).clamp(2, (40 * more.limit).min(FLOOD_MAX));
         let at0 = attack::origin_ms(more.window_ms);
         let arrivals = (0..n as i64)
-            .map(|i| crate::traffic::Arrival { at: crate::clock::Micros(at0 * 1000 + i * 2 * w * 1000 / n as i64), key: "f".into(), cost: 1, phase: "flood".into() })
+            .map(|i| crate::traffic::Arrival { at: crate::clock::Micros(at0 * 1000 + i * 2 * w * 1000 / n as i64), key: "f".into(), cost: 1, phase: "flood".into(), op: crate::traffic::Op::Request })
             .collect();
         patterns.push(run::Pattern {
             name: Box::leak(format!("flood@{name}").into_boxed_str()),
@@ -788,7 +789,7 @@ impl Ctx<'_> {
         for (k, &cost) in costs.iter().enumerate() {
             let subject = format!("oversized{k}");
             let mut r = Replay::new(self.limiter);
-            let a = crate::traffic::Arrival { at: crate::clock::Millis(at_ms).as_micros(), key: subject.clone(), cost, phase: "oversized".into() };
+            let a = crate::traffic::Arrival { at: crate::clock::Millis(at_ms).as_micros(), key: subject.clone(), cost, phase: "oversized".into(), op: crate::traffic::Op::Request };
             r.play(std::slice::from_ref(&a), |_, _| Ok(()));
             let Some(d) = r.played.first().map(|p| p.decision) else {
                 let e = r.error.as_ref().map(|(_, e)| e.lines().next().unwrap_or("").to_string()).unwrap_or_default();
@@ -1257,7 +1258,7 @@ impl Ctx<'_> {
         let bound = self.limiter.overshoot_bound().unwrap_or(DEFAULT_OVERSHOOT_BOUND);
         let t = attack::origin_ms(p.window_ms) + w / 2;
         let subject = "skew";
-        let req = |caller_ms: i64| crate::traffic::Arrival { at: crate::clock::Millis(caller_ms).as_micros(), key: subject.into(), cost: 1, phase: "skew".into() };
+        let req = |caller_ms: i64| crate::traffic::Arrival { at: crate::clock::Millis(caller_ms).as_micros(), key: subject.into(), cost: 1, phase: "skew".into(), op: crate::traffic::Op::Request };
         let mut c = CheckResult::new("clock_skew", Status::Pass, String::new());
         let offsets = |list: [i64; 5]| {
             let mut v: Vec<i64> = list.into_iter().filter(|&b| b >= 1).collect();

@@ -21,7 +21,7 @@ pub struct Pattern {
 }
 
 fn arrival(origin_ms: i64, at_us: i64, key: &str, cost: u64, phase: &str) -> Arrival {
-    Arrival { at: Micros(origin_ms * 1000 + at_us), key: key.to_string(), cost, phase: phase.to_string() }
+    Arrival { at: Micros(origin_ms * 1000 + at_us), key: key.to_string(), cost, phase: phase.to_string(), op: crate::traffic::Op::Request }
 }
 
 /// `n` requests spread evenly over `[from_us, to_us)`.

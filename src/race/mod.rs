@@ -292,7 +292,9 @@ fn arrivals(spec: &RaceSpec, servers: u32, seed: u64) -> Result<Arrivals> {
     let start = DEFAULT_START.as_micros();
     let mut all: Vec<(i64, u32, String)> = Vec::new();
     for s in 0..servers {
-        for a in spec.traffic.arrivals(start, part_seed(seed, s as u64))? {
+        let list = spec.traffic.arrivals(start, part_seed(seed, s as u64))?;
+        crate::traffic::requests_only(&list, "race")?;
+        for a in list {
             all.push((a.at.0, s, a.key));
         }
     }

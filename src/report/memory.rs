@@ -221,7 +221,7 @@ pub fn measure(plan: &MemoryPlan, mut real: Option<&mut RealRedis>) -> Result<Me
                 // cluster-mode emulator's bare CROSSSLOT (and before anything reaches the server).
                 let arrivals: Vec<crate::traffic::Arrival> = times
                     .iter()
-                    .map(|&t| crate::traffic::Arrival { at: Millis(t).as_micros(), key: plan.subject.clone(), cost: 1, phase: String::new() })
+                    .map(|&t| crate::traffic::Arrival { at: Millis(t).as_micros(), key: plan.subject.clone(), cost: 1, phase: String::new(), op: crate::traffic::Op::Request })
                     .collect();
                 crate::verify::decisions::check_slots("memory's user", &limiter, &arrivals, times[0], r.key_prefix(), &r.describe())?;
             }

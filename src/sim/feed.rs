@@ -15,7 +15,7 @@ use crate::clock::{Micros, Millis};
 use crate::emulator::fxhash::FxHashMap;
 use crate::limiter::Params;
 use crate::metrics::ExactLog;
-use crate::traffic::{Arrival, TraceStream, TrafficSpec, ZipfIter};
+use crate::traffic::{Arrival, Op, TraceStream, TrafficSpec, ZipfIter};
 use crate::{Error, Result};
 
 use super::Scenario;
@@ -48,6 +48,9 @@ pub struct Step {
     name_end: u32,
     /// The exact log's verdicts ([`EXACT_WEIGHTED`], [`EXACT_UNIT`]): a bit is set when it admits.
     exact: u8,
+    /// A request, or a lifecycle operation the runner plays without deciding (and the exact logs
+    /// take as [`ExactLog::apply`] says).
+    pub op: Op,
 }
 
 impl Step {
@@ -151,6 +154,20 @@ struct Judges {
 }
 
 impl Judges {
+    /// The verdicts of a request; a lifecycle operation is applied to the logs instead (no verdict).
+    fn judge(&mut self, op: Op, subject: u32, now_ms: i64, cost: u64) -> u8 {
+        if op == Op::Request {
+            return self.verdicts(subject, now_ms, cost);
+        }
+        if let Some(log) = &mut self.weighted {
+            log.apply(op, subject, cost);
+        }
+        if let Some(log) = &mut self.unit {
+            log.apply(op, subject, 1);
+        }
+        0
+    }
+
     fn verdicts(&mut self, subject: u32, now_ms: i64, cost: u64) -> u8 {
         let mut bits = 0;
         if let Some(log) = &mut self.weighted {
@@ -304,7 +321,7 @@ impl Iterator for Feed<'_> {
                     crate::decimal::push_u64(&mut chunk.names, rank);
                     let cost = it.cost();
                     let exact = judges.verdicts(subject, at.as_millis().0, cost);
-                    chunk.steps.push(Step { at, cost, subject, phase, name_end: chunk.names.len() as u32, exact });
+                    chunk.steps.push(Step { at, cost, subject, phase, name_end: chunk.names.len() as u32, exact, op: Op::Request });
                 }
             }
             Source::Listed { arrivals, next, subjects } => {
@@ -317,8 +334,8 @@ impl Iterator for Feed<'_> {
                     let subject = subjects.get(&a.key);
                     let phase = phases.get(&a.phase);
                     chunk.names.push_str(&a.key);
-                    let exact = judges.verdicts(subject, a.at.as_millis().0, a.cost);
-                    chunk.steps.push(Step { at: a.at, cost: a.cost, subject, phase, name_end: chunk.names.len() as u32, exact });
+                    let exact = judges.judge(a.op, subject, a.at.as_millis().0, a.cost);
+                    chunk.steps.push(Step { at: a.at, cost: a.cost, subject, phase, name_end: chunk.names.len() as u32, exact, op: a.op });
                 }
                 *next += chunk.steps.len();
             }
@@ -336,8 +353,8 @@ impl Iterator for Feed<'_> {
                     let subject = subjects.get(&a.key);
                     let phase = phases.get(&a.phase);
                     chunk.names.push_str(&a.key);
-                    let exact = judges.verdicts(subject, a.at.as_millis().0, a.cost);
-                    chunk.steps.push(Step { at: a.at, cost: a.cost, subject, phase, name_end: chunk.names.len() as u32, exact });
+                    let exact = judges.judge(a.op, subject, a.at.as_millis().0, a.cost);
+                    chunk.steps.push(Step { at: a.at, cost: a.cost, subject, phase, name_end: chunk.names.len() as u32, exact, op: a.op });
                 }
             }
         }
@@ -393,7 +410,7 @@ mod tests {
         // Phases that first appear in later chunks, and come back.
         let label = |i: usize| ["a", "", "b", "a", "c"][i * 5 / 12_000].to_string();
         let arrivals: Vec<Arrival> =
-            (0..12_000).map(|i| Arrival { at: Micros(i as i64), key: format!("k{}", i % 7), cost: 1, phase: label(i) }).collect();
+            (0..12_000).map(|i| Arrival { at: Micros(i as i64), key: format!("k{}", i % 7), cost: 1, phase: label(i), op: crate::traffic::Op::Request }).collect();
         let mut feed = Feed::arrivals(&arrivals);
         let mut names = PhaseNames::default();
         let mut seen = Vec::new();
@@ -431,7 +448,7 @@ mod tests {
     fn verdicts_are_the_exact_logs_with_each_cost_and_with_unit_cost() {
         let arrivals: Vec<Arrival> = [(0, "a", 2), (1, "a", 2), (2, "b", 3), (3, "a", 1), (4, "a", 1)]
             .iter()
-            .map(|&(ms, key, cost)| Arrival { at: Micros(ms * 1000), key: key.into(), cost, phase: String::new() })
+            .map(|&(ms, key, cost)| Arrival { at: Micros(ms * 1000), key: key.into(), cost, phase: String::new(), op: crate::traffic::Op::Request })
             .collect();
         let params = Params::new(3, 1000);
         let both = [crate::limiter::Variant::FIXED_WINDOW.takes_cost(), crate::limiter::Variant::SEED_FIXED_WINDOW.takes_cost()];

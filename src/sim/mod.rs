@@ -156,6 +156,21 @@ pub(crate) fn drive<C: std::borrow::Borrow<Chunk>>(
             let now_ms = step.at.as_millis().0;
             limiter.check_call(now_ms, step.cost)?;
             backend.set_time_ms(now_ms);
+            if step.op != crate::traffic::Op::Request {
+                // A lifecycle operation: played, not decided; it makes no record.
+                limiter.op(backend, &mut session, step.op, subject, now_ms, step.cost).map_err(|e| match e {
+                    e @ (Error::Script { .. } | Error::Connection(_) | Error::Io { .. }) => e,
+                    e => Error::Invalid {
+                        context: format!("{name}: {} at call #{} (subject `{subject}`, now_ms {now_ms})", step.op.name(), i + 1),
+                        field: "op".into(),
+                        reason: e.to_string(),
+                    },
+                })?;
+                if let Some(c) = session.record.as_mut() {
+                    c.clear();
+                }
+                continue;
+            }
             let decision = limiter.call(backend, &mut session, subject, now_ms, step.cost).map_err(|e| match e {
                 e @ (Error::Script { .. } | Error::Connection(_) | Error::Io { .. }) => e,
                 e => Error::Invalid {
@@ -258,6 +273,7 @@ mod tests {
                 key: key.into(),
                 cost: 1,
                 phase: String::new(),
+                op: crate::traffic::Op::Request,
             })
             .collect()
     }

@@ -322,7 +322,7 @@ mod tests {
         // stops at the call that goes back, alone or reading a shared feed.
         let arrivals: Vec<Arrival> = [(0, "a"), (5, "b"), (3, "a"), (9, "b")]
             .iter()
-            .map(|&(ms, key)| Arrival { at: Micros((DEFAULT_START.0 + ms) * 1000), key: key.into(), cost: 1, phase: String::new() })
+            .map(|&(ms, key)| Arrival { at: Micros((DEFAULT_START.0 + ms) * 1000), key: key.into(), cost: 1, phase: String::new(), op: crate::traffic::Op::Request })
             .collect();
         let want = "call #3 (subject `a`): field `now_ms`: 1704067200003 is before the previous call's 1704067200005: \
                     a streaming run needs arrivals in time order";

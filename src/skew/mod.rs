@@ -183,6 +183,7 @@ pub struct SkewReport {
 /// Runs every script at every skew, both ways.
 pub fn run(spec: &SkewSpec, seed: u64) -> Result<SkewReport> {
     let arrivals = spec.traffic.arrivals(Millis(DEFAULT_START.0).as_micros(), seed)?;
+    crate::traffic::requests_only(&arrivals, "skew")?;
     let mut rows = Vec::new();
     for v in spec.variants()? {
         let limiter = spec.limiter(&v)?;

@@ -158,46 +158,7 @@ pub struct Spec {
     pub processes: usize,
 }
 
-/// A lifecycle operation of a client outside a request: give back a request's units, reset one
-/// subject, clear every subject.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Op {
-    /// An ordinary request: decided.
-    #[default]
-    Request,
-    /// Gives back the units of the subject's request of `cost` (a "refund", "reward", "decrement").
-    Refund,
-    /// Resets one subject: its whole quota back.
-    Reset,
-    /// Resets every subject.
-    Clear,
-}
-
-impl Op {
-    /// The lifecycle operations, in the order a spec's `ops` are kept.
-    pub const ALL: [Op; 3] = [Op::Refund, Op::Reset, Op::Clear];
-
-    /// The name in spec files, traces and adapters (`refund`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Op::Request => "request",
-            Op::Refund => "refund",
-            Op::Reset => "reset",
-            Op::Clear => "clear",
-        }
-    }
-
-    /// An operation by name.
-    pub fn parse(s: &str) -> Option<Op> {
-        [Op::Request, Op::Refund, Op::Reset, Op::Clear].into_iter().find(|o| o.name() == s.trim())
-    }
-
-    /// Its index in [`Op::ALL`] (`None` for a request).
-    pub fn index(self) -> Option<usize> {
-        Op::ALL.iter().position(|o| *o == self)
-    }
-}
+pub use crate::traffic::Op;
 
 /// What a decision's `reset_ms` (and the `t` of the `RateLimit` header) promises, as the spec says
 /// with `reset_means`; `check` judges it by that meaning.

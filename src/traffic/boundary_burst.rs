@@ -163,6 +163,7 @@ impl BoundaryBurst {
                     key: key.to_owned(),
                     cost: self.cost,
                     phase: b.phase.clone(),
+                    op: crate::traffic::Op::Request,
                 });
             }
         }

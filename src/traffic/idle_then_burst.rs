@@ -112,7 +112,7 @@ impl IdleThenBurst {
     }
 
     fn arrival(&self, at: i64, phase: &str) -> Arrival {
-        Arrival { at: Micros(at), key: self.key.clone(), cost: self.cost, phase: phase.to_owned() }
+        Arrival { at: Micros(at), key: self.key.clone(), cost: self.cost, phase: phase.to_owned(), op: crate::traffic::Op::Request }
     }
 }
 

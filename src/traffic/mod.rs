@@ -48,6 +48,65 @@ pub use trace::{read_csv, write_csv, Rebase, Scan, TieRule, TimeFormat, TraceFor
 pub use uniform::Uniform;
 pub use zipf_users::{Timing, ZipfIter, ZipfUsers};
 
+/// A lifecycle operation of a client outside a request: give back a request's units, reset one
+/// subject, clear every subject.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    /// An ordinary request: decided.
+    #[default]
+    Request,
+    /// Gives back the units of the subject's request of `cost` (a "refund", "reward", "decrement").
+    Refund,
+    /// Resets one subject: its whole quota back.
+    Reset,
+    /// Resets every subject.
+    Clear,
+}
+
+impl Op {
+    /// The lifecycle operations, in the order a spec's `ops` are kept.
+    pub const ALL: [Op; 3] = [Op::Refund, Op::Reset, Op::Clear];
+
+    /// The name in spec files, traces and adapters (`refund`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Request => "request",
+            Op::Refund => "refund",
+            Op::Reset => "reset",
+            Op::Clear => "clear",
+        }
+    }
+
+    /// An operation by name.
+    pub fn parse(s: &str) -> Option<Op> {
+        [Op::Request, Op::Refund, Op::Reset, Op::Clear].into_iter().find(|o| o.name() == s.trim())
+    }
+
+    /// Its index in [`Op::ALL`] (`None` for a request).
+    pub fn index(self) -> Option<usize> {
+        Op::ALL.iter().position(|o| *o == self)
+    }
+}
+
+/// Refuses traffic with lifecycle operations for a command that only plays requests (`what`
+/// names it): `run`, `compare`, `verify`, `sweep` and the library's `Harness` play them.
+pub fn requests_only(arrivals: &[Arrival], what: &str) -> crate::Result<()> {
+    match arrivals.iter().position(|a| a.op != Op::Request) {
+        None => Ok(()),
+        Some(i) => Err(invalid(
+            what,
+            "traffic",
+            format!(
+                "arrival #{} is a {} (subject `{}`); {what} plays requests only (run, compare, verify and sweep play lifecycle operations)",
+                i + 1,
+                arrivals[i].op.name(),
+                arrivals[i].key
+            ),
+        )),
+    }
+}
+
 /// One request reaching the limiter: when (virtual time, µs since the epoch), whose key, what cost.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Arrival {
@@ -57,6 +116,9 @@ pub struct Arrival {
     pub cost: u64,
     /// A label for per-phase counts (e.g. `end-of-window`, `start-of-next`); empty when unused.
     pub phase: String,
+    /// A request (decided), or a lifecycle operation of the client at this time (a refund of
+    /// `cost` units, a reset of the subject, a clear of every subject).
+    pub op: Op,
 }
 
 /// The most arrivals one generator may produce (each [`Arrival`] takes about 64 bytes plus its key).
@@ -330,7 +392,7 @@ mod tests {
     use super::*;
 
     fn a(at: i64, key: &str) -> Arrival {
-        Arrival { at: Micros(at), key: key.to_owned(), cost: 1, phase: String::new() }
+        Arrival { at: Micros(at), key: key.to_owned(), cost: 1, phase: String::new(), op: crate::traffic::Op::Request }
     }
 
     #[test]

@@ -75,6 +75,7 @@ impl PeriodicBursts {
                     key: key_name(&self.key, self.keys, k),
                     cost: self.cost,
                     phase: self.phase.clone(),
+                    op: crate::traffic::Op::Request,
                 });
             }
         }

@@ -5,6 +5,9 @@
 //! - Nothing is silently dropped: every line that is not blank must give an arrival, or reading fails
 //!   with [`Error::Parse`] naming the file and the 1-based line.
 //! - Output is sorted by time; lines with equal times keep their order in the file.
+//! - An `op` column (CSV/TSV) or field (JSONL) makes a line a lifecycle operation of the client
+//!   instead of a request: `refund`, `reset` or `clear` ([`Op`]); empty or `request` is a request.
+//!   The CSV writer adds the column only when some arrival needs it.
 //! - Logs record times at a resolution (one second for access logs) much coarser than a limiter's
 //!   window arithmetic, and how requests within one tick are placed changes results a great deal for
 //!   one-second windows. [`TieRule`] makes that an explicit choice.
@@ -27,7 +30,7 @@ use std::path::{Path, PathBuf};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use super::{invalid, rng, sort_stable, Arrival};
+use super::{invalid, rng, sort_stable, Arrival, Op};
 use crate::clock::Micros;
 use crate::{Error, Result};
 
@@ -41,6 +44,8 @@ const TIME_NAMES: [&str; 7] = ["time", "timestamp", "ts", "time_ms", "timestamp_
 const KEY_NAMES: [&str; 7] = ["key", "user", "user_id", "client", "ip", "subject", "api_key"];
 const COST_NAME: &str = "cost";
 const PHASE_NAME: &str = "phase";
+/// The column or field of a lifecycle operation (`refund`, `reset`, `clear`; empty: a request).
+const OP_NAME: &str = "op";
 
 /// The longest tick a time's resolution is taken to be (one day): `0e30` is a time, not a resolution.
 const MAX_TICK_US: i64 = 86_400_000_000;
@@ -267,7 +272,7 @@ struct Raw {
 
 impl Raw {
     /// A placeholder left where a record was taken out of a chunk.
-    const EMPTY: Raw = Raw { at: 0, res: 1, line: 0, arrival: Arrival { at: Micros(0), key: String::new(), cost: 0, phase: String::new() } };
+    const EMPTY: Raw = Raw { at: 0, res: 1, line: 0, arrival: Arrival { at: Micros(0), key: String::new(), cost: 0, phase: String::new(), op: crate::traffic::Op::Request } };
 }
 
 /// The columns a CSV or TSV header names.
@@ -279,6 +284,8 @@ struct Columns {
     key: usize,
     cost: Option<usize>,
     phase: Option<usize>,
+    /// The `op` column: a lifecycle operation instead of a request (`refund`, `reset`, `clear`).
+    op: Option<usize>,
     /// Plain numbers in the time column are milliseconds.
     millis: bool,
 }
@@ -495,8 +502,9 @@ impl TraceSpec {
         let key_col = find(&self.key_column, &KEY_NAMES, "key")?.unwrap_or(0);
         let cost_col = find(&self.cost_column, &[COST_NAME], "")?;
         let phase_col = find(&self.phase_column, &[PHASE_NAME], "")?;
+        let op_col = header.iter().position(|h| h.eq_ignore_ascii_case(OP_NAME));
         let millis = self.numbers_are_millis(&header[time_col]);
-        Ok(Columns { count: header.len(), time: time_col, key: key_col, cost: cost_col, phase: phase_col, millis })
+        Ok(Columns { count: header.len(), time: time_col, key: key_col, cost: cost_col, phase: phase_col, op: op_col, millis })
     }
 
     /// The records after a CSV or TSV header, onto `out`.
@@ -514,7 +522,11 @@ impl TraceSpec {
                 None => 1,
             };
             let phase = cols.phase.map_or_else(String::new, |c| field(c).to_owned());
-            out.push(Raw { at, res, line, arrival: Arrival { at: Micros(at), key, cost, phase } });
+            let op = match cols.op {
+                Some(c) => parse_op(field(c)).map_err(|r| self.error(line, r))?,
+                None => Op::Request,
+            };
+            out.push(Raw { at, res, line, arrival: Arrival { at: Micros(at), key, cost, phase, op } });
         }
         Ok(())
     }
@@ -567,7 +579,12 @@ impl TraceSpec {
                 Some((_, serde_json::Value::String(s))) => s.trim().to_owned(),
                 Some((name, other)) => return Err(err(format!("`{name}` is {other}, not a phase label"))),
             };
-            out.push(Raw { at, res, line: line_no, arrival: Arrival { at: Micros(at), key, cost, phase } });
+            let op = match obj.get(OP_NAME) {
+                None => Op::Request,
+                Some(serde_json::Value::String(s)) => parse_op(s).map_err(err)?,
+                Some(other) => return Err(err(format!("`{OP_NAME}` is {other}, not an operation"))),
+            };
+            out.push(Raw { at, res, line: line_no, arrival: Arrival { at: Micros(at), key, cost, phase, op } });
         }
         Ok(())
     }
@@ -580,7 +597,7 @@ impl TraceSpec {
             }
             let line = (first_line + i, line);
             let (at, key) = parse_clf_line(line.1).map_err(|r| self.error(line.0, r))?;
-            out.push(Raw { at, res: 1_000_000, line: line.0, arrival: Arrival { at: Micros(at), key, cost: 1, phase: String::new() } });
+            out.push(Raw { at, res: 1_000_000, line: line.0, arrival: Arrival { at: Micros(at), key, cost: 1, phase: String::new(), op: crate::traffic::Op::Request } });
         }
         Ok(())
     }
@@ -720,6 +737,15 @@ fn parse_key(s: &str) -> std::result::Result<String, String> {
         return Err("empty key".to_owned());
     }
     Ok(s.to_owned())
+}
+
+/// An `op` field: empty or `request` for a request, else `refund`, `reset` or `clear`.
+fn parse_op(s: &str) -> std::result::Result<Op, String> {
+    let s = s.trim();
+    if s.is_empty() {
+        return Ok(Op::Request);
+    }
+    Op::parse(&s.to_ascii_lowercase()).ok_or_else(|| format!("op `{s}` is not one of request, refund, reset, clear"))
 }
 
 /// A cost: an integer from 0 (0: a read-only "check" or "peek" call, which asks without taking
@@ -947,6 +973,12 @@ pub fn write_csv_to<W: Write>(mut out: W, arrivals: &[Arrival], path: &Path) -> 
     let io = |e: std::io::Error| Error::Io { path: path.to_owned(), source: e };
     let mut line = String::with_capacity(128);
     line.push_str(&CSV_HEADER.join(","));
+    // An `op` column only when some arrival is a lifecycle operation: request-only traces keep the
+    // four columns every other reader knows.
+    let ops = arrivals.iter().any(|a| a.op != Op::Request);
+    if ops {
+        line.push_str(",op");
+    }
     line.push('\n');
     out.write_all(line.as_bytes()).map_err(io)?;
     for (i, a) in arrivals.iter().enumerate() {
@@ -964,6 +996,10 @@ pub fn write_csv_to<W: Write>(mut out: W, arrivals: &[Arrival], path: &Path) -> 
         line.push_str(&super::numbered("", a.cost));
         line.push(',');
         push_csv_field(&mut line, &a.phase);
+        if ops {
+            line.push(',');
+            line.push_str(a.op.name());
+        }
         line.push('\n');
         out.write_all(line.as_bytes()).map_err(io)?;
     }
@@ -1281,8 +1317,8 @@ mod tests {
         let path = dir.join("round.csv");
         let mut arrivals = crate::traffic::BoundaryBurst::classic(1000).arrivals(T0, 0);
         arrivals.extend(crate::traffic::Poisson { keys: 5, cost: 3, ..crate::traffic::Poisson::new(100.0, 3000) }.arrivals(T0, 9));
-        arrivals.push(Arrival { at: Micros(-1_500_001), key: "comma, \"quoted\" key".into(), cost: 7, phase: "x y".into() });
-        arrivals.push(Arrival { at: Micros(0), key: "ünïcode\tkey".into(), cost: u64::MAX, phase: String::new() });
+        arrivals.push(Arrival { at: Micros(-1_500_001), key: "comma, \"quoted\" key".into(), cost: 7, phase: "x y".into(), op: crate::traffic::Op::Request });
+        arrivals.push(Arrival { at: Micros(0), key: "ünïcode\tkey".into(), cost: u64::MAX, phase: String::new(), op: crate::traffic::Op::Request });
         crate::traffic::sort_stable(&mut arrivals);
         write_csv(&path, &arrivals).unwrap();
         assert_eq!(read_csv(&path).unwrap(), arrivals);
@@ -1292,7 +1328,7 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.starts_with("time,key,cost,phase\n-1.500001,"), "{}", &text[..60]);
         // Refused rather than changed.
-        let bad = [Arrival { at: Micros(0), key: " padded".into(), cost: 1, phase: String::new() }];
+        let bad = [Arrival { at: Micros(0), key: " padded".into(), cost: 1, phase: String::new(), op: crate::traffic::Op::Request }];
         assert!(matches!(write_csv(&path, &bad), Err(Error::Invalid { field, .. }) if field == "arrivals[0].key"));
         std::fs::remove_dir_all(&dir).unwrap();
     }

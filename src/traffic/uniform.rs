@@ -68,6 +68,7 @@ impl Uniform {
                 key: key_name(&self.key, self.keys, i),
                 cost: self.cost,
                 phase: self.phase.clone(),
+                op: crate::traffic::Op::Request,
             });
         }
         // A delay stays below the next slot's start, so the order holds; sort anyway for the contract.

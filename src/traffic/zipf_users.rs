@@ -190,7 +190,7 @@ impl Iterator for ZipfIter {
 
     fn next(&mut self) -> Option<Arrival> {
         let (at, rank) = self.next_rank()?;
-        Some(Arrival { at, key: numbered(&self.prefix, rank), cost: self.cost, phase: self.phase.clone() })
+        Some(Arrival { at, key: numbered(&self.prefix, rank), cost: self.cost, phase: self.phase.clone(), op: crate::traffic::Op::Request })
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {

@@ -746,9 +746,10 @@ pub fn check_script_with(
         check.keys_removed += cleanup?;
         check.redis_secs = watch.elapsed_secs();
         let (replayed, uncertain) = replay_at(limiter, arrivals, real.key_prefix(), &runs)?;
-        let decisions: Vec<Decision> = runs.iter().map(|r| r.decision).collect();
+        let decisions: Vec<Decision> = runs.iter().filter(|r| r.op.is_none()).map(|r| r.decision).collect();
         check.uncertain = uncertain;
-        check.divergence = first_difference(limiter, arrivals, &replayed, &decisions);
+        let requests: Vec<Arrival> = arrivals.iter().filter(|a| a.op == crate::traffic::Op::Request).cloned().collect();
+        check.divergence = first_difference(limiter, &requests, &replayed, &decisions);
         if check.divergence.is_none() {
             check.clock = ClockUsed::Server;
             return Ok(check);
@@ -786,6 +787,8 @@ struct ServerRun {
     /// How many calls the request sent: each may have run in a later millisecond than the one
     /// before it (a PTTL read 999 right after a SET PX 1000 crossed into the next).
     calls: usize,
+    /// A lifecycle operation of the traffic, played and not decided (its `decision` means nothing).
+    op: Option<crate::traffic::Op>,
 }
 
 /// Runs the arrivals on the server with TIME read before and after every request. On an error,
@@ -799,6 +802,11 @@ fn on_server_clock(limiter: &Limiter, arrivals: &[Arrival], real: &mut RealRedis
             limiter.check_call(now, a.cost)?;
             let t0 = aligned_time(real)?.div_euclid(1000);
             real.set_time_ms(t0);
+            if a.op != crate::traffic::Op::Request {
+                limiter.op(real, session, a.op, &a.key, now, a.cost)?;
+                session.take_calls();
+                return Ok(ServerRun { decision: Decision::allowed_only(false), clock: (t0, t0), expiries: Vec::new(), calls: 0, op: Some(a.op) });
+            }
             let decision = limiter.call(real, session, &a.key, now, a.cost)?;
             let t1 = real.server_time_us()?.div_euclid(1000).max(t0);
             let calls = session.take_calls();
@@ -812,7 +820,7 @@ fn on_server_clock(limiter: &Limiter, arrivals: &[Arrival], real: &mut RealRedis
                     }
                 }
             }
-            Ok(ServerRun { decision, clock: (t0, t1), expiries, calls: calls.len() })
+            Ok(ServerRun { decision, clock: (t0, t1), expiries, calls: calls.len(), op: None })
         };
         out.push(step(real, &mut session).map_err(|e| (i, e))?);
     }
@@ -911,6 +919,11 @@ fn replay_at(limiter: &Limiter, arrivals: &[Arrival], prefix: &str, runs: &[Serv
     for (a, run) in arrivals.iter().zip(runs) {
         let now = a.at.as_millis().0;
         let (lo, hi) = run.clock;
+        if let Some(op) = run.op {
+            b.set_time_ms(lo);
+            limiter.op(&mut b, &mut session, op, &a.key, now, a.cost)?;
+            continue;
+        }
         if lo == hi {
             b.set_time_ms(lo);
             out.push(limiter.call(&mut b, &mut session, &a.key, now, a.cost)?);

@@ -773,6 +773,7 @@ pub fn arrivals(n: usize, subjects: usize) -> Vec<limitlab::traffic::Arrival> {
             key: format!("u{}", i % subjects),
             cost: 1,
             phase: String::new(),
+            op: limitlab::traffic::Op::Request,
         })
         .collect()
 }
