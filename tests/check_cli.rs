@@ -18,7 +18,9 @@ fn limitlab(args: &[&str]) -> Output {
 
 /// (fixture file stem, the checks that must fail and nothing else, a phrase the first failing
 /// check's evidence or summary must hold)
-const BROKEN: [(&str, &[&str], &str); 15] = [
+const BROKEN: [(&str, &[&str], &str); 16] = [
+    // The dynamic limit's key is sent as "" (raw): slot 0, beside the counter's slot.
+    ("upstash_dynamic_limit", &["cluster", "refusals"], "(slot 0): CROSSSLOT on Redis Cluster"),
     // Two processes each spend the room they last heard of: up to twice the limit between syncs,
     // on top of the fixed window's doubling at a boundary.
     ("batched_counter", &["overshoot", "clock_skew"], "worst 4.00 in boundary_burst"),

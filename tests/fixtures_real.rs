@@ -24,7 +24,8 @@
 //!   has it. `run --redis` then compares again on the server's clock, where they agree; the report
 //!   says so with the first difference seen. Same for any fixture whose decisions depend on expiry.
 //!
-//! On the cluster every hash-tagged fixture is identical; `sliding_window_crossslot` is refused
+//! On the cluster every hash-tagged fixture is identical; `sliding_window_crossslot` (and
+//! `upstash_dynamic_limit`, whose second key is sent as "") is refused
 //! before anything is sent, with both keys and their slots; `escaping_key` (no KEYS: the script
 //! names its own key) is refused on both, naming the key, the spec's call and the request, unless
 //! `--allow-outside-keys` (standalone only: a cluster cannot route a call without KEYS).
@@ -197,6 +198,13 @@ fn on_a_cluster_hash_tagged_fixtures_agree_and_the_crossslot_one_is_named() {
                 "escaping_key" => {
                     let e = check_run(&s, s.seed, &mut real, Progress::Off).unwrap_err();
                     assert!(e.to_string().contains("outside the run's key prefix"), "{e}");
+                }
+                // The dynamic limit's key goes as "" (raw_keys): slot 0, not the counter's.
+                "upstash_dynamic_limit" => {
+                    let e = check_run(&s, s.seed, &mut real, Progress::Off).unwrap_err();
+                    let m = e.to_string();
+                    assert!(m.starts_with("CROSSSLOT Keys in request don't hash to the same slot"), "{m}");
+                    assert!(m.contains("`` (slot 0)") && m.contains("before anything was sent"), "{m}");
                 }
                 _ => {
                     let check =
