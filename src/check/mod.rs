@@ -532,9 +532,13 @@ struct Ctx<'a> {
 }
 
 /// A request for messages: `boundary_burst #12 (subject b, now_ms 1704067200950, cost 1)`.
+/// The cost shown is what the spec counted: 1 for a spec that never reads `cost`.
 fn at(pat: &str, i: usize, r: &Replay<'_>) -> String {
     match r.played.get(i) {
-        Some(p) => format!("{pat} request #{} (subject `{}`, now_ms {}, cost {})", i + 1, p.arrival.key, p.now_ms, p.arrival.cost),
+        Some(p) => {
+            let cost = if r.limiter.takes_cost() { p.arrival.cost } else { 1 };
+            format!("{pat} request #{} (subject `{}`, now_ms {}, cost {cost})", i + 1, p.arrival.key, p.now_ms)
+        }
         None => format!("{pat} request #{}", i + 1),
     }
 }
