@@ -29,6 +29,9 @@ use crate::{Error, Result};
 pub struct AdapterState {
     lua: Lua,
     path: PathBuf,
+    /// The metatable every `req` gets, whose `__index` holds the policy's and the spec's constants,
+    /// made once for the policy it was made for (a request sets only its own variables).
+    consts: RefCell<Option<(crate::limiter::Params, Table)>>,
 }
 
 /// Defines the deep copy that [`SAVE`] and [`RESTORE`] use (tables within copied too, a table
@@ -75,7 +78,7 @@ impl AdapterState {
                 reason: "an adapter defines `function request(req)`".into(),
             });
         }
-        Ok(AdapterState { lua, path: path.to_path_buf() })
+        Ok(AdapterState { lua, path: path.to_path_buf(), consts: RefCell::new(None) })
     }
 
     /// Whether the adapter defines a global function `name` (`refund`, `reset`, `clear`).
@@ -187,15 +190,32 @@ impl AdapterState {
         set("prev_window_index", LuaValue::Number((req.now_ms.div_euclid(w) - 1) as f64))?;
         set("window_start_ms", LuaValue::Number((req.now_ms.div_euclid(w) * w) as f64))?;
         set("seq", LuaValue::Number(req.seq as f64))?;
-        for (name, c) in spec.consts(&limiter.params()) {
-            let v = match c {
-                Const::Int(i) => LuaValue::Number(i as f64),
-                Const::Num(x) => LuaValue::Number(x),
-                Const::Str(s) => LuaValue::String(lua.create_string(&s).map_err(wrap)?),
-                Const::Bool(b) => LuaValue::Boolean(b),
-            };
-            set(&name, v)?;
-        }
+        // The constants through a shared metatable: `req.limit` reads them, and a request sets only
+        // its own variables.
+        let params = limiter.params();
+        let meta = {
+            let mut cached = self.consts.borrow_mut();
+            match cached.as_ref() {
+                Some((p, m)) if *p == params => m.clone(),
+                _ => {
+                    let values = lua.create_table().map_err(wrap)?;
+                    for (name, c) in spec.consts(&params) {
+                        let v = match c {
+                            Const::Int(i) => LuaValue::Number(i as f64),
+                            Const::Num(x) => LuaValue::Number(x),
+                            Const::Str(s) => LuaValue::String(lua.create_string(&s).map_err(wrap)?),
+                            Const::Bool(b) => LuaValue::Boolean(b),
+                        };
+                        values.set(name, v).map_err(wrap)?;
+                    }
+                    let m = lua.create_table().map_err(wrap)?;
+                    m.set("__index", values).map_err(wrap)?;
+                    *cached = Some((params, m.clone()));
+                    m
+                }
+            }
+        };
+        t.set_metatable(Some(meta)).map_err(wrap)?;
         let prefix = backend.key_prefix().to_string();
         let backend = RefCell::new(backend);
         let record = RefCell::new(record);
