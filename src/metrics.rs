@@ -96,8 +96,9 @@ pub fn measure(trace: &Trace, limiter: &Limiter) -> Result<Metrics> {
     // The worst interval, per subject.
     let mut admitted: Vec<Vec<(i64, u64)>> = vec![Vec::new(); trace.keys.len()];
     for r in &trace.records {
-        if r.decision.allowed && r.decision.units(r.cost) > 0 {
-            admitted[r.key as usize].push((r.now_ms, r.decision.units(r.cost)));
+        let units = r.decision.units(r.cost);
+        if units > 0 {
+            admitted[r.key as usize].push((r.now_ms, units));
         }
     }
     let mut max_in_window = 0;

@@ -796,7 +796,7 @@ impl Ctx<'_> {
             let a = crate::traffic::Arrival { at: crate::clock::Millis(at_ms).as_micros(), key: subject.clone(), cost, phase: "oversized".into(), op: crate::traffic::Op::Request };
             r.play(std::slice::from_ref(&a), |_, _| Ok(()));
             let Some(d) = r.played.first().map(|p| p.decision) else {
-                let e = r.error.as_ref().map(|(_, e)| e.lines().next().unwrap_or("").to_string()).unwrap_or_default();
+                let e = r.error_line();
                 c.evidence.push(format!("cost {cost} (subject `{subject}`, now_ms {at_ms}): answered with an error, so not admitted: {e}"));
                 continue;
             };
@@ -931,7 +931,7 @@ impl Ctx<'_> {
                 };
                 let ((mut a, ok_a), (mut b, ok_b)) = (play(true), play(false));
                 if !(ok_a && ok_b) {
-                    let e = a.error.as_ref().or(b.error.as_ref()).map(|(_, e)| e.lines().next().unwrap_or("").to_string()).unwrap_or_default();
+                    let e = if a.error.is_some() { a.error_line() } else { b.error_line() };
                     c.evidence.push(format!("{fill} units used at {}, then a request of cost 0 at {t}: error: {e}", t - 1));
                     break;
                 }
@@ -980,7 +980,7 @@ impl Ctx<'_> {
         let mut c = CheckResult::new("lifecycle", Status::Pass, String::new());
         let mut judged = 0;
         let err = |c: &mut CheckResult, r: &Replay<'_>, what: &str| {
-            let e = r.error.as_ref().map(|(_, e)| e.lines().next().unwrap_or("").to_string()).unwrap_or_default();
+            let e = r.error_line();
             c.evidence.push(format!("{what}: error: {e}"));
         };
         // `fill` units of `subject` at `at` (one request when the spec reads cost).
@@ -994,7 +994,7 @@ impl Ctx<'_> {
                 (0..n).all(|_| r.step(&arrival_at(subject, at, 1), at).is_some())
             }
         };
-        for op in have {
+        for &op in &have {
             match op {
                 crate::spec::Op::Refund => {
                     for later in [0, w / 2, w] {
@@ -1077,7 +1077,7 @@ impl Ctx<'_> {
                 crate::spec::Op::Request => {}
             }
         }
-        let names: Vec<&str> = crate::spec::Op::ALL.into_iter().filter(|o| spec.has_op(*o)).map(|o| o.name()).collect();
+        let names: Vec<&str> = have.iter().map(|o| o.name()).collect();
         if c.evidence.is_empty() {
             c.summary = format!("{judged} lifecycle operations ({}) each left the subjects exactly as the world without what they undo", names.join(", "));
         } else {
@@ -1303,7 +1303,7 @@ impl Ctx<'_> {
                 _ => c.evidence.push(format!(
                     "a caller {back} ms behind (now_ms {}, server at {t}), or the on-time caller after it, got an error: {}",
                     t - back,
-                    r.error.as_ref().map(|(_, e)| e.lines().next().unwrap_or("")).unwrap_or("")
+                    r.error_line()
                 )),
             }
             // Room for one: cap - 1 on time, the last unit taken by the skewed caller, then on-time
@@ -1345,7 +1345,7 @@ impl Ctx<'_> {
                 c.evidence.push(format!(
                     "a caller {fwd} ms ahead of the server (now_ms {}, server at {t}), or the on-time caller after it, got an error: {}",
                     t + fwd,
-                    r.error.as_ref().map(|(_, e)| e.lines().next().unwrap_or("")).unwrap_or("")
+                    r.error_line()
                 ));
             }
         }

@@ -277,12 +277,22 @@ impl<'l> Replay<'l> {
     pub fn op(&mut self, op: crate::spec::Op, subject: &str, at_ms: i64, cost: u64) -> Result<()> {
         self.backend.set_time_ms(at_ms);
         let out = self.limiter.op(&mut self.backend, &mut self.session, op, subject, at_ms, cost);
-        if let Err(e @ Error::Script { reply, at, request }) = &out {
+        self.note_runaway(&out, &format!("a {} of `check`", op.name()));
+        out
+    }
+
+    /// Keeps the first runaway kill among `out`'s errors, its request said to be `what`.
+    fn note_runaway<T>(&mut self, out: &Result<T>, what: &str) {
+        if let Err(e @ Error::Script { reply, at, request }) = out {
             if self.runaway.is_none() && is_runaway(e) {
-                self.runaway = Some(Error::Script { reply: reply.clone(), at: at.clone(), request: format!("{request} (a {} of `check`)", op.name()) });
+                self.runaway = Some(Error::Script { reply: reply.clone(), at: at.clone(), request: format!("{request} ({what})") });
             }
         }
-        out
+    }
+
+    /// The first line of the first error, or nothing.
+    pub fn error_line(&self) -> &str {
+        self.error.as_ref().and_then(|(_, e)| e.lines().next()).unwrap_or("")
     }
 
     /// How many subjects have sent a request.
@@ -310,11 +320,7 @@ impl<'l> Replay<'l> {
     pub fn probe_many(&mut self, subject: &str, server_ms: i64, now_ms: i64, costs: &[u64]) -> Result<Vec<Decision>> {
         let out = crate::limiter::oracle::what_if(self.limiter, &mut self.backend, &mut self.session, subject, server_ms, now_ms, costs);
         self.session.take_calls();
-        if let Err(e @ Error::Script { reply, at, request }) = &out {
-            if self.runaway.is_none() && is_runaway(e) {
-                self.runaway = Some(Error::Script { reply: reply.clone(), at: at.clone(), request: format!("{request} (a probe of `check`)") });
-            }
-        }
+        self.note_runaway(&out, "a probe of `check`");
         out
     }
 

@@ -78,19 +78,10 @@ pub fn what_if(
 ) -> Result<Vec<Decision>> {
     let saved = backend.emu.core().db.clone();
     let clock = backend.emu.clock().now_millis();
-    let seq = session.seq;
-    session.save_client()?;
-    // Asked of one client process: the one pinned by the caller, else the one that took the last
-    // request.
-    let pin = session.pin;
-    session.pin = Some(pin.unwrap_or_else(|| limiter.last_process(session)));
     backend.set_time_ms(server_ms);
-    let out: Result<Vec<Decision>> = costs.iter().map(|&c| limiter.call(backend, session, subject, now_ms, c)).collect();
+    let out = limiter.what_if(session, |s| costs.iter().map(|&c| limiter.call(backend, s, subject, now_ms, c)).collect());
     backend.emu.core().db = saved;
     backend.emu.clock().set_millis(clock);
-    session.seq = seq;
-    session.pin = pin;
-    session.restore_client()?;
     out
 }
 

@@ -156,29 +156,26 @@ pub(crate) fn drive<C: std::borrow::Borrow<Chunk>>(
             let now_ms = step.at.as_millis().0;
             limiter.check_call(now_ms, step.cost)?;
             backend.set_time_ms(now_ms);
+            // Script, connection and I/O errors say where themselves; any other is put at the call.
+            let at = |e: Error, what: &str, field: &str| match e {
+                e @ (Error::Script { .. } | Error::Connection(_) | Error::Io { .. }) => e,
+                e => Error::Invalid {
+                    context: format!("{name}: {what}call #{} (subject `{subject}`, now_ms {now_ms})", i + 1),
+                    field: field.into(),
+                    reason: e.to_string(),
+                },
+            };
             if step.op != crate::traffic::Op::Request {
                 // A lifecycle operation: played, not decided; it makes no record.
-                limiter.op(backend, &mut session, step.op, subject, now_ms, step.cost).map_err(|e| match e {
-                    e @ (Error::Script { .. } | Error::Connection(_) | Error::Io { .. }) => e,
-                    e => Error::Invalid {
-                        context: format!("{name}: {} at call #{} (subject `{subject}`, now_ms {now_ms})", step.op.name(), i + 1),
-                        field: "op".into(),
-                        reason: e.to_string(),
-                    },
-                })?;
+                limiter
+                    .op(backend, &mut session, step.op, subject, now_ms, step.cost)
+                    .map_err(|e| at(e, &format!("{} at ", step.op.name()), "op"))?;
                 if let Some(c) = session.record.as_mut() {
                     c.clear();
                 }
                 continue;
             }
-            let decision = limiter.call(backend, &mut session, subject, now_ms, step.cost).map_err(|e| match e {
-                e @ (Error::Script { .. } | Error::Connection(_) | Error::Io { .. }) => e,
-                e => Error::Invalid {
-                    context: format!("{name}: call #{} (subject `{subject}`, now_ms {now_ms})", i + 1),
-                    field: "reply".into(),
-                    reason: e.to_string(),
-                },
-            })?;
+            let decision = limiter.call(backend, &mut session, subject, now_ms, step.cost).map_err(|e| at(e, "", "reply"))?;
             let cost = if weighted { step.cost } else { 1 };
             let record = Record { at: step.at, now_ms, key: step.subject, phase: step.phase, cost, decision };
             // The calls are taken out while `each` runs: the prober's requests are not recorded.

@@ -133,7 +133,7 @@ impl Limiter {
     pub fn call(&self, backend: &mut dyn Backend, s: &mut Session, subject: &str, now_ms: i64, cost: u64) -> Result<Decision> {
         let spec = self.spec();
         if let super::Program::Adapter { .. } = &spec.program {
-            let st = self.process(s, s.seq)?;
+            let st = self.process(s, s.pin.unwrap_or_else(|| self.next_process(s)))?;
             let req = Request { subject, now_ms, cost, window_ms: self.params().window_ms as i64, seq: s.seq };
             s.seq += 1;
             return s.adapters[st].request(self, backend, &req, &mut s.record);
@@ -149,31 +149,32 @@ impl Limiter {
         let prog = self.program();
         let req = Request { subject, now_ms, cost, window_ms: self.params().window_ms as i64, seq: s.seq };
         s.seq += 1;
+        self.run_calls(backend, s, &prog.calls, &req)?;
+        self.decision_of(&req, &s.replies)
+    }
+
+    /// Runs `calls` in order into `s.replies` (nil for a call whose `when` is false).
+    fn run_calls(&self, backend: &mut dyn Backend, s: &mut Session, calls: &[CompiledCall], req: &Request<'_>) -> Result<()> {
         s.replies.clear();
-        for c in &prog.calls {
+        for c in calls {
             let run = match &c.when {
-                Some(w) => eval(spec, w, &c.srcs.when, &req, &s.replies)?.truthy(),
+                Some(w) => eval(self.spec(), w, &c.srcs.when, req, &s.replies)?.truthy(),
                 None => true,
             };
             if !run {
                 s.replies.push(None);
                 continue;
             }
-            let reply = self.run_call(backend, s, c, &req)?;
+            let reply = self.run_call(backend, s, c, req)?;
             s.replies.push(Some(reply));
         }
-        self.decision_of(&req, &s.replies)
+        Ok(())
     }
 
-    /// The client process that handles request number `seq` (they take requests in turn), its
-    /// adapter state made when first needed.
-    fn process(&self, s: &mut Session, seq: u64) -> Result<usize> {
+    /// Client process `i`, its adapter state made when first needed; `i` itself (0 for a spec
+    /// without an adapter).
+    fn process(&self, s: &mut Session, i: usize) -> Result<usize> {
         let super::Program::Adapter { path, source, .. } = &self.spec().program else { return Ok(0) };
-        let n = self.spec().processes.max(1);
-        let i = match s.pin {
-            Some(p) => p % n,
-            None => (seq % n as u64) as usize,
-        };
         while s.adapters.len() <= i {
             s.adapters.push(adapter::AdapterState::new(path, source)?);
         }
@@ -213,24 +214,25 @@ impl Limiter {
         }
         let req = Request { subject, now_ms, cost, window_ms: self.params().window_ms as i64, seq: s.seq };
         if let super::Program::Adapter { .. } = &spec.program {
-            let st = self.process(s, s.seq.saturating_sub(1))?;
+            let st = self.process(s, s.pin.unwrap_or_else(|| self.last_process(s)))?;
             return s.adapters[st].op(op.name(), self, backend, &req, &mut s.record);
         }
-        let prog = self.program();
-        s.replies.clear();
-        for c in &prog.ops[ix] {
-            let run = match &c.when {
-                Some(w) => eval(spec, w, &c.srcs.when, &req, &s.replies)?.truthy(),
-                None => true,
-            };
-            if !run {
-                s.replies.push(None);
-                continue;
-            }
-            let reply = self.run_call(backend, s, c, &req)?;
-            s.replies.push(Some(reply));
-        }
-        Ok(())
+        self.run_calls(backend, s, &self.program().ops[ix], &req)
+    }
+
+    /// Runs `f` as a "what if" on the session: the client's state, `seq` and the pinned process
+    /// are put back afterwards (the caller puts back the keyspace), and while it runs every request
+    /// goes to one client process: the one pinned already, else the one that took the last
+    /// request.
+    pub(crate) fn what_if<T>(&self, s: &mut Session, f: impl FnOnce(&mut Session) -> Result<T>) -> Result<T> {
+        let (seq, pin) = (s.seq, s.pin);
+        s.save_client()?;
+        s.pin = Some(pin.unwrap_or_else(|| self.last_process(s)));
+        let out = f(s);
+        s.seq = seq;
+        s.pin = pin;
+        s.restore_client()?;
+        out
     }
 
     /// The decision from a request's replies (`None`: a skipped call).

@@ -155,18 +155,13 @@ pub fn ask_model(model: &mut dyn Reference, key: &str, at_ms: i64, costs: &[u64]
 /// and the keys they touch, the clock and the session's `seq` are put back afterwards
 /// ([`EmulatedBackend::trial`]); its calls are not recorded. Stops at the first error.
 pub fn ask_script(limiter: &Limiter, backend: &mut EmulatedBackend, session: &mut Session, subject: &str, at_ms: i64, costs: &[u64]) -> Result<Vec<Decision>> {
-    let (seq, record) = (session.seq, session.record.take());
-    session.save_client()?;
-    // Asked of the client process that took the judged request.
-    let pin = session.pin;
-    session.pin = Some(pin.unwrap_or_else(|| limiter.last_process(session)));
-    let out = backend.trial(|b| {
-        b.set_time_ms(at_ms);
-        costs.iter().map(|&c| limiter.call(b, session, subject, at_ms, c)).collect()
+    let record = session.record.take();
+    let out = limiter.what_if(session, |s| {
+        backend.trial(|b| {
+            b.set_time_ms(at_ms);
+            costs.iter().map(|&c| limiter.call(b, s, subject, at_ms, c)).collect()
+        })
     });
-    session.seq = seq;
     session.record = record;
-    session.pin = pin;
-    session.restore_client()?;
     out
 }

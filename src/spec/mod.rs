@@ -486,10 +486,15 @@ impl Spec {
             }
             Ok(x as u64)
         };
-        let mut policy = Params::new(positive(&pol.limit, "policy.limit")?, positive(&pol.window_ms, "policy.window_ms")?);
-        if let Some(b) = &pol.burst {
-            policy = policy.with_burst(positive(b, "policy.burst")?);
-        }
+        // `limit`, `window_ms` and the optional `burst` of `[policy]` or a `[[policy.and]]`.
+        let params = |limit: &Spanned<i64>, window: &Spanned<i64>, burst: &Option<Spanned<i64>>, field: &str| -> Result<Params> {
+            let p = Params::new(positive(limit, &format!("{field}.limit"))?, positive(window, &format!("{field}.window_ms"))?);
+            Ok(match burst {
+                Some(b) => p.with_burst(positive(b, &format!("{field}.burst"))?),
+                None => p,
+            })
+        };
+        let policy = params(&pol.limit, &pol.window_ms, &pol.burst, "policy")?;
         let mut also: Vec<(String, Params)> = Vec::new();
         for (i, more) in pol.and.iter().enumerate() {
             let m = more.get_ref();
@@ -501,11 +506,7 @@ impl Spec {
             if !word || also.iter().any(|(n, _)| *n == pname) {
                 return Err(invalid(m.name.span(), &format!("{field}.name"), format!("`{pname}` cannot name a policy (one word of letters, digits, `_`, not used twice)")));
             }
-            let mut p = Params::new(positive(&m.limit, &format!("{field}.limit"))?, positive(&m.window_ms, &format!("{field}.window_ms"))?);
-            if let Some(b) = &m.burst {
-                p = p.with_burst(positive(b, &format!("{field}.burst"))?);
-            }
-            also.push((pname, p));
+            also.push((pname, params(&m.limit, &m.window_ms, &m.burst, &field)?));
         }
         let reset_means = match &raw.reset_means {
             Some(r) => ResetMeans::parse(r.get_ref()).ok_or_else(|| {

@@ -734,6 +734,8 @@ pub fn check_script_with(
         check.retried_after = None;
         check.scenario_divergence = check.divergence.take();
     }
+    // The requests alone (a lifecycle operation makes no decision), which the decisions follow.
+    let requests: Vec<Arrival> = arrivals.iter().filter(|a| a.op == crate::traffic::Op::Request).cloned().collect();
     for attempt in 1..=ATTEMPTS {
         check.attempts = attempt;
         let watch = crate::clock::Stopwatch::start();
@@ -748,7 +750,6 @@ pub fn check_script_with(
         let (replayed, uncertain) = replay_at(limiter, arrivals, real.key_prefix(), &runs)?;
         let decisions: Vec<Decision> = runs.iter().filter(|r| r.op.is_none()).map(|r| r.decision).collect();
         check.uncertain = uncertain;
-        let requests: Vec<Arrival> = arrivals.iter().filter(|a| a.op == crate::traffic::Op::Request).cloned().collect();
         check.divergence = first_difference(limiter, &requests, &replayed, &decisions);
         if check.divergence.is_none() {
             check.clock = ClockUsed::Server;
