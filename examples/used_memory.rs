@@ -34,7 +34,10 @@ fn main() {
         },
     };
     let params = Params::new(limit, 60_000);
-    println!("{:<20} {:>9} {:>9} {:>14} {:>14} {:>8} {:>14} {:>8} {:>14}", "script", "subjects", "keys", "measured", "model", "error", "from one", "error", "MEMORY USAGE");
+    println!(
+        "{:<20} {:>9} {:>9} {:>14} {:>14} {:>8} {:>14} {:>8} {:>14}",
+        "script", "subjects", "keys", "measured", "model", "error", "from one", "error", "MEMORY USAGE"
+    );
     let mut worst: f64 = 0.0;
     for v in variants {
         let limiter = Limiter::new(v, params).expect("the shipped scripts take these parameters");

@@ -90,9 +90,7 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now_micros(&self) -> Micros {
-        let d = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
+        let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         Micros(d.as_micros() as i64)
     }
 }

@@ -37,7 +37,11 @@ pub enum Error {
     Mismatch(String),
     /// Reading or writing a file failed.
     #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, #[source] source: std::io::Error },
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// `Result` with limitlab's [`Error`].

@@ -73,8 +73,7 @@ pub struct Metrics {
 /// Measures `trace` (made with `limiter`).
 pub fn measure(trace: &Trace, limiter: &Limiter) -> Result<Metrics> {
     let params = trace.params;
-    let mut phases: Vec<PhaseCount> =
-        trace.phases.iter().map(|p| PhaseCount { phase: p.clone(), ..PhaseCount::default() }).collect();
+    let mut phases: Vec<PhaseCount> = trace.phases.iter().map(|p| PhaseCount { phase: p.clone(), ..PhaseCount::default() }).collect();
     let mut calls = 0;
     let mut allowed_calls = 0;
     let mut allowed_units = 0;

@@ -22,8 +22,24 @@ fn scratch(name: &str) -> PathBuf {
 fn attack(script: &str, dir: &Path, extra: &[&str]) -> Value {
     let d = dir.to_str().unwrap();
     let mut args = vec![
-        "attack", "--script", script, "--limit", "100", "--window", "1000", "--budget", "300", "--seed", "7",
-        "--iterations", "200", "--out", d, "--plots", d, "--json",
+        "attack",
+        "--script",
+        script,
+        "--limit",
+        "100",
+        "--window",
+        "1000",
+        "--budget",
+        "300",
+        "--seed",
+        "7",
+        "--iterations",
+        "200",
+        "--out",
+        d,
+        "--plots",
+        d,
+        "--json",
     ];
     args.extend_from_slice(extra);
     let out = limitlab(&args);
@@ -78,8 +94,23 @@ fn the_same_seed_gives_the_same_bytes() {
     let dir = scratch("determinism");
     let d = dir.to_str().unwrap();
     let args = [
-        "attack", "--script", "sliding_window", "--limit", "50", "--window", "1000", "--budget", "150", "--seed", "3",
-        "--iterations", "150", "--out", d, "--plots", d,
+        "attack",
+        "--script",
+        "sliding_window",
+        "--limit",
+        "50",
+        "--window",
+        "1000",
+        "--budget",
+        "150",
+        "--seed",
+        "3",
+        "--iterations",
+        "150",
+        "--out",
+        d,
+        "--plots",
+        d,
     ];
     let files = [
         "attack_sliding_window_overshoot.csv",

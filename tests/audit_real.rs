@@ -314,7 +314,17 @@ fn audit_over_tls() {
     let out = limitlab(&["audit", "--redis", &format!("redis://127.0.0.1:{}/", tls.tls_port), "--redis-timeout-ms", "2000"]);
     assert_ne!(out.status.code(), Some(0));
     // --tls-ca reaches the other commands' --redis too: memory on the TLS port.
-    let out = limitlab(&["memory", "--users", "10", "--script", "fixed_window", "--redis", &format!("rediss://127.0.0.1:{}/", tls.tls_port), "--tls-ca", &ca]);
+    let out = limitlab(&[
+        "memory",
+        "--users",
+        "10",
+        "--script",
+        "fixed_window",
+        "--redis",
+        &format!("rediss://127.0.0.1:{}/", tls.tls_port),
+        "--tls-ca",
+        &ca,
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("Real Redis"));
 }

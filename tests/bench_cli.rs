@@ -59,10 +59,7 @@ fn every_script_on_the_emulator_and_natively_decides_as_its_reference() {
         assert_checked(&s["emulator"], &format!("{name} emulator"));
         // The emulator's decisions cover its warm-up and timed calls.
         let e = &s["emulator"];
-        assert_eq!(
-            e["check"]["compared"].as_u64().unwrap(),
-            e["calls"].as_u64().unwrap() + r["sizes"]["warmup"].as_u64().unwrap()
-        );
+        assert_eq!(e["check"]["compared"].as_u64().unwrap(), e["calls"].as_u64().unwrap() + r["sizes"]["warmup"].as_u64().unwrap());
         // The workload refuses some calls and admits most: both paths of every script are timed.
         let allowed = e["check"]["allowed"].as_u64().unwrap() as f64 / e["check"]["compared"].as_u64().unwrap() as f64;
         assert!((0.7..0.95).contains(&allowed), "{name}: {allowed}");

@@ -8,13 +8,8 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn limitlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_limitlab"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("limitlab runs")
+    Command::new(env!("CARGO_BIN_EXE_limitlab")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().expect("limitlab runs")
 }
-
 
 /// (fixture file stem, the checks that must fail and nothing else, a phrase the first failing
 /// check's evidence or summary must hold)
@@ -59,8 +54,8 @@ fn report_with(spec: &Path, more: &[&str]) -> (serde_json::Value, Option<i32>) {
     let mut args = vec!["check", spec.to_str().unwrap(), "--json", "--no-save", "--no-timing"];
     args.extend_from_slice(more);
     let out = limitlab(&args);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{}: {e}\n{}", spec.display(), String::from_utf8_lossy(&out.stderr)));
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{}: {e}\n{}", spec.display(), String::from_utf8_lossy(&out.stderr)));
     (v, out.status.code())
 }
 
@@ -72,8 +67,7 @@ fn every_fixture_gets_the_verdict_a_reviewer_would_give() {
         let stem = spec.file_stem().unwrap().to_str().unwrap();
         let (v, code) = report(spec);
         let checks = v["checks"].as_array().unwrap();
-        let failed: BTreeSet<&str> =
-            checks.iter().filter(|c| c["status"] == "fail").map(|c| c["name"].as_str().unwrap()).collect();
+        let failed: BTreeSet<&str> = checks.iter().filter(|c| c["status"] == "fail").map(|c| c["name"].as_str().unwrap()).collect();
         let names: BTreeSet<&str> = checks.iter().map(|c| c["name"].as_str().unwrap()).collect();
         for n in [
             "errors",
@@ -203,7 +197,12 @@ remaining = "max(limit - n, 0)"
 "#;
 
 fn statuses(v: &serde_json::Value) -> std::collections::BTreeMap<String, String> {
-    v["checks"].as_array().unwrap().iter().map(|c| (c["name"].as_str().unwrap().to_string(), c["status"].as_str().unwrap().to_string())).collect()
+    v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap().to_string(), c["status"].as_str().unwrap().to_string()))
+        .collect()
 }
 
 #[test]
@@ -223,18 +222,27 @@ fn an_allow_all_limiter_without_a_family_fails_and_a_waiver_prints_its_reason() 
     assert!(ev.iter().any(|e| e.as_str().unwrap().contains("after this request (admitted), but all ")), "{remaining:#}");
 
     // Waived by name, with reasons: no failure left, and the reasons are printed.
-    let waived = format!("{ALLOW_ALL_TOML}[waive]\novershoot = \"a shadow limiter: it only counts\"\nremaining = \"remaining is informational here\"\n");
+    let waived = format!(
+        "{ALLOW_ALL_TOML}[waive]\novershoot = \"a shadow limiter: it only counts\"\nremaining = \"remaining is informational here\"\n"
+    );
     std::fs::write(Path::new(dir.path()).join("allow.toml"), waived).unwrap();
     let out = limitlab(&["check", &spec, "--no-save", "--no-timing"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
-    assert!(text.contains("WAIVE overshoot         waived by the spec: a shadow limiter: it only counts (would fail: worst 4.00"), "{text}");
+    assert!(
+        text.contains("WAIVE overshoot         waived by the spec: a shadow limiter: it only counts (would fail: worst 4.00"),
+        "{text}"
+    );
     assert!(text.contains("2 waived"), "{text}");
     // A waiver must name a check and give a reason.
     std::fs::write(Path::new(dir.path()).join("allow.toml"), format!("{ALLOW_ALL_TOML}[waive]\novershot = \"typo\"\n")).unwrap();
     let out = limitlab(&["check", &spec]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("field `waive.overshot`: no check is named `overshot`"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("field `waive.overshot`: no check is named `overshot`"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -242,7 +250,11 @@ fn a_runaway_script_stops_check_at_once_with_exit_2_and_its_line() {
     // An endless loop, and a table that grows until the emulator's memory cap.
     for (body, line, what) in [
         ("local x = 0\nwhile true do x = x + 1 end\n", "loop.lua:2: while true", "budget"),
-        ("local t = {}\nlocal i = 0\nwhile true do i = i + 1; t[i] = string.rep('x', 1024) .. i end\n", "loop.lua:3: while true", "bytes of Lua memory"),
+        (
+            "local t = {}\nlocal i = 0\nwhile true do i = i + 1; t[i] = string.rep('x', 1024) .. i end\n",
+            "loop.lua:3: while true",
+            "bytes of Lua memory",
+        ),
     ] {
         let toml = ALLOW_ALL_TOML.replace("allow.lua", "loop.lua").replace("allow_all", "runaway");
         let dir = spec_dir("check_runaway", &[("loop.lua", body), ("loop.toml", &toml)]);
@@ -265,13 +277,21 @@ fn a_script_or_adapter_that_does_not_compile_is_bad_input_said_once() {
     let adapter_toml = "name = \"ad\"\nadapter = \"ad.lua\"\n[policy]\nlimit = 10\nwindow_ms = 1000\n";
     let dir = spec_dir(
         "check_syntax",
-        &[("syn.lua", "local x = = 1\n"), ("syn.toml", &toml), ("ad.lua", "function request(req)\n  local x = = 1\nend\n"), ("ad.toml", adapter_toml)],
+        &[
+            ("syn.lua", "local x = = 1\n"),
+            ("syn.toml", &toml),
+            ("ad.lua", "function request(req)\n  local x = = 1\nend\n"),
+            ("ad.toml", adapter_toml),
+        ],
     );
     for (spec, want) in [("syn.toml", "syn.toml:6: field `scripts.main`: "), ("ad.toml", "ad.toml:2: field `adapter`: ")] {
         let out = limitlab(&["check", &format!("{}/{spec}", dir.path()), "--no-save"]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{spec}: {err}");
-        assert!(err.contains(want) && err.contains(":2: does not compile") || err.contains(want) && err.contains("syn.lua:1: does not compile"), "{spec}: {err}");
+        assert!(
+            err.contains(want) && err.contains(":2: does not compile") || err.contains(want) && err.contains("syn.lua:1: does not compile"),
+            "{spec}: {err}"
+        );
         assert_eq!(err.matches("does not compile").count(), 1, "once: {err}");
         assert!(out.stdout.is_empty(), "{spec}: nothing judged");
     }
@@ -339,7 +359,9 @@ fn partial_grants_are_counted_at_what_they_granted() {
     assert!(partial > 0, "{s}");
     // The same limiter counted at its cost (no `granted`): an overshoot it does not have, and
     // oversized requests "admitted".
-    let (_dir, spec) = fixture_copy("check_nogrant", "redis_rate_allow_at_most", |t| t.lines().filter(|l| !l.starts_with("granted")).collect::<Vec<_>>().join("\n"));
+    let (_dir, spec) = fixture_copy("check_nogrant", "redis_rate_allow_at_most", |t| {
+        t.lines().filter(|l| !l.starts_with("granted")).collect::<Vec<_>>().join("\n")
+    });
     let (v, code) = report(Path::new(&spec));
     assert_eq!(code, Some(1), "{v:#}");
     let st = statuses(&v);
@@ -402,7 +424,9 @@ fn several_policies_are_each_judged_and_bad_new_fields_are_exit_2() {
     assert_eq!(o["status"], "pass", "{o:#}");
     // A per-minute counter that expires every second (the per-second window given by mistake)
     // passes the per-second policy and admits ten times the minute's limit: the minute's verdict.
-    let (_dir, spec) = fixture_copy("check_union_minute", "rlflex_union", |t| t.replace("args = [\"${cost}\", \"${minute_window_ms}\"]", "args = [\"${cost}\", \"${window_ms}\"]"));
+    let (_dir, spec) = fixture_copy("check_union_minute", "rlflex_union", |t| {
+        t.replace("args = [\"${cost}\", \"${minute_window_ms}\"]", "args = [\"${cost}\", \"${window_ms}\"]")
+    });
     let (v, code) = report(Path::new(&spec));
     assert_eq!(code, Some(1));
     let o = check_named(&v, "overshoot");
@@ -420,7 +444,8 @@ fn several_policies_are_each_judged_and_bad_new_fields_are_exit_2() {
         assert!(err.contains(&format!("field `{field}`")) && err.contains("rlflex_union.toml:"), "{field}: {err}");
     }
     // An adapter defines its lifecycle in Lua, not as [[refund]] calls.
-    let (_dir, spec) = fixture_copy("check_bad_refund", "rlflex_memory_block", |t| format!("{t}\n[[refund]]\ncommand = \"DEL\"\nkeys = [\"x\"]\n"));
+    let (_dir, spec) =
+        fixture_copy("check_bad_refund", "rlflex_memory_block", |t| format!("{t}\n[[refund]]\ncommand = \"DEL\"\nkeys = [\"x\"]\n"));
     let out = limitlab(&["check", &spec, "--no-save"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("an adapter defines refund(req)"), "{}", String::from_utf8_lossy(&out.stderr));
@@ -432,7 +457,8 @@ fn several_policies_are_each_judged_and_bad_new_fields_are_exit_2() {
 #[test]
 fn a_large_policy_is_checked_with_bounded_traffic_and_the_same_verdict() {
     let out = limitlab(&["check", "fixed_window", "--limit", "10000", "--window", "60000", "--json", "--no-save", "--no-timing"]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}\n{}", String::from_utf8_lossy(&out.stderr)));
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}\n{}", String::from_utf8_lossy(&out.stderr)));
     assert_eq!(out.status.code(), Some(0), "{v:#}");
     let t = &v["traffic"];
     assert_eq!(t["scaled"], true, "{t:#}");

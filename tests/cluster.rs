@@ -26,7 +26,13 @@ fn arrivals(subjects: usize, n: usize) -> Vec<Arrival> {
                 3 => 900_000,
                 _ => 37_000,
             };
-            Arrival { at: Micros(t), key: format!("user{}", (i * 7) % subjects), cost: 1 + (i % 3) as u64, phase: String::new(), op: limitlab::traffic::Op::Request }
+            Arrival {
+                at: Micros(t),
+                key: format!("user{}", (i * 7) % subjects),
+                cost: 1 + (i % 3) as u64,
+                phase: String::new(),
+                op: limitlab::traffic::Op::Request,
+            }
         })
         .collect()
 }
@@ -62,8 +68,7 @@ fn every_shipped_script_decides_as_on_the_emulator_in_cluster_mode() {
         emu.emu.set_cluster(true);
         emu.set_time_ms(DEFAULT_START.0);
         let emulated = sim::run(&limiter, &mut emu, &arrivals, Progress::Off).unwrap();
-        let on_cluster = sim::run(&limiter, &mut real, &arrivals, Progress::Off)
-            .unwrap_or_else(|e| panic!("{v} on the cluster: {e}"));
+        let on_cluster = sim::run(&limiter, &mut real, &arrivals, Progress::Off).unwrap_or_else(|e| panic!("{v} on the cluster: {e}"));
         assert_eq!(first_divergence(&emulated, &on_cluster), None, "{v}: the cluster decided differently");
         assert!(emulated.records.iter().any(|r| !r.decision.allowed), "{v}: the traffic should be refused sometimes");
         // The subjects' keys are spread over the masters, and cleanup finds them on every one.

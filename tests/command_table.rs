@@ -125,8 +125,7 @@ fn normalize_docs(raw: &[u8]) -> Vec<u8> {
     for i in (0..items.len()).step_by(2) {
         if name_of(&items[i]) == b"subcommands" {
             let (sk, subs) = elements(&items[i + 1]);
-            let subs: Vec<Vec<u8>> =
-                subs.chunks(2).flat_map(|p| [p[0].clone(), normalize_docs(&p[1])]).collect();
+            let subs: Vec<Vec<u8>> = subs.chunks(2).flat_map(|p| [p[0].clone(), normalize_docs(&p[1])]).collect();
             items[i + 1] = sorted(&assemble(sk, subs));
         }
     }

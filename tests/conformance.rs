@@ -20,8 +20,7 @@ use limitlab::clock::{Clock, SystemClock};
 use limitlab::emulator::Emulator;
 
 /// The case files the project is meant to have; the line-count floor applies once all of them exist.
-const EXPECTED_FILES: &[&str] =
-    &["strings", "keys", "server", "scripting", "hashes", "zsets", "lists", "sets", "lua_libs"];
+const EXPECTED_FILES: &[&str] = &["strings", "keys", "server", "scripting", "hashes", "zsets", "lists", "sets", "lua_libs"];
 
 /// The least number of command lines, over all case files, once [`EXPECTED_FILES`] all exist.
 const MIN_CASE_LINES: usize = 300;
@@ -63,10 +62,8 @@ fn cases_dir() -> PathBuf {
 }
 
 fn load_cases() -> Vec<Case> {
-    let filter: Option<Vec<String>> = std::env::var("LIMITLAB_CASES")
-        .ok()
-        .filter(|s| !s.trim().is_empty())
-        .map(|s| s.split(',').map(|x| x.trim().to_string()).collect());
+    let filter: Option<Vec<String>> =
+        std::env::var("LIMITLAB_CASES").ok().filter(|s| !s.trim().is_empty()).map(|s| s.split(',').map(|x| x.trim().to_string()).collect());
     let mut cases = Vec::new();
     let Ok(rd) = std::fs::read_dir(cases_dir()) else {
         return cases;
@@ -225,12 +222,7 @@ fn emulator_matches_recorded_redis_cli_output() {
     }
     println!("conformance (emulator): {} case files, {total_lines} command lines, {passed} files match", cases.len());
     if !failures.is_empty() {
-        panic!(
-            "{} of {} case files differ from their .out on the emulator:\n{}",
-            failures.len(),
-            cases.len(),
-            failures.concat()
-        );
+        panic!("{} of {} case files differ from their .out on the emulator:\n{}", failures.len(), cases.len(), failures.concat());
     }
 }
 
@@ -332,8 +324,7 @@ fn case_files_have_enough_lines() {
         assert!(c.out.exists() || std::env::var("LIMITLAB_RECORD").is_ok(), "{} has no .out file", c.name);
     }
     println!("total: {total} command lines in {} case files", cases.len());
-    let missing: Vec<&str> =
-        EXPECTED_FILES.iter().copied().filter(|n| !cases_dir().join(format!("{n}.txt")).exists()).collect();
+    let missing: Vec<&str> = EXPECTED_FILES.iter().copied().filter(|n| !cases_dir().join(format!("{n}.txt")).exists()).collect();
     if std::env::var("LIMITLAB_CASES").is_ok() || !missing.is_empty() {
         println!("line floor not checked yet (missing: {missing:?})");
         return;

@@ -45,8 +45,7 @@ fn parse(doc: &str, line: usize, text: &str) -> Spec {
 
 /// The fixtures' specs, by spec name.
 fn fixtures() -> Vec<Spec> {
-    let mut v: Vec<Spec> =
-        common::fixture_specs().iter().map(|p| Spec::from_file(p).unwrap_or_else(|e| panic!("{e}"))).collect();
+    let mut v: Vec<Spec> = common::fixture_specs().iter().map(|p| Spec::from_file(p).unwrap_or_else(|e| panic!("{e}"))).collect();
     v.sort_by(|a, b| a.name.cmp(&b.name));
     v
 }
@@ -57,7 +56,13 @@ fn traffic(window_ms: i64) -> Vec<Arrival> {
     let start = limitlab::clock::DEFAULT_START.0;
     let mut v = Vec::new();
     let mut push = |ms: i64, key: &str, cost: u64| {
-        v.push(Arrival { at: limitlab::clock::Micros((start + ms) * 1000), key: key.into(), cost, phase: String::new(), op: limitlab::traffic::Op::Request })
+        v.push(Arrival {
+            at: limitlab::clock::Micros((start + ms) * 1000),
+            key: key.into(),
+            cost,
+            phase: String::new(),
+            op: limitlab::traffic::Op::Request,
+        })
     };
     for i in 0..25 {
         push(window_ms - 50 + i, "a", 1);
@@ -134,8 +139,16 @@ fn the_adapters_shown_are_the_fixtures() {
     assert_eq!(shown.len(), 2);
     // The worked adapter is the end of the valkey fixture's; the client-state excerpt is a piece of
     // the memory-block fixture's.
-    assert_eq!(shown.iter().filter(|(_, b)| valkey.ends_with(b.as_str())).count(), 1, "the valkey adapter in docs/specs.md is not the end of its fixture");
-    assert_eq!(shown.iter().filter(|(_, b)| block.contains(b.as_str())).count(), 1, "the client-state excerpt in docs/specs.md is not in tests/fixtures/rlflex_memory_block_adapter.lua");
+    assert_eq!(
+        shown.iter().filter(|(_, b)| valkey.ends_with(b.as_str())).count(),
+        1,
+        "the valkey adapter in docs/specs.md is not the end of its fixture"
+    );
+    assert_eq!(
+        shown.iter().filter(|(_, b)| block.contains(b.as_str())).count(),
+        1,
+        "the client-state excerpt in docs/specs.md is not in tests/fixtures/rlflex_memory_block_adapter.lua"
+    );
 }
 
 #[test]

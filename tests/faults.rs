@@ -163,9 +163,10 @@ fn busy_from_another_clients_script_is_waited_out() {
     let long = std::thread::spawn(move || {
         redis::cmd("EVAL").arg("while true do end").arg(0).query::<redis::Value>(&mut raw(port)).unwrap_err().to_string()
     });
-    wait_for("the server to answer BUSY", || {
-        matches!(redis::cmd("PING").query::<String>(&mut raw(port)), Err(e) if e.code() == Some("BUSY"))
-    });
+    wait_for(
+        "the server to answer BUSY",
+        || matches!(redis::cmd("PING").query::<String>(&mut raw(port)), Err(e) if e.code() == Some("BUSY")),
+    );
     proxy.resume();
     proxy.wait_until("a BUSY reply to the run", |s| s.server_errors.iter().any(|e| e.starts_with("BUSY ")));
     redis::cmd("SCRIPT").arg("KILL").query::<()>(&mut raw(port)).unwrap();
@@ -218,10 +219,7 @@ fn a_replica_is_refused_before_anything_is_sent_and_readonly_mid_run_stops_it() 
     let Some(master) = RedisServer::start_or_skip("readonly") else { return };
     let replica = master.start_replica();
     let root = env!("CARGO_MANIFEST_DIR");
-    let out = limitlab()
-        .args(["run", &format!("{root}/simulations/boundary_burst.toml"), "--redis", &replica.url()])
-        .output()
-        .unwrap();
+    let out = limitlab().args(["run", &format!("{root}/simulations/boundary_burst.toml"), "--redis", &replica.url()]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains(&format!("is a read-only replica of 127.0.0.1:{}", master.port())), "{err}");
@@ -328,7 +326,12 @@ fn verify_and_memory_under_faults() {
     let out = limitlab().args(["verify", "--cases", "200", "--redis", &proxy.url()]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(out.status.code(), Some(3), "{err}");
-    assert!(err.contains("verify stopped in case ") && err.contains(" of 200 (") && err.contains("cases done, every reply identical until then"), "{err}");
+    assert!(
+        err.contains("verify stopped in case ")
+            && err.contains(" of 200 (")
+            && err.contains("cases done, every reply identical until then"),
+        "{err}"
+    );
     assert!(err.contains("it was not sent again") && err.contains("keys of the run were removed"), "{err}");
     assert_eq!(dbsize(server.port()), 0);
     // memory --redis: a reply lost while filling a user's keys.
@@ -487,7 +490,10 @@ fn a_connection_closed_in_the_middle_of_a_pipelined_batch() {
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("fixed_window, 50 per round trip: "), "{err}");
-    assert!(err.contains("a pipelined batch of 50 EVALSHA (calls 301 to 350 of this run) failed after 300 calls had been decided"), "{err}");
+    assert!(
+        err.contains("a pipelined batch of 50 EVALSHA (calls 301 to 350 of this run) failed after 300 calls had been decided"),
+        "{err}"
+    );
     assert!(err.contains("none was sent again") && err.contains("keys of the run were removed"), "{err}");
     // 1,200 + 300 decided, and of the batch the 26 calls the server got before the connection closed.
     assert_eq!(proxy.lock().received("EVALSHA"), 1526, "nothing sent again");
@@ -505,7 +511,12 @@ fn compare_with_a_lost_reply_stops_and_removes_its_keys() {
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("that call was in flight, so its outcome on the server is unknown"), "{err}");
     assert!(err.contains("it was not sent again") && err.contains("keys of the run were removed"), "{err}");
-    let done: u64 = err.split("stopped after ").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{err}"));
+    let done: u64 = err
+        .split("stopped after ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{err}"));
     assert!(done > 0, "{err}");
     assert_eq!(proxy.lock().received("EVALSHA"), 1001);
     assert_eq!(dbsize(server.port()), 0);

@@ -17,11 +17,7 @@ use std::process::{Command, Output};
 use common::{RedisCluster, RedisServer, TempDir};
 
 fn limitlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_limitlab"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("limitlab runs")
+    Command::new(env!("CARGO_BIN_EXE_limitlab")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().expect("limitlab runs")
 }
 
 fn text(b: &[u8]) -> String {
@@ -152,7 +148,10 @@ fn run_memory_bench_and_verify_on_a_private_redis() {
             .iter()
             .any(|r| !r.starts_with("TIME "));
         if reads_ttl {
-            assert!(s.contains("on the server's clock, which the spec reads") && !s.contains("identical on the scenario's clock"), "{spec}: {s}");
+            assert!(
+                s.contains("on the server's clock, which the spec reads") && !s.contains("identical on the scenario's clock"),
+                "{spec}: {s}"
+            );
         }
         if s.contains("only on the server's clock after differing") {
             assert!(s.contains("The cause: "), "{spec}: the notes say why: {s}");
@@ -200,10 +199,14 @@ fn verify_on_a_private_cluster() {
         assert!(e.contains(&format!("`{k}` (slot {})", slot(k))), "{k}: {e}");
     }
     // The escaping one is refused on a cluster even when allowed.
-    let e = fails(&["verify", "--cluster", "--script", "tests/fixtures/escaping_key.toml", "--allow-outside-keys", "--redis", &node_urls[2]], 2);
+    let e = fails(
+        &["verify", "--cluster", "--script", "tests/fixtures/escaping_key.toml", "--allow-outside-keys", "--redis", &node_urls[2]],
+        2,
+    );
     assert!(e.contains("on Redis Cluster a script may only touch the keys it is given in KEYS"), "{e}");
     // memory on the cluster: the cross-slot fixture is named the same way, the others measure.
-    let e = fails(&["memory", "--script", "tests/fixtures/sliding_window_crossslot.toml", "--limit", "10/sec", "--redis", &node_urls[0]], 2);
+    let e =
+        fails(&["memory", "--script", "tests/fixtures/sliding_window_crossslot.toml", "--limit", "10/sec", "--redis", &node_urls[0]], 2);
     assert!(e.contains("CROSSSLOT") && e.contains("(slot ") && e.contains("call `r` (script main)"), "{e}");
     for (spec, name) in &tagged {
         let s = ok(&["memory", "--script", spec, "--limit", "10/sec", "--users", "1000", "--redis", &node_urls[0]]);

@@ -121,7 +121,14 @@ fn every_fixture_decides_on_a_private_redis_as_on_the_emulator() {
                 let e = check_run(&s, s.seed, &mut real, Progress::Off).unwrap_err();
                 let m = e.to_string();
                 assert!(matches!(e, Error::Invalid { .. }), "{m}");
-                for want in ["outside the run's key prefix", "`rl:{user", "escaping_key.toml:16", "call `hits` (script main)", "subject `user", "--allow-outside-keys"] {
+                for want in [
+                    "outside the run's key prefix",
+                    "`rl:{user",
+                    "escaping_key.toml:16",
+                    "call `hits` (script main)",
+                    "subject `user",
+                    "--allow-outside-keys",
+                ] {
                     assert!(m.contains(want), "`{want}` not in: {m}");
                 }
                 assert_eq!(dbsize(&url), 0, "refused before anything was sent");
@@ -207,8 +214,8 @@ fn on_a_cluster_hash_tagged_fixtures_agree_and_the_crossslot_one_is_named() {
                     assert!(m.contains("`` (slot 0)") && m.contains("before anything was sent"), "{m}");
                 }
                 _ => {
-                    let check =
-                        check_run(&s, s.seed, &mut real, Progress::Off).unwrap_or_else(|e| panic!("{name} / {} on the cluster: {e}", s.name));
+                    let check = check_run(&s, s.seed, &mut real, Progress::Off)
+                        .unwrap_or_else(|e| panic!("{name} / {} on the cluster: {e}", s.name));
                     calls += assert_identical(name, &check, &urls);
                     agreed += 1;
                 }
@@ -339,7 +346,12 @@ fn a_trace_with_lifecycle_operations_decides_on_a_private_redis_as_on_the_emulat
         let (without, _) = limitlab::sim::run_emulated(&limiter, &requests_only, s.start_ms, Progress::Off).unwrap();
         assert_eq!(with.records.len(), requests_only.len(), "{stem}: operations make no record");
         let admitted = |t: &limitlab::sim::Trace| t.records.iter().filter(|r| r.decision.allowed).count();
-        assert!(admitted(&with) > admitted(&without), "{stem}: {} admitted with the operations, {} without", admitted(&with), admitted(&without));
+        assert!(
+            admitted(&with) > admitted(&without),
+            "{stem}: {} admitted with the operations, {} without",
+            admitted(&with),
+            admitted(&without)
+        );
         // And a private Redis decides the same, call for call, leaving nothing.
         let mut real = connect(&server.url());
         let check = check_run(&s, s.seed, &mut real, Progress::Off).unwrap_or_else(|e| panic!("{stem}: {e}"));

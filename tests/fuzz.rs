@@ -204,10 +204,8 @@ impl Files for Mem {
 fn specs() -> Vec<(PathBuf, String, Mem)> {
     let mut out = Vec::new();
     for dir in ["scripts", "tests/fixtures"] {
-        let lua: Vec<(String, String)> = files(dir, ".lua")
-            .into_iter()
-            .map(|(p, t)| (p.file_name().unwrap().to_string_lossy().into_owned(), t))
-            .collect();
+        let lua: Vec<(String, String)> =
+            files(dir, ".lua").into_iter().map(|(p, t)| (p.file_name().unwrap().to_string_lossy().into_owned(), t)).collect();
         for (p, t) in files(dir, ".toml") {
             out.push((p, t, Mem(lua.clone())));
         }
@@ -315,8 +313,29 @@ proptest! {
 fn cli_line() -> impl Strategy<Value = Vec<u8>> {
     let word = prop_oneof![
         prop::sample::select(vec![
-            "SET", "GET", "INCR", "EVAL", "EXPIRE", "ZADD", "HSET", "MULTI", "EXEC", "SELECT", "FUNCTION", "CLOCK.ADVANCE",
-            "SCRIPT", "k", "\"a b\"", "'q'", "\"\\x41\\n\"", "\"unterminated", "1", "-1", "1e400", "0", "\"return 1\"",
+            "SET",
+            "GET",
+            "INCR",
+            "EVAL",
+            "EXPIRE",
+            "ZADD",
+            "HSET",
+            "MULTI",
+            "EXEC",
+            "SELECT",
+            "FUNCTION",
+            "CLOCK.ADVANCE",
+            "SCRIPT",
+            "k",
+            "\"a b\"",
+            "'q'",
+            "\"\\x41\\n\"",
+            "\"unterminated",
+            "1",
+            "-1",
+            "1e400",
+            "0",
+            "\"return 1\"",
         ])
         .prop_map(|s| s.as_bytes().to_vec()),
         prop::collection::vec(interesting_byte(), 0..6),
@@ -373,8 +392,27 @@ fn lua_expr() -> impl Strategy<Value = String> {
     let leaf = prop_oneof![
         any::<i32>().prop_map(|n| n.to_string()),
         prop::sample::select(vec![
-            "nil", "true", "false", "0.5", "1e308", "-0", "KEYS[1]", "ARGV[1]", "ARGV[9]", "x", "t", "'s'", "'\\0z'", "{}",
-            "math.huge", "-math.huge", "(0/0)", "#ARGV", "redis", "string.rep('ab', 3)", "cjson.encode({1,2})",
+            "nil",
+            "true",
+            "false",
+            "0.5",
+            "1e308",
+            "-0",
+            "KEYS[1]",
+            "ARGV[1]",
+            "ARGV[9]",
+            "x",
+            "t",
+            "'s'",
+            "'\\0z'",
+            "{}",
+            "math.huge",
+            "-math.huge",
+            "(0/0)",
+            "#ARGV",
+            "redis",
+            "string.rep('ab', 3)",
+            "cjson.encode({1,2})",
         ])
         .prop_map(str::to_string),
     ];
@@ -383,15 +421,34 @@ fn lua_expr() -> impl Strategy<Value = String> {
             (inner.clone(), prop::sample::select(vec!["+", "-", "*", "/", "%", "^", "..", "==", "<", "and", "or"]), inner.clone())
                 .prop_map(|(a, op, b)| format!("({a} {op} {b})")),
             (prop::sample::select(vec!["not", "-", "#"]), inner.clone()).prop_map(|(op, a)| format!("({op} {a})")),
-            (prop::sample::select(vec![
-                "tostring", "tonumber", "type", "string.len", "string.upper", "math.floor", "unpack", "redis.sha1hex",
-                "redis.status_reply", "redis.error_reply", "cjson.decode", "struct.pack", "cmsgpack.pack", "bit.band",
-            ]), prop::collection::vec(inner.clone(), 0..3))
+            (
+                prop::sample::select(vec![
+                    "tostring",
+                    "tonumber",
+                    "type",
+                    "string.len",
+                    "string.upper",
+                    "math.floor",
+                    "unpack",
+                    "redis.sha1hex",
+                    "redis.status_reply",
+                    "redis.error_reply",
+                    "cjson.decode",
+                    "struct.pack",
+                    "cmsgpack.pack",
+                    "bit.band",
+                ]),
+                prop::collection::vec(inner.clone(), 0..3)
+            )
                 .prop_map(|(f, args)| format!("{f}({})", args.join(", "))),
-            (prop::sample::select(vec!["call", "pcall"]), prop::sample::select(vec![
-                "GET", "SET", "INCR", "INCRBY", "PEXPIRE", "ZADD", "ZRANGE", "HSET", "HGETALL", "DEL", "TIME", "TYPE", "EVAL",
-                "LPUSH", "LRANGE", "EXISTS", "MEMORY", "nosuch",
-            ]), prop::collection::vec(inner.clone(), 0..4))
+            (
+                prop::sample::select(vec!["call", "pcall"]),
+                prop::sample::select(vec![
+                    "GET", "SET", "INCR", "INCRBY", "PEXPIRE", "ZADD", "ZRANGE", "HSET", "HGETALL", "DEL", "TIME", "TYPE", "EVAL", "LPUSH",
+                    "LRANGE", "EXISTS", "MEMORY", "nosuch",
+                ]),
+                prop::collection::vec(inner.clone(), 0..4)
+            )
                 .prop_map(|(how, cmd, args)| {
                     let mut a = vec![format!("'{cmd}'")];
                     a.extend(args.into_iter().map(|x| format!("tostring({x})")));
@@ -489,8 +546,7 @@ fn wire() -> impl Strategy<Value = Vec<u8>> {
         ]).prop_map(|s| s.as_bytes().to_vec()),
         1 => prop::collection::vec(any::<u8>(), 1..24),
     ];
-    (prop::collection::vec(request, 1..8), prop::collection::vec(mutation(), 0..3))
-        .prop_map(|(rs, muts)| mutate(&rs.concat(), &muts))
+    (prop::collection::vec(request, 1..8), prop::collection::vec(mutation(), 0..3)).prop_map(|(rs, muts)| mutate(&rs.concat(), &muts))
 }
 
 proptest! {

@@ -199,7 +199,10 @@ fn misjudged(m: &Mutant, o: &Outcome, base: &Outcome) -> Option<String> {
             "{} [{}] survived: wanted one of {:?} to fail (and pass on the base, which fails {on_base}), exit {:?}: {got}. The bug: {}",
             m.name, m.base, m.catch, o.code, m.why
         ),
-        _ => format!("{} [{}] is harmless but its verdict differs from the base's (which fails {on_base}), exit {:?}: {got}. The change: {}", m.name, m.base, o.code, m.why),
+        _ => format!(
+            "{} [{}] is harmless but its verdict differs from the base's (which fails {on_base}), exit {:?}: {got}. The change: {}",
+            m.name, m.base, o.code, m.why
+        ),
     })
 }
 

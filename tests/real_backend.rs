@@ -39,10 +39,7 @@ fn raw(s: &RedisServer) -> redis::Connection {
 fn calls(s: &RedisServer, cmd: &str) -> u64 {
     let info: String = redis::cmd("INFO").arg("commandstats").query(&mut raw(s)).unwrap();
     let tag = format!("cmdstat_{cmd}:calls=");
-    info.lines()
-        .find_map(|l| l.strip_prefix(&tag))
-        .and_then(|rest| rest.split(',').next())
-        .map_or(0, |n| n.parse().unwrap())
+    info.lines().find_map(|l| l.strip_prefix(&tag)).and_then(|rest| rest.split(',').next()).map_or(0, |n| n.parse().unwrap())
 }
 
 const COUNTER: &str = "return redis.call('INCR', KEYS[1])";
@@ -81,10 +78,7 @@ fn error_replies_are_replies_with_redis_text() {
     let want = emu.eval(COUNTER.as_bytes(), &[b"s"], &[]);
     assert!(want.is_error(), "{want:?}");
     assert_eq!(real.eval(&Script::new(COUNTER), &[k.as_bytes()], &[]).unwrap(), want);
-    assert_eq!(
-        real.eval(&Script::new("return redis.error_reply('ERR mine')"), &[], &[]).unwrap(),
-        Reply::err("ERR mine")
-    );
+    assert_eq!(real.eval(&Script::new("return redis.error_reply('ERR mine')"), &[], &[]).unwrap(), Reply::err("ERR mine"));
     assert_eq!(
         real.eval(&Script::new("return 1 +"), &[], &[]).unwrap(),
         Reply::err("ERR Error compiling script (new function): user_script:1: unexpected symbol near '<eof>'")
@@ -250,18 +244,13 @@ fn cli_redis_prints_what_redis_cli_prints() {
 fn run_and_compare_take_redis_and_clean_up() {
     let Some(server) = RedisServer::start_or_skip("run --redis") else { return };
     let root = env!("CARGO_MANIFEST_DIR");
-    let out = limitlab()
-        .args(["run", &format!("{root}/simulations/boundary_burst.toml"), "--redis", &server.url()])
-        .output()
-        .unwrap();
+    let out = limitlab().args(["run", &format!("{root}/simulations/boundary_burst.toml"), "--redis", &server.url()]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains(&format!("The same arrivals on {}", server.url())), "{text}");
     assert_eq!(text.matches(" identical ").count(), Variant::ALL.len(), "{text}");
-    let out = limitlab()
-        .args(["run", &format!("{root}/simulations/boundary_burst.toml"), "--json", "--redis", &server.url()])
-        .output()
-        .unwrap();
+    let out =
+        limitlab().args(["run", &format!("{root}/simulations/boundary_burst.toml"), "--json", "--redis", &server.url()]).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
     assert_eq!(v["redis"]["checks"].as_array().unwrap().len(), Variant::ALL.len());
     assert!(v["run"]["results"].is_array());

@@ -76,8 +76,25 @@ fn read_csv(path: &Path) -> Vec<Row> {
     let mut r = csv::Reader::from_path(path).unwrap();
     let headers = r.headers().unwrap().clone();
     let want = [
-        "script", "request", "at_us", "now_ms", "subject", "phase", "cost", "units", "reply", "allowed", "remaining", "retry_after_ms",
-        "reset_ms", "exact_allowed", "verdict", "retry_after_honest", "retry_after", "ratelimit", "headers_honest",
+        "script",
+        "request",
+        "at_us",
+        "now_ms",
+        "subject",
+        "phase",
+        "cost",
+        "units",
+        "reply",
+        "allowed",
+        "remaining",
+        "retry_after_ms",
+        "reset_ms",
+        "exact_allowed",
+        "verdict",
+        "retry_after_honest",
+        "retry_after",
+        "ratelimit",
+        "headers_honest",
     ];
     assert_eq!(headers.iter().collect::<Vec<_>>(), want);
     let col = |name: &str| headers.iter().position(|h| h == name).unwrap();
@@ -263,8 +280,10 @@ fn the_decisions_file_gives_every_figure_of_the_report() {
     let dir = scratch("sums");
     let scenario = mixed_scenario(&dir);
     let (csv, jsonl) = (dir.join("d.csv"), dir.join("d.jsonl"));
-    let report: Value = serde_json::from_str(&ok(&["run", scenario.to_str().unwrap(), "--json", "--decisions", csv.to_str().unwrap()])).unwrap();
-    let again: Value = serde_json::from_str(&ok(&["run", scenario.to_str().unwrap(), "--json", "--decisions", jsonl.to_str().unwrap()])).unwrap();
+    let report: Value =
+        serde_json::from_str(&ok(&["run", scenario.to_str().unwrap(), "--json", "--decisions", csv.to_str().unwrap()])).unwrap();
+    let again: Value =
+        serde_json::from_str(&ok(&["run", scenario.to_str().unwrap(), "--json", "--decisions", jsonl.to_str().unwrap()])).unwrap();
     assert_eq!(report, again);
     let results = report["results"].as_array().unwrap();
     assert_eq!(results.len(), 11, "nine built-in scripts and two specs");
@@ -391,7 +410,11 @@ fn the_coarse_access_log_is_what_its_generator_writes() {
         std::fs::write(&path, &want).unwrap();
     }
     let got = std::fs::read_to_string(&path).unwrap();
-    assert!(got == want, "{} differs from its generator; LIMITLAB_REGENERATE=1 cargo test --test run_decisions rewrites it", path.display());
+    assert!(
+        got == want,
+        "{} differs from its generator; LIMITLAB_REGENERATE=1 cargo test --test run_decisions rewrites it",
+        path.display()
+    );
     assert_eq!(got.lines().count(), 3000);
 }
 
@@ -447,8 +470,12 @@ fn a_trace_chosen_spread_is_still_reported_coarse_and_fine_traces_are_not() {
     )
     .unwrap();
     let json: Value = serde_json::from_str(&ok(&["run", scenario.to_str().unwrap(), "--json"])).unwrap();
-    let rules: Vec<(&str, bool)> =
-        json["coarse_trace"]["verdicts"].as_array().unwrap().iter().map(|v| (v["ties"].as_str().unwrap(), v["chosen"].as_bool().unwrap())).collect();
+    let rules: Vec<(&str, bool)> = json["coarse_trace"]["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (v["ties"].as_str().unwrap(), v["chosen"].as_bool().unwrap()))
+        .collect();
     assert_eq!(rules, [("same", false), ("spread", true), ("jitter", false)]);
     assert_eq!(json["results"][0]["metrics"]["false_rejections"].as_u64(), Some(15));
     // A window ten times the tick or more: not coarse, no warning.
@@ -465,7 +492,8 @@ fn a_trace_chosen_spread_is_still_reported_coarse_and_fine_traces_are_not() {
 
 #[test]
 fn run_json_shows_the_policy_and_sample_header_values() {
-    let json: Value = serde_json::from_str(&ok(&["run", root().join("simulations/access_log_coarse.toml").to_str().unwrap(), "--json"])).unwrap();
+    let json: Value =
+        serde_json::from_str(&ok(&["run", root().join("simulations/access_log_coarse.toml").to_str().unwrap(), "--json"])).unwrap();
     let sw = json["results"].as_array().unwrap().iter().find(|r| r["algorithm"] == "sliding_window").unwrap();
     let h = &sw["headers"];
     assert_eq!(h["policy"], "\"default\";q=20;w=1");
@@ -491,7 +519,11 @@ fn whole_seconds_written_in_milliseconds_are_spread_across_the_second() {
     }
     std::fs::write(dir.join("log.csv"), csv).unwrap();
     let scenario = dir.join("ms.toml");
-    std::fs::write(&scenario, "name = \"ms\"\nlimit = 20\nwindow_ms = 1000\nalgorithms = [\"sliding_window\"]\n[traffic]\nkind = \"trace\"\npath = \"log.csv\"\n").unwrap();
+    std::fs::write(
+        &scenario,
+        "name = \"ms\"\nlimit = 20\nwindow_ms = 1000\nalgorithms = [\"sliding_window\"]\n[traffic]\nkind = \"trace\"\npath = \"log.csv\"\n",
+    )
+    .unwrap();
     let text = ok(&["run", scenario.to_str().unwrap()]);
     assert!(text.contains("Its times are written to 1 ms, finer than they were recorded"), "{text}");
     let json: Value = serde_json::from_str(&ok(&["run", scenario.to_str().unwrap(), "--json"])).unwrap();
@@ -500,7 +532,13 @@ fn whole_seconds_written_in_milliseconds_are_spread_across_the_second() {
         .iter()
         .map(|v| {
             let r = &v["results"][0];
-            (v["ties"].as_str().unwrap(), v["tick_ms"].as_u64(), v["chosen"].as_bool().unwrap(), r["refused"].as_u64().unwrap(), r["false_rejections"].as_u64().unwrap())
+            (
+                v["ties"].as_str().unwrap(),
+                v["tick_ms"].as_u64(),
+                v["chosen"].as_bool().unwrap(),
+                r["refused"].as_u64().unwrap(),
+                r["false_rejections"].as_u64().unwrap(),
+            )
         })
         .collect();
     // The same verdicts as the access log's: spread across the second, not within the millisecond.
@@ -510,7 +548,8 @@ fn whole_seconds_written_in_milliseconds_are_spread_across_the_second() {
     std::fs::write(&scenario, std::fs::read_to_string(&scenario).unwrap() + "ties = \"spread\"\n").unwrap();
     let json: Value = serde_json::from_str(&ok(&["run", scenario.to_str().unwrap(), "--json"])).unwrap();
     let v = json["coarse_trace"]["verdicts"].as_array().unwrap();
-    let rules: Vec<(&str, Option<u64>, bool)> = v.iter().map(|v| (v["ties"].as_str().unwrap(), v["tick_ms"].as_u64(), v["chosen"].as_bool().unwrap())).collect();
+    let rules: Vec<(&str, Option<u64>, bool)> =
+        v.iter().map(|v| (v["ties"].as_str().unwrap(), v["tick_ms"].as_u64(), v["chosen"].as_bool().unwrap())).collect();
     assert_eq!(rules, [("spread", None, true), ("same", None, false), ("spread", Some(1000), false), ("jitter", Some(1000), false)]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -599,7 +638,8 @@ fn check_verdicts(spec: &Path, out: &Path) -> Vec<(String, String, Option<String
         .unwrap()
         .iter()
         .map(|c| {
-            let ev = c["evidence"].as_array().unwrap().iter().filter_map(Value::as_str).find(|e| e.contains(" request #")).map(String::from);
+            let ev =
+                c["evidence"].as_array().unwrap().iter().filter_map(Value::as_str).find(|e| e.contains(" request #")).map(String::from);
             (c["name"].as_str().unwrap().to_string(), c["status"].as_str().unwrap().to_string(), ev, c["replay"].as_str().map(String::from))
         })
         .collect()
@@ -636,7 +676,9 @@ fn a_users_spec_gets_the_verdict_check_gives_on_every_promise() {
     }
 
     // run, on traffic of its own: both specs are judged (no `-`), and only the short one is wrong.
-    let json: Value = serde_json::from_str(&ok(&["run", uniform, "--script", short.to_str().unwrap(), "--script", exact.to_str().unwrap(), "--json"])).unwrap();
+    let json: Value =
+        serde_json::from_str(&ok(&["run", uniform, "--script", short.to_str().unwrap(), "--script", exact.to_str().unwrap(), "--json"]))
+            .unwrap();
     let m = |i: usize, k: &str| json["results"][i]["metrics"][k].as_u64().unwrap();
     assert!(m(0, "retry_checked") > 0 && m(0, "retry_wrong") > 0 && m(0, "headers_wrong") > 0, "{json}");
     assert_eq!(m(0, "retry_wrong"), m(0, "retry_checked"), "every wait of the short spec is 1 ms short");
@@ -648,7 +690,16 @@ fn a_users_spec_gets_the_verdict_check_gives_on_every_promise() {
     assert!(row.contains(&format!("{n} of {n}")) && !row.trim_end().ends_with('-'), "{row}");
 
     // compare: the same judgement in every accuracy table.
-    let c: Value = serde_json::from_str(&ok(&["compare", "--script", short.to_str().unwrap(), "--script", exact.to_str().unwrap(), "--json", "--no-timing"])).unwrap();
+    let c: Value = serde_json::from_str(&ok(&[
+        "compare",
+        "--script",
+        short.to_str().unwrap(),
+        "--script",
+        exact.to_str().unwrap(),
+        "--json",
+        "--no-timing",
+    ]))
+    .unwrap();
     for s in c["accuracy"].as_array().unwrap() {
         let rows = s["rows"].as_array().unwrap();
         let (a, b) = (&rows[0]["metrics"], &rows[1]["metrics"]);

@@ -21,8 +21,20 @@ const PASSWORD: &str = "Pw-7f3c9d51e2";
 /// left: verify sends it on a shared server only with an index that does not exist, to compare
 /// the error.)
 const ACL: &[&str] = &[
-    "ll", "reset", "on", ">Pw-7f3c9d51e2", "~ll:*", "resetchannels", "+@all", "-@dangerous", "+info", "-randomkey",
-    "-script|flush", "-function|flush", "-function|delete", "-function|restore",
+    "ll",
+    "reset",
+    "on",
+    ">Pw-7f3c9d51e2",
+    "~ll:*",
+    "resetchannels",
+    "+@all",
+    "-@dangerous",
+    "+info",
+    "-randomkey",
+    "-script|flush",
+    "-function|flush",
+    "-function|delete",
+    "-function|restore",
 ];
 
 fn limitlab() -> Command {

@@ -281,10 +281,7 @@ fn quit_shutdown_and_max_clients() {
 /// A field of `/proc/PID/status` in kB (VmRSS: resident now; VmHWM: its peak).
 fn status_kb(pid: u32, field: &str) -> u64 {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    s.lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
+    s.lines().find_map(|l| l.strip_prefix(field)?.strip_prefix(':')).and_then(|v| v.split_whitespace().next()?.parse().ok()).unwrap_or(0)
 }
 
 fn rss_kb(pid: u32) -> u64 {
@@ -487,10 +484,8 @@ fn without_timings(out: &[u8]) -> Vec<u8> {
     let mut v = Vec::new();
     for l in out.split_inclusive(|&c| c == b'\n') {
         let t = l.strip_suffix(b"\n").unwrap_or(l);
-        let timing = t.len() >= 5
-            && t.starts_with(b"(")
-            && t.ends_with(b"s)")
-            && t[1..t.len() - 2].iter().all(|c| c.is_ascii_digit() || *c == b'.');
+        let timing =
+            t.len() >= 5 && t.starts_with(b"(") && t.ends_with(b"s)") && t[1..t.len() - 2].iter().all(|c| c.is_ascii_digit() || *c == b'.');
         if !timing {
             v.extend_from_slice(l);
         }
@@ -515,8 +510,7 @@ fn first_diff(a: &[u8], b: &[u8]) -> String {
 /// against the same serve prints what `redis-cli --no-raw` prints.
 #[test]
 fn redis_cli_prints_the_same_against_serve_and_redis() {
-    let Some(redis) = RedisServer::start_or_skip_needing("redis_cli_prints_the_same_against_serve_and_redis", &["redis-cli"])
-    else {
+    let Some(redis) = RedisServer::start_or_skip_needing("redis_cli_prints_the_same_against_serve_and_redis", &["redis-cli"]) else {
         return;
     };
     let rp = redis.port().to_string();

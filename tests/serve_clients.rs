@@ -38,7 +38,6 @@ fn have_python(test: &str) -> bool {
     have(test, "Python with redis and limits in .ci/venv", Command::new(python()).args(["-c", "import redis, limits"]))
 }
 
-
 fn have_node(test: &str) -> bool {
     have(
         test,
@@ -59,7 +58,6 @@ fn run(cmd: &mut Command) -> String {
 fn shared_steps(out: &str, extra: &[&str]) -> Vec<String> {
     out.lines().filter(|l| !extra.iter().any(|e| l.starts_with(e))).map(str::to_string).collect()
 }
-
 
 fn node(script: &Path) -> Command {
     let mut c = Command::new("node");

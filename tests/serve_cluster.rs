@@ -108,10 +108,7 @@ fn redirects_and_cluster_commands() {
     assert_eq!(exchange(p[2], b"CLUSTER COUNTKEYSINSLOT 12182\r\nCLUSTER GETKEYSINSLOT 12182 5\r\n"), ":1\r\n*1\r\n$3\r\nfoo\r\n");
     // redis-cli -c follows the redirect.
     if common::require_binaries("redirects_and_cluster_commands", &["redis-cli"]) {
-        let out = std::process::Command::new("redis-cli")
-            .args(["-c", "-p", &p[0].to_string(), "GET", "foo"])
-            .output()
-            .unwrap();
+        let out = std::process::Command::new("redis-cli").args(["-c", "-p", &p[0].to_string(), "GET", "foo"]).output().unwrap();
         assert_eq!(String::from_utf8_lossy(&out.stdout), "1\n");
     }
 }

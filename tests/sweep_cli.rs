@@ -61,8 +61,7 @@ fn a_sweep_is_the_same_whatever_the_thread_count_and_matches_run_seed_by_seed() 
 
     // Every run is what `run --seed` reports for that seed.
     for seed in [10u64, 13] {
-        let single: Value =
-            serde_json::from_slice(&ok(&["run", f, "--seed", &seed.to_string(), "--json"]).stdout).unwrap();
+        let single: Value = serde_json::from_slice(&ok(&["run", f, "--seed", &seed.to_string(), "--json"]).stdout).unwrap();
         for res in single["results"].as_array().unwrap() {
             let alg = res["algorithm"].as_str().unwrap();
             let m = &res["metrics"];
@@ -89,7 +88,12 @@ fn a_sweep_is_the_same_whatever_the_thread_count_and_matches_run_seed_by_seed() 
     assert!(calls.len() > 1, "{calls:?}");
 
     let t = text(&ok(&["sweep", f, "--seeds", "10..12"]).stdout);
-    assert!(t.starts_with("Sweep, poisson: three users, Poisson traffic above the limit (limit 5 per 1,000 ms), seeds 10 to 11 (2 runs per script)\n"), "{t}");
+    assert!(
+        t.starts_with(
+            "Sweep, poisson: three users, Poisson traffic above the limit (limit 5 per 1,000 ms), seeds 10 to 11 (2 runs per script)\n"
+        ),
+        "{t}"
+    );
     assert!(t.contains("\nfixed_window ") && t.contains("\nseed_token_bucket "), "{t}");
 }
 
@@ -180,13 +184,15 @@ fn a_sweep_judges_a_users_spec_as_run_and_check_do() {
     for (i, row) in rows.iter().enumerate() {
         let mut sums = [0u64; 4];
         for seed in 3..6 {
-            let single: Value = serde_json::from_slice(&ok(&[&["run", f, "--seed", &seed.to_string(), "--json"][..], &scripts].concat()).stdout).unwrap();
+            let single: Value =
+                serde_json::from_slice(&ok(&[&["run", f, "--seed", &seed.to_string(), "--json"][..], &scripts].concat()).stdout).unwrap();
             let m = &single["results"][i]["metrics"];
             for (s, k) in sums.iter_mut().zip(["retry_checked", "retry_wrong", "headers_checked", "headers_wrong"]) {
                 *s += m[k].as_u64().unwrap();
             }
         }
-        let got: Vec<u64> = ["retry_checked", "retry_wrong", "headers_checked", "headers_wrong"].iter().map(|k| row[*k].as_u64().unwrap()).collect();
+        let got: Vec<u64> =
+            ["retry_checked", "retry_wrong", "headers_checked", "headers_wrong"].iter().map(|k| row[*k].as_u64().unwrap()).collect();
         assert_eq!(got, sums, "{}", names[i]);
         assert!(sums[0] > 0 && sums[2] > 0, "{}: judged, not `-`", names[i]);
     }

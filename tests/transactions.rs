@@ -85,15 +85,40 @@ fn check(title: &str, steps: &[Step], server: Option<&RedisServer>) {
 const SCENARIOS: &[(&str, &[Step])] = &[
     (
         "another client's write aborts EXEC",
-        &[(0, "SET k 1", "OK"), (0, "WATCH k", "OK"), (1, "SET k 2", "OK"), (0, "MULTI", "OK"), (0, "INCR k", "QUEUED"), (0, "EXEC", "nil"), (0, "GET k", "2")],
+        &[
+            (0, "SET k 1", "OK"),
+            (0, "WATCH k", "OK"),
+            (1, "SET k 2", "OK"),
+            (0, "MULTI", "OK"),
+            (0, "INCR k", "QUEUED"),
+            (0, "EXEC", "nil"),
+            (0, "GET k", "2"),
+        ],
     ),
     (
         "another client's read does not",
-        &[(0, "SET k 1", "OK"), (0, "WATCH k", "OK"), (1, "GET k", "1"), (1, "EXISTS k", "1"), (0, "MULTI", "OK"), (0, "INCR k", "QUEUED"), (0, "EXEC", "[2]")],
+        &[
+            (0, "SET k 1", "OK"),
+            (0, "WATCH k", "OK"),
+            (1, "GET k", "1"),
+            (1, "EXISTS k", "1"),
+            (0, "MULTI", "OK"),
+            (0, "INCR k", "QUEUED"),
+            (0, "EXEC", "[2]"),
+        ],
     ),
     (
         "another client's write of the same name in another database does not",
-        &[(0, "SET k 1", "OK"), (0, "WATCH k", "OK"), (1, "SELECT 1", "OK"), (1, "SET k x", "OK"), (0, "MULTI", "OK"), (0, "INCR k", "QUEUED"), (0, "EXEC", "[2]"), (1, "GET k", "x")],
+        &[
+            (0, "SET k 1", "OK"),
+            (0, "WATCH k", "OK"),
+            (1, "SELECT 1", "OK"),
+            (1, "SET k x", "OK"),
+            (0, "MULTI", "OK"),
+            (0, "INCR k", "QUEUED"),
+            (0, "EXEC", "[2]"),
+            (1, "GET k", "x"),
+        ],
     ),
     (
         "queued commands run at EXEC, on what other clients left",
@@ -149,7 +174,16 @@ const SCENARIOS: &[(&str, &[Step])] = &[
     ),
     (
         "a discarded transaction touches nothing",
-        &[(0, "SET k 1", "OK"), (0, "WATCH k", "OK"), (1, "MULTI", "OK"), (1, "SET k 2", "QUEUED"), (1, "DISCARD", "OK"), (0, "MULTI", "OK"), (0, "PING", "QUEUED"), (0, "EXEC", "[PONG]")],
+        &[
+            (0, "SET k 1", "OK"),
+            (0, "WATCH k", "OK"),
+            (1, "MULTI", "OK"),
+            (1, "SET k 2", "QUEUED"),
+            (1, "DISCARD", "OK"),
+            (0, "MULTI", "OK"),
+            (0, "PING", "QUEUED"),
+            (0, "EXEC", "[PONG]"),
+        ],
     ),
     (
         "an aborted transaction touches nothing",
@@ -169,15 +203,39 @@ const SCENARIOS: &[(&str, &[Step])] = &[
     ),
     (
         "a no-op write of another client does not touch",
-        &[(0, "WATCH k", "OK"), (1, "DEL k", "0"), (1, "PERSIST k", "0"), (1, "SADD k2 x", "1"), (0, "MULTI", "OK"), (0, "PING", "QUEUED"), (0, "EXEC", "[PONG]")],
+        &[
+            (0, "WATCH k", "OK"),
+            (1, "DEL k", "0"),
+            (1, "PERSIST k", "0"),
+            (1, "SADD k2 x", "1"),
+            (0, "MULTI", "OK"),
+            (0, "PING", "QUEUED"),
+            (0, "EXEC", "[PONG]"),
+        ],
     ),
     (
         "another client's FLUSHALL touches a key of this client's database",
-        &[(0, "SELECT 2", "OK"), (0, "SET k 1", "OK"), (0, "WATCH k", "OK"), (1, "FLUSHALL", "OK"), (0, "MULTI", "OK"), (0, "PING", "QUEUED"), (0, "EXEC", "nil")],
+        &[
+            (0, "SELECT 2", "OK"),
+            (0, "SET k 1", "OK"),
+            (0, "WATCH k", "OK"),
+            (1, "FLUSHALL", "OK"),
+            (0, "MULTI", "OK"),
+            (0, "PING", "QUEUED"),
+            (0, "EXEC", "nil"),
+        ],
     ),
     (
         "another client's FLUSHDB of another database does not",
-        &[(0, "SELECT 2", "OK"), (0, "SET k 1", "OK"), (0, "WATCH k", "OK"), (1, "FLUSHDB", "OK"), (0, "MULTI", "OK"), (0, "PING", "QUEUED"), (0, "EXEC", "[PONG]")],
+        &[
+            (0, "SELECT 2", "OK"),
+            (0, "SET k 1", "OK"),
+            (0, "WATCH k", "OK"),
+            (1, "FLUSHDB", "OK"),
+            (0, "MULTI", "OK"),
+            (0, "PING", "QUEUED"),
+            (0, "EXEC", "[PONG]"),
+        ],
     ),
     (
         "SWAPDB moves keys under every client",
@@ -196,7 +254,16 @@ const SCENARIOS: &[(&str, &[Step])] = &[
     ),
     (
         "MOVE into a watched key of another database",
-        &[(0, "SELECT 3", "OK"), (0, "WATCH k", "OK"), (1, "SET k v", "OK"), (1, "MOVE k 3", "1"), (0, "GET k", "v"), (0, "MULTI", "OK"), (0, "PING", "QUEUED"), (0, "EXEC", "nil")],
+        &[
+            (0, "SELECT 3", "OK"),
+            (0, "WATCH k", "OK"),
+            (1, "SET k v", "OK"),
+            (1, "MOVE k 3", "1"),
+            (0, "GET k", "v"),
+            (0, "MULTI", "OK"),
+            (0, "PING", "QUEUED"),
+            (0, "EXEC", "nil"),
+        ],
     ),
     (
         "each client has its own database, transaction and WATCHes",

@@ -214,13 +214,7 @@ impl Run {
         } else if self.points == 2 {
             format!("{what} at {} ms, and again at {} ms", self.from_ms, self.to_ms())
         } else {
-            format!(
-                "{what} every {} ms, {} times, from {} to {} ms",
-                self.step_ms,
-                self.points,
-                self.from_ms,
-                self.to_ms()
-            )
+            format!("{what} every {} ms, {} times, from {} to {} ms", self.step_ms, self.points, self.from_ms, self.to_ms())
         }
     }
 }

@@ -81,10 +81,7 @@ impl GoalResult {
     fn headline(&self, window_ms: u64) -> String {
         match self.goal {
             Goal::Overshoot => match self.worst_window_start_ms {
-                Some(from) => format!(
-                    "{:.2} ({} admitted in the {} ms from {} ms)",
-                    self.overshoot, self.max_in_window, window_ms, from
-                ),
+                Some(from) => format!("{:.2} ({} admitted in the {} ms from {} ms)", self.overshoot, self.max_in_window, window_ms, from),
                 None => format!("{:.2} (nothing admitted)", self.overshoot),
             },
             Goal::FalseRejections if self.false_rejections == 0 => {

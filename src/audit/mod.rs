@@ -379,10 +379,9 @@ pub fn audit(target: &mut Target<'_>, opts: &Options, progress: &mut dyn Progres
                     continue;
                 }
                 let name = patterns::infer(&k);
-                let st = stats.entry(name.pattern.clone()).or_insert_with(|| PatternStats {
-                    pattern: name.pattern.clone(),
-                    ..Default::default()
-                });
+                let st = stats
+                    .entry(name.pattern.clone())
+                    .or_insert_with(|| PatternStats { pattern: name.pattern.clone(), ..Default::default() });
                 // Sampled: the first `sample` keys of each pattern in SCAN order (hash order, which
                 // has nothing to do with the names).
                 let in_batch = pending.entry(name.pattern.clone()).or_default();

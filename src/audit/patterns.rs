@@ -137,10 +137,9 @@ pub fn infer(raw: &[u8]) -> KeyName {
 pub fn printable(raw: &[u8]) -> String {
     match std::str::from_utf8(raw) {
         Ok(s) => s.to_string(),
-        Err(_) => raw
-            .iter()
-            .map(|&b| if b.is_ascii_graphic() || b == b' ' { (b as char).to_string() } else { format!("\\x{b:02x}") })
-            .collect(),
+        Err(_) => {
+            raw.iter().map(|&b| if b.is_ascii_graphic() || b == b' ' { (b as char).to_string() } else { format!("\\x{b:02x}") }).collect()
+        }
     }
 }
 

@@ -26,8 +26,23 @@ use crate::{Error, Result};
 
 /// The commands an audit sends (ACL names: `OBJECT|ENCODING` is a subcommand).
 pub const READ_COMMANDS: &[&str] = &[
-    "scan", "type", "pttl", "memory|usage", "object|encoding", "object|idletime", "zcard", "hlen", "scard", "llen",
-    "strlen", "dbsize", "info", "time", "ping", "cluster|slots", "asking",
+    "scan",
+    "type",
+    "pttl",
+    "memory|usage",
+    "object|encoding",
+    "object|idletime",
+    "zcard",
+    "hlen",
+    "scard",
+    "llen",
+    "strlen",
+    "dbsize",
+    "info",
+    "time",
+    "ping",
+    "cluster|slots",
+    "asking",
 ];
 
 /// One command's arguments.

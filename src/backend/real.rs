@@ -376,7 +376,9 @@ impl RealRedis {
                     Ok(c) => self.conn = Conn::Cluster(Box::new(c)),
                     Err(e2) => return Err(self.fail(what, &e2)),
                 },
-                Resend::Ask => ask = e.redirect_node().and_then(|(n, _)| n.rsplit_once(':')).and_then(|(h, p)| Some((h.to_string(), p.parse().ok()?))),
+                Resend::Ask => {
+                    ask = e.redirect_node().and_then(|(n, _)| n.rsplit_once(':')).and_then(|(h, p)| Some((h.to_string(), p.parse().ok()?)))
+                }
                 Resend::Later => {
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(500));
@@ -660,11 +662,10 @@ pub fn connection_info(url: &str, tls: Option<&TlsFiles>) -> Result<ConnectionIn
         ),
     };
     let client = match tls {
-        Some(t) if url.starts_with("rediss://") => redis::Client::build_with_tls(
-            url,
-            redis::TlsCertificates { client_tls: None, root_cert: Some(t.ca_pem.clone()) },
-        )
-        .map_err(bad)?,
+        Some(t) if url.starts_with("rediss://") => {
+            redis::Client::build_with_tls(url, redis::TlsCertificates { client_tls: None, root_cert: Some(t.ca_pem.clone()) })
+                .map_err(bad)?
+        }
         _ => redis::Client::open(url).map_err(bad)?,
     };
     Ok(client.get_connection_info().clone())

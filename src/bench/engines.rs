@@ -19,11 +19,11 @@ use std::time::Duration;
 use redis::ConnectionLike;
 
 use super::workload::Workload;
+use crate::backend::emulated::EmulatedBackend;
 use crate::backend::real::to_reply;
+use crate::backend::Backend;
 use crate::clock::{Millis, Stopwatch};
 use crate::emulator::{Emulator, Reply};
-use crate::backend::emulated::EmulatedBackend;
-use crate::backend::Backend;
 use crate::limiter::direct::Direct;
 use crate::limiter::{Decision, Limiter};
 use crate::{Error, Result};
@@ -306,19 +306,16 @@ impl RedisConn {
     pub fn command(&mut self, args: &[&[u8]]) -> Result<Reply> {
         self.buf.clear();
         encode(&mut self.buf, args);
-        let v = self
-            .conn
-            .req_packed_command(&self.buf)
-            .map_err(|e| Error::Connection(format!("{}: {e}", self.url)))?;
+        let v = self.conn.req_packed_command(&self.buf).map_err(|e| Error::Connection(format!("{}: {e}", self.url)))?;
         Ok(to_reply(v))
     }
 
     /// The server's `redis_version`, from INFO server.
     pub fn version(&mut self) -> Option<String> {
         match self.command(&[b"INFO", b"server"]).ok()? {
-            Reply::Bulk(b) => String::from_utf8_lossy(&b)
-                .lines()
-                .find_map(|l| l.strip_prefix("redis_version:").map(|v| v.trim().to_string())),
+            Reply::Bulk(b) => {
+                String::from_utf8_lossy(&b).lines().find_map(|l| l.strip_prefix("redis_version:").map(|v| v.trim().to_string()))
+            }
             _ => None,
         }
     }

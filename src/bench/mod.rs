@@ -65,23 +65,11 @@ pub struct Sizes {
 
 impl Sizes {
     /// The full run: about a second per measurement on the slower engines.
-    pub const FULL: Sizes = Sizes {
-        warmup: 2_000,
-        native: 2_000_000,
-        emulator: 200_000,
-        redis_single: 20_000,
-        redis_pipelined: 200_000,
-        log_calls: 20_000,
-    };
+    pub const FULL: Sizes =
+        Sizes { warmup: 2_000, native: 2_000_000, emulator: 200_000, redis_single: 20_000, redis_pipelined: 200_000, log_calls: 20_000 };
     /// `--quick`: enough to see the order of magnitude, in seconds overall.
-    pub const QUICK: Sizes = Sizes {
-        warmup: 200,
-        native: 50_000,
-        emulator: 5_000,
-        redis_single: 1_000,
-        redis_pipelined: 5_000,
-        log_calls: 1_000,
-    };
+    pub const QUICK: Sizes =
+        Sizes { warmup: 200, native: 50_000, emulator: 5_000, redis_single: 1_000, redis_pipelined: 5_000, log_calls: 1_000 };
 }
 
 /// Options of [`run`].
@@ -129,10 +117,7 @@ impl Machine {
         let cpu = std::fs::read_to_string("/proc/cpuinfo")
             .ok()
             .and_then(|s| {
-                s.lines()
-                    .find(|l| l.starts_with("model name"))
-                    .and_then(|l| l.split_once(':'))
-                    .map(|(_, v)| v.trim().to_string())
+                s.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split_once(':')).map(|(_, v)| v.trim().to_string())
             })
             .unwrap_or_else(|| "unknown CPU".to_string());
         Machine { cores, cpu }
@@ -288,8 +273,7 @@ fn open(target: &RedisTarget) -> Result<(Option<Live>, RedisInfo)> {
             Err(why) => return Ok((None, none(why))),
         },
     };
-    let opened = RealRedis::connect(&url, RealOptions { timeout: TIMEOUT })
-        .and_then(|real| Ok((real, RedisConn::connect(&url, TIMEOUT)?)));
+    let opened = RealRedis::connect(&url, RealOptions { timeout: TIMEOUT }).and_then(|real| Ok((real, RedisConn::connect(&url, TIMEOUT)?)));
     let (real, mut conn) = match opened {
         Ok(c) => c,
         Err(e) if server.is_some() => return Ok((None, none(format!("the private server: {e}")))),
@@ -459,7 +443,8 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
     let mut sliding_log = Vec::new();
     let deepest = opts.pipelines.iter().copied().max();
     // The sliding log's size table is about the sliding log: only when it is among the scripts.
-    let log_sizes: &[u64] = if opts.scripts.iter().any(|s| s.model.is_some_and(|v| v.name().contains("sliding_log"))) { &opts.log_sizes } else { &[] };
+    let log_sizes: &[u64] =
+        if opts.scripts.iter().any(|s| s.model.is_some_and(|v| v.name().contains("sliding_log"))) { &opts.log_sizes } else { &[] };
     for &size in log_sizes {
         let w = Workload::full_log(size);
         let fill = size as usize;
@@ -482,15 +467,7 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
             let t = lv.conn.run(&w, &l, &prefix, depth, fill, n)?;
             redis_pipelined = Some(Pipelined { depth, measure: Measure::of(&t, &reference) });
         }
-        sliding_log.push(LogRow {
-            l: size,
-            native,
-            emulator,
-            seed_emulator,
-            redis_pipelined,
-            commands_per_sec,
-            zset_steps_per_call,
-        });
+        sliding_log.push(LogRow { l: size, native, emulator, seed_emulator, redis_pipelined, commands_per_sec, zset_steps_per_call });
     }
     drop(live);
 

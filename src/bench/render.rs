@@ -43,12 +43,13 @@ pub fn header(r: &BenchReport) -> String {
 /// The tables, in print order.
 pub fn tables(r: &BenchReport) -> Vec<Table> {
     let mut out = Vec::new();
-    let mut headers: Vec<String> =
-        ["Script", "Native (Rust)", "Emulator", "Redis, 1 connection"].iter().map(|s| s.to_string()).collect();
+    let mut headers: Vec<String> = ["Script", "Native (Rust)", "Emulator", "Redis, 1 connection"].iter().map(|s| s.to_string()).collect();
     for d in &r.pipelines {
         headers.push(format!("Redis, pipeline {d}"));
     }
-    headers.extend(["Emulator / Redis", "Emulator / pipelined", "Native / emulator", "Emulator, direct", "Spec path / direct"].map(String::from));
+    headers.extend(
+        ["Emulator / Redis", "Emulator / pipelined", "Native / emulator", "Emulator, direct", "Spec path / direct"].map(String::from),
+    );
     let hs: Vec<&str> = headers.iter().map(String::as_str).collect();
     let mut t = Table::new("Decisions per second, one engine at a time", &hs);
     for s in &r.scripts {
@@ -62,7 +63,11 @@ pub fn tables(r: &BenchReport) -> Vec<Table> {
         row.push(s.best_pipelined().map_or("-".into(), |p| ratio(s.emulator.per_sec, p.measure.per_sec)));
         row.push(s.native.as_ref().map_or("-".into(), |n| ratio(n.per_sec, s.emulator.per_sec)));
         row.push(s.emulator_direct.as_ref().map_or("-".into(), rate));
-        row.push(s.emulator_direct.as_ref().map_or("-".into(), |d| format!("{:.2}", if d.per_sec > 0.0 { s.emulator.per_sec / d.per_sec } else { 0.0 })));
+        row.push(
+            s.emulator_direct
+                .as_ref()
+                .map_or("-".into(), |d| format!("{:.2}", if d.per_sec > 0.0 { s.emulator.per_sec / d.per_sec } else { 0.0 })),
+        );
         t.row(row);
     }
     t.note(format!("Workload: {}.", r.workload));
@@ -90,7 +95,15 @@ pub fn tables(r: &BenchReport) -> Vec<Table> {
 
     let mut t = Table::new(
         "Time per decision (µs): where it goes",
-        &["Script", "Native (Rust)", "Emulator", "Redis server, inside EVALSHA", "Redis, 1 connection", "Redis, pipelined (best)", "Redis server / emulator"],
+        &[
+            "Script",
+            "Native (Rust)",
+            "Emulator",
+            "Redis server, inside EVALSHA",
+            "Redis, 1 connection",
+            "Redis, pipelined (best)",
+            "Redis server / emulator",
+        ],
     );
     let us = |per_sec: f64| if per_sec > 0.0 { format!("{:.2}", 1e6 / per_sec) } else { "-".into() };
     for s in &r.scripts {

@@ -58,7 +58,13 @@ pub const ROOM_PROBE: u64 = 8;
 
 /// A request of `subject` at `at_ms` of `cost`, for the checks that play a few requests.
 fn arrival_at(subject: &str, at_ms: i64, cost: u64) -> crate::traffic::Arrival {
-    crate::traffic::Arrival { at: crate::clock::Millis(at_ms).as_micros(), key: subject.into(), cost, phase: "check".into(), op: crate::traffic::Op::Request }
+    crate::traffic::Arrival {
+        at: crate::clock::Millis(at_ms).as_micros(),
+        key: subject.into(),
+        cost,
+        phase: "check".into(),
+        op: crate::traffic::Op::Request,
+    }
 }
 
 /// The requests the header probes of one pattern may send: a `RateLimit` promise is judged by
@@ -247,7 +253,9 @@ pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
     let bound_source = match (spec.max_overshoot, spec.family) {
         (Some(_), _) => "max_overshoot in the spec".to_string(),
         (None, Some(f)) => format!("the {} family's bound", crate::sim::standard::seed_name(f).to_lowercase()),
-        (None, None) => "the default: the loosest bound of the standard families; give `family` or `max_overshoot` to judge tighter".to_string(),
+        (None, None) => {
+            "the default: the loosest bound of the standard families; give `family` or `max_overshoot` to judge tighter".to_string()
+        }
     };
     // The patterns of the first policy, then those of each further one (`[[policy.and]]`), named
     // `boundary_burst@minute`.
@@ -267,7 +275,13 @@ pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
         let n = ((4.0 * fastest * w as f64).ceil() as u64).clamp(2, (40 * more.limit).min(FLOOD_MAX));
         let at0 = attack::origin_ms(more.window_ms);
         let arrivals = (0..n as i64)
-            .map(|i| crate::traffic::Arrival { at: crate::clock::Micros(at0 * 1000 + i * 2 * w * 1000 / n as i64), key: "f".into(), cost: 1, phase: "flood".into(), op: crate::traffic::Op::Request })
+            .map(|i| crate::traffic::Arrival {
+                at: crate::clock::Micros(at0 * 1000 + i * 2 * w * 1000 / n as i64),
+                key: "f".into(),
+                cost: 1,
+                phase: "flood".into(),
+                op: crate::traffic::Op::Request,
+            })
             .collect();
         patterns.push(run::Pattern {
             name: Box::leak(format!("flood@{name}").into_boxed_str()),
@@ -444,18 +458,24 @@ impl Probes {
                 if let Some(v) = probe(r, now, &units) {
                     let admitted = v.iter().take_while(|x| x.allowed).count();
                     if admitted < fits.min(PROBE_UNITS) {
-                        self.remaining.push((i, format!(
+                        self.remaining.push((
+                            i,
+                            format!(
                             "remaining {} after this request ({}), but only {admitted} request(s) of cost 1 at the same ms were admitted",
                             d.remaining,
                             if d.allowed { "admitted" } else { "refused" }
-                        )));
+                        ),
+                        ));
                     } else if fits <= PROBE_UNITS && admitted > fits {
-                        self.remaining.push((i, format!(
-                            "remaining {} after this request ({}), but {} request(s) of cost 1 at the same ms were admitted",
-                            d.remaining,
-                            if d.allowed { "admitted" } else { "refused" },
-                            if admitted == units.len() { format!("all {admitted}") } else { admitted.to_string() }
-                        )));
+                        self.remaining.push((
+                            i,
+                            format!(
+                                "remaining {} after this request ({}), but {} request(s) of cost 1 at the same ms were admitted",
+                                d.remaining,
+                                if d.allowed { "admitted" } else { "refused" },
+                                if admitted == units.len() { format!("all {admitted}") } else { admitted.to_string() }
+                            ),
+                        ));
                     }
                 }
             }
@@ -622,13 +642,23 @@ impl Ctx<'_> {
             for ((r, _), pat) in runs.iter().zip(self.patterns) {
                 if let Ok(m) = r.metrics_for(*params) {
                     lines.push(format!("{}: {} in one window ({:.2}){tag}", pat.name, m.max_in_window, m.overshoot));
-                    let what = format!("{} ({}, starting at now_ms {}){tag}", pat.name, m.max_in_window, m.worst_window_start_ms.unwrap_or(0));
+                    let what =
+                        format!("{} ({}, starting at now_ms {}){tag}", pat.name, m.max_in_window, m.worst_window_start_ms.unwrap_or(0));
                     candidates.push((m.overshoot, what, &pat.arrivals));
                 }
             }
             if let Some(f) = found.and_then(|f| f.iter().find(|f| f.goal == Goal::Overshoot)).filter(|_| j == 0) {
-                lines.push(format!("attack search: {} in one window ({:.2}) with {} requests{tag}", f.metrics.max_in_window, f.metrics.overshoot, f.arrivals.len()));
-                candidates.push((f.metrics.overshoot, format!("the attack search's pattern ({} requests){tag}", f.arrivals.len()), &f.arrivals));
+                lines.push(format!(
+                    "attack search: {} in one window ({:.2}) with {} requests{tag}",
+                    f.metrics.max_in_window,
+                    f.metrics.overshoot,
+                    f.arrivals.len()
+                ));
+                candidates.push((
+                    f.metrics.overshoot,
+                    format!("the attack search's pattern ({} requests){tag}", f.arrivals.len()),
+                    &f.arrivals,
+                ));
             }
             // The first of the highest (patterns before the search).
             let mut worst: Option<(f64, String, &[crate::traffic::Arrival])> = None;
@@ -671,7 +701,9 @@ impl Ctx<'_> {
         let (x, b, what, arrivals) = verdicts.swap_remove(pick);
         let source = if pick == 0 { source.to_string() } else { "the spec's bound for this policy".to_string() };
         let mut c = match b {
-            Some(b) if x > b + 1e-9 => CheckResult::new("overshoot", Status::Fail, format!("worst {x:.2} in {what}, above the bound {b:.3} ({source})")),
+            Some(b) if x > b + 1e-9 => {
+                CheckResult::new("overshoot", Status::Fail, format!("worst {x:.2} in {what}, above the bound {b:.3} ({source})"))
+            }
             Some(b) => CheckResult::new("overshoot", Status::Pass, format!("worst {x:.2} in {what}, within the bound {b:.3} ({source})")),
             None => CheckResult::new("overshoot", Status::Skip, format!("worst {x:.2} in {what}; no bound to judge it: {source}")),
         };
@@ -698,7 +730,8 @@ impl Ctx<'_> {
                 "under_limit" | "sparse" => {
                     let fr = r.played.iter().filter(|p| p.exact && !p.decision.allowed).count();
                     let rate = if exact_admits > 0 { fr as f64 / exact_admits as f64 } else { 0.0 };
-                    c.evidence.push(format!("{}: refused {fr} of the {exact_admits} requests an exact sliding log admits ({rate:.3})", pat.name));
+                    c.evidence
+                        .push(format!("{}: refused {fr} of the {exact_admits} requests an exact sliding log admits ({rate:.3})", pat.name));
                     (rate, format!("refused {rate:.3} of what an exact sliding log admits in {}", pat.name))
                 }
                 // Under sustained overload both admit about the limit per window, not the same
@@ -711,7 +744,13 @@ impl Ctx<'_> {
                         pat.name,
                         short.max(0.0)
                     ));
-                    (short, format!("admitted {:.3} fewer than an exact sliding log under sustained overload (steady_overload)", short.max(0.0)))
+                    (
+                        short,
+                        format!(
+                            "admitted {:.3} fewer than an exact sliding log under sustained overload (steady_overload)",
+                            short.max(0.0)
+                        ),
+                    )
                 }
                 _ => continue,
             };
@@ -728,7 +767,11 @@ impl Ctx<'_> {
                 f.metrics.false_rejections as f64 / n as f64
             ));
         }
-        let source = if self.limiter.spec().max_false_rejection_rate.is_some() { "max_false_rejection_rate in the spec" } else { "the default; set max_false_rejection_rate in the spec" };
+        let source = if self.limiter.spec().max_false_rejection_rate.is_some() {
+            "max_false_rejection_rate in the spec"
+        } else {
+            "the default; set max_false_rejection_rate in the spec"
+        };
         match worst {
             Some((rate, what, pat)) if rate > max => {
                 c.status = Status::Fail;
@@ -793,7 +836,13 @@ impl Ctx<'_> {
         for (k, &cost) in costs.iter().enumerate() {
             let subject = format!("oversized{k}");
             let mut r = Replay::new(self.limiter);
-            let a = crate::traffic::Arrival { at: crate::clock::Millis(at_ms).as_micros(), key: subject.clone(), cost, phase: "oversized".into(), op: crate::traffic::Op::Request };
+            let a = crate::traffic::Arrival {
+                at: crate::clock::Millis(at_ms).as_micros(),
+                key: subject.clone(),
+                cost,
+                phase: "oversized".into(),
+                op: crate::traffic::Op::Request,
+            };
             r.play(std::slice::from_ref(&a), |_, _| Ok(()));
             let Some(d) = r.played.first().map(|p| p.decision) else {
                 let e = r.error_line();
@@ -827,7 +876,12 @@ impl Ctx<'_> {
             c.status = Status::Fail;
             c.summary = format!("a request above the capacity ({cap}) was admitted, or promised a retry");
         } else if !granted_part.is_empty() {
-            c.summary = format!("requests of cost {} and {} (capacity {cap}) were refused or granted at most the capacity ({})", costs[0], costs[1], granted_part.join(", "));
+            c.summary = format!(
+                "requests of cost {} and {} (capacity {cap}) were refused or granted at most the capacity ({})",
+                costs[0],
+                costs[1],
+                granted_part.join(", ")
+            );
         } else {
             c.summary = format!("requests of cost {} and {} (capacity {cap}) were refused", costs[0], costs[1]);
         }
@@ -839,7 +893,11 @@ impl Ctx<'_> {
     /// overshoot and false-rejection figures.)
     fn granted(&mut self, runs: &[(Replay<'_>, Probes)]) {
         if !self.limiter.reports().granted {
-            self.checks.push(CheckResult::new("granted", Status::Skip, "the spec reports no `granted`: every admitted request is counted at its cost".into()));
+            self.checks.push(CheckResult::new(
+                "granted",
+                Status::Skip,
+                "the spec reports no `granted`: every admitted request is counted at its cost".into(),
+            ));
             return;
         }
         let mut c = CheckResult::new("granted", Status::Pass, String::new());
@@ -851,7 +909,9 @@ impl Ctx<'_> {
                 judged += 1;
                 let wrong = match (d.allowed, g) {
                     (true, g) if g > cost as i64 => Some(format!("admitted and granted {g} units of a request of cost {cost}")),
-                    (true, g) if g == 0 && cost > 0 => Some("admitted, but granted 0 units: a request given nothing is a refusal".to_string()),
+                    (true, g) if g == 0 && cost > 0 => {
+                        Some("admitted, but granted 0 units: a request given nothing is a refusal".to_string())
+                    }
                     (false, g) if g > 0 => Some(format!("refused, but granted {g} units")),
                     _ => None,
                 };
@@ -901,7 +961,11 @@ impl Ctx<'_> {
     /// small). Judged when the spec reads `cost`.
     fn peek(&mut self) {
         if !self.limiter.takes_cost() {
-            self.checks.push(CheckResult::new("peek", Status::Skip, "the spec never reads `cost`: a request of cost 0 cannot be told apart from one of cost 1".into()));
+            self.checks.push(CheckResult::new(
+                "peek",
+                Status::Skip,
+                "the spec never reads `cost`: a request of cost 0 cannot be told apart from one of cost 1".into(),
+            ));
             return;
         }
         let p = self.limiter.params();
@@ -1079,7 +1143,10 @@ impl Ctx<'_> {
         }
         let names: Vec<&str> = have.iter().map(|o| o.name()).collect();
         if c.evidence.is_empty() {
-            c.summary = format!("{judged} lifecycle operations ({}) each left the subjects exactly as the world without what they undo", names.join(", "));
+            c.summary = format!(
+                "{judged} lifecycle operations ({}) each left the subjects exactly as the world without what they undo",
+                names.join(", ")
+            );
         } else {
             c.status = Status::Fail;
             c.summary = format!("{} problem(s) with the client's {}", c.evidence.len(), names.join(", "));
@@ -1091,7 +1158,11 @@ impl Ctx<'_> {
     /// decision by decision on every pattern: the model is what the property tests prove bounds of.
     fn model(&mut self, runs: &[(Replay<'_>, Probes)]) {
         let Some(name) = self.limiter.spec().model else {
-            self.checks.push(CheckResult::new("model", Status::Skip, "the spec names no exact model (only limitlab's own scripts have one)".into()));
+            self.checks.push(CheckResult::new(
+                "model",
+                Status::Skip,
+                "the spec names no exact model (only limitlab's own scripts have one)".into(),
+            ));
             return;
         };
         let mut c = CheckResult::new("model", Status::Pass, String::new());
@@ -1117,7 +1188,11 @@ impl Ctx<'_> {
     fn refusals(&mut self, runs: &[(Replay<'_>, Probes)]) {
         let judged = self.limiter.takes_cost() && self.limiter.params().capacity() > 1;
         if !judged {
-            self.checks.push(CheckResult::new("refusals", Status::Skip, "every request costs 1 here, so a refusal that takes units cannot be told apart from one that does not".into()));
+            self.checks.push(CheckResult::new(
+                "refusals",
+                Status::Skip,
+                "every request costs 1 here, so a refusal that takes units cannot be told apart from one that does not".into(),
+            ));
             return;
         }
         self.probe_check("refusals", runs, true, "refusal", |p| (&p.refusals, p.refusals_checked));
@@ -1262,7 +1337,13 @@ impl Ctx<'_> {
         let bound = self.limiter.overshoot_bound().unwrap_or(DEFAULT_OVERSHOOT_BOUND);
         let t = attack::origin_ms(p.window_ms) + w / 2;
         let subject = "skew";
-        let req = |caller_ms: i64| crate::traffic::Arrival { at: crate::clock::Millis(caller_ms).as_micros(), key: subject.into(), cost: 1, phase: "skew".into(), op: crate::traffic::Op::Request };
+        let req = |caller_ms: i64| crate::traffic::Arrival {
+            at: crate::clock::Millis(caller_ms).as_micros(),
+            key: subject.into(),
+            cost: 1,
+            phase: "skew".into(),
+            op: crate::traffic::Op::Request,
+        };
         let mut c = CheckResult::new("clock_skew", Status::Pass, String::new());
         let offsets = |list: [i64; 5]| {
             let mut v: Vec<i64> = list.into_iter().filter(|&b| b >= 1).collect();
@@ -1323,7 +1404,10 @@ impl Ctx<'_> {
                     }
                 }
                 if let Some((_, e)) = &r.error {
-                    c.evidence.push(format!("a caller {back} ms behind with room left, then on-time callers at {later}: error: {}", e.lines().next().unwrap_or("")));
+                    c.evidence.push(format!(
+                        "a caller {back} ms behind with room left, then on-time callers at {later}: error: {}",
+                        e.lines().next().unwrap_or("")
+                    ));
                 } else {
                     let admitted = r.played.iter().filter(|x| x.decision.allowed).count() as f64;
                     if admitted / p.limit as f64 > bound + 1e-9 {
@@ -1492,7 +1576,9 @@ pub fn save_replay(limiter: &Limiter, dir: &Path, stem: &str, pattern: &str, arr
         t.push_str(&format!("burst = {}\n", p.capacity()));
     }
     match limiter.variant() {
-        Some(v) if limiter.spec().origin.to_string_lossy().starts_with("scripts/") => t.push_str(&format!("algorithms = [\"{}\"]\n", v.name())),
+        Some(v) if limiter.spec().origin.to_string_lossy().starts_with("scripts/") => {
+            t.push_str(&format!("algorithms = [\"{}\"]\n", v.name()))
+        }
         _ => {
             let origin = &limiter.spec().origin;
             let abs = std::fs::canonicalize(origin).unwrap_or_else(|_| origin.clone());

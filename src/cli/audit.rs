@@ -216,8 +216,7 @@ pub fn run(plan: Plan, out: &mut dyn Write) -> Result<()> {
             let arrivals = scenario.arrivals(*seed)?;
             let mut reports = Vec::new();
             for spec in &scenario.scripts {
-                let (_, _, mut backend) =
-                    crate::sim::standard::run_on_emulator(scenario, spec, &arrivals, crate::sim::Progress::Off)?;
+                let (_, _, mut backend) = crate::sim::standard::run_on_emulator(scenario, spec, &arrivals, crate::sim::Progress::Off)?;
                 let mut progress = bar(plan.format, &spec.name);
                 let mut report = audit::audit_emulator(&mut backend.emu, &plan.options, &mut progress)?;
                 report.target = format!("the emulator after {} with {} (seed {seed})", scenario.origin.display(), spec.name);

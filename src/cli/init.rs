@@ -44,41 +44,19 @@ pub struct Plan {
 }
 
 fn invalid(field: &str, reason: String) -> Error {
-    Error::Invalid {
-        context: "limitlab init".into(),
-        field: field.into(),
-        reason,
-    }
+    Error::Invalid { context: "limitlab init".into(), field: field.into(), reason }
 }
 
 impl Plan {
     pub fn new(a: Args) -> Result<Plan> {
-        let window_ms = a
-            .window
-            .as_deref()
-            .map(init::parse_duration_ms)
-            .transpose()
-            .map_err(|e| invalid("--window", e))?;
+        let window_ms = a.window.as_deref().map(init::parse_duration_ms).transpose().map_err(|e| invalid("--window", e))?;
         for (field, v) in [("--limit", a.limit), ("--burst", a.burst)] {
             if v == Some(0) {
                 return Err(invalid(field, "must be at least 1".into()));
             }
         }
-        let flags = Flags {
-            limit: a.limit,
-            window_ms,
-            burst: a.burst,
-            block_ms: a.block,
-            algorithm: a.algorithm,
-        };
-        Ok(Plan {
-            options: Options {
-                paths: a.paths,
-                out: a.out,
-                force: a.force,
-                flags,
-            },
-        })
+        let flags = Flags { limit: a.limit, window_ms, burst: a.burst, block_ms: a.block, algorithm: a.algorithm };
+        Ok(Plan { options: Options { paths: a.paths, out: a.out, force: a.force, flags } })
     }
 }
 

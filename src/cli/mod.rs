@@ -27,8 +27,8 @@ pub mod redis_cli;
 pub mod run;
 pub mod serve;
 pub mod shell;
-pub mod sweep;
 pub mod skew;
+pub mod sweep;
 pub mod verify;
 
 /// limitlab: test Redis rate-limiter Lua scripts in-process, on a Redis 7.0 emulator with a
@@ -211,9 +211,7 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> Result<()> {
 
 /// Writes `text` to `out`; a closed pipe or full disk becomes an [`Error::Io`] on `<stdout>`.
 pub(crate) fn emit(out: &mut dyn Write, text: &str) -> Result<()> {
-    out.write_all(text.as_bytes())
-        .and_then(|_| out.flush())
-        .map_err(|source| Error::Io { path: "<stdout>".into(), source })
+    out.write_all(text.as_bytes()).and_then(|_| out.flush()).map_err(|source| Error::Io { path: "<stdout>".into(), source })
 }
 
 /// The exit status of every command, one table (docs/specs.md, "Exit status"):
@@ -233,4 +231,3 @@ pub fn exit_code(e: &Error) -> i32 {
         Error::Connection(_) | Error::Redis(_) => 3,
     }
 }
-

@@ -7,13 +7,13 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use super::{emit, FormatArgs};
-use crate::report::run::{RunReport, VariantResult};
-use crate::report::Format;
 use crate::clock::Stopwatch;
+use crate::report::run::{RunReport, VariantResult};
 use crate::report::table::thousands;
-use crate::sim::parallel::default_jobs;
+use crate::report::Format;
 use crate::sim::coarse;
 use crate::sim::decisions::DecisionsOut;
+use crate::sim::parallel::default_jobs;
 use crate::sim::stream::{cpu_secs, peak_rss_bytes, run_variants_with, RunOptions};
 use crate::sim::{Progress, Scenario};
 use crate::Result;

@@ -9,8 +9,8 @@
 //! compared with `diff`. Point it at a server you may write to.
 use std::io::Write;
 
-use crate::clock::{Millis, VirtualClock, DEFAULT_START};
 use super::redis_cli::Format;
+use crate::clock::{Millis, VirtualClock, DEFAULT_START};
 use crate::emulator::Emulator;
 use crate::{Error, Result};
 

@@ -129,11 +129,7 @@ impl Plan {
     pub fn new(a: Args) -> Result<Plan> {
         let timeout = a.redis.options()?;
         if a.max_mismatches == 0 {
-            return Err(Error::Invalid {
-                context: "verify".into(),
-                field: "--max-mismatches".into(),
-                reason: "must be at least 1".into(),
-            });
+            return Err(Error::Invalid { context: "verify".into(), field: "--max-mismatches".into(), reason: "must be at least 1".into() });
         }
         if a.cluster && a.scripts.is_empty() {
             return Err(Error::Invalid {

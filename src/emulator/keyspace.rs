@@ -279,11 +279,7 @@ pub struct SetValue {
 impl SetValue {
     /// An empty set with the encoding Redis's `setTypeCreate` picks for its first member.
     pub fn for_first(member: &[u8]) -> SetValue {
-        SetValue {
-            members: FxHashSet::default(),
-            hashtable: parse_canonical_i64(member).is_none(),
-            dict_table: Default::default(),
-        }
+        SetValue { members: FxHashSet::default(), hashtable: parse_canonical_i64(member).is_none(), dict_table: Default::default() }
     }
     pub fn len(&self) -> usize {
         self.members.len()
@@ -443,7 +439,8 @@ impl Db {
     /// start is ignored).
     pub fn begin_trial(&mut self) {
         if self.trial.is_none() {
-            self.trial = Some(Box::new(Trial { saved: Vec::new(), seen: FxHashSet::default(), now_hint: self.now_hint, watch: self.watch.clone() }));
+            self.trial =
+                Some(Box::new(Trial { saved: Vec::new(), seen: FxHashSet::default(), now_hint: self.now_hint, watch: self.watch.clone() }));
         }
     }
 
@@ -587,7 +584,8 @@ impl Db {
             return;
         }
         if self.trial.is_some() {
-            let gone: Vec<SmallBytes> = self.map.iter().filter(|(_, e)| e.expire_at.is_some_and(|t| t < now)).map(|(k, _)| k.clone()).collect();
+            let gone: Vec<SmallBytes> =
+                self.map.iter().filter(|(_, e)| e.expire_at.is_some_and(|t| t < now)).map(|(k, _)| k.clone()).collect();
             for k in gone {
                 self.note(&k);
             }
@@ -626,7 +624,11 @@ impl Db {
 /// Redis's glob matching (`stringmatchlen`): `*`, `?`, `[...]` with ranges and `^`, and `\` escapes.
 pub fn glob_match(pattern: &[u8], s: &[u8], nocase: bool) -> bool {
     fn lower(c: u8, nocase: bool) -> u8 {
-        if nocase { c.to_ascii_lowercase() } else { c }
+        if nocase {
+            c.to_ascii_lowercase()
+        } else {
+            c
+        }
     }
     fn m(p: &[u8], s: &[u8], nocase: bool) -> bool {
         let (mut pi, mut si) = (0usize, 0usize);

@@ -10,9 +10,9 @@ pub mod keyspace;
 pub mod longdouble;
 pub mod lua;
 pub mod memory;
-pub mod used_memory;
 pub mod multi;
 pub mod reply;
+pub mod used_memory;
 
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -210,8 +210,7 @@ pub(super) fn subcommand_refusal(spec: &CommandSpec, args: &[&[u8]]) -> Option<R
     let Some(sub) = subs.iter().find(|s| given.eq_ignore_ascii_case(s.name.as_bytes())) else {
         // `%.128s` of a C string, then CR/LF turned into spaces.
         let end = given.iter().take(128).position(|&c| c == 0).unwrap_or(given.len().min(128));
-        let name: String =
-            String::from_utf8_lossy(&given[..end]).chars().map(|c| if c == '\r' || c == '\n' { ' ' } else { c }).collect();
+        let name: String = String::from_utf8_lossy(&given[..end]).chars().map(|c| if c == '\r' || c == '\n' { ' ' } else { c }).collect();
         return Some(Reply::Error(format!("ERR unknown subcommand '{name}'. Try {} HELP.", spec.name.to_ascii_uppercase())));
     };
     let argc = args.len() as i32;

@@ -92,11 +92,7 @@ pub fn key_cost(key: &[u8], entry: &Entry, cluster: bool) -> KeyCost {
         (Value::Str(RStr::Int(v)), Some(u)) if *v == u => value_usage(&entry.value, 1) as f64,
         (v, _) => value_bytes(v),
     };
-    KeyCost {
-        key: main_entry(cluster) + sds_alloc(key.len()),
-        value,
-        expire: if entry.expire_at.is_some() { expires_entry() } else { 0 },
-    }
+    KeyCost { key: main_entry(cluster) + sds_alloc(key.len()), value, expire: if entry.expire_at.is_some() { expires_entry() } else { 0 } }
 }
 
 /// The buckets of a dict that `n` adds grew from empty, once its rehash has finished: none for an

@@ -46,18 +46,11 @@ pub fn shown(base: &Path, path: &Path) -> String {
     let Ok(rel) = path.strip_prefix(base) else {
         return path.display().to_string();
     };
-    rel.components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect::<Vec<_>>()
-        .join("/")
+    rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/")
 }
 
 fn invalid(field: &str, reason: String) -> Error {
-    Error::Invalid {
-        context: "limitlab init".into(),
-        field: field.into(),
-        reason,
-    }
+    Error::Invalid { context: "limitlab init".into(), field: field.into(), reason }
 }
 
 /// The package directories to look in for one PATH argument: the directory itself when it is a
@@ -66,23 +59,12 @@ fn invalid(field: &str, reason: String) -> Error {
 /// the directory itself), `lib/python*/site-packages`.
 pub fn roots(path: &Path) -> Result<Vec<Root>> {
     if !path.is_dir() {
-        let what = if path.exists() {
-            "is not a directory"
-        } else {
-            "does not exist"
-        };
+        let what = if path.exists() { "is not a directory" } else { "does not exist" };
         return Err(invalid("PATH", format!("{} {what}", path.display())));
     }
     let base = path.to_path_buf();
-    let root = |registry, dir: PathBuf| Root {
-        registry,
-        dir,
-        base: base.clone(),
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let root = |registry, dir: PathBuf| Root { registry, dir, base: base.clone() };
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     if name == "node_modules" {
         return Ok(vec![root(Registry::Npm, base.clone())]);
     }
@@ -104,19 +86,14 @@ pub fn roots(path: &Path) -> Result<Vec<Root>> {
 }
 
 fn has_dist_info(dir: &Path) -> bool {
-    entries(dir)
-        .iter()
-        .any(|p| p.is_dir() && p.to_string_lossy().ends_with(".dist-info"))
+    entries(dir).iter().any(|p| p.is_dir() && p.to_string_lossy().ends_with(".dist-info"))
 }
 
 /// `venv/lib/python*/site-packages`, in name order.
 fn site_packages(venv: &Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = entries(&venv.join("lib"))
         .into_iter()
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("python"))
-        })
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("python")))
         .map(|p| p.join("site-packages"))
         .filter(|p| p.is_dir())
         .collect();
@@ -135,12 +112,7 @@ fn entries(dir: &Path) -> Vec<PathBuf> {
 
 /// Reads a file as text; a missing or unreadable file is an [`Error::Io`].
 pub fn read(path: &Path) -> Result<String> {
-    std::fs::read(path)
-        .map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
+    std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source }).map(|b| String::from_utf8_lossy(&b).into_owned())
 }
 
 /// The npm package `name` in `root` (a `node_modules`), from its `package.json`.
@@ -151,27 +123,14 @@ pub fn npm(root: &Root, name: &str) -> Option<Result<Installed>> {
         return None;
     }
     Some(read(&meta).and_then(|text| {
-        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::Parse {
-            file: meta.clone(),
-            line: e.line(),
-            reason: e.to_string(),
-        })?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| Error::Parse { file: meta.clone(), line: e.line(), reason: e.to_string() })?;
         let found = v["name"].as_str().unwrap_or_default();
         if found != name {
-            return Err(Error::Parse {
-                file: meta.clone(),
-                line: 1,
-                reason: format!("names the package `{found}`, not `{name}`"),
-            });
+            return Err(Error::Parse { file: meta.clone(), line: 1, reason: format!("names the package `{found}`, not `{name}`") });
         }
         let version = v["version"].as_str().unwrap_or("unknown").to_string();
-        Ok(Installed {
-            name: name.to_string(),
-            version,
-            dir,
-            meta,
-            root: root.clone(),
-        })
+        Ok(Installed { name: name.to_string(), version, dir, meta, root: root.clone() })
     }))
 }
 
@@ -179,9 +138,7 @@ pub fn npm(root: &Root, name: &str) -> Option<Result<Installed>> {
 pub fn npm_main(pkg: &Installed) -> Option<String> {
     let text = read(&pkg.meta).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    v["main"]
-        .as_str()
-        .map(|s| s.trim_start_matches("./").to_string())
+    v["main"].as_str().map(|s| s.trim_start_matches("./").to_string())
 }
 
 /// PEP 503's normal form of a distribution name: lower case, runs of `-`, `_`, `.` as one `-`.
@@ -203,10 +160,7 @@ pub fn normalize(name: &str) -> String {
 pub fn pypi(root: &Root, name: &str) -> Option<Result<Installed>> {
     let want = normalize(name);
     for info in entries(&root.dir) {
-        let file = info
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let file = info.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let Some(stem) = file.strip_suffix(".dist-info") else {
             continue;
         };
@@ -217,20 +171,11 @@ pub fn pypi(root: &Root, name: &str) -> Option<Result<Installed>> {
         }
         let meta = info.join("METADATA");
         return Some(read(&meta).map(|text| {
-            let field = |key: &str| {
-                text.lines()
-                    .take_while(|l| !l.is_empty())
-                    .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_string()))
-            };
+            let field =
+                |key: &str| text.lines().take_while(|l| !l.is_empty()).find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_string()));
             let version = field("Version:").unwrap_or_else(|| "unknown".into());
             let name = field("Name:").unwrap_or_else(|| name.to_string());
-            Installed {
-                name,
-                version,
-                dir: root.dir.clone(),
-                meta,
-                root: root.clone(),
-            }
+            Installed { name, version, dir: root.dir.clone(), meta, root: root.clone() }
         }));
     }
     None

@@ -19,12 +19,7 @@
 use super::env::{Installed, Registry};
 use super::{file_script, looks_like_lua, Flags, Library, LuaSource, Outcome, Plan};
 
-pub const LIBRARY: Library = Library {
-    name: "limits",
-    registry: Registry::PyPI,
-    tested: &["5.8.0"],
-    build,
-};
+pub const LIBRARY: Library = Library { name: "limits", registry: Registry::PyPI, tested: &["5.8.0"], build };
 
 const DIR: &str = "limits/resources/redis/lua_scripts";
 
@@ -118,16 +113,16 @@ retry_after_ms = "cost <= limit and ceil(reset_in_s * 1000 - 0.0005) or nil"
 reset_ms = "ceil(reset_in_s * 1000 - 0.0005)"
 "#;
 
-type Algo = (
-    &'static str,
-    &'static str,
-    &'static str,
-    &'static [(&'static str, &'static str)],
-    &'static str,
-);
+type Algo = (&'static str, &'static str, &'static str, &'static [(&'static str, &'static str)], &'static str);
 
 const ALGORITHMS: [Algo; 3] = [
-    ("fixed_window", "fixed_window", "FixedWindowRateLimiter: INCRBY + EXPIRE on the first hit; stats from GET and TTL", &[("incr_expire", "incr_expire.lua")], FIXED),
+    (
+        "fixed_window",
+        "fixed_window",
+        "FixedWindowRateLimiter: INCRBY + EXPIRE on the first hit; stats from GET and TTL",
+        &[("incr_expire", "incr_expire.lua")],
+        FIXED,
+    ),
     (
         "moving_window",
         "sliding_log",
@@ -154,9 +149,7 @@ fn build(pkg: &Installed, flags: &Flags) -> Outcome {
     'algos: for (algo, family, description, files, calls) in ALGORITHMS {
         let mut scripts: Vec<LuaSource> = Vec::new();
         for (label, file) in files {
-            match file_script(pkg, &format!("{DIR}/{file}"), label)
-                .and_then(|s| looks_like_lua(&s, pkg).map(|_| s))
-            {
+            match file_script(pkg, &format!("{DIR}/{file}"), label).and_then(|s| looks_like_lua(&s, pkg).map(|_| s)) {
                 Ok(s) => scripts.push(s),
                 Err(e) => {
                     out.problems.push(format!("{algo}: {e}"));

@@ -31,10 +31,7 @@ impl std::fmt::Display for Refusal {
         match self {
             Refusal::NoAnchor => write!(f, "not found"),
             Refusal::NotALiteral(s) => write!(f, "not a string literal: `{s}`"),
-            Refusal::Interpolated(s) => write!(
-                f,
-                "the template literal interpolates `{s}`, so its text is only known at run time"
-            ),
+            Refusal::Interpolated(s) => write!(f, "the template literal interpolates `{s}`, so its text is only known at run time"),
             Refusal::Bad(s) => write!(f, "{s}"),
         }
     }
@@ -60,8 +57,7 @@ pub fn find_anchor(src: &str, name: &str) -> Option<usize> {
         }
         let trimmed = rest.trim_start_matches([' ', '\t']);
         let at = from + rest.len() - trimmed.len();
-        let assign =
-            (trimmed.starts_with('=') && !trimmed.starts_with("==")) || trimmed.starts_with(':');
+        let assign = (trimmed.starts_with('=') && !trimmed.starts_with("==")) || trimmed.starts_with(':');
         if assign {
             let after = &src[at + 1..];
             let value = after.trim_start();
@@ -82,13 +78,7 @@ pub fn js_at(src: &str, at: usize) -> Result<Literal, Refusal> {
     while let Some((i, c)) = chars.next() {
         let pos = at + 1 + i;
         match c {
-            c if c == quote => {
-                return Ok(Literal {
-                    text: out,
-                    start: at,
-                    end: pos + 1,
-                })
-            }
+            c if c == quote => return Ok(Literal { text: out, start: at, end: pos + 1 }),
             '\\' => {
                 let Some((_, e)) = chars.next() else { break };
                 match e {
@@ -99,11 +89,7 @@ pub fn js_at(src: &str, at: usize) -> Result<Literal, Refusal> {
                     'f' => out.push('\u{c}'),
                     'v' => out.push('\u{b}'),
                     '0' if !chars.peek().is_some_and(|(_, d)| d.is_ascii_digit()) => out.push('\0'),
-                    '1'..='9' | '0' => {
-                        return Err(Refusal::Bad(format!(
-                            "an octal escape `\\{e}` at byte {pos}"
-                        )))
-                    }
+                    '1'..='9' | '0' => return Err(Refusal::Bad(format!("an octal escape `\\{e}` at byte {pos}"))),
                     'x' => out.push(hex_char(&mut chars, 2, pos)?),
                     'u' => {
                         if chars.peek().is_some_and(|(_, d)| *d == '{') {
@@ -142,17 +128,11 @@ pub fn js_at(src: &str, at: usize) -> Result<Literal, Refusal> {
                 }
                 out.push('\n');
             }
-            '\n' | '\r' if quote != '`' => {
-                return Err(Refusal::Bad(format!(
-                    "a line break inside a {quote}-quoted string at byte {pos}"
-                )))
-            }
+            '\n' | '\r' if quote != '`' => return Err(Refusal::Bad(format!("a line break inside a {quote}-quoted string at byte {pos}"))),
             c => out.push(c),
         }
     }
-    Err(Refusal::Bad(format!(
-        "the literal opened at byte {at} is never closed"
-    )))
+    Err(Refusal::Bad(format!("the literal opened at byte {at} is never closed")))
 }
 
 /// The Python string literal at `at`: `'...'`, `"..."`, `'''...'''` or `"""..."""`, with an optional
@@ -174,22 +154,14 @@ pub fn py_at(src: &str, at: usize) -> Result<Literal, Refusal> {
         _ => return Err(Refusal::NotALiteral(snippet(rest))),
     };
     let triple: String = std::iter::repeat_n(q, 3).collect();
-    let (close, open_len) = if src[body_at..].starts_with(&triple) {
-        (triple.clone(), 3)
-    } else {
-        (q.to_string(), 1)
-    };
+    let (close, open_len) = if src[body_at..].starts_with(&triple) { (triple.clone(), 3) } else { (q.to_string(), 1) };
     let start_text = body_at + open_len;
     let mut out = String::new();
     let mut chars = src[start_text..].char_indices().peekable();
     while let Some((i, c)) = chars.next() {
         let pos = start_text + i;
         if src[pos..].starts_with(&close) {
-            return Ok(Literal {
-                text: out,
-                start: at,
-                end: pos + close.len(),
-            });
+            return Ok(Literal { text: out, start: at, end: pos + close.len() });
         }
         match c {
             '\\' if raw => {
@@ -221,18 +193,12 @@ pub fn py_at(src: &str, at: usize) -> Result<Literal, Refusal> {
                                 None => break,
                             }
                         }
-                        out.push(char::from_u32(v).ok_or_else(|| {
-                            Refusal::Bad(format!("a bad octal escape at byte {pos}"))
-                        })?);
+                        out.push(char::from_u32(v).ok_or_else(|| Refusal::Bad(format!("a bad octal escape at byte {pos}")))?);
                     }
                     'x' => out.push(hex_char(&mut chars, 2, pos)?),
                     'u' => out.push(hex_char(&mut chars, 4, pos)?),
                     'U' => out.push(hex_char(&mut chars, 8, pos)?),
-                    'N' => {
-                        return Err(Refusal::Bad(format!(
-                            "a named escape `\\N{{...}}` at byte {pos}"
-                        )))
-                    }
+                    'N' => return Err(Refusal::Bad(format!("a named escape `\\N{{...}}` at byte {pos}"))),
                     // Python keeps an unknown escape as it is written
                     other => {
                         out.push('\\');
@@ -240,17 +206,11 @@ pub fn py_at(src: &str, at: usize) -> Result<Literal, Refusal> {
                     }
                 }
             }
-            '\n' if open_len == 1 => {
-                return Err(Refusal::Bad(format!(
-                    "a line break inside a one-line string at byte {pos}"
-                )))
-            }
+            '\n' if open_len == 1 => return Err(Refusal::Bad(format!("a line break inside a one-line string at byte {pos}"))),
             c => out.push(c),
         }
     }
-    Err(Refusal::Bad(format!(
-        "the literal opened at byte {at} is never closed"
-    )))
+    Err(Refusal::Bad(format!("the literal opened at byte {at} is never closed")))
 }
 
 type Chars<'a> = std::iter::Peekable<std::str::CharIndices<'a>>;
@@ -258,10 +218,7 @@ type Chars<'a> = std::iter::Peekable<std::str::CharIndices<'a>>;
 fn hex_u32(chars: &mut Chars<'_>, n: usize, pos: usize) -> Result<u32, Refusal> {
     let mut v = 0u32;
     for _ in 0..n {
-        let d = chars
-            .next()
-            .and_then(|(_, d)| d.to_digit(16))
-            .ok_or_else(|| Refusal::Bad(format!("a bad hex escape at byte {pos}")))?;
+        let d = chars.next().and_then(|(_, d)| d.to_digit(16)).ok_or_else(|| Refusal::Bad(format!("a bad hex escape at byte {pos}")))?;
         v = v * 16 + d;
     }
     Ok(v)
@@ -269,8 +226,7 @@ fn hex_u32(chars: &mut Chars<'_>, n: usize, pos: usize) -> Result<u32, Refusal> 
 
 fn hex_char(chars: &mut Chars<'_>, n: usize, pos: usize) -> Result<char, Refusal> {
     let v = hex_u32(chars, n, pos)?;
-    char::from_u32(v)
-        .ok_or_else(|| Refusal::Bad(format!("escape U+{v:04X} at byte {pos} is not a character")))
+    char::from_u32(v).ok_or_else(|| Refusal::Bad(format!("escape U+{v:04X} at byte {pos} is not a character")))
 }
 
 fn code_point(digits: &str, pos: usize) -> Result<char, Refusal> {
@@ -284,24 +240,18 @@ fn code_point(digits: &str, pos: usize) -> Result<char, Refusal> {
 fn utf16(first: u32, chars: &mut Chars<'_>, pos: usize) -> Result<char, Refusal> {
     if (0xD800..0xDC00).contains(&first) {
         let mut look = chars.clone();
-        if look.next().is_some_and(|(_, c)| c == '\\') && look.next().is_some_and(|(_, c)| c == 'u')
-        {
+        if look.next().is_some_and(|(_, c)| c == '\\') && look.next().is_some_and(|(_, c)| c == 'u') {
             if let Ok(second) = hex_u32(&mut look, 4, pos) {
                 if (0xDC00..0xE000).contains(&second) {
                     *chars = look;
                     let v = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00);
-                    return char::from_u32(v).ok_or_else(|| {
-                        Refusal::Bad(format!("a bad surrogate pair at byte {pos}"))
-                    });
+                    return char::from_u32(v).ok_or_else(|| Refusal::Bad(format!("a bad surrogate pair at byte {pos}")));
                 }
             }
         }
     }
-    char::from_u32(first).ok_or_else(|| {
-        Refusal::Bad(format!(
-            "a lone surrogate `\\u{first:04X}` at byte {pos}: not text Redis can be sent"
-        ))
-    })
+    char::from_u32(first)
+        .ok_or_else(|| Refusal::Bad(format!("a lone surrogate `\\u{first:04X}` at byte {pos}: not text Redis can be sent")))
 }
 
 /// JavaScript's `\s`: white space and line terminators.
@@ -309,13 +259,7 @@ fn js_space(c: char) -> bool {
     matches!(
         c,
         '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
-            ..='\u{200a}'
-                | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202f}'
-                | '\u{205f}'
-                | '\u{3000}'
-                | '\u{feff}'
+            ..='\u{200a}' | '\u{2028}' | '\u{2029}' | '\u{202f}' | '\u{205f}' | '\u{3000}' | '\u{feff}'
     )
 }
 
@@ -378,30 +322,21 @@ mod tests {
 
     #[test]
     fn js_escapes_decode_as_javascript_does() {
-        assert_eq!(
-            js(r#"s = "a\nb\t\"c\" \\ \x41\u0042\u{43} \q""#).unwrap(),
-            "a\nb\t\"c\" \\ ABC q"
-        );
+        assert_eq!(js(r#"s = "a\nb\t\"c\" \\ \x41\u0042\u{43} \q""#).unwrap(), "a\nb\t\"c\" \\ ABC q");
         assert_eq!(js(r"s = 'it\'s'").unwrap(), "it's");
         assert_eq!(js(r"s = '\uD83D\uDE00'").unwrap(), "\u{1F600}");
         assert_eq!(js("s = '\\0'").unwrap(), "\0");
         assert!(matches!(js(r"s = '\012'"), Err(Refusal::Bad(_))));
         assert!(matches!(js("s = 'a\nb'"), Err(Refusal::Bad(_))));
         assert!(matches!(js("s = 'open"), Err(Refusal::Bad(_))));
-        assert!(matches!(
-            js("s = other + 'x'"),
-            Err(Refusal::NotALiteral(_))
-        ));
+        assert!(matches!(js("s = other + 'x'"), Err(Refusal::NotALiteral(_))));
     }
 
     #[test]
     fn template_literals_keep_lines_and_drop_line_continuations() {
         // rate-limiter-flexible writes its script with `\` at each line's end: one long line
         assert_eq!(js("s = `a \\\nb \\\r\nc`").unwrap(), "a b c");
-        assert_eq!(
-            js("s = `line 1\n  line 2\r\nline 3 \\`quoted\\` \\${x}`;").unwrap(),
-            "line 1\n  line 2\nline 3 `quoted` ${x}"
-        );
+        assert_eq!(js("s = `line 1\n  line 2\r\nline 3 \\`quoted\\` \\${x}`;").unwrap(), "line 1\n  line 2\nline 3 `quoted` ${x}");
         assert_eq!(js("s = `cost $5 {a}`").unwrap(), "cost $5 {a}");
         match js("s = `return {x, ${missing}}`") {
             Err(Refusal::Interpolated(what)) => assert_eq!(what, "${missing}"),
@@ -411,14 +346,8 @@ mod tests {
 
     #[test]
     fn python_strings_decode_as_python_does() {
-        assert_eq!(
-            py("s = \"\"\"\n    local a = 1\n    return 'x'\n    \"\"\"").unwrap(),
-            "\n    local a = 1\n    return 'x'\n    "
-        );
-        assert_eq!(
-            py(r#"s = "a\n\tb\x41\101\u0042 \d""#).unwrap(),
-            "a\n\tbAAB \\d"
-        );
+        assert_eq!(py("s = \"\"\"\n    local a = 1\n    return 'x'\n    \"\"\"").unwrap(), "\n    local a = 1\n    return 'x'\n    ");
+        assert_eq!(py(r#"s = "a\n\tb\x41\101\u0042 \d""#).unwrap(), "a\n\tbAAB \\d");
         assert_eq!(py("s = '''one \\\ntwo'''").unwrap(), "one two");
         assert_eq!(py(r"s = r'\n\d'").unwrap(), r"\n\d");
         assert!(matches!(py("s = f'{x}'"), Err(Refusal::Interpolated(_))));
@@ -429,12 +358,8 @@ mod tests {
     #[test]
     fn replace_all_line_starts_then_trim_as_javascript() {
         // `.replaceAll(/^\s+/gm, "").trim()`: indentation and blank lines go, trailing spaces stay
-        let s =
-            "\n\t      local a = 1\n\n\t      if a then   \n\t        return a\n\t      end\n\t\t";
-        assert_eq!(
-            js_trim(&js_strip_line_starts(s)),
-            "local a = 1\nif a then   \nreturn a\nend"
-        );
+        let s = "\n\t      local a = 1\n\n\t      if a then   \n\t        return a\n\t      end\n\t\t";
+        assert_eq!(js_trim(&js_strip_line_starts(s)), "local a = 1\nif a then   \nreturn a\nend");
         assert_eq!(js_strip_line_starts("  a\n b"), "a\nb");
     }
 }

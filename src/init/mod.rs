@@ -65,11 +65,7 @@ impl Flags {
     pub fn policy(&self, default: Option<(u64, u64, &str)>) -> Policy {
         let (limit, window_ms, note) = match default {
             Some((l, w, what)) => (l, w, what.to_string()),
-            None => (
-                10,
-                1000,
-                "limitlab's usual size: the library has no default".to_string(),
-            ),
+            None => (10, 1000, "limitlab's usual size: the library has no default".to_string()),
         };
         let given = self.limit.is_some() || self.window_ms.is_some();
         let note = match (given, self.limit, self.window_ms) {
@@ -78,12 +74,7 @@ impl Flags {
             (true, Some(_), None) => format!("--limit; the window from {note}"),
             (true, None, _) => format!("--window; the limit from {note}"),
         };
-        Policy {
-            limit: self.limit.unwrap_or(limit),
-            window_ms: self.window_ms.unwrap_or(window_ms),
-            burst: None,
-            note,
-        }
+        Policy { limit: self.limit.unwrap_or(limit), window_ms: self.window_ms.unwrap_or(window_ms), burst: None, note }
     }
 }
 
@@ -98,18 +89,12 @@ impl Policy {
     pub fn whole_seconds(&self, option: &str) -> std::result::Result<(), String> {
         match self.window_ms % 1000 {
             0 => Ok(()),
-            _ => Err(format!(
-                "a window of {} ms cannot be written: {option} is whole seconds",
-                self.window_ms
-            )),
+            _ => Err(format!("a window of {} ms cannot be written: {option} is whole seconds", self.window_ms)),
         }
     }
 
     fn toml(&self) -> String {
-        let mut s = format!(
-            "[policy]\nlimit = {}\nwindow_ms = {}\n",
-            self.limit, self.window_ms
-        );
+        let mut s = format!("[policy]\nlimit = {}\nwindow_ms = {}\n", self.limit, self.window_ms);
         if let Some(b) = self.burst {
             let _ = writeln!(s, "burst = {b}");
         }
@@ -138,9 +123,7 @@ pub struct LuaSource {
 
 impl LuaSource {
     pub fn sha1(&self) -> String {
-        sha1_smol::Sha1::from(self.lua.as_bytes())
-            .digest()
-            .to_string()
+        sha1_smol::Sha1::from(self.lua.as_bytes()).digest().to_string()
     }
 }
 
@@ -191,13 +174,8 @@ pub struct Library {
 }
 
 /// Every library `init` recognises.
-pub const LIBRARIES: [Library; 5] = [
-    rate_limiter_flexible::LIBRARY,
-    rate_limit_redis::LIBRARY,
-    upstash_ratelimit::LIBRARY,
-    limits::LIBRARY,
-    pyrate_limiter::LIBRARY,
-];
+pub const LIBRARIES: [Library; 5] =
+    [rate_limiter_flexible::LIBRARY, rate_limit_redis::LIBRARY, upstash_ratelimit::LIBRARY, limits::LIBRARY, pyrate_limiter::LIBRARY];
 
 /// Reads the script bound to `anchor` (an assignment or a property) in the JavaScript file `rel`
 /// of a package; the message says what went wrong.
@@ -209,57 +187,29 @@ pub fn js_script(
 ) -> std::result::Result<(LuaSource, literal::Literal, String), String> {
     let file = pkg.dir.join(rel);
     let src = source_file(pkg, &file)?;
-    let at = literal::find_anchor(&src, anchor)
-        .ok_or_else(|| format!("script not found in {}: no `{anchor}`", pkg.shown(&file)))?;
-    let lit = literal::js_at(&src, at)
-        .map_err(|r| format!("script `{anchor}` in {}: {r}", pkg.shown(&file)))?;
-    let source = LuaSource {
-        label: label.into(),
-        file,
-        anchor: anchor.into(),
-        lua: lit.text.clone(),
-    };
+    let at = literal::find_anchor(&src, anchor).ok_or_else(|| format!("script not found in {}: no `{anchor}`", pkg.shown(&file)))?;
+    let lit = literal::js_at(&src, at).map_err(|r| format!("script `{anchor}` in {}: {r}", pkg.shown(&file)))?;
+    let source = LuaSource { label: label.into(), file, anchor: anchor.into(), lua: lit.text.clone() };
     Ok((source, lit, src))
 }
 
 /// Reads the script bound to `anchor` in the Python file `rel` of a site-packages.
-pub fn py_script(
-    pkg: &Installed,
-    rel: &str,
-    anchor: &str,
-    label: &str,
-) -> std::result::Result<LuaSource, String> {
+pub fn py_script(pkg: &Installed, rel: &str, anchor: &str, label: &str) -> std::result::Result<LuaSource, String> {
     let file = pkg.dir.join(rel);
     let src = source_file(pkg, &file)?;
-    let at = literal::find_anchor(&src, anchor)
-        .ok_or_else(|| format!("script not found in {}: no `{anchor}`", pkg.shown(&file)))?;
-    let lit = literal::py_at(&src, at)
-        .map_err(|r| format!("script `{anchor}` in {}: {r}", pkg.shown(&file)))?;
-    Ok(LuaSource {
-        label: label.into(),
-        file,
-        anchor: anchor.into(),
-        lua: lit.text,
-    })
+    let at = literal::find_anchor(&src, anchor).ok_or_else(|| format!("script not found in {}: no `{anchor}`", pkg.shown(&file)))?;
+    let lit = literal::py_at(&src, at).map_err(|r| format!("script `{anchor}` in {}: {r}", pkg.shown(&file)))?;
+    Ok(LuaSource { label: label.into(), file, anchor: anchor.into(), lua: lit.text })
 }
 
 /// Reads a `.lua` file shipped in a package, whole.
-pub fn file_script(
-    pkg: &Installed,
-    rel: &str,
-    label: &str,
-) -> std::result::Result<LuaSource, String> {
+pub fn file_script(pkg: &Installed, rel: &str, label: &str) -> std::result::Result<LuaSource, String> {
     let file = pkg.dir.join(rel);
     if !file.is_file() {
         return Err(format!("script not found: no {}", pkg.shown(&file)));
     }
     let lua = env::read(&file).map_err(|e| format!("cannot read {}: {e}", pkg.shown(&file)))?;
-    Ok(LuaSource {
-        label: label.into(),
-        file,
-        anchor: "the whole file".into(),
-        lua,
-    })
+    Ok(LuaSource { label: label.into(), file, anchor: "the whole file".into(), lua })
 }
 
 /// The text of a package's file; a missing one means the script is not where this library keeps it.
@@ -274,11 +224,7 @@ fn source_file(pkg: &Installed, file: &Path) -> std::result::Result<String, Stri
 pub fn looks_like_lua(s: &LuaSource, pkg: &Installed) -> std::result::Result<(), String> {
     match s.lua.contains("redis.call") || s.lua.contains("redis.pcall") {
         true => Ok(()),
-        false => Err(format!(
-            "`{}` in {} does not look like a Redis script (no redis.call)",
-            s.anchor,
-            pkg.shown(&s.file)
-        )),
+        false => Err(format!("`{}` in {} does not look like a Redis script (no redis.call)", s.anchor, pkg.shown(&s.file))),
     }
 }
 
@@ -306,11 +252,7 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<()> {
     for path in &opts.paths {
         let roots = env::roots(path)?;
         if roots.is_empty() {
-            let _ = writeln!(
-                report,
-                "{}: no node_modules/ or Python site-packages there",
-                path.display()
-            );
+            let _ = writeln!(report, "{}: no node_modules/ or Python site-packages there", path.display());
             continue;
         }
         for root in &roots {
@@ -324,11 +266,7 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<()> {
                 let pkg = match found {
                     None => continue,
                     Some(Err(e)) => {
-                        let _ = writeln!(
-                            report,
-                            "  {}: recognised, but its metadata cannot be read: {e}",
-                            lib.name
-                        );
+                        let _ = writeln!(report, "  {}: recognised, but its metadata cannot be read: {e}", lib.name);
                         problems_any = true;
                         continue;
                     }
@@ -342,24 +280,14 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<()> {
                 } else {
                     format!("untested version (init knows {}): read as the tested ones; check what it wrote", lib.tested.join(", "))
                 };
-                let _ = writeln!(
-                    report,
-                    "  {} {} ({status}), {}",
-                    pkg.name,
-                    pkg.version,
-                    pkg.shown(&pkg.meta)
-                );
+                let _ = writeln!(report, "  {} {} ({status}), {}", pkg.name, pkg.version, pkg.shown(&pkg.meta));
                 let mut outcome = (lib.build)(&pkg, &opts.flags);
                 if let Some(algo) = &opts.flags.algorithm {
                     let want = algo.replace('-', "_").to_ascii_lowercase();
                     let offered: Vec<&str> = outcome.plans.iter().map(|p| p.algorithm).collect();
                     outcome.plans.retain(|p| p.algorithm == want);
                     if outcome.plans.is_empty() && !offered.is_empty() {
-                        let _ = writeln!(
-                            report,
-                            "    --algorithm {algo}: not one of {}",
-                            offered.join(", ")
-                        );
+                        let _ = writeln!(report, "    --algorithm {algo}: not one of {}", offered.join(", "));
                     }
                 }
                 for n in &outcome.notes {
@@ -367,11 +295,7 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<()> {
                 }
                 for p in &outcome.problems {
                     problems_any = true;
-                    let _ = writeln!(
-                        report,
-                        "    recognised {} {}, but {p}",
-                        pkg.name, pkg.version
-                    );
+                    let _ = writeln!(report, "    recognised {} {}, but {p}", pkg.name, pkg.version);
                 }
                 for plan in &outcome.plans {
                     let toml_path = opts.out.join(format!("{}.toml", plan.stem));
@@ -385,41 +309,21 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<()> {
                     );
                     for (i, s) in plan.scripts.iter().enumerate() {
                         let lua_path = opts.out.join(plan.lua_name(i));
-                        let _ = writeln!(
-                            report,
-                            "      {} <- {} ({}), sha1 {}",
-                            shown_out(&lua_path),
-                            pkg.shown(&s.file),
-                            s.anchor,
-                            s.sha1()
-                        );
-                        files.push(Out {
-                            path: lua_path,
-                            text: s.lua.clone(),
-                        });
+                        let _ =
+                            writeln!(report, "      {} <- {} ({}), sha1 {}", shown_out(&lua_path), pkg.shown(&s.file), s.anchor, s.sha1());
+                        files.push(Out { path: lua_path, text: s.lua.clone() });
                     }
                     for n in &plan.not_expressed {
                         let _ = writeln!(report, "      not expressed: {n}");
                     }
-                    files.push(Out {
-                        path: toml_path.clone(),
-                        text: spec_text(plan, &pkg, tested),
-                    });
+                    files.push(Out { path: toml_path.clone(), text: spec_text(plan, &pkg, tested) });
                     spec_ends.push(report.len());
                     written_specs.push((toml_path, plan.stem.clone()));
                 }
             }
             if here == 0 {
-                let names: Vec<&str> = LIBRARIES
-                    .iter()
-                    .filter(|l| l.registry == root.registry)
-                    .map(|l| l.name)
-                    .collect();
-                let _ = writeln!(
-                    report,
-                    "  no rate limiter init knows ({})",
-                    names.join(", ")
-                );
+                let names: Vec<&str> = LIBRARIES.iter().filter(|l| l.registry == root.registry).map(|l| l.name).collect();
+                let _ = writeln!(report, "  no rate limiter init knows ({})", names.join(", "));
             }
         }
     }
@@ -428,26 +332,12 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<()> {
         let reason = match (found_any, problems_any) {
             (false, _) => format!(
                 "nothing recognised in {}: init knows {}",
-                opts.paths
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                LIBRARIES
-                    .iter()
-                    .map(|l| l.name)
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                opts.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
+                LIBRARIES.iter().map(|l| l.name).collect::<Vec<_>>().join(", ")
             ),
-            (true, _) => {
-                "recognised libraries, but no spec could be written (see above)".to_string()
-            }
+            (true, _) => "recognised libraries, but no spec could be written (see above)".to_string(),
         };
-        return Err(Error::Invalid {
-            context: "limitlab init".into(),
-            field: "PATH".into(),
-            reason,
-        });
+        return Err(Error::Invalid { context: "limitlab init".into(), field: "PATH".into(), reason });
     }
     write_all(&files, &opts.out, opts.force)?;
     // Each written spec must load, and one request must run: say what a first request gets.
@@ -475,12 +365,7 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<()> {
     for (at, line) in inserts.into_iter().rev() {
         report.insert_str(at, &line);
     }
-    let _ = writeln!(
-        report,
-        "\nwrote {} files in {}; next:",
-        files.len(),
-        opts.out.display()
-    );
+    let _ = writeln!(report, "\nwrote {} files in {}; next:", files.len(), opts.out.display());
     for (path, _) in &written_specs {
         let _ = writeln!(report, "  limitlab check {}", path.display());
     }
@@ -494,13 +379,7 @@ fn shown_out(p: &Path) -> String {
 /// The spec's text: the header (where each script came from), then the fields.
 fn spec_text(plan: &Plan, pkg: &Installed, tested: bool) -> String {
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "# Written by `limitlab init` from {} {}, installed in {}",
-        pkg.name,
-        pkg.version,
-        pkg.root.base.display()
-    );
+    let _ = writeln!(s, "# Written by `limitlab init` from {} {}, installed in {}", pkg.name, pkg.version, pkg.root.base.display());
     if !tested {
         let _ = writeln!(s, "# (a version init was not written against: compare the calls below with the package's client)");
     }
@@ -510,12 +389,7 @@ fn spec_text(plan: &Plan, pkg: &Installed, tested: bool) -> String {
         let _ = writeln!(s, "#   anchor: {}", src.anchor);
         let _ = writeln!(s, "#   sha1: {}", src.sha1());
     }
-    let _ = writeln!(
-        s,
-        "# policy: {} ({})",
-        plan.policy.describe(),
-        plan.policy.note
-    );
+    let _ = writeln!(s, "# policy: {} ({})", plan.policy.describe(), plan.policy.note);
     for n in &plan.not_expressed {
         let _ = writeln!(s, "# not expressed: {n}");
     }
@@ -544,22 +418,12 @@ fn write_all(files: &[Out], dir: &Path, force: bool) -> Result<()> {
         return Err(Error::Invalid {
             context: "limitlab init".into(),
             field: "--out".into(),
-            reason: format!(
-                "{} already exist with other content (--force overwrites): {}",
-                in_the_way.len(),
-                in_the_way.join(", ")
-            ),
+            reason: format!("{} already exist with other content (--force overwrites): {}", in_the_way.len(), in_the_way.join(", ")),
         });
     }
-    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
-        path: dir.to_path_buf(),
-        source,
-    })?;
+    std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
     for f in files {
-        std::fs::write(&f.path, &f.text).map_err(|source| Error::Io {
-            path: f.path.clone(),
-            source,
-        })?;
+        std::fs::write(&f.path, &f.text).map_err(|source| Error::Io { path: f.path.clone(), source })?;
     }
     Ok(())
 }
@@ -573,22 +437,16 @@ enum SmokeError {
 fn smoke(path: &Path) -> std::result::Result<(), SmokeError> {
     let limiter = crate::load(path).map_err(|e| SmokeError::Load(e.to_string()))?;
     let mut h = crate::Harness::new(limiter);
-    h.request("user42", 1)
-        .map(|_| ())
-        .map_err(|e| SmokeError::Request(e.to_string()))
+    h.request("user42", 1).map(|_| ()).map_err(|e| SmokeError::Request(e.to_string()))
 }
 
 /// A duration: whole ms (`1500`), or a number with a unit, `ms`, `s`, `m`, `h` or `d` (`1s`,
 /// `1.5 s`, `10m`), as @upstash/ratelimit writes windows.
 pub fn parse_duration_ms(s: &str) -> std::result::Result<u64, String> {
     let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = (&t[..split], t[split..].trim());
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("`{s}` is not a duration (1000, 1000ms, 1s, 1.5 s, 10m, 1h, 1d)"))?;
+    let n: f64 = num.parse().map_err(|_| format!("`{s}` is not a duration (1000, 1000ms, 1s, 1.5 s, 10m, 1h, 1d)"))?;
     let mult = match unit {
         "" | "ms" => 1.0,
         "s" => 1e3,
@@ -622,17 +480,10 @@ mod tests {
     #[test]
     fn the_policy_says_where_it_came_from() {
         let f = Flags::default();
-        let p = f.policy(Some((
-            5,
-            60_000,
-            "the defaults, limit 5 and windowMs 60000",
-        )));
+        let p = f.policy(Some((5, 60_000, "the defaults, limit 5 and windowMs 60000")));
         assert_eq!((p.limit, p.window_ms), (5, 60_000));
         assert_eq!(p.note, "the defaults, limit 5 and windowMs 60000");
-        let f = Flags {
-            limit: Some(3),
-            ..Flags::default()
-        };
+        let f = Flags { limit: Some(3), ..Flags::default() };
         let p = f.policy(None);
         assert_eq!((p.limit, p.window_ms), (3, 1000));
         assert!(p.note.starts_with("--limit"), "{}", p.note);

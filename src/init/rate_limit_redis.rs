@@ -11,12 +11,7 @@ use super::env::{self, Installed, Registry};
 use super::literal::{js_strip_line_starts, js_trim};
 use super::{js_script, looks_like_lua, Flags, Library, Outcome, Plan};
 
-pub const LIBRARY: Library = Library {
-    name: "rate-limit-redis",
-    registry: Registry::Npm,
-    tested: &["6.0.1"],
-    build,
-};
+pub const LIBRARY: Library = Library { name: "rate-limit-redis", registry: Registry::Npm, tested: &["6.0.1"], build };
 
 /// What the package does to the literal before sending it; `init` knows this one transformation.
 const TRANSFORM: &str = r#".replaceAll(/^\s+/gm, "").trim()"#;
@@ -24,16 +19,9 @@ const TRANSFORM: &str = r#".replaceAll(/^\s+/gm, "").trim()"#;
 fn build(pkg: &Installed, flags: &Flags) -> Outcome {
     let mut out = Outcome::default();
     // express-rate-limit's own defaults: windowMs 60000, limit 5
-    let policy = flags.policy(Some((
-        5,
-        60_000,
-        "express-rate-limit's defaults, limit 5 and windowMs 60000",
-    )));
+    let policy = flags.policy(Some((5, 60_000, "express-rate-limit's defaults, limit 5 and windowMs 60000")));
     if let Some(Ok(erl)) = env::npm(&pkg.root, "express-rate-limit") {
-        out.notes.push(format!(
-            "express-rate-limit {} beside it: its middleware is the client",
-            erl.version
-        ));
+        out.notes.push(format!("express-rate-limit {} beside it: its middleware is the client", erl.version));
     }
     let main = env::npm_main(pkg).unwrap_or_else(|| "dist/index.cjs".into());
     let (mut script, lit, src) = match js_script(pkg, &main, "increment", "increment") {
@@ -48,11 +36,11 @@ fn build(pkg: &Installed, flags: &Flags) -> Outcome {
         script.lua = js_trim(&js_strip_line_starts(&script.lua)).to_string();
         script.anchor = format!("increment, then {TRANSFORM}");
     } else if after.starts_with('.') {
-        let call: String = after
-            .chars()
-            .take_while(|&c| c != ',' && c != '\n')
-            .collect();
-        out.problems.push(format!("the script `increment` in {} is changed by `{call}` before it is sent, which init does not know", pkg.shown(&script.file)));
+        let call: String = after.chars().take_while(|&c| c != ',' && c != '\n').collect();
+        out.problems.push(format!(
+            "the script `increment` in {} is changed by `{call}` before it is sent, which init does not know",
+            pkg.shown(&script.file)
+        ));
         return out;
     }
     if let Err(e) = looks_like_lua(&script, pkg) {

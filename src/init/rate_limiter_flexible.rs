@@ -13,12 +13,7 @@ use std::fmt::Write as _;
 use super::env::{Installed, Registry};
 use super::{js_script, looks_like_lua, toml_str, Flags, Library, Outcome, Plan};
 
-pub const LIBRARY: Library = Library {
-    name: "rate-limiter-flexible",
-    registry: Registry::Npm,
-    tested: &["11.4.0"],
-    build,
-};
+pub const LIBRARY: Library = Library { name: "rate-limiter-flexible", registry: Registry::Npm, tested: &["11.4.0"], build };
 
 fn build(pkg: &Installed, flags: &Flags) -> Outcome {
     let mut out = Outcome::default();
@@ -29,18 +24,11 @@ fn build(pkg: &Installed, flags: &Flags) -> Outcome {
     }
     if let Some(b) = flags.block_ms {
         if b % 1000 != 0 || b == 0 {
-            out.problems.push(format!(
-                "--block {b}: blockDuration is whole seconds, above 0"
-            ));
+            out.problems.push(format!("--block {b}: blockDuration is whole seconds, above 0"));
             return out;
         }
     }
-    let script = match js_script(
-        pkg,
-        "lib/RateLimiterRedis.js",
-        "incrTtlLuaScript",
-        "incr_ttl",
-    ) {
+    let script = match js_script(pkg, "lib/RateLimiterRedis.js", "incrTtlLuaScript", "incr_ttl") {
         Ok((s, ..)) => s,
         Err(e) => {
             out.problems.push(e);
@@ -81,10 +69,7 @@ keys = ["${key_prefix}:${subject}"]
 args = ["${r[1]}", "EX", "${block_s}"]
 "#,
             );
-            (
-                "cost <= limit and (block and block_s * 1000 or r[2]) or nil",
-                "block and block_s * 1000 or r[2]",
-            )
+            ("cost <= limit and (block and block_s * 1000 or r[2]) or nil", "block and block_s * 1000 or r[2]")
         }
         None => ("cost <= limit and r[2] or nil", "r[2]"),
     };

@@ -17,12 +17,7 @@
 use super::env::{Installed, Registry};
 use super::{js_script, looks_like_lua, Flags, Library, LuaSource, Outcome, Plan};
 
-pub const LIBRARY: Library = Library {
-    name: "@upstash/ratelimit",
-    registry: Registry::Npm,
-    tested: &["2.2.0"],
-    build,
-};
+pub const LIBRARY: Library = Library { name: "@upstash/ratelimit", registry: Registry::Npm, tested: &["2.2.0"], build };
 
 const FILE: &str = "dist/index.js";
 
@@ -80,9 +75,27 @@ reset_ms = "r[2] - now_ms"
 fn build(pkg: &Installed, flags: &Flags) -> Outcome {
     let mut out = Outcome::default();
     let algorithms: [(&str, &str, &str, &str, &str); 3] = [
-        ("fixed_window", "fixedWindowLimitScript", "fixed_window", "fixedWindow: INCRBY + PEXPIRE on the first hit of a bucketed key; the client compares the count with the limit", FIXED),
-        ("sliding_window", "slidingWindowLimitScript", "sliding_window", "slidingWindow: current and previous bucket, the previous weighted by its overlap; -1 when refused", SLIDING),
-        ("token_bucket", "tokenBucketLimitScript", "token_bucket", "tokenBucket: a hash of refilledAt and tokens, refilled whole intervals at a time", BUCKET),
+        (
+            "fixed_window",
+            "fixedWindowLimitScript",
+            "fixed_window",
+            "fixedWindow: INCRBY + PEXPIRE on the first hit of a bucketed key; the client compares the count with the limit",
+            FIXED,
+        ),
+        (
+            "sliding_window",
+            "slidingWindowLimitScript",
+            "sliding_window",
+            "slidingWindow: current and previous bucket, the previous weighted by its overlap; -1 when refused",
+            SLIDING,
+        ),
+        (
+            "token_bucket",
+            "tokenBucketLimitScript",
+            "token_bucket",
+            "tokenBucket: a hash of refilledAt and tokens, refilled whole intervals at a time",
+            BUCKET,
+        ),
     ];
     for (algo, anchor, family, description, calls) in algorithms {
         let (script, _, src) = match js_script(pkg, FILE, anchor, "limit") {
@@ -127,10 +140,7 @@ fn same_hash(script: &LuaSource, src: &str, pkg: &Installed) -> std::result::Res
     let Some(h) = rest.find("hash: \"").filter(|&h| h < 200) else {
         return Ok(());
     };
-    let theirs: String = rest[h + 7..]
-        .chars()
-        .take_while(|c| c.is_ascii_hexdigit())
-        .collect();
+    let theirs: String = rest[h + 7..].chars().take_while(|c| c.is_ascii_hexdigit()).collect();
     match theirs == script.sha1() {
         true => Ok(()),
         false => Err(format!(

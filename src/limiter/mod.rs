@@ -33,9 +33,9 @@ use crate::spec::{Compiled, Reports, SharedSpec, Spec};
 use crate::{Error, Result};
 
 pub mod direct;
-pub mod oracle;
 pub mod fixed_window;
 pub mod gcra;
+pub mod oracle;
 pub mod sliding_log;
 pub mod sliding_window;
 mod store;

@@ -44,7 +44,12 @@ pub struct ScriptOracle {
 
 impl ScriptOracle {
     pub fn new(limiter: &Limiter, subject: &str) -> ScriptOracle {
-        ScriptOracle { limiter: limiter.clone(), backend: EmulatedBackend::default(), session: limiter.session(), subject: subject.to_string() }
+        ScriptOracle {
+            limiter: limiter.clone(),
+            backend: EmulatedBackend::default(),
+            session: limiter.session(),
+            subject: subject.to_string(),
+        }
     }
 
     /// The emulator the script runs on (to look at its keys).

@@ -126,11 +126,7 @@ fn random_cost(rng: &mut ChaCha8Rng, capacity: u64) -> u64 {
 
 /// Drives every variant with monotone random traffic and calls `check` before each call with the
 /// model, the limiter, the call and the model's decision.
-fn for_random_runs(
-    runs: u64,
-    calls: usize,
-    mut check: impl FnMut(&Limiter, &dyn Reference, &str, i64, u64, Decision, u64),
-) {
+fn for_random_runs(runs: u64, calls: usize, mut check: impl FnMut(&Limiter, &dyn Reference, &str, i64, u64, Decision, u64)) {
     for v in Variant::ALL {
         for seed in 0..runs {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -283,17 +279,13 @@ fn clock_skew_never_refunds_and_never_goes_negative() {
             let mut newest = 1_000_000i64;
             for _ in 0..300 {
                 newest += step(&mut rng, limiter.params().window_ms as i64);
-                let lag =
-                    if rng.random_bool(0.3) { rng.random_range(0..=2 * limiter.params().window_ms as i64) } else { 0 };
+                let lag = if rng.random_bool(0.3) { rng.random_range(0..=2 * limiter.params().window_ms as i64) } else { 0 };
                 let cost = random_cost(&mut rng, limiter.params().capacity());
                 let straight = model.boxed_clone().decide_at(newest, "rate:{a}", newest, 0);
                 let d = model.decide_at(newest, "rate:{a}", newest - lag, cost);
                 assert!(d.remaining >= 0 && d.reset_after_ms >= 0, "{v} seed {seed}: {d:?}");
                 let shown = if d.allowed { d.remaining + cost as i64 } else { d.remaining };
-                assert!(
-                    shown <= straight.remaining,
-                    "{v} seed {seed}: lag {lag} saw {d:?}, newest time saw {straight:?}"
-                );
+                assert!(shown <= straight.remaining, "{v} seed {seed}: lag {lag} saw {d:?}, newest time saw {straight:?}");
             }
         }
     }
@@ -339,8 +331,7 @@ fn scripts_on_the_emulator_decide_exactly_as_their_references() {
                 let k: Vec<&[u8]> = keys.iter().map(|s| s.as_bytes()).collect();
                 let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
                 let reply = emu.evalsha(sha.as_bytes(), &k, &a);
-                let context =
-                    format!("{v} seed {seed} call {i}: {:?} now {now} (server {newest}) cost {cost}", limiter.params());
+                let context = format!("{v} seed {seed} call {i}: {:?} now {now} (server {newest}) cost {cost}", limiter.params());
                 let got = direct.parse_reply(&reply).unwrap_or_else(|e| panic!("{context}: {e}"));
                 assert_eq!(got, model.decide_at(newest, key, now, cost), "{context}");
 
@@ -364,12 +355,8 @@ fn scripts_on_the_emulator_decide_exactly_as_their_references() {
                 // that this never changes a decision of a caller whose clock agrees with the server.
                 real.retain(|(_, ttl)| *ttl != 0);
                 real.sort();
-                let modelled: Vec<(String, i64)> = model
-                    .keys(newest)
-                    .into_iter()
-                    .map(|(k, d)| (k, d.map_or(-1, |d| d - newest)))
-                    .filter(|(_, ttl)| *ttl != 0)
-                    .collect();
+                let modelled: Vec<(String, i64)> =
+                    model.keys(newest).into_iter().map(|(k, d)| (k, d.map_or(-1, |d| d - newest))).filter(|(_, ttl)| *ttl != 0).collect();
                 assert_eq!(real, modelled, "{context}: keys and PTTLs");
             }
         }

@@ -96,9 +96,7 @@ pub fn key_costs(emu: &Emulator, keys: &[KeyUsage]) -> Vec<KeyCost> {
     let mut core = emu.core();
     let cluster = core.cluster;
     let now = core.now_ms();
-    keys.iter()
-        .filter_map(|k| core.db.get(k.key.as_bytes(), now).map(|e| key_cost(k.key.as_bytes(), e, cluster)))
-        .collect()
+    keys.iter().filter_map(|k| core.db.get(k.key.as_bytes(), now).map(|e| key_cost(k.key.as_bytes(), e, cluster))).collect()
 }
 
 /// MEMORY USAGE of each of `keys` that exists.
@@ -183,11 +181,8 @@ pub fn measure(plan: &MemoryPlan, mut real: Option<&mut RealRedis>) -> Result<Me
     };
     let at_seed_setting = params == SEED_PARAMS;
     let mut rows = Vec::new();
-    let scripts: Vec<crate::spec::SharedSpec> = if plan.scripts.is_empty() {
-        Variant::ALL.iter().map(|&v| crate::spec::builtin::spec(v)).collect()
-    } else {
-        plan.scripts.clone()
-    };
+    let scripts: Vec<crate::spec::SharedSpec> =
+        if plan.scripts.is_empty() { Variant::ALL.iter().map(|&v| crate::spec::builtin::spec(v)).collect() } else { plan.scripts.clone() };
     for spec in &scripts {
         let mut p = params;
         if !spec.uses_burst() {
@@ -221,7 +216,13 @@ pub fn measure(plan: &MemoryPlan, mut real: Option<&mut RealRedis>) -> Result<Me
                 // cluster-mode emulator's bare CROSSSLOT (and before anything reaches the server).
                 let arrivals: Vec<crate::traffic::Arrival> = times
                     .iter()
-                    .map(|&t| crate::traffic::Arrival { at: Millis(t).as_micros(), key: plan.subject.clone(), cost: 1, phase: String::new(), op: crate::traffic::Op::Request })
+                    .map(|&t| crate::traffic::Arrival {
+                        at: Millis(t).as_micros(),
+                        key: plan.subject.clone(),
+                        cost: 1,
+                        phase: String::new(),
+                        op: crate::traffic::Op::Request,
+                    })
                     .collect();
                 crate::verify::decisions::check_slots("memory's user", &limiter, &arrivals, times[0], r.key_prefix(), &r.describe())?;
             }
@@ -343,11 +344,7 @@ impl MemoryReport {
             format!("used_memory growth, {users} users"),
         ];
         if self.redis.is_some() {
-            headers.extend([
-                "Real Redis: per user".into(),
-                format!("Real Redis: {users} users"),
-                "Model vs real".into(),
-            ]);
+            headers.extend(["Real Redis: per user".into(), format!("Real Redis: {users} users"), "Model vs real".into()]);
         }
         let h: Vec<&str> = headers.iter().map(String::as_str).collect();
         let mut t = Table::new(
@@ -447,10 +444,7 @@ mod tests {
     #[test]
     fn fill_times_start_after_a_boundary() {
         let p = Params::new(4, 60_000);
-        assert_eq!(
-            fill_times(p, 1_704_067_200_000, 4),
-            vec![1_704_067_200_001, 1_704_067_212_501, 1_704_067_225_001, 1_704_067_237_501]
-        );
+        assert_eq!(fill_times(p, 1_704_067_200_000, 4), vec![1_704_067_200_001, 1_704_067_212_501, 1_704_067_225_001, 1_704_067_237_501]);
         assert_eq!(fill_times(p, 1_704_067_200_001, 1), vec![1_704_067_260_001]);
         // More calls than ms in the window: several in the same ms.
         let t = fill_times(Params::new(10, 6), 0, 12);
@@ -468,8 +462,7 @@ mod tests {
     #[test]
     fn the_shim_keeps_the_script_working() {
         let mut e = Emulator::new();
-        let body =
-            with_long_ttls("redis.call('SET', KEYS[1], 1, 'PX', 100) redis.call('PEXPIRE', KEYS[2], 5) return 1");
+        let body = with_long_ttls("redis.call('SET', KEYS[1], 1, 'PX', 100) redis.call('PEXPIRE', KEYS[2], 5) return 1");
         assert_eq!(e.eval(body.as_bytes(), &[b"a", b"a"], &[]), Reply::Int(1));
         let Reply::Int(ttl) = e.execute(&[b"PTTL", b"a"]) else { panic!() };
         assert_eq!(ttl, 1_000_000_005);

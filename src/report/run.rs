@@ -76,14 +76,7 @@ pub struct RunReport {
 
 impl RunReport {
     /// A report with no results yet.
-    pub fn new(
-        s: &Scenario,
-        seed: u64,
-        backend: &str,
-        arrivals: usize,
-        subjects: usize,
-        phases: Vec<String>,
-    ) -> RunReport {
+    pub fn new(s: &Scenario, seed: u64, backend: &str, arrivals: usize, subjects: usize, phases: Vec<String>) -> RunReport {
         RunReport {
             scenario: s.name.clone(),
             description: s.description.clone(),
@@ -148,10 +141,8 @@ impl RunReport {
     /// traffic replays one.
     pub fn coarse_table(&self) -> Option<Table> {
         let c = self.coarse_trace.as_ref()?;
-        let mut t = Table::new(
-            "",
-            &["algorithm", "ties", "admitted", "refused", "false allows", "false rejections", "max in window", "overshoot"],
-        );
+        let mut t =
+            Table::new("", &["algorithm", "ties", "admitted", "refused", "false allows", "false rejections", "max in window", "overshoot"]);
         t.align[1] = Align::Left;
         let scripts = c.verdicts.first().map_or(0, |v| v.results.len());
         for i in 0..scripts {
@@ -171,7 +162,9 @@ impl RunReport {
             }
         }
         t.note("same: every request at the recorded instant (the start of its tick); spread: a tick's n requests evenly across it, in file order; jitter: each at a seeded random offset within its tick.");
-        t.note("Choose with `ties = \"same\"`, `\"spread\"` or `{ jitter = SEED }` in [traffic]; --seed changes the jitter seed shown here.");
+        t.note(
+            "Choose with `ties = \"same\"`, `\"spread\"` or `{ jitter = SEED }` in [traffic]; --seed changes the jitter seed shown here.",
+        );
         Some(t)
     }
 

@@ -37,16 +37,8 @@ pub fn node_id(i: usize) -> String {
 }
 
 /// The subcommands answered, with Redis's arity.
-const SUBCOMMANDS: &[(&str, i32)] = &[
-    ("slots", 2),
-    ("shards", 2),
-    ("nodes", 2),
-    ("info", 2),
-    ("myid", 2),
-    ("keyslot", 3),
-    ("countkeysinslot", 3),
-    ("getkeysinslot", 4),
-];
+const SUBCOMMANDS: &[(&str, i32)] =
+    &[("slots", 2), ("shards", 2), ("nodes", 2), ("info", 2), ("myid", 2), ("keyslot", 3), ("countkeysinslot", 3), ("getkeysinslot", 4)];
 
 /// Unknown subcommands and wrong arities, which Redis reports before anything else.
 pub fn check_subcommand(args: &[&[u8]]) -> Result<(), Reply> {
@@ -200,8 +192,7 @@ fn keys_in_slot(server: &Server, conn: &Conn, sub: &str, args: &[&[u8]]) -> Repl
     };
     let mut emu = server.nodes[conn.node].emu.borrow_mut();
     let Reply::Array(all) = emu.execute(&[b"KEYS", b"*"]) else { return Reply::Array(vec![]) };
-    let keys: Vec<Reply> =
-        all.into_iter().filter(|k| matches!(k, Reply::Bulk(b) if key_slot(b) == slot)).collect();
+    let keys: Vec<Reply> = all.into_iter().filter(|k| matches!(k, Reply::Bulk(b) if key_slot(b) == slot)).collect();
     match count {
         None => Reply::Int(keys.len() as i64),
         Some(c) => Reply::Array(keys.into_iter().take(c).collect()),

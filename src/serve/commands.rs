@@ -142,9 +142,7 @@ fn run_own(server: &Server, conn: &mut Conn, which: Own, args: &[&[u8]], out: &m
             Reply::Status("RESET".into())
         }
         Own::Shutdown => {
-            let ok = args[1..].iter().all(|a| {
-                ["nosave", "save", "now", "force"].iter().any(|f| a.eq_ignore_ascii_case(f.as_bytes()))
-            });
+            let ok = args[1..].iter().all(|a| ["nosave", "save", "now", "force"].iter().any(|f| a.eq_ignore_ascii_case(f.as_bytes())));
             if args.len() == 2 && args[1].eq_ignore_ascii_case(b"abort") {
                 Reply::err("ERR No shutdown in progress.")
             } else if !ok {
@@ -279,8 +277,5 @@ fn debug(args: &[&[u8]]) -> Reply {
         }
         return Reply::ok();
     }
-    Reply::Error(format!(
-        "ERR unknown subcommand '{}'. limitlab serve answers only DEBUG SLEEP.",
-        String::from_utf8_lossy(args[1])
-    ))
+    Reply::Error(format!("ERR unknown subcommand '{}'. limitlab serve answers only DEBUG SLEEP.", String::from_utf8_lossy(args[1])))
 }

@@ -63,8 +63,7 @@ pub async fn handle(server: Rc<Server>, node: usize, mut stream: TcpStream) {
         _ => None,
     };
     let client = connect(&server, node, &addrs);
-    let mut conn =
-        Conn { node, client, addrs, resp3: false, authed: server.requirepass.is_none(), close: false, grew: false };
+    let mut conn = Conn { node, client, addrs, resp3: false, authed: server.requirepass.is_none(), close: false, grew: false };
     let _ = serve(&server, &mut conn, &mut stream).await;
     server.nodes[conn.node].emu.borrow_mut().disconnect(conn.client);
     server.clients.set(server.clients.get() - 1);

@@ -279,7 +279,11 @@ impl DecisionWriter {
                     ratelimit: h.ratelimit.as_deref(),
                     headers_honest: judged.headers_honest,
                 };
-                let json = serde_json::to_string(&row).map_err(|e| Error::Invalid { context: "--decisions".into(), field: "row".into(), reason: e.to_string() })?;
+                let json = serde_json::to_string(&row).map_err(|e| Error::Invalid {
+                    context: "--decisions".into(),
+                    field: "row".into(),
+                    reason: e.to_string(),
+                })?;
                 self.line.push_str(&json);
             }
             DecisionsFormat::Csv => {

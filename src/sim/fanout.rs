@@ -18,20 +18,12 @@ pub const IN_FLIGHT: usize = 16;
 /// all of `feed`'s chunks in order, while this thread produces them. Results come in reader order.
 /// The feed is left exhausted (or stopped early when every reader stopped), so its subject and
 /// phase tables can be read afterwards.
-pub fn fan_out<T: Send>(
-    feed: &mut Feed,
-    readers: usize,
-    read: impl Fn(usize, &mut dyn Iterator<Item = Arc<Chunk>>) -> T + Sync,
-) -> Vec<T> {
+pub fn fan_out<T: Send>(feed: &mut Feed, readers: usize, read: impl Fn(usize, &mut dyn Iterator<Item = Arc<Chunk>>) -> T + Sync) -> Vec<T> {
     let (senders, receivers): (Vec<SyncSender<Arc<Chunk>>>, Vec<Receiver<Arc<Chunk>>>) =
         (0..readers).map(|_| sync_channel(IN_FLIGHT)).unzip();
     std::thread::scope(|scope| {
         let read = &read;
-        let handles: Vec<_> = receivers
-            .into_iter()
-            .enumerate()
-            .map(|(i, rx)| scope.spawn(move || read(i, &mut rx.into_iter())))
-            .collect();
+        let handles: Vec<_> = receivers.into_iter().enumerate().map(|(i, rx)| scope.spawn(move || read(i, &mut rx.into_iter()))).collect();
         let mut senders: Vec<Option<SyncSender<Arc<Chunk>>>> = senders.into_iter().map(Some).collect();
         for chunk in feed.by_ref() {
             let chunk = Arc::new(chunk);
@@ -51,10 +43,7 @@ pub fn fan_out<T: Send>(
         }
         // Closing the channels ends every reader's iterator.
         drop(senders);
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-            .collect()
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
     })
 }
 

@@ -409,8 +409,15 @@ mod tests {
     fn a_reader_learns_the_phase_names_chunk_by_chunk() {
         // Phases that first appear in later chunks, and come back.
         let label = |i: usize| ["a", "", "b", "a", "c"][i * 5 / 12_000].to_string();
-        let arrivals: Vec<Arrival> =
-            (0..12_000).map(|i| Arrival { at: Micros(i as i64), key: format!("k{}", i % 7), cost: 1, phase: label(i), op: crate::traffic::Op::Request }).collect();
+        let arrivals: Vec<Arrival> = (0..12_000)
+            .map(|i| Arrival {
+                at: Micros(i as i64),
+                key: format!("k{}", i % 7),
+                cost: 1,
+                phase: label(i),
+                op: crate::traffic::Op::Request,
+            })
+            .collect();
         let mut feed = Feed::arrivals(&arrivals);
         let mut names = PhaseNames::default();
         let mut seen = Vec::new();
@@ -448,7 +455,13 @@ mod tests {
     fn verdicts_are_the_exact_logs_with_each_cost_and_with_unit_cost() {
         let arrivals: Vec<Arrival> = [(0, "a", 2), (1, "a", 2), (2, "b", 3), (3, "a", 1), (4, "a", 1)]
             .iter()
-            .map(|&(ms, key, cost)| Arrival { at: Micros(ms * 1000), key: key.into(), cost, phase: String::new(), op: crate::traffic::Op::Request })
+            .map(|&(ms, key, cost)| Arrival {
+                at: Micros(ms * 1000),
+                key: key.into(),
+                cost,
+                phase: String::new(),
+                op: crate::traffic::Op::Request,
+            })
             .collect();
         let params = Params::new(3, 1000);
         let both = [crate::limiter::Variant::FIXED_WINDOW.takes_cost(), crate::limiter::Variant::SEED_FIXED_WINDOW.takes_cost()];

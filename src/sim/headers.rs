@@ -109,7 +109,9 @@ impl HeaderAcc {
         let max_retry_after = self.longest.as_ref().map(|l| secs_up(l.3.retry_after_ms));
         let first_refused_at = self.first_refused.as_ref().map(|f| f.0);
         let mut picked: Vec<(&str, Sample)> = Vec::new();
-        for (what, kept) in [("first allowed", self.first_allowed), ("first refused", self.first_refused), ("longest Retry-After", self.longest)] {
+        for (what, kept) in
+            [("first allowed", self.first_allowed), ("first refused", self.first_refused), ("longest Retry-After", self.longest)]
+        {
             let Some(k) = kept else { continue };
             if what == "longest Retry-After" && Some(k.0) == first_refused_at {
                 continue;
@@ -121,7 +123,15 @@ impl HeaderAcc {
             .into_iter()
             .map(|(what, (request, now_ms, subject, d))| {
                 let h = headers(&d, self.reports, &self.params);
-                HeaderSample { what: what.to_string(), request, now_ms, subject, allowed: d.allowed, ratelimit: h.ratelimit, retry_after: h.retry_after }
+                HeaderSample {
+                    what: what.to_string(),
+                    request,
+                    now_ms,
+                    subject,
+                    allowed: d.allowed,
+                    ratelimit: h.ratelimit,
+                    retry_after: h.retry_after,
+                }
             })
             .collect();
         HeaderSummary {
@@ -149,7 +159,8 @@ mod tests {
     fn samples_and_counts_follow_the_decisions() {
         let l = Limiter::new(Variant::FIXED_WINDOW, Params::new(2, 60_000)).unwrap();
         let mut acc = HeaderAcc::new(&l);
-        let d = |allowed, remaining, retry, reset| Decision { allowed, remaining, retry_after_ms: retry, reset_after_ms: reset, granted: -1 };
+        let d =
+            |allowed, remaining, retry, reset| Decision { allowed, remaining, retry_after_ms: retry, reset_after_ms: reset, granted: -1 };
         acc.push(&record(0, d(true, 1, -1, 60_000)), "a");
         acc.push(&record(1, d(true, 0, -1, 59_999)), "a");
         acc.push(&record(2, d(false, 0, 59_998, 59_998)), "a");
@@ -161,7 +172,10 @@ mod tests {
         let got: Vec<(&str, u64, Option<&str>, Option<u64>)> =
             s.samples.iter().map(|x| (x.what.as_str(), x.request, x.ratelimit.as_deref(), x.retry_after)).collect();
         // The longest wait is the first refusal's: it is shown once.
-        assert_eq!(got, [("first allowed", 1, Some("\"default\";r=1;t=60"), None), ("first refused", 3, Some("\"default\";r=0;t=60"), Some(60))]);
+        assert_eq!(
+            got,
+            [("first allowed", 1, Some("\"default\";r=1;t=60"), None), ("first refused", 3, Some("\"default\";r=0;t=60"), Some(60))]
+        );
     }
 
     #[test]

@@ -229,16 +229,19 @@ pub fn run_partial(
         b.finish_and_clear();
     }
     let (keys, phases) = feed.into_names();
-    Ok(Trace { name: limiter.name().to_string(), variant: limiter.variant(), params: limiter.params(), keys, phases, records, elapsed_secs })
+    Ok(Trace {
+        name: limiter.name().to_string(),
+        variant: limiter.variant(),
+        params: limiter.params(),
+        keys,
+        phases,
+        records,
+        elapsed_secs,
+    })
 }
 
 /// Runs `arrivals` on a fresh emulator whose clock starts at the first arrival (or `start_ms`).
-pub fn run_emulated(
-    limiter: &Limiter,
-    arrivals: &[Arrival],
-    start_ms: i64,
-    progress: Progress,
-) -> Result<(Trace, EmulatedBackend)> {
+pub fn run_emulated(limiter: &Limiter, arrivals: &[Arrival], start_ms: i64, progress: Progress) -> Result<(Trace, EmulatedBackend)> {
     let mut backend = EmulatedBackend::default();
     backend.set_time_ms(start_ms);
     let trace = run(limiter, &mut backend, arrivals, progress)?;
@@ -290,13 +293,7 @@ mod tests {
     fn production_replies_carry_remaining_and_retry_after() {
         let l = Limiter::new(Variant::FIXED_WINDOW, Params::new(1, 1000)).unwrap();
         let (t, _) = run_emulated(&l, &arrivals(&[0, 250], "u"), DEFAULT_START.0, Progress::Off).unwrap();
-        assert_eq!(
-            t.records[0].decision,
-            Decision { allowed: true, remaining: 0, retry_after_ms: -1, reset_after_ms: 1000, granted: -1 }
-        );
-        assert_eq!(
-            t.records[1].decision,
-            Decision { allowed: false, remaining: 0, retry_after_ms: 750, reset_after_ms: 750, granted: -1 }
-        );
+        assert_eq!(t.records[0].decision, Decision { allowed: true, remaining: 0, retry_after_ms: -1, reset_after_ms: 1000, granted: -1 });
+        assert_eq!(t.records[1].decision, Decision { allowed: false, remaining: 0, retry_after_ms: 750, reset_after_ms: 750, granted: -1 });
     }
 }

@@ -18,8 +18,8 @@ use super::{Progress, Scenario, PROGRESS_MIN};
 use crate::backend::emulated::EmulatedBackend;
 use crate::backend::Backend;
 use crate::limiter::{Limiter, Variant};
-use crate::spec::SharedSpec;
 use crate::metrics::Metrics;
+use crate::spec::SharedSpec;
 use crate::Result;
 
 /// What a streaming run produced.
@@ -160,7 +160,14 @@ pub fn run_variants(s: &Scenario, seed: u64, scripts: &[SharedSpec], jobs: usize
 /// [`run_variants`], doing what `opts` asks besides: with [`RunOptions::decisions`], every
 /// decision goes to that file (each script's rows to a part of its own, joined in the order of
 /// `scripts` once every script is done; nothing is left behind when the run fails).
-pub fn run_variants_with(s: &Scenario, seed: u64, scripts: &[SharedSpec], jobs: usize, progress: Progress, opts: &RunOptions) -> Result<Vec<StreamRun>> {
+pub fn run_variants_with(
+    s: &Scenario,
+    seed: u64,
+    scripts: &[SharedSpec],
+    jobs: usize,
+    progress: Progress,
+    opts: &RunOptions,
+) -> Result<Vec<StreamRun>> {
     let runs = run_variants_inner(s, seed, scripts, jobs, progress, opts);
     if let Some(d) = &opts.decisions {
         match &runs {
@@ -171,15 +178,22 @@ pub fn run_variants_with(s: &Scenario, seed: u64, scripts: &[SharedSpec], jobs: 
     runs
 }
 
-fn run_variants_inner(s: &Scenario, seed: u64, scripts: &[SharedSpec], jobs: usize, progress: Progress, opts: &RunOptions) -> Result<Vec<StreamRun>> {
+fn run_variants_inner(
+    s: &Scenario,
+    seed: u64,
+    scripts: &[SharedSpec],
+    jobs: usize,
+    progress: Progress,
+    opts: &RunOptions,
+) -> Result<Vec<StreamRun>> {
     let limiters = scripts.iter().map(|spec| s.limiter(spec)).collect::<Result<Vec<Limiter>>>()?;
     let variants = &limiters;
     let jobs = if jobs == 0 { super::parallel::default_jobs() } else { jobs }.clamp(1, variants.len().max(1));
     // The first wave's feed, built first so that traffic errors come before anything runs.
     let mut first = Some(Feed::scenario(s, seed)?);
     let total = first.as_ref().map_or(0, Feed::len);
-    let multi = (progress == Progress::Auto && total >= PROGRESS_MIN && std::io::stderr().is_terminal())
-        .then(indicatif::MultiProgress::new);
+    let multi =
+        (progress == Progress::Auto && total >= PROGRESS_MIN && std::io::stderr().is_terminal()).then(indicatif::MultiProgress::new);
     let bars: Vec<Option<indicatif::ProgressBar>> = variants
         .iter()
         .map(|v| {
@@ -210,11 +224,20 @@ fn run_variants_inner(s: &Scenario, seed: u64, scripts: &[SharedSpec], jobs: usi
 
 /// One wave of [`run_variants`]: `wave`'s scripts (numbers `first..` of the run) over one feed,
 /// each on its own thread (or on this one, with the feed, for a single script).
-fn run_wave(s: &Scenario, mut feed: Feed, wave: &[Limiter], bars: &[Option<indicatif::ProgressBar>], opts: &RunOptions, first: usize) -> Vec<Result<StreamRun>> {
+fn run_wave(
+    s: &Scenario,
+    mut feed: Feed,
+    wave: &[Limiter],
+    bars: &[Option<indicatif::ProgressBar>],
+    opts: &RunOptions,
+    first: usize,
+) -> Vec<Result<StreamRun>> {
     let bar = |i: usize| bars.get(i).and_then(Option::as_ref);
     let folded: Vec<Result<Folded>> = match wave {
         [l] => vec![fold_on_emulator(l, s.start_ms, feed.by_ref(), bar(0), opts, first)],
-        _ => super::fanout::fan_out(&mut feed, wave.len(), |i, chunks| fold_on_emulator(&wave[i], s.start_ms, chunks, bar(i), opts, first + i)),
+        _ => super::fanout::fan_out(&mut feed, wave.len(), |i, chunks| {
+            fold_on_emulator(&wave[i], s.start_ms, chunks, bar(i), opts, first + i)
+        }),
     };
     if let Some(e) = feed.take_error() {
         return vec![Err(e)];
@@ -310,7 +333,12 @@ mod tests {
             for jobs in [1, 2, 4, 9] {
                 let shared = run_variants(&s, 9, &all(), jobs, Progress::Off).unwrap();
                 for (a, b) in alone.iter().zip(&shared) {
-                    assert_eq!((a.variant, &a.metrics, &a.subjects, &a.phases), (b.variant, &b.metrics, &b.subjects, &b.phases), "{} jobs {jobs}", s.name);
+                    assert_eq!(
+                        (a.variant, &a.metrics, &a.subjects, &a.phases),
+                        (b.variant, &b.metrics, &b.subjects, &b.phases),
+                        "{} jobs {jobs}",
+                        s.name
+                    );
                 }
             }
         }
@@ -322,7 +350,13 @@ mod tests {
         // stops at the call that goes back, alone or reading a shared feed.
         let arrivals: Vec<Arrival> = [(0, "a"), (5, "b"), (3, "a"), (9, "b")]
             .iter()
-            .map(|&(ms, key)| Arrival { at: Micros((DEFAULT_START.0 + ms) * 1000), key: key.into(), cost: 1, phase: String::new(), op: crate::traffic::Op::Request })
+            .map(|&(ms, key)| Arrival {
+                at: Micros((DEFAULT_START.0 + ms) * 1000),
+                key: key.into(),
+                cost: 1,
+                phase: String::new(),
+                op: crate::traffic::Op::Request,
+            })
             .collect();
         let want = "call #3 (subject `a`): field `now_ms`: 1704067200003 is before the previous call's 1704067200005: \
                     a streaming run needs arrivals in time order";

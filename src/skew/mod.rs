@@ -22,10 +22,10 @@ use serde::{Deserialize, Serialize};
 use crate::backend::emulated::EmulatedBackend;
 use crate::clock::{Millis, DEFAULT_START};
 use crate::limiter::{subject_key, Flavor, Limiter, Params, Variant};
-use crate::spec::SharedSpec;
 use crate::metrics::{max_in_any_window, ExactLog};
 use crate::report::table::Table;
 use crate::report::{to_json, Format};
+use crate::spec::SharedSpec;
 use crate::traffic::TrafficSpec;
 use crate::{Error, Result};
 
@@ -212,13 +212,7 @@ pub fn run(spec: &SkewSpec, seed: u64) -> Result<SkewReport> {
 }
 
 /// One script body over the arrivals, each caller passing its own skewed clock.
-fn simulate(
-    limiter: &Limiter,
-    body: &str,
-    arrivals: &[crate::traffic::Arrival],
-    servers: u32,
-    skew: u64,
-) -> Result<SkewFigures> {
+fn simulate(limiter: &Limiter, body: &str, arrivals: &[crate::traffic::Arrival], servers: u32, skew: u64) -> Result<SkewFigures> {
     let mut backend = EmulatedBackend::default();
     let clock = backend.emu.clock();
     let runner = if body == limiter.script() { limiter.clone() } else { limiter.with_script_body(body) };

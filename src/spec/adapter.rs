@@ -65,8 +65,7 @@ fn lua_err(path: &Path, e: mlua::Error) -> Error {
 impl AdapterState {
     /// Loads the adapter; a syntax error or a missing `request` names the file.
     pub fn new(path: &Path, source: &str) -> Result<AdapterState> {
-        let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())
-            .map_err(|e| lua_err(path, e))?;
+        let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default()).map_err(|e| lua_err(path, e))?;
         let chunk_name = format!("@{}", path.display());
         lua.load(DEEP_COPY).set_name("=limitlab").exec().map_err(|e| lua_err(path, e))?;
         lua.load(source).set_name(chunk_name).exec().map_err(|e| lua_err(path, e))?;
@@ -99,7 +98,14 @@ impl AdapterState {
 
     /// Runs one lifecycle operation through the adapter's function `name(req)` (its return value
     /// is not read).
-    pub(crate) fn op(&self, name: &str, limiter: &Limiter, backend: &mut dyn Backend, req: &Request<'_>, record: &mut Option<Vec<CallRecord>>) -> Result<()> {
+    pub(crate) fn op(
+        &self,
+        name: &str,
+        limiter: &Limiter,
+        backend: &mut dyn Backend,
+        req: &Request<'_>,
+        record: &mut Option<Vec<CallRecord>>,
+    ) -> Result<()> {
         self.invoke(name, limiter, backend, req, record).map(|_| ())
     }
 
@@ -236,7 +242,11 @@ impl AdapterState {
                                     let s = match &v {
                                         LuaValue::String(s) => s.to_str()?.to_string(),
                                         LuaValue::Integer(i) => i.to_string(),
-                                        LuaValue::Number(_) => lua.coerce_string(v.clone())?.map(|s| s.to_str().map(|x| x.to_string())).transpose()?.unwrap_or_default(),
+                                        LuaValue::Number(_) => lua
+                                            .coerce_string(v.clone())?
+                                            .map(|s| s.to_str().map(|x| x.to_string()))
+                                            .transpose()?
+                                            .unwrap_or_default(),
                                         other => {
                                             return Err(mlua::Error::runtime(format!(
                                                 "{kind}: keys and args are strings or numbers, got a {}",
@@ -254,7 +264,10 @@ impl AdapterState {
                         let reply = if kind == "eval" {
                             let Some(sc) = spec.scripts.iter().find(|s| s.name == name_s) else {
                                 let known: Vec<&str> = spec.scripts.iter().map(|s| s.name.as_str()).collect();
-                                return Err(mlua::Error::runtime(format!("eval: no script named `{name_s}` in the spec's [scripts] (known: {})", known.join(", "))));
+                                return Err(mlua::Error::runtime(format!(
+                                    "eval: no script named `{name_s}` in the spec's [scripts] (known: {})",
+                                    known.join(", ")
+                                )));
                             };
                             let r = b.eval(&sc.script, &kb, &ab).map_err(|e| external(e))?;
                             if let Reply::Error(e) = &r {
@@ -267,12 +280,22 @@ impl AdapterState {
                             argv.extend(ab.iter().copied());
                             let r = b.command(&argv).map_err(external)?;
                             if let Reply::Error(e) = &r {
-                                return Err(external(Error::Script { reply: e.clone(), at: format!("{} (command {name_s})", path.display()), request: describe() }));
+                                return Err(external(Error::Script {
+                                    reply: e.clone(),
+                                    at: format!("{} (command {name_s})", path.display()),
+                                    request: describe(),
+                                }));
                             }
                             r
                         };
                         if let Some(rec) = record.borrow_mut().as_mut() {
-                            rec.push(CallRecord { name: name_s.clone(), target: name_s.clone(), keys: kv.clone(), args: av.clone(), reply: reply.clone() });
+                            rec.push(CallRecord {
+                                name: name_s.clone(),
+                                target: name_s.clone(),
+                                keys: kv.clone(),
+                                args: av.clone(),
+                                reply: reply.clone(),
+                            });
                         }
                         to_lua(lua, &reply, true)
                     })

@@ -280,7 +280,15 @@ impl Limiter {
 
     /// KEYS (behind `prefix`) and ARGV of a [`Limiter::single_script`] spec's one call, into
     /// buffers a hot loop reuses.
-    pub fn render_single(&self, prefix: &str, subject: &str, now_ms: i64, cost: u64, keys: &mut Vec<String>, args: &mut Vec<String>) -> Result<()> {
+    pub fn render_single(
+        &self,
+        prefix: &str,
+        subject: &str,
+        now_ms: i64,
+        cost: u64,
+        keys: &mut Vec<String>,
+        args: &mut Vec<String>,
+    ) -> Result<()> {
         let c = &self.program().calls[0];
         let req = Request { subject, now_ms, cost, window_ms: self.params().window_ms as i64, seq: 0 };
         render(self.spec(), &c.keys, &c.srcs.keys, keys, prefix, &req, &[])?;
@@ -391,7 +399,15 @@ fn strings(buf: &str, ends: &[usize], mut start: usize) -> Vec<String> {
 
 /// Renders templates into `out` (one string each, behind `pre`), reusing its strings.
 #[inline]
-fn render(spec: &Spec, t: &[Template], srcs: &[Src], out: &mut Vec<String>, pre: &str, req: &Request<'_>, replies: &[Option<Reply>]) -> Result<()> {
+fn render(
+    spec: &Spec,
+    t: &[Template],
+    srcs: &[Src],
+    out: &mut Vec<String>,
+    pre: &str,
+    req: &Request<'_>,
+    replies: &[Option<Reply>],
+) -> Result<()> {
     if out.len() != t.len() {
         out.resize_with(t.len(), String::new);
     }

@@ -230,8 +230,7 @@ enum Tok {
 }
 
 fn tokenize(src: &str) -> Result<Vec<Tok>, String> {
-    const OPS: [&str; 19] =
-        ["//", "==", "~=", "!=", "<=", ">=", "+", "-", "*", "/", "%", "<", ">", "(", ")", "[", "]", ",", "="];
+    const OPS: [&str; 19] = ["//", "==", "~=", "!=", "<=", ">=", "+", "-", "*", "/", "%", "<", ">", "(", ")", "[", "]", ",", "="];
     let b = src.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -428,7 +427,10 @@ impl Parser<'_, '_> {
                         _ => args.len() == 1,
                     };
                     if !arity_ok {
-                        return Err(format!("`{n}` takes {}", if matches!(f, Func::Min | Func::Max) { "one or more arguments" } else { "one argument" }));
+                        return Err(format!(
+                            "`{n}` takes {}",
+                            if matches!(f, Func::Min | Func::Max) { "one or more arguments" } else { "one argument" }
+                        ));
                     }
                     Ok(Expr::Call(f, args))
                 }
@@ -862,9 +864,7 @@ impl Template {
                 let end = body.find('}').ok_or_else(|| "`${` is not closed by `}`".to_string())?;
                 let e = compile(&body[..end], scope).map_err(|e| format!("in `${{{}}}`: {e}", &body[..end]))?;
                 match e {
-                    Expr::Const(c) => {
-                        Value::write_to(&c.value(), &mut lit).map_err(|e| format!("in `${{{}}}`: {e}", &body[..end]))?
-                    }
+                    Expr::Const(c) => Value::write_to(&c.value(), &mut lit).map_err(|e| format!("in `${{{}}}`: {e}", &body[..end]))?,
                     Expr::Nil => return Err(format!("in `${{{}}}`: the value is nil", &body[..end])),
                     e => {
                         if !lit.is_empty() {
@@ -939,7 +939,10 @@ pub struct Layout {
 #[derive(Clone, Debug, PartialEq)]
 enum Piece {
     /// Literal text; a string ends at each offset in `ends` (relative to the text's start).
-    Lit { text: String, ends: Vec<usize> },
+    Lit {
+        text: String,
+        ends: Vec<usize>,
+    },
     /// The backend's key prefix.
     Prefix,
     Subject,
@@ -999,7 +1002,14 @@ impl Layout {
     /// Renders one request into `buf`, and into `ends` the offset in `buf` where each string ends
     /// (keys first). An expression that fails gives its template's index (keys, then args).
     #[inline]
-    pub fn render(&self, req: &Request<'_>, replies: &[Option<Reply>], prefix: &str, buf: &mut String, ends: &mut Vec<usize>) -> Result<(), (usize, String)> {
+    pub fn render(
+        &self,
+        req: &Request<'_>,
+        replies: &[Option<Reply>],
+        prefix: &str,
+        buf: &mut String,
+        ends: &mut Vec<usize>,
+    ) -> Result<(), (usize, String)> {
         buf.clear();
         ends.clear();
         for p in &self.pieces {
@@ -1179,7 +1189,10 @@ mod tests {
         let replies = vec![Some(Reply::Array(vec![Reply::Int(4), Reply::bulk("x")]))];
         for (keys, args) in [
             (vec![t("rate:{${subject}}")], vec![t("${limit}"), t("${window_ms}"), t("${now_ms}"), t("${cost}")]),
-            (vec![t("a:${window_index}"), t("${subject}"), t("")], vec![t("${prev_window_index}"), t("${now_s}"), t("x${hits[2]}y"), t("${seq}")]),
+            (
+                vec![t("a:${window_index}"), t("${subject}"), t("")],
+                vec![t("${prev_window_index}"), t("${now_s}"), t("x${hits[2]}y"), t("${seq}")],
+            ),
             (vec![], vec![t("${limit}"), t("${limit * 2}")]),
             (vec![t("k")], vec![]),
         ] {
@@ -1227,8 +1240,22 @@ mod tests {
             vec![None, Some(Reply::bulk("0.5"))],
         ];
         let exprs = [
-            "a[1] == 1", "a[1] ~= 1", "1 == a[1]", "a[2] <= limit", "a[2] < 10", "a[2] > 9", "a[2] >= 11", "b == 0", "b",
-            "a[1]", "a[3]", "b <= limit", "a[1] + 1", "a[2] == 10", "limit", "a[2] - 1 == 9",
+            "a[1] == 1",
+            "a[1] ~= 1",
+            "1 == a[1]",
+            "a[2] <= limit",
+            "a[2] < 10",
+            "a[2] > 9",
+            "a[2] >= 11",
+            "b == 0",
+            "b",
+            "a[1]",
+            "a[3]",
+            "b <= limit",
+            "a[1] + 1",
+            "a[2] == 10",
+            "limit",
+            "a[2] - 1 == 9",
         ];
         for replies in &replies_of {
             for src in exprs {

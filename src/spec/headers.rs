@@ -58,6 +58,9 @@ mod tests {
         assert_eq!(headers(&no, all, &p).retry_after, Some(1));
         assert_eq!(headers(&no, all, &p).ratelimit.as_deref(), Some("\"default\";r=0;t=0"));
         let seed = Reports::default();
-        assert_eq!(headers(&Decision::allowed_only(false), seed, &Params::new(10, 250)), Headers { retry_after: None, ratelimit: None, policy: "\"default\";q=10;w=1".into() });
+        assert_eq!(
+            headers(&Decision::allowed_only(false), seed, &Params::new(10, 250)),
+            Headers { retry_after: None, ratelimit: None, policy: "\"default\";q=10;w=1".into() }
+        );
     }
 }

@@ -94,7 +94,15 @@ pub fn headers(d: &Decision, reports: Reports, params: &Params, now_ms: i64, cos
 
 /// [`headers`], judging the `RateLimit` quota promise (which sends the whole capacity) only when
 /// `quota` is set; `Retry-After` is judged either way. `None` when nothing was judged.
-pub fn headers_judged(d: &Decision, reports: Reports, params: &Params, now_ms: i64, cost: u64, quota: bool, ask: &mut Ask<'_>) -> Option<Verdict> {
+pub fn headers_judged(
+    d: &Decision,
+    reports: Reports,
+    params: &Params,
+    now_ms: i64,
+    cost: u64,
+    quota: bool,
+    ask: &mut Ask<'_>,
+) -> Option<Verdict> {
     if !promises_headers(d, reports) || (!quota && header_values(d, reports, params).retry_after.is_none()) {
         return None;
     }
@@ -121,7 +129,9 @@ pub fn headers_judged(d: &Decision, reports: Reports, params: &Params, now_ms: i
                 let units = vec![1u64; cap.min(QUOTA_PROBE_MAX) as usize];
                 if let Some(x) = ask(at, &units) {
                     if let Some(k) = x.iter().position(|x| !x.allowed) {
-                        v.wrong.push(format!("{header} promised the whole quota back {t} s later, but at {at} only {k} of {cap} unit requests were admitted"));
+                        v.wrong.push(format!(
+                            "{header} promised the whole quota back {t} s later, but at {at} only {k} of {cap} unit requests were admitted"
+                        ));
                     }
                 }
             }
@@ -154,7 +164,14 @@ pub fn ask_model(model: &mut dyn Reference, key: &str, at_ms: i64, costs: &[u64]
 /// Asks the script itself (see [`Ask`]), on the emulator a run is using: the requests run there,
 /// and the keys they touch, the clock and the session's `seq` are put back afterwards
 /// ([`EmulatedBackend::trial`]); its calls are not recorded. Stops at the first error.
-pub fn ask_script(limiter: &Limiter, backend: &mut EmulatedBackend, session: &mut Session, subject: &str, at_ms: i64, costs: &[u64]) -> Result<Vec<Decision>> {
+pub fn ask_script(
+    limiter: &Limiter,
+    backend: &mut EmulatedBackend,
+    session: &mut Session,
+    subject: &str,
+    at_ms: i64,
+    costs: &[u64],
+) -> Result<Vec<Decision>> {
     let record = session.record.take();
     let out = limiter.what_if(session, |s| {
         backend.trial(|b| {

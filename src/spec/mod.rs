@@ -337,9 +337,11 @@ fn load_libraries(
     for (field, path) in wanted {
         let at = format!("{}:{}", origin.display(), line_of(text, path.span().start));
         let full = dir.join(path.get_ref());
-        let body = files
-            .read(&full)
-            .map_err(|e| Error::Invalid { context: at.clone(), field: field.clone(), reason: format!("cannot read {}: {e}", full.display()) })?;
+        let body = files.read(&full).map_err(|e| Error::Invalid {
+            context: at.clone(),
+            field: field.clone(),
+            reason: format!("cannot read {}: {e}", full.display()),
+        })?;
         let name = match emu.execute(&[b"FUNCTION", b"LOAD", body.as_bytes()]) {
             crate::emulator::Reply::Bulk(n) => String::from_utf8_lossy(&n).into_owned(),
             crate::emulator::Reply::Error(e) => {
@@ -358,7 +360,9 @@ fn load_libraries(
                     let crate::emulator::Reply::Array(fs) = v else { continue };
                     for f in fs {
                         let crate::emulator::Reply::Map(fkv) = f else { continue };
-                        if let Some((_, crate::emulator::Reply::Bulk(n))) = fkv.iter().find(|(k, _)| *k == crate::emulator::Reply::bulk("name")) {
+                        if let Some((_, crate::emulator::Reply::Bulk(n))) =
+                            fkv.iter().find(|(k, _)| *k == crate::emulator::Reply::bulk("name"))
+                        {
                             functions.push((String::from_utf8_lossy(n).into_owned(), libraries.len()));
                         }
                     }
@@ -471,11 +475,9 @@ impl Spec {
             }
         }
         let model = match &raw.model {
-            Some(m) => Some(
-                m.get_ref()
-                    .parse::<Variant>()
-                    .map_err(|e| invalid(m.span(), "model", format!("{e} (a model is limitlab's exact Rust twin of one of its own scripts)")))?,
-            ),
+            Some(m) => Some(m.get_ref().parse::<Variant>().map_err(|e| {
+                invalid(m.span(), "model", format!("{e} (a model is limitlab's exact Rust twin of one of its own scripts)"))
+            })?),
             None => None,
         };
         let pol = raw.policy.get_ref();
@@ -504,7 +506,11 @@ impl Spec {
                 && pname.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
                 && !pname.starts_with(|c: char| c.is_ascii_digit());
             if !word || also.iter().any(|(n, _)| *n == pname) {
-                return Err(invalid(m.name.span(), &format!("{field}.name"), format!("`{pname}` cannot name a policy (one word of letters, digits, `_`, not used twice)")));
+                return Err(invalid(
+                    m.name.span(),
+                    &format!("{field}.name"),
+                    format!("`{pname}` cannot name a policy (one word of letters, digits, `_`, not used twice)"),
+                ));
             }
             also.push((pname, params(&m.limit, &m.window_ms, &m.burst, &field)?));
         }
@@ -529,9 +535,9 @@ impl Spec {
         for (sname, path) in &raw.scripts {
             let rel = PathBuf::from(path.get_ref());
             let full = dir.join(&rel);
-            let body = files.read(&full).map_err(|e| {
-                invalid(path.span(), &format!("scripts.{sname}"), format!("cannot read {}: {e}", full.display()))
-            })?;
+            let body = files
+                .read(&full)
+                .map_err(|e| invalid(path.span(), &format!("scripts.{sname}"), format!("cannot read {}: {e}", full.display())))?;
             if let Err(reason) = compiles(scratch.get_or_insert_with(crate::emulator::Emulator::new), &full, &body) {
                 return Err(invalid(path.span(), &format!("scripts.{sname}"), reason));
             }
@@ -542,7 +548,10 @@ impl Spec {
 
         let mut vars = Vec::new();
         for (vname, v) in &raw.vars {
-            if expr::Var::ALL.iter().any(|(n, _)| n == vname) || POLICY_NAMES.contains(&vname.as_str()) || also_names(&also).any(|n| n == *vname) {
+            if expr::Var::ALL.iter().any(|(n, _)| n == vname)
+                || POLICY_NAMES.contains(&vname.as_str())
+                || also_names(&also).any(|n| n == *vname)
+            {
                 return Err(invalid(v.span(), &format!("vars.{vname}"), format!("`{vname}` is a built-in variable; choose another name")));
             }
             if !vname.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || vname.starts_with(|c: char| c.is_ascii_digit()) {
@@ -554,7 +563,11 @@ impl Spec {
                 toml::Value::String(s) => Const::Str(s.clone()),
                 toml::Value::Boolean(b) => Const::Bool(*b),
                 other => {
-                    return Err(invalid(v.span(), &format!("vars.{vname}"), format!("must be a number, string or boolean, got {}", other.type_str())))
+                    return Err(invalid(
+                        v.span(),
+                        &format!("vars.{vname}"),
+                        format!("must be a number, string or boolean, got {}", other.type_str()),
+                    ))
                 }
             };
             vars.push((vname.clone(), c));
@@ -567,109 +580,128 @@ impl Spec {
                 || vars.iter().any(|(v, _)| v == lname)
                 || lname == "reply";
             if taken || !lname.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || lname.starts_with(|c: char| c.is_ascii_digit()) {
-                return Err(invalid(e.span(), &format!("let.{lname}"), format!("`{lname}` cannot name an expression (letters, digits, `_`; not a variable's name)")));
+                return Err(invalid(
+                    e.span(),
+                    &format!("let.{lname}"),
+                    format!("`{lname}` cannot name an expression (letters, digits, `_`; not a variable's name)"),
+                ));
             }
             lets.push((lname.clone(), e.get_ref().clone()));
         }
         let src = |s: &Spanned<String>, field: String| Src { text: s.get_ref().clone(), line: line_of(text, s.span().start), field };
         let parse_calls = |list: &Vec<Spanned<RawCall>>, field: &str| -> Result<Vec<CallSrc>> {
-        let mut calls = Vec::new();
-                for (i, c) in list.iter().enumerate() {
-                    let n = i + 1;
-                    let cr = c.get_ref();
-                    let line = line_of(text, c.span().start);
-                    let cname = match &cr.name {
-                        Some(nm) => {
-                            let s = nm.get_ref().trim().to_string();
-                            let valid = !s.is_empty()
-                                && s.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
-                                && !s.starts_with(|ch: char| ch.is_ascii_digit());
-                            if !valid || s == "reply" || expr::Var::ALL.iter().any(|(v, _)| *v == s) || POLICY_NAMES.contains(&s.as_str()) {
-                                return Err(invalid(nm.span(), &format!("{field}[{n}].name"), format!("`{s}` cannot name a call (letters, digits, `_`; not a variable's name)")));
-                            }
-                            if calls.iter().any(|c: &CallSrc| c.name == s) || vars.iter().any(|(v, _)| *v == s) || lets.iter().any(|(v, _)| *v == s) {
-                                return Err(invalid(nm.span(), &format!("{field}[{n}].name"), format!("`{s}` is already used")));
-                            }
-                            s
+            let mut calls = Vec::new();
+            for (i, c) in list.iter().enumerate() {
+                let n = i + 1;
+                let cr = c.get_ref();
+                let line = line_of(text, c.span().start);
+                let cname = match &cr.name {
+                    Some(nm) => {
+                        let s = nm.get_ref().trim().to_string();
+                        let valid = !s.is_empty()
+                            && s.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
+                            && !s.starts_with(|ch: char| ch.is_ascii_digit());
+                        if !valid || s == "reply" || expr::Var::ALL.iter().any(|(v, _)| *v == s) || POLICY_NAMES.contains(&s.as_str()) {
+                            return Err(invalid(
+                                nm.span(),
+                                &format!("{field}[{n}].name"),
+                                format!("`{s}` cannot name a call (letters, digits, `_`; not a variable's name)"),
+                            ));
                         }
-                        None => format!("{}{n}", if field == "call" { "call" } else { field }),
-                    };
-                    let target = match (&cr.script, &cr.command) {
-                        (None, None) if cr.function.is_some() => {
-                            let f = cr.function.as_ref().expect("checked");
-                            let fname = f.get_ref().trim();
-                            match functions.iter().find(|(n, _)| n.eq_ignore_ascii_case(fname)) {
-                                Some((_, lib)) => Target::Function { name: fname.to_string(), library: *lib },
-                                None => {
-                                    let known: Vec<&str> = functions.iter().map(|(n, _)| n.as_str()).collect();
-                                    return Err(invalid(
-                                        f.span(),
-                                        &format!("{field}[{n}].function"),
-                                        format!(
-                                            "no library registers a function `{fname}` (registered: {})",
-                                            if known.is_empty() { "none".to_string() } else { known.join(", ") }
-                                        ),
-                                    ));
-                                }
-                            }
+                        if calls.iter().any(|c: &CallSrc| c.name == s)
+                            || vars.iter().any(|(v, _)| *v == s)
+                            || lets.iter().any(|(v, _)| *v == s)
+                        {
+                            return Err(invalid(nm.span(), &format!("{field}[{n}].name"), format!("`{s}` is already used")));
                         }
-                        (_, _) if cr.function.is_some() => {
-                            return Err(Error::Invalid {
-                                context: format!("{}:{line}", origin.display()),
-                                field: format!("{field}[{n}]"),
-                                reason: "each call names one of `script`, `command` or `function`".into(),
-                            })
-                        }
-                        (Some(s), None) => match scripts.iter().position(|x| x.name == *s.get_ref()) {
-                            Some(ix) => Target::Script(ix),
+                        s
+                    }
+                    None => format!("{}{n}", if field == "call" { "call" } else { field }),
+                };
+                let target = match (&cr.script, &cr.command) {
+                    (None, None) if cr.function.is_some() => {
+                        let f = cr.function.as_ref().expect("checked");
+                        let fname = f.get_ref().trim();
+                        match functions.iter().find(|(n, _)| n.eq_ignore_ascii_case(fname)) {
+                            Some((_, lib)) => Target::Function { name: fname.to_string(), library: *lib },
                             None => {
-                                let known: Vec<&str> = scripts.iter().map(|x| x.name.as_str()).collect();
+                                let known: Vec<&str> = functions.iter().map(|(n, _)| n.as_str()).collect();
                                 return Err(invalid(
-                                    s.span(),
-                                    &format!("{field}[{n}].script"),
-                                    format!("no script named `{}` in [scripts] (known: {})", s.get_ref(), if known.is_empty() { "none".to_string() } else { known.join(", ") }),
+                                    f.span(),
+                                    &format!("{field}[{n}].function"),
+                                    format!(
+                                        "no library registers a function `{fname}` (registered: {})",
+                                        if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                                    ),
                                 ));
                             }
-                        },
-                        (None, Some(cmd)) => {
-                            let c = cmd.get_ref().trim().to_string();
-                            if c.is_empty() || c.contains(char::is_whitespace) {
-                                return Err(invalid(cmd.span(), &format!("{field}[{n}].command"), "is one command name (its arguments go in keys and args)".into()));
-                            }
-                            Target::Command(c)
-                        }
-                        _ => {
-                            return Err(Error::Invalid {
-                                context: format!("{}:{line}", origin.display()),
-                                field: format!("{field}[{n}]"),
-                                reason: "each call names either `script` or `command`".into(),
-                            })
-                        }
-                    };
-                    let mut raw_keys = Vec::new();
-                    if let Some(r) = &cr.raw_keys {
-                        for &k in r.get_ref() {
-                            if k < 1 || k as usize > cr.keys.len() {
-                                return Err(invalid(
-                                    r.span(),
-                                    &format!("{field}[{n}].raw_keys"),
-                                    format!("{k} is not the number of one of the call's {} keys (from 1)", cr.keys.len()),
-                                ));
-                            }
-                            raw_keys.push(k as usize - 1);
                         }
                     }
-                    calls.push(CallSrc {
-                        raw_keys,
-                        name: cname,
-                        target,
-                        keys: cr.keys.iter().enumerate().map(|(j, k)| src(k, format!("{field}[{n}].keys[{}]", j + 1))).collect(),
-                        args: cr.args.iter().enumerate().map(|(j, k)| src(k, format!("{field}[{n}].args[{}]", j + 1))).collect(),
-                        when: cr.when.as_ref().map(|w| src(w, format!("{field}[{n}].when"))),
-                        line,
-                    });
+                    (_, _) if cr.function.is_some() => {
+                        return Err(Error::Invalid {
+                            context: format!("{}:{line}", origin.display()),
+                            field: format!("{field}[{n}]"),
+                            reason: "each call names one of `script`, `command` or `function`".into(),
+                        })
+                    }
+                    (Some(s), None) => match scripts.iter().position(|x| x.name == *s.get_ref()) {
+                        Some(ix) => Target::Script(ix),
+                        None => {
+                            let known: Vec<&str> = scripts.iter().map(|x| x.name.as_str()).collect();
+                            return Err(invalid(
+                                s.span(),
+                                &format!("{field}[{n}].script"),
+                                format!(
+                                    "no script named `{}` in [scripts] (known: {})",
+                                    s.get_ref(),
+                                    if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                                ),
+                            ));
+                        }
+                    },
+                    (None, Some(cmd)) => {
+                        let c = cmd.get_ref().trim().to_string();
+                        if c.is_empty() || c.contains(char::is_whitespace) {
+                            return Err(invalid(
+                                cmd.span(),
+                                &format!("{field}[{n}].command"),
+                                "is one command name (its arguments go in keys and args)".into(),
+                            ));
+                        }
+                        Target::Command(c)
+                    }
+                    _ => {
+                        return Err(Error::Invalid {
+                            context: format!("{}:{line}", origin.display()),
+                            field: format!("{field}[{n}]"),
+                            reason: "each call names either `script` or `command`".into(),
+                        })
+                    }
+                };
+                let mut raw_keys = Vec::new();
+                if let Some(r) = &cr.raw_keys {
+                    for &k in r.get_ref() {
+                        if k < 1 || k as usize > cr.keys.len() {
+                            return Err(invalid(
+                                r.span(),
+                                &format!("{field}[{n}].raw_keys"),
+                                format!("{k} is not the number of one of the call's {} keys (from 1)", cr.keys.len()),
+                            ));
+                        }
+                        raw_keys.push(k as usize - 1);
+                    }
                 }
-        Ok(calls)
+                calls.push(CallSrc {
+                    raw_keys,
+                    name: cname,
+                    target,
+                    keys: cr.keys.iter().enumerate().map(|(j, k)| src(k, format!("{field}[{n}].keys[{}]", j + 1))).collect(),
+                    args: cr.args.iter().enumerate().map(|(j, k)| src(k, format!("{field}[{n}].args[{}]", j + 1))).collect(),
+                    when: cr.when.as_ref().map(|w| src(w, format!("{field}[{n}].when"))),
+                    line,
+                });
+            }
+            Ok(calls)
         };
         let program = match (&raw.adapter, raw.call.is_empty(), &raw.decision) {
             (Some(a), true, None) if !(raw.refund.is_empty() && raw.reset.is_empty() && raw.clear.is_empty()) => {
@@ -753,7 +785,11 @@ impl Spec {
         let mut waive = Vec::new();
         for (check, reason) in &raw.waive {
             if !JUDGED_CHECKS.contains(&check.as_str()) {
-                return Err(invalid(reason.span(), &format!("waive.{check}"), format!("no check is named `{check}`; one of {}", JUDGED_CHECKS.join(", "))));
+                return Err(invalid(
+                    reason.span(),
+                    &format!("waive.{check}"),
+                    format!("no check is named `{check}`; one of {}", JUDGED_CHECKS.join(", ")),
+                ));
             }
             if reason.get_ref().trim().is_empty() {
                 return Err(invalid(reason.span(), &format!("waive.{check}"), "give the reason (the report prints it)".into()));
@@ -885,11 +921,7 @@ impl Spec {
         match &self.program {
             Program::Adapter { .. } => true,
             Program::Declarative { calls, allowed, remaining, retry_after_ms, reset_ms, granted, ops } => {
-                let has = |s: &Src| {
-                    s.text
-                        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                        .any(|w| w == name)
-                };
+                let has = |s: &Src| s.text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|w| w == name);
                 calls.iter().chain(ops.iter().flatten()).any(|c| c.keys.iter().chain(&c.args).chain(&c.when).any(has))
                     || self.lets.iter().any(|(_, t)| t.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|w| w == name))
                     || has(allowed)

@@ -41,7 +41,10 @@ fn a_good_spec_parses() {
     assert_eq!(s.family, Some(Algorithm::FixedWindow));
     assert!(s.uses_cost());
     assert!(!s.uses_burst());
-    assert_eq!(s.reports(), Reports { remaining: true, retry_after: false, reset: false, granted: false, reset_means: crate::spec::ResetMeans::Quota });
+    assert_eq!(
+        s.reports(),
+        Reports { remaining: true, retry_after: false, reset: false, granted: false, reset_means: crate::spec::ResetMeans::Quota }
+    );
     assert_eq!(s.overshoot_bound(&s.policy), Some(2.0));
 }
 
@@ -102,8 +105,14 @@ fn an_adapter_says_which_fields_it_reports() {
         let text = format!("name = \"a\"\nadapter = \"a.lua\"\n{extra}\n[policy]\nlimit = 1\nwindow_ms = 10\n");
         Spec::from_toml(&text, Path::new("a.toml"), Path::new(""), &files)
     };
-    assert_eq!(spec("").unwrap().reports(), Reports { remaining: true, retry_after: true, reset: true, granted: false, reset_means: crate::spec::ResetMeans::Quota });
-    assert_eq!(spec("reports = [\"remaining\"]").unwrap().reports(), Reports { remaining: true, retry_after: false, reset: false, granted: false, reset_means: crate::spec::ResetMeans::Quota });
+    assert_eq!(
+        spec("").unwrap().reports(),
+        Reports { remaining: true, retry_after: true, reset: true, granted: false, reset_means: crate::spec::ResetMeans::Quota }
+    );
+    assert_eq!(
+        spec("reports = [\"remaining\"]").unwrap().reports(),
+        Reports { remaining: true, retry_after: false, reset: false, granted: false, reset_means: crate::spec::ResetMeans::Quota }
+    );
     let e = spec("reports = [\"left\"]").unwrap_err().to_string();
     assert!(e.starts_with("a.toml:3: field `reports`: unknown decision field `left`"), "{e}");
     let e = parse(&GOOD.replace("family = \"fixed_window\"", "reports = [\"remaining\"]")).unwrap_err().to_string();
@@ -117,7 +126,13 @@ fn raw_keys_reach_the_script_as_given_and_the_others_get_the_prefix() {
     let text = GOOD.replace("keys = [\"rl:{${subject}}:${window_index}\"]", "keys = [\"rl:{${subject}}\", \"\"]\nraw_keys = [2]");
     let body = "return {KEYS[1], KEYS[2], #KEYS[2]}";
     let files = Mem(vec![("fw.lua", body)]);
-    let spec = Spec::from_toml(&text.replace("hits <= limit", "hits[3] == 0").replace("max(limit - hits, 0)", "0"), Path::new("my.toml"), Path::new(""), &files).unwrap();
+    let spec = Spec::from_toml(
+        &text.replace("hits <= limit", "hits[3] == 0").replace("max(limit - hits, 0)", "0"),
+        Path::new("my.toml"),
+        Path::new(""),
+        &files,
+    )
+    .unwrap();
     let l = crate::limiter::Limiter::from_spec(Arc::new(spec), Params::new(10, 1000)).unwrap();
     let mut b = EmulatedBackend::with_prefix(crate::emulator::Emulator::new(), "ll:0123:");
     let mut s = crate::spec::exec::Session::recording();

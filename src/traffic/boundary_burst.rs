@@ -88,7 +88,14 @@ impl BoundaryBurst {
             cost: 1,
             bursts: vec![
                 Burst { count: 200, spacing_us: 500, offset_us: -50_000, anchor: Anchor::Last, phase: "end of window".into(), key: None },
-                Burst { count: 200, spacing_us: 500, offset_us: 20_000, anchor: Anchor::First, phase: "start of next window".into(), key: None },
+                Burst {
+                    count: 200,
+                    spacing_us: 500,
+                    offset_us: 20_000,
+                    anchor: Anchor::First,
+                    phase: "start of next window".into(),
+                    key: None,
+                },
             ],
         }
     }
@@ -96,7 +103,11 @@ impl BoundaryBurst {
     pub fn validate(&self) -> Result<()> {
         check_span_ms(CONTEXT, "window_ms", self.window_ms)?;
         if self.boundary > 1_000_000 || self.boundary.saturating_mul(self.window_ms) > super::MAX_SPAN_MS {
-            return Err(invalid(CONTEXT, "boundary", format!("{} windows of {} ms is too far from the start", self.boundary, self.window_ms)));
+            return Err(invalid(
+                CONTEXT,
+                "boundary",
+                format!("{} windows of {} ms is too far from the start", self.boundary, self.window_ms),
+            ));
         }
         if self.key.is_empty() {
             return Err(invalid(CONTEXT, "key", "must not be empty"));
@@ -226,10 +237,7 @@ mod tests {
         };
         let v = g.arrivals(Micros(0), 0);
         let got: Vec<_> = v.iter().map(|a| (a.at.0, a.phase.as_str(), a.key.as_str())).collect();
-        assert_eq!(
-            got,
-            [(99_990, "b", "other"), (100_000, "a", "k"), (100_000, "a", "k"), (100_000, "a", "k"), (100_000, "b", "other")]
-        );
+        assert_eq!(got, [(99_990, "b", "other"), (100_000, "a", "k"), (100_000, "a", "k"), (100_000, "a", "k"), (100_000, "b", "other")]);
         assert!(v.iter().all(|a| a.cost == 3));
     }
 

@@ -2,7 +2,9 @@
 //! (a token bucket refills to its burst size; a window counter forgets).
 use serde::{Deserialize, Serialize};
 
-use super::{check_count, check_keys, check_span_max, check_span_ms, check_span_us, constant_rate_offsets, defaults, invalid, Arrival, MAX_RATE};
+use super::{
+    check_count, check_keys, check_span_max, check_span_ms, check_span_us, constant_rate_offsets, defaults, invalid, Arrival, MAX_RATE,
+};
 use crate::clock::Micros;
 use crate::Result;
 
@@ -173,7 +175,8 @@ mod tests {
 
     #[test]
     fn toml_form() {
-        let g: IdleThenBurst = toml::from_str("warmup_rate = 2.0\nwarmup_ms = 3000\nidle_ms = 10000\nburst = 100\nspacing_us = 1000\n").unwrap();
+        let g: IdleThenBurst =
+            toml::from_str("warmup_rate = 2.0\nwarmup_ms = 3000\nidle_ms = 10000\nburst = 100\nspacing_us = 1000\n").unwrap();
         assert_eq!(g.arrivals(Micros(0), 0).len(), 106);
     }
 }

@@ -20,8 +20,8 @@
 //! Validation refuses values that are zero or negative where that makes no sense, and values past the
 //! bounds below, which would only exhaust memory or overflow the clock: at most [`MAX_ARRIVALS`]
 //! arrivals, durations and offsets up to [`MAX_SPAN_MS`], rates up to [`MAX_RATE`], [`MAX_KEYS`] keys.
-use std::collections::BinaryHeap;
 use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::path::Path;
 
 use rand::SeedableRng;
@@ -248,11 +248,8 @@ pub fn merge(streams: Vec<Vec<Arrival>>) -> Vec<Arrival> {
         })
         .collect();
     // The heap holds (time, stream index) of each stream's next arrival.
-    let mut heap: BinaryHeap<Reverse<(i64, usize)>> = iters
-        .iter_mut()
-        .enumerate()
-        .filter_map(|(i, it)| it.peek().map(|a| Reverse((a.at.0, i))))
-        .collect();
+    let mut heap: BinaryHeap<Reverse<(i64, usize)>> =
+        iters.iter_mut().enumerate().filter_map(|(i, it)| it.peek().map(|a| Reverse((a.at.0, i)))).collect();
     while let Some(Reverse((_, i))) = heap.pop() {
         let it = &mut iters[i];
         if let Some(a) = it.next() {
@@ -382,9 +379,7 @@ pub(crate) mod defaults {
 /// `floor(i * 1e6 / rate)`, computed from `i` each time so that no rounding error accumulates.
 pub(crate) fn constant_rate_offsets(rate: f64, duration_us: i64) -> impl Iterator<Item = (u64, i64)> {
     let gap = 1e6 / rate;
-    (0u64..)
-        .map(move |i| (i, (i as f64 * gap).floor() as i64))
-        .take_while(move |&(_, t)| t < duration_us)
+    (0u64..).map(move |i| (i, (i as f64 * gap).floor() as i64)).take_while(move |&(_, t)| t < duration_us)
 }
 
 #[cfg(test)]

@@ -65,7 +65,13 @@ impl Poisson {
                 break;
             }
             let key = if self.keys > 1 { key_name(&self.key, self.keys, picks.random_range(0..self.keys)) } else { self.key.clone() };
-            out.push(Arrival { at: Micros(start.0.saturating_add(offset as i64)), key, cost: self.cost, phase: self.phase.clone(), op: crate::traffic::Op::Request });
+            out.push(Arrival {
+                at: Micros(start.0.saturating_add(offset as i64)),
+                key,
+                cost: self.cost,
+                phase: self.phase.clone(),
+                op: crate::traffic::Op::Request,
+            });
         }
         out
     }

@@ -237,11 +237,8 @@ impl TickCount {
         let written_us = self.written.max(1);
         // One instant (or none) says nothing of a tick beyond how finely it is written: the gcd of a
         // single time is the time itself, a "tick" of decades.
-        let tick_us = if self.gcd == 0 || self.distinct < 2 {
-            written_us
-        } else {
-            i64::try_from(self.gcd).unwrap_or(i64::MAX).min(MAX_TICK_US)
-        };
+        let tick_us =
+            if self.gcd == 0 || self.distinct < 2 { written_us } else { i64::try_from(self.gcd).unwrap_or(i64::MAX).min(MAX_TICK_US) };
         Ticks { requests: self.requests, tick_us, written_us, sharing: self.sharing, busiest: self.busiest }
     }
 }
@@ -272,7 +269,12 @@ struct Raw {
 
 impl Raw {
     /// A placeholder left where a record was taken out of a chunk.
-    const EMPTY: Raw = Raw { at: 0, res: 1, line: 0, arrival: Arrival { at: Micros(0), key: String::new(), cost: 0, phase: String::new(), op: crate::traffic::Op::Request } };
+    const EMPTY: Raw = Raw {
+        at: 0,
+        res: 1,
+        line: 0,
+        arrival: Arrival { at: Micros(0), key: String::new(), cost: 0, phase: String::new(), op: crate::traffic::Op::Request },
+    };
 }
 
 /// The columns a CSV or TSV header names.
@@ -420,10 +422,7 @@ impl TraceSpec {
         }
         raws.sort_by_key(|r| r.at);
         self.place_ties(&mut raws);
-        let mut out: Vec<Arrival> = raws
-            .into_iter()
-            .map(|r| Arrival { at: Micros(r.at), ..r.arrival })
-            .collect();
+        let mut out: Vec<Arrival> = raws.into_iter().map(|r| Arrival { at: Micros(r.at), ..r.arrival }).collect();
         sort_stable(&mut out);
         Ok(out)
     }
@@ -489,10 +488,9 @@ impl TraceSpec {
                 None => {
                     let found = defaults.iter().find_map(|d| header.iter().position(|h| h.eq_ignore_ascii_case(d)));
                     if found.is_none() && !what.is_empty() {
-                        return Err(self.error(
-                            header_line,
-                            format!("no {what} column (looked for {}); set `{what}_column`", defaults.join(", ")),
-                        ));
+                        return Err(
+                            self.error(header_line, format!("no {what} column (looked for {}); set `{what}_column`", defaults.join(", ")))
+                        );
                     }
                     Ok(found)
                 }
@@ -559,8 +557,7 @@ impl TraceSpec {
                 other => return Err(err(format!("`{time_name}` is {other}, not a time"))),
             };
             let (at, res) = self.parse_time(time_text.trim(), self.numbers_are_millis(time_name)).map_err(err)?;
-            let (key_name, key) =
-                pick(&self.key_column, &KEY_NAMES).ok_or_else(|| err(missing(&self.key_column, &KEY_NAMES, "key")))?;
+            let (key_name, key) = pick(&self.key_column, &KEY_NAMES).ok_or_else(|| err(missing(&self.key_column, &KEY_NAMES, "key")))?;
             let key = match key {
                 serde_json::Value::String(s) => parse_key(s.trim()).map_err(err)?,
                 serde_json::Value::Number(n) => n.to_string(),
@@ -597,7 +594,12 @@ impl TraceSpec {
             }
             let line = (first_line + i, line);
             let (at, key) = parse_clf_line(line.1).map_err(|r| self.error(line.0, r))?;
-            out.push(Raw { at, res: 1_000_000, line: line.0, arrival: Arrival { at: Micros(at), key, cost: 1, phase: String::new(), op: crate::traffic::Op::Request } });
+            out.push(Raw {
+                at,
+                res: 1_000_000,
+                line: line.0,
+                arrival: Arrival { at: Micros(at), key, cost: 1, phase: String::new(), op: crate::traffic::Op::Request },
+            });
         }
         Ok(())
     }
@@ -706,10 +708,7 @@ impl<'a> Records<'a> {
                 fields.push(std::borrow::Cow::Owned(value));
                 self.pos = j;
             } else {
-                let end = b[self.pos..]
-                    .iter()
-                    .position(|&c| c == self.delimiter || c == b'\n')
-                    .map_or(b.len(), |k| self.pos + k);
+                let end = b[self.pos..].iter().position(|&c| c == self.delimiter || c == b'\n').map_or(b.len(), |k| self.pos + k);
                 let mut value = &text[self.pos..end];
                 if b.get(end) != Some(&self.delimiter) {
                     value = value.strip_suffix('\r').unwrap_or(value);
@@ -1228,7 +1227,10 @@ mod tests {
         let v = TraceSpec::new("access.log").parse(text, T0).unwrap();
         assert_eq!(times(&v), [T0.0, T0.0, T0.0, T0.0 + 5_000_000]);
         let s = spec("access.log");
-        let (line, reason) = parse_err(&s, "1.2.3.4 - - [01/Jul/1995:00:00:01 -0400] \"GET /\" 200 1\n1.2.3.4 - - [32/Jul/1995:00:00:01 -0400] \"GET /\" 200 1\n");
+        let (line, reason) = parse_err(
+            &s,
+            "1.2.3.4 - - [01/Jul/1995:00:00:01 -0400] \"GET /\" 200 1\n1.2.3.4 - - [32/Jul/1995:00:00:01 -0400] \"GET /\" 200 1\n",
+        );
         assert_eq!(line, 2);
         assert!(reason.contains("day 32"), "{reason}");
         assert_eq!(parse_err(&s, "1.2.3.4 - - 01/Jul/1995:00:00:01 -0400 \"GET /\"\n").1, "no [date] field");
@@ -1245,10 +1247,7 @@ mod tests {
         assert_eq!(times(&same), [10_000_000, 10_000_000, 10_000_000, 10_000_000, 10_500_000, 11_000_000]);
         let spread = TraceSpec { ties: TieRule::Spread, ..spec("t.csv") }.parse(text, Micros(0)).unwrap();
         let got: Vec<_> = spread.iter().map(|a| (a.at.0, a.key.as_str())).collect();
-        assert_eq!(
-            got,
-            [(10_000_000, "a"), (10_250_000, "b"), (10_500_000, "c"), (10_500_000, "f"), (10_750_000, "d"), (11_000_000, "e")]
-        );
+        assert_eq!(got, [(10_000_000, "a"), (10_250_000, "b"), (10_500_000, "c"), (10_500_000, "f"), (10_750_000, "d"), (11_000_000, "e")]);
         let jitter = |seed| TraceSpec { ties: TieRule::Jitter(seed), ..spec("t.csv") }.parse(text, Micros(0)).unwrap();
         let j = jitter(1);
         assert_eq!(j, jitter(1));
@@ -1317,8 +1316,20 @@ mod tests {
         let path = dir.join("round.csv");
         let mut arrivals = crate::traffic::BoundaryBurst::classic(1000).arrivals(T0, 0);
         arrivals.extend(crate::traffic::Poisson { keys: 5, cost: 3, ..crate::traffic::Poisson::new(100.0, 3000) }.arrivals(T0, 9));
-        arrivals.push(Arrival { at: Micros(-1_500_001), key: "comma, \"quoted\" key".into(), cost: 7, phase: "x y".into(), op: crate::traffic::Op::Request });
-        arrivals.push(Arrival { at: Micros(0), key: "ünïcode\tkey".into(), cost: u64::MAX, phase: String::new(), op: crate::traffic::Op::Request });
+        arrivals.push(Arrival {
+            at: Micros(-1_500_001),
+            key: "comma, \"quoted\" key".into(),
+            cost: 7,
+            phase: "x y".into(),
+            op: crate::traffic::Op::Request,
+        });
+        arrivals.push(Arrival {
+            at: Micros(0),
+            key: "ünïcode\tkey".into(),
+            cost: u64::MAX,
+            phase: String::new(),
+            op: crate::traffic::Op::Request,
+        });
         crate::traffic::sort_stable(&mut arrivals);
         write_csv(&path, &arrivals).unwrap();
         assert_eq!(read_csv(&path).unwrap(), arrivals);

@@ -223,7 +223,9 @@ impl RedisCheck {
             parts.push(format!("{reads} on the server's clock, which the spec reads"));
         }
         if after > 0 {
-            parts.push(format!("{after} only on the server's clock after differing on the scenario's (the clocks, not the script: see the notes)"));
+            parts.push(format!(
+                "{after} only on the server's clock after differing on the scenario's (the clocks, not the script: see the notes)"
+            ));
         }
         format!("every decision identical: {}", parts.join(", "))
     }
@@ -255,8 +257,7 @@ impl RedisCheck {
                 (Some(d), _, ClockUsed::Server) => format!("DIFFER from call #{} (server's clock)", d.call),
                 (Some(d), _, _) => format!("DIFFER from call #{}", d.call),
             };
-            let mut row =
-                vec![c.scenario.clone(), c.algorithm.clone(), c.calls.to_string(), verdict, c.keys_removed.to_string()];
+            let mut row = vec![c.scenario.clone(), c.algorithm.clone(), c.calls.to_string(), verdict, c.keys_removed.to_string()];
             if self.show_speed {
                 let rate = if c.redis_secs > 0.0 { c.calls as f64 / c.redis_secs } else { 0.0 };
                 row.push(crate::report::table::thousands(rate.round() as u64));
@@ -303,11 +304,8 @@ impl RedisCheck {
 
     /// `Ok` when identical, else [`Error::Mismatch`] naming the first differing call of each script.
     pub fn into_result(self) -> Result<()> {
-        let bad: Vec<String> = self
-            .checks
-            .iter()
-            .filter_map(|c| c.divergence.as_ref().map(|d| format!("{} / {}: {d}", c.scenario, c.algorithm)))
-            .collect();
+        let bad: Vec<String> =
+            self.checks.iter().filter_map(|c| c.divergence.as_ref().map(|d| format!("{} / {}: {d}", c.scenario, c.algorithm))).collect();
         if bad.is_empty() {
             Ok(())
         } else {
@@ -541,9 +539,7 @@ pub fn precheck(
         b.set_time_ms(now);
         limiter.call(&mut b, &mut session, &a.key, now, a.cost)?;
         let calls = session.take_calls();
-        let request = || {
-            format!("{}, call #{} of scenario `{scenario}`", crate::spec::exec::describe_request(&a.key, now, a.cost), i + 1)
-        };
+        let request = || format!("{}, call #{} of scenario `{scenario}`", crate::spec::exec::describe_request(&a.key, now, a.cost), i + 1);
         if real.is_cluster() {
             if let Some(e) = calls.iter().find_map(|c| crossslot_error(spec, c, &prefix, &request(), &real.describe())) {
                 return Err(e);
@@ -806,7 +802,13 @@ fn on_server_clock(limiter: &Limiter, arrivals: &[Arrival], real: &mut RealRedis
             if a.op != crate::traffic::Op::Request {
                 limiter.op(real, session, a.op, &a.key, now, a.cost)?;
                 session.take_calls();
-                return Ok(ServerRun { decision: Decision::allowed_only(false), clock: (t0, t0), expiries: Vec::new(), calls: 0, op: Some(a.op) });
+                return Ok(ServerRun {
+                    decision: Decision::allowed_only(false),
+                    clock: (t0, t0),
+                    expiries: Vec::new(),
+                    calls: 0,
+                    op: Some(a.op),
+                });
             }
             let decision = limiter.call(real, session, &a.key, now, a.cost)?;
             let t1 = real.server_time_us()?.div_euclid(1000).max(t0);
@@ -894,7 +896,13 @@ impl Backend for Scheduled<'_> {
         self.tick();
         self.inner.command(args)
     }
-    fn fcall(&mut self, library: &crate::backend::Script, function: &str, keys: &[&[u8]], args: &[&[u8]]) -> Result<crate::emulator::Reply> {
+    fn fcall(
+        &mut self,
+        library: &crate::backend::Script,
+        function: &str,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+    ) -> Result<crate::emulator::Reply> {
         self.tick();
         self.inner.fcall(library, function, keys, args)
     }
@@ -981,18 +989,11 @@ fn first_difference(limiter: &Limiter, arrivals: &[Arrival], emulator: &[Decisio
 }
 
 /// Error codes by which a server refuses a call for its own state, not the run's input.
-const SERVER_REFUSALS: [&str; 10] = ["OOM ", "READONLY ", "NOPERM ", "NOAUTH ", "WRONGPASS ", "BUSY ", "LOADING ", "MASTERDOWN ", "CLUSTERDOWN ", "TRYAGAIN "];
+const SERVER_REFUSALS: [&str; 10] =
+    ["OOM ", "READONLY ", "NOPERM ", "NOAUTH ", "WRONGPASS ", "BUSY ", "LOADING ", "MASTERDOWN ", "CLUSTERDOWN ", "TRYAGAIN "];
 
 /// The error of a run that stopped after `done` requests: where, why, and what became of its keys.
-fn stopped(
-    scenario: &str,
-    variant: &str,
-    real: &RealRedis,
-    done: usize,
-    arrivals: &[Arrival],
-    e: Error,
-    cleanup: Result<u64>,
-) -> Error {
+fn stopped(scenario: &str, variant: &str, real: &RealRedis, done: usize, arrivals: &[Arrival], e: Error, cleanup: Result<u64>) -> Error {
     let mut where_ = format!("scenario `{scenario}`, script `{variant}`: stopped after {done} of {} calls", arrivals.len());
     if let Some(a) = arrivals.get(done) {
         let _ = write!(where_, " (call #{} was subject `{}` at now_ms {})", done + 1, a.key, a.at.as_millis().0);

@@ -59,31 +59,113 @@ enum Family {
     Stream,
 }
 
-const FAMILIES: [Family; 7] =
-    [Family::String, Family::Hash, Family::Zset, Family::List, Family::Set, Family::Hll, Family::Stream];
+const FAMILIES: [Family; 7] = [Family::String, Family::Hash, Family::Zset, Family::List, Family::Set, Family::Hll, Family::Stream];
 
 /// Values for strings, list elements and set/zset members: edge spellings of numbers, blanks,
 /// binary and long strings. Only values are ever non-ASCII (so no error text echoes a non-UTF-8
 /// byte back, which the redis crate could not read).
 const VALUES: &[&[u8]] = &[
-    b"", b"a", b"b", b"hello", b"Hello World", b"0", b"1", b"-1", b"7", b"42", b"100", b"-100",
-    b"9223372036854775807", b"-9223372036854775808", b"9223372036854775808", b"3.14", b"-0.5", b"1e3",
-    b"1e-5", b"inf", b"-inf", b"+inf", b"nan", b" 1", b"1 ", b"0x1f", b"010", b"+5", b"00", b"-0", b"1.0",
-    b"1.", b".5", b"1e400", b"\x00\xff\x01", b"ab\r\nc", b"h\xc3\xa9llo", b"12345678901234567890", b"a b c",
-    b"\"q\"", b"'", b"\\", b"0.1", b"17179869184", b"-17179869185", b"4294967296",
+    b"",
+    b"a",
+    b"b",
+    b"hello",
+    b"Hello World",
+    b"0",
+    b"1",
+    b"-1",
+    b"7",
+    b"42",
+    b"100",
+    b"-100",
+    b"9223372036854775807",
+    b"-9223372036854775808",
+    b"9223372036854775808",
+    b"3.14",
+    b"-0.5",
+    b"1e3",
+    b"1e-5",
+    b"inf",
+    b"-inf",
+    b"+inf",
+    b"nan",
+    b" 1",
+    b"1 ",
+    b"0x1f",
+    b"010",
+    b"+5",
+    b"00",
+    b"-0",
+    b"1.0",
+    b"1.",
+    b".5",
+    b"1e400",
+    b"\x00\xff\x01",
+    b"ab\r\nc",
+    b"h\xc3\xa9llo",
+    b"12345678901234567890",
+    b"a b c",
+    b"\"q\"",
+    b"'",
+    b"\\",
+    b"0.1",
+    b"17179869184",
+    b"-17179869185",
+    b"4294967296",
     b"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
 ];
 
 /// Short ASCII values: hash fields' values (a hash stays a listpack, in insertion order), and any
 /// argument that might be echoed in an error.
 const SHORT: &[&str] = &[
-    "", "a", "b", "v", "hello", "0", "1", "-1", "2", "10", "42", "-7", "3.5", "1e3", "inf", "-inf", "nan",
-    "9223372036854775807", "-9223372036854775808", "1.5", "x y", "0.1", "5.0e3", "abc", "17179869184",
+    "",
+    "a",
+    "b",
+    "v",
+    "hello",
+    "0",
+    "1",
+    "-1",
+    "2",
+    "10",
+    "42",
+    "-7",
+    "3.5",
+    "1e3",
+    "inf",
+    "-inf",
+    "nan",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "1.5",
+    "x y",
+    "0.1",
+    "5.0e3",
+    "abc",
+    "17179869184",
 ];
 
 const INTS: &[&str] = &[
-    "0", "1", "-1", "2", "-2", "3", "5", "10", "-10", "100", "-100", "9223372036854775807",
-    "-9223372036854775808", "9223372036854775808", "x", "1.5", "", " 1", "+1", "01", "-0",
+    "0",
+    "1",
+    "-1",
+    "2",
+    "-2",
+    "3",
+    "5",
+    "10",
+    "-10",
+    "100",
+    "-100",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "9223372036854775808",
+    "x",
+    "1.5",
+    "",
+    " 1",
+    "+1",
+    "01",
+    "-0",
 ];
 
 const INCRS: &[&str] = &["1", "-1", "0", "5", "100", "-100", "9223372036854775807", "-9223372036854775808", "a", "1.5", ""];
@@ -91,13 +173,51 @@ const INCRS: &[&str] = &["1", "-1", "0", "5", "100", "-100", "922337203685477580
 /// Increments for hash fields: a value past 64 bytes (HINCRBYFLOAT prints 1e308 in full) turns the
 /// hash into a hashtable, whose order Redis randomises per process.
 const HASH_FLOATS: &[&str] = &[
-    "1", "1.5", "-2.5", "0.1", "-0", "1e10", "-1e-300", "inf", "-inf", "+inf", "nan", "abc", "3",
-    "1.0000000000000001", "0x10", " 1", "", "5.0e3", "17179869184", "0.3333333333333333",
+    "1",
+    "1.5",
+    "-2.5",
+    "0.1",
+    "-0",
+    "1e10",
+    "-1e-300",
+    "inf",
+    "-inf",
+    "+inf",
+    "nan",
+    "abc",
+    "3",
+    "1.0000000000000001",
+    "0x10",
+    " 1",
+    "",
+    "5.0e3",
+    "17179869184",
+    "0.3333333333333333",
 ];
 
 const FLOATS: &[&str] = &[
-    "1", "1.5", "-2.5", "0.1", "-0", "1e10", "1e308", "1e309", "-1e-300", "inf", "-inf", "+inf", "nan", "abc",
-    "3", "1.0000000000000001", "0x10", " 1", "", "5.0e3", "17179869184", "0.3333333333333333",
+    "1",
+    "1.5",
+    "-2.5",
+    "0.1",
+    "-0",
+    "1e10",
+    "1e308",
+    "1e309",
+    "-1e-300",
+    "inf",
+    "-inf",
+    "+inf",
+    "nan",
+    "abc",
+    "3",
+    "1.0000000000000001",
+    "0x10",
+    " 1",
+    "",
+    "5.0e3",
+    "17179869184",
+    "0.3333333333333333",
 ];
 
 const FIELDS: &[&str] = &["f1", "f2", "f3", "a", "b", "n", "w", "c", "p", "t", "tok", "ts", ""];
@@ -105,12 +225,27 @@ const FIELDS: &[&str] = &["f1", "f2", "f3", "a", "b", "n", "w", "c", "p", "t", "
 const MEMBERS: &[&str] = &["a", "b", "c", "d", "m1", "m2", "0", "1", "-1", "10", "1:1", "x y", "", "zz"];
 
 const SCORES: &[&str] = &[
-    "0", "1", "-1", "1.5", "-2.5", "2", "3", "1e10", "inf", "-inf", "+inf", "nan", "abc", "0.1", "1e-300",
-    "9007199254740993", "-0", "(1",
+    "0",
+    "1",
+    "-1",
+    "1.5",
+    "-2.5",
+    "2",
+    "3",
+    "1e10",
+    "inf",
+    "-inf",
+    "+inf",
+    "nan",
+    "abc",
+    "0.1",
+    "1e-300",
+    "9007199254740993",
+    "-0",
+    "(1",
 ];
 
-const SCORE_BOUNDS: &[&str] =
-    &["-inf", "+inf", "inf", "(1", "1", "(1.5", "2", "0", "10", "(inf", "-1", "(-inf", "x", "[1", "1e1", ""];
+const SCORE_BOUNDS: &[&str] = &["-inf", "+inf", "inf", "(1", "1", "(1.5", "2", "0", "10", "(inf", "-1", "(-inf", "x", "[1", "1e1", ""];
 
 const LEX_BOUNDS: &[&str] = &["-", "+", "[a", "(a", "[b", "(c", "[m", "(z", "a", "[", "(", "[1", ""];
 
@@ -120,8 +255,19 @@ const PATTERNS: &[&str] = &["*", "k*", "k?", "rate:*", "*{u1}*", "[a-k]*", "k[12
 
 /// Relative seconds: long enough to outlast a case, zero and negatives (delete), and errors.
 const SECS: &[&str] = &[
-    "100", "1000", "86400", "31536000", "0", "-1", "-100", "abc", "1.5", "", "9223372036854775807",
-    "9223372036854775", "-9223372036854775808",
+    "100",
+    "1000",
+    "86400",
+    "31536000",
+    "0",
+    "-1",
+    "-100",
+    "abc",
+    "1.5",
+    "",
+    "9223372036854775807",
+    "9223372036854775",
+    "-9223372036854775808",
 ];
 /// Relative ms that are whole seconds (a `TTL` reads them exactly).
 const MS_SECS: &[&str] = &["100000", "86400000"];
@@ -182,7 +328,12 @@ const SNIPPETS: &[Snippet] = &[
     Snippet { body: "return redis.pcall('publish', 'ch', ARGV[1])", keys: 0, argv: ArgvKind::Value, compiles: true },
     Snippet { body: "return redis.call('lpos', KEYS[1], ARGV[1], 'COUNT', 0)", keys: 1, argv: ArgvKind::Value, compiles: true },
     Snippet { body: "return redis.call('zunion', 2, KEYS[1], KEYS[1], 'WITHSCORES')", keys: 1, argv: ArgvKind::None, compiles: true },
-    Snippet { body: "return string.match(redis.call('info', 'server'), 'redis_version:([^\\r]+)')", keys: 0, argv: ArgvKind::None, compiles: true },
+    Snippet {
+        body: "return string.match(redis.call('info', 'server'), 'redis_version:([^\\r]+)')",
+        keys: 0,
+        argv: ArgvKind::None,
+        compiles: true,
+    },
     Snippet { body: "return redis.call('GET', KEYS[1])", keys: 1, argv: ArgvKind::None, compiles: true },
     Snippet { body: "return redis.call('SET', KEYS[1], ARGV[1])", keys: 1, argv: ArgvKind::Value, compiles: true },
     Snippet { body: "return redis.call('INCRBY', KEYS[1], ARGV[1])", keys: 1, argv: ArgvKind::Number, compiles: true },
@@ -193,31 +344,16 @@ const SNIPPETS: &[Snippet] = &[
     Snippet { body: "return redis.error_reply(ARGV[1])", keys: 0, argv: ArgvKind::Ascii, compiles: true },
     Snippet { body: "return redis.status_reply(ARGV[1])", keys: 0, argv: ArgvKind::Ascii, compiles: true },
     Snippet { body: "return tonumber(ARGV[1])", keys: 0, argv: ArgvKind::Number, compiles: true },
-    Snippet {
-        body: "local t = {} for i = 1, #ARGV do t[i] = ARGV[i] .. '!' end return t",
-        keys: 0,
-        argv: ArgvKind::Value,
-        compiles: true,
-    },
+    Snippet { body: "local t = {} for i = 1, #ARGV do t[i] = ARGV[i] .. '!' end return t", keys: 0, argv: ArgvKind::Value, compiles: true },
     Snippet { body: "return redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')", keys: 1, argv: ArgvKind::None, compiles: true },
-    Snippet {
-        body: "redis.call('DEL', KEYS[1]) return redis.call('EXISTS', KEYS[1])",
-        keys: 1,
-        argv: ArgvKind::None,
-        compiles: true,
-    },
+    Snippet { body: "redis.call('DEL', KEYS[1]) return redis.call('EXISTS', KEYS[1])", keys: 1, argv: ArgvKind::None, compiles: true },
     Snippet { body: "return cjson.encode({tonumber(ARGV[1]) or ARGV[1], true})", keys: 0, argv: ArgvKind::Ascii, compiles: true },
     Snippet { body: "return cjson.decode(ARGV[1])", keys: 0, argv: ArgvKind::Json, compiles: true },
     Snippet { body: "return cjson.encode(cjson.decode(ARGV[1]))", keys: 0, argv: ArgvKind::Json, compiles: true },
     Snippet { body: "return bit.band(tonumber(ARGV[1]) or 0, 255)", keys: 0, argv: ArgvKind::Number, compiles: true },
     Snippet { body: "return bit.tohex(tonumber(ARGV[1]) or 0)", keys: 0, argv: ArgvKind::Number, compiles: true },
     Snippet { body: "return struct.pack('>i4', tonumber(ARGV[1]) or 0)", keys: 0, argv: ArgvKind::Number, compiles: true },
-    Snippet {
-        body: "return cmsgpack.unpack(cmsgpack.pack({1, 'a', true, 2.5}))",
-        keys: 0,
-        argv: ArgvKind::None,
-        compiles: true,
-    },
+    Snippet { body: "return cmsgpack.unpack(cmsgpack.pack({1, 'a', true, 2.5}))", keys: 0, argv: ArgvKind::None, compiles: true },
     Snippet { body: "return redis.sha1hex(ARGV[1])", keys: 0, argv: ArgvKind::Value, compiles: true },
     Snippet { body: "redis.setresp(3) return redis.call('HGETALL', KEYS[1])", keys: 1, argv: ArgvKind::None, compiles: true },
     Snippet { body: "redis.setresp(3) return redis.call('ZSCORE', KEYS[1], 'a')", keys: 1, argv: ArgvKind::None, compiles: true },
@@ -241,12 +377,7 @@ const SNIPPETS: &[Snippet] = &[
         argv: ArgvKind::Value,
         compiles: true,
     },
-    Snippet {
-        body: "local m = redis.call('SMEMBERS', KEYS[1]) table.sort(m) return m",
-        keys: 1,
-        argv: ArgvKind::None,
-        compiles: true,
-    },
+    Snippet { body: "local m = redis.call('SMEMBERS', KEYS[1]) table.sort(m) return m", keys: 1, argv: ArgvKind::None, compiles: true },
     Snippet { body: "return redis.call('TYPE', KEYS[1])", keys: 1, argv: ArgvKind::None, compiles: true },
     Snippet { body: "return redis.call('HINCRBYFLOAT', KEYS[1], 'f1', ARGV[1])", keys: 1, argv: ArgvKind::HashFloat, compiles: true },
     Snippet { body: "redis.setresp(3) return redis.call('HMGET', KEYS[1], 'w', 'n', 'c')", keys: 1, argv: ArgvKind::None, compiles: true },
@@ -258,12 +389,7 @@ const SNIPPETS: &[Snippet] = &[
     },
     Snippet { body: "return redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])", keys: 1, argv: ArgvKind::Number, compiles: true },
     Snippet { body: "return #KEYS + #ARGV * 100", keys: 2, argv: ArgvKind::Value, compiles: true },
-    Snippet {
-        body: "return redis.call('SET', KEYS[1], ARGV[1], 'PX', 100500)",
-        keys: 1,
-        argv: ArgvKind::Value,
-        compiles: true,
-    },
+    Snippet { body: "return redis.call('SET', KEYS[1], ARGV[1], 'PX', 100500)", keys: 1, argv: ArgvKind::Value, compiles: true },
     Snippet {
         body: "return {redis.call('MSET', KEYS[1], 1, KEYS[2], 2), redis.call('MGET', KEYS[1], KEYS[2])}",
         keys: 2,
@@ -281,12 +407,7 @@ const SNIPPETS: &[Snippet] = &[
         argv: ArgvKind::Number,
         compiles: true,
     },
-    Snippet {
-        body: "return redis.call('ZINCRBY', KEYS[1], tonumber(ARGV[1]) or 1, 'm')",
-        keys: 1,
-        argv: ArgvKind::Number,
-        compiles: true,
-    },
+    Snippet { body: "return redis.call('ZINCRBY', KEYS[1], tonumber(ARGV[1]) or 1, 'm')", keys: 1, argv: ArgvKind::Number, compiles: true },
     Snippet {
         body: "redis.setresp(3) return redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')",
         keys: 1,
@@ -311,12 +432,7 @@ const SNIPPETS: &[Snippet] = &[
     Snippet { body: "return cmsgpack.pack(tonumber(ARGV[1]) or ARGV[1])", keys: 0, argv: ArgvKind::Number, compiles: true },
     Snippet { body: "return cjson.encode({tonumber(ARGV[1]) or 0})", keys: 0, argv: ArgvKind::Number, compiles: true },
     Snippet { body: "return string.format('%q', ARGV[1])", keys: 0, argv: ArgvKind::Value, compiles: true },
-    Snippet {
-        body: "return redis.call('SET', KEYS[1], ARGV[1], 'KEEPTTL', 'GET')",
-        keys: 1,
-        argv: ArgvKind::Value,
-        compiles: true,
-    },
+    Snippet { body: "return redis.call('SET', KEYS[1], ARGV[1], 'KEEPTTL', 'GET')", keys: 1, argv: ArgvKind::Value, compiles: true },
     Snippet { body: "return redis.call('LRANGE', KEYS[1], 0, -1)", keys: 1, argv: ArgvKind::None, compiles: true },
     Snippet { body: "return redis.call('HINCRBY', KEYS[1], ARGV[1], 1)", keys: 1, argv: ArgvKind::Ascii, compiles: true },
     Snippet { body: "return redis.call('GETRANGE', KEYS[1], ARGV[1], -1)", keys: 1, argv: ArgvKind::Number, compiles: true },
@@ -327,8 +443,20 @@ const SNIPPETS: &[Snippet] = &[
 ];
 
 const JSON: &[&str] = &[
-    "[1,2,\"x\"]", "{\"a\":1}", "[]", "{}", "[1.5,-0,1e300]", "\"s\"", "null", "[true,false,null]", "bad json",
-    "[1,[2,[3]]]", "123456789012345678", "\"\\u00e9\"", "[", "",
+    "[1,2,\"x\"]",
+    "{\"a\":1}",
+    "[]",
+    "{}",
+    "[1.5,-0,1e300]",
+    "\"s\"",
+    "null",
+    "[true,false,null]",
+    "bad json",
+    "[1,[2,[3]]]",
+    "123456789012345678",
+    "\"\\u00e9\"",
+    "[",
+    "",
 ];
 
 /// Function libraries for FUNCTION LOAD (name, code): one function each; one fails to load, one
@@ -424,7 +552,18 @@ pub fn case<R: RngCore>(rng: &mut R, private: bool) -> Case {
         1 => 999_999_999_000_000 + rng.random_range(0..999_999),
         _ => 1_704_067_200_000 + rng.random_range(0..86_400_000),
     };
-    let mut g = Gen { rng, private, keys, model: Model::new(private), loaded: Vec::new(), now, in_multi: false, watched: None, touch_next: false, force_watched: false };
+    let mut g = Gen {
+        rng,
+        private,
+        keys,
+        model: Model::new(private),
+        loaded: Vec::new(),
+        now,
+        in_multi: false,
+        watched: None,
+        touch_next: false,
+        force_watched: false,
+    };
     let mut commands = Vec::with_capacity(n);
     let mut tries = 0;
     while commands.len() < n && tries < n * 20 {
@@ -816,11 +955,8 @@ impl<R: RngCore> Gen<'_, R> {
                     b = b.lit("REPLACE");
                 }
                 if self.chance(15) {
-                    let db = if self.private {
-                        self.pick(&["0", "1", "2", "3", "15", "16", "-1", "x"])
-                    } else {
-                        self.pick(&["16", "-1", "x"])
-                    };
+                    let db =
+                        if self.private { self.pick(&["0", "1", "2", "3", "15", "16", "-1", "x"]) } else { self.pick(&["16", "-1", "x"]) };
                     b = b.lit("DB").lit(db);
                 }
                 b.build()
@@ -1305,10 +1441,8 @@ impl<R: RngCore> Gen<'_, R> {
         const OFFSETS: &[&str] = &["0", "1", "7", "8", "15", "63", "64", "100", "-1", "x", "", "4294967296", "01"];
         const BIT_TYPES: &[&str] = &["u1", "u8", "i8", "u16", "i5", "u63", "i64", "u64", "i65", "x8", "u0", "U8"];
         const FIELD_OFFSETS: &[&str] = &["0", "3", "8", "#0", "#1", "#7", "100", "-1", "#-1", "x", "#"];
-        const FIELD_VALUES: &[&str] = &[
-            "0", "1", "-1", "100", "127", "128", "255", "256", "-129", "9223372036854775807",
-            "-9223372036854775808", "x", "1.5",
-        ];
+        const FIELD_VALUES: &[&str] =
+            &["0", "1", "-1", "100", "127", "128", "255", "256", "-129", "9223372036854775807", "-9223372036854775808", "x", "1.5"];
         let k = self.key(Family::String);
         let offset = |g: &mut Self| -> String {
             if g.chance(60) {
@@ -1336,7 +1470,11 @@ impl<R: RngCore> Gen<'_, R> {
             }
             5 | 6 => {
                 let b = B::new("BITCOUNT").key(&k);
-                if self.chance(60) { range(self, b).build() } else { b.build() }
+                if self.chance(60) {
+                    range(self, b).build()
+                } else {
+                    b.build()
+                }
             }
             7 | 8 => {
                 let bit = self.pick(&["0", "1", "1", "0", "2", "x"]);
@@ -1368,16 +1506,10 @@ impl<R: RngCore> Gen<'_, R> {
                     } else {
                         self.pick(BIT_TYPES).to_string()
                     };
-                    let off = if self.chance(60) {
-                        self.rng.random_range(0i64..120).to_string()
-                    } else {
-                        self.pick(FIELD_OFFSETS).to_string()
-                    };
-                    let val = if self.chance(50) {
-                        self.rng.random_range(-300i64..300).to_string()
-                    } else {
-                        self.pick(FIELD_VALUES).to_string()
-                    };
+                    let off =
+                        if self.chance(60) { self.rng.random_range(0i64..120).to_string() } else { self.pick(FIELD_OFFSETS).to_string() };
+                    let val =
+                        if self.chance(50) { self.rng.random_range(-300i64..300).to_string() } else { self.pick(FIELD_VALUES).to_string() };
                     b = match self.rng.random_range(0..10) {
                         0..=3 => b.lit("GET").lit(ty).lit(off),
                         4 | 5 => b.lit("SET").lit(ty).lit(off).lit(val),
@@ -1511,7 +1643,13 @@ impl<R: RngCore> Gen<'_, R> {
             9 | 10 => {
                 let rev = self.chance(30);
                 let (a, z) = (id(self, false), id(self, false));
-                let (a, z) = if self.chance(50) { (a, z) } else if rev { ("+".into(), "-".into()) } else { ("-".into(), "+".into()) };
+                let (a, z) = if self.chance(50) {
+                    (a, z)
+                } else if rev {
+                    ("+".into(), "-".into())
+                } else {
+                    ("-".into(), "+".into())
+                };
                 let mut b = B::new(if rev { "XREVRANGE" } else { "XRANGE" }).key(&k).lit(a).lit(z);
                 if self.chance(50) {
                     b = b.lit("COUNT").lit(self.pick(&["0", "1", "2", "5", "-1", "x"]));
@@ -1656,11 +1794,7 @@ impl<R: RngCore> Gen<'_, R> {
             _ => {
                 let mut b = B::new("SCRIPT").lit("EXISTS");
                 for _ in 0..self.rng.random_range(1..3) {
-                    let sha = if !self.loaded.is_empty() && self.chance(60) {
-                        self.pick_loaded()
-                    } else {
-                        JUNK_SHA.to_string()
-                    };
+                    let sha = if !self.loaded.is_empty() && self.chance(60) { self.pick_loaded() } else { JUNK_SHA.to_string() };
                     if sha != JUNK_SHA {
                         b = b.fx(Fx::NeedLoaded(sha.clone()));
                     }
@@ -1690,8 +1824,17 @@ impl<R: RngCore> Gen<'_, R> {
             }
             1 => {
                 let p = self.pick(&[
-                    "maxmemory", "maxmemory-policy", "lua-time-limit", "busy-reply-threshold", "databases",
-                    "cluster-enabled", "MAXMEMORY", "maxmemory-p*", "databas?s", "nosuch", "hash-max-ziplist-entries",
+                    "maxmemory",
+                    "maxmemory-policy",
+                    "lua-time-limit",
+                    "busy-reply-threshold",
+                    "databases",
+                    "cluster-enabled",
+                    "MAXMEMORY",
+                    "maxmemory-p*",
+                    "databas?s",
+                    "nosuch",
+                    "hash-max-ziplist-entries",
                 ]);
                 B::new("CONFIG").lit("GET").lit(p).build()
             }
@@ -1703,7 +1846,8 @@ impl<R: RngCore> Gen<'_, R> {
             4 => B::new("CLIENT").lit("NO-EVICT").lit(self.pick(&["on", "OFF", "maybe"])).build(),
             5 | 6 => {
                 let sub = self.pick(&["INFO", "DOCS", "info"]);
-                let name = self.pick(&["get", "set", "incrby", "pexpire", "zadd", "lpos", "sort", "zunionstore", "publish", "nosuch", "hmget"]);
+                let name =
+                    self.pick(&["get", "set", "incrby", "pexpire", "zadd", "lpos", "sort", "zunionstore", "publish", "nosuch", "hmget"]);
                 B::new("COMMAND").lit(sub).lit(name).build()
             }
             _ => B::new("CONFIG").lit(self.pick(&["HELP", "REWRITE", "NOPE", "GET"])).build(),

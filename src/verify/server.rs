@@ -29,9 +29,7 @@ impl PrivateServer {
     pub fn start_with(extra: &[&str], bus: bool) -> Result<PrivateServer> {
         let version = match Command::new("redis-server").arg("--version").stdin(Stdio::null()).output() {
             Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_string(),
-            Ok(out) => {
-                return Err(Error::Connection(format!("`redis-server --version` exited with {}", out.status)))
-            }
+            Ok(out) => return Err(Error::Connection(format!("`redis-server --version` exited with {}", out.status))),
             Err(e) => {
                 return Err(Error::Connection(format!(
                     "no --redis URL was given and redis-server could not be started ({e}): install Redis 7.0 or \
@@ -128,9 +126,7 @@ impl PrivateCluster {
         let c = PrivateCluster { nodes };
         let fail = |e: redis::RedisError| Error::Connection(format!("building a private cluster: {e}"));
         let conn = |n: &PrivateServer| -> Result<redis::Connection> {
-            redis::Client::open(n.url())
-                .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(5)))
-                .map_err(fail)
+            redis::Client::open(n.url()).and_then(|c| c.get_connection_with_timeout(Duration::from_secs(5))).map_err(fail)
         };
         let ranges = [(0u16, 5460u16), (5461, 10922), (10923, 16383)];
         for (i, (n, (lo, hi))) in c.nodes.iter().zip(ranges).enumerate() {

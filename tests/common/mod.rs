@@ -121,11 +121,7 @@ impl RedisServer {
 
     /// Up to [`ATTEMPTS`] starts, each on a new port from `next_port`; the error holds every
     /// attempt's story.
-    fn launch(
-        cluster_node: bool,
-        extra: &[&str],
-        mut next_port: impl FnMut() -> std::io::Result<u16>,
-    ) -> Result<RedisServer, String> {
+    fn launch(cluster_node: bool, extra: &[&str], mut next_port: impl FnMut() -> std::io::Result<u16>) -> Result<RedisServer, String> {
         let mut failures = Vec::new();
         for attempt in 1..=ATTEMPTS {
             let port = match next_port() {
@@ -156,13 +152,7 @@ impl RedisServer {
         if cluster_node {
             cmd.args(["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]);
         }
-        let spawned = cmd
-            .args(extra)
-            .current_dir(&dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::from(log))
-            .stderr(Stdio::from(log2))
-            .spawn();
+        let spawned = cmd.args(extra).current_dir(&dir).stdin(Stdio::null()).stdout(Stdio::from(log)).stderr(Stdio::from(log2)).spawn();
         let child = match spawned {
             Ok(c) => c,
             Err(e) => {
@@ -182,9 +172,7 @@ impl RedisServer {
             match whose_server(port) {
                 Ok(p) if p == pid => return Ok(server),
                 // Another server holds the port: ours cannot bind it. Kill ours, try a new port.
-                Ok(p) => {
-                    return Err(format!("port {port} is held by another redis-server (pid {p}){}", server.log_excerpt()))
-                }
+                Ok(p) => return Err(format!("port {port} is held by another redis-server (pid {p}){}", server.log_excerpt())),
                 Err(_) if Instant::now() <= deadline => {}
                 Err(last) => {
                     return Err(format!(
@@ -372,8 +360,8 @@ struct RespConn {
 
 impl RespConn {
     fn open(port: u16) -> Result<RespConn, String> {
-        let s = TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(500))
-            .map_err(|e| format!("connect: {e}"))?;
+        let s =
+            TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(500)).map_err(|e| format!("connect: {e}"))?;
         s.set_read_timeout(Some(Duration::from_secs(2))).map_err(|e| e.to_string())?;
         s.set_write_timeout(Some(Duration::from_secs(2))).map_err(|e| e.to_string())?;
         Ok(RespConn { reader: BufReader::new(s) })
@@ -641,11 +629,8 @@ impl LimitlabServe {
             Ok((Err(e), _)) => fail(&mut child, format!("reading its stdout: {e}")),
             Err(_) => fail(&mut child, format!("no line within {} s", READY_WITHIN.as_secs())),
         };
-        let Some(rest) = line.trim_end().strip_prefix("listening on ") else {
-            fail(&mut child, format!("its first line is {line:?}"))
-        };
-        let ports: Option<Vec<u16>> =
-            rest.split(' ').map(|a| a.rsplit_once(':').and_then(|(_, p)| p.parse().ok())).collect();
+        let Some(rest) = line.trim_end().strip_prefix("listening on ") else { fail(&mut child, format!("its first line is {line:?}")) };
+        let ports: Option<Vec<u16>> = rest.split(' ').map(|a| a.rsplit_once(':').and_then(|(_, p)| p.parse().ok())).collect();
         let Some(ports) = ports.filter(|p| !p.is_empty()) else { fail(&mut child, format!("no port in {line:?}")) };
         LimitlabServe { child, ports, _stdout: reader, log }
     }
@@ -705,10 +690,8 @@ impl Drop for LimitlabServe {
 /// ~* &* -@all +cmd...` (each of `commands` as given, e.g. `object|encoding`), so that the user can
 /// run exactly those commands. Panics with the server's reply when it refuses.
 pub fn acl_user(port: u16, name: &str, password: &str, commands: &[&str]) {
-    let mut args: Vec<String> = ["ACL", "SETUSER", name, "reset", "on", &format!(">{password}"), "~*", "&*", "-@all"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let mut args: Vec<String> =
+        ["ACL", "SETUSER", name, "reset", "on", &format!(">{password}"), "~*", "&*", "-@all"].iter().map(|s| s.to_string()).collect();
     args.extend(commands.iter().map(|c| format!("+{c}")));
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     let reply = RespConn::open(port).and_then(|mut c| c.command(&refs));
@@ -739,12 +722,39 @@ impl TlsServer {
             let out = Command::new("openssl").args(args).current_dir(d).stdin(Stdio::null()).output().expect("openssl runs");
             assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
         };
-        run(&["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=limitlab test CA"]);
+        run(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=limitlab test CA",
+        ]);
         run(&["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1"]);
         std::fs::write(d.join("ext.cnf"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n").unwrap();
         run(&[
-            "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.crt", "-days",
-            "2", "-extfile", "ext.cnf",
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.crt",
+            "-days",
+            "2",
+            "-extfile",
+            "ext.cnf",
         ]);
         let file = |n: &str| d.join(n).to_string_lossy().into_owned();
         let mut failures = Vec::new();
@@ -753,8 +763,16 @@ impl TlsServer {
             let port = tls_port.to_string();
             let (cert, key, ca) = (file("server.crt"), file("server.key"), file("ca.crt"));
             let extra = [
-                "--tls-port", &port, "--tls-cert-file", &cert, "--tls-key-file", &key, "--tls-ca-cert-file", &ca,
-                "--tls-auth-clients", "no",
+                "--tls-port",
+                &port,
+                "--tls-cert-file",
+                &cert,
+                "--tls-key-file",
+                &key,
+                "--tls-ca-cert-file",
+                &ca,
+                "--tls-auth-clients",
+                "no",
             ];
             match RedisServer::try_start_with(&extra) {
                 Ok(server) => return Some(TlsServer { server, tls_port, ca: d.join("ca.crt"), _dir: dir }),

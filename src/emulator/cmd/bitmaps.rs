@@ -13,13 +13,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "getbit", arity: 3, flags: READONLY, keys: KeySpec::ONE, handler: getbit },
     CommandSpec { name: "bitcount", arity: -2, flags: READONLY, keys: KeySpec::ONE, handler: bitcount },
     CommandSpec { name: "bitpos", arity: -3, flags: READONLY, keys: KeySpec::ONE, handler: bitpos },
-    CommandSpec {
-        name: "bitop",
-        arity: -4,
-        flags: WRITE | DENYOOM,
-        keys: KeySpec::at(2, -1, 1),
-        handler: bitop,
-    },
+    CommandSpec { name: "bitop", arity: -4, flags: WRITE | DENYOOM, keys: KeySpec::at(2, -1, 1), handler: bitop },
     CommandSpec { name: "bitfield", arity: -2, flags: WRITE | DENYOOM, keys: KeySpec::ONE, handler: bitfield },
     CommandSpec { name: "bitfield_ro", arity: -2, flags: READONLY, keys: KeySpec::ONE, handler: bitfield_ro },
 ];
@@ -77,9 +71,7 @@ fn string_for_write<'a>(core: &'a mut Core, key: &[u8], bytes: usize) -> Result<
     let now = core.now_ms();
     if core.db.get(key, now).is_none() {
         core.db.set(key, Value::Str(RStr::Exact(vec![0u8; bytes])), None);
-        let Some(Value::Str(RStr::Exact(v))) = core.db.get_mut(key, now).map(|e| &mut e.value) else {
-            unreachable!("just stored")
-        };
+        let Some(Value::Str(RStr::Exact(v))) = core.db.get_mut(key, now).map(|e| &mut e.value) else { unreachable!("just stored") };
         return Ok((v, true));
     }
     let e = core.db.get_mut(key, now).expect("checked above");
@@ -168,7 +160,11 @@ fn bitcount(core: &mut Core, a: &[&[u8]]) -> Reply {
             if s > e {
                 return Reply::Int(0);
             }
-            if isbit { (s, e) } else { (s * 8, e * 8 + 7) }
+            if isbit {
+                (s, e)
+            } else {
+                (s * 8, e * 8 + 7)
+            }
         }
         _ => return Reply::err(SYNTAX),
     };
@@ -207,17 +203,17 @@ fn bitpos(core: &mut Core, a: &[&[u8]]) -> Reply {
         4..=6 => {
             let start = tri!(arg_i64(a[3]));
             let isbit = if a.len() == 6 { tri!(unit_is_bit(a[5])) } else { false };
-            let (end, end_given) = if a.len() >= 5 {
-                (tri!(arg_i64(a[4])), true)
-            } else {
-                (len - 1, false)
-            };
+            let (end, end_given) = if a.len() >= 5 { (tri!(arg_i64(a[4])), true) } else { (len - 1, false) };
             let total = if isbit { len * 8 } else { len };
             let (s, e) = clamp_range(start, end, total);
             if s > e {
                 return Reply::Int(-1);
             }
-            if isbit { (s, e, end_given) } else { (s * 8, e * 8 + 7, end_given) }
+            if isbit {
+                (s, e, end_given)
+            } else {
+                (s * 8, e * 8 + 7, end_given)
+            }
         }
         _ => return Reply::err(SYNTAX),
     };
@@ -354,7 +350,11 @@ pub fn unsigned_overflow(value: u64, incr: i64, bits: u32, ow: Overflow) -> (i32
     let minincr = (value as i64).wrapping_neg();
     let wrap = || {
         let res = value.wrapping_add(incr as u64);
-        if bits == 64 { res } else { res & !(u64::MAX << bits) }
+        if bits == 64 {
+            res
+        } else {
+            res & !(u64::MAX << bits)
+        }
     };
     if value > max || (incr > 0 && incr > maxincr) {
         let limit = match ow {
@@ -385,7 +385,11 @@ pub fn signed_overflow(value: i64, incr: i64, bits: u32, ow: Overflow) -> (i32, 
         let c = (value as u64).wrapping_add(incr as u64);
         let c = if bits < 64 {
             let mask = u64::MAX << bits;
-            if c & (1u64 << (bits - 1)) != 0 { c | mask } else { c & !mask }
+            if c & (1u64 << (bits - 1)) != 0 {
+                c | mask
+            } else {
+                c & !mask
+            }
         } else {
             c
         };

@@ -15,8 +15,7 @@ use crate::emulator::fxhash::FxHashMap;
 use crate::emulator::keyspace::glob_match;
 use crate::emulator::reply::Reply;
 
-pub static COMMANDS: &[CommandSpec] =
-    &[CommandSpec { name: "command", arity: -1, flags: 0, keys: KeySpec::NONE, handler: command }];
+pub static COMMANDS: &[CommandSpec] = &[CommandSpec { name: "command", arity: -1, flags: 0, keys: KeySpec::NONE, handler: command }];
 
 static INFO_RESP: &[u8] = include_bytes!("redis_commands.resp");
 static DOCS_RESP: &[u8] = include_bytes!("redis_docs.resp");

@@ -51,7 +51,13 @@ static HELP: &[&str] = &[
 /// A parameter's value on this server.
 fn value(core: &Core, name: &str, default: &[u8]) -> Vec<u8> {
     match name {
-        "cluster-enabled" => if core.cluster { b"yes".to_vec() } else { b"no".to_vec() },
+        "cluster-enabled" => {
+            if core.cluster {
+                b"yes".to_vec()
+            } else {
+                b"no".to_vec()
+            }
+        }
         _ => default.to_vec(),
     }
 }

@@ -17,13 +17,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "hsetnx", arity: 4, flags: WRITE | DENYOOM, keys: KeySpec::ONE, handler: hsetnx },
     CommandSpec { name: "hmget", arity: -3, flags: READONLY, keys: KeySpec::ONE, handler: hmget },
     CommandSpec { name: "hincrby", arity: 4, flags: WRITE | DENYOOM, keys: KeySpec::ONE, handler: hincrby },
-    CommandSpec {
-        name: "hincrbyfloat",
-        arity: 4,
-        flags: WRITE | DENYOOM,
-        keys: KeySpec::ONE,
-        handler: hincrbyfloat,
-    },
+    CommandSpec { name: "hincrbyfloat", arity: 4, flags: WRITE | DENYOOM, keys: KeySpec::ONE, handler: hincrbyfloat },
     CommandSpec { name: "hgetall", arity: 2, flags: READONLY, keys: KeySpec::ONE, handler: hgetall },
     CommandSpec { name: "hkeys", arity: 2, flags: READONLY, keys: KeySpec::ONE, handler: hkeys },
     CommandSpec { name: "hvals", arity: 2, flags: READONLY, keys: KeySpec::ONE, handler: hvals },
@@ -226,9 +220,7 @@ fn is_inf_literal(b: &[u8]) -> bool {
 fn hgetall(core: &mut Core, a: &[&[u8]]) -> Reply {
     match tri!(hash_of(core, a[1])) {
         None => Reply::Map(Vec::new()),
-        Some(h) => {
-            Reply::Map(h.fields.iter().map(|(f, v)| (Reply::Bulk(f.to_vec()), Reply::Bulk(v.to_vec()))).collect())
-        }
+        Some(h) => Reply::Map(h.fields.iter().map(|(f, v)| (Reply::Bulk(f.to_vec()), Reply::Bulk(v.to_vec()))).collect()),
     }
 }
 

@@ -259,7 +259,9 @@ fn section(core: &mut Core, name: &str, out: &mut String) {
             ] {
                 kv(out, k, 0);
             }
-            for k in ["instantaneous_input_kbps", "instantaneous_output_kbps", "instantaneous_input_repl_kbps", "instantaneous_output_repl_kbps"] {
+            for k in
+                ["instantaneous_input_kbps", "instantaneous_output_kbps", "instantaneous_input_repl_kbps", "instantaneous_output_repl_kbps"]
+            {
                 kv(out, k, "0.00");
             }
             for k in ["rejected_connections", "sync_full", "sync_partial_ok", "sync_partial_err", "expired_keys"] {

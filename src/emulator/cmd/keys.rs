@@ -44,10 +44,7 @@ fn exists(core: &mut Core, a: &[&[u8]]) -> Reply {
     let now = core.now_ms();
     let touch = eq_ic(a[0], "touch");
     Reply::Int(
-        a[1..]
-            .iter()
-            .filter(|k| if touch { core.db.get(k, now).is_some() } else { core.db.get_notouch(k, now).is_some() })
-            .count() as i64,
+        a[1..].iter().filter(|k| if touch { core.db.get(k, now).is_some() } else { core.db.get_notouch(k, now).is_some() }).count() as i64
     )
 }
 
@@ -215,8 +212,7 @@ fn renamenx(core: &mut Core, a: &[&[u8]]) -> Reply {
 /// Redis's `getIntFromObjectOrReply`: an integer that fits a C int, with its two error texts.
 pub(crate) fn arg_i32(b: &[u8]) -> Result<i32, Reply> {
     let v = parse_canonical_i64(b).ok_or_else(|| Reply::err(NOT_INTEGER))?;
-    i32::try_from(v)
-        .map_err(|_| Reply::err("ERR value is out of range, value must between -2147483648 and 2147483647"))
+    i32::try_from(v).map_err(|_| Reply::err("ERR value is out of range, value must between -2147483648 and 2147483647"))
 }
 
 /// COPY source destination [DB n] [REPLACE]: copies value and TTL, into database `n` if given; 0 when
@@ -570,19 +566,14 @@ mod tests {
         assert_eq!(run(&mut c, "COPY s s9 FOO"), err(SYNTAX));
         assert_eq!(run(&mut c, "COPY s s9 DB 16"), err("ERR DB index is out of range"));
         assert_eq!(run(&mut c, "COPY s s9 DB x"), err(NOT_INTEGER));
-        assert_eq!(
-            run(&mut c, "COPY s s9 DB 4294967296"),
-            err("ERR value is out of range, value must between -2147483648 and 2147483647")
-        );
+        assert_eq!(run(&mut c, "COPY s s9 DB 4294967296"), err("ERR value is out of range, value must between -2147483648 and 2147483647"));
     }
 
     #[test]
     fn scan_cursors_and_options() {
         let mut c = Core::new(VirtualClock::default());
         run(&mut c, "SET c 3");
-        let one = |cur: &str, keys: &[&str]| {
-            Reply::Array(vec![bulk(cur), Reply::Array(keys.iter().map(|k| bulk(k)).collect())])
-        };
+        let one = |cur: &str, keys: &[&str]| Reply::Array(vec![bulk(cur), Reply::Array(keys.iter().map(|k| bulk(k)).collect())]);
         assert_eq!(run(&mut c, "SCAN 0 MATCH c"), one("0", &["c"]));
         assert_eq!(run(&mut c, "SCAN 0 TYPE STRING COUNT 1000"), one("0", &["c"]));
         assert_eq!(run(&mut c, "SCAN 0 TYPE foo"), one("0", &[]));

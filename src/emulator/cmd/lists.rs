@@ -199,7 +199,11 @@ fn lindex(core: &mut Core, a: &[&[u8]]) -> Reply {
 /// A single index (negative from the end) into a list of `len`, if it falls inside.
 fn resolve_index(i: i64, len: usize) -> Option<usize> {
     let i = if i < 0 { (len as i64).checked_add(i)? } else { i };
-    if i >= 0 && (i as u64) < len as u64 { Some(i as usize) } else { None }
+    if i >= 0 && (i as u64) < len as u64 {
+        Some(i as usize)
+    } else {
+        None
+    }
 }
 
 /// LREM: `count > 0` removes the first `count` matches from the head, `count < 0` the last ones from

@@ -145,7 +145,11 @@ pub struct CommandSpec {
 impl CommandSpec {
     pub fn arity_ok(&self, argc: usize) -> bool {
         let argc = argc as i32;
-        if self.arity >= 0 { argc == self.arity } else { argc >= -self.arity }
+        if self.arity >= 0 {
+            argc == self.arity
+        } else {
+            argc >= -self.arity
+        }
     }
     pub fn has(&self, flag: u16) -> bool {
         self.flags & flag != 0
@@ -296,7 +300,11 @@ pub fn parse_f64(b: &[u8]) -> Option<f64> {
     let lower = s.to_ascii_lowercase();
     let v = match lower.trim_start_matches(['+', '-']) {
         "inf" | "infinity" => {
-            if lower.starts_with('-') { f64::NEG_INFINITY } else { f64::INFINITY }
+            if lower.starts_with('-') {
+                f64::NEG_INFINITY
+            } else {
+                f64::INFINITY
+            }
         }
         t if t.starts_with("nan") => return None,
         _ => {
@@ -307,7 +315,11 @@ pub fn parse_f64(b: &[u8]) -> Option<f64> {
             }
         }
     };
-    if v.is_nan() { None } else { Some(v) }
+    if v.is_nan() {
+        None
+    } else {
+        Some(v)
+    }
 }
 
 fn parse_hex_float(s: &str) -> Option<f64> {

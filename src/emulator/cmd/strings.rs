@@ -541,11 +541,7 @@ fn lcs(core: &mut Core, a: &[&[u8]]) -> Reply {
     let mut t = vec![0u32; cells as usize];
     for i in 1..=alen {
         for k in 1..=blen {
-            t[i * w + k] = if sa[i - 1] == sb[k - 1] {
-                t[(i - 1) * w + k - 1] + 1
-            } else {
-                t[(i - 1) * w + k].max(t[i * w + k - 1])
-            };
+            t[i * w + k] = if sa[i - 1] == sb[k - 1] { t[(i - 1) * w + k - 1] + 1 } else { t[(i - 1) * w + k].max(t[i * w + k - 1]) };
         }
     }
     let total = t[alen * w + blen];
@@ -721,9 +717,18 @@ mod tests {
         assert_eq!(run(&mut c, "SET k v EX abc EX 10"), Reply::ok());
         assert_eq!(run(&mut c, "SET k v KEEPTTL KEEPTTL"), Reply::ok());
         assert_eq!(ttl(&mut c, "k"), Reply::Int(10));
-        for bad in ["EX 10 KEEPTTL", "KEEPTTL EX 10", "NX XX", "EX 10 PX 100", "PX 100 PXAT 100", "EX", "FOO",
-            "GET EX 1 NX XX", "EX 0 FOO", "PERSIST"]
-        {
+        for bad in [
+            "EX 10 KEEPTTL",
+            "KEEPTTL EX 10",
+            "NX XX",
+            "EX 10 PX 100",
+            "PX 100 PXAT 100",
+            "EX",
+            "FOO",
+            "GET EX 1 NX XX",
+            "EX 0 FOO",
+            "PERSIST",
+        ] {
             assert_eq!(run(&mut c, &format!("SET k v {bad}")), err(SYNTAX), "{bad}");
         }
         assert_eq!(run(&mut c, "SET k v GET NX"), bulk("v"));
@@ -806,8 +811,7 @@ mod tests {
     fn ranges() {
         let mut c = Core::new(VirtualClock::default());
         run(&mut c, "SET k hello");
-        let cases = [("0 -1", "hello"), ("1 2", "el"), ("-3 -1", "llo"), ("-1 -3", ""), ("5 10", ""),
-            ("3 100", "lo"), ("-100 1", "he")];
+        let cases = [("0 -1", "hello"), ("1 2", "el"), ("-3 -1", "llo"), ("-1 -3", ""), ("5 10", ""), ("3 100", "lo"), ("-100 1", "he")];
         for (r, want) in cases {
             assert_eq!(run(&mut c, &format!("GETRANGE k {r}")), bulk(want), "{r}");
         }
@@ -837,10 +841,7 @@ mod tests {
         assert_eq!(run(&mut c, "LCS a b LEN"), Reply::Int(6));
         let r = |a: i64, b: i64| Reply::Array(vec![Reply::Int(a), Reply::Int(b)]);
         let want = Reply::Map(vec![
-            (bulk("matches"), Reply::Array(vec![
-                Reply::Array(vec![r(4, 7), r(5, 8)]),
-                Reply::Array(vec![r(2, 3), r(0, 1)]),
-            ])),
+            (bulk("matches"), Reply::Array(vec![Reply::Array(vec![r(4, 7), r(5, 8)]), Reply::Array(vec![r(2, 3), r(0, 1)])])),
             (bulk("len"), Reply::Int(6)),
         ]);
         assert_eq!(run(&mut c, "LCS a b IDX"), want);

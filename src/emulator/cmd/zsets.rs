@@ -342,9 +342,7 @@ fn zscore(core: &mut Core, a: &[&[u8]]) -> Reply {
 
 fn zmscore(core: &mut Core, a: &[&[u8]]) -> Reply {
     let z = tri!(read(core, a[1]));
-    Reply::Array(
-        a[2..].iter().map(|m| z.and_then(|z| z.score(m)).map_or(Reply::Nil, Reply::Double)).collect(),
-    )
+    Reply::Array(a[2..].iter().map(|m| z.and_then(|z| z.score(m)).map_or(Reply::Nil, Reply::Double)).collect())
 }
 
 fn zrank(core: &mut Core, a: &[&[u8]]) -> Reply {
@@ -691,7 +689,9 @@ mod tests {
 
     #[test]
     fn the_integer_and_infinity_shortcuts_parse_as_the_general_path() {
-        for t in ["0", "-0", "007", "1", "-1", "123456789012345", "-123456789012345", "1234567890123456", "-inf", "inf", "+inf", "1704067200000"] {
+        for t in
+            ["0", "-0", "007", "1", "-1", "123456789012345", "-123456789012345", "1234567890123456", "-inf", "inf", "+inf", "1704067200000"]
+        {
             let (fast, general) = (parse_number(t.as_bytes()), super::super::parse_f64(t.as_bytes()));
             assert_eq!(fast.map(f64::to_bits), general.map(f64::to_bits), "{t}");
         }
@@ -762,10 +762,7 @@ mod tests {
         assert_eq!(run(&mut c, "ZADD z INCR -inf q"), err("ERR resulting score is not a number (NaN)"));
         assert_eq!(run(&mut c, "ZINCRBY z -inf q"), err("ERR resulting score is not a number (NaN)"));
         assert_eq!(run(&mut c, "ZADD z NX XX GT 1 a"), err("ERR XX and NX options at the same time are not compatible"));
-        assert_eq!(
-            run(&mut c, "ZADD z NX GT 1 a"),
-            err("ERR GT, LT, and/or NX options at the same time are not compatible")
-        );
+        assert_eq!(run(&mut c, "ZADD z NX GT 1 a"), err("ERR GT, LT, and/or NX options at the same time are not compatible"));
         assert_eq!(run(&mut c, "ZADD z NX GT 1 a 2"), err(SYNTAX));
         assert_eq!(run(&mut c, "ZADD z INCR 1 a 2 b"), err("ERR INCR option supports a single increment-element pair"));
         assert_eq!(run(&mut c, "ZADD z c 1 a"), err(SYNTAX));

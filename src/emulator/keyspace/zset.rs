@@ -171,8 +171,7 @@ impl LexRange {
             (Max, _) | (_, Min) => Ordering::Greater,
             (Incl(a) | Excl(a), Incl(b) | Excl(b)) => a.cmp(b),
         };
-        cmp == Ordering::Greater
-            || (cmp == Ordering::Equal && (self.min.exclusive() || self.max.exclusive()))
+        cmp == Ordering::Greater || (cmp == Ordering::Equal && (self.min.exclusive() || self.max.exclusive()))
     }
 }
 
@@ -212,9 +211,7 @@ impl Default for ZSet {
 impl fmt::Debug for ZSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(if self.skiplist { "ZSet(skiplist) " } else { "ZSet(listpack) " })?;
-        f.debug_list()
-            .entries(self.iter().map(|(m, s)| (String::from_utf8_lossy(m).into_owned(), s)))
-            .finish()
+        f.debug_list().entries(self.iter().map(|(m, s)| (String::from_utf8_lossy(m).into_owned(), s))).finish()
     }
 }
 
@@ -707,9 +704,7 @@ impl ZSet {
         if cur == score && cur.is_sign_negative() == score.is_sign_negative() {
             return;
         }
-        if (back == NIL || self.nodes[back as usize].score < score)
-            && (next == NIL || self.nodes[next as usize].score > score)
-        {
+        if (back == NIL || self.nodes[back as usize].score < score) && (next == NIL || self.nodes[next as usize].score > score) {
             self.nodes[x as usize].score = score;
             return;
         }

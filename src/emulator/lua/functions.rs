@@ -166,7 +166,9 @@ pub(crate) fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
             if inq {
                 match c {
                     None => return None,
-                    Some(b'\\') if i + 3 < n && line[i + 1] == b'x' && line[i + 2].is_ascii_hexdigit() && line[i + 3].is_ascii_hexdigit() => {
+                    Some(b'\\')
+                        if i + 3 < n && line[i + 1] == b'x' && line[i + 2].is_ascii_hexdigit() && line[i + 3].is_ascii_hexdigit() =>
+                    {
                         let h = |b: u8| (b as char).to_digit(16).unwrap_or(0) as u8;
                         cur.push(h(line[i + 2]) * 16 + h(line[i + 3]));
                         i += 3;
@@ -231,8 +233,7 @@ fn valid_name(name: &[u8]) -> bool {
     !name.is_empty() && name.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_')
 }
 
-const BAD_NAME: &str =
-    "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
+const BAD_NAME: &str = "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
 
 impl Functions {
     pub(crate) fn new(core: &Rc<RefCell<Core>>, state: &Rc<RunState>, rng: &Rc<super::rand48::Rand48>) -> mlua::Result<Functions> {
@@ -244,9 +245,7 @@ impl Functions {
     /// The library holding the function `name` (case-insensitive, as Redis's functions dict), and
     /// the function's index in it.
     fn find(&self, name: &[u8]) -> Option<(&Library, usize)> {
-        self.libraries.values().find_map(|lib| {
-            lib.functions.iter().position(|f| f.name.eq_ignore_ascii_case(name)).map(|i| (lib, i))
-        })
+        self.libraries.values().find_map(|lib| lib.functions.iter().position(|f| f.name.eq_ignore_ascii_case(name)).map(|i| (lib, i)))
     }
 
     /// FUNCTION ... from a client.
@@ -1031,7 +1030,13 @@ pub(crate) fn lzf_compress(input: &[u8], out: &mut [u8]) -> usize {
         htab[slot] = ip + 1;
         let matched = r != 0 && {
             let rf = r - 1;
-            rf < ip && ip - rf - 1 < MAX_OFF && ip + 4 < in_len && rf > 0 && input[rf] == input[ip] && input[rf + 1] == input[ip + 1] && input[rf + 2] == input[ip + 2]
+            rf < ip
+                && ip - rf - 1 < MAX_OFF
+                && ip + 4 < in_len
+                && rf > 0
+                && input[rf] == input[ip]
+                && input[rf + 1] == input[ip + 1]
+                && input[rf + 2] == input[ip + 2]
         };
         if matched {
             let rf = r - 1;

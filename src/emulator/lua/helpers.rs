@@ -16,8 +16,8 @@ use mlua::ffi;
 
 use super::cmd;
 use super::fast::CallCtx;
-use super::libs::raw::{self, push_bytes};
 use super::libs::cvt_i32;
+use super::libs::raw::{self, push_bytes};
 
 /// The call context every helper gets as its first upvalue.
 unsafe fn ctx<'a>(l: *mut ffi::lua_State) -> &'a CallCtx {
@@ -213,8 +213,7 @@ pub(crate) unsafe extern "C-unwind" fn acl_check_cmd(l: *mut ffi::lua_State) -> 
             // A Redis command the emulator does not implement: the one user may run it too.
             None => {
                 let mut sbuf = Vec::new();
-                let args: Vec<&[u8]> =
-                    if argc >= 2 { vec![name, arg_bytes(l, 2, &mut sbuf)] } else { vec![name] };
+                let args: Vec<&[u8]> = if argc >= 2 { vec![name, arg_bytes(l, 2, &mut sbuf)] } else { vec![name] };
                 cmd::command::redis_lookup(&args).is_ok()
             }
             Some(spec) if argc >= 2 => match super::subcommands(spec.name) {
@@ -270,19 +269,19 @@ pub(crate) unsafe extern "C-unwind" fn protected_table_error(l: *mut ffi::lua_St
 }
 
 unsafe fn protected_table_error_body(l: *mut ffi::lua_State) -> raw::R<c_int> {
-        if ffi::lua_gettop(l) != 2 {
-            return Err(raw::error(l, "Wrong number of arguments to luaProtectedTableError"));
-        }
-        if ffi::lua_isstring(l, -1) == 0 {
-            return Err(raw::error(l, "Second argument to luaProtectedTableError must be a string or number"));
-        }
-        let mut len = 0usize;
-        let p = ffi::lua_tolstring(l, -1, &mut len);
-        let name = cstr(std::slice::from_raw_parts(p.cast::<u8>(), len));
-        let mut m = b"Script attempted to access nonexistent global variable '".to_vec();
-        m.extend_from_slice(name);
-        m.push(b'\'');
-        Err(raw::error(l, m))
+    if ffi::lua_gettop(l) != 2 {
+        return Err(raw::error(l, "Wrong number of arguments to luaProtectedTableError"));
+    }
+    if ffi::lua_isstring(l, -1) == 0 {
+        return Err(raw::error(l, "Second argument to luaProtectedTableError must be a string or number"));
+    }
+    let mut len = 0usize;
+    let p = ffi::lua_tolstring(l, -1, &mut len);
+    let name = cstr(std::slice::from_raw_parts(p.cast::<u8>(), len));
+    let mut m = b"Script attempted to access nonexistent global variable '".to_vec();
+    m.extend_from_slice(name);
+    m.push(b'\'');
+    Err(raw::error(l, m))
 }
 
 /// `luaL_checkint`: `luaL_checkinteger` cast to a C int (wrapping).
@@ -297,28 +296,28 @@ pub(crate) unsafe extern "C-unwind" fn math_random(l: *mut ffi::lua_State) -> c_
 }
 
 unsafe fn math_random_body(l: *mut ffi::lua_State) -> raw::R<c_int> {
-        let r = ctx(l).rng.next_unit();
-        match ffi::lua_gettop(l) {
-            0 => ffi::lua_pushnumber(l, r),
-            1 => {
-                let u = check_int(l, 1)?;
-                if u < 1 {
-                    return Err(raw::arg_error(l, 1, "interval is empty"));
-                }
-                ffi::lua_pushnumber(l, (r * u as f64).floor() + 1.0);
+    let r = ctx(l).rng.next_unit();
+    match ffi::lua_gettop(l) {
+        0 => ffi::lua_pushnumber(l, r),
+        1 => {
+            let u = check_int(l, 1)?;
+            if u < 1 {
+                return Err(raw::arg_error(l, 1, "interval is empty"));
             }
-            2 => {
-                let lo = check_int(l, 1)?;
-                let up = check_int(l, 2)?;
-                if lo > up {
-                    return Err(raw::arg_error(l, 2, "interval is empty"));
-                }
-                let span = up.wrapping_sub(lo).wrapping_add(1);
-                ffi::lua_pushnumber(l, (r * span as f64).floor() + lo as f64);
-            }
-            _ => return Err(raw::error(l, "wrong number of arguments")),
+            ffi::lua_pushnumber(l, (r * u as f64).floor() + 1.0);
         }
-        Ok(1)
+        2 => {
+            let lo = check_int(l, 1)?;
+            let up = check_int(l, 2)?;
+            if lo > up {
+                return Err(raw::arg_error(l, 2, "interval is empty"));
+            }
+            let span = up.wrapping_sub(lo).wrapping_add(1);
+            ffi::lua_pushnumber(l, (r * span as f64).floor() + lo as f64);
+        }
+        _ => return Err(raw::error(l, "wrong number of arguments")),
+    }
+    Ok(1)
 }
 
 /// `math.randomseed(n)`: `redisSrand48(luaL_checkint(L, 1))`.

@@ -8,8 +8,8 @@ mod helpers;
 pub mod libs;
 mod rand48;
 
-use std::cell::{Cell, RefCell};
 use crate::emulator::fxhash::FxHashMap;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value};
@@ -114,17 +114,10 @@ impl Vm {
     ) -> mlua::Result<Vm> {
         // SAFETY: the debug library is loaded only to build the error handler, then removed from the
         // globals scripts can see; no script gets access to it.
-        let lua = unsafe {
-            Lua::unsafe_new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG, LuaOptions::default())
-        };
+        let lua = unsafe { Lua::unsafe_new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG, LuaOptions::default()) };
         let g = lua.globals();
         libs::register_all(&lua, &g)?;
-        let ctx = Box::new(fast::CallCtx {
-            core: core.clone(),
-            state: state.clone(),
-            numbuf: Default::default(),
-            rng: rng.clone(),
-        });
+        let ctx = Box::new(fast::CallCtx { core: core.clone(), state: state.clone(), numbuf: Default::default(), rng: rng.clone() });
         let ctx_ptr = &*ctx as *const fast::CallCtx as *mut std::ffi::c_void;
         let redis = lua.create_table()?;
         register_redis_lib(&lua, &redis, ctx_ptr)?;
@@ -472,10 +465,8 @@ impl Scripting {
             } else {
                 // `%.128s` of a C string, CR/LF as spaces, as Redis formats errors.
                 let end = sub.iter().take(128).position(|&c| c == 0).unwrap_or(sub.len().min(128));
-                let name: String = String::from_utf8_lossy(&sub[..end])
-                    .chars()
-                    .map(|c| if c == '\r' || c == '\n' { ' ' } else { c })
-                    .collect();
+                let name: String =
+                    String::from_utf8_lossy(&sub[..end]).chars().map(|c| if c == '\r' || c == '\n' { ' ' } else { c }).collect();
                 Reply::Error(format!("ERR unknown subcommand '{name}'. Try SCRIPT HELP."))
             }
         }
@@ -498,19 +489,13 @@ impl Scripting {
     }
 
     fn compile(&self, body: &[u8]) -> Result<Function, Reply> {
-        self.vm
-            .lua
-            .load(body)
-            .set_name("@user_script")
-            .set_mode(mlua::chunk::ChunkMode::Text)
-            .into_function()
-            .map_err(|e| {
-                let msg = match &e {
-                    mlua::Error::SyntaxError { message, .. } => message.clone(),
-                    other => other.to_string(),
-                };
-                Reply::Error(format!("ERR Error compiling script (new function): {}", one_line(&msg)))
-            })
+        self.vm.lua.load(body).set_name("@user_script").set_mode(mlua::chunk::ChunkMode::Text).into_function().map_err(|e| {
+            let msg = match &e {
+                mlua::Error::SyntaxError { message, .. } => message.clone(),
+                other => other.to_string(),
+            };
+            Reply::Error(format!("ERR Error compiling script (new function): {}", one_line(&msg)))
+        })
     }
 
     /// EVAL: compiles the body if it is not cached, then runs it.
@@ -713,9 +698,7 @@ impl Shebang {
                     b"no-cluster" => sb.no_cluster = true,
                     b"allow-cross-slot-keys" => sb.cross_slot = true,
                     b"allow-oom" | b"allow-stale" => {}
-                    other => {
-                        return Err(Reply::Error(one_line(&format!("ERR Unexpected flag in script shebang: {}", text(other)))))
-                    }
+                    other => return Err(Reply::Error(one_line(&format!("ERR Unexpected flag in script shebang: {}", text(other))))),
                 }
             }
         }
@@ -773,7 +756,6 @@ fn split_numkeys<'a, 'b>(a: &'b [&'a [u8]]) -> Result<(&'b [&'a [u8]], &'b [&'a 
     let n = n as usize;
     Ok((&a[3..3 + n], &a[3 + n..]))
 }
-
 
 /// SHA1 of a script body, lower-case hex.
 pub fn sha1_hex(body: &[u8]) -> String {

@@ -108,10 +108,7 @@ fn script_cache_and_evalsha() {
     assert_eq!(e.execute(&[b"EVALSHA", sha.as_bytes(), b"1", b"k", b"v"]), Reply::bulk("vk"));
     assert_eq!(e.execute(&[b"EVALSHA", sha.to_uppercase().as_bytes(), b"1", b"k", b"v"]), Reply::bulk("vk"));
     assert_eq!(e.execute(&[b"SCRIPT", b"FLUSH"]), Reply::ok());
-    assert_eq!(
-        e.execute(&[b"EVALSHA", sha.as_bytes(), b"1", b"k", b"v"]),
-        Reply::err("NOSCRIPT No matching script. Please use EVAL.")
-    );
+    assert_eq!(e.execute(&[b"EVALSHA", sha.as_bytes(), b"1", b"k", b"v"]), Reply::err("NOSCRIPT No matching script. Please use EVAL."));
     assert_eq!(
         e.execute(&[b"EVAL", b"return 1 +", b"0"]),
         Reply::err("ERR Error compiling script (new function): user_script:1: unexpected symbol near '<eof>'")
@@ -140,15 +137,16 @@ fn a_killed_script_cannot_survive_by_catching_the_kill() {
 #[test]
 fn functions_load_call_and_keep_their_own_vm() {
     let mut e = Emulator::new();
-    let lib = b"#!lua name=lib\nredis.register_function('f', function(keys, args) return {keys[1], args[1], redis.call('incr', keys[1])} end)";
+    let lib =
+        b"#!lua name=lib\nredis.register_function('f', function(keys, args) return {keys[1], args[1], redis.call('incr', keys[1])} end)";
     assert_eq!(e.execute(&[b"FUNCTION", b"LOAD", lib]), Reply::bulk("lib"));
-    assert_eq!(
-        e.execute(&[b"FCALL", b"f", b"1", b"k", b"a"]),
-        Reply::Array(vec![Reply::bulk("k"), Reply::bulk("a"), Reply::Int(1)])
-    );
+    assert_eq!(e.execute(&[b"FCALL", b"f", b"1", b"k", b"a"]), Reply::Array(vec![Reply::bulk("k"), Reply::bulk("a"), Reply::Int(1)]));
     // SCRIPT FLUSH leaves functions alone; FUNCTION FLUSH removes them.
     assert_eq!(e.execute(&[b"SCRIPT", b"FLUSH"]), Reply::ok());
-    assert_eq!(e.execute(&[b"FCALL", b"F", b"1", b"k", b"a"]).clone(), Reply::Array(vec![Reply::bulk("k"), Reply::bulk("a"), Reply::Int(2)]));
+    assert_eq!(
+        e.execute(&[b"FCALL", b"F", b"1", b"k", b"a"]).clone(),
+        Reply::Array(vec![Reply::bulk("k"), Reply::bulk("a"), Reply::Int(2)])
+    );
     assert_eq!(e.execute(&[b"FUNCTION", b"FLUSH"]), Reply::ok());
     assert_eq!(e.execute(&[b"FCALL", b"f", b"0"]), Reply::err("ERR Function not found"));
     // At load time only the library API is there.

@@ -308,7 +308,12 @@ mod tests {
             let key = if i % 5 == 0 { format!("\"quoted, \"\"user\"\"\n{}\"", i % 7) } else { format!("user{}", i % 11) };
             csv.push_str(&format!("{t},{key},{},p{}\n", i % 3 + 1, i % 2));
             jsonl.push_str(&format!("{{\"time_ms\": {t}, \"key\": \"u{}\"}}\n", i % 13));
-            log.push_str(&format!("10.0.0.{} - - [01/Jan/2024:00:{:02}:{:02} +0000] \"GET / HTTP/1.1\" 200 1\n", i % 9, i / 1000 % 60, i % 1000 * 60 / 1000));
+            log.push_str(&format!(
+                "10.0.0.{} - - [01/Jan/2024:00:{:02}:{:02} +0000] \"GET / HTTP/1.1\" 200 1\n",
+                i % 9,
+                i / 1000 % 60,
+                i % 1000 * 60 / 1000
+            ));
         }
         assert!(csv.len() > 2 * CHUNK_BYTES);
         let log = {

@@ -205,11 +205,9 @@ unsafe fn cfg_decode_invalid_numbers(l: *mut lua_State) -> R<c_int> {
 /// How each byte is written inside a JSON string; `None` means as itself. Note '/' is escaped.
 fn escape(b: u8) -> Option<&'static [u8]> {
     const CTRL: [&[u8]; 32] = [
-        b"\\u0000", b"\\u0001", b"\\u0002", b"\\u0003", b"\\u0004", b"\\u0005", b"\\u0006",
-        b"\\u0007", b"\\b", b"\\t", b"\\n", b"\\u000b", b"\\f", b"\\r", b"\\u000e", b"\\u000f",
-        b"\\u0010", b"\\u0011", b"\\u0012", b"\\u0013", b"\\u0014", b"\\u0015", b"\\u0016",
-        b"\\u0017", b"\\u0018", b"\\u0019", b"\\u001a", b"\\u001b", b"\\u001c", b"\\u001d",
-        b"\\u001e", b"\\u001f",
+        b"\\u0000", b"\\u0001", b"\\u0002", b"\\u0003", b"\\u0004", b"\\u0005", b"\\u0006", b"\\u0007", b"\\b", b"\\t", b"\\n", b"\\u000b",
+        b"\\f", b"\\r", b"\\u000e", b"\\u000f", b"\\u0010", b"\\u0011", b"\\u0012", b"\\u0013", b"\\u0014", b"\\u0015", b"\\u0016",
+        b"\\u0017", b"\\u0018", b"\\u0019", b"\\u001a", b"\\u001b", b"\\u001c", b"\\u001d", b"\\u001e", b"\\u001f",
     ];
     match b {
         0..=31 => Some(CTRL[b as usize]),
@@ -529,11 +527,7 @@ impl Parser<'_> {
     }
 
     fn number_token(&mut self) -> Token {
-        let end = self.data[self.pos.min(self.data.len())..]
-            .iter()
-            .position(|&b| b == 0)
-            .map(|p| self.pos + p)
-            .unwrap_or(self.data.len());
+        let end = self.data[self.pos.min(self.data.len())..].iter().position(|&b| b == 0).map(|p| self.pos + p).unwrap_or(self.data.len());
         let (n, used) = strtod(&self.data[self.pos.min(end)..end]);
         if used == 0 {
             return self.error_token("invalid number");
@@ -734,10 +728,7 @@ impl Parser<'_> {
                 };
                 let depth = open.len() as i64 + 1;
                 if depth > self.cfg.decode_max_depth as i64 || ffi::lua_checkstack(l, slots) == 0 {
-                    return Err(raw::error(
-                        l,
-                        format!("Found too many nested data structures ({depth}) at character {}", self.pos),
-                    ));
+                    return Err(raw::error(l, format!("Found too many nested data structures ({depth}) at character {}", self.pos)));
                 }
                 ffi::lua_newtable(l);
                 tok = self.next_token();
@@ -1088,18 +1079,27 @@ mod tests {
             ("return select(2, pcall(cjson.encode_max_depth, 2^31))", "bad argument #1 to '?' (expected integer between 1 and 2147483647)"),
             ("return select(2, pcall(cjson.encode_invalid_numbers, 'maybe'))", "bad argument #1 to '?' (invalid option 'maybe')"),
             ("return select(2, pcall(cjson.decode_invalid_numbers, 'null'))", "bad argument #1 to '?' (invalid option 'null')"),
-            ("return select(2, pcall(cjson.encode_sparse_array, true, -1))", "bad argument #1 to '?' (expected integer between 0 and 2147483647)"),
+            (
+                "return select(2, pcall(cjson.encode_sparse_array, true, -1))",
+                "bad argument #1 to '?' (expected integer between 0 and 2147483647)",
+            ),
             ("return select(2, pcall(cjson.encode_sparse_array, 1,2,3,4))", "bad argument #4 to '?' (found too many arguments)"),
         ]);
         check(&[
             ("return cjson.encode_number_precision(3) .. cjson.encode({1/3, 12345, 0.5})", "3[0.333,1.23e+04,0.5]"),
             ("return cjson.encode_max_depth(2) .. select(2, pcall(cjson.encode, {{{1}}}))", "2Cannot serialise, excessive nesting (3)"),
             ("return cjson.encode({{1}})", "[[1]]"),
-            ("return cjson.decode_max_depth(2) .. select(2, pcall(cjson.decode, '[[[1]]]'))", "2Found too many nested data structures (3) at character 3"),
+            (
+                "return cjson.decode_max_depth(2) .. select(2, pcall(cjson.decode, '[[[1]]]'))",
+                "2Found too many nested data structures (3) at character 3",
+            ),
             ("return select(2, pcall(cjson.decode, '{\"a\":{\"b\":{}}}'))", "Found too many nested data structures (3) at character 11"),
             ("return tostring(cjson.encode_invalid_numbers(true)) .. cjson.encode({0/0, 1/0, -1/0, -(0/0)})", "true[nan,inf,-inf,nan]"),
             ("return cjson.encode_invalid_numbers('null') .. cjson.encode({0/0, 1/0, -1/0})", "null[null,null,null]"),
-            ("return tostring(cjson.decode_invalid_numbers(false)) .. select(2, pcall(cjson.decode, '0x10'))", "falseExpected value but found invalid number at character 1"),
+            (
+                "return tostring(cjson.decode_invalid_numbers(false)) .. select(2, pcall(cjson.decode, '0x10'))",
+                "falseExpected value but found invalid number at character 1",
+            ),
             ("return table.concat({cjson.encode_sparse_array(true, 3, 2)}, ',', 2)", "3,2"),
             ("return cjson.encode({[1]=1,[9]=2})", "{\"1\":1,\"9\":2}"),
             ("cjson.encode_sparse_array(false, 0) return cjson.encode({[1]=1,[5]=2})", "[1,null,null,null,2]"),

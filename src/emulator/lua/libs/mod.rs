@@ -95,11 +95,7 @@ pub(crate) mod raw {
             return error(l, m);
         }
         ffi::lua_getinfo(l, c"n".as_ptr(), &mut ar);
-        let name: Vec<u8> = if ar.name.is_null() {
-            b"?".to_vec()
-        } else {
-            CStr::from_ptr(ar.name).to_bytes().to_vec()
-        };
+        let name: Vec<u8> = if ar.name.is_null() { b"?".to_vec() } else { CStr::from_ptr(ar.name).to_bytes().to_vec() };
         let method = !ar.namewhat.is_null() && CStr::from_ptr(ar.namewhat).to_bytes() == b"method";
         let mut narg = narg;
         let mut m = Vec::new();
@@ -317,9 +313,31 @@ mod tests {
     #[test]
     fn fmt_g_matches_libc() {
         let mut vals = vec![
-            0.0, -0.0, 1.0, 0.1, 0.5, 0.25, 2.5, 1e15, 1e14, 123456789012345.0, 1e100, 1e-5, 1e-4,
-            0.0001234, 1.0 / 3.0, 2f64.powi(53), 9.999999999999995, 99999999999999.5, 1e21, 5e-324,
-            f64::MAX, f64::MIN_POSITIVE, -1.5e-10, 123456.789, 0.00012345678901234,
+            0.0,
+            -0.0,
+            1.0,
+            0.1,
+            0.5,
+            0.25,
+            2.5,
+            1e15,
+            1e14,
+            123456789012345.0,
+            1e100,
+            1e-5,
+            1e-4,
+            0.0001234,
+            1.0 / 3.0,
+            2f64.powi(53),
+            9.999999999999995,
+            99999999999999.5,
+            1e21,
+            5e-324,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            -1.5e-10,
+            123456.789,
+            0.00012345678901234,
         ];
         let mut seed: u64 = 0x1234_5678_9abc_def0;
         for _ in 0..3000 {
