@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's sample audit: the tests' mixed keyspace (limitlab::audit::demo::Mix::small) loaded
+# The README's sample audit: the tests' mixed keyspace (limitlab_cli::audit::demo::Mix::small) loaded
 # into a private Redis started here, audited with `limitlab audit --markdown`.
 # Usage: benches/audit_sample.sh > sample.md
 set -euo pipefail

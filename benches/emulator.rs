@@ -6,13 +6,13 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use limitlab::backend::emulated::EmulatedBackend;
-use limitlab::backend::Backend;
-use limitlab::bench::workload::Workload;
-use limitlab::clock::Millis;
-use limitlab::emulator::Emulator;
-use limitlab::limiter::direct::Direct;
-use limitlab::limiter::Variant;
+use limitlab_cli::bench::workload::Workload;
+use limitlab_emulator::clock::Millis;
+use limitlab_emulator::Emulator;
+use limitlab_engine::backend::emulated::EmulatedBackend;
+use limitlab_engine::backend::Backend;
+use limitlab_engine::limiter::direct::Direct;
+use limitlab_engine::limiter::Variant;
 
 // mimalloc is the global allocator of everything built from the crate (src/lib.rs), these benchmarks
 // included, so their figures match the binary's.

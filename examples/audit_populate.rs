@@ -1,9 +1,9 @@
-//! Loads the audit's mixed rate-limit keyspace (`limitlab::audit::demo::Mix`) into a server, for
+//! Loads the audit's mixed rate-limit keyspace (`limitlab_cli::audit::demo::Mix`) into a server, for
 //! `benches/audit.sh` (a million keys) and `benches/audit_sample.sh` (the README's sample report).
 //!
 //! `cargo run --release --example audit_populate -- redis://127.0.0.1:PORT/ small|KEYS`
 //! The server should be a private one: the keys are written as named, at the server's time.
-use limitlab::audit::demo::{load, Mix};
+use limitlab_cli::audit::demo::{load, Mix};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

@@ -11,8 +11,8 @@
 //! `8 1000 now_ms` (limit 8 per 1,000 ms). A script given as `-` is `return 1` (the per-call floor).
 //! An optional third argument sets the number of users (then visited in a scattered order, as at
 //! scale, where each call finds its key cold in the caches); the wall time per call is printed too.
-use limitlab::clock::Millis;
-use limitlab::emulator::Emulator;
+use limitlab_emulator::clock::Millis;
+use limitlab_emulator::Emulator;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -40,7 +40,7 @@ fn main() {
     // With many users, a stride that is prime to their number visits them all in a scattered order.
     let stride = if users > 100 { (users / 2 + 7919) | 1 } else { 1 };
     let mut errors = 0usize;
-    let watch = limitlab::clock::Stopwatch::start();
+    let watch = limitlab_emulator::clock::Stopwatch::start();
     for i in 0..calls {
         let now = 1_704_067_200_000 + i as i64;
         clock.set_millis(Millis(now));

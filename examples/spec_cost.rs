@@ -13,10 +13,10 @@
 //! Instructions per call are `(I(22000) - I(2000)) / 20000`: the start-up (the emulator, the Lua
 //! state, the spec) cancels out. The calls are `limitlab bench`'s throughput workload (100 users,
 //! limit 8 per 1,000 ms, one call per virtual ms).
-use limitlab::bench::engines;
-use limitlab::bench::workload::Workload;
-use limitlab::limiter::direct::Direct;
-use limitlab::limiter::Variant;
+use limitlab_cli::bench::engines;
+use limitlab_cli::bench::workload::Workload;
+use limitlab_engine::limiter::direct::Direct;
+use limitlab_engine::limiter::Variant;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

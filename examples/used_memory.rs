@@ -6,8 +6,8 @@
 //! (LIMIT per minute, default 10; each subject makes LIMIT calls; SCRIPTS a comma-separated list
 //! of shipped script names, default all of them). The server is flushed after each script: give
 //! it a private one.
-use limitlab::limiter::{Limiter, Params, Variant};
-use limitlab::verify::used_memory::check;
+use limitlab_cli::verify::used_memory::check;
+use limitlab_engine::limiter::{Limiter, Params, Variant};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -41,7 +41,7 @@ fn main() {
     let mut worst: f64 = 0.0;
     for v in variants {
         let limiter = Limiter::new(v, params).expect("the shipped scripts take these parameters");
-        let clock = limitlab::clock::Stopwatch::start();
+        let clock = limitlab_emulator::clock::Stopwatch::start();
         match check(url, &limiter, n, limit, |_| {}) {
             Ok(r) => {
                 worst = worst.max(r.error().abs()).max(r.extrapolation_error().abs());

@@ -54,92 +54,56 @@
 //! - [`sim`] and [`metrics`]: scenario files and the report's measures; [`check::check`]: the
 //!   verdicts of `limitlab check`.
 //!
-//! # Layout
-//! [`spec`] (limiter specs: parsing, templates and expressions, adapters, running a request),
-//! [`limiter`] (the [`Limiter`], the shipped scripts' exact models, oracles), [`emulator`] (Redis
-//! 7.0), [`backend`] (emulator or real Redis), [`traffic`] (generators and traces), [`sim`] (the
-//! runner), [`metrics`], [`check`], [`attack`], [`race`], [`skew`], [`bench`](mod@bench), [`report`],
-//! [`verify`], [`audit`] (read-only audits of a live Redis), [`init`] (specs for installed client libraries), [`cli`] (the binary's subcommands), [`clock`], [`error`].
-pub mod attack;
-pub mod audit;
-pub mod backend;
-pub mod bench;
-pub mod check;
-pub mod cli;
-pub mod clock;
-mod decimal;
-pub mod emulator;
-pub mod error;
-pub mod harness;
-pub mod init;
-pub mod limiter;
-pub mod metrics;
-pub mod race;
-pub mod report;
-pub mod serve;
-pub mod sim;
-pub mod skew;
-pub mod spec;
+//! # A limiter under a virtual clock
+//! ```
+//! use limitlab::Harness;
+//!
+//! # fn main() -> limitlab::Result<()> {
+//! // tests/fixtures/upstash_fixed_window.toml: 10 per 1000 ms, a fixed window
+//! let mut h = Harness::load("tests/fixtures/upstash_fixed_window.toml")?;
+//! h.at(990); // 990 ms after the start (a window boundary)
+//! for _ in 0..10 {
+//!     assert!(h.request("user42", 1)?.allowed);
+//! }
+//! assert!(!h.request("user42", 1)?.allowed); // the 11th in the same window
+//! h.advance(10); // the next window: a fresh key
+//! assert!(h.request("user42", 1)?.allowed);
+//! assert_eq!(h.max_in_any_window(), 11); // 10 at 990 ms and 1 at 1000 ms
+//! assert_eq!(h.keys()?, ["ratelimit:{user42}:1704067200", "ratelimit:{user42}:1704067201"]);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Property tests
+//! ```
+//! use limitlab::strategies::{self, Shape};
+//! use limitlab::Harness;
+//! use proptest::prelude::*;
+//!
+//! proptest! {
+//!     #![proptest_config(ProptestConfig::with_cases(16))]
+//!     fn a_fixed_window_admits_at_most_twice_its_limit(
+//!         traffic in strategies::traffic(&Shape::of(&limitlab::load("tests/fixtures/upstash_fixed_window.toml").unwrap()))
+//!     ) {
+//!         let mut h = Harness::load("tests/fixtures/upstash_fixed_window.toml")?;
+//!         for d in h.play(&traffic)? {
+//!             prop_assert!(d.remaining >= 0);
+//!         }
+//!         prop_assert!(h.max_in_any_window() <= 2 * h.params().limit);
+//!     }
+//! }
+//! # a_fixed_window_admits_at_most_twice_its_limit();
+//! ```
+//!
+//! # The layers under it
+//! This crate is a facade over the workspace's crates, each depending only on those below it:
+//! `limitlab-emulator` (Redis 7.0, the clock, the error type), `limitlab-engine` (specs, the
+//! limiter, traffic, simulation, metrics, checks: everything re-exported here comes from it),
+//! `limitlab-server` (`limitlab serve`) and `limitlab-cli` (the binary's subcommands). A test
+//! that needs more than this page (the emulator itself, say) can depend on those crates directly.
+pub use limitlab_engine::check;
+pub use limitlab_engine::metrics;
+pub use limitlab_engine::sim;
 #[cfg(feature = "proptest")]
-pub mod strategies;
-pub mod traffic;
-pub mod verify;
-
-/// mimalloc is the allocator of everything built from this crate (the binary, the tests, the
-/// benches). Lua allocates many short-lived strings and tables per script call and mimalloc serves
-/// them faster than the system allocator; the emulator's Lua states also allocate from mimalloc
-/// directly (`emulator::lua`), which is only sound because every block they may inherit from mlua's
-/// own allocator (the global one) is a mimalloc block too.
-#[global_allocator]
-static GLOBAL: Mimalloc = Mimalloc;
-
-/// mimalloc as the global allocator, calling its plain `mi_malloc`/`mi_realloc` when the
-/// alignment asked for is one they already give (the `mimalloc` crate's own `MiMalloc` always takes
-/// the aligned entry points, which cost more on every allocation). mimalloc aligns every block to
-/// the largest power of two dividing its size, up to 16 bytes (MI_MAX_ALIGN_SIZE), and a Rust
-/// layout's size is a multiple of its alignment, so `align <= 16 && align <= size` is enough.
-struct Mimalloc;
-
-/// Whether a block of `size` bytes aligned to `align` can come from mimalloc's plain entry points
-/// (see [`Mimalloc`]).
-#[inline]
-fn mi_plain(align: usize, size: usize) -> bool {
-    align <= 16 && align <= size
-}
-
-// SAFETY: every block comes from mimalloc and goes back to it; alignment as argued above.
-unsafe impl std::alloc::GlobalAlloc for Mimalloc {
-    #[inline]
-    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
-        if mi_plain(layout.align(), layout.size()) {
-            libmimalloc_sys::mi_malloc(layout.size()).cast()
-        } else {
-            libmimalloc_sys::mi_malloc_aligned(layout.size(), layout.align()).cast()
-        }
-    }
-    #[inline]
-    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
-        if mi_plain(layout.align(), layout.size()) {
-            libmimalloc_sys::mi_zalloc(layout.size()).cast()
-        } else {
-            libmimalloc_sys::mi_zalloc_aligned(layout.size(), layout.align()).cast()
-        }
-    }
-    #[inline]
-    unsafe fn dealloc(&self, ptr: *mut u8, _layout: std::alloc::Layout) {
-        libmimalloc_sys::mi_free(ptr.cast());
-    }
-    #[inline]
-    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
-        if mi_plain(layout.align(), new_size) {
-            libmimalloc_sys::mi_realloc(ptr.cast(), new_size).cast()
-        } else {
-            libmimalloc_sys::mi_realloc_aligned(ptr.cast(), new_size, layout.align()).cast()
-        }
-    }
-}
-pub use error::{Error, Result};
-pub use harness::{load, load_script, Harness, Outcome};
-pub use limiter::{Decision, Limiter, Params};
-pub use spec::Spec;
-pub use traffic::Arrival;
+pub use limitlab_engine::strategies;
+pub use limitlab_engine::{load, load_script, Arrival, Decision, Error, Harness, Limiter, Outcome, Params, Result, Spec};

@@ -2,7 +2,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use limitlab::cli::{execute, exit_code, Cli};
+use limitlab_cli::cli::{execute, Cli};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -15,7 +15,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            let code = e.downcast_ref::<limitlab::Error>().map_or(1, exit_code);
+            let code = e.downcast_ref::<limitlab::Error>().map_or(1, limitlab::Error::exit_code);
             eprintln!("limitlab: {}", one_line(&e));
             ExitCode::from(code as u8)
         }

@@ -27,12 +27,12 @@
 //!   when the same request at the newest time would be, and never gives capacity back: a cost-0
 //!   probe at the newest time shows no more `remaining` after it than before. Production scripts
 //!   only: the seed's sliding log can undercount when the clock goes back (two members get the same
-//!   name; see `limitlab::limiter::sliding_log`'s tests), and the seed's scripts report no figures.
-use limitlab::backend::emulated::EmulatedBackend;
-use limitlab::backend::Backend;
-use limitlab::limiter::{subject_key, Algorithm, Decision, Limiter, Params, Variant};
+//!   name; see `limitlab_engine::limiter::sliding_log`'s tests), and the seed's scripts report no figures.
 use limitlab::metrics::max_in_any_window;
-use limitlab::spec::exec::Session;
+use limitlab_engine::backend::emulated::EmulatedBackend;
+use limitlab_engine::backend::Backend;
+use limitlab_engine::limiter::{subject_key, Algorithm, Decision, Limiter, Params, Variant};
+use limitlab_engine::spec::exec::Session;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, RngAlgorithm, TestError, TestRng, TestRunner};
 
@@ -500,7 +500,7 @@ properties!(check_skew, skewed, [
 /// The switch the TTL property relies on: with expiry off, a key outlives its deadline.
 #[test]
 fn switching_expiry_off_keeps_keys_past_their_deadline() {
-    for (enabled, want) in [(true, limitlab::emulator::Reply::Nil), (false, limitlab::emulator::Reply::Bulk(b"1".to_vec()))] {
+    for (enabled, want) in [(true, limitlab_emulator::Reply::Nil), (false, limitlab_emulator::Reply::Bulk(b"1".to_vec()))] {
         let mut b = EmulatedBackend::default();
         b.emu.core().db.expiry_enabled = enabled;
         b.set_time_ms(START);

@@ -1,12 +1,12 @@
 //! `limitlab audit` on a private Redis, a three-master Redis Cluster (with a slot half migrated:
 //! MOVED and ASK) and a TLS server, each loaded with the same mix of rate-limit keys
-//! (`limitlab::audit::demo::Mix::small`: fixed windows with TTLs, token buckets, sliding logs of
+//! (`limitlab_cli::audit::demo::Mix::small`: fixed windows with TTLs, token buckets, sliding logs of
 //! 5, 50 and 200 entries, keys without TTL, untagged two-window keys, day-long TTLs on one-second
 //! windows, unrelated keys). Every key is read in full (the sample is larger than any pattern),
 //! so counts, patterns, memory and findings are exact.
 //!
 //! Read-only, proved three ways: the audit runs as an ACL user allowed only the read commands it
-//! sends (`limitlab::audit::scan::READ_COMMANDS`); `INFO commandstats` after it lists nothing else;
+//! sends (`limitlab_cli::audit::scan::READ_COMMANDS`); `INFO commandstats` after it lists nothing else;
 //! every key's DUMP and PEXPIRETIME (the absolute expiry PTTL counts down to) are the same before
 //! and after.
 //!
@@ -17,9 +17,9 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Command, Output};
 
-use limitlab::audit::demo::{load, load_each, Mix};
-use limitlab::audit::scan::READ_COMMANDS;
-use limitlab::emulator::cluster::key_slot;
+use limitlab_cli::audit::demo::{load, load_each, Mix};
+use limitlab_cli::audit::scan::READ_COMMANDS;
+use limitlab_emulator::cluster::key_slot;
 use redis::ConnectionLike;
 
 const PASSWORD: &str = "s3cret-Audit-pw";

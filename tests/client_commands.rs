@@ -7,9 +7,9 @@
 mod common;
 
 use common::RedisServer;
-use limitlab::backend::real::to_reply;
-use limitlab::cli::redis_cli::split_args;
-use limitlab::emulator::{ClientId, Emulator, Reply};
+use limitlab_emulator::split_args::split_args;
+use limitlab_emulator::{ClientId, Emulator, Reply};
+use limitlab_engine::backend::real::to_reply;
 
 /// (client index, redis-cli line, expected reply after [`masked`]).
 type Step = (usize, &'static str, &'static str);

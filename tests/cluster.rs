@@ -5,16 +5,16 @@
 mod common;
 
 use common::RedisCluster;
-use limitlab::backend::emulated::EmulatedBackend;
-use limitlab::backend::real::{RealOptions, RealRedis};
-use limitlab::backend::{Backend, Script};
-use limitlab::clock::{Micros, DEFAULT_START};
-use limitlab::emulator::cluster::key_slot;
-use limitlab::emulator::Reply;
-use limitlab::limiter::{Limiter, Params, Variant};
 use limitlab::sim::{self, Progress};
-use limitlab::traffic::Arrival;
-use limitlab::verify::decisions::first_divergence;
+use limitlab_cli::verify::against_redis::first_divergence;
+use limitlab_emulator::clock::{Micros, DEFAULT_START};
+use limitlab_emulator::cluster::key_slot;
+use limitlab_emulator::Reply;
+use limitlab_engine::backend::emulated::EmulatedBackend;
+use limitlab_engine::backend::real::{RealOptions, RealRedis};
+use limitlab_engine::backend::{Backend, Script};
+use limitlab_engine::limiter::{Limiter, Params, Variant};
+use limitlab_engine::traffic::Arrival;
 
 /// Calls by many subjects (spread over every master's slots), with bursts and idle gaps.
 fn arrivals(subjects: usize, n: usize) -> Vec<Arrival> {
@@ -31,7 +31,7 @@ fn arrivals(subjects: usize, n: usize) -> Vec<Arrival> {
                 key: format!("user{}", (i * 7) % subjects),
                 cost: 1 + (i % 3) as u64,
                 phase: String::new(),
-                op: limitlab::traffic::Op::Request,
+                op: limitlab_engine::traffic::Op::Request,
             }
         })
         .collect()

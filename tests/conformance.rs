@@ -15,9 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use common::{redis_server_version, RedisServer};
-use limitlab::cli::redis_cli;
-use limitlab::clock::{Clock, SystemClock};
-use limitlab::emulator::Emulator;
+use limitlab_cli::cli::redis_cli;
+use limitlab_emulator::clock::{Clock, SystemClock};
+use limitlab_emulator::Emulator;
 
 /// The case files the project is meant to have; the line-count floor applies once all of them exist.
 const EXPECTED_FILES: &[&str] = &["strings", "keys", "server", "scripting", "hashes", "zsets", "lists", "sets", "lua_libs"];
@@ -341,6 +341,6 @@ fn cli_only_lines_match_real_redis_cli() {
     let input = b"help\n?\n2 help\n:set hints\n:set x\n:foo\nrestart\nclear\n\n  \n\"x\n0 ping\n";
     let real = redis_cli(server.port(), input);
     let mut ours = Vec::new();
-    redis_cli::run_on(&input[..], &mut ours, |_| limitlab::emulator::Reply::ok()).unwrap();
+    redis_cli::run_on(&input[..], &mut ours, |_| limitlab_emulator::Reply::ok()).unwrap();
     assert_eq!(String::from_utf8_lossy(&ours), String::from_utf8_lossy(&real));
 }

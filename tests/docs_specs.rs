@@ -11,8 +11,8 @@ mod common;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use limitlab::spec::Disk;
 use limitlab::{Arrival, Harness, Limiter, Spec};
+use limitlab_engine::spec::Disk;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -53,15 +53,15 @@ fn fixtures() -> Vec<Spec> {
 /// A deterministic mix: bursts at a window boundary, a spell of steady overload, sparse requests,
 /// costs from 1 to 3, two subjects.
 fn traffic(window_ms: i64) -> Vec<Arrival> {
-    let start = limitlab::clock::DEFAULT_START.0;
+    let start = limitlab_emulator::clock::DEFAULT_START.0;
     let mut v = Vec::new();
     let mut push = |ms: i64, key: &str, cost: u64| {
         v.push(Arrival {
-            at: limitlab::clock::Micros((start + ms) * 1000),
+            at: limitlab_emulator::clock::Micros((start + ms) * 1000),
             key: key.into(),
             cost,
             phase: String::new(),
-            op: limitlab::traffic::Op::Request,
+            op: limitlab_engine::traffic::Op::Request,
         })
     };
     for i in 0..25 {
@@ -154,13 +154,13 @@ fn the_adapters_shown_are_the_fixtures() {
 #[test]
 fn the_reference_names_every_variable_constant_and_function() {
     let doc = std::fs::read_to_string(root().join("docs/specs.md")).unwrap();
-    let mut names: Vec<&str> = limitlab::spec::expr::Var::ALL.iter().map(|(n, _)| *n).collect();
-    names.extend(limitlab::spec::POLICY_NAMES);
+    let mut names: Vec<&str> = limitlab_engine::spec::expr::Var::ALL.iter().map(|(n, _)| *n).collect();
+    names.extend(limitlab_engine::spec::POLICY_NAMES);
     names.extend(["floor(x)", "ceil(x)", "round(x)", "min(a, b, ...)", "max(a, b, ...)", "abs(x)", "num(x)"]);
     names.extend(["name", "description", "family", "max_overshoot", "max_false_rejection_rate", "adapter", "model"]);
     names.extend(["script", "command", "keys", "args", "when", "allowed", "remaining", "retry_after_ms", "reset_ms"]);
     names.extend(["granted", "reset_means", "processes", "[[policy.and]]", "[[refund]]", "[[reset]]", "[[clear]]", "client"]);
-    names.extend(limitlab::spec::JUDGED_CHECKS);
+    names.extend(limitlab_engine::spec::JUDGED_CHECKS);
     for n in names {
         assert!(doc.contains(&format!("`{n}`")), "docs/specs.md does not mention `{n}`");
     }

@@ -18,16 +18,16 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::{arrivals, wait_for, ClusterNode, Fault, FaultProxy, RedisCluster, RedisServer, Rule, TempDir};
-use limitlab::backend::real::{RealOptions, RealRedis};
-use limitlab::backend::{Backend, Script};
-use limitlab::clock::DEFAULT_START;
-use limitlab::emulator::cluster::key_slot;
-use limitlab::emulator::Reply;
-use limitlab::limiter::{Limiter, Params, Variant};
 use limitlab::sim::{self, Progress, Trace};
-use limitlab::traffic::Arrival;
-use limitlab::verify::decisions::{check_script, first_divergence};
 use limitlab::Error;
+use limitlab_cli::verify::against_redis::{check_script, first_divergence};
+use limitlab_emulator::clock::DEFAULT_START;
+use limitlab_emulator::cluster::key_slot;
+use limitlab_emulator::Reply;
+use limitlab_engine::backend::real::{RealOptions, RealRedis};
+use limitlab_engine::backend::{Backend, Script};
+use limitlab_engine::limiter::{Limiter, Params, Variant};
+use limitlab_engine::traffic::Arrival;
 
 const LOADING: &str = "LOADING Redis is loading the dataset in memory";
 
@@ -71,7 +71,10 @@ fn connect(url: &str) -> RealRedis {
 }
 
 /// Runs `check_script` on a thread (the test drives the fault meanwhile).
-fn spawn_check(url: String, n: usize) -> std::thread::JoinHandle<(limitlab::Result<limitlab::verify::decisions::ScriptCheck>, u64)> {
+fn spawn_check(
+    url: String,
+    n: usize,
+) -> std::thread::JoinHandle<(limitlab::Result<limitlab_cli::verify::against_redis::ScriptCheck>, u64)> {
     std::thread::spawn(move || {
         let (l, arr) = (limiter(), arrivals(n, 10));
         let emu = emulated(&l, &arr);

@@ -144,7 +144,7 @@ fn run_memory_bench_and_verify_on_a_private_redis() {
         assert!(s.contains("every decision identical"), "{spec}: {s}");
         // The headline says on which clock: a spec that reads PTTL is compared on the server's,
         // and only a spec that reads no clock can be identical on the scenario's throughout.
-        let reads_ttl = limitlab::verify::decisions::clock_reads(&limitlab::Spec::from_file(Path::new(&spec)).unwrap())
+        let reads_ttl = limitlab_cli::verify::against_redis::clock_reads(&limitlab::Spec::from_file(Path::new(&spec)).unwrap())
             .iter()
             .any(|r| !r.starts_with("TIME "));
         if reads_ttl {
@@ -194,7 +194,7 @@ fn verify_on_a_private_cluster() {
     let e = fails(&["verify", "--cluster", "--script", "tests/fixtures/sliding_window_crossslot.toml", "--redis", &node_urls[1]], 2);
     assert!(e.contains("CROSSSLOT Keys in request don't hash to the same slot"), "{e}");
     assert!(e.contains("call `r` (script main) at tests/fixtures/sliding_window_crossslot.toml:"), "{e}");
-    let slot = |k: &str| limitlab::emulator::cluster::key_slot(k.as_bytes());
+    let slot = |k: &str| limitlab_emulator::cluster::key_slot(k.as_bytes());
     for k in ["rl:b:1704067200", "rl:b:1704067199"] {
         assert!(e.contains(&format!("`{k}` (slot {})", slot(k))), "{k}: {e}");
     }

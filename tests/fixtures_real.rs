@@ -1,6 +1,6 @@
 //! Every fixture spec in tests/fixtures/ on a private `redis-server` and on a private three-master
 //! Redis Cluster, decision for decision against the emulator, through the library
-//! (`limitlab::verify::decisions::check_run`, what `run --redis` does).
+//! (`limitlab_cli::verify::against_redis::check_run`, what `run --redis` does).
 //!
 //! Each fixture runs two small scenarios written for its own policy (limit L per window W): the
 //! boundary burst (2L requests in the last seventh of a window, 2L in the first fiftieth of the
@@ -9,7 +9,7 @@
 //! exact).
 //!
 //! The server's clock, which a run cannot set, is handled the way `run --redis` handles it (see
-//! `limitlab::verify::decisions`):
+//! `limitlab_cli::verify::against_redis`):
 //! - `redis_rate_gcra` reads `TIME` inside its script. On the server it runs behind a one-line shim
 //!   that answers `TIME` with the emulator's virtual clock (the only change; everything else is the
 //!   server's), so both sides decide at the same time and the comparison is on the scenario's clock.
@@ -34,11 +34,11 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{RedisCluster, RedisServer, TempDir};
-use limitlab::backend::real::{RealOptions, RealRedis};
 use limitlab::sim::{Progress, Scenario};
-use limitlab::spec::Spec;
-use limitlab::verify::decisions::{check_run, ClockUsed, RedisCheck};
 use limitlab::Error;
+use limitlab_cli::verify::against_redis::{check_run, ClockUsed, RedisCheck};
+use limitlab_engine::backend::real::{RealOptions, RealRedis};
+use limitlab_engine::spec::Spec;
 
 fn fixtures() -> Vec<PathBuf> {
     let v = common::fixture_specs();
@@ -99,7 +99,7 @@ fn dbsize(url: &str) -> i64 {
 
 /// Asserts a check identical and the server empty; returns the calls compared.
 fn assert_identical(fixture: &str, check: &RedisCheck, urls: &[String]) -> usize {
-    assert!(check.identical(), "{fixture}: decided differently:\n{}", check.render(limitlab::report::Format::Text));
+    assert!(check.identical(), "{fixture}: decided differently:\n{}", check.render(limitlab_cli::report::Format::Text));
     for url in urls {
         assert_eq!(dbsize(url), 0, "{fixture}: keys left on {url}");
     }
@@ -196,7 +196,7 @@ fn on_a_cluster_hash_tagged_fixtures_agree_and_the_crossslot_one_is_named() {
                         "boundary_burst" => ("rl:user:1704067200", "rl:user:1704067199"),
                         _ => ("rl:user0:1704067200", "rl:user0:1704067199"),
                     };
-                    let slot = |k: &str| limitlab::emulator::cluster::key_slot(k.as_bytes());
+                    let slot = |k: &str| limitlab_emulator::cluster::key_slot(k.as_bytes());
                     assert!(m.contains(&format!("`{k1}` (slot {})", slot(k1))), "{m}");
                     assert!(m.contains(&format!("`{k2}` (slot {})", slot(k2))), "{m}");
                     assert_ne!(slot(k1), slot(k2));
@@ -232,12 +232,12 @@ fn on_a_cluster_hash_tagged_fixtures_agree_and_the_crossslot_one_is_named() {
 /// One step of a client's life: a request (its decision is compared) or a lifecycle operation.
 enum Step {
     Req(&'static str, u64),
-    Op(limitlab::spec::Op, &'static str, u64),
+    Op(limitlab_engine::spec::Op, &'static str, u64),
 }
 
 /// Runs `steps` (all in one virtual ms) through `limiter` on `backend`; the decisions of the
 /// requests, as (allowed, remaining) (what does not read the server's wall clock).
-fn life(limiter: &limitlab::Limiter, backend: &mut dyn limitlab::backend::Backend, steps: &[Step], now: i64) -> Vec<(bool, i64)> {
+fn life(limiter: &limitlab::Limiter, backend: &mut dyn limitlab_engine::backend::Backend, steps: &[Step], now: i64) -> Vec<(bool, i64)> {
     let mut session = limiter.session();
     backend.set_time_ms(now);
     let mut out = Vec::new();
@@ -255,7 +255,7 @@ fn life(limiter: &limitlab::Limiter, backend: &mut dyn limitlab::backend::Backen
 
 #[test]
 fn lifecycle_calls_and_peeks_decide_on_a_private_redis_and_cluster_as_on_the_emulator() {
-    use limitlab::spec::Op::{Clear, Refund, Reset};
+    use limitlab_engine::spec::Op::{Clear, Refund, Reset};
     use Step::{Op, Req};
     let Some(server) = RedisServer::start_or_skip("fixtures_real lifecycle") else { return };
     let Some(cluster) = RedisCluster::start_or_skip("fixtures_real lifecycle cluster") else { return };
@@ -281,7 +281,7 @@ fn lifecycle_calls_and_peeks_decide_on_a_private_redis_and_cluster_as_on_the_emu
         let mut params = spec.policy;
         params.window_ms = 60_000;
         let limiter = limitlab::Limiter::from_spec(spec, params).unwrap();
-        let mut emu = limitlab::backend::emulated::EmulatedBackend::default();
+        let mut emu = limitlab_engine::backend::emulated::EmulatedBackend::default();
         let want = life(&limiter, &mut emu, steps, now);
         // Something was refused and something admitted: the sequence says something.
         assert!(want.iter().any(|d| d.0) && want.iter().any(|d| !d.0), "{stem}: {want:?}");
@@ -294,7 +294,7 @@ fn lifecycle_calls_and_peeks_decide_on_a_private_redis_and_cluster_as_on_the_emu
                 let got = life(&limiter, &mut real, clear, now);
                 assert_eq!(got, want, "{stem} clear on {url}");
             }
-            limitlab::backend::Backend::cleanup(&mut real).unwrap();
+            limitlab_engine::backend::Backend::cleanup(&mut real).unwrap();
         }
         assert_eq!(dbsize(&server.url()), 0, "{stem}");
         for u in &curls {
@@ -336,13 +336,14 @@ fn a_trace_with_lifecycle_operations_decides_on_a_private_redis_as_on_the_emulat
         std::fs::write(&file, toml).unwrap();
         let s = Scenario::from_file(&file).unwrap();
         let arrivals = s.arrivals(s.seed).unwrap();
-        let n_ops = arrivals.iter().filter(|a| a.op != limitlab::traffic::Op::Request).count();
+        let n_ops = arrivals.iter().filter(|a| a.op != limitlab_engine::traffic::Op::Request).count();
         assert_eq!(n_ops, 2, "{stem}: the two operations it has: {csv}");
         // On the emulator the operations act: the requests after a refund, reset or clear get room
         // they would not have without it.
         let limiter = s.limiter(&s.scripts[0]).unwrap();
         let (with, _) = limitlab::sim::run_emulated(&limiter, &arrivals, s.start_ms, Progress::Off).unwrap();
-        let requests_only: Vec<limitlab::Arrival> = arrivals.iter().filter(|a| a.op == limitlab::traffic::Op::Request).cloned().collect();
+        let requests_only: Vec<limitlab::Arrival> =
+            arrivals.iter().filter(|a| a.op == limitlab_engine::traffic::Op::Request).cloned().collect();
         let (without, _) = limitlab::sim::run_emulated(&limiter, &requests_only, s.start_ms, Progress::Off).unwrap();
         assert_eq!(with.records.len(), requests_only.len(), "{stem}: operations make no record");
         let admitted = |t: &limitlab::sim::Trace| t.records.iter().filter(|r| r.decision.allowed).count();
@@ -361,7 +362,7 @@ fn a_trace_with_lifecycle_operations_decides_on_a_private_redis_as_on_the_emulat
     let s = Scenario::from_file(&dir.0.join("rlflex_lifecycle.toml")).unwrap();
     let arrivals = s.arrivals(s.seed).unwrap();
     let back = dir.0.join("back.csv");
-    limitlab::traffic::write_csv(&back, &arrivals).unwrap();
+    limitlab_engine::traffic::write_csv(&back, &arrivals).unwrap();
     let text = std::fs::read_to_string(&back).unwrap();
     assert!(text.starts_with("time,key,cost,phase,op\n") && text.contains(",refund\n") && text.contains(",reset\n"), "{text}");
     // A misspelt operation is an error naming its line.

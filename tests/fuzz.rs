@@ -10,14 +10,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use limitlab::cli::redis_cli;
-use limitlab::clock::Micros;
-use limitlab::emulator::reply::Reply;
-use limitlab::emulator::Emulator;
-use limitlab::error::Error;
 use limitlab::sim::scenario::Scenario;
-use limitlab::spec::{Files, Spec};
-use limitlab::traffic::trace::{TieRule, TraceSpec};
+use limitlab_cli::cli::redis_cli;
+use limitlab_emulator::clock::Micros;
+use limitlab_emulator::error::Error;
+use limitlab_emulator::reply::Reply;
+use limitlab_emulator::Emulator;
+use limitlab_engine::spec::{Files, Spec};
+use limitlab_engine::traffic::trace::{TieRule, TraceSpec};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::FileFailurePersistence;
@@ -240,8 +240,8 @@ proptest! {
             Err(e) => check_error_line(&e, &text, &path.display().to_string()),
             Ok(spec) => {
                 // A mutated policy can be out of range: that is an error too, not a panic.
-                if let Ok(limiter) = limitlab::spec::limiter_with(Arc::new(spec), None, None, None) {
-                    let mut h = limitlab::harness::Harness::new(limiter);
+                if let Ok(limiter) = limitlab_engine::spec::limiter_with(Arc::new(spec), None, None, None) {
+                    let mut h = limitlab_engine::harness::Harness::new(limiter);
                     for i in 0..4 {
                         let _ = h.request(if i % 2 == 0 { "alice" } else { "bob" }, 1);
                         h.advance(250);
@@ -356,7 +356,7 @@ proptest! {
         for l in &lines {
             input.extend_from_slice(l);
             input.push(b'\n');
-            if let Some(args) = redis_cli::split_args(l) {
+            if let Some(args) = limitlab_emulator::split_args::split_args(l) {
                 if !args.is_empty() {
                     let _ = emu.execute_owned(&args);
                 }
@@ -558,7 +558,7 @@ proptest! {
     /// answers correctly afterwards.
     #[test]
     fn resp_frames(bytes in wire(), authenticated in any::<bool>(), split in any::<usize>()) {
-        use limitlab::serve::parse::{next, Frame};
+        use limitlab_server::parse::{next, Frame};
         let mut emu = Emulator::new();
         emu.set_script_budget(200_000);
         let mut args = Vec::new();

@@ -20,8 +20,8 @@ mod common;
 use std::time::Instant;
 
 use common::RedisServer;
-use limitlab::emulator::Reply;
-use limitlab::limiter::{Flavor, Limiter, Params, Variant};
+use limitlab_emulator::Reply;
+use limitlab_engine::limiter::{Flavor, Limiter, Params, Variant};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -194,7 +194,7 @@ fn drive(con: &mut redis::Connection, v: Variant, regime: Regime, seed: u64, cal
         }
     };
     let mut model = limiter.reference().expect("a shipped script's model");
-    let direct = limitlab::limiter::direct::Direct::new(v, params).expect("valid parameters");
+    let direct = limitlab_engine::limiter::direct::Direct::new(v, params).expect("valid parameters");
     let window = params.window_ms as i64;
     let mut newest: i64 = 1_704_067_200_000 + rng.random_range(0..=window.min(10_000_000));
     let mut slowest_call = 0;
@@ -345,7 +345,7 @@ fn production_scripts_store_compact_values() {
     ];
     for (v, ty, encoding) in expect {
         let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
-        let limiter = limitlab::limiter::direct::Direct::new(v, Params::new(1000, 60_000)).unwrap();
+        let limiter = limitlab_engine::limiter::direct::Direct::new(v, Params::new(1000, 60_000)).unwrap();
         for i in 0..100 {
             let (k, a) = limiter.keys_and_args(key, now + i * 7, 1);
             let r: redis::Value = redis::cmd("EVAL").arg(limiter.script()).arg(1).arg(&k).arg(&a).query(&mut con).unwrap();

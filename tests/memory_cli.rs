@@ -47,7 +47,7 @@ fn default_is_the_seed_setting_with_its_figures() {
     assert!((90_000..100_000).contains(&bytes), "{bytes}");
     assert!(s.contains("MB: 2^20 bytes, as the seed article counts"));
     // Nine scripts, and the same bytes on every run.
-    for v in limitlab::limiter::Variant::ALL {
+    for v in limitlab_engine::limiter::Variant::ALL {
         assert_eq!(row(&s, v.name()).len(), 8, "{v}");
     }
     assert_eq!(text(&limitlab(&["memory"]).stdout), s);

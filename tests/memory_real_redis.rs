@@ -12,10 +12,10 @@
 //! The test starts its own `redis-server`; without one it prints why and passes, unless `CI` is set.
 mod common;
 
-use limitlab::clock::{Millis, VirtualClock, DEFAULT_START};
-use limitlab::emulator::{Emulator, Reply};
-use limitlab::limiter::{subject_key, Limiter, Params, Variant};
-use limitlab::report::memory::{fill_times, with_long_ttls};
+use limitlab_cli::report::memory::{fill_times, with_long_ttls};
+use limitlab_emulator::clock::{Millis, VirtualClock, DEFAULT_START};
+use limitlab_emulator::{Emulator, Reply};
+use limitlab_engine::limiter::{subject_key, Limiter, Params, Variant};
 
 const WINDOW_MS: u64 = 60_000;
 const LIMITS: [u64; 4] = [10, 100, 1_000, 10_000];

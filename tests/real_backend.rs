@@ -13,14 +13,14 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{arrivals, signal_pid, unused_port, Fault, FaultProxy, RedisServer, Rule};
-use limitlab::backend::real::{RealOptions, RealRedis};
-use limitlab::backend::{Backend, Script};
-use limitlab::clock::DEFAULT_START;
-use limitlab::emulator::Reply;
-use limitlab::limiter::{Limiter, Params, Variant};
 use limitlab::sim::{self, Progress};
-use limitlab::verify::decisions::{check_script, check_standard};
 use limitlab::Error;
+use limitlab_cli::verify::against_redis::{check_script, check_standard};
+use limitlab_emulator::clock::DEFAULT_START;
+use limitlab_emulator::Reply;
+use limitlab_engine::backend::real::{RealOptions, RealRedis};
+use limitlab_engine::backend::{Backend, Script};
+use limitlab_engine::limiter::{Limiter, Params, Variant};
 
 fn connect(s: &RedisServer) -> RealRedis {
     connect_url(&s.url())
@@ -73,7 +73,7 @@ fn error_replies_are_replies_with_redis_text() {
     real.command(&[b"SET", k.as_bytes(), b"x"]).unwrap();
     // A failing redis.call inside a script: Redis's text, which the emulator gives too (it names
     // the script, not the key, so the prefix does not matter).
-    let mut emu = limitlab::emulator::Emulator::new();
+    let mut emu = limitlab_emulator::Emulator::new();
     emu.execute(&[b"SET", b"s", b"x"]);
     let want = emu.eval(COUNTER.as_bytes(), &[b"s"], &[]);
     assert!(want.is_error(), "{want:?}");

@@ -511,8 +511,8 @@ fn whole_seconds_written_in_milliseconds_are_spread_across_the_second() {
     // The access log as a CSV of epoch milliseconds: the same recorded times, written finely.
     let dir = scratch("millis");
     let log = std::fs::read_to_string(root().join("simulations/access_log_coarse.log")).unwrap();
-    let spec = limitlab::traffic::TraceSpec::new(root().join("simulations/access_log_coarse.log"));
-    let arrivals = spec.parse(&log, limitlab::clock::Micros(1_704_067_200_000_000)).unwrap();
+    let spec = limitlab_engine::traffic::TraceSpec::new(root().join("simulations/access_log_coarse.log"));
+    let arrivals = spec.parse(&log, limitlab_emulator::clock::Micros(1_704_067_200_000_000)).unwrap();
     let mut csv = String::from("time_ms,key\n");
     for a in &arrivals {
         csv.push_str(&format!("{},{}\n", a.at.0 / 1000, a.key));

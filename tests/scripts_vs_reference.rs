@@ -4,10 +4,10 @@
 //! the capacity). After each run the keyspace is compared too: the same keys with the same expiry
 //! deadlines. 1,000 cases per script; failures shrink and are saved under
 //! `proptest-regressions/scripts_vs_reference.txt`, which is committed and replayed first.
-use limitlab::backend::emulated::EmulatedBackend;
-use limitlab::backend::Backend;
-use limitlab::emulator::Reply;
-use limitlab::limiter::{subject_key, Limiter, Params, Variant};
+use limitlab_emulator::Reply;
+use limitlab_engine::backend::emulated::EmulatedBackend;
+use limitlab_engine::backend::Backend;
+use limitlab_engine::limiter::{subject_key, Limiter, Params, Variant};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence};
 

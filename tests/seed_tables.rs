@@ -1,11 +1,11 @@
 //! The seed article's tables, reproduced: every figure of its boundary table from `compare`'s data
 //! (the seed's own scripts on the emulator), and the search that found the one timing giving all of
 //! them at once (documented in simulations/boundary_burst.toml).
-use limitlab::clock::{Micros, DEFAULT_START};
-use limitlab::limiter::{subject_key, Limiter, Params, Variant};
 use limitlab::sim::standard::{builtin, compare, seed_boundary, CompareOptions, STANDARD};
 use limitlab::sim::Progress;
-use limitlab::traffic::{Anchor, BoundaryBurst, Burst, TrafficSpec};
+use limitlab_emulator::clock::{Micros, DEFAULT_START};
+use limitlab_engine::limiter::{subject_key, Limiter, Params, Variant};
+use limitlab_engine::traffic::{Anchor, BoundaryBurst, Burst, TrafficSpec};
 
 const SEED_FOUR: [Variant; 4] =
     [Variant::SEED_FIXED_WINDOW, Variant::SEED_SLIDING_LOG, Variant::SEED_SLIDING_WINDOW, Variant::SEED_TOKEN_BUCKET];

@@ -22,8 +22,8 @@ fn exchange(port: u16, bytes: &[u8]) -> Vec<u8> {
 }
 
 /// Reads one whole RESP reply from `s` (for tests that keep a connection open).
-fn read_reply(s: &mut std::io::BufReader<TcpStream>) -> limitlab::emulator::Reply {
-    limitlab::serve::client::read_reply(s).expect("a reply")
+fn read_reply(s: &mut std::io::BufReader<TcpStream>) -> limitlab_emulator::Reply {
+    limitlab_server::client::read_reply(s).expect("a reply")
 }
 
 fn show(b: &[u8]) -> String {
@@ -253,11 +253,11 @@ fn quit_shutdown_and_max_clients() {
     let a = TcpStream::connect(("127.0.0.1", serve.port())).unwrap();
     let mut ra = std::io::BufReader::new(a.try_clone().unwrap());
     (&a).write_all(b"PING\r\n").unwrap();
-    assert_eq!(read_reply(&mut ra), limitlab::emulator::Reply::Status("PONG".into()));
+    assert_eq!(read_reply(&mut ra), limitlab_emulator::Reply::Status("PONG".into()));
     let b = TcpStream::connect(("127.0.0.1", serve.port())).unwrap();
     (&b).write_all(b"PING\r\n").unwrap();
     let mut rb = std::io::BufReader::new(b.try_clone().unwrap());
-    assert_eq!(read_reply(&mut rb), limitlab::emulator::Reply::Status("PONG".into()));
+    assert_eq!(read_reply(&mut rb), limitlab_emulator::Reply::Status("PONG".into()));
     assert_eq!(exchange(serve.port(), b"PING\r\n"), b"-ERR max number of clients reached\r\n");
     drop((a, ra));
     // Once a client has gone, a new one is served (the server notices the close when it reads).
@@ -316,7 +316,7 @@ fn garbage_and_connection_floods_harm_no_one() {
     let mut by = std::io::BufReader::new(bystander.try_clone().unwrap());
     let mut ask = |n: i64| {
         (&bystander).write_all(b"INCR bystander\r\n").unwrap();
-        assert_eq!(read_reply(&mut by), limitlab::emulator::Reply::Int(n));
+        assert_eq!(read_reply(&mut by), limitlab_emulator::Reply::Int(n));
     };
     ask(1);
     // Warm up, then measure.
@@ -396,7 +396,7 @@ fn a_huge_reply_is_streamed_and_its_memory_given_back() {
     let mut by = std::io::BufReader::new(bystander.try_clone().unwrap());
     let mut ask = |want: i64| {
         (&bystander).write_all(b"INCR bystander\r\n").unwrap();
-        assert_eq!(read_reply(&mut by), limitlab::emulator::Reply::Int(want));
+        assert_eq!(read_reply(&mut by), limitlab_emulator::Reply::Int(want));
     };
     ask(1);
     let before = rss_kb(serve.pid());

@@ -2,21 +2,27 @@
 //! scenario files on disk, and determinism (the same scenario and seed give byte-identical reports).
 use std::path::Path;
 
-use limitlab::backend::emulated::EmulatedBackend;
-use limitlab::backend::Backend;
-use limitlab::cli::run::{report, Plan};
-use limitlab::clock::{Clock, Micros, Millis, DEFAULT_START};
-use limitlab::limiter::{Decision, Limiter, Params, Variant};
 use limitlab::metrics::{max_in_any_window, measure, ExactLog};
-use limitlab::report::Format;
 use limitlab::sim::standard::{builtin, STANDARD};
 use limitlab::sim::{run, Progress, Record, Scenario, Trace};
-use limitlab::traffic::Arrival;
 use limitlab::Error;
+use limitlab_cli::cli::run::{report, Plan};
+use limitlab_cli::report::Format;
+use limitlab_emulator::clock::{Clock, Micros, Millis, DEFAULT_START};
+use limitlab_engine::backend::emulated::EmulatedBackend;
+use limitlab_engine::backend::Backend;
+use limitlab_engine::limiter::{Decision, Limiter, Params, Variant};
+use limitlab_engine::traffic::Arrival;
 use proptest::prelude::*;
 
 fn arrival(ms: i64, key: &str, cost: u64, phase: &str) -> Arrival {
-    Arrival { at: Micros((DEFAULT_START.0 + ms) * 1000), key: key.into(), cost, phase: phase.into(), op: limitlab::traffic::Op::Request }
+    Arrival {
+        at: Micros((DEFAULT_START.0 + ms) * 1000),
+        key: key.into(),
+        cost,
+        phase: phase.into(),
+        op: limitlab_engine::traffic::Op::Request,
+    }
 }
 
 fn plan(file: &str, seed: Option<u64>) -> Plan {
@@ -82,7 +88,8 @@ fn the_runner_drives_the_emulator_clock_and_counts_phases() {
 #[test]
 fn a_call_the_script_cannot_take_stops_the_run_with_its_field() {
     let l = Limiter::new(Variant::FIXED_WINDOW, Params::new(2, 100)).unwrap();
-    let bad = vec![Arrival { at: Micros(-5_000), key: "a".into(), cost: 1, phase: String::new(), op: limitlab::traffic::Op::Request }];
+    let bad =
+        vec![Arrival { at: Micros(-5_000), key: "a".into(), cost: 1, phase: String::new(), op: limitlab_engine::traffic::Op::Request }];
     let e = run(&l, &mut EmulatedBackend::default(), &bad, Progress::Off).unwrap_err();
     assert!(matches!(&e, Error::Invalid { field, .. } if field == "now_ms"), "{e}");
 }

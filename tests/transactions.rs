@@ -6,10 +6,10 @@
 mod common;
 
 use common::RedisServer;
-use limitlab::backend::real::to_reply;
-use limitlab::cli::redis_cli::split_args;
-use limitlab::emulator::{ClientId, Emulator, Reply};
-use limitlab::verify::normalise;
+use limitlab_cli::verify::normalise;
+use limitlab_emulator::split_args::split_args;
+use limitlab_emulator::{ClientId, Emulator, Reply};
+use limitlab_engine::backend::real::to_reply;
 
 /// (client index, redis-cli line, expected reply as [`show`] prints it).
 type Step = (usize, &'static str, &'static str);

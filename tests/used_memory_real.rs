@@ -1,4 +1,4 @@
-//! The `used_memory` growth model (`limitlab::emulator::used_memory`, printed by `limitlab memory`
+//! The `used_memory` growth model (`limitlab_emulator::used_memory`, printed by `limitlab memory`
 //! and `check`) against a private Redis 7.0.15: for every shipped script (the nine of `limitlab
 //! memory`), 10,000 and 100,000 subjects are loaded into an empty server by running the script
 //! for each (10 calls a subject at 10 per minute, the seed's pace), and the growth of `INFO
@@ -9,8 +9,8 @@
 //! The test starts its own `redis-server`; without one it prints why and passes, unless `CI` is set.
 mod common;
 
-use limitlab::limiter::{Limiter, Params, Variant};
-use limitlab::verify::used_memory::check;
+use limitlab_cli::verify::used_memory::check;
+use limitlab_engine::limiter::{Limiter, Params, Variant};
 
 const TOLERANCE: f64 = 0.02;
 

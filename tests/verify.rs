@@ -10,12 +10,12 @@ use std::process::Command;
 use std::time::Instant;
 
 use common::{require_binaries, RedisServer};
-use limitlab::backend::real::{RealOptions, RealRedis};
-use limitlab::backend::{Backend, Script};
-use limitlab::cli::redis_cli::split_args;
-use limitlab::emulator::Reply;
-use limitlab::verify::{verify, verify_on, Options};
 use limitlab::Result;
+use limitlab_cli::verify::{verify, verify_on, Options};
+use limitlab_emulator::split_args::split_args;
+use limitlab_emulator::Reply;
+use limitlab_engine::backend::real::{RealOptions, RealRedis};
+use limitlab_engine::backend::{Backend, Script};
 
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)

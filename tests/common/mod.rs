@@ -784,14 +784,14 @@ impl TlsServer {
 }
 
 /// `n` requests 3 ms apart over `subjects` subjects (named u0, u1, ...), from the default start.
-pub fn arrivals(n: usize, subjects: usize) -> Vec<limitlab::traffic::Arrival> {
+pub fn arrivals(n: usize, subjects: usize) -> Vec<limitlab_engine::traffic::Arrival> {
     (0..n)
-        .map(|i| limitlab::traffic::Arrival {
-            at: limitlab::clock::Micros((limitlab::clock::DEFAULT_START.0 + i as i64 * 3) * 1000),
+        .map(|i| limitlab_engine::traffic::Arrival {
+            at: limitlab_emulator::clock::Micros((limitlab_emulator::clock::DEFAULT_START.0 + i as i64 * 3) * 1000),
             key: format!("u{}", i % subjects),
             cost: 1,
             phase: String::new(),
-            op: limitlab::traffic::Op::Request,
+            op: limitlab_engine::traffic::Op::Request,
         })
         .collect()
 }

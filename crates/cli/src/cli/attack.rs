@@ -1,0 +1,157 @@
+//! `limitlab attack --script NAME --limit L --window W [--budget N] [--seed S]`: searches for the
+//! arrival pattern with the highest overshoot and the one with the highest false-rejection rate,
+//! prints them with their figures, saves each as a trace with a scenario file that `limitlab run`
+//! replays, and draws `plots/attack_NAME.{png,svg}`.
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::{emit, FormatArgs};
+use crate::report::attack::AttackReport;
+use crate::report::attack_plot::{self, Line, Panel};
+use crate::report::Format;
+use limitlab_emulator::{Error, Result};
+use limitlab_engine::attack::{self, origin_ms, Found, Goal, Settings, DEFAULT_ITERATIONS};
+use limitlab_engine::metrics::ExactLog;
+use limitlab_engine::traffic::write_csv;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The script to attack: a spec file (my_limiter.toml), or a built-in name: fixed_window,
+    /// sliding_window, sliding_log, token_bucket, gcra, or one of the seed article's
+    /// (seed_fixed_window, ...).
+    #[arg(long)]
+    pub script: String,
+    #[command(flatten)]
+    pub policy: super::PolicyArgs,
+    /// The most requests a pattern may send (default: four times the limit).
+    #[arg(long)]
+    pub budget: Option<u32>,
+    /// The search's seed: the same seed gives the same patterns and the same output.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Mutated patterns scored per goal after the starting ones.
+    #[arg(long, default_value_t = DEFAULT_ITERATIONS)]
+    pub iterations: u32,
+    /// Where the traces and their scenario files go.
+    #[arg(long, default_value = "simulations")]
+    pub out: PathBuf,
+    /// Where the plot goes.
+    #[arg(long, default_value = "plots")]
+    pub plots: PathBuf,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+/// A validated `attack`.
+#[derive(Debug)]
+pub struct Plan {
+    pub settings: Settings,
+    pub out: PathBuf,
+    pub plots: PathBuf,
+    pub format: Format,
+}
+
+impl Plan {
+    pub fn new(a: Args) -> Result<Plan> {
+        let limiter = a.policy.limiter(&a.script)?;
+        let budget = a.budget.unwrap_or_else(|| attack::default_budget(limiter.params().limit));
+        let settings = Settings::new(limiter, budget, a.seed, a.iterations)?;
+        for dir in [&a.out, &a.plots] {
+            if !dir.is_dir() {
+                std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
+            }
+        }
+        Ok(Plan { settings, out: a.out, plots: a.plots, format: a.format.format() })
+    }
+}
+
+pub fn run(plan: Plan, out: &mut dyn Write) -> Result<()> {
+    let s = &plan.settings;
+    let found = attack::attack(s)?;
+    let mut report = AttackReport::new(s, &found);
+    let name = s.limiter.name();
+    for (f, r) in found.iter().zip(report.results.iter_mut()) {
+        let stem = format!("attack_{name}_{}", f.goal.name());
+        let csv = plan.out.join(format!("{stem}.csv"));
+        let toml = plan.out.join(format!("{stem}.toml"));
+        write_csv(&csv, &f.arrivals)?;
+        write_file(&toml, &scenario(s, f, &stem, &toml, r.overshoot, r.false_rejection_rate))?;
+        r.trace = Some(csv.display().to_string());
+        r.scenario = Some(toml.display().to_string());
+    }
+    let png = plan.plots.join(format!("attack_{name}.png"));
+    let svg = plan.plots.join(format!("attack_{name}.svg"));
+    let panels: Vec<Panel> = found.iter().zip(&report.results).map(|(f, r)| panel(s, f, &r.headline_short())).collect();
+    let p = s.limiter.params();
+    let title = format!("limitlab attack: {name}, limit {} per {} ms, budget {}, seed {}", p.limit, p.window_ms, s.budget, s.seed);
+    attack_plot::write(&title, p.limit, p.window_ms, &panels, &png, &svg)?;
+    report.plots = vec![png.display().to_string(), svg.display().to_string()];
+    emit(out, &report.render(plan.format))
+}
+
+fn write_file(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).map_err(|source| Error::Io { path: path.to_path_buf(), source })
+}
+
+/// A scenario file that replays a saved pattern with `limitlab run`.
+fn scenario(s: &Settings, f: &Found, stem: &str, path: &Path, overshoot: f64, rate: f64) -> String {
+    let p = s.limiter.params();
+    let name = s.limiter.name();
+    let burst = p.burst.map(|b| format!(" --burst {b}")).unwrap_or_default();
+    let script = match s.limiter.variant() {
+        Some(_) => name.to_string(),
+        None => s.limiter.spec().origin.display().to_string(),
+    };
+    let mut t = String::new();
+    t.push_str(&format!(
+        "# Found by `limitlab attack --script {script} --limit {} --window {}{burst} --budget {} --seed {} --iterations {}`:\n",
+        p.limit, p.window_ms, s.budget, s.seed, s.iterations
+    ));
+    t.push_str(&match f.goal {
+        Goal::Overshoot => format!("# the pattern with the highest overshoot it found ({overshoot:.2}).\n"),
+        Goal::FalseRejections => format!("# the pattern with the highest false-rejection rate it found ({rate:.3} per request).\n"),
+    });
+    t.push_str(&format!("# Replay: limitlab run {}\n", path.display()));
+    t.push_str(&format!("name = \"{stem}\"\n"));
+    t.push_str(&format!(
+        "description = \"limitlab attack on {name}: {} ({} requests)\"\n",
+        f.goal.title().to_lowercase(),
+        f.arrivals.len()
+    ));
+    t.push_str(&format!("limit = {}\nwindow_ms = {}\n", p.limit, p.window_ms));
+    if let Some(b) = p.burst {
+        t.push_str(&format!("burst = {b}\n"));
+    }
+    match s.limiter.variant() {
+        Some(_) => t.push_str(&format!("algorithms = [\"{name}\"]\n")),
+        None => {
+            let spec = &s.limiter.spec().origin;
+            let abs = std::fs::canonicalize(spec).unwrap_or_else(|_| spec.clone());
+            t.push_str(&format!("scripts = [{:?}]\n", abs.display().to_string()));
+        }
+    }
+    if let Some(a) = f.arrivals.first() {
+        t.push_str(&format!("start_ms = {}\n", a.at.as_millis().0));
+    }
+    t.push_str(&format!("\n[traffic]\nkind = \"trace\"\npath = \"{stem}.csv\"\nrebase = \"absolute\"\n"));
+    t
+}
+
+/// One goal's plot panel: requests sent, admitted by the script and by an exact sliding log, per
+/// trailing window.
+fn panel(s: &Settings, f: &Found, caption: &str) -> Panel {
+    let p = s.limiter.params();
+    let origin = origin_ms(p.window_ms);
+    let ms: Vec<i64> = f.arrivals.iter().map(|a| a.at.as_millis().0 - origin).collect();
+    let admitted: Vec<i64> = ms.iter().zip(&f.allowed).filter(|(_, &ok)| ok).map(|(&t, _)| t).collect();
+    let mut exact = ExactLog::new(p);
+    let exact_admitted: Vec<i64> = ms.iter().copied().filter(|&t| exact.decide(0, t, 1)).collect();
+    let w = p.window_ms as i64;
+    let (from, to) = attack_plot::span(&ms, w);
+    Panel {
+        caption: caption.to_string(),
+        sent: Line { name: "requests sent".into(), points: attack_plot::trailing(&ms, w, from, to) },
+        exact: Line { name: "admitted by an exact sliding log".into(), points: attack_plot::trailing(&exact_admitted, w, from, to) },
+        script: Line { name: format!("admitted by {}", s.limiter.name()), points: attack_plot::trailing(&admitted, w, from, to) },
+    }
+}

@@ -1,0 +1,153 @@
+//! `limitlab run FILE [--json|--markdown] [--seed S] [--redis URL] [--decisions OUT]`: one
+//! scenario, every script it selects (with `--redis`, also on a real Redis, checked against the
+//! emulator; with `--decisions`, every decision written to OUT, see [`limitlab_engine::sim::decisions_file`]).
+//! When the scenario replays a trace whose times are coarse against the window, the report says so
+//! and shows the verdict under each tie rule ([`limitlab_engine::sim::coarse`]).
+use std::io::Write;
+use std::path::PathBuf;
+
+use super::{emit, FormatArgs};
+use crate::report::run::{RunReport, VariantResult};
+use crate::report::table::thousands;
+use crate::report::Format;
+use limitlab_emulator::clock::Stopwatch;
+use limitlab_emulator::Result;
+use limitlab_engine::sim::coarse;
+use limitlab_engine::sim::decisions_file::DecisionsOut;
+use limitlab_engine::sim::parallel::default_jobs;
+use limitlab_engine::sim::stream::{cpu_secs, peak_rss_bytes, run_variants_with, RunOptions};
+use limitlab_engine::sim::{Progress, Scenario};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The scenario file (TOML), e.g. simulations/boundary_burst.toml.
+    pub file: PathBuf,
+    /// The traffic seed, instead of the file's own `seed`.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    #[command(flatten)]
+    pub format: FormatArgs,
+    #[command(flatten)]
+    pub redis: super::verify::RedisArgs,
+    /// Run up to N scripts at once, one thread each (default: every selected script at once, up to
+    /// twice the cores available, so that three scripts on two cores finish together). The report
+    /// is the same whatever N is.
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Print the wall time and the peak resident memory (VmHWM) on stderr when done.
+    #[arg(long)]
+    pub stats: bool,
+    #[command(flatten)]
+    pub scripts: super::ScriptsArg,
+    #[command(flatten)]
+    pub budget: super::BudgetArg,
+    /// Write every decision to OUT, one row per request per script: time, subject, cost, the
+    /// script's raw reply, the decision read from it, the exact sliding log's beside it, and the
+    /// Retry-After and RateLimit header values. CSV when OUT ends in .csv, JSON lines when it ends
+    /// in .jsonl or .json.
+    #[arg(long, value_name = "OUT")]
+    pub decisions: Option<PathBuf>,
+}
+
+/// A validated `run`: the parsed scenario and the seed it runs with.
+#[derive(Debug)]
+pub struct Plan {
+    pub scenario: Scenario,
+    pub seed: u64,
+    pub format: Format,
+}
+
+impl Plan {
+    pub fn new(a: Args) -> Result<Plan> {
+        a.budget.apply();
+        let mut scenario = Scenario::from_file(&a.file)?;
+        a.scripts.apply(&mut scenario)?;
+        let seed = a.seed.unwrap_or(scenario.seed);
+        Ok(Plan { scenario, seed, format: a.format.format() })
+    }
+}
+
+/// Runs the scenario on the emulator and builds its report (no wall-clock figures, so the same
+/// scenario and seed always give the same report).
+pub fn report(plan: &Plan, progress: Progress) -> Result<RunReport> {
+    report_jobs(plan, progress, 0)
+}
+
+/// [`report`] on up to `jobs` threads (0: [`default_run_jobs`]). Arrivals stream through each
+/// script and decisions fold into the metrics as they come (see [`limitlab_engine::sim::stream`]), so
+/// memory does not grow with the number of requests.
+pub fn report_jobs(plan: &Plan, progress: Progress, jobs: usize) -> Result<RunReport> {
+    report_with(plan, progress, jobs, &RunOptions::default())
+}
+
+/// [`report_jobs`], doing what `opts` asks besides (`--decisions`).
+pub fn report_with(plan: &Plan, progress: Progress, jobs: usize, opts: &RunOptions) -> Result<RunReport> {
+    let s = &plan.scenario;
+    let jobs = if jobs == 0 { default_run_jobs(s.scripts.len()) } else { jobs };
+    let runs = run_variants_with(s, plan.seed, &s.scripts, jobs, progress, opts)?;
+    let coarse = coarse::analyse(s, plan.seed, jobs, &runs)?;
+    let (arrivals, subjects, phases) = match runs.first() {
+        Some(r) => (r.metrics.calls as usize, r.subjects.len(), r.phases.clone()),
+        None => (0, 0, Vec::new()),
+    };
+    let mut report = RunReport::new(s, plan.seed, "emulator", arrivals, subjects, phases);
+    for r in runs {
+        report.results.push(VariantResult { algorithm: r.name.clone(), metrics: r.metrics, headers: Some(r.headers) });
+    }
+    report.coarse_trace = coarse;
+    Ok(report)
+}
+
+/// Threads for `run` without `--jobs`: every script at once, up to twice the cores. The operating
+/// system shares the cores between them, which balances three scripts on two cores better than
+/// running two and then one.
+pub fn default_run_jobs(scripts: usize) -> usize {
+    scripts.clamp(1, 2 * default_jobs())
+}
+
+/// The `--stats` line: wall time, CPU time, peak memory, on stderr.
+fn print_stats(plan: &Plan, r: &RunReport, secs: f64, threads: usize) {
+    let peak = peak_rss_bytes().map_or("unknown".to_string(), |b| format!("{} MB", thousands(b / (1024 * 1024))));
+    let cpu = cpu_secs().map_or(String::new(), |c| format!(", {c:.1} s CPU"));
+    eprintln!(
+        "stats: {} script(s) x {} requests ({} subjects) in {secs:.1} s wall{cpu} on {threads} thread(s), {} core(s); peak RSS {peak} (VmHWM)",
+        plan.scenario.scripts.len(),
+        thousands(r.arrivals as u64),
+        thousands(r.subjects as u64),
+        default_jobs(),
+    );
+}
+
+pub fn run(plan: Plan, out: &mut dyn Write) -> Result<()> {
+    let r = report(&plan, Progress::Auto)?;
+    emit(out, &r.render(plan.format))
+}
+
+/// `run` from its arguments: the emulator's report, then with `--redis` the same arrivals through
+/// every selected script on the server, checked call for call against the emulator's decisions
+/// (an [`limitlab_emulator::Error::Mismatch`] names the first differing call of each script).
+pub fn execute(a: Args, out: &mut dyn Write) -> Result<()> {
+    let watch = Stopwatch::start();
+    let (jobs, stats) = (a.jobs.unwrap_or(0), a.stats);
+    let target = a.redis.target()?;
+    let opts = RunOptions { decisions: a.decisions.as_ref().map(DecisionsOut::new).transpose()? };
+    let plan = Plan::new(a)?;
+    let r = report_with(&plan, Progress::Auto, jobs, &opts)?;
+    if stats {
+        let n = plan.scenario.scripts.len();
+        let threads = if jobs == 0 { default_run_jobs(n) } else { jobs.min(n) };
+        print_stats(&plan, &r, watch.elapsed_secs(), threads);
+    }
+    let Some(target) = target else { return emit(out, &r.render(plan.format)) };
+    let mut real = target.connect()?;
+    let check = crate::verify::against_redis::check_run(&plan.scenario, plan.seed, &mut real, Progress::Auto)?;
+    let text = match plan.format {
+        Format::Json => {
+            let v = serde_json::json!({ "run": r, "redis": check });
+            serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+        }
+        f => format!("{}\n{}", r.render(f), check.render(f)),
+    };
+    emit(out, &text)?;
+    check.into_result()
+}

@@ -1,0 +1,82 @@
+//! `limitlab serve`: the emulator as a Redis server (see [`limitlab_server`]). The first line on stdout
+//! says where it listens (`listening on 127.0.0.1:PORT`, every port of a cluster on that one line,
+//! separated by spaces), so a test harness can start it with `--port 0` and read the port.
+use std::io::Write;
+use std::net::IpAddr;
+
+use limitlab_emulator::clock::{Millis, DEFAULT_START};
+use limitlab_emulator::{Error, Result};
+use limitlab_server::{Options, DEFAULT_MAX_CLIENTS};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The port to listen on (0: any free port, printed on the first line). With --cluster N, N
+    /// ports from this one.
+    #[arg(long, default_value_t = 6379)]
+    pub port: u16,
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: IpAddr,
+    /// Start the virtual clock here (unix ms); default 2024-01-01T00:00:00Z (1704067200000).
+    #[arg(long, value_name = "UNIX_MS")]
+    pub at: Option<i64>,
+    /// `virtual`: time moves only with CLOCK.ADVANCE / CLOCK.SET; `wall`: it follows the machine's
+    /// clock (CLOCK.ADVANCE then shifts it).
+    #[arg(long, default_value = "virtual", value_parser = ["virtual", "wall"])]
+    pub clock: String,
+    /// Answer as an N-master Redis Cluster on N ports (MOVED, CROSSSLOT, CLUSTER SLOTS/SHARDS/NODES).
+    #[arg(long, value_name = "N")]
+    pub cluster: Option<usize>,
+    /// The password every connection must give with AUTH or HELLO ... AUTH first.
+    #[arg(long, value_name = "PASSWORD")]
+    pub requirepass: Option<String>,
+    /// Kill a script after this many loop iterations and function calls.
+    #[arg(long, value_name = "N")]
+    pub script_budget: Option<u64>,
+    /// Refuse connections beyond this many ("max number of clients reached").
+    #[arg(long, default_value_t = DEFAULT_MAX_CLIENTS)]
+    pub maxclients: usize,
+}
+
+pub fn plan(a: Args) -> Result<Options> {
+    let invalid = |field: &str, reason: String| Error::Invalid { context: "limitlab serve".into(), field: field.into(), reason };
+    let at = a.at.unwrap_or(DEFAULT_START.0);
+    if !(0..=limitlab_engine::limiter::MAX_ARG as i64).contains(&at) {
+        return Err(invalid("--at", format!("must be a unix time in ms from 0 to {}, got {at}", limitlab_engine::limiter::MAX_ARG)));
+    }
+    if let Some(n) = a.cluster {
+        if !(1..=64).contains(&n) {
+            return Err(invalid("--cluster", format!("must be 1 to 64 masters, got {n}")));
+        }
+        if a.port != 0 && a.port as usize + n - 1 > u16::MAX as usize {
+            return Err(invalid("--port", format!("{} ports from {} run past 65535", n, a.port)));
+        }
+    }
+    if a.script_budget == Some(0) {
+        return Err(invalid("--script-budget", "must be at least 1".into()));
+    }
+    if a.maxclients == 0 {
+        return Err(invalid("--maxclients", "must be at least 1".into()));
+    }
+    Ok(Options {
+        bind: a.bind,
+        port: a.port,
+        at: Millis(at),
+        wall: a.clock == "wall",
+        cluster: a.cluster,
+        requirepass: a.requirepass.map(String::into_bytes),
+        script_budget: a.script_budget,
+        max_clients: a.maxclients,
+    })
+}
+
+pub fn run(opts: Options, out: &mut dyn Write) -> Result<()> {
+    let mut failed = None;
+    limitlab_server::run(opts, |addrs| {
+        let list: Vec<String> = addrs.iter().map(|a| a.to_string()).collect();
+        if let Err(source) = writeln!(out, "listening on {}", list.join(" ")).and_then(|_| out.flush()) {
+            failed = Some(Error::Io { path: "<stdout>".into(), source });
+        }
+    })?;
+    failed.map_or(Ok(()), Err)
+}

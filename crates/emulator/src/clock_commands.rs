@@ -1,0 +1,50 @@
+//! The virtual clock's own commands, `CLOCK.ADVANCE ms`, `CLOCK.SET unix_ms` and `CLOCK.GET`,
+//! which `limitlab cli` and `limitlab serve` answer before anything reaches the emulator's table.
+use crate::clock::{Clock, Millis};
+use crate::{Emulator, Reply};
+
+/// The CLOCK.* commands, or `None` when `args` is not one of them (also `limitlab serve`'s).
+pub fn clock_command(args: &[Vec<u8>], emu: &Emulator) -> Option<Reply> {
+    let name = args.first()?;
+    let which = ["clock.advance", "clock.set", "clock.get"].into_iter().find(|n| name.eq_ignore_ascii_case(n.as_bytes()))?;
+    let clock = emu.clock();
+    let arity_err = || Reply::err(format!("ERR wrong number of arguments for '{which}' command"));
+    Some(match which {
+        "clock.get" => {
+            if args.len() != 1 {
+                return Some(arity_err());
+            }
+            Reply::Int(clock.now_millis().0)
+        }
+        _ => {
+            if args.len() != 2 {
+                return Some(arity_err());
+            }
+            let Some(ms) = parse_i64(&args[1]) else {
+                return Some(Reply::err("ERR value is not an integer or out of range"));
+            };
+            if which == "clock.advance" {
+                clock.advance_millis(ms);
+            } else {
+                if ms < 0 {
+                    return Some(Reply::err("ERR invalid unix time in milliseconds, must not be negative"));
+                }
+                clock.set_millis(Millis(ms));
+            }
+            Reply::ok()
+        }
+    })
+}
+
+/// A strict decimal i64, as Redis's `string2ll` reads integers (no spaces, no `+`, no leading zeros).
+fn parse_i64(b: &[u8]) -> Option<i64> {
+    let s = std::str::from_utf8(b).ok()?;
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) || (digits.len() > 1 && digits.starts_with('0')) {
+        return None;
+    }
+    if s == "-0" {
+        return None;
+    }
+    s.parse().ok()
+}

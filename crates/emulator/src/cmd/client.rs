@@ -1,0 +1,209 @@
+//! CLIENT: the calling connection's own state (SETNAME, GETNAME, ID, INFO, NO-EVICT) and the list of
+//! connections (LIST), with Redis 7.0.15's texts. CLIENT acts on the client that sends it, so it runs
+//! through [`crate::Emulator::execute_as`]; only CLIENT HELP needs no connection (and is
+//! the one subcommand a script may call). CLIENT SETINFO is Redis 7.2's and is unknown here, as in 7.0.
+//!
+//! CLIENT LIST and CLIENT INFO print Redis's fields in Redis's order. Those that describe the
+//! connection's state (id, name, age, idle, flags, db, multi, cmd, user, resp) are the emulator's;
+//! buffer sizes and memory are a fresh connection's typical values, and `addr`/`laddr` are the
+//! ones a server gives ([`crate::Emulator::set_client_addr`]), else loopback placeholders.
+use std::fmt::Write as _;
+
+use super::flags::*;
+use super::{eq_ic, CommandSpec, KeySpec, SYNTAX};
+use crate::clients::{Client, ClientId};
+use crate::core::Core;
+use crate::reply::Reply;
+
+pub static COMMANDS: &[CommandSpec] =
+    &[CommandSpec { name: "client", arity: -2, flags: CONNECTION, keys: KeySpec::NONE, handler: client_without_connection }];
+
+static HELP: &[&str] = &[
+    "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "CACHING (YES|NO)",
+    "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+    "GETREDIR",
+    "    Return the client ID we are redirecting to when tracking is enabled.",
+    "GETNAME",
+    "    Return the name of the current connection.",
+    "ID",
+    "    Return the ID of the current connection.",
+    "INFO",
+    "    Return information about the current client connection.",
+    "KILL <ip:port>",
+    "    Kill connection made from <ip:port>.",
+    "KILL <option> <value> [<option> <value> [...]]",
+    "    Kill connections. Options are:",
+    "    * ADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made from the specified address",
+    "    * LADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made to specified local address",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Kill connections by type.",
+    "    * USER <username>",
+    "      Kill connections authenticated by <username>.",
+    "    * SKIPME (YES|NO)",
+    "      Skip killing current connection (default: yes).",
+    "LIST [options ...]",
+    "    Return information about client connections. Options:",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Return clients of specified type.",
+    "UNPAUSE",
+    "    Stop the current client pause, resuming traffic.",
+    "PAUSE <timeout> [WRITE|ALL]",
+    "    Suspend all, or just write, clients for <timeout> milliseconds.",
+    "REPLY (ON|OFF|SKIP)",
+    "    Control the replies sent to the current connection.",
+    "SETNAME <name>",
+    "    Assign the name <name> to the current connection.",
+    "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+    "    Unblock the specified blocked client.",
+    "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+    "         [OPTIN] [OPTOUT] [NOLOOP]",
+    "    Control server assisted client side caching.",
+    "TRACKINGINFO",
+    "    Report tracking status for the current connection.",
+    "NO-EVICT (ON|OFF)",
+    "    Protect current client connection from eviction.",
+    "HELP",
+    "    Prints this help.",
+];
+
+fn help() -> Reply {
+    Reply::Array(HELP.iter().map(|l| Reply::Status((*l).into())).collect())
+}
+
+/// CLIENT from where there is no connection (a script, or [`Core::dispatch`]): only HELP runs.
+fn client_without_connection(_: &mut Core, a: &[&[u8]]) -> Reply {
+    if eq_ic(a[1], "help") {
+        return help();
+    }
+    Reply::err("ERR CLIENT acts on a client connection: send it with Emulator::execute_as")
+}
+
+/// CLIENT sent by client `id` (the subcommand and its arity were checked by the caller).
+pub fn run(core: &mut Core, id: ClientId, a: &[&[u8]]) -> Reply {
+    let sub = a[1];
+    if eq_ic(sub, "help") {
+        return help();
+    }
+    let now = core.now_ms();
+    if eq_ic(sub, "id") {
+        return Reply::Int(core.client(id).map_or(0, |c| c.id as i64));
+    }
+    if eq_ic(sub, "getname") {
+        return core.client(id).and_then(|c| c.name.clone()).map_or(Reply::Nil, Reply::Bulk);
+    }
+    if eq_ic(sub, "setname") {
+        let name = a[2];
+        if name.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
+            return Reply::err("ERR Client names cannot contain spaces, newlines or special characters.");
+        }
+        if let Some(c) = core.client(id) {
+            c.name = if name.is_empty() { None } else { Some(name.to_vec()) };
+        }
+        return Reply::ok();
+    }
+    if eq_ic(sub, "no-evict") {
+        let on = if eq_ic(a[2], "on") {
+            true
+        } else if eq_ic(a[2], "off") {
+            false
+        } else {
+            return Reply::err(SYNTAX);
+        };
+        if let Some(c) = core.client(id) {
+            c.no_evict = on;
+        }
+        return Reply::ok();
+    }
+    if eq_ic(sub, "info") {
+        let Some(c) = core.clients.get(id.index()).and_then(Option::as_ref) else { return Reply::Nil };
+        let mut line = String::new();
+        info_line(&mut line, c, now);
+        return Reply::Bulk(line.into_bytes());
+    }
+    if eq_ic(sub, "list") {
+        return list(core, a, now);
+    }
+    if eq_ic(sub, "getredir") {
+        return Reply::Int(-1);
+    }
+    if eq_ic(sub, "unpause") {
+        return Reply::ok();
+    }
+    let name = String::from_utf8_lossy(sub).to_ascii_uppercase();
+    Reply::Error(format!("ERR limitlab: CLIENT {name} is not emulated"))
+}
+
+/// CLIENT LIST [TYPE normal|master|replica|slave|pubsub] [ID id ...]: one line per client, by id
+/// (for ID, in the order asked).
+fn list(core: &Core, a: &[&[u8]], now: i64) -> Reply {
+    let mut clients: Vec<&Client> = core.connections().collect();
+    clients.sort_by_key(|c| c.id);
+    let mut out = String::new();
+    if a.len() == 4 && eq_ic(a[2], "type") {
+        let t = a[3];
+        if eq_ic(t, "normal") {
+            for c in clients {
+                info_line(&mut out, c, now);
+            }
+        } else if !["master", "replica", "slave", "pubsub"].iter().any(|n| eq_ic(t, n)) {
+            return Reply::Error(format!("ERR Unknown client type '{}'", String::from_utf8_lossy(t)));
+        }
+    } else if a.len() > 3 && eq_ic(a[2], "id") {
+        for x in &a[3..] {
+            let Some(n) = crate::keyspace::parse_canonical_i64(x) else {
+                return Reply::err("ERR Invalid client ID");
+            };
+            if let Some(c) = clients.iter().find(|c| c.id as i64 == n) {
+                info_line(&mut out, c, now);
+            }
+        }
+    } else if a.len() != 2 {
+        return Reply::err(SYNTAX);
+    } else {
+        for c in clients {
+            info_line(&mut out, c, now);
+        }
+    }
+    Reply::Bulk(out.into_bytes())
+}
+
+/// One CLIENT LIST line (with its `\n`), fields in Redis 7.0's order.
+fn info_line(out: &mut String, c: &Client, now: i64) {
+    let (addr, laddr) = match &c.addr {
+        Some((a, l)) => (a.clone(), l.clone()),
+        None => (format!("127.0.0.1:{}", 40000 + c.id % 20000), "127.0.0.1:6379".to_string()),
+    };
+    let mut flags = String::new();
+    if c.multi.is_some() || c.executing.is_some() {
+        flags.push('x');
+    }
+    if c.dirty_cas {
+        flags.push('d');
+    }
+    if c.no_evict {
+        flags.push('e');
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
+    let multi = c.multi.as_ref().map(|m| m.queue.len()).or(c.executing).map_or(-1, |n| n as i64);
+    let cmd = match c.last_cmd {
+        None => "NULL".to_string(),
+        Some((n, None)) => n.to_string(),
+        Some((n, Some(s))) => format!("{n}|{s}"),
+    };
+    let name = c.name.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "id={} addr={addr} laddr={laddr} fd=8 name={name} age={} idle={} flags={flags} db={} sub=0 psub=0 ssub=0 multi={multi} \
+         qbuf=26 qbuf-free=20448 argv-mem=10 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 tot-mem=22426 events=r cmd={cmd} \
+         user=default redir=-1 resp=2",
+        c.id,
+        (now - c.created_ms).max(0) / 1000,
+        (now - c.last_ms).max(0) / 1000,
+        c.db,
+    );
+}

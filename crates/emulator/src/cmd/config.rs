@@ -1,0 +1,109 @@
+//! CONFIG GET (and HELP, RESETSTAT, REWRITE) over Redis 7.0.15's parameters, with the values of a
+//! server started as limitlab starts its private ones (`--save '' --appendonly no`, port 6379).
+//!
+//! The parameters and their values are Redis's own (`redis_config.resp` is a real 7.0.15's
+//! `CONFIG GET *`, sorted); `cluster-enabled` follows the emulator's cluster mode. As in Redis, an
+//! exact name (no `*`, `?` or `[`) is answered under the spelling it was asked with, a pattern under
+//! the parameters' names (matched without regard to case); several parameters come in name order
+//! (Redis's order is its hash table's, which changes from run to run). CONFIG SET is not emulated:
+//! the emulator's behaviour does not follow these parameters.
+use std::sync::OnceLock;
+
+use super::{eq_ic, CommandSpec, KeySpec};
+use crate::core::Core;
+use crate::keyspace::glob_match;
+use crate::reply::Reply;
+
+pub static COMMANDS: &[CommandSpec] = &[CommandSpec { name: "config", arity: -2, flags: 0, keys: KeySpec::NONE, handler: config }];
+
+static CONFIG_RESP: &[u8] = include_bytes!("redis_config.resp");
+
+/// Redis 7.0.15's parameters and default values, by name.
+fn defaults() -> &'static [(String, Vec<u8>)] {
+    static TABLE: OnceLock<Vec<(String, Vec<u8>)>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let (Reply::Map(kv), _) = super::command::parse_resp3(CONFIG_RESP).expect("the recorded CONFIG GET parses") else {
+            panic!("the recorded CONFIG GET is a map")
+        };
+        kv.into_iter()
+            .filter_map(|(k, v)| match (k, v) {
+                (Reply::Bulk(k), Reply::Bulk(v)) => Some((String::from_utf8_lossy(&k).into_owned(), v)),
+                _ => None,
+            })
+            .collect()
+    })
+}
+
+static HELP: &[&str] = &[
+    "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GET <pattern>",
+    "    Return parameters matching the glob-like <pattern> and their values.",
+    "SET <directive> <value>",
+    "    Set the configuration <directive> to <value>.",
+    "RESETSTAT",
+    "    Reset statistics reported by the INFO command.",
+    "REWRITE",
+    "    Rewrite the configuration file.",
+    "HELP",
+    "    Prints this help.",
+];
+
+/// A parameter's value on this server.
+fn value(core: &Core, name: &str, default: &[u8]) -> Vec<u8> {
+    match name {
+        "cluster-enabled" => {
+            if core.cluster {
+                b"yes".to_vec()
+            } else {
+                b"no".to_vec()
+            }
+        }
+        _ => default.to_vec(),
+    }
+}
+
+/// CONFIG GET|SET|RESETSTAT|REWRITE|HELP (the subcommand and its arity were checked by the caller).
+fn config(core: &mut Core, a: &[&[u8]]) -> Reply {
+    let sub = a[1];
+    if eq_ic(sub, "help") {
+        return Reply::Array(HELP.iter().map(|l| Reply::Status((*l).into())).collect());
+    }
+    if eq_ic(sub, "resetstat") {
+        return Reply::ok();
+    }
+    if eq_ic(sub, "rewrite") {
+        return Reply::err("ERR The server is running without a config file");
+    }
+    if eq_ic(sub, "set") {
+        return Reply::err("ERR limitlab: CONFIG SET is not emulated");
+    }
+    // GET pattern [pattern ...]
+    let mut out: Vec<(Vec<u8>, &'static str)> = Vec::new();
+    let seen = |out: &mut Vec<(Vec<u8>, &'static str)>, key: Vec<u8>, name: &'static str| {
+        if !out.iter().any(|(k, _)| k.eq_ignore_ascii_case(&key)) {
+            out.push((key, name));
+        }
+    };
+    for pat in &a[2..] {
+        let exact = !pat.iter().any(|c| matches!(c, b'*' | b'?' | b'['));
+        for (name, _) in defaults() {
+            if exact {
+                if pat.eq_ignore_ascii_case(name.as_bytes()) {
+                    seen(&mut out, pat.to_vec(), name.as_str());
+                }
+            } else if glob_match(pat, name.as_bytes(), true) {
+                seen(&mut out, name.as_bytes().to_vec(), name.as_str());
+            }
+        }
+    }
+    out.sort();
+    let table = defaults();
+    Reply::Map(
+        out.into_iter()
+            .map(|(key, name)| {
+                let default = &table.iter().find(|(n, _)| n == name).expect("a known parameter").1;
+                (Reply::Bulk(key), Reply::Bulk(value(core, name, default)))
+            })
+            .collect(),
+    )
+}

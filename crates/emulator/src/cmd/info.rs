@@ -1,0 +1,364 @@
+//! INFO [section ...] with Redis 7.0.15's sections, field names and order, and PUBLISH.
+//!
+//! What the emulator knows is exact: the version and mode, the clients, the maxmemory settings,
+//! the keyspace (keys and keys with a TTL per database), the cluster flag, the virtual clock's time
+//! and uptime. Fields about the process and the machine (pid, CPU, RSS, network counters) carry a
+//! fixed, plausible value: a client that parses INFO finds every field it looks for. `used_memory`
+//! is a fresh server's plus the keys' MEMORY USAGE.
+use std::fmt::Write as _;
+
+use super::{eq_ic, CommandSpec, KeySpec};
+use crate::core::{Core, DATABASES};
+use crate::reply::Reply;
+
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec { name: "info", arity: -1, flags: 0, keys: KeySpec::NONE, handler: info },
+    CommandSpec { name: "publish", arity: 3, flags: super::flags::MAY_REPLICATE, keys: KeySpec::NONE, handler: publish },
+];
+
+/// PUBLISH channel message: the emulator has no subscribers, so no one receives it.
+fn publish(_: &mut Core, _: &[&[u8]]) -> Reply {
+    Reply::Int(0)
+}
+
+/// The sections in the order Redis prints them, and whether `INFO` / `INFO default` includes each.
+const SECTIONS: &[(&str, bool)] = &[
+    ("server", true),
+    ("clients", true),
+    ("memory", true),
+    ("persistence", true),
+    ("stats", true),
+    ("replication", true),
+    ("cpu", true),
+    ("modules", true),
+    ("commandstats", false),
+    ("errorstats", true),
+    ("latencystats", false),
+    ("cluster", true),
+    ("keyspace", true),
+];
+
+/// A fresh Redis 7.0.15's `used_memory` (the startup figure of a private server).
+const USED_MEMORY_STARTUP: u64 = 876_048;
+
+fn info(core: &mut Core, a: &[&[u8]]) -> Reply {
+    let mut wanted = [false; SECTIONS.len()];
+    if a.len() == 1 {
+        for (i, (_, default)) in SECTIONS.iter().enumerate() {
+            wanted[i] = *default;
+        }
+    }
+    for arg in &a[1..] {
+        if eq_ic(arg, "default") {
+            for (i, (_, default)) in SECTIONS.iter().enumerate() {
+                wanted[i] |= *default;
+            }
+        } else if eq_ic(arg, "all") || eq_ic(arg, "everything") {
+            wanted = [true; SECTIONS.len()];
+        } else if let Some(i) = SECTIONS.iter().position(|(n, _)| eq_ic(arg, n)) {
+            wanted[i] = true;
+        }
+    }
+    let mut out = String::new();
+    for (i, (name, _)) in SECTIONS.iter().enumerate() {
+        if !wanted[i] {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str("\r\n");
+        }
+        section(core, name, &mut out);
+    }
+    Reply::Bulk(out.into_bytes())
+}
+
+/// Appends `k:v\r\n`.
+fn kv(out: &mut String, k: &str, v: impl std::fmt::Display) {
+    let _ = write!(out, "{k}:{v}\r\n");
+}
+
+/// Redis's `bytesToHuman`.
+fn human(n: u64) -> String {
+    let d = n as f64;
+    if n < 1024 {
+        format!("{n}B")
+    } else if d < 1024.0 * 1024.0 {
+        format!("{:.2}K", d / 1024.0)
+    } else if d < 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.2}M", d / (1024.0 * 1024.0))
+    } else {
+        format!("{:.2}G", d / (1024.0 * 1024.0 * 1024.0))
+    }
+}
+
+fn section(core: &mut Core, name: &str, out: &mut String) {
+    let now_ms = core.now_ms();
+    match name {
+        "server" => {
+            out.push_str("# Server\r\n");
+            let uptime = (now_ms - core.started_ms).max(0) / 1000;
+            for (k, v) in [
+                ("redis_version", "7.0.15"),
+                ("redis_git_sha1", "00000000"),
+                ("redis_git_dirty", "0"),
+                ("redis_build_id", "0"),
+                ("redis_mode", if core.cluster { "cluster" } else { "standalone" }),
+                ("os", "limitlab"),
+                ("arch_bits", "64"),
+                ("monotonic_clock", "POSIX clock_gettime"),
+                ("multiplexing_api", "epoll"),
+                ("atomicvar_api", "c11-builtin"),
+                ("gcc_version", "0.0.0"),
+                ("process_id", "1"),
+                ("process_supervised", "no"),
+                ("run_id", "0000000000000000000000000000000000000000"),
+                ("tcp_port", "6379"),
+            ] {
+                kv(out, k, v);
+            }
+            kv(out, "server_time_usec", core.now_us());
+            kv(out, "uptime_in_seconds", uptime);
+            kv(out, "uptime_in_days", uptime / 86400);
+            kv(out, "hz", 10);
+            kv(out, "configured_hz", 10);
+            kv(out, "lru_clock", (now_ms / 1000) & ((1 << 24) - 1));
+            kv(out, "executable", "");
+            kv(out, "config_file", "");
+            kv(out, "io_threads_active", 0);
+        }
+        "clients" => {
+            out.push_str("# Clients\r\n");
+            kv(out, "connected_clients", core.connections().count());
+            for (k, v) in [
+                ("cluster_connections", 0),
+                ("maxclients", 10000),
+                ("client_recent_max_input_buffer", 0),
+                ("client_recent_max_output_buffer", 0),
+                ("blocked_clients", 0),
+                ("tracking_clients", 0),
+                ("clients_in_timeout_table", 0),
+            ] {
+                kv(out, k, v);
+            }
+        }
+        "memory" => {
+            out.push_str("# Memory\r\n");
+            let mut dataset = 0u64;
+            for db in 0..DATABASES {
+                let cluster = core.cluster;
+                let d = core.db_at(db);
+                for (k, e) in d.map.iter() {
+                    dataset += crate::object_size::key_usage(k.as_slice(), e, 5, cluster);
+                }
+            }
+            let used = USED_MEMORY_STARTUP + dataset;
+            kv(out, "used_memory", used);
+            kv(out, "used_memory_human", human(used));
+            kv(out, "used_memory_rss", used);
+            kv(out, "used_memory_rss_human", human(used));
+            kv(out, "used_memory_peak", used);
+            kv(out, "used_memory_peak_human", human(used));
+            kv(out, "used_memory_peak_perc", "100.00%");
+            kv(out, "used_memory_overhead", USED_MEMORY_STARTUP);
+            kv(out, "used_memory_startup", USED_MEMORY_STARTUP);
+            kv(out, "used_memory_dataset", dataset);
+            kv(out, "used_memory_dataset_perc", format!("{:.2}%", 100.0 * dataset as f64 / used.max(1) as f64));
+            for (k, v) in [
+                ("allocator_allocated", used.to_string()),
+                ("allocator_active", used.to_string()),
+                ("allocator_resident", used.to_string()),
+                ("total_system_memory", "0".into()),
+                ("total_system_memory_human", "0B".into()),
+                ("used_memory_lua", "31744".into()),
+                ("used_memory_vm_eval", "31744".into()),
+                ("used_memory_lua_human", "31.00K".into()),
+                ("used_memory_scripts_eval", "0".into()),
+                ("number_of_cached_scripts", "0".into()),
+                ("number_of_functions", "0".into()),
+                ("number_of_libraries", "0".into()),
+                ("used_memory_vm_functions", "32768".into()),
+                ("used_memory_vm_total", "64512".into()),
+                ("used_memory_vm_total_human", "63.00K".into()),
+                ("used_memory_functions", "184".into()),
+                ("used_memory_scripts", "184".into()),
+                ("used_memory_scripts_human", "184B".into()),
+                ("maxmemory", "0".into()),
+                ("maxmemory_human", "0B".into()),
+                ("maxmemory_policy", "noeviction".into()),
+                ("allocator_frag_ratio", "1.00".into()),
+                ("allocator_frag_bytes", "0".into()),
+                ("allocator_rss_ratio", "1.00".into()),
+                ("allocator_rss_bytes", "0".into()),
+                ("rss_overhead_ratio", "1.00".into()),
+                ("rss_overhead_bytes", "0".into()),
+                ("mem_fragmentation_ratio", "1.00".into()),
+                ("mem_fragmentation_bytes", "0".into()),
+                ("mem_not_counted_for_evict", "0".into()),
+                ("mem_replication_backlog", "0".into()),
+                ("mem_total_replication_buffers", "0".into()),
+                ("mem_clients_slaves", "0".into()),
+                ("mem_clients_normal", "0".into()),
+                ("mem_cluster_links", "0".into()),
+                ("mem_aof_buffer", "0".into()),
+                ("mem_allocator", "jemalloc-5.3.0".into()),
+                ("active_defrag_running", "0".into()),
+                ("lazyfree_pending_objects", "0".into()),
+                ("lazyfreed_objects", "0".into()),
+            ] {
+                kv(out, k, v);
+            }
+        }
+        "persistence" => {
+            out.push_str("# Persistence\r\n");
+            let start = core.started_ms / 1000;
+            for (k, v) in [
+                ("loading", "0".to_string()),
+                ("async_loading", "0".into()),
+                ("current_cow_peak", "0".into()),
+                ("current_cow_size", "0".into()),
+                ("current_cow_size_age", "0".into()),
+                ("current_fork_perc", "0.00".into()),
+                ("current_save_keys_processed", "0".into()),
+                ("current_save_keys_total", "0".into()),
+                ("rdb_changes_since_last_save", "0".into()),
+                ("rdb_bgsave_in_progress", "0".into()),
+                ("rdb_last_save_time", start.to_string()),
+                ("rdb_last_bgsave_status", "ok".into()),
+                ("rdb_last_bgsave_time_sec", "-1".into()),
+                ("rdb_current_bgsave_time_sec", "-1".into()),
+                ("rdb_saves", "0".into()),
+                ("rdb_last_cow_size", "0".into()),
+                ("rdb_last_load_keys_expired", "0".into()),
+                ("rdb_last_load_keys_loaded", "0".into()),
+                ("aof_enabled", "0".into()),
+                ("aof_rewrite_in_progress", "0".into()),
+                ("aof_rewrite_scheduled", "0".into()),
+                ("aof_last_rewrite_time_sec", "-1".into()),
+                ("aof_current_rewrite_time_sec", "-1".into()),
+                ("aof_last_bgrewrite_status", "ok".into()),
+                ("aof_rewrites", "0".into()),
+                ("aof_rewrites_consecutive_failures", "0".into()),
+                ("aof_last_write_status", "ok".into()),
+                ("aof_last_cow_size", "0".into()),
+                ("module_fork_in_progress", "0".into()),
+                ("module_fork_last_cow_size", "0".into()),
+            ] {
+                kv(out, k, v);
+            }
+        }
+        "stats" => {
+            out.push_str("# Stats\r\n");
+            for k in [
+                "total_connections_received",
+                "total_commands_processed",
+                "instantaneous_ops_per_sec",
+                "total_net_input_bytes",
+                "total_net_output_bytes",
+                "total_net_repl_input_bytes",
+                "total_net_repl_output_bytes",
+            ] {
+                kv(out, k, 0);
+            }
+            for k in
+                ["instantaneous_input_kbps", "instantaneous_output_kbps", "instantaneous_input_repl_kbps", "instantaneous_output_repl_kbps"]
+            {
+                kv(out, k, "0.00");
+            }
+            for k in ["rejected_connections", "sync_full", "sync_partial_ok", "sync_partial_err", "expired_keys"] {
+                kv(out, k, 0);
+            }
+            kv(out, "expired_stale_perc", "0.00");
+            for k in [
+                "expired_time_cap_reached_count",
+                "expire_cycle_cpu_milliseconds",
+                "evicted_keys",
+                "evicted_clients",
+                "total_eviction_exceeded_time",
+                "current_eviction_exceeded_time",
+                "keyspace_hits",
+                "keyspace_misses",
+                "pubsub_channels",
+                "pubsub_patterns",
+                "pubsubshard_channels",
+                "latest_fork_usec",
+                "total_forks",
+                "migrate_cached_sockets",
+                "slave_expires_tracked_keys",
+                "active_defrag_hits",
+                "active_defrag_misses",
+                "active_defrag_key_hits",
+                "active_defrag_key_misses",
+                "total_active_defrag_time",
+                "current_active_defrag_time",
+                "tracking_total_keys",
+                "tracking_total_items",
+                "tracking_total_prefixes",
+                "unexpected_error_replies",
+                "total_error_replies",
+                "dump_payload_sanitizations",
+                "total_reads_processed",
+                "total_writes_processed",
+                "io_threaded_reads_processed",
+                "io_threaded_writes_processed",
+                "reply_buffer_shrinks",
+                "reply_buffer_expands",
+            ] {
+                kv(out, k, 0);
+            }
+        }
+        "replication" => {
+            out.push_str("# Replication\r\n");
+            for (k, v) in [
+                ("role", "master"),
+                ("connected_slaves", "0"),
+                ("master_failover_state", "no-failover"),
+                ("master_replid", "0000000000000000000000000000000000000000"),
+                ("master_replid2", "0000000000000000000000000000000000000000"),
+                ("master_repl_offset", "0"),
+                ("second_repl_offset", "-1"),
+                ("repl_backlog_active", "0"),
+                ("repl_backlog_size", "1048576"),
+                ("repl_backlog_first_byte_offset", "0"),
+                ("repl_backlog_histlen", "0"),
+            ] {
+                kv(out, k, v);
+            }
+        }
+        "cpu" => {
+            out.push_str("# CPU\r\n");
+            for k in [
+                "used_cpu_sys",
+                "used_cpu_user",
+                "used_cpu_sys_children",
+                "used_cpu_user_children",
+                "used_cpu_sys_main_thread",
+                "used_cpu_user_main_thread",
+            ] {
+                kv(out, k, "0.000000");
+            }
+        }
+        "modules" => out.push_str("# Modules\r\n"),
+        "commandstats" => out.push_str("# Commandstats\r\n"),
+        "errorstats" => out.push_str("# Errorstats\r\n"),
+        "latencystats" => out.push_str("# Latencystats\r\n"),
+        "cluster" => {
+            out.push_str("# Cluster\r\n");
+            kv(out, "cluster_enabled", core.cluster as u8);
+        }
+        "keyspace" => {
+            out.push_str("# Keyspace\r\n");
+            for db in 0..DATABASES {
+                let d = core.db_at(db);
+                d.purge_expired(now_ms);
+                if d.is_empty() {
+                    continue;
+                }
+                let keys = d.len();
+                let ttls: Vec<i64> = d.map.values().filter_map(|e| e.expire_at).map(|t| (t - now_ms).max(0)).collect();
+                let avg = if ttls.is_empty() { 0 } else { ttls.iter().sum::<i64>() / ttls.len() as i64 };
+                let _ = write!(out, "db{db}:keys={keys},expires={},avg_ttl={avg}\r\n", ttls.len());
+            }
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,228 @@
+//! limitlab's lowest layer: an embedded Redis 7.0 (a keyspace, the command table and Lua 5.1
+//! scripting, all reading one injected virtual clock), the clock itself and the one error type
+//! that every layer above shares. It depends on no other crate of limitlab's.
+mod alloc;
+pub mod clients;
+pub mod clock;
+pub mod clock_commands;
+pub mod cluster;
+pub mod cmd;
+pub mod core;
+pub mod error;
+pub mod fxhash;
+pub mod hll;
+pub mod keyspace;
+pub mod longdouble;
+pub mod lua;
+pub mod multi;
+pub mod object_size;
+pub mod reply;
+pub mod split_args;
+pub mod used_memory;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+pub use self::core::Core;
+pub use clients::ClientId;
+pub use error::{Error, Result};
+pub use reply::Reply;
+
+use crate::clock::VirtualClock;
+
+/// The subcommand of a call of a container command, as Redis's table spells it (for `cmd=`).
+fn subcommand_name(spec: &cmd::CommandSpec, args: &[&[u8]]) -> Option<&'static str> {
+    if spec.arity > -1 || spec.arity < -2 || args.len() < 2 {
+        return None;
+    }
+    let subs = lua::subcommands(spec.name)?;
+    subs.iter().find(|s| args[1].eq_ignore_ascii_case(s.name.as_bytes())).map(|s| s.name)
+}
+
+/// An embedded Redis 7.0: send it commands with [`Emulator::execute`] or run scripts with
+/// [`Emulator::eval`]/[`Emulator::evalsha`].
+pub struct Emulator {
+    core: Rc<RefCell<Core>>,
+    scripting: lua::Scripting,
+}
+
+impl Default for Emulator {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Emulator {
+    /// An emulator on a fresh virtual clock at [`crate::clock::DEFAULT_START`].
+    pub fn new() -> Self {
+        Self::with_clock(VirtualClock::default())
+    }
+
+    /// An emulator reading the given clock (clones of it move the emulator's time).
+    pub fn with_clock(clock: VirtualClock) -> Self {
+        let core = Rc::new(RefCell::new(Core::new(clock)));
+        let scripting = lua::Scripting::new(core.clone()).expect("the Lua VM starts");
+        Emulator { core, scripting }
+    }
+
+    /// The emulator's clock.
+    pub fn clock(&self) -> VirtualClock {
+        self.core.borrow().clock.clone()
+    }
+
+    /// Turns cluster rules (hash slots, CROSSSLOT) on or off.
+    pub fn set_cluster(&mut self, on: bool) {
+        self.core.borrow_mut().cluster = on;
+    }
+
+    /// Sets the budget, in loop iterations and Lua function calls, after which a running script is
+    /// killed (default [`lua::DEFAULT_BUDGET`]).
+    pub fn set_script_budget(&mut self, steps: u64) {
+        self.scripting.set_budget(steps);
+    }
+
+    /// Sets how many bytes of Lua memory one script run may add before it is killed with an error
+    /// (default [`lua::DEFAULT_MEMORY`]; 0 for no cap, as in Redis). The emulator stays usable.
+    pub fn set_script_memory(&mut self, bytes: usize) {
+        self.scripting.set_memory_cap(bytes);
+    }
+
+    /// Direct access to the server state (keyspace, clock), for inspection.
+    pub fn core(&self) -> std::cell::RefMut<'_, Core> {
+        self.core.borrow_mut()
+    }
+
+    /// Runs one command as client 0 (see [`Emulator::execute_as`]); `args[0]` is the command name.
+    pub fn execute(&mut self, args: &[&[u8]]) -> Reply {
+        self.execute_as(ClientId::DEFAULT, args)
+    }
+
+    /// Opens a connection: a client with its own selected database, transaction and WATCHes.
+    pub fn connect(&mut self) -> ClientId {
+        self.core.borrow_mut().connect()
+    }
+
+    /// Closes a connection (its transaction and WATCHes go). Client 0 is reset instead.
+    pub fn disconnect(&mut self, id: ClientId) {
+        self.core.borrow_mut().disconnect(id);
+    }
+
+    /// Runs one command sent by client `id` (opened by [`Emulator::connect`]), in its database and,
+    /// after MULTI, into its transaction's queue.
+    pub fn execute_as(&mut self, id: ClientId, args: &[&[u8]]) -> Reply {
+        if args.is_empty() {
+            return Reply::err("ERR empty command");
+        }
+        let spec = cmd::lookup(args[0]);
+        let in_multi = {
+            let mut core = self.core.borrow_mut();
+            let now = core.now_ms();
+            let Some(c) = core.client(id) else { return Reply::err("ERR no such client connection") };
+            let (db, in_multi) = (c.db, c.multi.is_some());
+            c.last_ms = now;
+            if let Some(spec) = spec {
+                c.last_cmd = Some((spec.name, subcommand_name(spec, args)));
+            }
+            core.select(db);
+            in_multi
+        };
+        let reply = if in_multi { self.queue(id, spec, args) } else { self.run_as(id, spec, args) };
+        let mut core = self.core.borrow_mut();
+        let db = core.selected;
+        if let Some(c) = core.client(id) {
+            c.db = db;
+        }
+        reply
+    }
+
+    /// Runs a command for client `id` (its database selected), outside a transaction's queue.
+    fn run_as(&mut self, id: ClientId, spec: Option<&'static cmd::CommandSpec>, args: &[&[u8]]) -> Reply {
+        let Some(spec) = spec else {
+            return cmd::unknown_command(args);
+        };
+        if !spec.arity_ok(args.len()) {
+            return self.arity_error(id, spec);
+        }
+        if spec.arity < 0 && spec.arity >= -2 {
+            if let Some(r) = multi::subcommand_refusal(spec, args) {
+                return r;
+            }
+        }
+        if spec.has(cmd::flags::CONNECTION) {
+            if self.core.borrow().cluster {
+                if let Some(r) = cluster::check_command_slots(spec, args) {
+                    return r;
+                }
+            }
+            return self.connection_command(id, spec, args);
+        }
+        if spec.has(cmd::flags::SCRIPTING) {
+            return self.scripting.command(spec, args);
+        }
+        self.core.borrow_mut().dispatch_spec(spec, args)
+    }
+
+    /// Gives client `id` the addresses CLIENT LIST shows (`addr=` the peer's, `laddr=` the server's),
+    /// as a server knows them.
+    pub fn set_client_addr(&mut self, id: ClientId, addr: &str, laddr: &str) {
+        if let Some(c) = self.core.borrow_mut().client(id) {
+            c.addr = Some((addr.to_string(), laddr.to_string()));
+        }
+    }
+
+    /// Says that client 0 (the one [`Emulator::execute`] speaks for) is not a connection: a server
+    /// in front of the emulator opens one client per connection, and CLIENT LIST and INFO's
+    /// connected_clients should count only those.
+    pub fn hide_default_client(&mut self) {
+        self.core.borrow_mut().default_client_hidden = true;
+    }
+
+    /// Marks client `id`'s transaction, if it is in MULTI, so that EXEC fails with EXECABORT (Redis's
+    /// `flagTransaction`): for a server that refuses a command before the emulator sees it (a cluster
+    /// node's MOVED redirect).
+    pub fn refuse_in_transaction(&mut self, id: ClientId) {
+        self.flag_transaction(id);
+    }
+
+    /// Whether client `id` is between MULTI and EXEC/DISCARD.
+    pub fn in_transaction(&self, id: ClientId) -> bool {
+        self.core.borrow_mut().client(id).is_some_and(|c| c.multi.is_some())
+    }
+
+    /// `execute` for owned arguments.
+    pub fn execute_owned(&mut self, args: &[Vec<u8>]) -> Reply {
+        let v: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+        self.execute(&v)
+    }
+
+    /// EVAL as client 0: compiles (or reuses) `body` and runs it with KEYS and ARGV, in client 0's
+    /// database.
+    pub fn eval(&mut self, body: &[u8], keys: &[&[u8]], argv: &[&[u8]]) -> Reply {
+        self.select_default_db();
+        self.scripting.eval(body, keys, argv, false)
+    }
+
+    /// EVALSHA as client 0: runs a cached script, or replies NOSCRIPT.
+    pub fn evalsha(&mut self, sha: &[u8], keys: &[&[u8]], argv: &[&[u8]]) -> Reply {
+        self.select_default_db();
+        self.scripting.evalsha(sha, keys, argv, false)
+    }
+
+    /// Selects client 0's database (another client's command may have left another one selected).
+    #[inline]
+    fn select_default_db(&mut self) {
+        let mut core = self.core.borrow_mut();
+        let db = core.clients[0].as_ref().map_or(0, |c| c.db);
+        core.select(db);
+    }
+
+    /// SCRIPT LOAD: compiles and caches `body`, returning its SHA1 (hex) or the compile error.
+    /// In cluster mode, the slot the last script was bound to (see [`lua::Scripting::last_slot`]).
+    pub fn last_script_slot(&self) -> Option<u16> {
+        self.scripting.last_slot()
+    }
+
+    pub fn script_load(&mut self, body: &[u8]) -> Result<String, Reply> {
+        self.scripting.load(body)
+    }
+}

@@ -1,0 +1,1213 @@
+//! Redis 7.0 functions: FUNCTION LOAD/DELETE/FLUSH/LIST/DUMP/RESTORE/STATS/KILL/HELP, FCALL and
+//! FCALL_RO, as `functions.c` and `function_lua.c` do them.
+//!
+//! Libraries run in a Lua VM of their own (Redis's functions engine has its own `lua_State`), built
+//! like the scripts' one (same libraries, same `redis.*`, same error handler) but with Redis's two
+//! faces of the globals: the functions' global table is an empty read-only table whose `__index` is
+//! the real (protected) globals at run time, and, while FUNCTION LOAD runs a library's code, a
+//! "library API" that holds nothing but `redis.register_function`, `redis.log`, the log levels and
+//! the version: `redis.call` at load time is a missing global, exactly as in Redis.
+//!
+//! FUNCTION DUMP writes Redis's payload: per library an `RDB_OPCODE_FUNCTION2` byte and the code as
+//! an RDB string (LZF-compressed past 20 bytes, with Redis's LZF), then RDB version 10 and a CRC-64
+//! (Jones). Libraries are listed and dumped in the order they were loaded; Redis lists them in the
+//! order of a dict seeded at random on every start, so with more than one library its order differs
+//! from run to run (and from ours), and so do the bytes of a dump of several libraries.
+use std::cell::RefCell;
+use std::os::raw::c_int;
+use std::rc::Rc;
+
+use indexmap::IndexMap;
+use mlua::ffi;
+
+use super::helpers;
+use super::libs::raw::push_bytes;
+use super::{cluster, eq_ic, RunState, Vm};
+use crate::core::Core;
+use crate::keyspace::glob_match;
+use crate::reply::Reply;
+
+/// FUNCTION HELP.
+pub(crate) static HELP: &[&str] = &[
+    "FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "LOAD [REPLACE] <FUNCTION CODE>",
+    "    Create a new library with the given library name and code.",
+    "DELETE <LIBRARY NAME>",
+    "    Delete the given library.",
+    "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+    "    Return general information on all the libraries:",
+    "    * Library name",
+    "    * The engine used to run the Library",
+    "    * Library description",
+    "    * Functions list",
+    "    * Library code (if WITHCODE is given)",
+    "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
+    "STATS",
+    "    Return information about the current function running:",
+    "    * Function name",
+    "    * Command used to run the function",
+    "    * Duration in MS that the function is running",
+    "    If no function is running, return nil",
+    "    In addition, returns a list of available engines.",
+    "KILL",
+    "    Kill the current running function.",
+    "FLUSH [ASYNC|SYNC]",
+    "    Delete all the libraries.",
+    "    When called without the optional mode argument, the behavior is determined by the",
+    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+    "    * ASYNC: Asynchronously flush the libraries.",
+    "    * SYNC: Synchronously flush the libraries.",
+    "DUMP",
+    "    Return a serialized payload representing the current libraries, can be restored using FUNCTION RESTORE command",
+    "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
+    "    Restore the libraries represented by the given payload, it is possible to give a restore policy to",
+    "    control how to handle existing libraries (default APPEND):",
+    "    * FLUSH: delete all existing libraries.",
+    "    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
+    "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
+    "      libraries with the new libraries (notice that even on this option there is a chance of failure",
+    "      in case of functions name collision with another library).",
+    "HELP",
+    "    Prints this help.",
+];
+
+/// Script flags (`scripts_flags_def`), in Redis's order.
+pub(crate) const FLAG_NAMES: [&str; 5] = ["no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"];
+pub(crate) const NO_WRITES: u8 = 1;
+pub(crate) const NO_CLUSTER: u8 = 8;
+pub(crate) const ALLOW_CROSS_SLOT: u8 = 16;
+
+/// One registered function.
+struct Func {
+    name: Vec<u8>,
+    desc: Option<Vec<u8>>,
+    flags: u8,
+    /// The callback, in the functions VM's registry.
+    fref: c_int,
+}
+
+/// A library: its name, its whole code (shebang included) and its functions, in registration order.
+struct Library {
+    code: Vec<u8>,
+    functions: Vec<Func>,
+}
+
+/// What `redis.register_function` collects while FUNCTION LOAD runs a library (None otherwise).
+#[derive(Default)]
+pub(crate) struct LoadCtx {
+    registered: RefCell<Option<Vec<Func>>>,
+}
+
+/// The functions engine: its VM and the loaded libraries.
+pub(crate) struct Functions {
+    vm: Vm,
+    /// Owned here, read by `register_function` through a light userdata upvalue.
+    load: Box<LoadCtx>,
+    libraries: IndexMap<Vec<u8>, Library>,
+    /// The budget of a library's load-time code (as of a script call; see [`super::DEFAULT_BUDGET`]).
+    pub(crate) budget: u64,
+}
+
+/// A library's name and code from its `#!lua name=...` first line (`functionExtractLibMetaData`).
+struct Meta {
+    engine: Vec<u8>,
+    name: Vec<u8>,
+    /// The code from the shebang line's newline on (so line numbers count the shebang line).
+    body_at: usize,
+}
+
+fn meta(code: &[u8]) -> Result<Meta, String> {
+    if !code.starts_with(b"#!") {
+        return Err("Missing library metadata".into());
+    }
+    // strchr: the line ends at the first newline before any NUL.
+    let Some(nl) = helpers::cstr(code).iter().position(|&c| c == b'\n') else {
+        return Err("Invalid library metadata".into());
+    };
+    let Some(parts) = split_args(&code[..nl]) else {
+        return Err("Invalid library metadata".into());
+    };
+    if parts.is_empty() {
+        return Err("Invalid library metadata".into());
+    }
+    let engine = parts[0].get(2..).unwrap_or_default().to_vec();
+    let mut name: Option<Vec<u8>> = None;
+    for part in &parts[1..] {
+        if part.len() >= 5 && part[..5].eq_ignore_ascii_case(b"name=") {
+            if name.is_some() {
+                return Err("Invalid metadata value, name argument was given multiple times".into());
+            }
+            name = Some(part[5..].to_vec());
+            continue;
+        }
+        return Err(format!("Invalid metadata value given: {}", String::from_utf8_lossy(helpers::cstr(part))));
+    }
+    let Some(name) = name else { return Err("Library name was not given".into()) };
+    Ok(Meta { engine, name, body_at: nl })
+}
+
+/// Redis's `sdssplitargs`: words split on whitespace, with double quotes (and their escapes) and
+/// single quotes; None for unbalanced quotes or a closing quote not followed by a space.
+pub(crate) fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    let n = line.len();
+    loop {
+        while i < n && is_space(line[i]) {
+            i += 1;
+        }
+        if i >= n {
+            return Some(out);
+        }
+        let (mut inq, mut insq, mut done) = (false, false, false);
+        let mut cur = Vec::new();
+        while !done {
+            let c = line.get(i).copied();
+            if inq {
+                match c {
+                    None => return None,
+                    Some(b'\\')
+                        if i + 3 < n && line[i + 1] == b'x' && line[i + 2].is_ascii_hexdigit() && line[i + 3].is_ascii_hexdigit() =>
+                    {
+                        let h = |b: u8| (b as char).to_digit(16).unwrap_or(0) as u8;
+                        cur.push(h(line[i + 2]) * 16 + h(line[i + 3]));
+                        i += 3;
+                    }
+                    Some(b'\\') if i + 1 < n => {
+                        i += 1;
+                        cur.push(match line[i] {
+                            b'n' => b'\n',
+                            b'r' => b'\r',
+                            b't' => b'\t',
+                            b'b' => 8,
+                            b'a' => 7,
+                            other => other,
+                        });
+                    }
+                    Some(b'"') => {
+                        if i + 1 < n && !is_space(line[i + 1]) {
+                            return None;
+                        }
+                        done = true;
+                    }
+                    Some(other) => cur.push(other),
+                }
+            } else if insq {
+                match c {
+                    None => return None,
+                    Some(b'\\') if i + 1 < n && line[i + 1] == b'\'' => {
+                        i += 1;
+                        cur.push(b'\'');
+                    }
+                    Some(b'\'') => {
+                        if i + 1 < n && !is_space(line[i + 1]) {
+                            return None;
+                        }
+                        done = true;
+                    }
+                    Some(other) => cur.push(other),
+                }
+            } else {
+                match c {
+                    None | Some(b' ' | b'\n' | b'\r' | b'\t' | 0) => done = true,
+                    Some(b'"') => inq = true,
+                    Some(b'\'') => insq = true,
+                    Some(other) => cur.push(other),
+                }
+            }
+            if i < n {
+                i += 1;
+            }
+        }
+        out.push(cur);
+    }
+}
+
+/// C's `isspace`.
+fn is_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+}
+
+/// `functionsVerifyName`: letters, digits and underscores, at least one.
+fn valid_name(name: &[u8]) -> bool {
+    !name.is_empty() && name.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_')
+}
+
+const BAD_NAME: &str = "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
+
+impl Functions {
+    pub(crate) fn new(core: &Rc<RefCell<Core>>, state: &Rc<RunState>, rng: &Rc<super::rand48::Rand48>) -> mlua::Result<Functions> {
+        let load = Box::<LoadCtx>::default();
+        let vm = Vm::new_functions(core, state, rng, &*load as *const LoadCtx as *mut std::ffi::c_void)?;
+        Ok(Functions { vm, load, libraries: IndexMap::new(), budget: super::default_budget() })
+    }
+
+    /// The library holding the function `name` (case-insensitive, as Redis's functions dict), and
+    /// the function's index in it.
+    fn find(&self, name: &[u8]) -> Option<(&Library, usize)> {
+        self.libraries.values().find_map(|lib| lib.functions.iter().position(|f| f.name.eq_ignore_ascii_case(name)).map(|i| (lib, i)))
+    }
+
+    /// FUNCTION ... from a client.
+    pub(crate) fn command(&mut self, a: &[&[u8]]) -> Reply {
+        let sub = a[1];
+        let Some(s) = super::subcommands("function").and_then(|subs| subs.iter().find(|s| eq_ic(sub, s.name))) else {
+            let end = sub.iter().take(128).position(|&c| c == 0).unwrap_or(sub.len().min(128));
+            let name = super::one_line(&String::from_utf8_lossy(&sub[..end]));
+            return Reply::Error(format!("ERR unknown subcommand '{name}'. Try FUNCTION HELP."));
+        };
+        let argc = a.len() as i32;
+        if (s.arity >= 0 && argc != s.arity) || argc < s.arity.abs() {
+            return Reply::Error(format!("ERR wrong number of arguments for 'function|{}' command", s.name));
+        }
+        let syntax = || {
+            let end = sub.iter().take(128).position(|&c| c == 0).unwrap_or(sub.len().min(128));
+            Reply::Error(format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try FUNCTION HELP.",
+                super::one_line(&String::from_utf8_lossy(&sub[..end]))
+            ))
+        };
+        match s.name {
+            "load" => {
+                let mut replace = false;
+                let mut at = 2;
+                while at < a.len() - 1 {
+                    if eq_ic(a[at], "replace") {
+                        replace = true;
+                        at += 1;
+                        continue;
+                    }
+                    return Reply::Error(super::one_line(&format!(
+                        "ERR Unknown option given: {}",
+                        String::from_utf8_lossy(helpers::cstr(a[at]))
+                    )));
+                }
+                match self.load(a[at], replace) {
+                    Ok(name) => Reply::Bulk(name),
+                    Err(e) => Reply::Error(err_text(&e)),
+                }
+            }
+            "delete" => match self.libraries.shift_remove(a[2]) {
+                Some(lib) => {
+                    self.free(lib);
+                    Reply::ok()
+                }
+                None => Reply::err("ERR Library not found"),
+            },
+            "flush" => {
+                if a.len() > 3 {
+                    return syntax();
+                }
+                if a.len() == 3 && !eq_ic(a[2], "sync") && !eq_ic(a[2], "async") {
+                    return Reply::err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
+                }
+                self.flush();
+                Reply::ok()
+            }
+            "list" => self.list(a),
+            "stats" => {
+                let (libs, fns) = (self.libraries.len(), self.libraries.values().map(|l| l.functions.len()).sum::<usize>());
+                Reply::Map(vec![
+                    (Reply::bulk("running_script"), Reply::Nil),
+                    (
+                        Reply::bulk("engines"),
+                        Reply::Map(vec![(
+                            Reply::bulk("LUA"),
+                            Reply::Map(vec![
+                                (Reply::bulk("libraries_count"), Reply::Int(libs as i64)),
+                                (Reply::bulk("functions_count"), Reply::Int(fns as i64)),
+                            ]),
+                        )]),
+                    ),
+                ])
+            }
+            "kill" => Reply::err("NOTBUSY No scripts in execution right now."),
+            "dump" => Reply::Bulk(self.dump()),
+            "restore" => {
+                if a.len() > 4 {
+                    return syntax();
+                }
+                let policy = if a.len() == 4 {
+                    if eq_ic(a[3], "append") {
+                        Policy::Append
+                    } else if eq_ic(a[3], "replace") {
+                        Policy::Replace
+                    } else if eq_ic(a[3], "flush") {
+                        Policy::Flush
+                    } else {
+                        return Reply::err("ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.");
+                    }
+                } else {
+                    Policy::Append
+                };
+                match self.restore(a[2], policy) {
+                    Ok(()) => Reply::ok(),
+                    Err(e) => Reply::Error(err_text(&e)),
+                }
+            }
+            _ => super::help_reply("function"),
+        }
+    }
+
+    /// Releases a library's callbacks.
+    fn free(&self, lib: Library) {
+        for f in lib.functions {
+            self.unref(f.fref);
+        }
+    }
+
+    fn unref(&self, r: c_int) {
+        // SAFETY: drops a registry reference of the functions VM, between calls.
+        unsafe { ffi::luaL_unref(self.vm.state, ffi::LUA_REGISTRYINDEX, r) }
+    }
+
+    /// FUNCTION FLUSH.
+    pub(crate) fn flush(&mut self) {
+        for (_, lib) in std::mem::take(&mut self.libraries) {
+            self.free(lib);
+        }
+    }
+
+    fn list(&self, a: &[&[u8]]) -> Reply {
+        let (mut with_code, mut pattern): (bool, Option<&[u8]>) = (false, None);
+        let mut i = 2;
+        while i < a.len() {
+            if !with_code && eq_ic(helpers::cstr(a[i]), "withcode") {
+                with_code = true;
+            } else if pattern.is_none() && eq_ic(helpers::cstr(a[i]), "libraryname") {
+                if i >= a.len() - 1 {
+                    return Reply::err("ERR library name argument was not given");
+                }
+                i += 1;
+                pattern = Some(a[i]);
+            } else {
+                return Reply::Error(super::one_line(&format!("ERR Unknown argument {}", String::from_utf8_lossy(helpers::cstr(a[i])))));
+            }
+            i += 1;
+        }
+        let mut out = Vec::new();
+        for (name, lib) in &self.libraries {
+            if let Some(p) = pattern {
+                if !glob_match(p, name, true) {
+                    continue;
+                }
+            }
+            let functions = lib
+                .functions
+                .iter()
+                .map(|f| {
+                    let flags = FLAG_NAMES
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| f.flags & (1 << i) != 0)
+                        .map(|(_, n)| Reply::Status((*n).into()))
+                        .collect();
+                    Reply::Map(vec![
+                        (Reply::bulk("name"), Reply::Bulk(f.name.clone())),
+                        (Reply::bulk("description"), f.desc.clone().map_or(Reply::Nil, Reply::Bulk)),
+                        (Reply::bulk("flags"), Reply::Set(flags)),
+                    ])
+                })
+                .collect();
+            let mut m = vec![
+                (Reply::bulk("library_name"), Reply::Bulk(name.clone())),
+                (Reply::bulk("engine"), Reply::bulk("LUA")),
+                (Reply::bulk("functions"), Reply::Array(functions)),
+            ];
+            if with_code {
+                m.push((Reply::bulk("library_code"), Reply::Bulk(lib.code.clone())));
+            }
+            out.push(Reply::Map(m));
+        }
+        Reply::Array(out)
+    }
+
+    /// FUNCTION LOAD: compiles and runs a library's code, registering its functions
+    /// (`functionsCreateWithLibraryCtx`). Returns the library's name, or Redis's error text.
+    fn load(&mut self, code: &[u8], replace: bool) -> Result<Vec<u8>, String> {
+        let m = meta(code)?;
+        if !valid_name(&m.name) {
+            return Err(BAD_NAME.into());
+        }
+        if !m.engine.eq_ignore_ascii_case(b"lua") {
+            return Err(format!("Engine '{}' not found", String::from_utf8_lossy(&m.engine)));
+        }
+        let old = match self.libraries.get_index_of(&m.name) {
+            Some(_) if !replace => {
+                return Err(format!("Library '{}' already exists", String::from_utf8_lossy(&m.name)));
+            }
+            Some(i) => self.libraries.shift_remove_index(i),
+            None => None,
+        };
+        let restore_old = |this: &mut Self, old: Option<(Vec<u8>, Library)>| {
+            if let Some((name, lib)) = old {
+                this.libraries.insert(name, lib);
+            }
+        };
+        let functions = match self.create(&code[m.body_at..]) {
+            Ok(f) => f,
+            Err(e) => {
+                restore_old(self, old);
+                return Err(e);
+            }
+        };
+        if functions.is_empty() {
+            restore_old(self, old);
+            return Err("No functions registered".into());
+        }
+        if let Some(f) = functions.iter().find(|f| self.find(&f.name).is_some()) {
+            let e = format!("Function {} already exists", String::from_utf8_lossy(helpers::cstr(&f.name)));
+            for f in functions {
+                self.unref(f.fref);
+            }
+            restore_old(self, old);
+            return Err(e);
+        }
+        if let Some((_, lib)) = old {
+            self.free(lib);
+        }
+        self.libraries.insert(m.name.clone(), Library { code: code.to_vec(), functions });
+        Ok(m.name)
+    }
+
+    /// `luaEngineCreate`: compiles the body as `@user_function` and runs it with the library API as
+    /// its globals; returns what it registered.
+    fn create(&mut self, body: &[u8]) -> Result<Vec<Func>, String> {
+        let l = self.vm.state;
+        *self.load.registered.borrow_mut() = Some(Vec::new());
+        let st = &self.vm.ctx.state;
+        st.loading.set(true);
+        st.killed.set(false);
+        st.budget_left.set(self.budget.min(i64::MAX as u64) as i64);
+        // SAFETY: raw calls on the functions VM's main state between calls; the stack is restored.
+        let outcome = unsafe {
+            let top = ffi::lua_gettop(l);
+            set_globals_index(l, c"__LIBRARY_API__");
+            let r = if ffi::luaL_loadbuffer(l, body.as_ptr().cast(), body.len(), c"@user_function".as_ptr()) != 0 {
+                let msg = string_or_empty(l, -1);
+                Err(format!("Error compiling function: {}", String::from_utf8_lossy(helpers::cstr(&msg))))
+            } else if ffi::lua_pcall(l, 0, 0, 0) != 0 {
+                Err(format!("Error registering functions: {}", extract_error(l, -1)))
+            } else {
+                Ok(())
+            };
+            set_globals_index(l, c"__GLOBALS_API__");
+            ffi::lua_settop(l, top);
+            r
+        };
+        st.loading.set(false);
+        if st.killed.replace(false) {
+            self.vm.rearm_hook();
+        }
+        let registered = self.load.registered.borrow_mut().take().unwrap_or_default();
+        match outcome {
+            Ok(()) => Ok(registered),
+            Err(e) => {
+                for f in registered {
+                    self.unref(f.fref);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// FCALL / FCALL_RO.
+    pub(crate) fn fcall(&mut self, core: &Rc<RefCell<Core>>, a: &[&[u8]], ro: bool, budget: u64) -> Reply {
+        let Some((lib, i)) = self.find(a[1]) else { return Reply::err("ERR Function not found") };
+        let f = &lib.functions[i];
+        let Some(n) = crate::keyspace::parse_canonical_i64(a[2]) else {
+            return Reply::err("ERR Bad number of keys provided");
+        };
+        if n > (a.len() - 3) as i64 {
+            return Reply::err("ERR Number of keys can't be greater than number of args");
+        }
+        if n < 0 {
+            return Reply::err("ERR Number of keys can't be negative");
+        }
+        let (keys, argv) = (&a[3..3 + n as usize], &a[3 + n as usize..]);
+        let cluster_on = core.borrow().cluster;
+        if cluster_on {
+            if let Err(()) = cluster::common_slot(keys.iter().copied()) {
+                return Reply::err(cluster::CROSSSLOT);
+            }
+        }
+        if f.flags & NO_CLUSTER != 0 && cluster_on {
+            return Reply::err("ERR Can not run script on cluster, 'no-cluster' flag is set.");
+        }
+        if f.flags & NO_WRITES == 0 && ro {
+            return Reply::err("ERR Can not execute a script with write flag using *_ro command.");
+        }
+        let read_only = ro || f.flags & NO_WRITES != 0;
+        let name = String::from_utf8_lossy(&f.name).into_owned();
+        let (fref, flags) = (f.fref, f.flags);
+        let st = self.vm.ctx.state.clone();
+        st.cross_slot.set(flags & ALLOW_CROSS_SLOT != 0);
+        let r = super::run_function(&self.vm, core, &st, budget, &name, fref, keys, argv, read_only, false);
+        st.cross_slot.set(false);
+        r
+    }
+
+    /// FUNCTION DUMP's payload.
+    pub(crate) fn dump(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for lib in self.libraries.values() {
+            out.push(RDB_OPCODE_FUNCTION2);
+            rdb_save_string(&mut out, &lib.code);
+        }
+        out.extend_from_slice(&RDB_VERSION.to_le_bytes());
+        let crc = crc64(0, &out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    /// FUNCTION RESTORE.
+    fn restore(&mut self, data: &[u8], policy: Policy) -> Result<(), String> {
+        if data.len() < 10 {
+            return Err("DUMP payload version or checksum are wrong".into());
+        }
+        let (body, footer) = data.split_at(data.len() - 10);
+        let ver = u16::from_le_bytes([footer[0], footer[1]]);
+        let crc = u64::from_le_bytes(footer[2..10].try_into().unwrap_or_default());
+        if ver > RDB_VERSION || crc64(0, &data[..data.len() - 8]) != crc {
+            return Err("DUMP payload version or checksum are wrong".into());
+        }
+        // Read every library first (into a fresh set, as Redis loads into a new library context).
+        let mut codes = Vec::new();
+        let mut at = 0;
+        while at < body.len() {
+            let ty = body[at];
+            at += 1;
+            if ty == RDB_OPCODE_FUNCTION_PRE_GA {
+                // 7.0 rc1/rc2: name, engine, an optional description, then the code, rebuilt as
+                // "#!<engine> name=<name>\n<code>".
+                let mut field = |what: &str| -> Result<Vec<u8>, String> {
+                    let (v, used) = rdb_load_string(&data[at..]).ok_or_else(|| format!("Failed loading {what}"))?;
+                    at += used;
+                    Ok(v)
+                };
+                let name = field("library name")?;
+                let engine = field("engine name")?;
+                let (has_desc, _, used) =
+                    rdb_load_len(&data[at..]).ok_or_else(|| "Failed loading library description indicator".to_string())?;
+                at += used;
+                let mut field = |what: &str| -> Result<Vec<u8>, String> {
+                    let (v, used) = rdb_load_string(&data[at..]).ok_or_else(|| format!("Failed loading {what}"))?;
+                    at += used;
+                    Ok(v)
+                };
+                if has_desc != 0 {
+                    field("library description")?;
+                }
+                let blob = field("library blob")?;
+                let mut code = b"#!".to_vec();
+                code.extend_from_slice(helpers::cstr(&engine));
+                code.extend_from_slice(b" name=");
+                code.extend_from_slice(helpers::cstr(&name));
+                code.push(b'\n');
+                code.extend_from_slice(helpers::cstr(&blob));
+                codes.push(code);
+                continue;
+            }
+            if ty != RDB_OPCODE_FUNCTION2 {
+                return Err("given type is not a function".into());
+            }
+            let Some((code, used)) = rdb_load_string(&data[at..]) else {
+                return Err("Failed loading library payload".into());
+            };
+            at += used;
+            codes.push(code);
+        }
+        // Each library is created into a fresh set, as Redis loads into a new library context
+        // (so collisions inside the payload are found against the payload only).
+        let saved = std::mem::take(&mut self.libraries);
+        for code in codes {
+            if let Err(e) = self.load(&code, false) {
+                let fresh = std::mem::replace(&mut self.libraries, saved);
+                self.release(fresh);
+                return Err(e);
+            }
+        }
+        let fresh = std::mem::replace(&mut self.libraries, saved);
+        match policy {
+            Policy::Flush => {
+                self.flush();
+                self.libraries = fresh;
+                Ok(())
+            }
+            Policy::Append | Policy::Replace => self.join(fresh, policy == Policy::Replace),
+        }
+    }
+
+    fn release(&self, libs: IndexMap<Vec<u8>, Library>) {
+        for (_, lib) in libs {
+            self.free(lib);
+        }
+    }
+
+    /// `libraryJoin`: adds the restored libraries, replacing same-named ones when asked; on a
+    /// collision nothing changes.
+    fn join(&mut self, fresh: IndexMap<Vec<u8>, Library>, replace: bool) -> Result<(), String> {
+        let mut removed = Vec::new();
+        for name in fresh.keys() {
+            if let Some(i) = self.libraries.get_index_of(name) {
+                if !replace {
+                    let e = format!("Library {} already exists", String::from_utf8_lossy(helpers::cstr(name)));
+                    self.release(fresh);
+                    return Err(e);
+                }
+                removed.push(self.libraries.shift_remove_index(i).expect("present"));
+            }
+        }
+        for f in fresh.values().flat_map(|l| l.functions.iter()) {
+            if self.find(&f.name).is_some() {
+                let e = format!("Function {} already exists", String::from_utf8_lossy(helpers::cstr(&f.name)));
+                for (k, v) in removed {
+                    self.libraries.insert(k, v);
+                }
+                self.release(fresh);
+                return Err(e);
+            }
+        }
+        for (_, lib) in removed {
+            self.free(lib);
+        }
+        self.libraries.extend(fresh);
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Policy {
+    Append,
+    Replace,
+    Flush,
+}
+
+/// An error text as a reply: `addReplyErrorSds` adds `ERR ` unless the text has a code (`-`).
+fn err_text(e: &str) -> String {
+    let e = super::one_line(e);
+    match e.strip_prefix('-') {
+        Some(rest) => rest.to_string(),
+        None => format!("ERR {e}"),
+    }
+}
+
+unsafe fn string_or_empty(l: *mut ffi::lua_State, idx: c_int) -> Vec<u8> {
+    let mut len = 0usize;
+    let p = ffi::lua_tolstring(l, idx, &mut len);
+    if p.is_null() {
+        Vec::new()
+    } else {
+        std::slice::from_raw_parts(p.cast::<u8>(), len).to_vec()
+    }
+}
+
+/// `luaExtractErrorInformation`'s message: a string gets `ERR `, a table gives its `err`.
+unsafe fn extract_error(l: *mut ffi::lua_State, idx: c_int) -> String {
+    if ffi::lua_isstring(l, idx) != 0 {
+        let s = string_or_empty(l, idx);
+        return format!("ERR {}", String::from_utf8_lossy(helpers::cstr(&s)));
+    }
+    if ffi::lua_type(l, idx) == ffi::LUA_TTABLE {
+        ffi::lua_getfield(l, idx, c"err".as_ptr());
+        let s = if ffi::lua_isstring(l, -1) != 0 { Some(string_or_empty(l, -1)) } else { None };
+        ffi::lua_settop(l, -2);
+        if let Some(s) = s {
+            return String::from_utf8_lossy(helpers::cstr(&s)).into_owned();
+        }
+    }
+    "(null)".into()
+}
+
+/// Points the `__index` of the functions' globals at the registry table `name` (the library API
+/// while loading, the real globals otherwise), as `luaEngineCreate` does.
+unsafe fn set_globals_index(l: *mut ffi::lua_State, name: &std::ffi::CStr) {
+    ffi::lua_getmetatable(l, ffi::LUA_GLOBALSINDEX);
+    super::ext::lua_enablereadonlytable(l, -1, 0);
+    ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, name.as_ptr());
+    ffi::lua_setfield(l, -2, c"__index".as_ptr());
+    super::ext::lua_enablereadonlytable(l, -1, 1);
+    ffi::lua_settop(l, -2);
+}
+
+/// Builds the functions VM's two faces of the globals (called on a VM set up like the scripts' one,
+/// with the real globals protected): the library API in the registry, then an empty protected
+/// global table over the real one.
+pub(crate) unsafe fn install_globals(l: *mut ffi::lua_State, ctx: *mut std::ffi::c_void, load: *mut std::ffi::c_void) {
+    // The library API: { redis = { register_function, log, LOG_*, REDIS_VERSION* } }.
+    ffi::lua_createtable(l, 0, 0);
+    ffi::lua_createtable(l, 0, 0);
+    ffi::lua_pushlightuserdata(l, load);
+    ffi::lua_pushcclosure(l, register_function, 1);
+    ffi::lua_setfield(l, -2, c"register_function".as_ptr());
+    ffi::lua_pushlightuserdata(l, ctx);
+    ffi::lua_pushcclosure(l, helpers::log, 1);
+    ffi::lua_setfield(l, -2, c"log".as_ptr());
+    for (name, v) in [(c"LOG_DEBUG", 0.0), (c"LOG_VERBOSE", 1.0), (c"LOG_NOTICE", 2.0), (c"LOG_WARNING", 3.0)] {
+        ffi::lua_pushnumber(l, v);
+        ffi::lua_setfield(l, -2, name.as_ptr());
+    }
+    ffi::lua_pushstring(l, c"7.0.15".as_ptr());
+    ffi::lua_setfield(l, -2, c"REDIS_VERSION".as_ptr());
+    ffi::lua_pushnumber(l, 0x0007000f as f64);
+    ffi::lua_setfield(l, -2, c"REDIS_VERSION_NUM".as_ptr());
+    super::set_error_metatable(l);
+    ffi::lua_setfield(l, -2, c"redis".as_ptr());
+    super::set_error_metatable(l);
+    super::protect_tables(l);
+    ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, c"__LIBRARY_API__".as_ptr());
+    // The real globals, kept for run time.
+    ffi::lua_pushvalue(l, ffi::LUA_GLOBALSINDEX);
+    ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, c"__GLOBALS_API__".as_ptr());
+    // The new globals: empty, read-only, reading through to the real ones.
+    ffi::lua_createtable(l, 0, 0);
+    ffi::lua_createtable(l, 0, 0);
+    ffi::lua_pushvalue(l, ffi::LUA_GLOBALSINDEX);
+    ffi::lua_setfield(l, -2, c"__index".as_ptr());
+    super::ext::lua_enablereadonlytable(l, -1, 1);
+    ffi::lua_setmetatable(l, -2);
+    super::ext::lua_enablereadonlytable(l, -1, 1);
+    ffi::lua_replace(l, ffi::LUA_GLOBALSINDEX);
+}
+
+/// `redis.register_function(name, callback)` or `redis.register_function{function_name=...,
+/// callback=..., flags={...}, description=...}`, at load time only.
+unsafe extern "C-unwind" fn register_function(l: *mut ffi::lua_State) -> c_int {
+    let load = &*(ffi::lua_touserdata(l, ffi::lua_upvalueindex(1)) as *const LoadCtx);
+    let err: &'static str = 'check: {
+        if load.registered.borrow().is_none() {
+            break 'check "redis.register_function can only be called on FUNCTION LOAD command";
+        }
+        let argc = ffi::lua_gettop(l);
+        if !(1..=2).contains(&argc) {
+            break 'check "wrong number of arguments to redis.register_function";
+        }
+        let f = if argc == 1 { read_named(l) } else { read_positional(l) };
+        let f = match f {
+            Ok(f) => f,
+            Err(e) => break 'check e,
+        };
+        let mut reg = load.registered.borrow_mut();
+        let list = reg.as_mut().expect("loading");
+        let e = if !valid_name(&f.name) {
+            Some(BAD_NAME)
+        } else if list.iter().any(|g| g.name == f.name) {
+            Some("Function already exists in the library")
+        } else {
+            None
+        };
+        match e {
+            Some(e) => {
+                ffi::luaL_unref(l, ffi::LUA_REGISTRYINDEX, f.fref);
+                break 'check e;
+            }
+            None => {
+                list.push(f);
+                return 0;
+            }
+        }
+    };
+    helpers::push_error_buff(l, err.as_bytes());
+    ffi::lua_error(l)
+}
+
+/// A string argument (`luaGetStringSds`: numbers count, as `lua_isstring` says).
+unsafe fn get_string(l: *mut ffi::lua_State, idx: c_int) -> Option<Vec<u8>> {
+    if ffi::lua_isstring(l, idx) == 0 {
+        return None;
+    }
+    Some(string_or_empty(l, idx))
+}
+
+unsafe fn read_positional(l: *mut ffi::lua_State) -> Result<Func, &'static str> {
+    let Some(name) = get_string(l, 1) else { return Err("first argument to redis.register_function must be a string") };
+    if ffi::lua_type(l, 2) != ffi::LUA_TFUNCTION {
+        return Err("second argument to redis.register_function must be a function");
+    }
+    let fref = ffi::luaL_ref(l, ffi::LUA_REGISTRYINDEX);
+    Ok(Func { name, desc: None, flags: 0, fref })
+}
+
+unsafe fn read_named(l: *mut ffi::lua_State) -> Result<Func, &'static str> {
+    if ffi::lua_type(l, 1) != ffi::LUA_TTABLE {
+        return Err(
+            "calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).",
+        );
+    }
+    let (mut name, mut desc, mut fref, mut flags): (Option<Vec<u8>>, Option<Vec<u8>>, Option<c_int>, u8) = (None, None, None, 0);
+    let fail = |fref: Option<c_int>, e: &'static str| {
+        if let Some(r) = fref {
+            ffi::luaL_unref(l, ffi::LUA_REGISTRYINDEX, r);
+        }
+        Err(e)
+    };
+    ffi::lua_pushnil(l);
+    while ffi::lua_next(l, -2) != 0 {
+        if ffi::lua_isstring(l, -2) == 0 {
+            return fail(fref, "named argument key given to redis.register_function is not a string");
+        }
+        let key = string_or_empty(l, -2);
+        let key = helpers::cstr(&key);
+        if key.eq_ignore_ascii_case(b"function_name") {
+            match get_string(l, -1) {
+                Some(n) => name = Some(n),
+                None => return fail(fref, "function_name argument given to redis.register_function must be a string"),
+            }
+        } else if key.eq_ignore_ascii_case(b"description") {
+            match get_string(l, -1) {
+                Some(d) => desc = Some(d),
+                None => return fail(fref, "description argument given to redis.register_function must be a string"),
+            }
+        } else if key.eq_ignore_ascii_case(b"callback") {
+            if ffi::lua_type(l, -1) != ffi::LUA_TFUNCTION {
+                return fail(fref, "callback argument given to redis.register_function must be a function");
+            }
+            fref = Some(ffi::luaL_ref(l, ffi::LUA_REGISTRYINDEX));
+            continue;
+        } else if key.eq_ignore_ascii_case(b"flags") {
+            if ffi::lua_type(l, -1) != ffi::LUA_TTABLE {
+                return fail(fref, "flags argument to redis.register_function must be a table representing function flags");
+            }
+            match read_flags(l) {
+                Some(f) => flags = f,
+                None => return fail(fref, "unknown flag given"),
+            }
+        } else {
+            return fail(fref, "unknown argument given to redis.register_function");
+        }
+        ffi::lua_settop(l, -2);
+    }
+    let Some(name) = name else { return fail(fref, "redis.register_function must get a function name argument") };
+    let Some(fref) = fref else { return Err("redis.register_function must get a callback argument") };
+    Ok(Func { name, desc, flags, fref })
+}
+
+/// The flags table on top of the stack (`luaRegisterFunctionReadFlags`).
+unsafe fn read_flags(l: *mut ffi::lua_State) -> Option<u8> {
+    let mut flags = 0u8;
+    let mut j = 1.0;
+    loop {
+        ffi::lua_pushnumber(l, j);
+        j += 1.0;
+        ffi::lua_gettable(l, -2);
+        if ffi::lua_type(l, -1) == ffi::LUA_TNIL {
+            ffi::lua_settop(l, -2);
+            return Some(flags);
+        }
+        if ffi::lua_isstring(l, -1) == 0 {
+            ffi::lua_settop(l, -2);
+            return None;
+        }
+        let s = string_or_empty(l, -1);
+        ffi::lua_settop(l, -2);
+        let s = helpers::cstr(&s);
+        let i = FLAG_NAMES.iter().position(|n| s.eq_ignore_ascii_case(n.as_bytes()))?;
+        flags |= 1 << i;
+    }
+}
+
+/// Pushes a fresh array of the given strings (`luaCreateArray`).
+pub(crate) unsafe fn push_array(l: *mut ffi::lua_State, items: &[&[u8]]) {
+    ffi::lua_createtable(l, items.len() as c_int, 0);
+    for (i, s) in items.iter().enumerate() {
+        push_bytes(l, s);
+        ffi::lua_rawseti_(l, -2, (i + 1) as c_int);
+    }
+}
+
+// ---- the RDB encoding of FUNCTION DUMP -------------------------------------------------------
+
+const RDB_OPCODE_FUNCTION2: u8 = 245;
+const RDB_OPCODE_FUNCTION_PRE_GA: u8 = 246;
+/// Redis 7.0's RDB version.
+const RDB_VERSION: u16 = 10;
+
+/// `rdbSaveLen`.
+fn rdb_save_len(out: &mut Vec<u8>, len: usize) {
+    if len < 1 << 6 {
+        out.push(len as u8);
+    } else if len < 1 << 14 {
+        out.push(0x40 | (len >> 8) as u8);
+        out.push(len as u8);
+    } else if len <= u32::MAX as usize {
+        out.push(0x80);
+        out.extend_from_slice(&(len as u32).to_be_bytes());
+    } else {
+        out.push(0x81);
+        out.extend_from_slice(&(len as u64).to_be_bytes());
+    }
+}
+
+/// `rdbSaveRawString` for a library's code (never an integer: it starts with `#!`).
+fn rdb_save_string(out: &mut Vec<u8>, s: &[u8]) {
+    if s.len() > 20 {
+        let mut buf = vec![0u8; s.len() - 4];
+        let n = lzf_compress(s, &mut buf);
+        if n > 0 {
+            out.push(0xC3);
+            rdb_save_len(out, n);
+            rdb_save_len(out, s.len());
+            out.extend_from_slice(&buf[..n]);
+            return;
+        }
+    }
+    rdb_save_len(out, s.len());
+    out.extend_from_slice(s);
+}
+
+/// `rdbLoadLen`: (length, is it an encoding, bytes used).
+fn rdb_load_len(b: &[u8]) -> Option<(u64, bool, usize)> {
+    let first = *b.first()?;
+    match first >> 6 {
+        0 => Some(((first & 0x3f) as u64, false, 1)),
+        1 => Some(((((first & 0x3f) as u64) << 8) | *b.get(1)? as u64, false, 2)),
+        3 => Some(((first & 0x3f) as u64, true, 1)),
+        _ => match first {
+            0x80 => Some((u32::from_be_bytes(b.get(1..5)?.try_into().ok()?) as u64, false, 5)),
+            0x81 => Some((u64::from_be_bytes(b.get(1..9)?.try_into().ok()?), false, 9)),
+            _ => None,
+        },
+    }
+}
+
+/// `rdbGenericLoadStringObject`: a string (plain, integer-encoded or LZF) and the bytes it took.
+fn rdb_load_string(b: &[u8]) -> Option<(Vec<u8>, usize)> {
+    let (len, enc, mut at) = rdb_load_len(b)?;
+    if enc {
+        return match len {
+            0 => Some(((*b.get(at)? as i8).to_string().into_bytes(), at + 1)),
+            1 => {
+                let v = i16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?);
+                Some((v.to_string().into_bytes(), at + 2))
+            }
+            2 => {
+                let v = i32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?);
+                Some((v.to_string().into_bytes(), at + 4))
+            }
+            3 => {
+                let (clen, _, n1) = rdb_load_len(&b[at..])?;
+                at += n1;
+                let (ulen, _, n2) = rdb_load_len(&b[at..])?;
+                at += n2;
+                let data = b.get(at..at + clen as usize)?;
+                let out = lzf_decompress(data, ulen as usize)?;
+                Some((out, at + clen as usize))
+            }
+            _ => None,
+        };
+    }
+    let data = b.get(at..at + len as usize)?;
+    Some((data.to_vec(), at + len as usize))
+}
+
+/// Redis's `lzf_compress` (liblzf 3.x with HLOG 16, VERY_FAST, unaligned 16-bit compares): the
+/// compressed length, or 0 when the output does not fit `out`. Its hash table starts empty here
+/// (Redis leaves it uninitialised on the stack, which can only ever find a match this misses).
+pub(crate) fn lzf_compress(input: &[u8], out: &mut [u8]) -> usize {
+    const HLOG: u32 = 16;
+    const HSIZE: usize = 1 << HLOG;
+    const MAX_LIT: usize = 1 << 5;
+    const MAX_OFF: usize = 1 << 13;
+    const MAX_REF: usize = (1 << 8) + (1 << 3);
+    let in_len = input.len();
+    let out_len = out.len();
+    if in_len == 0 || out_len == 0 {
+        return 0;
+    }
+    let frst = |p: usize| ((input[p] as u32) << 8) | input[p + 1] as u32;
+    let next = |v: u32, p: usize| (v << 8) | input[p + 2] as u32;
+    let idx = |h: u32| (((h >> (3 * 8 - HLOG)).wrapping_sub(h.wrapping_mul(5))) & (HSIZE as u32 - 1)) as usize;
+    // Positions + 1 (0 = empty).
+    let mut htab = vec![0usize; HSIZE];
+    let (mut ip, mut op) = (0usize, 0usize);
+    let mut lit: usize = 0;
+    op += 1; // start run
+    let mut hval = frst(ip);
+    while ip + 2 < in_len {
+        hval = next(hval, ip);
+        let slot = idx(hval);
+        let r = htab[slot];
+        htab[slot] = ip + 1;
+        let matched = r != 0 && {
+            let rf = r - 1;
+            rf < ip
+                && ip - rf - 1 < MAX_OFF
+                && ip + 4 < in_len
+                && rf > 0
+                && input[rf] == input[ip]
+                && input[rf + 1] == input[ip + 1]
+                && input[rf + 2] == input[ip + 2]
+        };
+        if matched {
+            let rf = r - 1;
+            let off = ip - rf - 1;
+            let mut len = 2usize;
+            let maxlen = (in_len - ip - len).min(MAX_REF);
+            out[op - lit - 1] = (lit as u8).wrapping_sub(1);
+            if lit == 0 {
+                op -= 1;
+            }
+            if op + 3 + 1 >= out_len {
+                return 0;
+            }
+            // liblzf's loop as written (16 unrolled compares first when far from the end), which
+            // decides the lengths it encodes near the end of the input.
+            'found: {
+                if maxlen > 16 {
+                    for _ in 0..16 {
+                        len += 1;
+                        if input[rf + len] != input[ip + len] {
+                            break 'found;
+                        }
+                    }
+                }
+                loop {
+                    len += 1;
+                    if !(len < maxlen && input[rf + len] == input[ip + len]) {
+                        break;
+                    }
+                }
+            }
+            len -= 2;
+            ip += 1;
+            if len < 7 {
+                out[op] = ((off >> 8) + (len << 5)) as u8;
+                op += 1;
+            } else {
+                out[op] = ((off >> 8) + (7 << 5)) as u8;
+                out[op + 1] = (len - 7) as u8;
+                op += 2;
+            }
+            out[op] = off as u8;
+            op += 1;
+            lit = 0;
+            op += 1;
+            ip += len + 1;
+            if ip + 2 >= in_len {
+                break;
+            }
+            ip -= 2;
+            hval = frst(ip);
+            hval = next(hval, ip);
+            htab[idx(hval)] = ip + 1;
+            ip += 1;
+            hval = next(hval, ip);
+            htab[idx(hval)] = ip + 1;
+            ip += 1;
+        } else {
+            if op >= out_len {
+                return 0;
+            }
+            lit += 1;
+            out[op] = input[ip];
+            op += 1;
+            ip += 1;
+            if lit == MAX_LIT {
+                out[op - lit - 1] = (lit - 1) as u8;
+                lit = 0;
+                op += 1;
+            }
+        }
+    }
+    if op + 3 > out_len {
+        return 0;
+    }
+    while ip < in_len {
+        lit += 1;
+        out[op] = input[ip];
+        op += 1;
+        ip += 1;
+        if lit == MAX_LIT {
+            out[op - lit - 1] = (lit - 1) as u8;
+            lit = 0;
+            op += 1;
+        }
+    }
+    out[op - lit - 1] = (lit as u8).wrapping_sub(1);
+    if lit == 0 {
+        op -= 1;
+    }
+    op
+}
+
+/// `lzf_decompress` into exactly `len` bytes (None for a corrupt stream).
+pub(crate) fn lzf_decompress(input: &[u8], len: usize) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(len);
+    let mut ip = 0;
+    while ip < input.len() {
+        let ctrl = input[ip] as usize;
+        ip += 1;
+        if ctrl < 1 << 5 {
+            let n = ctrl + 1;
+            out.extend_from_slice(input.get(ip..ip + n)?);
+            ip += n;
+        } else {
+            let mut n = ctrl >> 5;
+            if n == 7 {
+                n += *input.get(ip)? as usize;
+                ip += 1;
+            }
+            let back = ((ctrl & 0x1f) << 8) + *input.get(ip)? as usize + 1;
+            ip += 1;
+            let start = out.len().checked_sub(back)?;
+            for k in 0..n + 2 {
+                let c = out[start + k];
+                out.push(c);
+            }
+        }
+        if out.len() > len {
+            return None;
+        }
+    }
+    (out.len() == len).then_some(out)
+}
+
+/// Redis's `crc64` (Jones polynomial, reflected, as `crc64.c` computes it).
+pub(crate) fn crc64(mut crc: u64, data: &[u8]) -> u64 {
+    const POLY: u64 = 0xad93_d235_94c9_35a9;
+    // Redis's bitwise reference: bits fed low first into a left-shifting register, reflected at the end.
+    for &c in data {
+        let mut i = 1u8;
+        while i != 0 {
+            let mut bit = crc & 0x8000_0000_0000_0000 != 0;
+            if c & i != 0 {
+                bit = !bit;
+            }
+            crc <<= 1;
+            if bit {
+                crc ^= POLY;
+            }
+            i = i.wrapping_shl(1);
+        }
+    }
+    crc.reverse_bits()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc64_matches_redis() {
+        // crc64.c's test vector.
+        assert_eq!(crc64(0, b"123456789"), 0xe9c6d914c4b8d9ca);
+    }
+
+    #[test]
+    fn lzf_round_trips() {
+        let s = b"#!lua name=mylib\nredis.register_function('f1', function(keys, args) return redis.call('incr', keys[1]) end) redis.register_function('f2', function(keys, args) return redis.call('incr', keys[1]) end)";
+        let mut buf = vec![0u8; s.len() - 4];
+        let n = lzf_compress(s, &mut buf);
+        assert!(n > 0 && n < s.len());
+        assert_eq!(lzf_decompress(&buf[..n], s.len()).unwrap(), s.to_vec());
+    }
+
+    #[test]
+    fn splits_like_sdssplitargs() {
+        assert_eq!(split_args(b"#!lua name=a").unwrap(), vec![b"#!lua".to_vec(), b"name=a".to_vec()]);
+        assert_eq!(split_args(b"#!lua \"name=q\"").unwrap(), vec![b"#!lua".to_vec(), b"name=q".to_vec()]);
+        assert!(split_args(b"#!lua \"name=q").is_none());
+        assert!(split_args(b"#!lua \"a\"b").is_none());
+        assert_eq!(split_args(b"  ").unwrap().len(), 0);
+    }
+}

@@ -1,0 +1,269 @@
+//! Scripting behaviour checked against a real Redis 7.0.15 (expected texts recorded there).
+use crate::{Emulator, Reply};
+
+fn eval(e: &mut Emulator, body: &str) -> Reply {
+    e.execute(&[b"EVAL", body.as_bytes(), b"0"])
+}
+
+fn err_with_sha(body: &str, text: &str, line: u32) -> Reply {
+    Reply::Error(format!("{text} script: {}, on @user_script:{line}.", super::sha1_hex(body.as_bytes())))
+}
+
+#[test]
+fn errors_carry_sha_and_line() {
+    let mut e = Emulator::new();
+    e.execute(&[b"SET", b"s", b"abc"]);
+    for (body, text) in [
+        ("return redis.call('incr','s')", "ERR value is not an integer or out of range"),
+        ("x = 1", "ERR user_script:1: Attempt to modify a readonly table"),
+        ("return y", "ERR user_script:1: Script attempted to access nonexistent global variable 'y'"),
+        ("rawset(_G,'x',1)", "ERR Attempt to modify a readonly table"),
+        ("error('boom')", "ERR user_script:1: boom"),
+        ("error('ERR x', 0)", "ERR ERR x"),
+        ("error({err='X boom'})", "X boom"),
+        ("error(nil)", "ERR nil"),
+        ("error(12)", "ERR user_script:1: 12"),
+        ("return redis.call('nosuch')", "ERR Unknown Redis command called from script"),
+        ("return redis.call('get')", "ERR Wrong number of args calling Redis command from script"),
+        ("return redis.call('incr', {})", "ERR Lua redis lib command arguments must be strings or integers"),
+        ("local ok,e=pcall(redis.call,'incr','s'); error(e)", "ERR user_script:1: ERR value is not an integer or out of range"),
+    ] {
+        assert_eq!(eval(&mut e, body), err_with_sha(body, text, 1), "{body}");
+    }
+    for name in ["os", "io", "print", "debug", "require", "dofile", "loadfile"] {
+        let body = format!("return type({name})");
+        let want = format!("ERR user_script:1: Script attempted to access nonexistent global variable '{name}'");
+        assert_eq!(eval(&mut e, &body), err_with_sha(&body, &want, 1));
+    }
+    let body = "local function f()\n return redis.call('incr','s')\nend\n\nreturn f()";
+    assert_eq!(eval(&mut e, body), err_with_sha(body, "ERR value is not an integer or out of range", 2));
+}
+
+#[test]
+fn conversions() {
+    let mut e = Emulator::new();
+    e.execute(&[b"SET", b"s", b"abc"]);
+    let cases: Vec<(&str, Reply)> = vec![
+        ("return redis.pcall('incr','s')", Reply::err("ERR value is not an integer or out of range")),
+        ("local ok,e=pcall(redis.call,'incr','s'); return e", Reply::bulk("ERR value is not an integer or out of range")),
+        ("local ok,e=pcall(error,{err='abc'}); return type(e)", Reply::bulk("string")),
+        ("return redis.error_reply('MY code')", Reply::err("MY code")),
+        ("return redis.error_reply('nocode')", Reply::err("ERR nocode")),
+        ("return {err='nocode'}", Reply::err("nocode")),
+        ("return redis.pcall('nosuch')", Reply::err("ERR Unknown Redis command called from script")),
+        ("return {1,2,nil,4}", Reply::Array(vec![Reply::Int(1), Reply::Int(2)])),
+        ("return 100.9", Reply::Int(100)),
+        ("return -3.9", Reply::Int(-3)),
+        ("return 1e20", Reply::Int(i64::MIN)),
+        ("return {ok='fine'}", Reply::Status("fine".into())),
+        ("return true", Reply::Int(1)),
+        ("return false", Reply::Nil),
+        ("redis.call('set','f',0.1); return redis.call('get','f')", Reply::bulk("0.10000000000000001")),
+        ("redis.call('set','f',1e20); return redis.call('get','f')", Reply::bulk("1e+20")),
+        ("return tostring(1700000000123456)", Reply::bulk("1.7000000001235e+15")),
+        ("return redis.call('get','nokey')", Reply::Nil),
+        ("return type(redis.call('get','nokey'))", Reply::bulk("boolean")),
+        ("return redis.call('set','a','1').ok", Reply::bulk("OK")),
+    ];
+    for (body, want) in cases {
+        assert_eq!(eval(&mut e, body), want, "{body}");
+    }
+}
+
+#[test]
+fn runaway_script_is_stopped_and_the_emulator_survives() {
+    let mut e = Emulator::new();
+    e.set_script_budget(1_000_000);
+    let r = eval(&mut e, "local i = 0 while true do i = i + 1 end");
+    match r {
+        Reply::Error(s) => assert!(s.contains("budget"), "{s}"),
+        other => panic!("{other:?}"),
+    }
+    let r = eval(&mut e, "while true do pcall(function() while true do end end) end");
+    assert!(r.is_error());
+    // Every kind of loop and unbounded recursion reaches the budget (our Lua counts it on backward
+    // jumps and function entries only).
+    for body in [
+        "repeat local x = 1 until x == 2",
+        "for i = 1, 1e300 do end",
+        "for k in function() return 1 end do end",
+        "local function f() return f() end return f()",
+        "local i = 0 while i >= 0 do i = i + 1 end",
+        "local s = 'a' repeat s = s .. '' until s == 'b'",
+    ] {
+        match eval(&mut e, body) {
+            // The kill names the script's line (each body is one line), also when it comes as a
+            // function is entered.
+            Reply::Error(s) => assert!(s.contains("budget") && s.ends_with("on @user_script:1."), "{body}: {s}"),
+            other => panic!("{body}: {other:?}"),
+        }
+    }
+    assert_eq!(eval(&mut e, "return 1+1"), Reply::Int(2));
+}
+
+#[test]
+fn script_cache_and_evalsha() {
+    let mut e = Emulator::new();
+    let sha = e.script_load(b"return ARGV[1]..KEYS[1]").unwrap();
+    assert_eq!(e.execute(&[b"EVALSHA", sha.as_bytes(), b"1", b"k", b"v"]), Reply::bulk("vk"));
+    assert_eq!(e.execute(&[b"EVALSHA", sha.to_uppercase().as_bytes(), b"1", b"k", b"v"]), Reply::bulk("vk"));
+    assert_eq!(e.execute(&[b"SCRIPT", b"FLUSH"]), Reply::ok());
+    assert_eq!(e.execute(&[b"EVALSHA", sha.as_bytes(), b"1", b"k", b"v"]), Reply::err("NOSCRIPT No matching script. Please use EVAL."));
+    assert_eq!(
+        e.execute(&[b"EVAL", b"return 1 +", b"0"]),
+        Reply::err("ERR Error compiling script (new function): user_script:1: unexpected symbol near '<eof>'")
+    );
+}
+
+#[test]
+fn a_killed_script_cannot_survive_by_catching_the_kill() {
+    let mut e = Emulator::new();
+    e.set_script_budget(200_000);
+    for body in [
+        "local ok = pcall(function() while true do end end) return 'survived'",
+        "local ok = xpcall(function() while true do end end, function(m) return m end) return 'survived'",
+        "local co = coroutine.create(function() while true do end end) coroutine.resume(co) return 'survived'",
+        "local ok = pcall(function() while true do end end) while true do pcall(error) end",
+    ] {
+        match eval(&mut e, body) {
+            Reply::Error(s) => assert!(s.contains("budget"), "{body}: {s}"),
+            other => panic!("{body}: {other:?}"),
+        }
+    }
+    // The next script runs at the usual pace again.
+    assert_eq!(eval(&mut e, "local n = 0 for i = 1, 100000 do n = n + 1 end return n"), Reply::Int(100_000));
+}
+
+#[test]
+fn functions_load_call_and_keep_their_own_vm() {
+    let mut e = Emulator::new();
+    let lib =
+        b"#!lua name=lib\nredis.register_function('f', function(keys, args) return {keys[1], args[1], redis.call('incr', keys[1])} end)";
+    assert_eq!(e.execute(&[b"FUNCTION", b"LOAD", lib]), Reply::bulk("lib"));
+    assert_eq!(e.execute(&[b"FCALL", b"f", b"1", b"k", b"a"]), Reply::Array(vec![Reply::bulk("k"), Reply::bulk("a"), Reply::Int(1)]));
+    // SCRIPT FLUSH leaves functions alone; FUNCTION FLUSH removes them.
+    assert_eq!(e.execute(&[b"SCRIPT", b"FLUSH"]), Reply::ok());
+    assert_eq!(
+        e.execute(&[b"FCALL", b"F", b"1", b"k", b"a"]).clone(),
+        Reply::Array(vec![Reply::bulk("k"), Reply::bulk("a"), Reply::Int(2)])
+    );
+    assert_eq!(e.execute(&[b"FUNCTION", b"FLUSH"]), Reply::ok());
+    assert_eq!(e.execute(&[b"FCALL", b"f", b"0"]), Reply::err("ERR Function not found"));
+    // At load time only the library API is there.
+    assert_eq!(
+        e.execute(&[b"FUNCTION", b"LOAD", b"#!lua name=x\nredis.call('ping')"]),
+        Reply::err("ERR Error registering functions: ERR user_function:2: Script attempted to access nonexistent global variable 'call'")
+    );
+    // A runaway library is stopped at load time too.
+    e.set_script_budget(100_000);
+    match e.execute(&[b"FUNCTION", b"LOAD", b"#!lua name=x\nwhile true do end"]) {
+        Reply::Error(s) => assert_eq!(s, "ERR Error registering functions: ERR FUNCTION LOAD timeout"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(e.execute(&[b"FUNCTION", b"LOAD", lib]), Reply::bulk("lib"));
+    // A dump restores into an empty server.
+    let Reply::Bulk(dump) = e.execute(&[b"FUNCTION", b"DUMP"]) else { panic!("dump") };
+    let mut other = Emulator::new();
+    assert_eq!(other.execute(&[b"FUNCTION", b"RESTORE", &dump]), Reply::ok());
+    assert_eq!(other.execute(&[b"FCALL", b"f", b"1", b"k", b"a"]), Reply::Array(vec![Reply::bulk("k"), Reply::bulk("a"), Reply::Int(1)]));
+}
+
+#[test]
+fn a_script_over_its_memory_cap_is_killed_and_the_emulator_survives() {
+    let mut e = Emulator::new();
+    e.set_script_memory(8 << 20);
+    let killed = |r: &Reply| matches!(r, Reply::Error(s) if s.contains("bytes of Lua memory") && s.contains("8388608"));
+    for body in [
+        // A table that grows in a Lua loop, a string doubled in one, a C function's one big result,
+        // and each of them under pcall, which must not keep the script alive.
+        "local t = {} for i = 1, 1e7 do t[i] = i end return #t",
+        "local s = 'x' for i = 1, 40 do s = s .. s end return #s",
+        "return #string.rep('abcdefgh', 4e6)",
+        "local ok = pcall(function() local t = {} for i = 1, 1e7 do t[i] = tostring(i) end end) return 'survived'",
+        "local ok = pcall(string.rep, 'x', 1e8) return 'survived'",
+        // Replies pushed by the emulator's own code (a new table of 10,000 elements per call).
+        "local t = {} for i = 1, 200 do t[i] = redis.call('LRANGE', 'list', 0, -1) end return #t",
+        "local t = {} for i = 1, 200 do t[i] = redis.pcall('HGETALL', 'hash') end return #t",
+    ] {
+        let items: Vec<Vec<u8>> = (0..10_000).map(|i| format!("item{i}").into_bytes()).collect();
+        let mut rpush: Vec<&[u8]> = vec![b"RPUSH", b"list"];
+        rpush.extend(items.iter().map(Vec::as_slice));
+        e.execute(&rpush);
+        let mut hset: Vec<&[u8]> = vec![b"HSET", b"hash"];
+        hset.extend(items.iter().map(Vec::as_slice));
+        e.execute(&hset);
+        let r = eval(&mut e, body);
+        assert!(killed(&r), "{body}: {r:?}");
+        // The next script and commands run as usual, and the memory went back.
+        assert_eq!(eval(&mut e, "local t = {} for i = 1, 1000 do t[i] = i end return #t"), Reply::Int(1000), "after {body}");
+        assert_eq!(e.execute(&[b"INCR", b"n"]).is_error(), false);
+    }
+    // HMGET pushes its reply while it still reads the keyspace: a refusal there must not leave the
+    // keyspace borrowed.
+    let mut hset: Vec<Vec<u8>> = vec![b"HSET".to_vec(), b"wide".to_vec()];
+    for i in 0..2_000 {
+        hset.push(format!("f{i}").into_bytes());
+        hset.push(format!("{i:01000}").into_bytes());
+    }
+    e.execute_owned(&hset);
+    let body = "local f = {} for i = 1, 2000 do f[i] = 'f' .. (i - 1) end \
+                local t = {} for i = 1, 50 do t[i] = redis.call('HMGET', 'wide', unpack(f)) end return #t";
+    e.set_script_memory(1 << 20);
+    let r = eval(&mut e, body);
+    assert!(matches!(&r, Reply::Error(s) if s.contains("bytes of Lua memory")), "{r:?}");
+    assert_eq!(e.execute(&[b"HLEN", b"wide"]), Reply::Int(2_000));
+    assert_eq!(eval(&mut e, "return redis.call('HGET', 'wide', 'f7')"), Reply::Bulk(format!("{:01000}", 7).into_bytes()));
+    e.set_script_memory(8 << 20);
+    // Under the cap nothing changes, and a cap of 0 is no cap.
+    assert_eq!(eval(&mut e, "return #string.rep('x', 1e6)"), Reply::Int(1_000_000));
+    e.set_script_memory(0);
+    assert_eq!(eval(&mut e, "return #string.rep('abcdefgh', 4e6)"), Reply::Int(32_000_000));
+}
+
+#[test]
+fn long_strings_that_differ_in_a_few_chars_do_not_share_a_chain_of_the_string_table() {
+    // Stock Lua 5.1.5 hashed one char in 33 of these strings (1,025 to 1,029 chars long): the 20,000
+    // of them had 49 hashes, in chains of about 1,000 strings, each compared with every new one.
+    // Hashed on every char, as Redis's Lua does, they spread as well as any strings.
+    let lua = mlua::Lua::new();
+    lua.load("T = {} for i = 1, 20000 do T[i] = string.rep('x', 1024) .. i end").exec().unwrap();
+    let mut longest = 0;
+    // SAFETY: reads the string table of a live state; pushes and pops nothing.
+    unsafe { lua.exec_raw::<()>((), |l| longest = super::ext::lua_longeststringchain(l)).unwrap() };
+    assert!((1..=32).contains(&longest), "longest chain of the string table: {longest}");
+}
+
+#[test]
+fn an_allocation_loop_without_end_is_killed_at_the_cap_and_its_memory_freed() {
+    let mut e = Emulator::new();
+    e.set_script_memory(16 << 20);
+    let kb = |e: &mut Emulator| match eval(e, "return collectgarbage('count')") {
+        Reply::Int(kb) => kb,
+        other => panic!("{other:?}"),
+    };
+    kb(&mut e);
+    let before = kb(&mut e);
+    for body in [
+        "local t = {} while true do t[#t + 1] = string.rep('x', 1024) .. #t end",
+        "local ok = pcall(function() local t = {} while true do t[#t + 1] = string.rep('x', 1024) .. #t end end) return 'survived'",
+        // Millions of small strings: the string table grows to millions of slots, and must not stay so.
+        "local t = {} while true do t[#t + 1] = 'k' .. #t end",
+        "local t = {} while true do t[#t + 1] = {#t, 'k' .. #t, {}} end",
+        "local s = string.rep('x', 1024) local t = {} while true do t[#t + 1] = s .. #t .. s end",
+    ] {
+        let r = eval(&mut e, body);
+        assert!(matches!(&r, Reply::Error(s) if s.contains("more than 16777216 bytes of Lua memory")), "{body}: {r:?}");
+        // Killed at the loop's next turn, as a runtime error: the reply names the script's line
+        // (a script that caught the kill with pcall and returned has no line to name).
+        if !body.contains("pcall") {
+            assert!(matches!(&r, Reply::Error(s) if s.ends_with(", on @user_script:1.")), "{body}: {r:?}");
+        }
+        // The kill collected the script's garbage: the VM holds what it held before, give or take a
+        // string table sized for the strings it keeps.
+        let after = kb(&mut e);
+        assert!(after <= before + 256, "{body}: {before} KB before, {after} KB after");
+        // And the next script runs as usual, a table of the same strings under the cap.
+        let fill = "local t = {} for i = 1, 5000 do t[i] = string.rep('x', 1024) .. i end return #t";
+        assert_eq!(eval(&mut e, fill), Reply::Int(5000), "after {body}");
+    }
+}

@@ -1,0 +1,391 @@
+//! The traffic `check` plays and the loop that plays it: each request through the spec on a fresh
+//! emulator, recording its decision, the exact sliding log's verdict and every call's keys, and
+//! answering "what if" questions ([`Replay::probe`]) on a copy of the keyspace.
+use crate::backend::emulated::EmulatedBackend;
+use crate::backend::Backend;
+use crate::limiter::{Decision, Limiter, Params};
+use crate::metrics::{self, ExactLog, Metrics};
+use crate::sim::{Record, Trace};
+use crate::spec::exec::{CallRecord, Session};
+use crate::traffic::Arrival;
+use limitlab_emulator::clock::Micros;
+use limitlab_emulator::Reply;
+use limitlab_emulator::{Error, Result};
+
+/// One of the standard traffic patterns of `check`, sized from the policy.
+#[derive(Clone, Debug)]
+pub struct Pattern {
+    pub name: &'static str,
+    pub description: String,
+    pub arrivals: Vec<Arrival>,
+}
+
+fn arrival(origin_ms: i64, at_us: i64, key: &str, cost: u64, phase: &str) -> Arrival {
+    Arrival { at: Micros(origin_ms * 1000 + at_us), key: key.to_string(), cost, phase: phase.to_string(), op: crate::traffic::Op::Request }
+}
+
+/// `n` requests spread evenly over `[from_us, to_us)`.
+fn spread(out: &mut Vec<Arrival>, origin: i64, from_us: i64, to_us: i64, n: u64, key: &str, cost: u64, phase: &str) {
+    let span = (to_us - from_us).max(1);
+    for i in 0..n as i64 {
+        out.push(arrival(origin, from_us + span * i / n.max(1) as i64, key, cost, phase));
+    }
+}
+
+/// Policies up to this size (limit and capacity) get the patterns at their full length; above it,
+/// each pattern keeps its shape but plays fewer windows and subjects, and its bursts are a quarter
+/// over the capacity instead of two or three times it (see [`patterns`]).
+pub const FULL_SIZE: u64 = 100;
+
+/// Whether a policy is above [`FULL_SIZE`], so that [`patterns`] scales its patterns.
+pub fn scaled(p: &Params) -> bool {
+    p.limit > FULL_SIZE || p.capacity() > FULL_SIZE
+}
+
+/// The patterns, for a policy of `limit` per `window_ms` (capacity `burst`) starting at window
+/// boundary `origin` (unix ms). Every pattern is deterministic (the Poisson-like one from `seed`).
+///
+/// Up to [`FULL_SIZE`] they are played at full length. Above it, their length would grow with the
+/// limit (a hundred times the limit in all, most of it in the steady patterns), so each keeps its
+/// shape at a length that still shows what it is there to show:
+/// - the bursts (`boundary_burst` on each side, `idle_then_burst`) send a quarter more than the
+///   capacity, so a limiter that lets more than its capacity through still shows it;
+/// - `steady_overload` runs 3 windows at twice the rate instead of 12;
+/// - `under_limit` runs 2 subjects at half the rate for 4 windows instead of 20 for 10;
+/// - `costs` sends `8 * FULL_SIZE` requests over the same four windows (gaps scaled up), not `8 * limit`;
+/// - `sparse` is 20 requests at every size.
+pub fn patterns(p: &Params, origin: i64, seed: u64) -> Vec<Pattern> {
+    let w = p.window_ms as i64 * 1000; // µs
+    let l = p.limit;
+    let c = p.capacity();
+    let big = scaled(p);
+    let mut out = Vec::new();
+
+    // Over the capacity: twice (three times) it at full size, a quarter more than it above.
+    let over = |times: u64| if big { c + c.div_ceil(4) } else { times * c };
+
+    let n = over(2);
+    let mut a = Vec::new();
+    spread(&mut a, origin, w - w / 10, w, n, "b", 1, "end of window");
+    spread(&mut a, origin, w, w + w / 10, n, "b", 1, "start of next");
+    out.push(Pattern {
+        name: "boundary_burst",
+        description: format!("{n} requests in the last tenth of a window, {n} in the first tenth of the next"),
+        arrivals: a,
+    });
+
+    let n = over(3);
+    let mut a = vec![arrival(origin, 0, "i", 1, "warm-up")];
+    spread(&mut a, origin, 3 * w, 3 * w + w / 100, n, "i", 1, "burst");
+    out.push(Pattern {
+        name: "idle_then_burst",
+        description: format!("one request, three idle windows, then {n} within a hundredth of a window"),
+        arrivals: a,
+    });
+
+    let windows: u64 = if big { 3 } else { 12 };
+    let mut a = Vec::new();
+    spread(&mut a, origin, 0, windows as i64 * w, 2 * windows * l, "o", 1, "overload");
+    out.push(Pattern {
+        name: "steady_overload",
+        description: format!("one subject at twice the rate ({} requests per window) for {windows} windows", 2 * l),
+        arrivals: a,
+    });
+
+    // Subjects at half the rate each, exponential gaps from the seed.
+    let (subjects, windows) = if big { (2, 4i64) } else { (20, 10i64) };
+    let mut rng = crate::traffic::rng(seed);
+    let mut a = Vec::new();
+    let mean_gap_us = (2 * w) as f64 / l as f64;
+    for s in 0..subjects {
+        let key = format!("u{s}");
+        let mut t = 0f64;
+        loop {
+            let u: f64 = rand::Rng::random_range(&mut rng, f64::EPSILON..1.0);
+            t += -u.ln() * mean_gap_us;
+            if t >= (windows * w) as f64 {
+                break;
+            }
+            a.push(arrival(origin, t as i64, &key, 1, "under the limit"));
+        }
+    }
+    a.sort_by(|x, y| x.at.cmp(&y.at).then_with(|| x.key.cmp(&y.key)));
+    out.push(Pattern {
+        name: "under_limit",
+        description: format!("{subjects} subjects at half the rate each, random gaps, for {windows} windows"),
+        arrivals: a,
+    });
+
+    let mut a = Vec::new();
+    for i in 0..20i64 {
+        a.push(arrival(origin, i * (w + w / 2), "sparse", 1, "sparse"));
+    }
+    out.push(Pattern { name: "sparse", description: "one request every one and a half windows, 20 times".into(), arrivals: a });
+
+    if c > 1 {
+        let mut a = Vec::new();
+        let mut rng = crate::traffic::rng(seed ^ 0x5eed);
+        let mut t = 0i64;
+        // 8 * limit requests, gaps up to a window over the limit: about four windows. Above
+        // FULL_SIZE, fewer requests over the same time.
+        let (n, max_gap) = if big { (8 * FULL_SIZE, (w / FULL_SIZE as i64).max(1)) } else { (8 * l, (w / l as i64).max(1)) };
+        for _ in 0..n {
+            t += rand::Rng::random_range(&mut rng, 0..=max_gap);
+            let cost = rand::Rng::random_range(&mut rng, 1..=(c / 2).max(1));
+            a.push(arrival(origin, t, "cost", cost, "costs"));
+        }
+        out.push(Pattern {
+            name: "costs",
+            description: format!("one subject, costs from 1 to {}, about the rate in units", (c / 2).max(1)),
+            arrivals: a,
+        });
+    }
+    out
+}
+
+/// One request as played, with what the exact log says and the calls it made.
+#[derive(Clone, Debug)]
+pub struct Played {
+    pub arrival: Arrival,
+    /// The subject's index, in order of first appearance.
+    pub subject: u32,
+    pub now_ms: i64,
+    pub decision: Decision,
+    pub exact: bool,
+    pub calls: Vec<CallRecord>,
+}
+
+/// A pattern played through a limiter on a fresh emulator.
+pub struct Replay<'l> {
+    pub limiter: &'l Limiter,
+    pub backend: EmulatedBackend,
+    session: Session,
+    /// An exact sliding log per policy of the spec: together they are the exact limiter the
+    /// script is judged against (a request passes when every one admits it).
+    exact: Vec<ExactLog>,
+    subjects: Vec<String>,
+    pub played: Vec<Played>,
+    /// The first error, with the index of the request that raised it.
+    pub error: Option<(usize, String)>,
+    /// limitlab's exact model of the script (specs with `model`), deciding beside it.
+    model: Option<Box<dyn crate::limiter::Reference>>,
+    /// The first request where the script and its model decided differently: (index, script's
+    /// decision, model's decision), on the fields the spec reports.
+    pub model_mismatch: Option<(usize, Decision, Decision)>,
+    /// The first script the emulator killed (past its budget or memory cap): no verdict can be
+    /// given on a limiter that does not finish, so `check` stops with it.
+    pub runaway: Option<Error>,
+}
+
+/// Whether `e` is the emulator killing a script that ran past its budget or memory cap.
+pub fn is_runaway(e: &Error) -> bool {
+    matches!(e, Error::Script { reply, .. } if reply.contains("Script killed by limitlab"))
+}
+
+impl<'l> Replay<'l> {
+    pub fn new(limiter: &'l Limiter) -> Replay<'l> {
+        Replay {
+            limiter,
+            backend: EmulatedBackend::default(),
+            session: Session::recording(),
+            exact: limiter.spec().policies(&limiter.params()).into_iter().map(|(_, p)| ExactLog::new(p)).collect(),
+            subjects: Vec::new(),
+            played: Vec::new(),
+            error: None,
+            model: limiter.reference(),
+            model_mismatch: None,
+            runaway: None,
+        }
+    }
+
+    /// Plays `arrivals` in order; stops at the first error (kept in [`Replay::error`]).
+    /// `each` runs after every request (for probes), with its index.
+    pub fn play(&mut self, arrivals: &[Arrival], mut each: impl FnMut(&mut Replay<'l>, usize) -> Result<()>) {
+        for a in arrivals {
+            let Some(i) = self.step(a, a.at.as_millis().0) else { return };
+            if let Err(e) = each(self, i) {
+                self.error = Some((i, e.to_string()));
+                if is_runaway(&e) {
+                    self.runaway = Some(e);
+                }
+                return;
+            }
+        }
+    }
+
+    /// Lets the next client process's turn pass without a request: a world without a request
+    /// routes the requests after it to the same processes as one with it.
+    pub fn skip_turn(&mut self) {
+        self.session.seq += 1;
+    }
+
+    /// Lets turns pass until as many requests were routed here as in `other` (see
+    /// [`Replay::skip_turn`]).
+    pub fn align_turns(&mut self, other: &Replay<'_>) {
+        self.session.seq = self.session.seq.max(other.session.seq);
+    }
+
+    /// Plays one request whose caller's clock reads `a.at` while the server's reads `server_ms`
+    /// (they differ for a skewed caller); its index in [`Replay::played`], or `None` after an
+    /// error (kept in [`Replay::error`]).
+    pub fn step(&mut self, a: &Arrival, server_ms: i64) -> Option<usize> {
+        let now = a.at.as_millis().0;
+        self.backend.set_time_ms(server_ms);
+        let d = self.limiter.call(&mut self.backend, &mut self.session, &a.key, now, a.cost);
+        let calls = self.session.take_calls();
+        let d = match d {
+            Ok(d) => d,
+            Err(e) => {
+                self.error = Some((self.played.len(), e.to_string()));
+                if is_runaway(&e) {
+                    self.runaway = Some(e);
+                }
+                return None;
+            }
+        };
+        let s = match self.subjects.iter().position(|x| *x == a.key) {
+            Some(i) => i,
+            None => {
+                self.subjects.push(a.key.clone());
+                self.subjects.len() - 1
+            }
+        };
+        let units = if self.limiter.takes_cost() { a.cost } else { 1 };
+        if let Some(m) = self.model.as_mut() {
+            let want = m.decide_at(server_ms, &a.key, now, a.cost);
+            let r = self.limiter.reports();
+            let same = want.allowed == d.allowed
+                && (!r.remaining || want.remaining == d.remaining)
+                && (!r.retry_after || want.retry_after_ms == d.retry_after_ms)
+                && (!r.reset || want.reset_after_ms == d.reset_after_ms);
+            if !same && self.model_mismatch.is_none() {
+                self.model_mismatch = Some((self.played.len(), d, want));
+            }
+        }
+        let exact = self.exact.iter_mut().all(|e| e.admits(s as u32, server_ms, units));
+        if exact {
+            for e in &mut self.exact {
+                e.decide(s as u32, server_ms, units);
+            }
+        }
+        self.played.push(Played { arrival: a.clone(), subject: s as u32, now_ms: now, decision: d, exact, calls });
+        Some(self.played.len() - 1)
+    }
+
+    /// Runs a lifecycle operation (refund, reset, clear) of `subject` at `at_ms` (both clocks); its
+    /// calls are recorded with the next request's.
+    pub fn op(&mut self, op: crate::spec::Op, subject: &str, at_ms: i64, cost: u64) -> Result<()> {
+        self.backend.set_time_ms(at_ms);
+        let out = self.limiter.op(&mut self.backend, &mut self.session, op, subject, at_ms, cost);
+        self.note_runaway(&out, &format!("a {} of `check`", op.name()));
+        out
+    }
+
+    /// Keeps the first runaway kill among `out`'s errors, its request said to be `what`.
+    fn note_runaway<T>(&mut self, out: &Result<T>, what: &str) {
+        if let Err(e @ Error::Script { reply, at, request }) = out {
+            if self.runaway.is_none() && is_runaway(e) {
+                self.runaway = Some(Error::Script { reply: reply.clone(), at: at.clone(), request: format!("{request} ({what})") });
+            }
+        }
+    }
+
+    /// The first line of the first error, or nothing.
+    pub fn error_line(&self) -> &str {
+        self.error.as_ref().and_then(|(_, e)| e.lines().next()).unwrap_or("")
+    }
+
+    /// How many subjects have sent a request.
+    pub fn subjects(&self) -> usize {
+        self.subjects.len()
+    }
+
+    /// What `subject`'s request of `cost` at caller time `now_ms` (the server's clock at
+    /// `server_ms`) would get, leaving the keyspace and the clock as they were.
+    pub fn probe(&mut self, subject: &str, server_ms: i64, now_ms: i64, cost: u64) -> Result<Decision> {
+        self.probe_many(subject, server_ms, now_ms, &[cost]).map(|mut v| v.remove(0))
+    }
+
+    /// [`Replay::probe_many`] asked of the client process that will take the next request (not
+    /// the one that took the last): what fits just before that request runs.
+    pub fn probe_next_many(&mut self, subject: &str, server_ms: i64, now_ms: i64, costs: &[u64]) -> Result<Vec<Decision>> {
+        self.session.pin = Some(self.limiter.next_process(&self.session));
+        let out = self.probe_many(subject, server_ms, now_ms, costs);
+        self.session.pin = None;
+        out
+    }
+
+    /// Several requests in a row at the same time, then everything put back
+    /// ([`crate::limiter::oracle::what_if`]); the calls they make are not recorded.
+    pub fn probe_many(&mut self, subject: &str, server_ms: i64, now_ms: i64, costs: &[u64]) -> Result<Vec<Decision>> {
+        let out = crate::limiter::oracle::what_if(self.limiter, &mut self.backend, &mut self.session, subject, server_ms, now_ms, costs);
+        self.session.take_calls();
+        self.note_runaway(&out, "a probe of `check`");
+        out
+    }
+
+    /// The run as a [`Trace`], measured as every report measures it.
+    pub fn metrics(&self) -> Result<Metrics> {
+        self.metrics_for(self.limiter.params())
+    }
+
+    /// [`Replay::metrics`] against `params` (one of the spec's policies): the worst window is one
+    /// of its `window_ms`, the exact log one of its limit.
+    pub fn metrics_for(&self, params: Params) -> Result<Metrics> {
+        let mut phases: Vec<String> = Vec::new();
+        let mut records = Vec::with_capacity(self.played.len());
+        for p in &self.played {
+            let ph = match phases.iter().position(|x| *x == p.arrival.phase) {
+                Some(i) => i,
+                None => {
+                    phases.push(p.arrival.phase.clone());
+                    phases.len() - 1
+                }
+            };
+            let cost = if self.limiter.takes_cost() { p.arrival.cost } else { 1 };
+            records.push(Record { at: p.arrival.at, now_ms: p.now_ms, key: p.subject, phase: ph as u32, cost, decision: p.decision });
+        }
+        let trace = Trace {
+            name: self.limiter.name().to_string(),
+            variant: self.limiter.variant(),
+            params,
+            keys: self.subjects.clone(),
+            phases,
+            records,
+            elapsed_secs: 0.0,
+        };
+        metrics::measure(&trace, self.limiter)
+    }
+
+    /// Every key of the emulator with its PTTL (-1: no TTL), sorted.
+    pub fn keys_with_ttl(&mut self) -> Result<Vec<(String, i64)>> {
+        let mut out = Vec::new();
+        for k in self.backend.keys_under_prefix()? {
+            let t = match self.backend.command(&[b"PTTL", k.as_bytes()])? {
+                Reply::Int(t) => t,
+                _ => -2,
+            };
+            if t != -2 {
+                out.push((k, t));
+            }
+        }
+        Ok(out)
+    }
+
+    /// MEMORY USAGE of every key, summed, and the number of keys.
+    /// MEMORY USAGE of the keys alive now, their count, and what they cost the server in
+    /// `used_memory` (tables aside, [`limitlab_emulator::used_memory::key_cost`]).
+    pub fn memory(&mut self) -> Result<(u64, u64, Vec<limitlab_emulator::used_memory::KeyCost>)> {
+        let (mut bytes, mut n) = (0, 0);
+        let mut measured = Vec::new();
+        for k in self.backend.keys_under_prefix()? {
+            if let Reply::Int(b) = self.backend.command(&[b"MEMORY", b"USAGE", k.as_bytes(), b"SAMPLES", b"0"])? {
+                bytes += b.max(0) as u64;
+                n += 1;
+                measured.push(k);
+            }
+        }
+        let costs = limitlab_emulator::used_memory::key_costs(&self.backend.emu, measured.iter().map(String::as_bytes));
+        Ok((bytes, n, costs))
+    }
+}

@@ -1,0 +1,331 @@
+//! The metrics of a run, one decision at a time: what [`crate::metrics::measure`] computes from a
+//! whole trace, without keeping the trace (the tests in [`super::stream`] compare the two on every
+//! standard scenario). Calls must come in time order, which every traffic source produces.
+use std::collections::VecDeque;
+
+use super::Record;
+use crate::limiter::{Decision, Limiter, Params, Reference};
+use crate::metrics::{Metrics, PhaseCount};
+use crate::spec::honesty;
+use crate::spec::Reports;
+use limitlab_emulator::{Error, Result};
+
+/// One subject's admitted units over the last `window_ms` of its script clock: the running
+/// version of [`crate::metrics::max_in_any_window`].
+#[derive(Default)]
+pub(super) struct SubjectWindow {
+    recent: Recent,
+    /// The units of `recent`.
+    sum: u64,
+    pub(super) best: u64,
+    pub(super) best_start: i64,
+}
+
+/// A subject's admissions `(now_ms, units)` not yet `window_ms` behind its newest. Most subjects
+/// of a large run never have two admissions within one window, so a single one is kept inline:
+/// no allocation, and no second cache miss, for them.
+#[derive(Default)]
+enum Recent {
+    #[default]
+    Empty,
+    One(i64, u64),
+    Many(VecDeque<(i64, u64)>),
+}
+
+impl SubjectWindow {
+    pub(super) fn admit(&mut self, now: i64, units: u64, window: i64) {
+        self.sum += units;
+        let oldest = match &mut self.recent {
+            Recent::Empty => {
+                self.recent = Recent::One(now, units);
+                now
+            }
+            Recent::One(t, u) if now - *t >= window => {
+                self.sum -= *u;
+                self.recent = Recent::One(now, units);
+                now
+            }
+            Recent::One(t, u) => {
+                let first = *t;
+                self.recent = Recent::Many(VecDeque::from([(first, *u), (now, units)]));
+                first
+            }
+            Recent::Many(d) => {
+                d.push_back((now, units));
+                while let Some(&(t, u)) = d.front() {
+                    if now - t < window {
+                        break;
+                    }
+                    self.sum -= u;
+                    d.pop_front();
+                }
+                // The admission just pushed is never evicted (`window` is at least 1).
+                d.front().map_or(now, |f| f.0)
+            }
+        };
+        if self.sum > self.best {
+            self.best = self.sum;
+            self.best_start = oldest;
+        }
+    }
+}
+
+/// What [`MetricsAcc::push`] found about one call beyond the counts (for `run --decisions`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Judged {
+    /// Whether the exact sliding log admits the call (as given to [`MetricsAcc::push`]).
+    pub exact_admits: bool,
+    /// For a refusal whose `retry_after` was judged ([`honesty::retry_after`]): whether it held
+    /// (`false` counts in `retry_wrong`). `None`: not judged.
+    pub retry_after_honest: Option<bool>,
+    /// For a decision whose headers were judged ([`honesty::headers`]): whether their promises
+    /// held (`false` counts in `headers_wrong`). `None`: not judged.
+    pub headers_honest: Option<bool>,
+}
+
+/// Asks the script itself about the subject just decided (an [`honesty::Ask`] that can fail):
+/// what a run on an emulator hands [`MetricsAcc::push_asking`].
+pub type ScriptAsk<'a> = dyn FnMut(i64, &[u64]) -> Result<Vec<Decision>> + 'a;
+
+/// A run judges the headers of this many decisions (the first that make a promise), in
+/// [`MetricsAcc`] and [`crate::metrics::measure`] alike: a `RateLimit` promise takes `capacity`
+/// requests to judge.
+pub const HEADER_CHECKS: u64 = 100;
+
+/// The metrics of a run, one decision at a time. Feed it every [`Record`] in call order with the
+/// exact log's verdict and its subject's name, then [`MetricsAcc::finish`].
+pub struct MetricsAcc {
+    params: Params,
+    reports: Reports,
+    calls: u64,
+    allowed_calls: u64,
+    allowed_units: u64,
+    phases: Vec<PhaseCount>,
+    windows: Vec<SubjectWindow>,
+    /// The script's own model, one for every subject: a call only touches its subject's keys, and
+    /// the judgements ask it "what if" in a trial ([`honesty::ask_model`]), which undoes its changes.
+    model: Option<Box<dyn Reference>>,
+    false_allows: u64,
+    false_rejections: u64,
+    retry_checked: u64,
+    retry_wrong: u64,
+    headers_checked: u64,
+    headers_wrong: u64,
+    reference_mismatches: u64,
+    /// The newest `now_ms` seen: arrivals must come in time order.
+    newest: i64,
+    /// `rate:{subject}` of the current call.
+    key: String,
+}
+
+impl MetricsAcc {
+    pub fn new(limiter: &Limiter) -> MetricsAcc {
+        MetricsAcc {
+            params: limiter.params(),
+            reports: limiter.reports(),
+            calls: 0,
+            allowed_calls: 0,
+            allowed_units: 0,
+            phases: Vec::new(),
+            windows: Vec::new(),
+            model: limiter.reference(),
+            false_allows: 0,
+            false_rejections: 0,
+            retry_checked: 0,
+            retry_wrong: 0,
+            headers_checked: 0,
+            headers_wrong: 0,
+            reference_mismatches: 0,
+            newest: i64::MIN,
+            key: String::new(),
+        }
+    }
+
+    /// Counts one decision. `exact` is whether an exact sliding log with the same limit and window,
+    /// run on the same calls (each counted as `r.cost`), admits this one; `subject` is the name
+    /// behind `r.key`. Fails on a call earlier than the one before it (the running worst window
+    /// needs time order). Its promises are judged on the script's model, when it has one.
+    pub fn push(&mut self, r: &Record, exact: bool, subject: &str) -> Result<Judged> {
+        self.push_asking(r, exact, subject, None)
+    }
+
+    /// [`MetricsAcc::push`], judging the decision's promises ([`honesty`]) on the script's model
+    /// when it has one, else by asking the script itself through `script` (a run on an emulator).
+    /// Without either they are not judged. An error asking the script stops the run, as an error
+    /// of the run's own requests does.
+    pub fn push_asking(&mut self, r: &Record, exact: bool, subject: &str, mut script: Option<&mut ScriptAsk<'_>>) -> Result<Judged> {
+        if r.now_ms < self.newest {
+            return Err(Error::Invalid {
+                context: format!("call #{} (subject `{subject}`)", self.calls + 1),
+                field: "now_ms".into(),
+                reason: format!("{} is before the previous call's {}: a streaming run needs arrivals in time order", r.now_ms, self.newest),
+            });
+        }
+        self.newest = r.now_ms;
+        let (k, ph) = (r.key as usize, r.phase as usize);
+        if ph >= self.phases.len() {
+            self.phases.resize_with(ph + 1, PhaseCount::default);
+        }
+        if k >= self.windows.len() {
+            self.windows.resize_with(k + 1, SubjectWindow::default);
+        }
+        let p = &mut self.phases[ph];
+        p.calls += 1;
+        p.units += r.cost;
+        self.calls += 1;
+        if r.decision.allowed {
+            // A partial grant counts what it granted, not what was asked.
+            let units = r.decision.units(r.cost);
+            p.allowed_calls += 1;
+            p.allowed_units += units;
+            self.allowed_calls += 1;
+            self.allowed_units += units;
+            if units > 0 {
+                self.windows[k].admit(r.now_ms, units, self.params.window_ms as i64);
+            }
+        }
+        match (r.decision.allowed, exact) {
+            (true, false) => self.false_allows += 1,
+            (false, true) => self.false_rejections += 1,
+            _ => {}
+        }
+        self.key.clear();
+        self.key.push_str("rate:{");
+        self.key.push_str(subject);
+        self.key.push('}');
+        let mut judged = Judged { exact_admits: exact, retry_after_honest: None, headers_honest: None };
+        if let Some(model) = self.model.as_mut() {
+            if model.decide(&self.key, r.now_ms, r.cost) != r.decision {
+                self.reference_mismatches += 1;
+            }
+        } else if script.is_none() {
+            return Ok(judged);
+        }
+        let d = &r.decision;
+        let retry = honesty::promises_retry(d, self.reports);
+        let headers = self.headers_checked < HEADER_CHECKS && honesty::promises_headers(d, self.reports);
+        if !retry && !headers {
+            return Ok(judged);
+        }
+        let mut failed: Option<Error> = None;
+        let (model, key) = (&mut self.model, &self.key);
+        let mut ask = |at: i64, costs: &[u64]| -> Option<Vec<Decision>> {
+            if let Some(m) = model.as_deref_mut() {
+                return Some(honesty::ask_model(m, key, at, costs));
+            }
+            match script.as_mut()?(at, costs) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    failed.get_or_insert(e);
+                    None
+                }
+            }
+        };
+        if retry {
+            if let Some(v) = honesty::retry_after(d, self.reports, r.now_ms, r.cost, &mut ask) {
+                self.retry_checked += 1;
+                self.retry_wrong += u64::from(!v.honest());
+                judged.retry_after_honest = Some(v.honest());
+            }
+        }
+        if headers {
+            if let Some(v) = honesty::headers(d, self.reports, &self.params, r.now_ms, r.cost, &mut ask) {
+                self.headers_checked += 1;
+                self.headers_wrong += u64::from(!v.honest());
+                judged.headers_honest = Some(v.honest());
+            }
+        }
+        match failed {
+            Some(e) => Err(asked(e, subject, r.now_ms)),
+            None => Ok(judged),
+        }
+    }
+
+    /// The metrics; `subjects` and `phases` name every subject and phase index pushed.
+    pub fn finish(self, subjects: &[String], phases: &[String]) -> Metrics {
+        let mut max_in_window = 0;
+        let mut worst = None;
+        for (k, w) in self.windows.iter().enumerate() {
+            if w.best > max_in_window {
+                max_in_window = w.best;
+                worst = Some((subjects.get(k).cloned().unwrap_or_default(), w.best_start));
+            }
+        }
+        let mut counts = self.phases;
+        for (c, name) in counts.iter_mut().zip(phases) {
+            c.phase = name.clone();
+        }
+        Metrics {
+            calls: self.calls,
+            allowed_calls: self.allowed_calls,
+            allowed_units: self.allowed_units,
+            phases: counts,
+            max_in_window,
+            worst_subject: worst.as_ref().map(|w| w.0.clone()),
+            worst_window_start_ms: worst.map(|w| w.1),
+            overshoot: max_in_window as f64 / self.params.limit as f64,
+            false_allows: self.false_allows,
+            false_rejections: self.false_rejections,
+            retry_checked: self.retry_checked,
+            retry_wrong: self.retry_wrong,
+            headers_checked: self.headers_checked,
+            headers_wrong: self.headers_wrong,
+            reference_mismatches: self.reference_mismatches,
+        }
+    }
+}
+
+/// An error of the script asked "what if" about `subject`'s decision at `now_ms`, saying so.
+fn asked(e: Error, subject: &str, now_ms: i64) -> Error {
+    match e {
+        Error::Script { reply, at, request } => Error::Script {
+            reply,
+            at,
+            request: format!("{request}, asked what if to judge the promises of subject `{subject}`'s decision at now_ms {now_ms}"),
+        },
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limiter::{Decision, Variant};
+
+    #[test]
+    fn the_worst_window_matches_the_batch_two_pointer_walk() {
+        let mut w = SubjectWindow::default();
+        let events = [(0, 1), (999, 1), (1000, 1), (1998, 3), (1999, 1)];
+        for (t, u) in events {
+            w.admit(t, u, 1000);
+        }
+        let mut v = events.to_vec();
+        assert_eq!((w.best, w.best_start), crate::metrics::max_in_any_window(&mut v, 1000));
+        // Random admissions, sparse and dense, through the inline and the deque forms.
+        let mut rng = crate::traffic::rng(5);
+        for window in [1, 2, 10, 100] {
+            for _ in 0..200 {
+                let mut w = SubjectWindow::default();
+                let (mut t, mut events) = (0i64, Vec::new());
+                for _ in 0..rand::Rng::random_range(&mut rng, 1..30) {
+                    t += rand::Rng::random_range(&mut rng, 0..3 * window);
+                    let u = rand::Rng::random_range(&mut rng, 1..4u64);
+                    w.admit(t, u, window);
+                    events.push((t, u));
+                }
+                assert_eq!((w.best, w.best_start), crate::metrics::max_in_any_window(&mut events, window), "{events:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn calls_out_of_time_order_are_refused() {
+        let l = Limiter::new(Variant::FIXED_WINDOW, Params::new(5, 1000)).unwrap();
+        let mut acc = MetricsAcc::new(&l);
+        let d = Decision { allowed: true, remaining: 4, retry_after_ms: -1, reset_after_ms: 1000, granted: -1 };
+        let r = |now_ms| Record { at: limitlab_emulator::clock::Micros(now_ms * 1000), now_ms, key: 0, phase: 0, cost: 1, decision: d };
+        acc.push(&r(10), true, "u").unwrap();
+        let e = acc.push(&r(9), true, "u").unwrap_err().to_string();
+        assert!(e.contains("needs arrivals in time order"), "{e}");
+    }
+}

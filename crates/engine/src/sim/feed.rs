@@ -1,0 +1,505 @@
+//! The half of a run that does not depend on the script: generating the traffic, interning its
+//! subjects and phases, and the exact sliding log's verdict on every request (the exact log sees
+//! only the arrivals, the limit and the window, never a script's answers). A [`Feed`] does this
+//! once and yields it as [`Chunk`]s of compact [`Step`]s, which every script's runner
+//! (`super::drive`) reads: [`super::stream::run_variants`] hands the same chunks to each
+//! script's thread instead of having every thread redo this work.
+//!
+//! Memory stays constant whatever the number of requests: a chunk holds at most [`CHUNK_LEN`]
+//! steps, and only the subject and phase tables (one entry per distinct name) grow. Zipf traffic
+//! is generated as it goes, and a trace of at least [`STREAM_MIN_BYTES`] sorted by time is read as it
+//! goes ([`crate::traffic::TraceStream`]); other traffic is small and made whole first.
+use std::borrow::Cow;
+
+use crate::limiter::Params;
+use crate::metrics::ExactLog;
+use crate::traffic::{Arrival, Op, TraceStream, TrafficSpec, ZipfIter};
+use limitlab_emulator::clock::{Micros, Millis};
+use limitlab_emulator::fxhash::FxHashMap;
+use limitlab_emulator::{Error, Result};
+
+use super::Scenario;
+
+/// The most steps in one chunk: large enough that handing a chunk to another thread costs
+/// nothing per request, small enough that a few chunks in flight per script take little memory.
+pub const CHUNK_LEN: usize = 4096;
+
+/// Traces at least this big are streamed when they are sorted by time (smaller ones are read
+/// whole: the same arrivals, without a second pass over the file).
+pub const STREAM_MIN_BYTES: u64 = 8 << 20;
+
+/// A chunk also ends once its subject names take this many bytes (traces may have long keys).
+const CHUNK_NAME_BYTES: usize = 1 << 20;
+
+/// Bits of [`Step::exact`].
+const EXACT_WEIGHTED: u8 = 1;
+const EXACT_UNIT: u8 = 2;
+
+/// One request, as a script's runner needs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Step {
+    pub at: Micros,
+    pub cost: u64,
+    /// The subject's index in [`Feed::subjects`].
+    pub subject: u32,
+    /// The phase's index in [`Feed::phases`].
+    pub phase: u32,
+    /// Where the subject's name ends in its chunk's names; it starts where the previous step's ends.
+    name_end: u32,
+    /// The exact log's verdicts ([`EXACT_WEIGHTED`], [`EXACT_UNIT`]): a bit is set when it admits.
+    exact: u8,
+    /// A request, or a lifecycle operation the runner plays without deciding (and the exact logs
+    /// take as [`ExactLog::apply`] says).
+    pub op: Op,
+}
+
+impl Step {
+    /// Whether the exact sliding log admits this request, counting it as its cost (`weighted`, as
+    /// the production scripts do) or as 1 (as the seed scripts do). False when that verdict was not
+    /// asked of the feed (see [`Feed::judged`]).
+    pub fn exact_admits(&self, weighted: bool) -> bool {
+        self.exact & if weighted { EXACT_WEIGHTED } else { EXACT_UNIT } != 0
+    }
+}
+
+/// Consecutive requests of a feed, with their subjects' names.
+#[derive(Clone, Debug, Default)]
+pub struct Chunk {
+    steps: Vec<Step>,
+    /// Every step's subject name, one after the other.
+    names: String,
+    /// The phase labels first seen in this chunk, in order: their indices follow those of the
+    /// earlier chunks' (see [`PhaseNames`]).
+    new_phases: Vec<String>,
+}
+
+impl Chunk {
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// The phase labels this chunk introduces (see [`PhaseNames`]).
+    pub fn new_phases(&self) -> &[String] {
+        &self.new_phases
+    }
+
+    /// Each step with its subject's name.
+    pub fn iter(&self) -> impl Iterator<Item = (&Step, &str)> + '_ {
+        let mut start = 0;
+        self.steps.iter().map(move |s| {
+            let end = s.name_end as usize;
+            let name = self.names.get(start..end).unwrap_or_default();
+            start = end;
+            (s, name)
+        })
+    }
+}
+
+/// A reader's table of phase labels, learnt chunk by chunk: a script's thread reading a shared
+/// feed can name each step's phase without the feed's own table.
+#[derive(Clone, Debug, Default)]
+pub struct PhaseNames(Vec<String>);
+
+impl PhaseNames {
+    /// Learns the labels `chunk` introduces; call it for every chunk, in order.
+    pub fn learn(&mut self, chunk: &Chunk) {
+        self.0.extend(chunk.new_phases.iter().cloned());
+    }
+
+    /// The label of phase index `i` (`""` if unknown).
+    pub fn name(&self, i: u32) -> &str {
+        self.0.get(i as usize).map_or("", String::as_str)
+    }
+}
+
+/// Interns strings into dense indices, in order of first appearance.
+#[derive(Default)]
+struct Interner {
+    index: FxHashMap<String, u32>,
+    names: Vec<String>,
+}
+
+impl Interner {
+    fn get(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.names.len() as u32;
+        self.index.insert(s.to_string(), i);
+        self.names.push(s.to_string());
+        i
+    }
+}
+
+/// Where the requests come from.
+enum Source<'a> {
+    /// Zipf users, streamed. Users are told apart by rank, so a request costs no string unless its
+    /// user is new (the subject table then gets the user's name).
+    Zipf { it: ZipfIter, ranks: FxHashMap<u64, u32>, subjects: Vec<String> },
+    /// A list of arrivals (small sources, generated whole, and the batch runner's slices).
+    Listed { arrivals: Cow<'a, [Arrival]>, next: usize, subjects: Interner },
+    /// A big trace sorted by time, read as it goes; a failure to read it on (the file changed since
+    /// it was scanned) ends the feed and is kept for [`Feed::take_error`].
+    Trace { it: Box<TraceStream>, subjects: Interner, error: Option<Error> },
+}
+
+/// The exact logs a feed keeps: one per way of counting that its scripts need.
+struct Judges {
+    weighted: Option<ExactLog>,
+    unit: Option<ExactLog>,
+}
+
+impl Judges {
+    /// The verdicts of a request; a lifecycle operation is applied to the logs instead (no verdict).
+    fn judge(&mut self, op: Op, subject: u32, now_ms: i64, cost: u64) -> u8 {
+        if op == Op::Request {
+            return self.verdicts(subject, now_ms, cost);
+        }
+        if let Some(log) = &mut self.weighted {
+            log.apply(op, subject, cost);
+        }
+        if let Some(log) = &mut self.unit {
+            log.apply(op, subject, 1);
+        }
+        0
+    }
+
+    fn verdicts(&mut self, subject: u32, now_ms: i64, cost: u64) -> u8 {
+        let mut bits = 0;
+        if let Some(log) = &mut self.weighted {
+            if log.decide(subject, now_ms, cost) {
+                bits |= EXACT_WEIGHTED;
+            }
+        }
+        if let Some(log) = &mut self.unit {
+            if log.decide(subject, now_ms, 1) {
+                bits |= EXACT_UNIT;
+            }
+        }
+        bits
+    }
+}
+
+/// A run's requests, chunk by chunk (see the module documentation).
+pub struct Feed<'a> {
+    source: Source<'a>,
+    phases: Interner,
+    judges: Judges,
+    len: usize,
+}
+
+impl Feed<'static> {
+    /// The arrivals of `s` for `seed`. Zipf traffic streams in constant memory; other sources are
+    /// generated whole first (they are small). Errors name the scenario file.
+    pub fn scenario(s: &Scenario, seed: u64) -> Result<Feed<'static>> {
+        Feed::scenario_streaming_from(s, seed, STREAM_MIN_BYTES)
+    }
+
+    /// [`Feed::scenario`], streaming a trace sorted by time once its file has `min_bytes`.
+    pub fn scenario_streaming_from(s: &Scenario, seed: u64, min_bytes: u64) -> Result<Feed<'static>> {
+        if let TrafficSpec::Trace(t) = &s.traffic {
+            let named = |e: Error| match e {
+                Error::Invalid { context, field, reason } => {
+                    Error::Invalid { context: format!("{}: [traffic] {context}", s.origin.display()), field, reason }
+                }
+                other => other,
+            };
+            let big = std::fs::metadata(&t.path).is_ok_and(|m| m.len() >= min_bytes);
+            if big {
+                let scan = t.scan().map_err(named)?;
+                if scan.sorted() {
+                    let it = t.stream(Millis(s.start_ms).as_micros(), &scan).map_err(named)?;
+                    let source = Source::Trace { it: Box::new(it), subjects: Interner::default(), error: None };
+                    return Ok(Feed::new(source, scan.ticks.requests));
+                }
+            }
+        }
+        if let TrafficSpec::ZipfUsers(z) = &s.traffic {
+            s.traffic.validate().map_err(|e| match e {
+                Error::Invalid { context, field, reason } => {
+                    Error::Invalid { context: format!("{}: [traffic] {context}", s.origin.display()), field, reason }
+                }
+                other => other,
+            })?;
+            if let Some(it) = z.iter(Millis(s.start_ms).as_micros(), seed) {
+                let len = it.len();
+                let source = Source::Zipf { it, ranks: FxHashMap::default(), subjects: Vec::new() };
+                return Ok(Feed::new(source, len));
+            }
+        }
+        let arrivals = s.arrivals(seed)?;
+        let len = arrivals.len();
+        Ok(Feed::new(Source::Listed { arrivals: Cow::Owned(arrivals), next: 0, subjects: Interner::default() }, len))
+    }
+}
+
+impl<'a> Feed<'a> {
+    /// `arrivals` in the order given.
+    pub fn arrivals(arrivals: &'a [Arrival]) -> Feed<'a> {
+        let len = arrivals.len();
+        Feed::new(Source::Listed { arrivals: Cow::Borrowed(arrivals), next: 0, subjects: Interner::default() }, len)
+    }
+
+    fn new(source: Source<'a>, len: usize) -> Feed<'a> {
+        Feed { source, phases: Interner::default(), judges: Judges { weighted: None, unit: None }, len }
+    }
+
+    /// The same feed with the exact log's verdicts (limit and window from `params`) for every
+    /// request, as the scripts are judged (`weighted[i]`: whether script i reads costs): with each
+    /// request's cost when one of them reads costs, counting each request as 1 when one does not.
+    pub fn judged(mut self, params: Params, weighted: &[bool]) -> Feed<'a> {
+        let log = || Some(ExactLog::new(params));
+        self.judges.weighted = if weighted.iter().any(|&w| w) { log() } else { None };
+        self.judges.unit = if weighted.iter().any(|&w| !w) { log() } else { None };
+        self
+    }
+
+    /// The error that ended a streamed trace early, once (see [`Source::Trace`]); every runner of a
+    /// feed asks after its last chunk.
+    pub fn take_error(&mut self) -> Option<Error> {
+        match &mut self.source {
+            Source::Trace { error, .. } => error.take(),
+            _ => None,
+        }
+    }
+
+    /// The number of requests, all chunks together.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The subjects seen so far, in order of first appearance (all of them once the feed is done).
+    pub fn subjects(&self) -> &[String] {
+        match &self.source {
+            Source::Zipf { subjects, .. } => subjects,
+            Source::Listed { subjects, .. } | Source::Trace { subjects, .. } => &subjects.names,
+        }
+    }
+
+    /// The phase labels seen so far, in order of first appearance.
+    pub fn phases(&self) -> &[String] {
+        &self.phases.names
+    }
+
+    /// The subject and phase tables.
+    pub fn into_names(self) -> (Vec<String>, Vec<String>) {
+        let subjects = match self.source {
+            Source::Zipf { subjects, .. } => subjects,
+            Source::Listed { subjects, .. } | Source::Trace { subjects, .. } => subjects.names,
+        };
+        (subjects, self.phases.names)
+    }
+}
+
+impl Iterator for Feed<'_> {
+    type Item = Chunk;
+
+    fn next(&mut self) -> Option<Chunk> {
+        let mut chunk = Chunk::default();
+        let Feed { source, phases, judges, .. } = self;
+        let known_phases = phases.names.len();
+        match source {
+            Source::Zipf { it, ranks, subjects } => {
+                chunk.steps.reserve(it.len().min(CHUNK_LEN));
+                let phase = phases.get(it.phase());
+                while chunk.steps.len() < CHUNK_LEN && chunk.names.len() < CHUNK_NAME_BYTES {
+                    let Some((at, rank)) = it.next_rank() else { break };
+                    let next = subjects.len() as u32;
+                    let subject = *ranks.entry(rank).or_insert(next);
+                    if subject == next {
+                        subjects.push(crate::traffic::numbered(it.key_prefix(), rank));
+                    }
+                    chunk.names.push_str(it.key_prefix());
+                    crate::decimal::push_u64(&mut chunk.names, rank);
+                    let cost = it.cost();
+                    let exact = judges.verdicts(subject, at.as_millis().0, cost);
+                    chunk.steps.push(Step { at, cost, subject, phase, name_end: chunk.names.len() as u32, exact, op: Op::Request });
+                }
+            }
+            Source::Listed { arrivals, next, subjects } => {
+                let rest = arrivals.get(*next..).unwrap_or_default();
+                chunk.steps.reserve(rest.len().min(CHUNK_LEN));
+                for a in rest.iter().take(CHUNK_LEN) {
+                    if chunk.names.len() >= CHUNK_NAME_BYTES {
+                        break;
+                    }
+                    let subject = subjects.get(&a.key);
+                    let phase = phases.get(&a.phase);
+                    chunk.names.push_str(&a.key);
+                    let exact = judges.judge(a.op, subject, a.at.as_millis().0, a.cost);
+                    chunk.steps.push(Step { at: a.at, cost: a.cost, subject, phase, name_end: chunk.names.len() as u32, exact, op: a.op });
+                }
+                *next += chunk.steps.len();
+            }
+            Source::Trace { it, subjects, error } => {
+                chunk.steps.reserve(CHUNK_LEN);
+                while chunk.steps.len() < CHUNK_LEN && chunk.names.len() < CHUNK_NAME_BYTES && error.is_none() {
+                    let a = match it.next() {
+                        Some(Ok(a)) => a,
+                        Some(Err(e)) => {
+                            *error = Some(e);
+                            break;
+                        }
+                        None => break,
+                    };
+                    let subject = subjects.get(&a.key);
+                    let phase = phases.get(&a.phase);
+                    chunk.names.push_str(&a.key);
+                    let exact = judges.judge(a.op, subject, a.at.as_millis().0, a.cost);
+                    chunk.steps.push(Step { at: a.at, cost: a.cost, subject, phase, name_end: chunk.names.len() as u32, exact, op: a.op });
+                }
+            }
+        }
+        if !chunk.is_empty() {
+            chunk.new_phases = phases.names.get(known_phases..).unwrap_or_default().to_vec();
+        }
+        (!chunk.is_empty()).then_some(chunk)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::standard::{builtin, STANDARD};
+
+    /// What the feed gives, request by request: (time, subject name, subject, phase, cost).
+    fn unpacked(feed: &mut Feed) -> Vec<(Micros, String, u32, u32, u64)> {
+        let mut out = Vec::new();
+        for chunk in feed.by_ref() {
+            assert!(chunk.len() <= CHUNK_LEN);
+            out.extend(chunk.iter().map(|(s, name)| (s.at, name.to_string(), s.subject, s.phase, s.cost)));
+        }
+        out
+    }
+
+    #[test]
+    fn a_feed_interns_the_arrivals_in_order_of_first_appearance() {
+        for (file, _) in STANDARD {
+            let s = builtin(file).unwrap();
+            let arrivals = s.arrivals(s.seed).unwrap();
+            let mut feed = Feed::scenario(&s, s.seed).unwrap();
+            assert_eq!(feed.len(), arrivals.len());
+            let steps = unpacked(&mut feed);
+            let (subjects, phases) = feed.into_names();
+            assert_eq!(steps.len(), arrivals.len(), "{file}");
+            for (a, (at, name, subject, phase, cost)) in arrivals.iter().zip(&steps) {
+                assert_eq!((a.at, &a.key, a.cost), (*at, name, *cost), "{file}");
+                assert_eq!(subjects[*subject as usize], a.key, "{file}");
+                assert_eq!(phases[*phase as usize], a.phase, "{file}");
+            }
+            let mut firsts = Vec::new();
+            for a in &arrivals {
+                if !firsts.contains(&a.key) {
+                    firsts.push(a.key.clone());
+                }
+            }
+            assert_eq!(subjects, firsts, "{file}");
+        }
+    }
+
+    #[test]
+    fn a_reader_learns_the_phase_names_chunk_by_chunk() {
+        // Phases that first appear in later chunks, and come back.
+        let label = |i: usize| ["a", "", "b", "a", "c"][i * 5 / 12_000].to_string();
+        let arrivals: Vec<Arrival> = (0..12_000)
+            .map(|i| Arrival {
+                at: Micros(i as i64),
+                key: format!("k{}", i % 7),
+                cost: 1,
+                phase: label(i),
+                op: crate::traffic::Op::Request,
+            })
+            .collect();
+        let mut feed = Feed::arrivals(&arrivals);
+        let mut names = PhaseNames::default();
+        let mut seen = Vec::new();
+        for chunk in feed.by_ref() {
+            names.learn(&chunk);
+            seen.extend(chunk.iter().map(|(s, _)| names.name(s.phase).to_string()));
+        }
+        assert_eq!(seen, arrivals.iter().map(|a| a.phase.clone()).collect::<Vec<_>>());
+        assert_eq!(feed.into_names().1, ["a", "", "b", "c"]);
+    }
+
+    #[test]
+    fn zipf_traffic_streams_by_rank_with_the_same_requests_and_names() {
+        let text = "name = \"z\"\nlimit = 3\nwindow_ms = 100\nalgorithms = \"all\"\n\
+                    [traffic]\nkind = \"zipf_users\"\nusers = 500\nrequests = 10000\nduration_ms = 2000\ncost = 2\nphase = \"p\"\n";
+        let s = Scenario::from_toml(text, std::path::Path::new("zipf.toml")).unwrap();
+        let arrivals = s.arrivals(4).unwrap();
+        let weights: Vec<bool> = s.scripts.iter().map(|x| x.uses_cost()).collect();
+        let mut zipf = Feed::scenario(&s, 4).unwrap().judged(s.params, &weights);
+        let mut listed = Feed::arrivals(&arrivals).judged(s.params, &weights);
+        assert_eq!(zipf.len(), listed.len());
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for c in zipf.by_ref() {
+            a.extend(c.iter().map(|(s, n)| (*s, n.to_string())));
+        }
+        for c in listed.by_ref() {
+            b.extend(c.iter().map(|(s, n)| (*s, n.to_string())));
+        }
+        assert_eq!(a.len(), 10_000);
+        assert_eq!(a, b, "names, indices and verdicts");
+        assert_eq!(zipf.into_names(), listed.into_names());
+    }
+
+    #[test]
+    fn verdicts_are_the_exact_logs_with_each_cost_and_with_unit_cost() {
+        let arrivals: Vec<Arrival> = [(0, "a", 2), (1, "a", 2), (2, "b", 3), (3, "a", 1), (4, "a", 1)]
+            .iter()
+            .map(|&(ms, key, cost)| Arrival {
+                at: Micros(ms * 1000),
+                key: key.into(),
+                cost,
+                phase: String::new(),
+                op: crate::traffic::Op::Request,
+            })
+            .collect();
+        let params = Params::new(3, 1000);
+        let both = [crate::limiter::Variant::FIXED_WINDOW.takes_cost(), crate::limiter::Variant::SEED_FIXED_WINDOW.takes_cost()];
+        let steps: Vec<Step> = Feed::arrivals(&arrivals).judged(params, &both).flat_map(|c| c.steps).collect();
+        let weighted: Vec<bool> = steps.iter().map(|s| s.exact_admits(true)).collect();
+        let unit: Vec<bool> = steps.iter().map(|s| s.exact_admits(false)).collect();
+        assert_eq!(weighted, [true, false, true, true, false]);
+        assert_eq!(unit, [true, true, true, true, false]);
+        let none: Vec<Step> = Feed::arrivals(&arrivals).flat_map(|c| c.steps).collect();
+        assert!(none.iter().all(|s| !s.exact_admits(true) && !s.exact_admits(false)));
+    }
+
+    /// A big sorted trace is streamed, and the feed is the one reading it whole gives: the same
+    /// steps, names, verdicts and tables, with the scenario's start and tie rule.
+    #[test]
+    fn a_streamed_trace_feeds_what_the_whole_trace_feeds() {
+        let dir = std::env::temp_dir().join(format!("limitlab-feed-stream-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut csv = String::from("time,key,cost\n");
+        for i in 0..30_000u64 {
+            csv.push_str(&format!("{}.{:03},user{},{}\n", 1_704_067_200 + i / 40, i % 40 * 25 % 1000 / 100 * 100, i * 7 % 97, i % 3 + 1));
+        }
+        std::fs::write(dir.join("t.csv"), &csv).unwrap();
+        let toml = "name = \"t\"\nlimit = 10\nwindow_ms = 1000\nalgorithms = [\"fixed_window\"]\n\
+                    [traffic]\nkind = \"trace\"\npath = \"t.csv\"\nrebase = \"first\"\nties = { jitter = 5 }\n";
+        std::fs::write(dir.join("s.toml"), toml).unwrap();
+        let s = Scenario::from_file(&dir.join("s.toml")).unwrap();
+        let weights = [true];
+        let mut streamed = Feed::scenario_streaming_from(&s, 1, 0).unwrap().judged(s.params, &weights);
+        let mut whole = Feed::scenario_streaming_from(&s, 1, u64::MAX).unwrap().judged(s.params, &weights);
+        assert!(matches!(streamed.source, Source::Trace { .. }) && matches!(whole.source, Source::Listed { .. }));
+        assert_eq!(streamed.len(), 30_000);
+        assert_eq!(streamed.len(), whole.len());
+        let (a, b) = (unpacked(&mut streamed), unpacked(&mut whole));
+        assert_eq!(a.len(), 30_000);
+        assert!(a == b, "streamed and whole feeds differ");
+        assert!(streamed.take_error().is_none());
+        assert_eq!(streamed.into_names(), whole.into_names());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

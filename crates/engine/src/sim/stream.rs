@@ -1,0 +1,386 @@
+//! Streaming runs: requests come chunk by chunk from a [`Feed`] and each decision is folded into
+//! the metrics as it is made ([`MetricsAcc`]), so a run holds per-subject state only, never the
+//! list of arrivals or of decisions. Ten million requests over a million users fit in memory this
+//! way; [`super::run`] plus [`crate::metrics::measure`] would hold both lists (gigabytes).
+//!
+//! [`run_variants`] runs several scripts over the same arrivals: the calling thread produces the
+//! feed once (traffic, interning, the exact log's verdicts) and each script's thread, with its own
+//! emulator, reads the same chunks ([`super::fanout`]).
+use std::cell::RefCell;
+use std::io::IsTerminal;
+use std::sync::Arc;
+
+use super::acc::{Judged, MetricsAcc};
+use super::decisions_file::{DecisionWriter, DecisionsOut};
+use super::feed::{Chunk, Feed, PhaseNames};
+use super::header_summary::{HeaderAcc, HeaderSummary};
+use super::{Progress, Scenario, PROGRESS_MIN};
+use crate::backend::emulated::EmulatedBackend;
+use crate::backend::Backend;
+use crate::limiter::{Limiter, Variant};
+use crate::metrics::Metrics;
+use crate::spec::SharedSpec;
+use crate::Result;
+
+/// What a streaming run produced.
+#[derive(Clone, Debug)]
+pub struct StreamRun {
+    /// The limiter's name (its spec's).
+    pub name: String,
+    /// The shipped script, when it is one of limitlab's.
+    pub variant: Option<Variant>,
+    pub metrics: Metrics,
+    /// The subjects, in order of first appearance (shared by the runs that read the same feed).
+    pub subjects: Arc<Vec<String>>,
+    /// The phase labels, in order of first appearance.
+    pub phases: Vec<String>,
+    /// The HTTP rate-limit headers the decisions imply.
+    pub headers: HeaderSummary,
+    /// Wall-clock seconds of the whole loop (script calls and metrics).
+    pub elapsed_secs: f64,
+}
+
+/// What a streaming run does besides measuring.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Write every decision of every script here (`run --decisions`, see
+    /// [`super::decisions_file`]).
+    pub decisions: Option<DecisionsOut>,
+}
+
+/// A run's metrics before the subject and phase names are known, and its wall-clock seconds.
+struct Folded {
+    acc: MetricsAcc,
+    headers: HeaderAcc,
+    elapsed_secs: f64,
+}
+
+impl Folded {
+    fn named(self, limiter: &Limiter, subjects: &Arc<Vec<String>>, phases: &[String]) -> StreamRun {
+        let metrics = self.acc.finish(subjects, phases);
+        StreamRun {
+            name: limiter.name().to_string(),
+            variant: limiter.variant(),
+            metrics,
+            subjects: Arc::clone(subjects),
+            phases: phases.to_vec(),
+            headers: self.headers.finish(),
+            elapsed_secs: self.elapsed_secs,
+        }
+    }
+}
+
+/// Runs `chunks` through `limiter`'s script on `backend`, as [`super::run`] does, folding every
+/// decision into a [`MetricsAcc`] instead of keeping it, and into `writer` when given. The chunks
+/// must carry the exact log's verdicts for this script ([`Feed::judged`]).
+fn fold<C: std::borrow::Borrow<Chunk>>(
+    limiter: &Limiter,
+    backend: &mut dyn Backend,
+    chunks: impl Iterator<Item = C>,
+    bar: Option<&indicatif::ProgressBar>,
+    writer: Option<DecisionWriter>,
+) -> Result<Folded> {
+    let mut acc = MetricsAcc::new(limiter);
+    let mut headers = HeaderAcc::new(limiter);
+    let weighted = limiter.takes_cost();
+    let Some(mut w) = writer else {
+        let elapsed_secs = super::drive(limiter, backend, chunks, bar, false, |r, step, subject, _, prober| {
+            headers.push(r, subject);
+            judge(&mut acc, r, step.exact_admits(weighted), subject, prober).map(|_| ())
+        })?;
+        return Ok(Folded { acc, headers, elapsed_secs });
+    };
+    // The writer names phases; the chunks bring the labels as they first appear.
+    let phases = RefCell::new(PhaseNames::default());
+    let chunks = chunks.inspect(|c| phases.borrow_mut().learn(c.borrow()));
+    let elapsed_secs = super::drive(limiter, backend, chunks, bar, true, |r, step, subject, calls, prober| {
+        headers.push(r, subject);
+        let judged = judge(&mut acc, r, step.exact_admits(weighted), subject, prober)?;
+        w.write(r, step, subject, phases.borrow().name(step.phase), calls, judged)
+    })?;
+    w.finish()?;
+    Ok(Folded { acc, headers, elapsed_secs })
+}
+
+/// Counts one decision into `acc`, its promises judged on the script's model or, without one, by
+/// asking the script on the run's emulator ([`crate::spec::honesty`]).
+fn judge(acc: &mut MetricsAcc, r: &super::Record, exact: bool, subject: &str, prober: &mut super::Prober<'_>) -> Result<Judged> {
+    if !prober.can_ask() {
+        return acc.push(r, exact, subject);
+    }
+    let mut ask = |at: i64, costs: &[u64]| prober.ask(subject, at, costs);
+    acc.push_asking(r, exact, subject, Some(&mut ask))
+}
+
+/// Runs `feed` through `limiter`'s script on `backend` on this thread, streaming. `bar` shows
+/// progress when given.
+pub fn run_streaming(
+    limiter: &Limiter,
+    backend: &mut dyn Backend,
+    mut feed: Feed,
+    bar: Option<&indicatif::ProgressBar>,
+) -> Result<StreamRun> {
+    let folded = fold(limiter, backend, feed.by_ref(), bar, None);
+    if let Some(e) = feed.take_error() {
+        return Err(e);
+    }
+    let folded = folded?;
+    let (subjects, phases) = feed.into_names();
+    Ok(folded.named(limiter, &Arc::new(subjects), &phases))
+}
+
+/// Runs one script of `s` over `chunks` on a fresh emulator (built here: the emulator stays on the
+/// thread that uses it), writing its decisions as script number `index` when `opts` asks.
+fn fold_on_emulator<C: std::borrow::Borrow<Chunk>>(
+    limiter: &Limiter,
+    start_ms: i64,
+    chunks: impl Iterator<Item = C>,
+    bar: Option<&indicatif::ProgressBar>,
+    opts: &RunOptions,
+    index: usize,
+) -> Result<Folded> {
+    let writer = opts.decisions.as_ref().map(|d| DecisionWriter::create(d, index, limiter)).transpose()?;
+    let mut backend = EmulatedBackend::default();
+    backend.set_time_ms(start_ms);
+    let folded = fold(limiter, &mut backend, chunks, bar, writer);
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    folded
+}
+
+/// Runs each of `scripts` over the scenario's arrivals for `seed`, streaming, on a fresh emulator
+/// each, up to `jobs` at a time (0: the cores available), one thread each. The scripts run in
+/// waves of `jobs`; each wave reads one feed, produced once on this thread. Results come in the
+/// order of `scripts`, whatever `jobs` is.
+pub fn run_variants(s: &Scenario, seed: u64, scripts: &[SharedSpec], jobs: usize, progress: Progress) -> Result<Vec<StreamRun>> {
+    run_variants_with(s, seed, scripts, jobs, progress, &RunOptions::default())
+}
+
+/// [`run_variants`], doing what `opts` asks besides: with [`RunOptions::decisions`], every
+/// decision goes to that file (each script's rows to a part of its own, joined in the order of
+/// `scripts` once every script is done; nothing is left behind when the run fails).
+pub fn run_variants_with(
+    s: &Scenario,
+    seed: u64,
+    scripts: &[SharedSpec],
+    jobs: usize,
+    progress: Progress,
+    opts: &RunOptions,
+) -> Result<Vec<StreamRun>> {
+    let runs = run_variants_inner(s, seed, scripts, jobs, progress, opts);
+    if let Some(d) = &opts.decisions {
+        match &runs {
+            Ok(_) => d.assemble(scripts.len())?,
+            Err(_) => d.discard(scripts.len()),
+        }
+    }
+    runs
+}
+
+fn run_variants_inner(
+    s: &Scenario,
+    seed: u64,
+    scripts: &[SharedSpec],
+    jobs: usize,
+    progress: Progress,
+    opts: &RunOptions,
+) -> Result<Vec<StreamRun>> {
+    let limiters = scripts.iter().map(|spec| s.limiter(spec)).collect::<Result<Vec<Limiter>>>()?;
+    let variants = &limiters;
+    let jobs = if jobs == 0 { super::parallel::default_jobs() } else { jobs }.clamp(1, variants.len().max(1));
+    // The first wave's feed, built first so that traffic errors come before anything runs.
+    let mut first = Some(Feed::scenario(s, seed)?);
+    let total = first.as_ref().map_or(0, Feed::len);
+    let multi =
+        (progress == Progress::Auto && total >= PROGRESS_MIN && std::io::stderr().is_terminal()).then(indicatif::MultiProgress::new);
+    let bars: Vec<Option<indicatif::ProgressBar>> = variants
+        .iter()
+        .map(|v| {
+            multi.as_ref().map(|m| {
+                let b = m.add(indicatif::ProgressBar::new(total as u64));
+                if let Ok(style) = indicatif::ProgressStyle::with_template("{prefix:>20} {bar:40} {pos}/{len} ({eta})") {
+                    b.set_style(style);
+                }
+                b.set_prefix(v.name().to_string());
+                b
+            })
+        })
+        .collect();
+    let mut out = Vec::with_capacity(variants.len());
+    for (n, (wave, bars)) in variants.chunks(jobs).zip(bars.chunks(jobs)).enumerate() {
+        let feed = match first.take() {
+            Some(f) => f,
+            None => Feed::scenario(s, seed)?,
+        };
+        let weights: Vec<bool> = wave.iter().map(Limiter::takes_cost).collect();
+        for run in run_wave(s, feed.judged(s.params, &weights), wave, bars, opts, n * jobs) {
+            // The first error, in the order of `variants`: later waves cannot come before it.
+            out.push(run?);
+        }
+    }
+    Ok(out)
+}
+
+/// One wave of [`run_variants`]: `wave`'s scripts (numbers `first..` of the run) over one feed,
+/// each on its own thread (or on this one, with the feed, for a single script).
+fn run_wave(
+    s: &Scenario,
+    mut feed: Feed,
+    wave: &[Limiter],
+    bars: &[Option<indicatif::ProgressBar>],
+    opts: &RunOptions,
+    first: usize,
+) -> Vec<Result<StreamRun>> {
+    let bar = |i: usize| bars.get(i).and_then(Option::as_ref);
+    let folded: Vec<Result<Folded>> = match wave {
+        [l] => vec![fold_on_emulator(l, s.start_ms, feed.by_ref(), bar(0), opts, first)],
+        _ => super::fanout::fan_out(&mut feed, wave.len(), |i, chunks| {
+            fold_on_emulator(&wave[i], s.start_ms, chunks, bar(i), opts, first + i)
+        }),
+    };
+    if let Some(e) = feed.take_error() {
+        return vec![Err(e)];
+    }
+    let (subjects, phases) = feed.into_names();
+    let subjects = Arc::new(subjects);
+    folded.into_iter().zip(wave).map(|(f, l)| f.map(|f| f.named(l, &subjects, &phases))).collect()
+}
+
+/// The process's peak resident memory in bytes (VmHWM in /proc/self/status), where there is one.
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// The process's CPU time so far (user and system), in seconds, from /proc/self/stat (whose clock
+/// ticks are USER_HZ, 100 per second on Linux).
+pub fn cpu_secs() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let (utime, stime): (u64, u64) = (f.get(11)?.parse().ok()?, f.get(12)?.parse().ok()?);
+    Some((utime + stime) as f64 / 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limiter::Params;
+    use crate::sim::standard::{builtin, run_on_emulator, STANDARD};
+    use crate::spec::builtin::spec;
+    use crate::traffic::Arrival;
+    use limitlab_emulator::clock::{Micros, DEFAULT_START};
+
+    fn all() -> Vec<SharedSpec> {
+        Variant::ALL.iter().map(|&v| spec(v)).collect()
+    }
+
+    #[test]
+    fn streaming_metrics_equal_the_batch_metrics_on_every_standard_scenario() {
+        for (file, _) in STANDARD {
+            let s = builtin(file).unwrap();
+            let arrivals = s.arrivals(s.seed).unwrap();
+            let runs = run_variants(&s, s.seed, &all(), 2, Progress::Off).unwrap();
+            for (v, r) in Variant::ALL.iter().zip(&runs) {
+                let (trace, m, _) = run_on_emulator(&s, &spec(*v), &arrivals, Progress::Off).unwrap();
+                assert_eq!(r.variant, Some(*v));
+                assert_eq!(r.metrics, m, "{file} {v}");
+                assert_eq!(*r.subjects, trace.keys, "{file} {v}");
+                assert_eq!(r.phases, trace.phases, "{file} {v}");
+            }
+        }
+    }
+
+    /// A scenario from its TOML text.
+    fn scenario(text: &str) -> Scenario {
+        Scenario::from_toml(text, std::path::Path::new("test.toml")).unwrap()
+    }
+
+    #[test]
+    fn the_shared_feed_gives_every_script_the_metrics_of_a_run_of_its_own() {
+        // Zipf traffic (the streamed source), with costs so that production and seed scripts are
+        // judged differently, and a mix (a listed source): every job count gives each script the
+        // metrics it gets when run alone, on its own feed, and the batch metrics.
+        let zipf = scenario(
+            "name = \"z\"\nlimit = 4\nwindow_ms = 500\nburst = 6\nalgorithms = \"all\"\n\
+             [traffic]\nkind = \"zipf_users\"\nusers = 300\ns = 1.1\nrequests = 9000\nduration_ms = 6000\ncost = 2\nphase = \"p\"\n",
+        );
+        let mix = scenario(
+            "name = \"m\"\nlimit = 10\nwindow_ms = 1000\nalgorithms = \"all\"\n[traffic]\nkind = \"mix\"\n\
+             [[traffic.parts]]\nkind = \"zipf_users\"\nusers = 50\nrequests = 3000\nduration_ms = 6000\nphase = \"bg\"\n\
+             [[traffic.parts]]\nkind = \"poisson\"\nrate = 300.0\nduration_ms = 6000\nkey = \"attacker\"\n",
+        );
+        for s in [zipf, mix] {
+            let arrivals = s.arrivals(9).unwrap();
+            let alone: Vec<StreamRun> = Variant::ALL
+                .iter()
+                .map(|v| {
+                    let limiter = s.builtin_limiter(*v).unwrap();
+                    let mut backend = EmulatedBackend::default();
+                    backend.set_time_ms(s.start_ms);
+                    let feed = Feed::scenario(&s, 9).unwrap().judged(s.params, &[v.takes_cost()]);
+                    run_streaming(&limiter, &mut backend, feed, None).unwrap()
+                })
+                .collect();
+            for (v, r) in Variant::ALL.iter().zip(&alone) {
+                let (_, m, _) = run_on_emulator(&s, &spec(*v), &arrivals, Progress::Off).unwrap();
+                assert_eq!(r.metrics, m, "{} {v}", s.name);
+            }
+            for jobs in [1, 2, 4, 9] {
+                let shared = run_variants(&s, 9, &all(), jobs, Progress::Off).unwrap();
+                for (a, b) in alone.iter().zip(&shared) {
+                    assert_eq!(
+                        (a.variant, &a.metrics, &a.subjects, &a.phases),
+                        (b.variant, &b.metrics, &b.subjects, &b.phases),
+                        "{} jobs {jobs}",
+                        s.name
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn arrivals_out_of_time_order_stop_every_script_at_the_same_call() {
+        // No traffic source produces them (they all sort), but a caller's list may: each script
+        // stops at the call that goes back, alone or reading a shared feed.
+        let arrivals: Vec<Arrival> = [(0, "a"), (5, "b"), (3, "a"), (9, "b")]
+            .iter()
+            .map(|&(ms, key)| Arrival {
+                at: Micros((DEFAULT_START.0 + ms) * 1000),
+                key: key.into(),
+                cost: 1,
+                phase: String::new(),
+                op: crate::traffic::Op::Request,
+            })
+            .collect();
+        let want = "call #3 (subject `a`): field `now_ms`: 1704067200003 is before the previous call's 1704067200005: \
+                    a streaming run needs arrivals in time order";
+        let variants = [Variant::FIXED_WINDOW, Variant::SEED_TOKEN_BUCKET];
+        let weights = [true, false];
+        let limiters: Vec<Limiter> = variants.iter().map(|v| Limiter::new(*v, Params::new(10, 1000)).unwrap()).collect();
+        for l in &limiters {
+            let mut backend = EmulatedBackend::default();
+            let feed = Feed::arrivals(&arrivals).judged(l.params(), &weights);
+            assert_eq!(run_streaming(l, &mut backend, feed, None).unwrap_err().to_string(), want);
+        }
+        let mut feed = Feed::arrivals(&arrivals).judged(Params::new(10, 1000), &weights);
+        let errors = super::super::fanout::fan_out(&mut feed, 2, |i, chunks| {
+            let mut backend = EmulatedBackend::default();
+            fold(&limiters[i], &mut backend, chunks, None, None).err().map(|e| e.to_string())
+        });
+        assert_eq!(errors, [Some(want.to_string()), Some(want.to_string())]);
+    }
+
+    #[test]
+    fn process_figures_are_read_from_proc() {
+        if std::path::Path::new("/proc/self/status").exists() {
+            assert!(peak_rss_bytes().is_some_and(|b| b > 1 << 20));
+            assert!(cpu_secs().is_some_and(|c| c >= 0.0));
+        }
+    }
+}

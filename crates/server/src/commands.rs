@@ -1,0 +1,281 @@
+//! One request, checked in the order Redis 7.0's `processCommand` checks it (unknown command, arity,
+//! authentication, cluster redirection), then answered here (the commands that belong to a
+//! connection or to the server: HELLO, AUTH, QUIT, RESET, SHUTDOWN, DEBUG SLEEP, CLUSTER, ASKING,
+//! READONLY, READWRITE, and limitlab's CLOCK.ADVANCE/SET/GET) or by the node's emulator.
+use super::connection::Conn;
+use super::resp;
+use super::{cluster, Server};
+use limitlab_emulator::cmd;
+use limitlab_emulator::Reply;
+
+/// The commands the server answers itself.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Own {
+    Hello,
+    Auth,
+    Quit,
+    Reset,
+    Shutdown,
+    Debug,
+    Clock,
+    Cluster,
+    Asking,
+    ReadOnly,
+    ReadWrite,
+}
+
+/// `(command, its name as errors print it, Redis arity, allowed before AUTH)`.
+fn own(name: &[u8]) -> Option<(Own, &'static str, i32, bool)> {
+    const TABLE: &[(Own, &str, i32, bool)] = &[
+        (Own::Hello, "hello", -1, true),
+        (Own::Auth, "auth", -2, true),
+        (Own::Quit, "quit", -1, true),
+        (Own::Reset, "reset", 1, true),
+        (Own::Shutdown, "shutdown", -1, false),
+        (Own::Debug, "debug", -2, false),
+        (Own::Clock, "clock.advance", -1, false),
+        (Own::Clock, "clock.set", -1, false),
+        (Own::Clock, "clock.get", -1, false),
+        (Own::Cluster, "cluster", -2, false),
+        (Own::Asking, "asking", 1, false),
+        (Own::ReadOnly, "readonly", 1, false),
+        (Own::ReadWrite, "readwrite", 1, false),
+    ];
+    TABLE.iter().find(|(_, n, _, _)| name.eq_ignore_ascii_case(n.as_bytes())).copied()
+}
+
+fn arity_ok(arity: i32, argc: usize) -> bool {
+    if arity >= 0 {
+        argc as i32 == arity
+    } else {
+        argc as i32 >= -arity
+    }
+}
+
+fn arity_error(name: &str) -> Reply {
+    Reply::Error(format!("ERR wrong number of arguments for '{name}' command"))
+}
+
+/// Replies of more elements than this are streamed.
+const STREAM_OVER: usize = 1024;
+
+const NOAUTH: &str = "NOAUTH Authentication required.";
+const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+
+/// Runs one request of `conn`, appending its reply (if any) to `out`, or returning a reply of more
+/// than [`STREAM_OVER`] elements for the connection to stream after what `out` holds.
+pub fn execute(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut Vec<u8>) -> Option<Reply> {
+    server.sync_clock();
+    if let Some((which, name, arity, no_auth)) = own(args[0]) {
+        if !arity_ok(arity, args.len()) {
+            return reply(conn, out, &arity_error(name));
+        }
+        if which == Own::Cluster {
+            if let Err(e) = cluster::check_subcommand(args) {
+                return reply(conn, out, &e);
+            }
+        }
+        if !conn.authed && !no_auth {
+            return reply(conn, out, &Reply::err(NOAUTH));
+        }
+        let in_multi = server.nodes[conn.node].emu.borrow().in_transaction(conn.client);
+        if in_multi && !matches!(which, Own::Quit | Own::Reset) {
+            server.nodes[conn.node].emu.borrow_mut().refuse_in_transaction(conn.client);
+            let r = Reply::Error(format!("ERR '{name}' is not allowed in a transaction by limitlab serve"));
+            return reply(conn, out, &r);
+        }
+        return run_own(server, conn, which, args, out);
+    }
+    if !conn.authed {
+        let r = match cmd::lookup(args[0]) {
+            None => cmd::unknown_command(args),
+            Some(spec) if !spec.arity_ok(args.len()) => cmd::wrong_arity(spec),
+            Some(_) => Reply::err(NOAUTH),
+        };
+        return reply(conn, out, &r);
+    }
+    if server.cluster {
+        if let Some(r) = cluster::redirect(server, conn, args) {
+            server.nodes[conn.node].emu.borrow_mut().refuse_in_transaction(conn.client);
+            return reply(conn, out, &r);
+        }
+    }
+    let node = &server.nodes[conn.node];
+    let mut emu = node.emu.borrow_mut();
+    let r = if conn.resp3 {
+        emu.core().resp3 = true;
+        let r = emu.execute_as(conn.client, args);
+        emu.core().resp3 = false;
+        r
+    } else {
+        emu.execute_as(conn.client, args)
+    };
+    drop(emu);
+    // A reply of many elements (LRANGE, HGETALL, EXEC, a script's table) may hold millions: the
+    // connection streams it to the socket (resp::Stream) after the replies before it.
+    if resp::larger_than(&r, STREAM_OVER) {
+        Some(r)
+    } else {
+        reply(conn, out, &r)
+    }
+}
+
+/// Writes `r` to `out` whole: nothing is left to stream.
+fn reply(conn: &Conn, out: &mut Vec<u8>, r: &Reply) -> Option<Reply> {
+    resp::write(r, conn.resp3, out);
+    None
+}
+
+fn run_own(server: &Server, conn: &mut Conn, which: Own, args: &[&[u8]], out: &mut Vec<u8>) -> Option<Reply> {
+    let r = match which {
+        Own::Hello => hello(server, conn, args),
+        Own::Auth => auth(server, conn, args),
+        Own::Quit => {
+            conn.close = true;
+            Reply::ok()
+        }
+        Own::Reset => {
+            server.nodes[conn.node].emu.borrow_mut().disconnect(conn.client);
+            conn.client = super::connection::connect(server, conn.node, &conn.addrs);
+            conn.resp3 = false;
+            conn.authed = server.requirepass.is_none();
+            Reply::Status("RESET".into())
+        }
+        Own::Shutdown => {
+            let ok = args[1..].iter().all(|a| ["nosave", "save", "now", "force"].iter().any(|f| a.eq_ignore_ascii_case(f.as_bytes())));
+            if args.len() == 2 && args[1].eq_ignore_ascii_case(b"abort") {
+                Reply::err("ERR No shutdown in progress.")
+            } else if !ok {
+                Reply::err(cmd::SYNTAX)
+            } else {
+                // Redis exits without replying: the client sees the connection close.
+                server.stopping.set(true);
+                server.stop.notify_one();
+                conn.close = true;
+                return None;
+            }
+        }
+        Own::Debug => debug(args),
+        Own::Clock => {
+            let emu = server.nodes[conn.node].emu.borrow();
+            let owned: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
+            let r = limitlab_emulator::clock_commands::clock_command(&owned, &emu).unwrap_or_else(|| cmd::unknown_command(args));
+            drop(emu);
+            server.clock_moved();
+            r
+        }
+        Own::Cluster => {
+            if !server.cluster {
+                Reply::err("ERR This instance has cluster support disabled")
+            } else {
+                cluster::command(server, conn, args, out);
+                return None;
+            }
+        }
+        Own::Asking | Own::ReadOnly | Own::ReadWrite => {
+            if server.cluster {
+                Reply::ok()
+            } else {
+                Reply::err("ERR This instance has cluster support disabled")
+            }
+        }
+    };
+    reply(conn, out, &r)
+}
+
+/// Whether `user`/`pass` is the default user's password (any password when none is set).
+fn password_ok(server: &Server, user: &[u8], pass: &[u8]) -> bool {
+    user == b"default" && server.requirepass.as_deref().is_none_or(|p| p == pass)
+}
+
+fn auth(server: &Server, conn: &mut Conn, args: &[&[u8]]) -> Reply {
+    if args.len() > 3 {
+        return Reply::err(cmd::SYNTAX);
+    }
+    let (user, pass): (&[u8], &[u8]) = if args.len() == 2 { (b"default", args[1]) } else { (args[1], args[2]) };
+    if args.len() == 2 && server.requirepass.is_none() {
+        return Reply::err(
+            "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+        );
+    }
+    if password_ok(server, user, pass) {
+        conn.authed = true;
+        Reply::ok()
+    } else {
+        Reply::err(WRONGPASS)
+    }
+}
+
+fn hello(server: &Server, conn: &mut Conn, args: &[&[u8]]) -> Reply {
+    let mut ver = None;
+    let mut next = 1;
+    if args.len() >= 2 {
+        match cmd::arg_i64(args[1]) {
+            Ok(v) if (2..=3).contains(&v) => ver = Some(v),
+            Ok(_) => return Reply::err("NOPROTO unsupported protocol version"),
+            Err(_) => return Reply::err("ERR Protocol version is not an integer or out of range"),
+        }
+        next = 2;
+    }
+    let (mut creds, mut name) = (None, None);
+    let mut j = next;
+    while j < args.len() {
+        let more = args.len() - 1 - j;
+        let opt = args[j];
+        if opt.eq_ignore_ascii_case(b"auth") && more >= 2 {
+            creds = Some((args[j + 1], args[j + 2]));
+            j += 3;
+        } else if opt.eq_ignore_ascii_case(b"setname") && more >= 1 {
+            let n = args[j + 1];
+            if n.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
+                return Reply::err("ERR Client names cannot contain spaces, newlines or special characters.");
+            }
+            name = Some(n);
+            j += 2;
+        } else {
+            return Reply::Error(format!("ERR Syntax error in HELLO option '{}'", String::from_utf8_lossy(opt)));
+        }
+    }
+    if let Some((user, pass)) = creds {
+        if !password_ok(server, user, pass) {
+            return Reply::err(WRONGPASS);
+        }
+        conn.authed = true;
+    }
+    if !conn.authed {
+        return Reply::err(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
+        );
+    }
+    if let Some(n) = name {
+        // The name lives with the emulator's client (CLIENT SETNAME/GETNAME).
+        let _ = server.nodes[conn.node].emu.borrow_mut().execute_as(conn.client, &[b"CLIENT", b"SETNAME", n]);
+    }
+    if let Some(v) = ver {
+        conn.resp3 = v == 3;
+    }
+    let id = server.nodes[conn.node].emu.borrow().core().client(conn.client).map_or(0, |c| c.id);
+    let b = |s: &str| Reply::bulk(s.as_bytes().to_vec());
+    Reply::Map(vec![
+        (b("server"), b("redis")),
+        (b("version"), b("7.0.15")),
+        (b("proto"), Reply::Int(if conn.resp3 { 3 } else { 2 })),
+        (b("id"), Reply::Int(id as i64)),
+        (b("mode"), b(if server.cluster { "cluster" } else { "standalone" })),
+        (b("role"), b("master")),
+        (b("modules"), Reply::Array(vec![])),
+    ])
+}
+
+/// DEBUG: only `SLEEP seconds`, which blocks the whole server as Redis's does (`DEBUG SLEEP 0` is
+/// the no-op clients send).
+fn debug(args: &[&[u8]]) -> Reply {
+    if args[1].eq_ignore_ascii_case(b"sleep") && args.len() == 3 {
+        let secs = std::str::from_utf8(args[2]).ok().and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
+        if secs > 0.0 && secs.is_finite() {
+            std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(3600.0)));
+        }
+        return Reply::ok();
+    }
+    Reply::Error(format!("ERR unknown subcommand '{}'. limitlab serve answers only DEBUG SLEEP.", String::from_utf8_lossy(args[1])))
+}

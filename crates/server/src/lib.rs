@@ -1,0 +1,196 @@
+//! limitlab-server (`limitlab serve`): the emulator as a Redis 7.0 server on TCP, with a virtual clock that clients move
+//! with `CLOCK.ADVANCE`, so an application in any language can test its rate limiter against it.
+//!
+//! Built as mini-redis is, on tokio, but on one thread: the emulator is not `Send`, and Redis itself
+//! runs commands one at a time. Every connection is a task on a current-thread runtime; a task reads
+//! what its client sent, runs every whole request in it against the shared emulator (no other task
+//! runs meanwhile, so a script is atomic against every client), and writes all their replies at once.
+//!
+//! - [`parse`]: requests off the wire (multibulk and inline), with Redis's limits and protocol errors;
+//! - [`resp`]: replies in RESP2 or RESP3;
+//! - [`connection`]: one client's loop and state;
+//! - [`commands`]: what the server answers itself (HELLO, AUTH, QUIT, RESET, SHUTDOWN, DEBUG SLEEP,
+//!   CLOCK.*) and the order of Redis's checks before a command reaches the emulator;
+//! - [`cluster`]: `--cluster N`, N ports answering as an N-master Redis Cluster (one emulator per node);
+//! - [`client`]: a small blocking RESP client, for `limitlab cli -h HOST -p PORT`.
+//!
+//! Nothing is ever written to disk.
+pub mod client;
+pub mod cluster;
+pub mod commands;
+pub mod connection;
+pub mod parse;
+pub mod resp;
+
+use std::cell::{Cell, RefCell};
+use std::net::{IpAddr, SocketAddr};
+use std::rc::Rc;
+
+use limitlab_emulator::clock::{Clock, Millis, SystemClock, VirtualClock};
+use limitlab_emulator::Emulator;
+use limitlab_emulator::{Error, Result};
+
+/// Redis's default `maxclients`.
+pub const DEFAULT_MAX_CLIENTS: usize = 10_000;
+
+/// How a server is started.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The address to listen on (127.0.0.1 unless told otherwise).
+    pub bind: IpAddr,
+    /// The first port; 0 lets the system pick (each node its own).
+    pub port: u16,
+    /// The virtual clock's start (unix ms).
+    pub at: Millis,
+    /// Follow the machine's clock instead of a virtual one (CLOCK.ADVANCE then shifts it).
+    pub wall: bool,
+    /// `Some(n)`: n ports answering as an n-master cluster.
+    pub cluster: Option<usize>,
+    /// The default user's password (Redis's `requirepass`).
+    pub requirepass: Option<Vec<u8>>,
+    /// The script budget (loop iterations and calls) of every node's emulator.
+    pub script_budget: Option<u64>,
+    /// Connections beyond this many are refused with Redis's text.
+    pub max_clients: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            bind: IpAddr::from([127, 0, 0, 1]),
+            port: 6379,
+            at: limitlab_emulator::clock::DEFAULT_START,
+            wall: false,
+            cluster: None,
+            requirepass: None,
+            script_budget: None,
+            max_clients: DEFAULT_MAX_CLIENTS,
+        }
+    }
+}
+
+/// One listening port: in a cluster, one master with its own emulator (keyspace, scripts).
+pub struct Node {
+    pub emu: RefCell<Emulator>,
+    pub addr: SocketAddr,
+    /// Its 40-hex-digit node id (cluster mode).
+    pub id: String,
+    /// The hash slots it serves, first and last (cluster mode).
+    pub slots: (u16, u16),
+}
+
+/// What every connection shares.
+pub struct Server {
+    pub nodes: Vec<Node>,
+    pub cluster: bool,
+    pub clock: VirtualClock,
+    /// `--clock wall`: the clock is set to the machine's time plus this many microseconds before every
+    /// command (CLOCK.ADVANCE and CLOCK.SET change the offset).
+    pub wall_offset: Option<Cell<i64>>,
+    pub requirepass: Option<Vec<u8>>,
+    pub max_clients: usize,
+    /// Open connections.
+    pub clients: Cell<usize>,
+    /// Connections closed since the allocator last gave memory back.
+    pub closed_since_collect: Cell<usize>,
+    /// Set by SHUTDOWN.
+    pub stopping: Cell<bool>,
+    pub stop: tokio::sync::Notify,
+}
+
+impl Server {
+    /// Brings the virtual clock to the machine's time in `--clock wall` mode.
+    #[inline]
+    pub fn sync_clock(&self) {
+        if let Some(off) = &self.wall_offset {
+            self.clock.set_micros(limitlab_emulator::clock::Micros(SystemClock.now_micros().0 + off.get()));
+        }
+    }
+
+    /// After CLOCK.ADVANCE/SET in wall mode: keep the new distance from the machine's time.
+    pub fn clock_moved(&self) {
+        if let Some(off) = &self.wall_offset {
+            off.set(self.clock.now_micros().0 - SystemClock.now_micros().0);
+        }
+    }
+}
+
+fn io_err(what: String, source: std::io::Error) -> Error {
+    Error::Io { path: what.into(), source }
+}
+
+/// Binds the ports, calls `ready` with the addresses listened on, and serves until SHUTDOWN.
+pub fn run(opts: Options, ready: impl FnOnce(&[SocketAddr])) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().map_err(|e| io_err("the tokio runtime".into(), e))?;
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, serve(opts, ready))
+}
+
+async fn serve(opts: Options, ready: impl FnOnce(&[SocketAddr])) -> Result<()> {
+    let n = opts.cluster.unwrap_or(1);
+    let mut listeners = Vec::with_capacity(n);
+    for i in 0..n {
+        let port = if opts.port == 0 { 0 } else { opts.port.checked_add(i as u16).unwrap_or(0) };
+        let addr = SocketAddr::new(opts.bind, port);
+        let l = tokio::net::TcpListener::bind(addr).await.map_err(|e| io_err(format!("listening on {addr}"), e))?;
+        listeners.push(l);
+    }
+    let addrs: Vec<SocketAddr> =
+        listeners.iter().map(|l| l.local_addr()).collect::<std::io::Result<_>>().map_err(|e| io_err("local address".into(), e))?;
+    let clock = VirtualClock::starting_at(opts.at);
+    let ranges = cluster::slot_ranges(n);
+    let nodes = addrs
+        .iter()
+        .enumerate()
+        .map(|(i, &addr)| {
+            let mut emu = Emulator::with_clock(clock.clone());
+            emu.set_cluster(opts.cluster.is_some());
+            emu.hide_default_client();
+            if let Some(b) = opts.script_budget {
+                emu.set_script_budget(b);
+            }
+            Node { emu: RefCell::new(emu), addr, id: cluster::node_id(i), slots: ranges[i] }
+        })
+        .collect();
+    let server = Rc::new(Server {
+        nodes,
+        cluster: opts.cluster.is_some(),
+        clock,
+        wall_offset: opts.wall.then(|| Cell::new(0)),
+        requirepass: opts.requirepass.clone(),
+        max_clients: opts.max_clients,
+        clients: Cell::new(0),
+        closed_since_collect: Cell::new(0),
+        stopping: Cell::new(false),
+        stop: tokio::sync::Notify::new(),
+    });
+    server.sync_clock();
+    ready(&addrs);
+    for (node, l) in listeners.into_iter().enumerate() {
+        tokio::task::spawn_local(accept_loop(server.clone(), node, l));
+    }
+    server.stop.notified().await;
+    Ok(())
+}
+
+async fn accept_loop(server: Rc<Server>, node: usize, listener: tokio::net::TcpListener) {
+    loop {
+        let stream = match listener.accept().await {
+            Ok((s, _)) => s,
+            // Out of descriptors and the like: Redis logs and goes on accepting.
+            Err(_) => {
+                tokio::task::yield_now().await;
+                continue;
+            }
+        };
+        if server.stopping.get() {
+            return;
+        }
+        let _ = stream.set_nodelay(true);
+        if server.clients.get() >= server.max_clients {
+            tokio::task::spawn_local(connection::refuse(stream));
+            continue;
+        }
+        tokio::task::spawn_local(connection::handle(server.clone(), node, stream));
+    }
+}
