@@ -18,6 +18,8 @@ mod decimal;
 pub mod harness;
 pub mod limiter;
 pub mod metrics;
+pub mod record;
+pub mod shipped;
 pub mod sim;
 pub mod spec;
 #[cfg(feature = "proptest")]

@@ -10,11 +10,11 @@
 //!   same limit and window, run independently on the same arrivals (its own admissions shaping its
 //!   own later answers), refused; or the reverse. Counted in calls.
 //! - **retry_after truth**: every refusal that names a wait (`retry_after_ms >= 0`) is judged by
-//!   [`crate::spec::honesty::retry_after`], the judgement `limitlab check` makes: the same request
+//!   [`crate::limiter::honesty::retry_after`], the judgement `limitlab check` makes: the same request
 //!   at `now_ms + retry_after_ms`, nothing else arriving in between, must be admitted, and 1 ms
 //!   earlier refused. Seed scripts report no wait and are not judged.
 //! - **headers truth**: the headers of the first [`HEADER_CHECKS`] decisions that make a promise
-//!   (`Retry-After`, `RateLimit` with `t`) are judged by [`crate::spec::honesty::headers`], as
+//!   (`Retry-After`, `RateLimit` with `t`) are judged by [`crate::limiter::honesty::headers`], as
 //!   `check` judges them.
 //!
 //!   Both ask the script's exact reference model (see [`crate::limiter::Reference`]) when it has
@@ -26,12 +26,16 @@
 use serde::Serialize;
 
 use crate::backend::Backend;
+use crate::limiter::honesty;
 use crate::limiter::{Limiter, Params, Reference};
-pub use crate::sim::acc::HEADER_CHECKS;
-use crate::sim::Trace;
-use crate::spec::honesty;
+use crate::record::Trace;
 use crate::Result;
 use limitlab_emulator::Reply;
+
+/// A run judges the headers of this many decisions (the first that make a promise), in
+/// `sim`'s running accumulator and [`crate::metrics::measure`] alike: a `RateLimit` promise takes `capacity`
+/// requests to judge.
+pub const HEADER_CHECKS: u64 = 100;
 
 /// Calls and units in one phase of the traffic.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]

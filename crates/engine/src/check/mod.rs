@@ -27,9 +27,9 @@ use serde::Serialize;
 
 use crate::attack::{self, Goal, Settings};
 use crate::backend::Backend;
+use crate::limiter::honesty;
 use crate::limiter::Limiter;
 use crate::spec::headers::headers;
-use crate::spec::honesty;
 use limitlab_emulator::clock::Stopwatch;
 use limitlab_emulator::cluster::key_slot;
 use limitlab_emulator::{Error, Result};

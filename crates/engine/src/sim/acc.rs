@@ -1,12 +1,13 @@
 //! The metrics of a run, one decision at a time: what [`crate::metrics::measure`] computes from a
 //! whole trace, without keeping the trace (the tests in [`super::stream`] compare the two on every
 //! standard scenario). Calls must come in time order, which every traffic source produces.
+use crate::metrics::HEADER_CHECKS;
 use std::collections::VecDeque;
 
 use super::Record;
+use crate::limiter::honesty;
 use crate::limiter::{Decision, Limiter, Params, Reference};
 use crate::metrics::{Metrics, PhaseCount};
-use crate::spec::honesty;
 use crate::spec::Reports;
 use limitlab_emulator::{Error, Result};
 
@@ -86,11 +87,6 @@ pub struct Judged {
 /// Asks the script itself about the subject just decided (an [`honesty::Ask`] that can fail):
 /// what a run on an emulator hands [`MetricsAcc::push_asking`].
 pub type ScriptAsk<'a> = dyn FnMut(i64, &[u64]) -> Result<Vec<Decision>> + 'a;
-
-/// A run judges the headers of this many decisions (the first that make a promise), in
-/// [`MetricsAcc`] and [`crate::metrics::measure`] alike: a `RateLimit` promise takes `capacity`
-/// requests to judge.
-pub const HEADER_CHECKS: u64 = 100;
 
 /// The metrics of a run, one decision at a time. Feed it every [`Record`] in call order with the
 /// exact log's verdict and its subject's name, then [`MetricsAcc::finish`].

@@ -18,7 +18,7 @@
 //! | `remaining`, `retry_after_ms`, `reset_ms` | the decision's other fields as the spec reads them |
 //! | `exact_allowed` | an exact sliding log's decision on the same arrivals (same limit and window, counting `units`) |
 //! | `verdict` | `agree`, `false_allow` (allowed, the exact log refuses) or `false_rejection` |
-//! | `retry_after_honest` | on a refusal that names a wait: whether its `retry_after_ms` held (`1`/`0`): the same request then admitted, 1 ms earlier refused, as `limitlab check` judges it ([`crate::spec::honesty`]) |
+//! | `retry_after_honest` | on a refusal that names a wait: whether its `retry_after_ms` held (`1`/`0`): the same request then admitted, 1 ms earlier refused, as `limitlab check` judges it ([`crate::limiter::honesty`]) |
 //! | `retry_after` | the `Retry-After` header value, in seconds |
 //! | `ratelimit` | the `RateLimit` header value (`"default";r=19;t=1`) |
 //! | `headers_honest` | for the first [`crate::metrics::HEADER_CHECKS`] decisions whose headers make a promise: whether a caller trusting `Retry-After` and `RateLimit` was admitted (`1`/`0`), as `check` judges it |

@@ -27,61 +27,17 @@ use std::io::IsTerminal;
 
 use crate::backend::emulated::EmulatedBackend;
 use crate::backend::Backend;
-use crate::limiter::{Decision, Limiter, Params, Variant};
+use crate::limiter::{Decision, Limiter};
 use crate::spec::exec::{CallRecord, Session};
 use crate::traffic::Arrival;
 use feed::{Chunk, Feed, Step};
-use limitlab_emulator::clock::{Micros, Stopwatch};
+use limitlab_emulator::clock::Stopwatch;
 use limitlab_emulator::{Error, Result};
+
+pub use crate::record::{Record, Trace};
 
 /// Runs shorter than this never show a progress bar: they finish before one would be useful.
 pub const PROGRESS_MIN: usize = 200_000;
-
-/// One decision of the script, as recorded by the runner.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Record {
-    /// The arrival's time, µs since the epoch.
-    pub at: Micros,
-    /// The time the script saw (ARGV now_ms): `at` in whole milliseconds, rounded down.
-    pub now_ms: i64,
-    /// Index into [`Trace::keys`].
-    pub key: u32,
-    /// Index into [`Trace::phases`].
-    pub phase: u32,
-    /// The units this call asked for as the script counts them: the arrival's cost for production
-    /// scripts, always 1 for the seed's (which have no cost argument).
-    pub cost: u64,
-    pub decision: Decision,
-}
-
-/// Everything one run produced: its decisions in call order, with subjects and phases interned.
-#[derive(Clone, Debug)]
-pub struct Trace {
-    /// The limiter's name (its spec's).
-    pub name: String,
-    /// The shipped script, when it is one of limitlab's.
-    pub variant: Option<Variant>,
-    pub params: Params,
-    /// The subjects, in order of first appearance.
-    pub keys: Vec<String>,
-    /// The phase labels, in order of first appearance (`""` when the traffic has none).
-    pub phases: Vec<String>,
-    pub records: Vec<Record>,
-    /// Wall-clock seconds spent in the backend loop. Not deterministic: reports that must be
-    /// byte-identical across runs leave it out.
-    pub elapsed_secs: f64,
-}
-
-impl Trace {
-    /// Decisions per second of wall-clock time (0 for an empty or instant run).
-    pub fn decisions_per_sec(&self) -> f64 {
-        if self.elapsed_secs > 0.0 {
-            self.records.len() as f64 / self.elapsed_secs
-        } else {
-            0.0
-        }
-    }
-}
 
 /// How a run reports progress.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -94,7 +50,7 @@ pub enum Progress {
 }
 
 /// The script, on the emulator a run is using, asked "what if" about the request just decided
-/// (see [`crate::spec::honesty`]): handed to the callback of `drive` with each decision.
+/// (see [`crate::limiter::honesty`]): handed to the callback of `drive` with each decision.
 pub(crate) struct Prober<'a> {
     limiter: &'a Limiter,
     backend: &'a mut dyn Backend,
@@ -110,12 +66,12 @@ impl Prober<'_> {
     }
 
     /// The decisions of `subject`'s requests of `costs` at `at_ms`, everything put back afterwards
-    /// ([`crate::spec::honesty::ask_script`]); an error when the run is not on an emulator.
+    /// ([`crate::limiter::honesty::ask_script`]); an error when the run is not on an emulator.
     pub fn ask(&mut self, subject: &str, at_ms: i64, costs: &[u64]) -> Result<Vec<Decision>> {
         match self.backend.emulated() {
             Some(b) => {
                 let watch = Stopwatch::start();
-                let out = crate::spec::honesty::ask_script(self.limiter, b, self.session, subject, at_ms, costs);
+                let out = crate::limiter::honesty::ask_script(self.limiter, b, self.session, subject, at_ms, costs);
                 *self.asked_secs += watch.elapsed_secs();
                 out
             }
@@ -263,7 +219,8 @@ fn progress_bar(len: usize, progress: Progress, name: &str) -> Option<indicatif:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use limitlab_emulator::clock::DEFAULT_START;
+    use crate::limiter::{Params, Variant};
+    use limitlab_emulator::clock::{Micros, DEFAULT_START};
 
     fn arrivals(times_ms: &[i64], key: &str) -> Vec<Arrival> {
         times_ms

@@ -213,7 +213,7 @@ pub fn compare_jobs(opts: CompareOptions, jobs: usize) -> Result<Comparison> {
     let n = scripts.len();
     let memory_scenario = STANDARD.len() - 1;
     // Each run streams, as `run`'s and `sweep`'s do: the same metrics, and a spec without a model
-    // has its promises judged by its own script on the run's emulator (see `crate::spec::honesty`).
+    // has its promises judged by its own script on the run's emulator (see `crate::limiter::honesty`).
     let done = super::parallel::map_indexed(scenarios.len() * n, jobs, |j| -> Result<Done> {
         let (s, _, arrivals) = &scenarios[j / n];
         let limiter = s.limiter(&scripts[j % n])?;

@@ -103,7 +103,7 @@ fn fold<C: std::borrow::Borrow<Chunk>>(
 }
 
 /// Counts one decision into `acc`, its promises judged on the script's model or, without one, by
-/// asking the script on the run's emulator ([`crate::spec::honesty`]).
+/// asking the script on the run's emulator ([`crate::limiter::honesty`]).
 fn judge(acc: &mut MetricsAcc, r: &super::Record, exact: bool, subject: &str, prober: &mut super::Prober<'_>) -> Result<Judged> {
     if !prober.can_ask() {
         return acc.push(r, exact, subject);

@@ -34,7 +34,6 @@ pub mod builtin;
 pub mod exec;
 pub mod expr;
 pub mod headers;
-pub mod honesty;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,10 @@
+//! `limitlab serve` as a process: the protocol, RESP3, cluster mode, and client libraries of other languages against it.
+//!
+//! One test binary for the area (each file below is a module), so that `cargo test` links a few
+//! binaries rather than one per file.
+#[path = "../common/mod.rs"]
+mod common;
+
+mod serve;
+mod serve_clients;
+mod serve_cluster;
