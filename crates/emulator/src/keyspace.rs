@@ -103,6 +103,7 @@ pub fn parse_canonical_i64(b: &[u8]) -> Option<i64> {
     }
 }
 
+pub mod dict_table;
 mod small;
 pub mod stream;
 mod zset;
@@ -273,7 +274,7 @@ pub struct SetValue {
     /// (hashtable encoding) the order is undefined, and it never goes back.
     pub hashtable: bool,
     /// The hashtable's table sizes as Redis's dict would have them (for MEMORY USAGE).
-    pub dict_table: crate::object_size::DictTable,
+    pub dict_table: dict_table::DictTable,
 }
 
 impl SetValue {
@@ -305,13 +306,13 @@ impl SetValue {
         if !self.hashtable && parse_canonical_i64(m).is_none() {
             // setTypeConvert: a dict presized for the intset's members, then this member's dictAdd.
             self.hashtable = true;
-            self.dict_table = crate::object_size::DictTable::presized(self.members.len());
+            self.dict_table = dict_table::DictTable::presized(self.members.len());
             self.dict_table.add(self.members.len());
         }
         self.members.insert(m.to_vec());
         if !self.hashtable && self.members.len() > 512 {
             self.hashtable = true;
-            self.dict_table = crate::object_size::DictTable::presized(self.members.len());
+            self.dict_table = dict_table::DictTable::presized(self.members.len());
         }
         true
     }

@@ -4,7 +4,7 @@
 //! `MOVED slot host:port`; one whose keys span slots gets `CROSSSLOT`; `CLUSTER SLOTS`, `SHARDS`,
 //! `NODES`, `INFO`, `MYID`, `KEYSLOT`, `COUNTKEYSINSLOT` and `GETKEYSINSLOT` describe the layout so
 //! that cluster clients find their way.
-use super::connection::Conn;
+use super::conn::Conn;
 use super::resp::{self, write_verbatim};
 use super::Server;
 use limitlab_emulator::cluster::{common_slot, key_slot, CROSSSLOT, SLOTS};

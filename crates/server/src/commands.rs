@@ -2,7 +2,7 @@
 //! authentication, cluster redirection), then answered here (the commands that belong to a
 //! connection or to the server: HELLO, AUTH, QUIT, RESET, SHUTDOWN, DEBUG SLEEP, CLUSTER, ASKING,
 //! READONLY, READWRITE, and limitlab's CLOCK.ADVANCE/SET/GET) or by the node's emulator.
-use super::connection::Conn;
+use super::conn::Conn;
 use super::resp;
 use super::{cluster, Server};
 use limitlab_emulator::cmd;
@@ -136,7 +136,7 @@ fn run_own(server: &Server, conn: &mut Conn, which: Own, args: &[&[u8]], out: &m
         }
         Own::Reset => {
             server.nodes[conn.node].emu.borrow_mut().disconnect(conn.client);
-            conn.client = super::connection::connect(server, conn.node, &conn.addrs);
+            conn.client = super::conn::connect(server, conn.node, &conn.addrs);
             conn.resp3 = false;
             conn.authed = server.requirepass.is_none();
             Reply::Status("RESET".into())

@@ -9,8 +9,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::parse::{self, Frame};
+use super::conn::{connect, Conn};
 use super::{commands, Server};
-use limitlab_emulator::ClientId;
 
 /// Redis's `client-query-buffer-limit`: a client whose unread requests exceed it is dropped.
 const QUERY_BUFFER_LIMIT: usize = 1 << 30;
@@ -21,34 +21,6 @@ const READ_CHUNK: usize = 16 * 1024;
 const STREAM_CHUNK: usize = 128 * 1024;
 /// Buffers grown past this are given back once empty, so a large request or reply does not pin memory.
 const KEEP_CAPACITY: usize = 256 * 1024;
-
-/// A connection's state.
-pub struct Conn {
-    /// The node (port) it connected to.
-    pub node: usize,
-    /// Its client in the node's emulator (database, transaction, WATCHes, name).
-    pub client: ClientId,
-    /// The peer's and our own address, for CLIENT LIST/INFO.
-    pub addrs: Option<(String, String)>,
-    /// Spoke `HELLO 3`.
-    pub resp3: bool,
-    /// Authenticated, or no password is set.
-    pub authed: bool,
-    /// Close once the replies so far are written (QUIT, a protocol error).
-    pub close: bool,
-    /// Its buffers grew past [`KEEP_CAPACITY`] at some point.
-    pub grew: bool,
-}
-
-/// A new client of node `node`'s emulator, with the connection's addresses.
-pub fn connect(server: &Server, node: usize, addrs: &Option<(String, String)>) -> ClientId {
-    let mut emu = server.nodes[node].emu.borrow_mut();
-    let client = emu.connect();
-    if let Some((peer, local)) = addrs {
-        emu.set_client_addr(client, peer, local);
-    }
-    client
-}
 
 /// Answers a connection over `maxclients` with Redis's text, then closes it.
 pub async fn refuse(mut stream: TcpStream) {

@@ -8,7 +8,7 @@
 //!
 //! - [`parse`]: requests off the wire (multibulk and inline), with Redis's limits and protocol errors;
 //! - [`resp`]: replies in RESP2 or RESP3;
-//! - [`connection`]: one client's loop and state;
+//! - [`connection`]: one client's loop; [`conn`]: its state;
 //! - [`commands`]: what the server answers itself (HELLO, AUTH, QUIT, RESET, SHUTDOWN, DEBUG SLEEP,
 //!   CLOCK.*) and the order of Redis's checks before a command reaches the emulator;
 //! - [`cluster`]: `--cluster N`, N ports answering as an N-master Redis Cluster (one emulator per node);
@@ -18,6 +18,7 @@
 pub mod client;
 pub mod cluster;
 pub mod commands;
+pub mod conn;
 pub mod connection;
 pub mod parse;
 pub mod resp;

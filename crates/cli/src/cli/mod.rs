@@ -12,7 +12,7 @@ use std::io::Write;
 use clap::{Parser, Subcommand};
 
 use crate::report::Format;
-use limitlab_emulator::{Error, Result};
+use limitlab_emulator::Result;
 
 pub mod attack;
 pub mod audit;
@@ -209,7 +209,4 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> Result<()> {
     }
 }
 
-/// Writes `text` to `out`; a closed pipe or full disk becomes an [`Error::Io`] on `<stdout>`.
-pub(crate) fn emit(out: &mut dyn Write, text: &str) -> Result<()> {
-    out.write_all(text.as_bytes()).and_then(|_| out.flush()).map_err(|source| Error::Io { path: "<stdout>".into(), source })
-}
+pub(crate) use crate::report::emit;

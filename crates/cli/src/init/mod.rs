@@ -25,7 +25,7 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::cli::emit;
+use crate::report::emit;
 use env::{Installed, Registry};
 use limitlab_emulator::{Error, Result};
 

@@ -8,6 +8,9 @@ pub mod plot;
 pub mod run;
 pub mod table;
 
+use std::io::Write;
+
+use limitlab_emulator::{Error, Result};
 use serde::Serialize;
 
 /// The note under every `retry_after wrong` column (`run`, `compare`, `sweep`).
@@ -51,4 +54,9 @@ pub(crate) fn to_json<T: Serialize>(value: &T) -> String {
     let mut s = serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
     s.push('\n');
     s
+}
+
+/// Writes `text` to `out`; a closed pipe or full disk becomes an [`Error::Io`] on `<stdout>`.
+pub fn emit(out: &mut dyn Write, text: &str) -> Result<()> {
+    out.write_all(text.as_bytes()).and_then(|_| out.flush()).map_err(|source| Error::Io { path: "<stdout>".into(), source })
 }

@@ -198,8 +198,8 @@ pub struct ZSet {
     /// deleted.
     pub skiplist: bool,
     /// Redis's dict table sizes while skiplist-encoded, for MEMORY USAGE: stepped by lookups, adds and
-    /// deletes as Redis's incremental rehash is (see [`crate::object_size::DictTable`]).
-    pub dict_table: crate::object_size::DictTable,
+    /// deletes as Redis's incremental rehash is (see [`super::dict_table::DictTable`]).
+    pub dict_table: super::dict_table::DictTable,
 }
 
 impl Default for ZSet {
@@ -543,7 +543,7 @@ impl ZSet {
     pub fn convert_to_skiplist(&mut self) {
         if !self.skiplist {
             self.skiplist = true;
-            self.dict_table = crate::object_size::DictTable::grown(self.dict.len());
+            self.dict_table = super::dict_table::DictTable::grown(self.dict.len());
         }
     }
 
@@ -667,7 +667,7 @@ impl ZSet {
         if !self.skiplist && (self.dict.len() >= LISTPACK_MAX_ENTRIES || m.len() > LISTPACK_MAX_VALUE) {
             self.skiplist = true;
             // zsetConvert adds the members one by one to a new dict, then zsetAdd looks the new one up.
-            self.dict_table = crate::object_size::DictTable::grown(self.dict.len());
+            self.dict_table = super::dict_table::DictTable::grown(self.dict.len());
             self.dict_table.lookup();
         }
         if self.skiplist {
