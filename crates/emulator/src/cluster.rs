@@ -1,5 +1,5 @@
 //! Redis Cluster's key distribution: CRC16 (XMODEM) hash slots, hash tags, and the CROSSSLOT rule.
-use super::cmd::CommandSpec;
+use super::command_spec::CommandSpec;
 use super::reply::Reply;
 
 /// Number of hash slots in a Redis Cluster.

@@ -1,9 +1,7 @@
 //! The server state that commands act on: the sixteen databases, the clock, the clients and the keys
 //! they WATCH, and the flags of the current call.
-use super::clients::{fingerprint, Client, ClientId, Watches};
-use super::cmd::{self, flags, CommandSpec};
+use super::clients::{Client, ClientId, Watches};
 use super::keyspace::{Db, Entry};
-use super::reply::Reply;
 use crate::clock::{Clock, VirtualClock};
 
 /// How many databases the server has (Redis's default `databases 16`).
@@ -261,62 +259,6 @@ impl Core {
     }
 
     // ---- running commands ------------------------------------------------------------------------
-
-    /// Runs a non-scripting command from a client (arity, cluster slot rules, then the handler).
-    pub fn dispatch(&mut self, args: &[&[u8]]) -> Reply {
-        let Some(spec) = cmd::lookup(args[0]) else {
-            return cmd::unknown_command(args);
-        };
-        self.dispatch_spec(spec, args)
-    }
-
-    /// [`Core::dispatch`] for a command already looked up by name (one table lookup per call).
-    pub fn dispatch_spec(&mut self, spec: &CommandSpec, args: &[&[u8]]) -> Reply {
-        if !spec.arity_ok(args.len()) {
-            return cmd::wrong_arity(spec);
-        }
-        if self.cluster {
-            if let Some(r) = super::cluster::check_command_slots(spec, args) {
-                return r;
-            }
-        }
-        self.run(spec, args)
-    }
-
-    /// Runs a command whose name, arity and rules were already checked.
-    ///
-    /// While some client WATCHes keys, a write is watched too: the watched keys of the selected
-    /// database that the command names are compared before and after it ([`fingerprint`]), and a
-    /// changed one is touched ([`Core::touch`]).
-    #[inline]
-    pub fn run(&mut self, spec: &CommandSpec, args: &[&[u8]]) -> Reply {
-        debug_assert!(!spec.has(flags::SCRIPTING));
-        self.db.now_hint = self.now_ms();
-        if !self.watches.is_empty() && spec.has(flags::WRITE) {
-            return self.run_watched(spec, args);
-        }
-        (spec.handler)(self, args)
-    }
-
-    #[cold]
-    fn run_watched(&mut self, spec: &CommandSpec, args: &[&[u8]]) -> Reply {
-        let now = self.now_ms();
-        let db = self.selected;
-        let mut before: Vec<(Vec<u8>, u64)> = Vec::new();
-        for w in &self.watches.keys {
-            if w.db == db && args[1..].contains(&w.key.as_slice()) && !before.iter().any(|(k, _)| *k == w.key) {
-                before.push((w.key.clone(), fingerprint(self.db.peek(&w.key, now))));
-            }
-        }
-        let reply = (spec.handler)(self, args);
-        let now = self.now_ms();
-        for (key, was) in before {
-            if fingerprint(self.db.peek(&key, now)) != was {
-                self.touch_in(db, &key);
-            }
-        }
-        reply
-    }
 }
 
 impl Db {

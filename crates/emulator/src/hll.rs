@@ -240,7 +240,7 @@ pub fn sparse_set(s: &mut RStr, index: usize, count: u8, max_bytes: usize) -> Re
     }
     let len = s.len();
     // sdsMakeRoomFor(3): the worst split (XZERO into XZERO-VAL-XZERO) adds 3 bytes.
-    let v = crate::cmd::strings::make_room(s, len + 3);
+    let v = crate::object_size::make_room(s, len + 3);
     let mut end = v.len();
     let (mut p, mut first, mut span) = (HDR, 0usize, 0usize);
     let mut prev: Option<usize> = None;

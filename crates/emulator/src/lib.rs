@@ -7,6 +7,7 @@ pub mod clock;
 pub mod clock_commands;
 pub mod cluster;
 pub mod cmd;
+pub mod command_spec;
 pub mod core;
 pub mod error;
 pub mod fxhash;
@@ -35,7 +36,7 @@ fn subcommand_name(spec: &cmd::CommandSpec, args: &[&[u8]]) -> Option<&'static s
     if spec.arity > -1 || spec.arity < -2 || args.len() < 2 {
         return None;
     }
-    let subs = lua::subcommands(spec.name)?;
+    let subs = cmd::command::subcommands(spec.name)?;
     subs.iter().find(|s| args[1].eq_ignore_ascii_case(s.name.as_bytes())).map(|s| s.name)
 }
 
@@ -159,7 +160,7 @@ impl Emulator {
         if spec.has(cmd::flags::SCRIPTING) {
             return self.scripting.command(spec, args);
         }
-        self.core.borrow_mut().dispatch_spec(spec, args)
+        cmd::dispatch_spec(&mut self.core.borrow_mut(), spec, args)
     }
 
     /// Gives client `id` the addresses CLIENT LIST shows (`addr=` the peer's, `laddr=` the server's),

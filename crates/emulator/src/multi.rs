@@ -16,30 +16,10 @@
 //!   SWAPDB and MOVE; a watched key that expires before EXEC fails it as well.
 //! - Scripts cannot call any of these (`This Redis command is not allowed from script`).
 use super::clients::ClientId;
-use super::cmd::{self, flags, CommandSpec, KeySpec};
+use super::cmd;
+use super::command_spec::{flags, CommandSpec};
 use super::reply::Reply;
 use super::Emulator;
-
-pub static COMMANDS: &[CommandSpec] = &[
-    connection_spec("multi", 1, KeySpec::NONE),
-    connection_spec("exec", 1, KeySpec::NONE),
-    connection_spec("discard", 1, KeySpec::NONE),
-    connection_spec("watch", -2, KeySpec::ALL),
-    connection_spec("unwatch", 1, KeySpec::NONE),
-];
-
-const fn connection_spec(name: &'static str, arity: i32, keys: KeySpec) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity,
-        flags: flags::CONNECTION | flags::NOSCRIPT,
-        keys,
-        handler: |_, a| {
-            let name = String::from_utf8_lossy(a[0]).to_ascii_uppercase();
-            Reply::Error(format!("ERR {name} acts on a client connection: send it with Emulator::execute_as"))
-        },
-    }
-}
 
 const QUEUED: &str = "QUEUED";
 const EXECABORT: &str = "EXECABORT Transaction discarded because of previous errors.";
@@ -205,7 +185,7 @@ impl Emulator {
 /// is queued (outside MULTI the handlers say the same themselves): unknown, or a wrong number of
 /// arguments (texts of `rejectCommandFormat`).
 pub(super) fn subcommand_refusal(spec: &CommandSpec, args: &[&[u8]]) -> Option<Reply> {
-    let subs = super::lua::subcommands(spec.name)?;
+    let subs = super::cmd::command::subcommands(spec.name)?;
     let given = args.get(1)?;
     let Some(sub) = subs.iter().find(|s| given.eq_ignore_ascii_case(s.name.as_bytes())) else {
         // `%.128s` of a C string, then CR/LF turned into spaces.

@@ -23,10 +23,10 @@
 //!   strings of 32 KB and more sent by a client rather than a script, which Redis keeps in the query
 //!   buffer's allocation, 2 bytes longer.
 
-pub use crate::keyspace::dict_table::DictTable;
-use crate::keyspace::dict_table::DICT_INITIAL;
 use super::keyspace::{parse_canonical_i64, Entry, Hash, RStr, SetValue, Value, ZSet};
 use super::reply::fmt_g;
+pub use crate::keyspace::dict_table::DictTable;
+use crate::keyspace::dict_table::DICT_INITIAL;
 
 /// `sizeof(robj)`.
 pub const ROBJ: usize = 16;
@@ -230,8 +230,6 @@ fn settled_slots(n: usize) -> u64 {
     (n as u64).max(DICT_INITIAL).next_power_of_two()
 }
 
-
-
 /// MEMORY USAGE of a key holding `entry`: the value's size, the key's sds and its dict entry (plus
 /// the cluster metadata in cluster mode). `samples` is the SAMPLES count (`usize::MAX` for 0, "all").
 pub fn key_usage(key: &[u8], entry: &Entry, samples: usize, cluster: bool) -> u64 {
@@ -379,6 +377,68 @@ fn list_usage<'a>(elements: impl Iterator<Item = &'a [u8]>, samples: usize) -> u
         seen += 1;
     }
     extrapolate(asize, elesize as f64, seen, nodes.len())
+}
+
+/// Makes room in a string value for `newlen` bytes and returns its bytes, as Redis's
+/// `dbUnshareStringValue` + `sdsMakeRoomFor` do for APPEND and SETRANGE: an integer or embstr is
+/// first copied into an sds of its exact length (`sdsnewlen`, keeping jemalloc's spare room beyond
+/// 31 bytes), a raw string keeps its sds (trimmed when SET left over a tenth of it spare); then the
+/// sds grows only when `newlen` does not fit, greedily. A string left with spare room becomes
+/// `Grown`, whose Vec capacity is its sds `alloc` (the memory model reads it).
+pub fn make_room(s: &mut RStr, newlen: usize) -> &mut Vec<u8> {
+    const EMBSTR_MAX: usize = 44;
+    let (bytes, alloc) = match std::mem::replace(s, RStr::Int(0)) {
+        RStr::Grown(v) => {
+            let alloc = v.capacity();
+            (v, Some(alloc))
+        }
+        RStr::Int(i) => {
+            let v = i.to_string().into_bytes();
+            let alloc = sds_new_room(v.len());
+            (v, alloc)
+        }
+        RStr::Raw(v) if v.len() <= EMBSTR_MAX => {
+            let alloc = sds_new_room(v.len());
+            (v, alloc)
+        }
+        RStr::Raw(v) => {
+            // trimStringObjectIfNeeded: over a tenth spare, the sds is shrunk to its length.
+            let room = sds_new_room(v.len()).unwrap_or(v.len());
+            let alloc = if room - v.len() > v.len() / 10 { v.len() } else { room };
+            (v, Some(alloc))
+        }
+        RStr::Exact(v) => {
+            let alloc = sds_new_room(v.len());
+            (v, alloc)
+        }
+    };
+    let current = alloc.unwrap_or(bytes.len());
+    let new_alloc = sds_make_room(current, newlen);
+    *s = match (alloc, new_alloc) {
+        // A type-5 sds that needs no room stays exactly sized.
+        (None, None) => RStr::Exact(bytes),
+        (Some(a), None) | (_, Some(a)) => RStr::Grown(with_capacity(bytes, a)),
+    };
+    match s {
+        RStr::Grown(v) | RStr::Exact(v) => v,
+        RStr::Int(_) | RStr::Raw(_) => unreachable!("set above"),
+    }
+}
+
+/// `v` with a capacity of exactly `cap` (at least its length).
+fn with_capacity(mut v: Vec<u8>, cap: usize) -> Vec<u8> {
+    if v.capacity() == cap {
+        return v;
+    }
+    if v.capacity() > cap {
+        v.shrink_to(cap);
+        if v.capacity() == cap {
+            return v;
+        }
+    }
+    let mut w = Vec::with_capacity(cap);
+    w.extend_from_slice(&v);
+    w
 }
 
 #[cfg(test)]

@@ -8,8 +8,8 @@ use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::parse::{self, Frame};
 use super::conn::{connect, Conn};
+use super::parse::{self, Frame};
 use super::{commands, Server};
 
 /// Redis's `client-query-buffer-limit`: a client whose unread requests exceed it is dropped.

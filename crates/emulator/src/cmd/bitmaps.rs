@@ -1,8 +1,8 @@
 //! Bitmaps and bitfields: SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD and BITFIELD_RO, with
 //! Redis 7.0's argument checks in its order, its error texts, and the string encodings its writers
 //! leave (a bit write turns the value into a `raw` sds, grown with zero bytes as Redis grows it).
-use super::flags::*;
-use super::{arg_i64, eq_ic, CommandSpec, KeySpec, NOT_INTEGER, SYNTAX};
+use crate::command_spec::flags::*;
+use crate::command_spec::{arg_i64, eq_ic, CommandSpec, KeySpec, NOT_INTEGER, SYNTAX};
 use crate::core::Core;
 use crate::keyspace::{parse_canonical_i64, RStr, Value, WRONGTYPE};
 use crate::reply::Reply;
@@ -77,7 +77,7 @@ fn string_for_write<'a>(core: &'a mut Core, key: &[u8], bytes: usize) -> Result<
     let e = core.db.get_mut(key, now).expect("checked above");
     let Value::Str(s) = &mut e.value else { return Err(Reply::err(WRONGTYPE)) };
     let old = s.len();
-    let v = super::strings::make_room(s, bytes.max(old));
+    let v = crate::object_size::make_room(s, bytes.max(old));
     if v.len() < bytes {
         v.resize(bytes, 0);
     }

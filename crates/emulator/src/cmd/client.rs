@@ -9,9 +9,9 @@
 //! ones a server gives ([`crate::Emulator::set_client_addr`]), else loopback placeholders.
 use std::fmt::Write as _;
 
-use super::flags::*;
-use super::{eq_ic, CommandSpec, KeySpec, SYNTAX};
 use crate::clients::{Client, ClientId};
+use crate::command_spec::flags::*;
+use crate::command_spec::{eq_ic, CommandSpec, KeySpec, SYNTAX};
 use crate::core::Core;
 use crate::reply::Reply;
 

@@ -9,7 +9,7 @@
 //! emulated command reply that recorded entry, so they are Redis's byte for byte.
 use std::sync::OnceLock;
 
-use super::{eq_ic, CommandSpec, KeySpec};
+use crate::command_spec::{eq_ic, CommandSpec, KeySpec};
 use crate::core::Core;
 use crate::fxhash::FxHashMap;
 use crate::keyspace::glob_match;
@@ -281,18 +281,51 @@ fn list(a: &[&[u8]]) -> Reply {
             } else if eq_ic(how, "pattern") {
                 Box::new(move |n: &str| glob_match(&arg, n.as_bytes(), true))
             } else {
-                return Reply::err(super::SYNTAX);
+                return Reply::err(crate::command_spec::SYNTAX);
             }
         }
-        _ => return Reply::err(super::SYNTAX),
+        _ => return Reply::err(crate::command_spec::SYNTAX),
     };
     Reply::Array(names.into_iter().filter(|n| keep(n)).map(|n| Reply::Bulk(n.as_bytes().to_vec())).collect())
 }
 
+/// A subcommand of a command that has them (Redis 7.0's `<command>|<subcommand>` entries): its
+/// arity (counting the command and the subcommand) and whether scripts may call it.
+pub struct Sub {
+    pub name: &'static str,
+    pub arity: i32,
+    pub noscript: bool,
+}
+
+/// The subcommands of a command that has them, from Redis 7.0.15's table
+/// ([`redis_table`]).
+pub fn subcommands(command: &str) -> Option<&'static [Sub]> {
+    static SUBS: std::sync::OnceLock<crate::fxhash::FxHashMap<&'static str, Vec<Sub>>> = std::sync::OnceLock::new();
+    let all = SUBS.get_or_init(|| {
+        redis_table()
+            .values()
+            .filter(|c| !c.subcommands.is_empty())
+            .map(|c| {
+                let subs = c
+                    .subcommands
+                    .iter()
+                    .map(|s| Sub {
+                        name: s.name.split_once('|').map_or(s.name.as_str(), |(_, n)| n),
+                        arity: s.arity as i32,
+                        noscript: s.has_flag("noscript"),
+                    })
+                    .collect();
+                (c.name.as_str(), subs)
+            })
+            .collect()
+    });
+    all.get(command).map(Vec::as_slice)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::flags::*;
     use super::*;
+    use crate::command_spec::flags::*;
 
     /// The recorded table parses, holds Redis 7.0.15's 240 commands, and agrees with the emulator's
     /// own table on every command the emulator implements: the arity and whether scripts may call it.

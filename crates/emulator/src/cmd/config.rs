@@ -9,7 +9,7 @@
 //! the emulator's behaviour does not follow these parameters.
 use std::sync::OnceLock;
 
-use super::{eq_ic, CommandSpec, KeySpec};
+use crate::command_spec::{eq_ic, CommandSpec, KeySpec};
 use crate::core::Core;
 use crate::keyspace::glob_match;
 use crate::reply::Reply;

@@ -1,8 +1,8 @@
 //! The sixteen databases: SELECT, SWAPDB, MOVE, DBSIZE, FLUSHDB and FLUSHALL, with Redis 7.0's
 //! checks, replies and WATCH touches. (COPY .. DB n is with the key commands.)
-use super::flags::*;
-use super::keys::arg_i32;
-use super::{eq_ic, CommandSpec, KeySpec, SYNTAX};
+use crate::command_spec::arg_i32;
+use crate::command_spec::flags::*;
+use crate::command_spec::{eq_ic, CommandSpec, KeySpec, SYNTAX};
 use crate::core::{Core, DATABASES};
 use crate::reply::Reply;
 use crate::tri;
@@ -120,11 +120,11 @@ fn flushall(core: &mut Core, a: &[&[u8]]) -> Reply {
 mod tests {
     use super::*;
     use crate::clock::VirtualClock;
-    use crate::cmd::NOT_INTEGER;
+    use crate::command_spec::NOT_INTEGER;
 
     fn run(core: &mut Core, line: &str) -> Reply {
         let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
-        core.dispatch(&args)
+        crate::cmd::dispatch(core, &args)
     }
 
     // Expected replies were read from a real Redis 7.0.15.

@@ -2,8 +2,8 @@
 //!
 //! Small hashes keep insertion order, as Redis's listpack encoding does, so HGETALL/HKEYS/HVALS of a
 //! hash with at most 512 short fields come out exactly as Redis sends them.
-use super::flags::*;
-use super::{arg_i64, CommandSpec, KeySpec, NOT_FLOAT};
+use crate::command_spec::flags::*;
+use crate::command_spec::{arg_i64, CommandSpec, KeySpec, NOT_FLOAT};
 use crate::core::Core;
 use crate::keyspace::{parse_canonical_i64, Hash, Value};
 use crate::longdouble::{self, IncrFloatError};

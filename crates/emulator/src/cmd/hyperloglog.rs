@@ -1,8 +1,8 @@
 //! HyperLogLog commands: PFADD, PFCOUNT (one key, with the cached cardinality written back into the
 //! value, or the union of several) and PFMERGE, over the string representation of
 //! [`crate::hll`], with Redis 7.0's checks and error texts.
-use super::flags::*;
-use super::{CommandSpec, KeySpec};
+use crate::command_spec::flags::*;
+use crate::command_spec::{CommandSpec, KeySpec};
 use crate::core::Core;
 use crate::hll::{self, Corrupt, REGISTERS};
 use crate::keyspace::{RStr, Value, WRONGTYPE};
@@ -41,7 +41,7 @@ fn bytes(s: &RStr) -> &[u8] {
 fn bytes_mut(s: &mut RStr) -> &mut Vec<u8> {
     // `dbUnshareStringValue`: an embstr becomes a raw sds of its length first.
     let len = s.len();
-    super::strings::make_room(s, len)
+    crate::object_size::make_room(s, len)
 }
 
 /// PFADD key [element ...]: 1 when a register changed or the key was created.

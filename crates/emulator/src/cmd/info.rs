@@ -7,13 +7,13 @@
 //! is a fresh server's plus the keys' MEMORY USAGE.
 use std::fmt::Write as _;
 
-use super::{eq_ic, CommandSpec, KeySpec};
+use crate::command_spec::{eq_ic, CommandSpec, KeySpec};
 use crate::core::{Core, DATABASES};
 use crate::reply::Reply;
 
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "info", arity: -1, flags: 0, keys: KeySpec::NONE, handler: info },
-    CommandSpec { name: "publish", arity: 3, flags: super::flags::MAY_REPLICATE, keys: KeySpec::NONE, handler: publish },
+    CommandSpec { name: "publish", arity: 3, flags: crate::command_spec::flags::MAY_REPLICATE, keys: KeySpec::NONE, handler: publish },
 ];
 
 /// PUBLISH channel message: the emulator has no subscribers, so no one receives it.

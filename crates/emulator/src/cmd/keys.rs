@@ -1,9 +1,9 @@
 //! Keyspace commands: DEL, EXISTS, expiry and TTLs, TYPE, RENAME, KEYS, SCAN, OBJECT, TOUCH, RANDOMKEY
 //! and COPY, with Redis 7.0's replies and checks in Redis's order.
-use super::flags::*;
-use super::{arg_i64, eq_ic, CommandSpec, KeySpec, NOT_INTEGER, SYNTAX};
+use crate::command_spec::flags::*;
+use crate::command_spec::{arg_i64, eq_ic, CommandSpec, KeySpec, SYNTAX};
 use crate::core::Core;
-use crate::keyspace::{glob_match, parse_canonical_i64, scan_hash, Entry, RStr, Value};
+use crate::keyspace::{glob_match, scan_hash, Entry, RStr, Value};
 use crate::reply::Reply;
 use crate::tri;
 
@@ -207,12 +207,6 @@ fn rename(core: &mut Core, a: &[&[u8]]) -> Reply {
 }
 fn renamenx(core: &mut Core, a: &[&[u8]]) -> Reply {
     rename_generic(core, a, true)
-}
-
-/// Redis's `getIntFromObjectOrReply`: an integer that fits a C int, with its two error texts.
-pub(crate) fn arg_i32(b: &[u8]) -> Result<i32, Reply> {
-    let v = parse_canonical_i64(b).ok_or_else(|| Reply::err(NOT_INTEGER))?;
-    i32::try_from(v).map_err(|_| Reply::err("ERR value is out of range, value must between -2147483648 and 2147483647"))
 }
 
 /// COPY source destination [DB n] [REPLACE]: copies value and TTL, into database `n` if given; 0 when
@@ -493,10 +487,11 @@ fn object(core: &mut Core, a: &[&[u8]]) -> Reply {
 mod tests {
     use super::*;
     use crate::clock::VirtualClock;
+    use crate::command_spec::NOT_INTEGER;
 
     fn run(core: &mut Core, line: &str) -> Reply {
         let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
-        core.dispatch(&args)
+        crate::cmd::dispatch(core, &args)
     }
     fn bulk(s: &str) -> Reply {
         Reply::Bulk(s.as_bytes().to_vec())

@@ -2,8 +2,8 @@
 //! order and error texts. A list left empty is deleted, as in Redis.
 use std::collections::VecDeque;
 
-use super::flags::*;
-use super::{arg_i64, eq_ic, CommandSpec, KeySpec, SYNTAX};
+use crate::command_spec::flags::*;
+use crate::command_spec::{arg_i64, eq_ic, CommandSpec, KeySpec, SYNTAX};
 use crate::core::Core;
 use crate::keyspace::Value;
 use crate::reply::Reply;

@@ -1,7 +1,7 @@
 //! MEMORY: USAGE from the emulator's model of Redis 7.0's allocations ([`crate::object_size`]),
 //! HELP, DOCTOR and PURGE with Redis's texts, and Redis's errors for everything else.
-use super::flags::*;
-use super::{eq_ic, CommandSpec, KeySpec, NOT_INTEGER, SYNTAX};
+use crate::command_spec::flags::*;
+use crate::command_spec::{eq_ic, CommandSpec, KeySpec, NOT_INTEGER, SYNTAX};
 use crate::core::Core;
 use crate::object_size::{key_usage, DEFAULT_SAMPLES};
 use crate::reply::Reply;
@@ -138,7 +138,7 @@ mod tests {
 
     fn run(core: &mut Core, args: &[&str]) -> Reply {
         let args: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
-        core.dispatch(&args)
+        crate::cmd::dispatch(core, &args)
     }
     fn line(core: &mut Core, l: &str) -> Reply {
         run(core, &l.split(' ').collect::<Vec<_>>())

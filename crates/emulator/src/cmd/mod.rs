@@ -1,10 +1,11 @@
 //! The command table: one file per command family, each exporting a `COMMANDS` slice; a lookup by
-//! lower-cased name (no allocation) finds a [`CommandSpec`], and [`Core::dispatch`] checks arity and runs it.
+//! lower-cased name (no allocation) finds a [`CommandSpec`], and [`dispatch`] checks arity and runs it.
 use std::sync::OnceLock;
 
 use super::core::Core;
 use super::fxhash::FxHashMap;
-use super::reply::{Reply, ReplySink};
+use super::reply::Reply;
+pub use crate::command_spec::*;
 
 pub mod bitmaps;
 pub mod client;
@@ -17,142 +18,21 @@ pub mod info;
 pub mod keys;
 pub mod lists;
 pub mod memory;
+pub mod scripting;
 pub mod server;
 pub mod sets;
 pub mod sort;
 pub mod streams;
 pub mod strings;
+pub mod transactions;
 pub mod zsets;
 pub mod zsets_store;
-
-/// Runs a command: `args[0]` is the command name as sent.
-pub type Handler = fn(&mut Core, &[&[u8]]) -> Reply;
-
-/// Runs a command writing its reply through a [`ReplySink`]: the hot read commands scripts call,
-/// so that `redis.call` needs no intermediate [`Reply`]. Such a command's [`Handler`] runs the same
-/// body into a sink that builds the `Reply`.
-pub type Direct = fn(&mut Core, &[&[u8]], &mut dyn ReplySink);
 
 /// The [`Direct`] form of a command, for those that have one.
 pub fn direct(spec: &CommandSpec) -> Option<Direct> {
     match spec.name {
         "hmget" => Some(hashes::hmget_to),
         _ => None,
-    }
-}
-
-/// Command flags, as in Redis's command table.
-pub mod flags {
-    /// Changes the keyspace: refused in read-only scripts (EVAL_RO) and replicas.
-    pub const WRITE: u16 = 1;
-    /// Only reads.
-    pub const READONLY: u16 = 2;
-    /// Cannot be called from a script.
-    pub const NOSCRIPT: u16 = 4;
-    /// May use more memory (refused under OOM; informational here).
-    pub const DENYOOM: u16 = 8;
-    /// Runs in the scripting layer, not in [`super::Core`] (EVAL, EVALSHA, SCRIPT).
-    pub const SCRIPTING: u16 = 16;
-    /// Commands whose keys cannot be derived from a fixed position (handled by the command).
-    pub const MOVABLE_KEYS: u16 = 32;
-    /// Acts on the calling client's own state, in [`crate::Emulator`] (MULTI, EXEC,
-    /// DISCARD, WATCH, UNWATCH), not in [`super::Core`].
-    pub const CONNECTION: u16 = 64;
-    /// May be propagated to replicas though it is not a write command (PUBLISH; PFCOUNT, which
-    /// refreshes the cached cardinality in its value): refused in read-only scripts like a write.
-    pub const MAY_REPLICATE: u16 = 128;
-}
-
-/// Where a command's keys are: `args[first]`, then every `step`-th argument up to `last`
-/// (negative `last` counts from the end, -1 being the last argument). `first == 0` means no keys.
-#[derive(Clone, Copy, Debug)]
-pub struct KeySpec {
-    pub first: i32,
-    pub last: i32,
-    pub step: i32,
-    /// Commands whose keys depend on their arguments (a `numkeys` count, SORT's STORE): the keys of
-    /// a call, instead of the positions above.
-    pub movable: Option<MovableKeys>,
-}
-
-/// Finds the keys of a call whose keys move (see [`KeySpec::movable`]).
-pub type MovableKeys = for<'a> fn(&[&'a [u8]]) -> Vec<&'a [u8]>;
-
-impl KeySpec {
-    pub const NONE: KeySpec = KeySpec::at(0, 0, 0);
-    pub const ONE: KeySpec = KeySpec::at(1, 1, 1);
-    pub const ALL: KeySpec = KeySpec::at(1, -1, 1);
-    pub const PAIRS: KeySpec = KeySpec::at(1, -1, 2);
-    pub const TWO: KeySpec = KeySpec::at(1, 2, 1);
-
-    /// Keys at fixed positions.
-    pub const fn at(first: i32, last: i32, step: i32) -> KeySpec {
-        KeySpec { first, last, step, movable: None }
-    }
-
-    /// Keys found by a function of the arguments.
-    pub const fn movable(find: MovableKeys) -> KeySpec {
-        KeySpec { first: 0, last: 0, step: 0, movable: Some(find) }
-    }
-
-    /// The keys of a call with these arguments.
-    pub fn keys<'a>(&self, args: &[&'a [u8]]) -> Vec<&'a [u8]> {
-        if let Some(find) = self.movable {
-            return find(args);
-        }
-        if self.first <= 0 || args.len() <= self.first as usize {
-            return Vec::new();
-        }
-        let last = if self.last < 0 { args.len() as i32 + self.last } else { self.last.min(args.len() as i32 - 1) };
-        let mut out = Vec::new();
-        let mut i = self.first;
-        while i <= last {
-            out.push(args[i as usize]);
-            i += self.step.max(1);
-        }
-        out
-    }
-}
-
-/// The keys of a command with a destination at `args[1]` (when `dest`) and `numkeys` at the next
-/// position, followed by that many keys (ZUNIONSTORE, ZINTERCARD, SINTERCARD, ...). A count that does
-/// not parse or overruns the arguments gives the keys that are there.
-pub fn numkeys_keys<'a>(args: &[&'a [u8]], dest: bool) -> Vec<&'a [u8]> {
-    let at = if dest { 2 } else { 1 };
-    let mut out = Vec::new();
-    if dest && args.len() > 1 {
-        out.push(args[1]);
-    }
-    let Some(n) = args.get(at).and_then(|n| super::keyspace::parse_canonical_i64(n)) else { return out };
-    if n > 0 {
-        out.extend(args.iter().skip(at + 1).take(n as usize).copied());
-    }
-    out
-}
-
-/// A command's entry in the table.
-#[derive(Clone, Copy)]
-pub struct CommandSpec {
-    /// Lower-case name, as Redis prints it in errors.
-    pub name: &'static str,
-    /// Redis arity: `n` means exactly n arguments with the name, `-n` at least n.
-    pub arity: i32,
-    pub flags: u16,
-    pub keys: KeySpec,
-    pub handler: Handler,
-}
-
-impl CommandSpec {
-    pub fn arity_ok(&self, argc: usize) -> bool {
-        let argc = argc as i32;
-        if self.arity >= 0 {
-            argc == self.arity
-        } else {
-            argc >= -self.arity
-        }
-    }
-    pub fn has(&self, flag: u16) -> bool {
-        self.flags & flag != 0
     }
 }
 
@@ -179,8 +59,8 @@ fn table() -> &'static FxHashMap<&'static [u8], CommandSpec> {
             config::COMMANDS,
             info::COMMANDS,
             memory::COMMANDS,
-            crate::lua::COMMANDS,
-            crate::multi::COMMANDS,
+            scripting::COMMANDS,
+            transactions::COMMANDS,
         ] {
             for spec in family {
                 let prev = m.insert(spec.name.as_bytes(), *spec);
@@ -201,6 +81,27 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
         *d = s.to_ascii_lowercase();
     }
     table().get(&buf[..name.len()])
+}
+
+/// Runs a non-scripting command from a client (arity, cluster slot rules, then the handler).
+pub fn dispatch(core: &mut Core, args: &[&[u8]]) -> Reply {
+    let Some(spec) = lookup(args[0]) else {
+        return unknown_command(args);
+    };
+    dispatch_spec(core, spec, args)
+}
+
+/// [`dispatch`] for a command already looked up by name (one table lookup per call).
+pub fn dispatch_spec(core: &mut Core, spec: &CommandSpec, args: &[&[u8]]) -> Reply {
+    if !spec.arity_ok(args.len()) {
+        return wrong_arity(spec);
+    }
+    if core.cluster {
+        if let Some(r) = crate::cluster::check_command_slots(spec, args) {
+            return r;
+        }
+    }
+    spec.run(core, args)
 }
 
 /// A command found by [`LookupCache::find`].
@@ -248,124 +149,6 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
     table().values()
 }
 
-/// The reply to a command Redis does not know, with Redis's text.
-pub fn unknown_command(args: &[&[u8]]) -> Reply {
-    // Redis 7.0 (processCommand): the name cut at 128 bytes, then `'arg' ` per argument while the list is
-    // under 128 bytes, each cut to what is left of those 128; `%s` stops at a NUL, and every error has its
-    // CR/LF turned into spaces.
-    let cstr = |b: &'_ [u8]| -> usize { b.iter().position(|&c| c == 0).unwrap_or(b.len()) };
-    let mut msg = b"ERR unknown command '".to_vec();
-    msg.extend_from_slice(&args[0][..cstr(args[0]).min(128)]);
-    msg.extend_from_slice(b"', with args beginning with: ");
-    let start = msg.len();
-    for a in &args[1..] {
-        let used = msg.len() - start;
-        if used >= 128 {
-            break;
-        }
-        msg.push(b'\'');
-        msg.extend_from_slice(&a[..cstr(a).min(128 - used)]);
-        msg.extend_from_slice(b"' ");
-    }
-    for c in msg.iter_mut() {
-        if *c == b'\r' || *c == b'\n' {
-            *c = b' ';
-        }
-    }
-    Reply::Error(String::from_utf8_lossy(&msg).into_owned())
-}
-
-/// The arity error reply for a command.
-pub fn wrong_arity(spec: &CommandSpec) -> Reply {
-    Reply::Error(format!("ERR wrong number of arguments for '{}' command", spec.name))
-}
-
-// ---- argument helpers shared by the families -------------------------------------------------
-
-pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
-pub const NOT_FLOAT: &str = "ERR value is not a valid float";
-pub const SYNTAX: &str = "ERR syntax error";
-
-/// Parses an integer argument as Redis's `getLongLongFromObject` does.
-pub fn arg_i64(b: &[u8]) -> Result<i64, Reply> {
-    super::keyspace::parse_canonical_i64(b).ok_or_else(|| Reply::err(NOT_INTEGER))
-}
-
-/// Parses a float argument as Redis's `getLongDoubleFromObject`/`strtold` does: no spaces, no NaN.
-pub fn parse_f64(b: &[u8]) -> Option<f64> {
-    if b.is_empty() || b[0].is_ascii_whitespace() || b[b.len() - 1].is_ascii_whitespace() {
-        return None;
-    }
-    let s = std::str::from_utf8(b).ok()?;
-    let lower = s.to_ascii_lowercase();
-    let v = match lower.trim_start_matches(['+', '-']) {
-        "inf" | "infinity" => {
-            if lower.starts_with('-') {
-                f64::NEG_INFINITY
-            } else {
-                f64::INFINITY
-            }
-        }
-        t if t.starts_with("nan") => return None,
-        _ => {
-            if lower.starts_with("0x") || lower.starts_with("-0x") || lower.starts_with("+0x") {
-                parse_hex_float(&lower)?
-            } else {
-                s.parse::<f64>().ok()?
-            }
-        }
-    };
-    if v.is_nan() {
-        None
-    } else {
-        Some(v)
-    }
-}
-
-fn parse_hex_float(s: &str) -> Option<f64> {
-    let (neg, rest) = match s.as_bytes()[0] {
-        b'-' => (true, &s[3..]),
-        b'+' => (false, &s[3..]),
-        _ => (false, &s[2..]),
-    };
-    let (mant, exp) = match rest.split_once('p') {
-        Some((m, e)) => (m, e.parse::<i32>().ok()?),
-        None => (rest, 0),
-    };
-    let (ip, fp) = mant.split_once('.').unwrap_or((mant, ""));
-    if ip.is_empty() && fp.is_empty() {
-        return None;
-    }
-    let mut v = 0f64;
-    for c in ip.chars() {
-        v = v * 16.0 + c.to_digit(16)? as f64;
-    }
-    let mut scale = 1.0 / 16.0;
-    for c in fp.chars() {
-        v += c.to_digit(16)? as f64 * scale;
-        scale /= 16.0;
-    }
-    let v = v * 2f64.powi(exp);
-    Some(if neg { -v } else { v })
-}
-
-/// Compares an option name case-insensitively.
-#[inline]
-pub fn eq_ic(a: &[u8], b: &str) -> bool {
-    a.eq_ignore_ascii_case(b.as_bytes())
-}
-
-/// Shorthand for a handler's early return on a parse error.
-#[macro_export]
-macro_rules! tri {
-    ($e:expr) => {
-        match $e {
-            Ok(v) => v,
-            Err(r) => return r,
-        }
-    };
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -381,7 +164,7 @@ mod tests {
         let setup: [&[&[u8]]; 2] = [&[b"HSET", b"h", b"w", b"17", b"n", b""], &[b"SET", b"s", b"v"]];
         for args in setup {
             let spec = lookup(args[0]).unwrap();
-            assert!(!core.run(spec, args).is_error());
+            assert!(!spec.run(&mut core, args).is_error());
         }
         let mut cache = LookupCache::default();
         for name in names {
@@ -394,7 +177,7 @@ mod tests {
             ] {
                 let mut out = None;
                 run_direct(&mut core, &args, &mut out);
-                assert_eq!(out, Some(core.run(found.spec, &args)), "{args:?}");
+                assert_eq!(out, Some(found.spec.run(&mut core, &args)), "{args:?}");
             }
         }
     }

@@ -1,6 +1,6 @@
 //! Server commands: PING, ECHO, TIME and WAIT (the databases' commands are in [`super::databases`]).
-use super::flags::*;
-use super::{arg_i64, CommandSpec, KeySpec};
+use crate::command_spec::flags::*;
+use crate::command_spec::{arg_i64, CommandSpec, KeySpec};
 use crate::core::Core;
 use crate::reply::Reply;
 use crate::tri;
@@ -60,11 +60,11 @@ fn wait(core: &mut Core, a: &[&[u8]]) -> Reply {
 mod tests {
     use super::*;
     use crate::clock::VirtualClock;
-    use crate::cmd::NOT_INTEGER;
+    use crate::command_spec::NOT_INTEGER;
 
     fn run(core: &mut Core, line: &str) -> Reply {
         let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
-        core.dispatch(&args)
+        crate::cmd::dispatch(core, &args)
     }
 
     // Expected replies were read from a real Redis 7.0.15.

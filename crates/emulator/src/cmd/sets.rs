@@ -2,8 +2,8 @@
 //!
 //! Sets of integers stay intset-encoded (sorted) as in Redis, so SMEMBERS of such a set is in
 //! ascending numeric order; other sets have no defined order.
-use super::flags::*;
-use super::{arg_i64, eq_ic, CommandSpec, KeySpec, SYNTAX};
+use crate::command_spec::flags::*;
+use crate::command_spec::{arg_i64, eq_ic, CommandSpec, KeySpec, SYNTAX};
 use crate::core::Core;
 use crate::keyspace::{SetValue, Value};
 use crate::reply::Reply;
@@ -20,7 +20,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 fn card_keys<'a>(a: &[&'a [u8]]) -> Vec<&'a [u8]> {
-    super::numkeys_keys(a, false)
+    crate::command_spec::numkeys_keys(a, false)
 }
 
 fn pick_set(v: &mut Value) -> Option<&mut SetValue> {

@@ -9,8 +9,8 @@
 //! the whole command ("One or more scores can't be converted into double").
 use std::cmp::Ordering;
 
-use super::flags::*;
-use super::{eq_ic, CommandSpec, KeySpec, SYNTAX};
+use crate::command_spec::flags::*;
+use crate::command_spec::{eq_ic, CommandSpec, KeySpec, SYNTAX};
 use crate::core::Core;
 use crate::keyspace::{Value, WRONGTYPE};
 use crate::reply::Reply;
@@ -117,8 +117,8 @@ fn sort_generic(core: &mut Core, a: &[&[u8]], readonly: bool) -> Reply {
         } else if eq_ic(o, "alpha") {
             alpha = true;
         } else if eq_ic(o, "limit") && left >= 2 {
-            limit_start = crate::tri!(super::arg_i64(a[j + 1]));
-            limit_count = crate::tri!(super::arg_i64(a[j + 2]));
+            limit_start = crate::tri!(crate::command_spec::arg_i64(a[j + 1]));
+            limit_count = crate::tri!(crate::command_spec::arg_i64(a[j + 2]));
             j += 2;
         } else if !readonly && eq_ic(o, "store") && left >= 1 {
             store = Some(a[j + 1]);

@@ -2,8 +2,8 @@
 //! MAXLEN/MINID with `=`/`~` and LIMIT), XTRIM, XLEN, XRANGE/XREVRANGE (COUNT, exclusive `(` IDs) and
 //! XDEL, parsed in Redis 7.0's order with its error texts; the value is
 //! [`crate::keyspace::Stream`].
-use super::flags::*;
-use super::{arg_i64, eq_ic, CommandSpec, KeySpec, SYNTAX};
+use crate::command_spec::flags::*;
+use crate::command_spec::{arg_i64, eq_ic, CommandSpec, KeySpec, SYNTAX};
 use crate::core::Core;
 use crate::keyspace::{c_sign_and_digits, parse_canonical_i64, Stream, StreamId, Trim, Value};
 use crate::reply::Reply;

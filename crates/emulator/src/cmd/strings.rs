@@ -1,7 +1,7 @@
 //! String commands: GET, SET and its options, the SET shortcuts, MGET/MSET, GETEX/GETSET/GETDEL, APPEND,
 //! ranges, LCS and the integer and float counters, with Redis 7.0's replies and checks in Redis's order.
-use super::flags::*;
-use super::{arg_i64, eq_ic, CommandSpec, KeySpec, NOT_INTEGER, SYNTAX};
+use crate::command_spec::flags::*;
+use crate::command_spec::{arg_i64, eq_ic, CommandSpec, KeySpec, NOT_INTEGER, SYNTAX};
 use crate::core::Core;
 use crate::keyspace::{parse_canonical_i64, RStr, Value, WRONGTYPE};
 use crate::longdouble;
@@ -300,69 +300,6 @@ fn msetnx(core: &mut Core, a: &[&[u8]]) -> Reply {
     Reply::Int(1)
 }
 
-/// Makes room in a string value for `newlen` bytes and returns its bytes, as Redis's
-/// `dbUnshareStringValue` + `sdsMakeRoomFor` do for APPEND and SETRANGE: an integer or embstr is
-/// first copied into an sds of its exact length (`sdsnewlen`, keeping jemalloc's spare room beyond
-/// 31 bytes), a raw string keeps its sds (trimmed when SET left over a tenth of it spare); then the
-/// sds grows only when `newlen` does not fit, greedily. A string left with spare room becomes
-/// `Grown`, whose Vec capacity is its sds `alloc` (the memory model reads it).
-pub(crate) fn make_room(s: &mut RStr, newlen: usize) -> &mut Vec<u8> {
-    use crate::object_size::{sds_make_room, sds_new_room};
-    const EMBSTR_MAX: usize = 44;
-    let (bytes, alloc) = match std::mem::replace(s, RStr::Int(0)) {
-        RStr::Grown(v) => {
-            let alloc = v.capacity();
-            (v, Some(alloc))
-        }
-        RStr::Int(i) => {
-            let v = i.to_string().into_bytes();
-            let alloc = sds_new_room(v.len());
-            (v, alloc)
-        }
-        RStr::Raw(v) if v.len() <= EMBSTR_MAX => {
-            let alloc = sds_new_room(v.len());
-            (v, alloc)
-        }
-        RStr::Raw(v) => {
-            // trimStringObjectIfNeeded: over a tenth spare, the sds is shrunk to its length.
-            let room = sds_new_room(v.len()).unwrap_or(v.len());
-            let alloc = if room - v.len() > v.len() / 10 { v.len() } else { room };
-            (v, Some(alloc))
-        }
-        RStr::Exact(v) => {
-            let alloc = sds_new_room(v.len());
-            (v, alloc)
-        }
-    };
-    let current = alloc.unwrap_or(bytes.len());
-    let new_alloc = sds_make_room(current, newlen);
-    *s = match (alloc, new_alloc) {
-        // A type-5 sds that needs no room stays exactly sized.
-        (None, None) => RStr::Exact(bytes),
-        (Some(a), None) | (_, Some(a)) => RStr::Grown(with_capacity(bytes, a)),
-    };
-    match s {
-        RStr::Grown(v) | RStr::Exact(v) => v,
-        RStr::Int(_) | RStr::Raw(_) => unreachable!("set above"),
-    }
-}
-
-/// `v` with a capacity of exactly `cap` (at least its length).
-fn with_capacity(mut v: Vec<u8>, cap: usize) -> Vec<u8> {
-    if v.capacity() == cap {
-        return v;
-    }
-    if v.capacity() > cap {
-        v.shrink_to(cap);
-        if v.capacity() == cap {
-            return v;
-        }
-    }
-    let mut w = Vec::with_capacity(cap);
-    w.extend_from_slice(&v);
-    w
-}
-
 /// The bytes of a string value; integers are printed into `buf` (no allocation for the others).
 fn str_view<'a>(s: &'a RStr, buf: &'a mut [u8; 20]) -> &'a [u8] {
     match s {
@@ -403,7 +340,7 @@ fn append(core: &mut Core, a: &[&[u8]]) -> Reply {
                 return Reply::err(TOO_BIG);
             }
             let newlen = s.len() + tail.len();
-            let v = make_room(s, newlen);
+            let v = crate::object_size::make_room(s, newlen);
             v.extend_from_slice(tail);
             let n = v.len() as i64;
             core.touch(key);
@@ -485,7 +422,7 @@ fn setrange(core: &mut Core, a: &[&[u8]]) -> Reply {
                 return Reply::err(TOO_BIG);
             }
             let newlen = (total as usize).max(s.len());
-            let v = make_room(s, newlen);
+            let v = crate::object_size::make_room(s, newlen);
             if v.len() < total as usize {
                 v.resize(total as usize, 0);
             }
@@ -696,7 +633,7 @@ mod tests {
 
     fn run(core: &mut Core, line: &str) -> Reply {
         let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
-        core.dispatch(&args)
+        crate::cmd::dispatch(core, &args)
     }
     fn bulk(s: &str) -> Reply {
         Reply::Bulk(s.as_bytes().to_vec())

@@ -2,8 +2,8 @@
 //! ZMSCORE, ZCOUNT, ZLEXCOUNT, the ZRANGE family (by rank, score or lex, forward or reverse, LIMIT,
 //! WITHSCORES), ZREMRANGEBY{SCORE,RANK,LEX}, ZPOPMIN/ZPOPMAX and ZRANK/ZREVRANK, with Redis's argument
 //! checks in Redis's order, so the same bad call gets the same error.
-use super::flags::*;
-use super::{arg_i64, eq_ic, parse_f64, CommandSpec, KeySpec, NOT_FLOAT, SYNTAX};
+use crate::command_spec::flags::*;
+use crate::command_spec::{arg_i64, eq_ic, parse_f64, CommandSpec, KeySpec, NOT_FLOAT, SYNTAX};
 use crate::core::Core;
 use crate::keyspace::{LexBound, LexRange, ScoreRange, Value, ZRef, ZSet, WRONGTYPE};
 use crate::reply::Reply;
@@ -692,7 +692,7 @@ mod tests {
         for t in
             ["0", "-0", "007", "1", "-1", "123456789012345", "-123456789012345", "1234567890123456", "-inf", "inf", "+inf", "1704067200000"]
         {
-            let (fast, general) = (parse_number(t.as_bytes()), super::super::parse_f64(t.as_bytes()));
+            let (fast, general) = (parse_number(t.as_bytes()), crate::command_spec::parse_f64(t.as_bytes()));
             assert_eq!(fast.map(f64::to_bits), general.map(f64::to_bits), "{t}");
         }
     }
@@ -701,7 +701,7 @@ mod tests {
 
     fn run(core: &mut Core, line: &str) -> Reply {
         let args: Vec<&[u8]> = line.split(' ').map(|s| s.as_bytes()).collect();
-        core.dispatch(&args).into_resp2()
+        crate::cmd::dispatch(core, &args).into_resp2()
     }
     fn bulk(s: &str) -> Reply {
         Reply::Bulk(s.as_bytes().to_vec())
@@ -819,7 +819,7 @@ mod tests {
         );
         assert_eq!(run(&mut c, "ZREVRANGE z 0 -1 REV"), err(SYNTAX));
         assert_eq!(run(&mut c, "ZRANGE z 0 -1 BYSCORE BYLEX"), err(SYNTAX));
-        assert_eq!(run(&mut c, "ZRANGE z 0 -1 LIMIT a 1 foo"), err(super::super::NOT_INTEGER));
+        assert_eq!(run(&mut c, "ZRANGE z 0 -1 LIMIT a 1 foo"), err(crate::command_spec::NOT_INTEGER));
         assert_eq!(run(&mut c, "ZRANGE z 0 -1 foo LIMIT a 1"), err(SYNTAX));
         assert_eq!(run(&mut c, "ZRANGE z a b BYSCORE"), err(NOT_FLOAT_RANGE));
         assert_eq!(run(&mut c, "ZRANGE z a b BYLEX"), err(NOT_LEX_RANGE));

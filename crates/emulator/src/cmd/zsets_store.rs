@@ -7,9 +7,9 @@
 //! order in which weighted scores are summed, and so the last bits of a float result. A stored result
 //! is built member by member, which gives the encoding Redis ends with (listpack up to 128 members
 //! of at most 64 bytes, else skiplist); an empty result deletes the destination.
-use super::flags::*;
 use super::zsets::{parse_score, scored};
-use super::{arg_i64, eq_ic, numkeys_keys, CommandSpec, KeySpec, SYNTAX};
+use crate::command_spec::flags::*;
+use crate::command_spec::{arg_i64, eq_ic, numkeys_keys, CommandSpec, KeySpec, SYNTAX};
 use crate::core::Core;
 use crate::fxhash::FxHashMap;
 use crate::keyspace::{Value, ZSet, WRONGTYPE};

@@ -251,7 +251,7 @@ impl Functions {
     /// FUNCTION ... from a client.
     pub(crate) fn command(&mut self, a: &[&[u8]]) -> Reply {
         let sub = a[1];
-        let Some(s) = super::subcommands("function").and_then(|subs| subs.iter().find(|s| eq_ic(sub, s.name))) else {
+        let Some(s) = crate::cmd::command::subcommands("function").and_then(|subs| subs.iter().find(|s| eq_ic(sub, s.name))) else {
             let end = sub.iter().take(128).position(|&c| c == 0).unwrap_or(sub.len().min(128));
             let name = super::one_line(&String::from_utf8_lossy(&sub[..end]));
             return Reply::Error(format!("ERR unknown subcommand '{name}'. Try FUNCTION HELP."));

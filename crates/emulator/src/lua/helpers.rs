@@ -216,7 +216,7 @@ pub(crate) unsafe extern "C-unwind" fn acl_check_cmd(l: *mut ffi::lua_State) -> 
                 let args: Vec<&[u8]> = if argc >= 2 { vec![name, arg_bytes(l, 2, &mut sbuf)] } else { vec![name] };
                 cmd::command::redis_lookup(&args).is_ok()
             }
-            Some(spec) if argc >= 2 => match super::subcommands(spec.name) {
+            Some(spec) if argc >= 2 => match crate::cmd::command::subcommands(spec.name) {
                 None => true,
                 Some(subs) => {
                     let mut sbuf = Vec::new();

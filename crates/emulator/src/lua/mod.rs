@@ -938,7 +938,7 @@ pub(crate) fn call_checked(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8
             direct(&mut core, argv, out);
             None
         }
-        None => Some(core.run(spec, argv)),
+        None => Some(spec.run(&mut core, argv)),
     };
     core.resp3 = false;
     reply
@@ -958,39 +958,6 @@ fn not_emulated(argv: &[&[u8]]) -> Reply {
     }
 }
 
-/// A subcommand of a command that has them (Redis 7.0's `<command>|<subcommand>` entries): its
-/// arity (counting the command and the subcommand) and whether scripts may call it.
-pub(crate) struct Sub {
-    pub name: &'static str,
-    pub arity: i32,
-    pub noscript: bool,
-}
-
-/// The subcommands of a command that has them, from Redis 7.0.15's table
-/// ([`cmd::command::redis_table`]).
-pub(crate) fn subcommands(command: &str) -> Option<&'static [Sub]> {
-    static SUBS: std::sync::OnceLock<crate::fxhash::FxHashMap<&'static str, Vec<Sub>>> = std::sync::OnceLock::new();
-    let all = SUBS.get_or_init(|| {
-        cmd::command::redis_table()
-            .values()
-            .filter(|c| !c.subcommands.is_empty())
-            .map(|c| {
-                let subs = c
-                    .subcommands
-                    .iter()
-                    .map(|s| Sub {
-                        name: s.name.split_once('|').map_or(s.name.as_str(), |(_, n)| n),
-                        arity: s.arity as i32,
-                        noscript: s.has_flag("noscript"),
-                    })
-                    .collect();
-                (c.name.as_str(), subs)
-            })
-            .collect()
-    });
-    all.get(command).map(Vec::as_slice)
-}
-
 /// SCRIPT HELP or FUNCTION HELP.
 fn help_reply(command: &str) -> Reply {
     let lines = if command == "function" { functions::HELP } else { SCRIPT_HELP };
@@ -1002,7 +969,7 @@ fn help_reply(command: &str) -> Reply {
 #[cold]
 #[inline(never)]
 fn subcommand_rules(spec: &CommandSpec, argv: &[&[u8]]) -> Option<Reply> {
-    let subs = subcommands(spec.name)?;
+    let subs = cmd::command::subcommands(spec.name)?;
     let Some(sub) = subs.iter().find(|s| argv[1].eq_ignore_ascii_case(s.name.as_bytes())) else {
         return Some(Reply::err("ERR Unknown Redis command called from script"));
     };
@@ -1029,7 +996,7 @@ fn memory_verbatim(core: &mut Core, spec: &CommandSpec, argv: &[&[u8]], out: &mu
     if spec.name == "memory" && !eq_ic(argv[1], "doctor") {
         return None;
     }
-    match core.run(spec, argv) {
+    match spec.run(core, argv) {
         Reply::Bulk(b) => {
             out.verbatim(b"txt", &b);
             Some(None)
@@ -1057,28 +1024,6 @@ static SCRIPT_HELP: &[&str] = &[
     "HELP",
     "    Prints this help.",
 ];
-
-/// The scripting commands run here, not in [`Core`]; these entries give them names, arity and flags.
-pub static COMMANDS: &[CommandSpec] = &[
-    scripting_spec("eval", -3),
-    scripting_spec("evalsha", -3),
-    scripting_spec("eval_ro", -3),
-    scripting_spec("evalsha_ro", -3),
-    scripting_spec("script", -2),
-    scripting_spec("function", -2),
-    scripting_spec("fcall", -3),
-    scripting_spec("fcall_ro", -3),
-];
-
-const fn scripting_spec(name: &'static str, arity: i32) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity,
-        flags: flags::SCRIPTING | flags::NOSCRIPT | flags::MOVABLE_KEYS,
-        keys: cmd::KeySpec::NONE,
-        handler: |_, a| cmd::unknown_command(a),
-    }
-}
 
 #[cfg(test)]
 mod tests;
