@@ -32,6 +32,10 @@ pub enum Error {
     /// Talking to a real Redis failed.
     #[error("redis connection: {0}")]
     Connection(String),
+    /// A private `redis-server` was needed (no `--redis` URL) but the program cannot be run: it is
+    /// not installed, or not on the PATH. The text is the program and the system's reason.
+    #[error("redis-server is not installed ({0}): install Redis 7.0, or give a running server with --redis redis://HOST:PORT")]
+    NoRedisServer(String),
     /// The emulator and a real Redis answered the same thing differently (`verify`, `--redis`).
     #[error("emulator and Redis differ: {0}")]
     Mismatch(String),

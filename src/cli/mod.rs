@@ -221,13 +221,13 @@ pub(crate) fn emit(out: &mut dyn Write, text: &str) -> Result<()> {
 /// | 0 | done: every check held, every decision identical | |
 /// | 1 | a verdict: a check failed, the emulator and Redis differ | [`Error::Failed`], [`Error::Mismatch`] |
 /// | 2 | bad input or usage: arguments, a spec, a scenario or trace, a file that cannot be read, a script that does not compile, errors or runs away | [`Error::Parse`], [`Error::Invalid`], [`Error::Io`], [`Error::Script`], [`Error::Lua`] |
-/// | 3 | a server: unreachable, asking for a password or refusing it, no reply in time, or refusing a call for its own state (OOM, READONLY, NOPERM) | [`Error::Connection`], [`Error::Redis`] |
+/// | 3 | a server: unreachable (or no `redis-server` to start a private one), asking for a password or refusing it, no reply in time, or refusing a call for its own state (OOM, READONLY, NOPERM) | [`Error::Connection`], [`Error::Redis`], [`Error::NoRedisServer`] |
 ///
 /// (clap's own usage errors exit 2 too; a panic, which is always a bug, exits 101.)
 pub fn exit_code(e: &Error) -> i32 {
     match e {
         Error::Failed(_) | Error::Mismatch(_) => 1,
         Error::Parse { .. } | Error::Invalid { .. } | Error::Io { .. } | Error::Script { .. } | Error::Lua(_) => 2,
-        Error::Connection(_) | Error::Redis(_) => 3,
+        Error::Connection(_) | Error::Redis(_) | Error::NoRedisServer(_) => 3,
     }
 }

@@ -16,7 +16,6 @@ pub mod decisions;
 pub mod gen;
 pub mod model;
 pub mod render;
-pub mod server;
 pub mod shrink;
 pub mod used_memory;
 
