@@ -16,12 +16,13 @@
 //!   [`crate::backend::real::RealRedis`] about to FLUSHALL) proves it with [`PrivateRedis::confirm`].
 //! - Dropping it kills and reaps the child and removes its directory.
 //! - Without `redis-server` the error is [`Error::NoRedisServer`].
-use std::fs::File;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+use redis::ConnectionLike as _;
 
 use crate::emulator::Reply;
 use crate::{Error, Result};
@@ -196,6 +197,8 @@ impl PrivateRedis {
 
     /// Takes `child`, said to be a server for `port`, and keeps it only when the port answers as
     /// that child within `within`. Otherwise the child is killed and the error says what answered.
+    /// (Starts go through [`Launch`]; this lets a test hand over a child of its own.)
+    #[cfg(test)]
     fn adopt(child: Child, port: u16, dir: PathBuf, within: Duration) -> std::result::Result<PrivateRedis, String> {
         PrivateRedis { child, port, dir, launch: Launch::new(), version: String::new() }.adopted(within)
     }
@@ -378,7 +381,7 @@ impl PrivateRedis {
     }
 
     /// The last lines of the server's output, indented, for an error message.
-    pub fn log_excerpt(&self) -> String {
+    fn log_excerpt(&self) -> String {
         let out = self.output();
         let lines: Vec<&str> = out.lines().collect();
         let tail = &lines[lines.len().saturating_sub(40)..];
@@ -758,6 +761,7 @@ mod tests {
         assert!(s.version().starts_with(|c: char| c.is_ascii_digit()), "{}", s.version());
         let mut real = crate::backend::real::RealRedis::connect(&s.url(), Default::default()).unwrap();
         s.confirm(|a| crate::backend::Backend::command(&mut real, a)).unwrap();
+        drop(real);
         let forged = format!("# Server\r\nredis_version:7.0.0\r\nprocess_id:{}\r\ntcp_port:{}\r\n", s.pid() + 1, s.port());
         let err = s.confirm(|_| Ok(Reply::Bulk(forged.into_bytes()))).err().expect("another pid").to_string();
         assert!(err.contains("is not our private redis-server"), "{err}");
