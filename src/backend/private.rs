@@ -283,7 +283,8 @@ impl PrivateRedis {
     /// A connection that has just proved to reach our child (PING, then INFO's `process_id`).
     fn session(&mut self) -> Result<redis::Connection> {
         self.alive()?;
-        let (conn, who) = probe(self.port).map_err(|e| Error::Connection(format!("the private redis-server on port {}: {e}", self.port)))?;
+        let (conn, who) =
+            probe(self.port).map_err(|e| Error::Connection(format!("the private redis-server on port {}: {e}", self.port)))?;
         self.owns(&who)?;
         Ok(conn)
     }
@@ -310,7 +311,8 @@ impl PrivateRedis {
         for a in args.iter().skip(1) {
             cmd.arg(*a);
         }
-        conn.req_command(&cmd).map_err(|e| Error::Connection(format!("{} on the private redis-server (port {}): {e}", args.join(" "), self.port)))
+        conn.req_command(&cmd)
+            .map_err(|e| Error::Connection(format!("{} on the private redis-server (port {}): {e}", args.join(" "), self.port)))
     }
 
     /// Checks a connection opened elsewhere (a backend about to flush the server): `ask` sends a
@@ -374,7 +376,10 @@ impl PrivateRedis {
                 }
                 Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
                 Err(e) => {
-                    return Err(Error::Connection(format!("redis-server (pid {pid}) did not come back on port {port}: {e}{}", self.log_excerpt())))
+                    return Err(Error::Connection(format!(
+                        "redis-server (pid {pid}) did not come back on port {port}: {e}{}",
+                        self.log_excerpt()
+                    )))
                 }
             }
         }
@@ -763,7 +768,7 @@ mod tests {
         s.confirm(|a| crate::backend::Backend::command(&mut real, a)).unwrap();
         drop(real);
         let forged = format!("# Server\r\nredis_version:7.0.0\r\nprocess_id:{}\r\ntcp_port:{}\r\n", s.pid() + 1, s.port());
-        let err = s.confirm(|_| Ok(Reply::Bulk(forged.into_bytes()))).err().expect("another pid").to_string();
+        let err = s.confirm(|_| Ok(Reply::Bulk(forged.into_bytes()))).expect_err("another pid").to_string();
         assert!(err.contains("is not our private redis-server"), "{err}");
         let forged = format!("process_id:{}\r\ntcp_port:6379\r\n", s.pid());
         assert!(s.confirm(|_| Ok(Reply::Bulk(forged.into_bytes()))).is_err(), "another port");

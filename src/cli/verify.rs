@@ -7,9 +7,9 @@ use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 use super::emit;
+use crate::backend::private::{PrivateCluster, PrivateRedis};
 use crate::backend::real::{RealOptions, RealRedis, DEFAULT_TIMEOUT};
 use crate::backend::secret::RedisUrl;
-use crate::backend::private::{PrivateCluster, PrivateRedis};
 use crate::backend::Backend as _;
 use crate::verify::{self, Options};
 use crate::{Error, Result};
