@@ -1,7 +1,7 @@
 //! The shipped scripts on a real three-master Redis Cluster, against the emulator in cluster mode.
 //!
-//! The harness (`common::RedisCluster`) builds the cluster from the `redis-server` and `redis-cli`
-//! binaries on loopback ports. Without them these tests print why and pass, unless `CI` is set.
+//! The harness (`common::RedisCluster`, over `limitlab_engine::backend::private`) builds the cluster from
+//! `redis-server` nodes on loopback ports. Without it these tests print why and pass, unless `CI` is set.
 use crate::common;
 
 use common::RedisCluster;

@@ -32,6 +32,10 @@ pub enum Error {
     /// Talking to a real Redis failed.
     #[error("redis connection: {0}")]
     Connection(String),
+    /// A private `redis-server` was needed (no `--redis` URL) but the program cannot be run: it is
+    /// not installed, or not on the PATH. The text is the program and the system's reason.
+    #[error("redis-server is not installed ({0}): install Redis 7.0, or give a running server with --redis redis://HOST:PORT")]
+    NoRedisServer(String),
     /// The emulator and a real Redis answered the same thing differently (`verify`, `--redis`).
     #[error("emulator and Redis differ: {0}")]
     Mismatch(String),
@@ -52,14 +56,14 @@ impl Error {
     /// | 0 | done: every check held, every decision identical | |
     /// | 1 | a verdict: a check failed, the emulator and Redis differ | [`Self::Failed`], [`Self::Mismatch`] |
     /// | 2 | bad input or usage: arguments, a spec, a scenario or trace, a file that cannot be read, a script that does not compile, errors or runs away | [`Self::Parse`], [`Self::Invalid`], [`Self::Io`], [`Self::Script`], [`Self::Lua`] |
-    /// | 3 | a server: unreachable, asking for a password or refusing it, no reply in time, or refusing a call for its own state (OOM, READONLY, NOPERM) | [`Self::Connection`], [`Self::Redis`] |
+    /// | 3 | a server: unreachable (or no `redis-server` to start a private one), asking for a password or refusing it, no reply in time, or refusing a call for its own state (OOM, READONLY, NOPERM) | [`Self::Connection`], [`Self::Redis`], [`Self::NoRedisServer`] |
     ///
     /// (clap's own usage errors exit 2 too; a panic, which is always a bug, exits 101.)
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Failed(_) | Error::Mismatch(_) => 1,
             Error::Parse { .. } | Error::Invalid { .. } | Error::Io { .. } | Error::Script { .. } | Error::Lua(_) => 2,
-            Error::Connection(_) | Error::Redis(_) => 3,
+            Error::Connection(_) | Error::Redis(_) | Error::NoRedisServer(_) => 3,
         }
     }
 }

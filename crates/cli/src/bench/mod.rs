@@ -12,7 +12,6 @@
 //! A second table times the sliding log with its log full at sizes L = 10 ... 100,000: Redis's
 //! skiplist (and the emulator's) make each call O(log L), which the figures should show.
 pub mod engines;
-pub mod server;
 pub mod tables;
 pub mod workload;
 
@@ -22,8 +21,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use self::engines::{RedisConn, Timed};
-use self::server::PrivateServer;
 use self::workload::{Check, Workload};
+use limitlab_engine::backend::private::PrivateRedis;
 use limitlab_engine::backend::real::{RealOptions, RealRedis};
 use limitlab_engine::backend::Backend;
 use std::sync::Arc;
@@ -246,7 +245,7 @@ struct Live {
     real: RealRedis,
     conn: RedisConn,
     url: String,
-    _server: Option<PrivateServer>,
+    _server: Option<PrivateRedis>,
 }
 
 impl Drop for Live {
@@ -262,23 +261,29 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 /// empty with a note saying why; a `--redis URL` that cannot be used is an error.
 fn open(target: &RedisTarget) -> Result<(Option<Live>, RedisInfo)> {
     let none = |note: String| RedisInfo { source: "none".into(), url: None, version: None, note: Some(note) };
-    let (server, url, source) = match target {
+    let (mut server, url, source) = match target {
         RedisTarget::None => return Ok((None, none("no real Redis (--no-redis)".into()))),
         RedisTarget::Url(u) => (None, u.expose().to_string(), "url"),
-        RedisTarget::Private => match PrivateServer::start() {
+        RedisTarget::Private => match PrivateRedis::start() {
             Ok(s) => {
                 let u = s.url();
                 (Some(s), u, "private")
             }
-            Err(why) => return Ok((None, none(why))),
+            Err(why) => return Ok((None, none(why.to_string()))),
         },
     };
     let opened = RealRedis::connect(&url, RealOptions { timeout: TIMEOUT }).and_then(|real| Ok((real, RedisConn::connect(&url, TIMEOUT)?)));
-    let (real, mut conn) = match opened {
+    let (mut real, mut conn) = match opened {
         Ok(c) => c,
         Err(e) if server.is_some() => return Ok((None, none(format!("the private server: {e}")))),
         Err(e) => return Err(e),
     };
+    if let Some(s) = server.as_mut() {
+        // Both connections must reach our own child before a run writes (and removes) keys there.
+        if let Err(e) = s.confirm(|a| real.command(a)).and_then(|()| s.confirm(|a| conn.command(a))) {
+            return Ok((None, none(format!("the private server: {e}"))));
+        }
+    }
     if real.is_cluster() {
         return Err(limitlab_emulator::Error::Invalid {
             context: "bench".into(),

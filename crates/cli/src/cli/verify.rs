@@ -7,11 +7,12 @@ use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 use super::emit;
-use crate::verify::server::{PrivateCluster, PrivateServer};
 use crate::verify::{self, Options};
 use limitlab_emulator::{Error, Result};
+use limitlab_engine::backend::private::{PrivateCluster, PrivateRedis};
 use limitlab_engine::backend::real::{RealOptions, RealRedis, DEFAULT_TIMEOUT};
 use limitlab_engine::backend::secret::RedisUrl;
+use limitlab_engine::backend::Backend as _;
 
 /// `--redis URL [--redis-timeout-ms MS]`: a real server to run on as well as the emulator. Its
 /// `Debug` shows the URL without its password (through [`RedisUrl`]'s).
@@ -170,13 +171,15 @@ fn run_scripts(plan: &Plan, out: &mut dyn Write) -> Result<()> {
             // The cluster is ours: a script's keys outside the prefix may be written (and removed).
             r.set_allow_outside_keys(true);
             let ports: Vec<String> = c.ports().iter().map(u16::to_string).collect();
-            (r, format!("a private Redis Cluster of 3 masters on 127.0.0.1 ports {} ({})", ports.join(", "), c.version()))
+            (r, format!("a private Redis Cluster of 3 masters on 127.0.0.1 ports {} (Redis {})", ports.join(", "), c.version()))
         }
         None => {
-            let s = server.insert(PrivateServer::start()?);
+            let s = server.insert(PrivateRedis::start()?);
             let mut r = RealRedis::connect(&s.url(), plan.timeout)?;
+            // Its keys outside the prefix are removed: only once this connection is known to reach it.
+            s.confirm(|a| r.command(a))?;
             r.set_allow_outside_keys(true);
-            (r, format!("a private redis-server on 127.0.0.1:{} ({})", s.port(), s.version()))
+            (r, format!("a private redis-server on 127.0.0.1:{} (Redis {})", s.port(), s.version()))
         }
     };
     let mut text = String::new();
@@ -240,7 +243,7 @@ pub fn run(plan: Plan, out: &mut dyn Write) -> Result<()> {
         return run_scripts(&plan, out);
     }
     let mut options = plan.options;
-    let server;
+    let mut server;
     let (mut real, backend) = match &plan.target {
         Some(t) => {
             let r = t.connect()?;
@@ -248,10 +251,12 @@ pub fn run(plan: Plan, out: &mut dyn Write) -> Result<()> {
             (r, d)
         }
         None => {
-            server = PrivateServer::start()?;
+            server = PrivateRedis::start()?;
             options.private = true;
-            let r = RealRedis::connect(&server.url(), plan.timeout)?;
-            (r, format!("a private redis-server on 127.0.0.1:{} ({})", server.port(), server.version()))
+            let mut r = RealRedis::connect(&server.url(), plan.timeout)?;
+            // Every case starts with FLUSHALL: only once this connection is known to reach our child.
+            server.confirm(|a| r.command(a))?;
+            (r, format!("a private redis-server on 127.0.0.1:{} (Redis {})", server.port(), server.version()))
         }
     };
     let bar = (options.cases >= 500 && std::io::stderr().is_terminal()).then(|| {

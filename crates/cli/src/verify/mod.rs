@@ -15,7 +15,6 @@
 pub mod against_redis;
 pub mod gen;
 pub mod model;
-pub mod server;
 pub mod shrink;
 pub mod text;
 pub mod used_memory;

@@ -1,6 +1,7 @@
 //! Where scripts run: one [`Backend`] trait keeps the simulator ignorant of whether it talks to the
 //! embedded emulator or to a real Redis (standalone or Cluster).
 pub mod emulated;
+pub mod private;
 pub mod real;
 pub mod secret;
 
