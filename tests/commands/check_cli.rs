@@ -262,7 +262,7 @@ fn a_runaway_script_stops_check_at_once_with_exit_2_and_its_line() {
         let out = limitlab(&["check", &format!("{}/loop.toml", dir.path()), "--no-save", "--script-budget", "20000000"]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{err}");
-        assert!(err.contains("Script killed by limitlab") && err.contains(what) && err.contains(&format!("{line}")), "{err}");
+        assert!(err.contains("Script killed by limitlab") && err.contains(what) && err.contains(&line.to_string()), "{err}");
         assert!(err.contains("no verdict on a script that does not finish"), "{err}");
         assert!(out.stdout.is_empty(), "no report: {}", String::from_utf8_lossy(&out.stdout));
         // Not a timing assertion on the machine's speed: one kill is one script call's budget,

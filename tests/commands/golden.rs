@@ -98,7 +98,8 @@ fn a_user_spec_of_fixed_window_gives_the_built_in_numbers() {
     // a spec with `model = "..."` gets (a user's spec has none, and reports 0). Every other metric
     // must be equal: the promises too, judged on the model for the built-in and by asking the
     // script itself for the user's spec, one judgement (`limiter::honesty`).
-    for k in ["reference_mismatches"] {
+    {
+        let k = "reference_mismatches";
         u.remove(k);
         b.remove(k);
     }

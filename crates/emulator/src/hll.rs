@@ -17,7 +17,7 @@ const Q: usize = 64 - P as usize;
 /// The header's size.
 pub const HDR: usize = 16;
 /// A dense HLL's total size: the header and 16,384 registers of 6 bits.
-pub const DENSE_SIZE: usize = HDR + (REGISTERS * 6 + 7) / 8;
+pub const DENSE_SIZE: usize = HDR + (REGISTERS * 6).div_ceil(8);
 /// The encoding byte of a dense HLL.
 pub const DENSE: u8 = 0;
 /// The encoding byte of a sparse HLL.

@@ -131,7 +131,7 @@ pub fn junit(r: &CheckReport) -> String {
                 let _ = write!(s, "\n      <skipped message=\"{}\"/>\n    ", xml(&c.summary));
             }
             Status::Pass | Status::Info => {
-                let _ = write!(s, "\n      <system-out>{}</system-out>\n    ", xml(&format!("{}\n{body}", c.summary).trim_end()));
+                let _ = write!(s, "\n      <system-out>{}</system-out>\n    ", xml(format!("{}\n{body}", c.summary).trim_end()));
             }
         }
         s.push_str("</testcase>\n");

@@ -913,7 +913,7 @@ pub(crate) fn call_checked(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8
     }
     let mut core = core.borrow_mut();
     if core.cluster {
-        let keys = spec.keys.keys(&argv);
+        let keys = spec.keys.keys(argv);
         match cluster::common_slot(keys.iter().copied()) {
             Err(()) => return Some(Reply::err("ERR Script attempted to access a non local key in a cluster node")),
             Ok(Some(slot)) => match st.slot.get() {

@@ -269,7 +269,7 @@ impl AdapterState {
                                     known.join(", ")
                                 )));
                             };
-                            let r = b.eval(&sc.script, &kb, &ab).map_err(|e| external(e))?;
+                            let r = b.eval(&sc.script, &kb, &ab).map_err(external)?;
                             if let Reply::Error(e) = &r {
                                 return Err(external(script_error(&sc.path, &sc.script.body, e, describe())));
                             }
