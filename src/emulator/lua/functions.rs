@@ -828,13 +828,27 @@ unsafe fn read_positional(l: *mut ffi::lua_State) -> Result<Func, &'static str> 
     Ok(Func { name, desc: None, flags: 0, fref })
 }
 
+/// `redis.register_function{...}`.
+///
+/// # Safety
+///
+/// Called from [`register_function`] at load time with the table as its only argument (so slots
+/// 2 and 3 are free for it, and LUA_MINSTACK covers the seven it takes at most). Allocations
+/// cannot raise at load time; `read_flags` can (through an `__index`), and meets nothing owned
+/// here: the name and description are copied out of the stack only after the walk.
 unsafe fn read_named(l: *mut ffi::lua_State) -> Result<Func, &'static str> {
     if ffi::lua_type(l, 1) != ffi::LUA_TTABLE {
         return Err(
             "calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).",
         );
     }
-    let (mut name, mut desc, mut fref, mut flags): (Option<Vec<u8>>, Option<Vec<u8>>, Option<c_int>, u8) = (None, None, None, 0);
+    // The name and description found so far wait in stack slots 2 and 3 (nil: not given), not in
+    // Rust values: `read_flags` may run an `__index` that raises, and the raise must find nothing
+    // here to drop. The table is pushed again above them, for the walk.
+    ffi::lua_pushnil(l);
+    ffi::lua_pushnil(l);
+    ffi::lua_pushvalue(l, 1);
+    let (mut fref, mut flags): (Option<c_int>, u8) = (None, 0);
     let fail = |fref: Option<c_int>, e: &'static str| {
         if let Some(r) = fref {
             ffi::luaL_unref(l, ffi::LUA_REGISTRYINDEX, r);
@@ -846,18 +860,23 @@ unsafe fn read_named(l: *mut ffi::lua_State) -> Result<Func, &'static str> {
         if ffi::lua_isstring(l, -2) == 0 {
             return fail(fref, "named argument key given to redis.register_function is not a string");
         }
-        let key = string_or_empty(l, -2);
-        let key = helpers::cstr(&key);
+        // (A number key is converted in place, as in Redis; it matches no name below, so the walk
+        // stops before `lua_next` would see the changed key.)
+        let mut len = 0usize;
+        let p = ffi::lua_tolstring(l, -2, &mut len);
+        let key = helpers::cstr(std::slice::from_raw_parts(p.cast::<u8>(), len));
         if key.eq_ignore_ascii_case(b"function_name") {
-            match get_string(l, -1) {
-                Some(n) => name = Some(n),
-                None => return fail(fref, "function_name argument given to redis.register_function must be a string"),
+            if ffi::lua_isstring(l, -1) == 0 {
+                return fail(fref, "function_name argument given to redis.register_function must be a string");
             }
+            ffi::lua_pushvalue(l, -1);
+            ffi::lua_replace(l, 2);
         } else if key.eq_ignore_ascii_case(b"description") {
-            match get_string(l, -1) {
-                Some(d) => desc = Some(d),
-                None => return fail(fref, "description argument given to redis.register_function must be a string"),
+            if ffi::lua_isstring(l, -1) == 0 {
+                return fail(fref, "description argument given to redis.register_function must be a string");
             }
+            ffi::lua_pushvalue(l, -1);
+            ffi::lua_replace(l, 3);
         } else if key.eq_ignore_ascii_case(b"callback") {
             if ffi::lua_type(l, -1) != ffi::LUA_TFUNCTION {
                 return fail(fref, "callback argument given to redis.register_function must be a function");
@@ -877,12 +896,23 @@ unsafe fn read_named(l: *mut ffi::lua_State) -> Result<Func, &'static str> {
         }
         ffi::lua_settop(l, -2);
     }
-    let Some(name) = name else { return fail(fref, "redis.register_function must get a function name argument") };
+    if ffi::lua_type(l, 2) == ffi::LUA_TNIL {
+        return fail(fref, "redis.register_function must get a function name argument");
+    }
     let Some(fref) = fref else { return Err("redis.register_function must get a callback argument") };
+    let name = string_or_empty(l, 2);
+    let desc = if ffi::lua_type(l, 3) == ffi::LUA_TNIL { None } else { Some(string_or_empty(l, 3)) };
     Ok(Func { name, desc, flags, fref })
 }
 
 /// The flags table on top of the stack (`luaRegisterFunctionReadFlags`).
+///
+/// # Safety
+///
+/// A table is on top of the running state's stack, with one free slot. `lua_gettable` runs the
+/// table's `__index` for a missing index, as in Redis, and that may raise: the caller must hold
+/// nothing with a destructor, and this function holds a flag's copy only between the read and
+/// the next `lua_gettable`.
 unsafe fn read_flags(l: *mut ffi::lua_State) -> Option<u8> {
     let mut flags = 0u8;
     let mut j = 1.0;

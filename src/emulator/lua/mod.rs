@@ -307,18 +307,22 @@ unsafe extern "C" fn lua_alloc(
 ) -> *mut std::ffi::c_void {
     if nsize == 0 {
         libmimalloc_sys::mi_free(ptr);
-        std::ptr::null_mut()
-    } else if ptr.is_null() {
-        libmimalloc_sys::mi_malloc(nsize)
-    } else {
-        libmimalloc_sys::mi_realloc(ptr, nsize)
+        return std::ptr::null_mut();
     }
+    let block = if ptr.is_null() { libmimalloc_sys::mi_malloc(nsize) } else { libmimalloc_sys::mi_realloc(ptr, nsize) };
+    if block.is_null() {
+        std::alloc::handle_alloc_error(std::alloc::Layout::from_size_align(nsize, 1).unwrap_or(std::alloc::Layout::new::<u8>()));
+    }
+    block
 }
 
 /// Stores `f` in the registry; returns the main state and the reference.
 fn registry_ref(lua: &Lua, f: impl mlua::IntoLua) -> mlua::Result<(*mut mlua::ffi::lua_State, std::os::raw::c_int)> {
     let mut out = (std::ptr::null_mut(), 0);
-    // SAFETY: pops the function exec_raw pushed into a registry reference.
+    // SAFETY: inside mlua's protected call (a C function; a refused allocation comes back as an
+    // Err), luaL_ref pops into the registry the one argument exec_raw pushed, `f`. The closure
+    // captures a mutable reference, a plain value. The state seen there is the main state mlua
+    // runs its protected calls on, which the fast path then uses directly.
     unsafe {
         lua.exec_raw::<()>(f, |l| {
             let r = mlua::ffi::luaL_ref(l, mlua::ffi::LUA_REGISTRYINDEX);
@@ -571,11 +575,12 @@ fn run_function(
     st.killed.set(false);
     st.budget_left.set(budget.min(i64::MAX as u64) as i64);
     let room = st.memory_room.get();
-    // SAFETY: the cap's fields live in the VM's global state (see Vm::mem); no Lua code runs now.
-    unsafe {
+    // SAFETY: the cap's fields point into the VM's global state (see Vm::mem), alive as long as the
+    // VM; no Lua code runs now, and nothing else reads or writes them meanwhile (one thread).
+    let cap = unsafe {
         *vm.mem.hit = 0;
-        *vm.mem.cap = if room == 0 { usize::MAX } else { (*vm.mem.totalbytes).saturating_add(room) };
-    }
+        if room == 0 { usize::MAX } else { (*vm.mem.totalbytes).saturating_add(room) }
+    };
     st.slot.set(if core.borrow().cluster { cluster::common_slot(keys.iter().copied()).ok().flatten() } else { None });
     // Keys cannot expire while the script runs: judge expiry at the script's start. The script runs
     // in its caller's database; a SELECT inside it changes the script's database only.
@@ -604,7 +609,14 @@ fn run_function(
             functions::push_array(l, argv);
             2
         };
-        let r = if ffi::lua_pcall(l, nargs, 1, top + 1) == 0 {
+        // The cap goes on only now, counting KEYS and ARGV against the room (the script is flagged
+        // if they already took it past): built with the cap on, they could be refused here, outside
+        // any protected call, where Lua would end the process.
+        ext::LiftedCap { l, m: vm.mem, cap }.restore();
+        let status = ffi::lua_pcall(l, nargs, 1, top + 1);
+        // And off again before the result is read, for the same reason.
+        *vm.mem.cap = usize::MAX;
+        let r = if status == 0 {
             Ok(fast::to_reply(l, -1, st.resp.get(), 0))
         } else {
             Err(fast::read_failure(l, -1))
@@ -617,17 +629,18 @@ fn run_function(
         core.frozen_ms = None;
         core.select(db);
     }
-    // SAFETY: as above; the script has returned.
-    let (memory_hit, memory_line) = unsafe {
-        *vm.mem.cap = usize::MAX;
-        (std::mem::replace(&mut *vm.mem.hit, 0) != 0, std::mem::replace(&mut *vm.mem.line, 0))
-    };
+    // SAFETY: the cap's fields, as above; the script has returned.
+    let (memory_hit, memory_line) =
+        unsafe { (std::mem::replace(&mut *vm.mem.hit, 0) != 0, std::mem::replace(&mut *vm.mem.line, 0)) };
     if memory_hit {
         // Over the memory cap, whether or not the script caught the refusal: its garbage goes now,
         // so that the next script starts from where this one did.
         st.killed.set(false);
         vm.rearm_hook();
-        // SAFETY: a full collection on the main state, between calls.
+        // SAFETY: a full collection on the live main state, between calls and outside any protected
+        // call. It cannot raise: its allocations cannot be refused (the cap is off after a run, and
+        // lua_alloc never fails), and the only finalizers are those of mlua's own userdata, which
+        // do not raise (scripts cannot give a userdata a `__gc`: no `newproxy`, no debug library).
         unsafe { mlua::ffi::lua_gc(vm.state, mlua::ffi::LUA_GCCOLLECT, 0) };
         let mut fail = outcome.err().unwrap_or_default();
         // An allocation refused outright carries no position: the line noted when the cap was
@@ -871,6 +884,62 @@ pub(crate) mod ext {
         pub hit: *mut c_int,
         /// The line the innermost Lua function was at when the cap was first passed (0: none).
         pub line: *mut c_int,
+    }
+
+    /// The memory cap of a state, lifted while Rust code that owns memory or holds a borrow pushes
+    /// values onto the Lua stack (a reply, a library function's results): with no cap, and an
+    /// allocator that never fails ([`super::lua_alloc`]), those pushes cannot raise, so no raise can
+    /// unwind past the Rust values. Plain data without a destructor: [`LiftedCap::restore`] puts the
+    /// cap back, and a raise that skipped it would only leave the rest of the run uncapped (the run's
+    /// end lifts the cap anyway).
+    #[derive(Clone, Copy)]
+    pub struct LiftedCap {
+        pub l: *mut mlua::ffi::lua_State,
+        pub m: MemCap,
+        /// The cap to put back.
+        pub cap: usize,
+    }
+
+    impl LiftedCap {
+        /// Lifts the cap of the state `l` belongs to, keeping it for [`LiftedCap::restore`].
+        ///
+        /// # Safety
+        ///
+        /// `l` is a live Lua state or thread.
+        pub unsafe fn lift(l: *mut mlua::ffi::lua_State) -> LiftedCap {
+            let m = memcap(l);
+            let cap = std::mem::replace(&mut *m.cap, usize::MAX);
+            LiftedCap { l, m, cap }
+        }
+
+        /// Puts the cap back. If the state now holds more than the cap, the script is flagged as
+        /// lmem.c flags a growth past it: the cap marked hit, the line of the innermost Lua function
+        /// noted (when the cap was not hit before), and the count hook made to fire at the next loop
+        /// or call, where [`super::budget_hook`] kills the script.
+        ///
+        /// # Safety
+        ///
+        /// `l` and `m` belong to a live state (the one `lift` was given); when the state is over
+        /// the cap it is one of the emulator's VMs, whose count hook is the budget hook.
+        pub unsafe fn restore(self) {
+            let m = self.m;
+            *m.cap = self.cap;
+            if *m.totalbytes > self.cap {
+                if *m.hit == 0 {
+                    *m.hit = 1;
+                    *m.line = 0;
+                    let mut ar: mlua::ffi::lua_Debug = std::mem::zeroed();
+                    let mut level = 0;
+                    while *m.line <= 0 && mlua::ffi::lua_getstack(self.l, level, &mut ar) != 0 {
+                        if mlua::ffi::lua_getinfo(self.l, c"l".as_ptr(), &mut ar) != 0 {
+                            *m.line = ar.currentline;
+                        }
+                        level += 1;
+                    }
+                }
+                mlua::ffi::lua_sethook(self.l, Some(super::budget_hook), mlua::ffi::LUA_MASKCOUNT, 1);
+            }
+        }
     }
 
     /// One argument as `lua_peekargs` describes it (`struct lua_PeekArg` in lua.h).

@@ -38,31 +38,72 @@ pub(crate) mod raw {
 
     use mlua::ffi::{self, lua_State};
 
+    use crate::emulator::lua::ext::LiftedCap;
+
     /// A finished error message (position prefix included when the C adds one).
     pub(crate) type Msg = Vec<u8>;
     pub(crate) type R<T> = Result<T, Msg>;
 
     /// Runs a library body and turns its error into a Lua error carrying the message string.
     /// A panic (a bug, never user input) is reported as an error instead of unwinding into Lua.
+    ///
+    /// The body runs with the memory cap lifted ([`LiftedCap`]): bodies keep Rust buffers (the
+    /// text being encoded or decoded, the open tables) while they push, and a push refused at the
+    /// cap would raise past them. Once it returns the cap is back, and a body that took the script
+    /// past it gets it killed at its next loop or call, as a refused allocation would have.
+    ///
+    /// # Safety
+    ///
+    /// `l` is the state of a C function Lua is running (this one's caller), and `body` may be
+    /// called with it: it uses the C API within the function's stack and raises nothing itself
+    /// (its errors come back as `Err`). The Lua calls a body makes must not raise at all while it
+    /// holds anything with a destructor: with the cap lifted, allocation cannot; raw table access,
+    /// `lua_next` over unmodified keys and `lua_checkstack` (which fails by returning 0) cannot
+    /// either. What remains is Lua's own limit on one table (`table overflow`, past 2^26 hash
+    /// slots), which a body filling a table from its input could reach only with an input of
+    /// hundreds of megabytes.
     pub(crate) unsafe fn run(l: *mut lua_State, body: unsafe fn(*mut lua_State) -> R<c_int>) -> c_int {
+        let lifted = LiftedCap::lift(l);
+        // SAFETY: calls the body with the state it was written for (see this function's contract);
+        // the closure captures two plain values by reference, so a raise would skip no destructor.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe { body(l) }));
         let msg = match result {
-            Ok(Ok(n)) => return n,
+            Ok(Ok(n)) => {
+                lifted.restore();
+                return n;
+            }
             Ok(Err(msg)) => msg,
-            Err(_) => b"internal error in a Lua library function".to_vec(),
+            Err(payload) => {
+                // Dropped here: the raise below never returns to drop it.
+                drop(payload);
+                b"internal error in a Lua library function".to_vec()
+            }
         };
-        raise(l, msg)
+        raise(l, msg, lifted)
     }
 
     /// Raises `msg` as a Lua string error; nothing needing a destructor outlives the call.
-    unsafe fn raise(l: *mut lua_State, msg: Msg) -> ! {
+    ///
+    /// # Safety
+    ///
+    /// `l` is the state of a running C function (the stack is emptied, then holds the message),
+    /// and the caller's frames hold nothing with a destructor: the raise unwinds them by longjmp.
+    /// `lifted` is the cap [`run`] lifted: the message is pushed before the cap is put back, so
+    /// the push cannot raise while `msg` is alive.
+    unsafe fn raise(l: *mut lua_State, msg: Msg, lifted: LiftedCap) -> ! {
         ffi::lua_settop(l, 0);
         ffi::lua_pushlstring_(l, msg.as_ptr().cast(), msg.len());
         drop(msg);
+        lifted.restore();
         ffi::lua_error(l)
     }
 
     /// `luaL_where(L, 1)`.
+    ///
+    /// # Safety
+    ///
+    /// `l` is a running state. lua_getstack and lua_getinfo ("Sl") read the call stack into `ar`
+    /// without allocating or raising; `short_src` is a NUL-terminated buffer inside `ar`.
     pub(crate) unsafe fn where_(l: *mut lua_State) -> Msg {
         let mut ar: ffi::lua_Debug = std::mem::zeroed();
         if ffi::lua_getstack(l, 1, &mut ar) != 0 {
