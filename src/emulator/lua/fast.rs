@@ -2,8 +2,10 @@
 //! straight off the Lua stack and push replies back without going through mlua values, and a script
 //! call builds KEYS/ARGV and converts its result the same way. Everything here follows one rule: no
 //! Rust value that owns memory is alive when a Lua error is raised (a raise unwinds by longjmp).
-//! The one place Lua is called while Rust holds something (the keyspace borrow) is
-//! [`LuaSink::bulks`], which pushes only what cannot raise but for running out of memory.
+//! The places Lua is called while Rust holds something (the keyspace borrow, the reply) are
+//! [`LuaSink`]'s methods: they push with the memory cap lifted ([`super::ext::LiftedCap`]), so
+//! that no push can raise, and check the stack without raising; `redis.call` raises what they
+//! report once it holds nothing.
 use std::cell::RefCell;
 use std::os::raw::c_int;
 use std::rc::Rc;
@@ -135,6 +137,13 @@ impl ReplySink for LuaSink {
 /// Runs the command given by the Lua arguments 1..=n; never raises. A command with a direct form
 /// pushes its reply through `out` (None); any other reply is returned, to be pushed once nothing
 /// here holds memory or a borrow.
+///
+/// # Safety
+///
+/// `l` runs `redis.call` or `redis.pcall` (`out.l` is the same state), with its arguments at
+/// 1..=n and its LUA_MINSTACK free slots. The two error tables pushed here (which can raise past
+/// the memory cap) are pushed with nothing owned alive; from the moment the argument buffer and
+/// `ctx.numbuf` are taken, Lua is only called through `out`, whose pushes cannot raise.
 unsafe fn run_from_stack(l: *mut ffi::lua_State, ctx: &CallCtx, out: &mut LuaSink) -> Option<Reply> {
     use super::ext::{lua_peekargs, PeekArg};
     let n = ffi::lua_gettop(l) as usize;
@@ -191,6 +200,8 @@ unsafe fn run_from_stack(l: *mut ffi::lua_State, ctx: &CallCtx, out: &mut LuaSin
         }
     };
     if n <= INLINE_ARGS {
+        // (The slices of strings stay valid: the arguments stay on the stack, and Lua's collector
+        // neither moves nor frees a string the stack holds, whatever `out` pushes.)
         let mut argv: [&[u8]; INLINE_ARGS] = [&[]; INLINE_ARGS];
         for (d, a) in argv.iter_mut().zip(args.iter()) {
             *d = slice_of(a);
@@ -203,11 +214,21 @@ unsafe fn run_from_stack(l: *mut ffi::lua_State, ctx: &CallCtx, out: &mut LuaSin
 }
 
 /// An error of the library itself (`luaPushError`: no stats flag), as the call's result.
+///
+/// # Safety
+///
+/// As [`super::helpers::push_error_buff`]: `l` runs `redis.call` (five of its LUA_MINSTACK slots
+/// are free) and its frames hold nothing with a destructor, since the pushes can raise past the cap.
 unsafe fn lib_error(l: *mut ffi::lua_State, out: &mut LuaSink, msg: &[u8]) {
     super::helpers::push_error_buff(l, msg);
     out.failed = true;
 }
 
+/// Pushes `{field = v}`.
+///
+/// # Safety
+///
+/// `l` is a running state with two free stack slots; the pushes allocate (see [`push_reply`]).
 unsafe fn push_field(l: *mut ffi::lua_State, field: &std::ffi::CStr, v: &[u8]) {
     ffi::lua_createtable(l, 0, 1);
     push_bytes(l, v);
@@ -377,11 +398,19 @@ unsafe fn generic_call(l: *mut ffi::lua_State, raise: bool) -> c_int {
 }
 
 /// `redis.call`: raises the error table of a failed command (from a C frame, as in Redis).
+///
+/// # Safety
+///
+/// Called by Lua only, as the C closure `register_redis_lib` makes (upvalue 1 the call context).
 pub(crate) unsafe extern "C-unwind" fn redis_call_c(l: *mut ffi::lua_State) -> c_int {
     generic_call(l, true)
 }
 
 /// `redis.pcall`: returns the error table instead.
+///
+/// # Safety
+///
+/// Called by Lua only, as the C closure `register_redis_lib` makes (upvalue 1 the call context).
 pub(crate) unsafe extern "C-unwind" fn redis_pcall_c(l: *mut ffi::lua_State) -> c_int {
     generic_call(l, false)
 }
@@ -389,6 +418,12 @@ pub(crate) unsafe extern "C-unwind" fn redis_pcall_c(l: *mut ffi::lua_State) -> 
 /// Sets the global `name` (from `lua_fixedstring`) to an array of the given strings, as Redis sets
 /// KEYS and ARGV before each call (`lua_setglobalstrings` in our Lua: it refills the old table when
 /// no script could tell a new one from it).
+///
+/// # Safety
+///
+/// `l` is the VM's main state between calls and `name` a string `lua_fixedstring` made on it
+/// (never collected). The strings are copied into Lua before this returns. It allocates, so it
+/// must run with the memory cap lifted: no protected call encloses it (see `run_function`).
 pub(crate) unsafe fn set_string_array(l: *mut ffi::lua_State, name: *const std::ffi::c_void, items: &[&[u8]]) {
     use super::ext::{lua_setglobalstrings, PeekArg};
     let describe = |s: &&[u8]| PeekArg { str: s.as_ptr(), len: s.len(), num: 0.0, ty: ffi::LUA_TSTRING };
@@ -398,7 +433,7 @@ pub(crate) unsafe fn set_string_array(l: *mut ffi::lua_State, name: *const std::
         for (i, s) in items.iter().enumerate() {
             first.add(i).write(describe(s));
         }
-        // SAFETY: the C side reads the first items.len() entries, all written above.
+        // The C side reads the first items.len() entries, all written above.
         lua_setglobalstrings(l, name, items.len() as c_int, first);
     } else {
         let all: Vec<PeekArg> = items.iter().map(describe).collect();
@@ -436,6 +471,13 @@ unsafe fn raw_field(l: *mut ffi::lua_State, t: c_int, name: &std::ffi::CStr) -> 
 }
 
 /// A script's return value at `idx` as the reply Redis sends (`luaReplyToRedisReply`).
+///
+/// # Safety
+///
+/// `l` is the VM's main state just after the script returned, outside any protected call, with
+/// the memory cap lifted (see `run_function`): the Reply under construction owns memory, so no
+/// Lua call here may raise. None does: values are read raw, `lua_next` walks keys it never
+/// changes, strings are read without conversion, and `lua_checkstack` fails by returning 0.
 pub(crate) unsafe fn to_reply(l: *mut ffi::lua_State, idx: c_int, resp: u8, depth: usize) -> Reply {
     let idx = if idx < 0 { ffi::lua_gettop(l) + idx + 1 } else { idx };
     match ffi::lua_type(l, idx) {
@@ -461,6 +503,11 @@ pub(crate) unsafe fn to_reply(l: *mut ffi::lua_State, idx: c_int, resp: u8, dept
     }
 }
 
+/// The table at the absolute index `t` as a reply; leaves the stack as it found it.
+///
+/// # Safety
+///
+/// As [`to_reply`], whose check left four free slots (a field, a nested table's key and value).
 unsafe fn table_to_reply(l: *mut ffi::lua_State, t: c_int, resp: u8, depth: usize) -> Reply {
     let top = ffi::lua_gettop(l);
     let restore = |r: Reply| {
@@ -556,6 +603,12 @@ pub(crate) struct ScriptFailure {
     pub text: Option<Vec<u8>>,
 }
 
+/// The failure left at `idx` by a script's protected call.
+///
+/// # Safety
+///
+/// As [`to_reply`]: the main state after the call, the cap lifted, two free slots. Fields are read
+/// raw; a number field is converted in place, which allocates, and cannot raise with no cap.
 pub(crate) unsafe fn read_failure(l: *mut ffi::lua_State, idx: c_int) -> ScriptFailure {
     let t = if idx < 0 { ffi::lua_gettop(l) + idx + 1 } else { idx };
     if ffi::lua_type(l, t) != ffi::LUA_TTABLE {

@@ -357,7 +357,10 @@ impl Functions {
     }
 
     fn unref(&self, r: c_int) {
-        // SAFETY: drops a registry reference of the functions VM, between calls.
+        // SAFETY: drops a registry reference of the functions VM's live main state, between calls
+        // (`r` came from luaL_ref on it and is dropped once). luaL_unref may add the registry's
+        // free-list slot, an allocation that cannot be refused (no memory cap outside runs,
+        // lua_alloc never fails), so nothing raises; there is no protected call to land in here.
         unsafe { ffi::luaL_unref(self.vm.state, ffi::LUA_REGISTRYINDEX, r) }
     }
 
@@ -479,7 +482,15 @@ impl Functions {
         st.loading.set(true);
         st.killed.set(false);
         st.budget_left.set(self.budget.min(i64::MAX as u64) as i64);
-        // SAFETY: raw calls on the functions VM's main state between calls; the stack is restored.
+        // SAFETY: raw calls on the functions VM's live main state between calls, outside any protected
+        // call; the stack is restored (the base level's LUA_MINSTACK slots are free: mlua leaves the
+        // stack as it found it; this takes three at most). The code runs under lua_pcall, where its
+        // raises land; compiling reports errors by status. Out here nothing can be refused memory
+        // (no cap outside runs, lua_alloc never fails) and no metamethod runs, with one exception:
+        // extract_error reads `err` of an error table with lua_getfield, as Redis does, and a table
+        // whose `__index` raises (the library API's `redis`, raised as the error) raises there. With
+        // no protected call to land in, Lua then ends the process (as Redis's own load path would);
+        // no raise unwinds these frames, so the String in `r` is never skipped.
         let outcome = unsafe {
             let top = ffi::lua_gettop(l);
             set_globals_index(l, c"__LIBRARY_API__");
@@ -692,6 +703,13 @@ fn err_text(e: &str) -> String {
     }
 }
 
+/// A copy of the string at `idx` (a number converted in place, as `lua_tolstring` does), or an
+/// empty one for any other value.
+///
+/// # Safety
+///
+/// `idx` is a valid index of the running state `l`. Converting a number allocates: call it where
+/// that cannot raise (no memory cap) or where a raise unwinds past nothing with a destructor.
 unsafe fn string_or_empty(l: *mut ffi::lua_State, idx: c_int) -> Vec<u8> {
     let mut len = 0usize;
     let p = ffi::lua_tolstring(l, idx, &mut len);
@@ -703,6 +721,11 @@ unsafe fn string_or_empty(l: *mut ffi::lua_State, idx: c_int) -> Vec<u8> {
 }
 
 /// `luaExtractErrorInformation`'s message: a string gets `ERR `, a table gives its `err`.
+///
+/// # Safety
+///
+/// `idx` is a valid index of the running state `l`, with one free slot. `lua_getfield` may run
+/// the table's `__index` (which may raise), as in Redis: see the caller.
 unsafe fn extract_error(l: *mut ffi::lua_State, idx: c_int) -> String {
     if ffi::lua_isstring(l, idx) != 0 {
         let s = string_or_empty(l, idx);
@@ -721,6 +744,13 @@ unsafe fn extract_error(l: *mut ffi::lua_State, idx: c_int) -> String {
 
 /// Points the `__index` of the functions' globals at the registry table `name` (the library API
 /// while loading, the real globals otherwise), as `luaEngineCreate` does.
+///
+/// # Safety
+///
+/// `l` is the functions VM's main state, built by [`install_globals`] (the globals have a
+/// metatable, the registry holds `name`), with two free slots. The metatable and the registry
+/// have no metatables, so no metamethod runs; the keys are strings the tables already hold, so
+/// nothing is allocated.
 unsafe fn set_globals_index(l: *mut ffi::lua_State, name: &std::ffi::CStr) {
     ffi::lua_getmetatable(l, ffi::LUA_GLOBALSINDEX);
     super::ext::lua_enablereadonlytable(l, -1, 0);
@@ -733,6 +763,13 @@ unsafe fn set_globals_index(l: *mut ffi::lua_State, name: &std::ffi::CStr) {
 /// Builds the functions VM's two faces of the globals (called on a VM set up like the scripts' one,
 /// with the real globals protected): the library API in the registry, then an empty protected
 /// global table over the real one.
+///
+/// # Safety
+///
+/// Runs while the VM is built, as a C function under mlua's protected call (LUA_MINSTACK free
+/// slots; it takes five at most), where a raise (an allocation refused) unwinds past nothing with a
+/// destructor. `ctx` points to the VM's call context and `load` to its [`LoadCtx`]: both outlive the
+/// Lua state, which the closures made here (`redis.log`, `redis.register_function`) need.
 pub(crate) unsafe fn install_globals(l: *mut ffi::lua_State, ctx: *mut std::ffi::c_void, load: *mut std::ffi::c_void) {
     // The library API: { redis = { register_function, log, LOG_*, REDIS_VERSION* } }.
     ffi::lua_createtable(l, 0, 0);
@@ -772,6 +809,16 @@ pub(crate) unsafe fn install_globals(l: *mut ffi::lua_State, ctx: *mut std::ffi:
 
 /// `redis.register_function(name, callback)` or `redis.register_function{function_name=...,
 /// callback=..., flags={...}, description=...}`, at load time only.
+///
+/// # Safety
+///
+/// Called by Lua only, as the C closure [`install_globals`] makes: upvalue 1 is a light userdata
+/// pointing to the [`LoadCtx`] that `Functions` owns (alive as long as the VM; only ever shared,
+/// its RefCell borrows ending before any raise). At run time it raises at once. At load time the
+/// memory cap is off (it is set only for runs) and lua_alloc never fails, so the allocations made
+/// while the read function is held cannot raise; the one raise possible while reading is an
+/// `__index` of the flags table, which `read_named` meets with nothing owned alive. The error
+/// raise comes after the block, with nothing owned alive.
 unsafe extern "C-unwind" fn register_function(l: *mut ffi::lua_State) -> c_int {
     let load = &*(ffi::lua_touserdata(l, ffi::lua_upvalueindex(1)) as *const LoadCtx);
     let err: &'static str = 'check: {
@@ -812,6 +859,10 @@ unsafe extern "C-unwind" fn register_function(l: *mut ffi::lua_State) -> c_int {
 }
 
 /// A string argument (`luaGetStringSds`: numbers count, as `lua_isstring` says).
+///
+/// # Safety
+///
+/// As [`string_or_empty`].
 unsafe fn get_string(l: *mut ffi::lua_State, idx: c_int) -> Option<Vec<u8>> {
     if ffi::lua_isstring(l, idx) == 0 {
         return None;
@@ -819,6 +870,13 @@ unsafe fn get_string(l: *mut ffi::lua_State, idx: c_int) -> Option<Vec<u8>> {
     Some(string_or_empty(l, idx))
 }
 
+/// `redis.register_function(name, callback)`.
+///
+/// # Safety
+///
+/// Called from [`register_function`] at load time with two arguments. Its calls allocate at most
+/// (the name's copy, the reference), which cannot raise at load time; the callback is referenced
+/// only once nothing can fail, so a failure leaks no reference.
 unsafe fn read_positional(l: *mut ffi::lua_State) -> Result<Func, &'static str> {
     let Some(name) = get_string(l, 1) else { return Err("first argument to redis.register_function must be a string") };
     if ffi::lua_type(l, 2) != ffi::LUA_TFUNCTION {
@@ -937,6 +995,11 @@ unsafe fn read_flags(l: *mut ffi::lua_State) -> Option<u8> {
 }
 
 /// Pushes a fresh array of the given strings (`luaCreateArray`).
+///
+/// # Safety
+///
+/// `l` is a running state with two free slots. It allocates: run it with the memory cap lifted,
+/// where nothing can be refused (see `run_function`), or where a raise skips no destructor.
 pub(crate) unsafe fn push_array(l: *mut ffi::lua_State, items: &[&[u8]]) {
     ffi::lua_createtable(l, items.len() as c_int, 0);
     for (i, s) in items.iter().enumerate() {

@@ -2,6 +2,9 @@
 //! `KEYS`/`ARGV`, `redis.call`/`pcall` with Redis's conversion rules and error texts, the script cache,
 //! Redis's deterministic `math.random`, expiry frozen while a script runs, and a budget of loop iterations
 //! and calls that stops runaway scripts.
+// For the whole Lua layer (this module and every module under it): each unsafe block says why it
+// is sound, and each unsafe function what its caller must guarantee.
+#![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 mod fast;
 mod functions;
 mod helpers;
@@ -112,8 +115,11 @@ impl Vm {
         rng: &Rc<rand48::Rand48>,
         functions_load: Option<*mut std::ffi::c_void>,
     ) -> mlua::Result<Vm> {
-        // SAFETY: the debug library is loaded only to build the error handler, then removed from the
-        // globals scripts can see; no script gets access to it.
+        // SAFETY: mlua calls a state unsafe when it has the debug library or can load C modules. No
+        // C module can be loaded (`package`, `require` and `loadfile` are removed below, before any
+        // script runs). The debug library (whose `setupvalue` could replace the light userdata our
+        // C closures dereference) is only read by the error handler's own code, which keeps nothing
+        // but `getinfo` from it, and is removed from the globals before any script runs.
         let lua = unsafe { Lua::unsafe_new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG, LuaOptions::default()) };
         let g = lua.globals();
         libs::register_all(&lua, &g)?;
@@ -140,7 +146,12 @@ impl Vm {
         // luaSetErrorMetatable: reading a missing global raises (a C function, as in Redis). Then, as
         // Redis 7.0 does in its patched Lua (ours has the same patch, vendor/lua-src), every table
         // scripts can reach from the globals is made read-only (the string metatable too).
-        // SAFETY: raw API on the main state; leaves the stack as it found it.
+        // SAFETY: exec_raw runs the closure as a C function under mlua's protected call, so it has
+        // LUA_MINSTACK free slots (it never holds more than five; protect_tables checks its own),
+        // and a raise (an allocation refused) lands in that protected call and comes back as an
+        // Err. The closure captures two raw pointers, plain values: a raise would skip no
+        // destructor. It leaves the stack as it found it. `ctx_ptr` and `load` point to the
+        // context and the load state the VM owns (see install_globals).
         unsafe {
             lua.exec_raw::<()>((), |l| {
                 use mlua::ffi;
@@ -164,8 +175,11 @@ impl Vm {
     /// What every VM gets last: the budget hook, the collector's pace, the allocator and the fast
     /// path's registry references.
     fn finish(lua: Lua, ctx: Box<fast::CallCtx>, handler: Function, state: &Rc<RunState>) -> mlua::Result<Vm> {
-        // SAFETY: raw calls on the main state: a registry entry (the run state, which outlives the VM:
-        // the context holds it) for the hook to find, the hook itself, and the collector's pause.
+        // SAFETY: raw calls on the main state, as a C function under mlua's protected call (so a
+        // refused allocation comes back as an Err; the closure captures one raw pointer): a registry
+        // entry for the hook to find (the run state, which outlives the Lua state: the context holds
+        // an Rc of it and is dropped after the state), the hook itself, and the collector's pause.
+        // Two pushes, popped by the rawset.
         unsafe {
             let st = Rc::as_ptr(state) as *mut std::ffi::c_void;
             lua.exec_raw::<()>((), |l| {
@@ -187,16 +201,22 @@ impl Vm {
         // From here on the state allocates from mimalloc directly rather than through mlua's
         // accounting allocator (no memory limit is set, so the accounting has nothing to do). Blocks
         // allocated before are mimalloc blocks too: mimalloc is the global allocator (lib.rs).
-        // SAFETY: swaps the allocation function of a state no other thread uses; the user data
-        // pointer stays mlua's, which it reads back with lua_getallocf.
+        // SAFETY: swaps the allocation function of a state no other thread uses, between calls (no
+        // allocation is under way). lua_alloc ignores the user data, which stays mlua's (mlua reads
+        // it back with lua_getallocf). Every block the state holds came from mimalloc, through
+        // mlua's allocator over the global allocator, so lua_alloc can free and grow it.
         unsafe {
             let mut ud = std::ptr::null_mut();
             mlua::ffi::lua_getallocf(state, &mut ud);
             mlua::ffi::lua_setallocf(state, lua_alloc, ud);
         }
-        // SAFETY: interns two constant names on the main state; they live as long as it does.
+        // SAFETY: interns two constant names on the main state, between calls; lua_fixedstring makes
+        // them permanent, so the pointers live as long as the state. The allocation cannot be refused
+        // (no memory cap outside runs; lua_alloc never fails), so nothing raises outside a
+        // protected call.
         let names = unsafe { [ext::lua_fixedstring(state, c"KEYS".as_ptr()), ext::lua_fixedstring(state, c"ARGV".as_ptr())] };
-        // SAFETY: fills the struct with pointers into the state's global state, valid as long as it.
+        // SAFETY: `state` is the live main state; the pointers it returns point into its global
+        // state and stay valid as long as it (the Vm that keeps them owns the state).
         let mem = unsafe { ext::memcap(state) };
         Ok(Vm { lua, ctx, handler, state, handler_ref, names, mem })
     }
@@ -204,7 +224,8 @@ impl Vm {
     /// After a kill the hook fires at every chance (count 1); the next script starts with the usual
     /// pace again.
     fn rearm_hook(&self) {
-        // SAFETY: sets the hook of the main state, between calls.
+        // SAFETY: sets the hook fields of the live main state, between calls: nothing is allocated
+        // or raised.
         unsafe {
             mlua::ffi::lua_sethook(self.state, Some(budget_hook), mlua::ffi::LUA_MASKCOUNT, HOOK_EVERY as std::os::raw::c_int);
         }
@@ -221,6 +242,13 @@ fn hook_key() -> *mut std::ffi::c_void {
 /// once the budget is spent the script is killed, and from then on the hook fires and raises at
 /// every chance, so `pcall` cannot keep a killed script alive. During FUNCTION LOAD it raises Redis's
 /// load timeout instead.
+///
+/// # Safety
+///
+/// Called by Lua only, as the count hook of a VM's states (set in [`Vm::finish`]; coroutines
+/// inherit it), with LUA_MINSTACK free slots. The registry then holds, under [`hook_key`], the
+/// address of the VM's run state, which outlives the Lua state (the VM's call context holds an Rc
+/// of it). It raises with nothing alive but that shared reference.
 unsafe extern "C-unwind" fn budget_hook(l: *mut mlua::ffi::lua_State, _ar: *mut mlua::ffi::lua_Debug) {
     use mlua::ffi;
     ffi::lua_pushlightuserdata(l, hook_key());
@@ -251,12 +279,21 @@ unsafe extern "C-unwind" fn budget_hook(l: *mut mlua::ffi::lua_State, _ar: *mut 
 }
 
 /// Whether the state's memory cap refused an allocation during this run.
+///
+/// # Safety
+///
+/// `l` is a live Lua state or thread.
 unsafe fn memory_hit(l: *mut mlua::ffi::lua_State) -> bool {
     *ext::memcap(l).hit != 0
 }
 
 /// `luaSetErrorMetatable`: gives the table on top of the stack a metatable whose `__index` raises
 /// "Script attempted to access nonexistent global variable".
+///
+/// # Safety
+///
+/// A table is on top of the running state's stack, with two free slots above it. The new
+/// metatable allocates: call it where a raise unwinds past nothing with a destructor.
 unsafe fn set_error_metatable(l: *mut mlua::ffi::lua_State) {
     use mlua::ffi;
     ffi::lua_createtable(l, 0, 0);
@@ -267,7 +304,11 @@ unsafe fn set_error_metatable(l: *mut mlua::ffi::lua_State) {
 
 /// A C closure over the call context.
 fn c_closure(lua: &Lua, f: mlua::ffi::lua_CFunction, ctx: *mut std::ffi::c_void) -> mlua::Result<Function> {
-    // SAFETY: the context outlives the VM (both are owned by `Vm`, the context dropped last).
+    // SAFETY: pushes a light userdata and a C closure over it under mlua's protected call (a C
+    // function with LUA_MINSTACK slots; a refused allocation comes back as an Err; the closure
+    // captures two plain values). Making the closure dereferences nothing; `f` will, and every
+    // caller passes the VM's call context, which outlives the Lua state (the VM owns both and drops
+    // the state first).
     unsafe {
         lua.exec_raw((), |state| {
             mlua::ffi::lua_pushlightuserdata(state, ctx);
@@ -298,7 +339,15 @@ return error_handler
 ";
 
 /// The Lua allocation function (`lua_Alloc`) over mimalloc: free when the new size is 0, malloc for a
-/// new block, else realloc.
+/// new block, else realloc. It never fails: when mimalloc has no memory left the process ends, as it
+/// does for Redis (zmalloc's out-of-memory handler) and for Rust's own allocations. So an allocation
+/// by Lua raises only where lmem.c refuses growth past the run's memory cap, and code that lifts the
+/// cap ([`ext::LiftedCap`]) can push values while Rust holds memory or a borrow.
+///
+/// # Safety
+///
+/// Called by Lua only, with the contract of `lua_Alloc`: `ptr` is null or a block this function
+/// returned (all blocks of the state come from mimalloc, see [`Vm::finish`]) and not yet freed.
 unsafe extern "C" fn lua_alloc(
     _ud: *mut std::ffi::c_void,
     ptr: *mut std::ffi::c_void,
@@ -591,10 +640,20 @@ fn run_function(
         core.selected
     };
     let l = vm.state;
-    // SAFETY: runs on the main state between mlua calls and leaves its stack as it found it. As in
-    // Redis (luaCallFunction), the script runs under lua_pcall with the error handler as the message
-    // handler: a failure leaves the handler's {err, source, line} table (or, should the handler
-    // itself fail, Lua's message) on the stack.
+    // SAFETY: runs on the live main state between mlua calls, outside any protected call, and
+    // leaves its stack as it found it. Room: mlua leaves the main stack as it found it after each
+    // of its calls (empty: its references live on a thread of their own), so the LUA_MINSTACK slots
+    // Lua gives the base level are free, and this takes at most five (the handler, the function,
+    // two tables and a string being added); to_reply checks for what it needs. Raises: none can
+    // happen out here, where the Rust values (the reply being built) would be skipped. The registry
+    // reads allocate nothing; KEYS and ARGV are built with the memory cap still lifted (lua_alloc
+    // never fails); whatever the script raises lands in lua_pcall; the result is read with the cap
+    // lifted again, by code that raises nothing (see fast::to_reply). (A raise out here would not
+    // unwind these frames anyway: with no protected call to land in, Lua ends the process.)
+    // As in Redis (luaCallFunction), the script runs under lua_pcall with the error handler as the
+    // message handler: a failure leaves the handler's {err, source, line} table (or, should the
+    // handler itself fail, Lua's message) on the stack. `fref` and `vm.handler_ref` are registry
+    // references of this VM's functions, held as long as the function is cached or loaded.
     let outcome = unsafe {
         use mlua::ffi;
         let top = ffi::lua_gettop(l);
@@ -813,6 +872,12 @@ fn register_constants(redis: &Table) -> mlua::Result<()> {
 
 /// Marks the table on top of the stack read-only, then every table reachable from it through its
 /// values and metatables (Redis 7.0's `luaSetTableProtectionRecursively`).
+///
+/// # Safety
+///
+/// A table is on top of the running state's stack. It checks its own stack room (raising if there
+/// is none, past about 8,000 nested tables) and reads raw, so no metamethod runs: call it where a
+/// raise unwinds past nothing with a destructor.
 unsafe fn protect_tables(l: *mut mlua::ffi::lua_State) {
     use mlua::ffi;
     if ext::lua_isreadonlytable(l, -1) != 0 {

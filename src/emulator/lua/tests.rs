@@ -228,7 +228,9 @@ fn long_strings_that_differ_in_a_few_chars_do_not_share_a_chain_of_the_string_ta
     let lua = mlua::Lua::new();
     lua.load("T = {} for i = 1, 20000 do T[i] = string.rep('x', 1024) .. i end").exec().unwrap();
     let mut longest = 0;
-    // SAFETY: reads the string table of a live state; pushes and pops nothing.
+    // SAFETY: exec_raw runs the closure under mlua's protected call on the live state;
+    // lua_longeststringchain only reads its string table (it allocates and raises nothing, and
+    // pushes and pops nothing). The closure captures a mutable reference, a plain value.
     unsafe { lua.exec_raw::<()>((), |l| longest = super::ext::lua_longeststringchain(l)).unwrap() };
     assert!((1..=32).contains(&longest), "longest chain of the string table: {longest}");
 }

@@ -119,6 +119,10 @@ pub(crate) mod raw {
     }
 
     /// `luaL_error`: `msg` behind the caller's position.
+    ///
+    /// # Safety
+    ///
+    /// As [`where_`]; the message is returned, not raised.
     pub(crate) unsafe fn error(l: *mut lua_State, msg: impl AsRef<[u8]>) -> Msg {
         let mut m = where_(l);
         m.extend_from_slice(msg.as_ref());
@@ -126,6 +130,12 @@ pub(crate) mod raw {
     }
 
     /// `luaL_argerror`.
+    ///
+    /// # Safety
+    ///
+    /// `l` runs a C function (level 0 of its call stack). lua_getinfo ("n") neither allocates nor
+    /// raises; the name it gives, when not null, is a NUL-terminated string of the calling
+    /// function's constants, alive while it runs, and is copied at once. Nothing is raised here.
     pub(crate) unsafe fn arg_error(l: *mut lua_State, narg: c_int, extramsg: impl AsRef<[u8]>) -> Msg {
         let extra = extramsg.as_ref();
         let mut ar: ffi::lua_Debug = std::mem::zeroed();
@@ -160,6 +170,11 @@ pub(crate) mod raw {
     }
 
     /// `luaL_typename`, "no value" for an absent argument.
+    ///
+    /// # Safety
+    ///
+    /// `l` is a running state and `idx` an acceptable index; lua_typename returns one of Lua's
+    /// static, NUL-terminated names.
     pub(crate) unsafe fn typename(l: *mut lua_State, idx: c_int) -> &'static [u8] {
         let t = ffi::lua_type(l, idx);
         if t == ffi::LUA_TNONE {
@@ -169,6 +184,10 @@ pub(crate) mod raw {
     }
 
     /// `luaL_typerror`.
+    ///
+    /// # Safety
+    ///
+    /// As [`arg_error`].
     pub(crate) unsafe fn type_error(l: *mut lua_State, narg: c_int, tname: &str) -> Msg {
         let mut m = format!("{tname} expected, got ").into_bytes();
         m.extend_from_slice(typename(l, narg));
@@ -176,6 +195,11 @@ pub(crate) mod raw {
     }
 
     /// `luaL_checkinteger` (the C cast of the number, as Lua itself does it).
+    ///
+    /// # Safety
+    ///
+    /// `l` runs a C function and `narg` is an acceptable index. Reading a number (a numeric string
+    /// included) allocates nothing and raises nothing.
     pub(crate) unsafe fn check_integer(l: *mut lua_State, narg: c_int) -> R<i64> {
         let d = ffi::lua_tointeger_(l, narg);
         if d == 0 && ffi::lua_isnumber(l, narg) == 0 {
@@ -185,6 +209,10 @@ pub(crate) mod raw {
     }
 
     /// `luaL_optinteger`.
+    ///
+    /// # Safety
+    ///
+    /// As [`check_integer`].
     pub(crate) unsafe fn opt_integer(l: *mut lua_State, narg: c_int, def: i64) -> R<i64> {
         if ffi::lua_type(l, narg) <= ffi::LUA_TNIL {
             return Ok(def);
@@ -194,6 +222,12 @@ pub(crate) mod raw {
 
     /// `luaL_checklstring`: the bytes stay valid while the value stays on the stack (numbers
     /// are converted in place, as in C).
+    ///
+    /// # Safety
+    ///
+    /// `l` runs a C function and `narg` is an acceptable index. The caller keeps the value at
+    /// `narg` on the stack while it uses the bytes (the lifetime `'a` does not say so), and calls
+    /// this with the memory cap lifted, as [`run`] does: converting a number allocates.
     pub(crate) unsafe fn check_lstring<'a>(l: *mut lua_State, narg: c_int) -> R<&'a [u8]> {
         let mut len = 0usize;
         let p = ffi::lua_tolstring(l, narg, &mut len);
@@ -204,6 +238,10 @@ pub(crate) mod raw {
     }
 
     /// `luaL_checkoption` without a default; compares as C strings.
+    ///
+    /// # Safety
+    ///
+    /// As [`check_lstring`] (the bytes are only used before this returns).
     pub(crate) unsafe fn check_option(l: *mut lua_State, narg: c_int, options: &[&str]) -> R<usize> {
         let s = check_lstring(l, narg)?;
         let name = match s.iter().position(|&b| b == 0) {
@@ -220,6 +258,12 @@ pub(crate) mod raw {
     }
 
     /// Pushes a byte string.
+    ///
+    /// # Safety
+    ///
+    /// `l` is a running state with a free stack slot. The string is copied into Lua, which
+    /// allocates: call it with the memory cap lifted (as [`run`] and the reply sink do), or where a
+    /// raise unwinds past nothing with a destructor.
     pub(crate) unsafe fn push_bytes(l: *mut lua_State, b: &[u8]) {
         ffi::lua_pushlstring_(l, b.as_ptr().cast(), b.len());
     }
@@ -346,6 +390,8 @@ mod tests {
     fn c_g(x: f64, prec: usize) -> String {
         let fmt = std::ffi::CString::new(format!("%.{prec}g")).unwrap();
         let mut buf = [0 as std::os::raw::c_char; 64];
+        // SAFETY: `fmt` is a NUL-terminated `%.<prec>g`, which takes the one double passed; snprintf
+        // writes at most `buf.len()` bytes, a NUL included, so `buf` holds a C string after.
         unsafe { snprintf(buf.as_mut_ptr(), buf.len(), fmt.as_ptr(), x) };
         let bytes: Vec<u8> = buf.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
         String::from_utf8(bytes).unwrap()
