@@ -628,7 +628,11 @@ fn run_function(
     // VM; no Lua code runs now, and nothing else reads or writes them meanwhile (one thread).
     let cap = unsafe {
         *vm.mem.hit = 0;
-        if room == 0 { usize::MAX } else { (*vm.mem.totalbytes).saturating_add(room) }
+        if room == 0 {
+            usize::MAX
+        } else {
+            (*vm.mem.totalbytes).saturating_add(room)
+        }
     };
     st.slot.set(if core.borrow().cluster { cluster::common_slot(keys.iter().copied()).ok().flatten() } else { None });
     // Keys cannot expire while the script runs: judge expiry at the script's start. The script runs
@@ -675,11 +679,7 @@ fn run_function(
         let status = ffi::lua_pcall(l, nargs, 1, top + 1);
         // And off again before the result is read, for the same reason.
         *vm.mem.cap = usize::MAX;
-        let r = if status == 0 {
-            Ok(fast::to_reply(l, -1, st.resp.get(), 0))
-        } else {
-            Err(fast::read_failure(l, -1))
-        };
+        let r = if status == 0 { Ok(fast::to_reply(l, -1, st.resp.get(), 0)) } else { Err(fast::read_failure(l, -1)) };
         ffi::lua_settop(l, top);
         r
     };
@@ -689,8 +689,7 @@ fn run_function(
         core.select(db);
     }
     // SAFETY: the cap's fields, as above; the script has returned.
-    let (memory_hit, memory_line) =
-        unsafe { (std::mem::replace(&mut *vm.mem.hit, 0) != 0, std::mem::replace(&mut *vm.mem.line, 0)) };
+    let (memory_hit, memory_line) = unsafe { (std::mem::replace(&mut *vm.mem.hit, 0) != 0, std::mem::replace(&mut *vm.mem.line, 0)) };
     if memory_hit {
         // Over the memory cap, whether or not the script caught the refusal: its garbage goes now,
         // so that the next script starts from where this one did.

@@ -329,7 +329,8 @@ fn register_function_reads_named_arguments_with_nothing_to_lose_on_a_raise() {
         b"#!lua name=a\nredis.register_function{function_name='f', description='d', callback=function() return 1 end, flags=redis}",
     ]);
     assert!(matches!(&r, Reply::Error(s) if s.contains("Script attempted to access nonexistent global variable")), "{r:?}");
-    let lib = b"#!lua name=a\nredis.register_function{function_name=12, description='d', callback=function() return 1 end, flags={'no-writes'}}";
+    let lib =
+        b"#!lua name=a\nredis.register_function{function_name=12, description='d', callback=function() return 1 end, flags={'no-writes'}}";
     assert_eq!(e.execute(&[b"FUNCTION", b"LOAD", lib]), Reply::bulk("a"));
     assert_eq!(e.execute(&[b"FCALL_RO", b"12", b"0"]), Reply::Int(1));
     let function = Reply::Map(vec![
