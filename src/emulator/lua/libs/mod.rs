@@ -57,11 +57,13 @@ pub(crate) mod raw {
     /// `l` is the state of a C function Lua is running (this one's caller), and `body` may be
     /// called with it: it uses the C API within the function's stack and raises nothing itself
     /// (its errors come back as `Err`). The Lua calls a body makes must not raise at all while it
-    /// holds anything with a destructor: with the cap lifted, allocation cannot; raw table access,
-    /// `lua_next` over unmodified keys and `lua_checkstack` (which fails by returning 0) cannot
-    /// either. What remains is Lua's own limit on one table (`table overflow`, past 2^26 hash
-    /// slots), which a body filling a table from its input could reach only with an input of
-    /// hundreds of megabytes.
+    /// holds anything with a destructor: with the cap lifted, allocation cannot; raw table access
+    /// (with a key that is neither nil nor NaN), `lua_next` over unmodified keys and
+    /// `lua_checkstack` (which fails by returning 0) cannot either. What remains is Lua's own
+    /// limit on one table (`table overflow`, past 2^26 hash slots), which a body filling a table
+    /// from its input (cjson.decode, cmsgpack.unpack) could reach only with an input of hundreds
+    /// of megabytes; that raise would unwind past the body's buffers without dropping them (which
+    /// Rust leaves undefined; in practice they leak). Not yet guarded.
     pub(crate) unsafe fn run(l: *mut lua_State, body: unsafe fn(*mut lua_State) -> R<c_int>) -> c_int {
         let lifted = LiftedCap::lift(l);
         // SAFETY: calls the body with the state it was written for (see this function's contract);
