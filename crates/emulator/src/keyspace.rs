@@ -1,4 +1,5 @@
 //! The in-memory keyspace: Redis's value types, expiry read from the emulator's clock, and SCAN.
+#![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 use std::collections::VecDeque;
 
 use super::fxhash::{FxHashMap, FxHashSet};
@@ -517,6 +518,10 @@ impl Db {
             return None;
         }
         self.now_hint = now;
+        // SAFETY: `entry` still points into `self.map`: nothing has touched the map since it was
+        // found (only the expired path removes, and it returned), and writing `now_hint` touches
+        // another field. The reference returned borrows `self` mutably, so the map cannot change
+        // while it lives.
         let entry = unsafe { &mut *entry };
         entry.lru_ms = now;
         Some(entry)

@@ -3,6 +3,7 @@
 //! Redis 7.0 parses with `strtold` (its `string2ld`), adds in `long double` (80-bit extended on x86-64)
 //! and prints with `ld2string(.., LD_STR_HUMAN)` (`%.17Lf`, trailing zeros removed). Rust has no 80-bit
 //! float, so the work is done by `csrc/longdouble.c` (compiled by `build.rs`); this module is its safe face.
+#![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 use std::os::raw::{c_char, c_int};
 
 /// Redis's `MAX_LONG_DOUBLE_CHARS`: longest accepted input, and the output buffer size.

@@ -1,4 +1,5 @@
 //! Replies as Redis sends them, with the RESP3 types kept so scripts under `redis.setresp(3)` see them.
+#![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 use std::fmt::Write as _;
 
 /// One reply of a command. Error texts carry their code (`ERR ...`, `WRONGTYPE ...`) without the `-`.

@@ -2,6 +2,7 @@
 //! (a pipeline of N commands costs one read and one write), until it quits, breaks the protocol or
 //! goes away. An aggregate reply is streamed: written in chunks as it is encoded, so a reply of
 //! millions of elements is not held twice.
+#![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 use std::rc::Rc;
 
 use bytes::{Buf, BytesMut};

@@ -2,8 +2,10 @@
 //! straight off the Lua stack and push replies back without going through mlua values, and a script
 //! call builds KEYS/ARGV and converts its result the same way. Everything here follows one rule: no
 //! Rust value that owns memory is alive when a Lua error is raised (a raise unwinds by longjmp).
-//! The one place Lua is called while Rust holds something (the keyspace borrow) is
-//! [`LuaSink::bulks`], which pushes only what cannot raise but for running out of memory.
+//! The places Lua is called while Rust holds something (the keyspace borrow, the reply) are
+//! [`LuaSink`]'s methods: they push with the memory cap lifted ([`super::ext::LiftedCap`]), so
+//! that no push can raise, and check the stack without raising; `redis.call` raises what they
+//! report once it holds nothing.
 use std::cell::RefCell;
 use std::os::raw::c_int;
 use std::rc::Rc;
@@ -59,6 +61,9 @@ struct LuaSink {
     resp: u8,
     /// The reply was an error (`redis.call` raises it).
     failed: bool,
+    /// The reply needed more stack than Lua gives a C function: `redis.call` and `redis.pcall` raise
+    /// "stack overflow (reply too deep)", once nothing here holds memory or a borrow.
+    overflow: bool,
 }
 
 impl ReplySink for LuaSink {
@@ -66,9 +71,16 @@ impl ReplySink for LuaSink {
     fn verbatim(&mut self, format: &[u8], text: &[u8]) {
         let l = self.l;
         self.failed = false;
-        // SAFETY: the C function's frame; four slots are checked for.
+        // SAFETY: pushes on the stack of the running `redis.call`, whose keyspace borrow (and the
+        // bytes of `text`) this frame's callers hold: nothing here may raise. The stack check is
+        // luaL_checkstack's (five slots past LUA_MINSTACK), without its raise; the pushes take four.
+        // With the cap lifted the pushes cannot raise either (see ext::LiftedCap).
         unsafe {
-            ffi::luaL_checkstack(l, 5, c"reply too deep".as_ptr());
+            if ffi::lua_checkstack(l, 5 + ffi::LUA_MINSTACK) == 0 {
+                self.overflow = true;
+                return;
+            }
+            let lifted = super::ext::LiftedCap::lift(l);
             ffi::lua_createtable(l, 0, 0);
             ffi::lua_pushstring(l, c"verbatim_string".as_ptr());
             ffi::lua_createtable(l, 0, 0);
@@ -79,55 +91,45 @@ impl ReplySink for LuaSink {
             push_bytes(l, format);
             ffi::lua_settable(l, -3);
             ffi::lua_settable(l, -3);
+            lifted.restore();
         }
     }
     fn reply(&mut self, r: Reply) {
         self.failed = r.is_error();
-        // SAFETY: the C function's frame, with the arguments below.
-        unsafe { push_reply(self.l, &r, self.resp) }
+        // SAFETY: pushes on the stack of the running `redis.call`, above its arguments, while `r`
+        // (which owns memory) is alive: nothing may raise. With the cap lifted no push can, and
+        // push_reply checks the stack without raising (see it).
+        unsafe {
+            let lifted = super::ext::LiftedCap::lift(self.l);
+            self.overflow = !push_reply(self.l, &r, self.resp);
+            lifted.restore();
+        }
     }
     /// Pushed while the command still borrows the keyspace (the values are its own bytes). Nothing
     /// here raises a Lua error (which would leave the borrow taken): a flat array takes two of the
     /// LUA_MINSTACK slots a C function is given, so no stack check; the memory cap is lifted while
     /// it pushes and, if the reply took the script past it, the script is killed at its next loop
-    /// or call (see `super::memory_hit`); only the machine running out of memory could raise.
+    /// or call (see [`super::ext::LiftedCap`]); the allocator itself never fails.
     fn bulks(&mut self, n: usize, items: &mut dyn Iterator<Item = Option<&[u8]>>) {
         let l = self.l;
         // SAFETY: push_array's flat case: the same table, the same elements (a nil as push_reply
-        // pushes Reply::Nil, which allocates nothing). The cap's fields point into the state.
+        // pushes Reply::Nil, which allocates nothing), pushed on the stack of the running
+        // `redis.call` above its arguments: the table and one element at a time, two of the
+        // LUA_MINSTACK slots Lua gave it. The bytes pushed are the keyspace's, alive for the call;
+        // with the cap lifted nothing here raises while the caller holds the keyspace borrow.
         unsafe {
-            let m = super::ext::memcap(l);
-            let cap = std::mem::replace(&mut *m.cap, usize::MAX);
-            let _restore = RestoreCap { l, m, cap };
+            let lifted = super::ext::LiftedCap::lift(l);
             new_array(l, n, self.resp);
             for (i, x) in items.enumerate() {
                 match x {
                     Some(b) => push_bytes(l, b),
-                    None => push_reply(l, &Reply::Nil, self.resp),
+                    None => {
+                        push_reply(l, &Reply::Nil, self.resp);
+                    }
                 }
                 ffi::lua_rawseti_(l, -2, (i + 1) as c_int);
             }
-        }
-    }
-}
-
-/// Puts the memory cap back when [`LuaSink::bulks`] is done, and flags the script if the reply took
-/// it past the cap (the budget hook then kills it at its next loop or call).
-struct RestoreCap {
-    l: *mut ffi::lua_State,
-    m: super::ext::MemCap,
-    cap: usize,
-}
-
-impl Drop for RestoreCap {
-    fn drop(&mut self) {
-        // SAFETY: the fields point into the running state's global state.
-        unsafe {
-            *self.m.cap = self.cap;
-            if *self.m.totalbytes > self.cap {
-                *self.m.hit = 1;
-                ffi::lua_sethook(self.l, Some(super::budget_hook), ffi::LUA_MASKCOUNT, 1);
-            }
+            lifted.restore();
         }
     }
 }
@@ -135,6 +137,13 @@ impl Drop for RestoreCap {
 /// Runs the command given by the Lua arguments 1..=n; never raises. A command with a direct form
 /// pushes its reply through `out` (None); any other reply is returned, to be pushed once nothing
 /// here holds memory or a borrow.
+///
+/// # Safety
+///
+/// `l` runs `redis.call` or `redis.pcall` (`out.l` is the same state), with its arguments at
+/// 1..=n and its LUA_MINSTACK free slots. The two error tables pushed here (which can raise past
+/// the memory cap) are pushed with nothing owned alive; from the moment the argument buffer and
+/// `ctx.numbuf` are taken, Lua is only called through `out`, whose pushes cannot raise.
 unsafe fn run_from_stack(l: *mut ffi::lua_State, ctx: &CallCtx, out: &mut LuaSink) -> Option<Reply> {
     use super::ext::{lua_peekargs, PeekArg};
     let n = ffi::lua_gettop(l) as usize;
@@ -143,35 +152,40 @@ unsafe fn run_from_stack(l: *mut ffi::lua_State, ctx: &CallCtx, out: &mut LuaSin
         return None;
     }
     // The arguments, described in one pass by C (no conversion, nothing pushed): on the stack for
-    // the usual few, on the heap beyond that.
+    // the usual few, on the heap beyond that. lua_peekargs sets only the fields that apply (a
+    // string's bytes, a number's value), so every entry is set in full first.
+    const UNSET: PeekArg = PeekArg { str: std::ptr::null(), len: 0, num: 0.0, ty: ffi::LUA_TNONE };
     let mut inline = std::mem::MaybeUninit::<[PeekArg; INLINE_ARGS]>::uninit();
     let mut heap: Vec<PeekArg> = Vec::new();
     let args: &mut [PeekArg] = if n <= INLINE_ARGS {
-        lua_peekargs(l, n as c_int, inline.as_mut_ptr().cast());
-        // SAFETY: lua_peekargs wrote the first n.
-        std::slice::from_raw_parts_mut(inline.as_mut_ptr().cast(), n)
+        let first: *mut PeekArg = inline.as_mut_ptr().cast();
+        for i in 0..n {
+            first.add(i).write(UNSET);
+        }
+        lua_peekargs(l, n as c_int, first);
+        // The first n entries are initialized (above); lua_peekargs wrote into them.
+        std::slice::from_raw_parts_mut(first, n)
     } else {
-        heap.reserve_exact(n);
+        heap.resize(n, UNSET);
         lua_peekargs(l, n as c_int, heap.as_mut_ptr());
-        heap.set_len(n);
         &mut heap
     };
+    // Refused before anything is borrowed or formatted: the error table is pushed (which can raise
+    // past the memory cap) with nothing owned alive.
+    if args.iter().any(|a| a.ty != ffi::LUA_TSTRING && a.ty != ffi::LUA_TNUMBER) {
+        drop(heap);
+        lib_error(l, out, b"Lua redis lib command arguments must be strings or integers");
+        return None;
+    }
     // Numbers are formatted first, all into one buffer (each one's length kept in its `len`), so
     // that slices of the buffer can be taken after.
     let mut numbuf = ctx.numbuf.borrow_mut();
     numbuf.clear();
     for a in args.iter_mut() {
-        match a.ty {
-            ffi::LUA_TSTRING => {}
-            ffi::LUA_TNUMBER => {
-                let before = numbuf.len();
-                push_number(&mut numbuf, a.num);
-                a.len = numbuf.len() - before;
-            }
-            _ => {
-                lib_error(l, out, b"Lua redis lib command arguments must be strings or integers");
-                return None;
-            }
+        if a.ty == ffi::LUA_TNUMBER {
+            let before = numbuf.len();
+            push_number(&mut numbuf, a.num);
+            a.len = numbuf.len() - before;
         }
     }
     let mut at = 0;
@@ -186,6 +200,8 @@ unsafe fn run_from_stack(l: *mut ffi::lua_State, ctx: &CallCtx, out: &mut LuaSin
         }
     };
     if n <= INLINE_ARGS {
+        // (The slices of strings stay valid: the arguments stay on the stack, and Lua's collector
+        // neither moves nor frees a string the stack holds, whatever `out` pushes.)
         let mut argv: [&[u8]; INLINE_ARGS] = [&[]; INLINE_ARGS];
         for (d, a) in argv.iter_mut().zip(args.iter()) {
             *d = slice_of(a);
@@ -198,11 +214,21 @@ unsafe fn run_from_stack(l: *mut ffi::lua_State, ctx: &CallCtx, out: &mut LuaSin
 }
 
 /// An error of the library itself (`luaPushError`: no stats flag), as the call's result.
+///
+/// # Safety
+///
+/// As [`super::helpers::push_error_buff`]: `l` runs `redis.call` (five of its LUA_MINSTACK slots
+/// are free) and its frames hold nothing with a destructor, since the pushes can raise past the cap.
 unsafe fn lib_error(l: *mut ffi::lua_State, out: &mut LuaSink, msg: &[u8]) {
     super::helpers::push_error_buff(l, msg);
     out.failed = true;
 }
 
+/// Pushes `{field = v}`.
+///
+/// # Safety
+///
+/// `l` is a running state with two free stack slots; the pushes allocate (see [`push_reply`]).
 unsafe fn push_field(l: *mut ffi::lua_State, field: &std::ffi::CStr, v: &[u8]) {
     ffi::lua_createtable(l, 0, 1);
     push_bytes(l, v);
@@ -210,11 +236,23 @@ unsafe fn push_field(l: *mut ffi::lua_State, field: &std::ffi::CStr, v: &[u8]) {
 }
 
 /// Pushes a reply as `redis.call` returns it (`redisProtocolToLuaType`), under RESP2 or RESP3.
-pub(crate) unsafe fn push_reply(l: *mut ffi::lua_State, r: &Reply, resp: u8) {
+/// False when the stack ran out: a container checks for room as luaL_checkstack would (4 slots past
+/// LUA_MINSTACK) but, instead of raising, stops there, leaving what it pushed; the caller raises
+/// "stack overflow (reply too deep)" once it holds nothing.
+///
+/// # Safety
+///
+/// `l` runs a C function with a free slot for a scalar (a C function is given LUA_MINSTACK);
+/// containers check their own room, and an error table's six slots fit in the LUA_MINSTACK slots a
+/// successful check adds. The pushes allocate: the caller lifts the memory cap, or holds nothing
+/// with a destructor. No metamethod runs (tables are fresh and set raw or without metatables).
+pub(crate) unsafe fn push_reply(l: *mut ffi::lua_State, r: &Reply, resp: u8) -> bool {
     // A scalar takes one slot, which a C function always has (LUA_MINSTACK); a container pushes
     // itself and then one element at a time (a nested one checks again).
-    if matches!(r, Reply::Array(_) | Reply::Set(_) | Reply::Map(_) | Reply::Status(_) | Reply::Error(_) | Reply::Double(_)) {
-        ffi::luaL_checkstack(l, 4, c"reply too deep".as_ptr());
+    if matches!(r, Reply::Array(_) | Reply::Set(_) | Reply::Map(_) | Reply::Status(_) | Reply::Error(_) | Reply::Double(_))
+        && ffi::lua_checkstack(l, 4 + ffi::LUA_MINSTACK) == 0
+    {
+        return false;
     }
     match r {
         Reply::Int(i) => ffi::lua_pushnumber(l, *i as f64),
@@ -228,15 +266,17 @@ pub(crate) unsafe fn push_reply(l: *mut ffi::lua_State, r: &Reply, resp: u8) {
         }
         Reply::Status(s) => push_field(l, c"ok", s.as_bytes()),
         Reply::Error(s) => push_error_reply(l, s),
-        Reply::Array(v) => push_array(l, v, resp),
-        Reply::Set(v) if resp == 2 => push_array(l, v, resp),
+        Reply::Array(v) => return push_array(l, v, resp),
+        Reply::Set(v) if resp == 2 => return push_array(l, v, resp),
         // Redis builds these tables with lua_newtable and one key at a time; the layout that gives
         // decides the order `pairs` sees and what `#` says of an array with nils, so no presizing.
         Reply::Set(v) => {
             ffi::lua_createtable(l, 0, 1);
             ffi::lua_createtable(l, 0, 0);
             for x in v {
-                push_reply(l, x, resp);
+                if !push_reply(l, x, resp) {
+                    return false;
+                }
                 ffi::lua_pushboolean(l, 1);
                 ffi::lua_rawset(l, -3);
             }
@@ -246,8 +286,9 @@ pub(crate) unsafe fn push_reply(l: *mut ffi::lua_State, r: &Reply, resp: u8) {
             ffi::lua_createtable(l, 0, 1);
             ffi::lua_createtable(l, 0, 0);
             for (k, x) in kv {
-                push_reply(l, k, resp);
-                push_reply(l, x, resp);
+                if !push_reply(l, k, resp) || !push_reply(l, x, resp) {
+                    return false;
+                }
                 ffi::lua_rawset(l, -3);
             }
             ffi::lua_setfield(l, -2, c"map".as_ptr());
@@ -255,9 +296,13 @@ pub(crate) unsafe fn push_reply(l: *mut ffi::lua_State, r: &Reply, resp: u8) {
         Reply::Map(kv) => {
             ffi::lua_createtable(l, (kv.len() * 2) as c_int, 0);
             for (i, (k, x)) in kv.iter().enumerate() {
-                push_reply(l, k, resp);
+                if !push_reply(l, k, resp) {
+                    return false;
+                }
                 ffi::lua_rawseti_(l, -2, (2 * i + 1) as c_int);
-                push_reply(l, x, resp);
+                if !push_reply(l, x, resp) {
+                    return false;
+                }
                 ffi::lua_rawseti_(l, -2, (2 * i + 2) as c_int);
             }
         }
@@ -270,10 +315,16 @@ pub(crate) unsafe fn push_reply(l: *mut ffi::lua_State, r: &Reply, resp: u8) {
         Reply::Bool(b) if resp == 3 => ffi::lua_pushboolean(l, *b as c_int),
         Reply::Bool(b) => ffi::lua_pushnumber(l, *b as i64 as f64),
     }
+    true
 }
 
 /// `redisProtocolToLuaType_Error`: luaPushErrorBuff of "-<text>", flagged as already counted
 /// (`ignore_error_stats_update`). Out of line: errors are rare, and `push_reply` stays small.
+///
+/// # Safety
+///
+/// As [`push_reply`]: six free slots (the string, the error table, its key and three pieces of the
+/// message); the slice read back points into the string left on the stack until the end.
 #[cold]
 #[inline(never)]
 unsafe fn push_error_reply(l: *mut ffi::lua_State, s: &str) {
@@ -292,27 +343,54 @@ unsafe fn push_error_reply(l: *mut ffi::lua_State, s: &str) {
 /// The table for an array reply of `n` elements. Under RESP3 an element may be nil (a hole): the
 /// table grows as Redis's does (see push_reply). Under RESP2 there are no holes and presizing gives
 /// the same table.
+///
+/// # Safety
+///
+/// `l` is a running state with a free stack slot; the table allocates (see [`push_reply`]).
 unsafe fn new_array(l: *mut ffi::lua_State, n: usize, resp: u8) {
     ffi::lua_createtable(l, if resp == 3 { 0 } else { n as c_int }, 0);
 }
 
-unsafe fn push_array(l: *mut ffi::lua_State, v: &[Reply], resp: u8) {
+/// An array reply: the table, then each element set raw at its index.
+///
+/// # Safety
+///
+/// As [`push_reply`]: the table and one element at a time take two slots, the element's own
+/// check covering what a nested container needs.
+unsafe fn push_array(l: *mut ffi::lua_State, v: &[Reply], resp: u8) -> bool {
     new_array(l, v.len(), resp);
     for (i, x) in v.iter().enumerate() {
-        push_reply(l, x, resp);
+        if !push_reply(l, x, resp) {
+            return false;
+        }
         ffi::lua_rawseti_(l, -2, (i + 1) as c_int);
     }
+    true
 }
 
+/// `redis.call` (`raise`) and `redis.pcall`.
+///
+/// # Safety
+///
+/// `l` runs one of the two C functions, whose upvalue 1 is a light userdata pointing to the VM's
+/// [`CallCtx`] (owned by the VM, dropped after its Lua state, never borrowed mutably). Everything
+/// with a destructor (the borrows `run_from_stack` takes, the reply) lives inside the first block:
+/// the error tables `run_from_stack` pushes (which can raise past the memory cap) are pushed before
+/// any of it exists, and the sink's pushes cannot raise. The raises of the call itself come after
+/// the block, with only plain values alive.
 unsafe fn generic_call(l: *mut ffi::lua_State, raise: bool) -> c_int {
-    let failed = {
+    let (failed, overflow) = {
         let ctx = &*(ffi::lua_touserdata(l, ffi::lua_upvalueindex(1)) as *const CallCtx);
-        let mut out = LuaSink { l, resp: ctx.state.resp.get(), failed: false };
+        let mut out = LuaSink { l, resp: ctx.state.resp.get(), failed: false, overflow: false };
         if let Some(reply) = run_from_stack(l, ctx, &mut out) {
             out.reply(reply);
         }
-        out.failed
+        (out.failed, out.overflow)
     };
+    if overflow {
+        // What luaL_checkstack raises, from this same C function (so with the same position).
+        ffi::luaL_error(l, c"stack overflow (%s)".as_ptr(), c"reply too deep".as_ptr());
+    }
     if raise && failed {
         ffi::lua_error(l);
     }
@@ -320,11 +398,19 @@ unsafe fn generic_call(l: *mut ffi::lua_State, raise: bool) -> c_int {
 }
 
 /// `redis.call`: raises the error table of a failed command (from a C frame, as in Redis).
+///
+/// # Safety
+///
+/// Called by Lua only, as the C closure `register_redis_lib` makes (upvalue 1 the call context).
 pub(crate) unsafe extern "C-unwind" fn redis_call_c(l: *mut ffi::lua_State) -> c_int {
     generic_call(l, true)
 }
 
 /// `redis.pcall`: returns the error table instead.
+///
+/// # Safety
+///
+/// Called by Lua only, as the C closure `register_redis_lib` makes (upvalue 1 the call context).
 pub(crate) unsafe extern "C-unwind" fn redis_pcall_c(l: *mut ffi::lua_State) -> c_int {
     generic_call(l, false)
 }
@@ -332,6 +418,12 @@ pub(crate) unsafe extern "C-unwind" fn redis_pcall_c(l: *mut ffi::lua_State) -> 
 /// Sets the global `name` (from `lua_fixedstring`) to an array of the given strings, as Redis sets
 /// KEYS and ARGV before each call (`lua_setglobalstrings` in our Lua: it refills the old table when
 /// no script could tell a new one from it).
+///
+/// # Safety
+///
+/// `l` is the VM's main state between calls and `name` a string `lua_fixedstring` made on it
+/// (never collected). The strings are copied into Lua before this returns. It allocates, so it
+/// must run with the memory cap lifted: no protected call encloses it (see `run_function`).
 pub(crate) unsafe fn set_string_array(l: *mut ffi::lua_State, name: *const std::ffi::c_void, items: &[&[u8]]) {
     use super::ext::{lua_setglobalstrings, PeekArg};
     let describe = |s: &&[u8]| PeekArg { str: s.as_ptr(), len: s.len(), num: 0.0, ty: ffi::LUA_TSTRING };
@@ -341,7 +433,7 @@ pub(crate) unsafe fn set_string_array(l: *mut ffi::lua_State, name: *const std::
         for (i, s) in items.iter().enumerate() {
             first.add(i).write(describe(s));
         }
-        // SAFETY: the C side reads the first items.len() entries, all written above.
+        // The C side reads the first items.len() entries, all written above.
         lua_setglobalstrings(l, name, items.len() as c_int, first);
     } else {
         let all: Vec<PeekArg> = items.iter().map(describe).collect();
@@ -349,18 +441,29 @@ pub(crate) unsafe fn set_string_array(l: *mut ffi::lua_State, name: *const std::
     }
 }
 
-fn string_at(l: *mut ffi::lua_State, idx: c_int) -> Option<Vec<u8>> {
-    // SAFETY: reads a value on the stack; lua_tolstring is only called on strings (no conversion).
-    unsafe {
-        if ffi::lua_type(l, idx) != ffi::LUA_TSTRING {
-            return None;
-        }
-        let mut len = 0usize;
-        let p = ffi::lua_tolstring(l, idx, &mut len);
-        Some(std::slice::from_raw_parts(p as *const u8, len).to_vec())
+/// A copy of the string at `idx`, if the value there is a string.
+///
+/// # Safety
+///
+/// `idx` is a valid index of the running state `l`. `lua_tolstring` is only called on a string,
+/// so nothing is converted, allocated or raised; the bytes are copied while the string is on the
+/// stack.
+unsafe fn string_at(l: *mut ffi::lua_State, idx: c_int) -> Option<Vec<u8>> {
+    if ffi::lua_type(l, idx) != ffi::LUA_TSTRING {
+        return None;
     }
+    let mut len = 0usize;
+    let p = ffi::lua_tolstring(l, idx, &mut len);
+    Some(std::slice::from_raw_parts(p as *const u8, len).to_vec())
 }
 
+/// Pushes `t[name]`, read raw (no metamethod), and returns its type.
+///
+/// # Safety
+///
+/// `t` is an absolute index of a table on the stack of the running state `l`, which has two free
+/// slots. The key string may have to be interned: run with the memory cap lifted (or where a raise
+/// unwinds past nothing with a destructor).
 unsafe fn raw_field(l: *mut ffi::lua_State, t: c_int, name: &std::ffi::CStr) -> c_int {
     ffi::lua_pushstring(l, name.as_ptr());
     ffi::lua_rawget(l, t);
@@ -368,6 +471,13 @@ unsafe fn raw_field(l: *mut ffi::lua_State, t: c_int, name: &std::ffi::CStr) -> 
 }
 
 /// A script's return value at `idx` as the reply Redis sends (`luaReplyToRedisReply`).
+///
+/// # Safety
+///
+/// `l` is the VM's main state just after the script returned, outside any protected call, with
+/// the memory cap lifted (see `run_function`): the Reply under construction owns memory, so no
+/// Lua call here may raise. None does: values are read raw, `lua_next` walks keys it never
+/// changes, strings are read without conversion, and `lua_checkstack` fails by returning 0.
 pub(crate) unsafe fn to_reply(l: *mut ffi::lua_State, idx: c_int, resp: u8, depth: usize) -> Reply {
     let idx = if idx < 0 { ffi::lua_gettop(l) + idx + 1 } else { idx };
     match ffi::lua_type(l, idx) {
@@ -393,6 +503,11 @@ pub(crate) unsafe fn to_reply(l: *mut ffi::lua_State, idx: c_int, resp: u8, dept
     }
 }
 
+/// The table at the absolute index `t` as a reply; leaves the stack as it found it.
+///
+/// # Safety
+///
+/// As [`to_reply`], whose check left four free slots (a field, a nested table's key and value).
 unsafe fn table_to_reply(l: *mut ffi::lua_State, t: c_int, resp: u8, depth: usize) -> Reply {
     let top = ffi::lua_gettop(l);
     let restore = |r: Reply| {
@@ -488,6 +603,12 @@ pub(crate) struct ScriptFailure {
     pub text: Option<Vec<u8>>,
 }
 
+/// The failure left at `idx` by a script's protected call.
+///
+/// # Safety
+///
+/// As [`to_reply`]: the main state after the call, the cap lifted, two free slots. Fields are read
+/// raw; a number field is converted in place, which allocates, and cannot raise with no cap.
 pub(crate) unsafe fn read_failure(l: *mut ffi::lua_State, idx: c_int) -> ScriptFailure {
     let t = if idx < 0 { ffi::lua_gettop(l) + idx + 1 } else { idx };
     if ffi::lua_type(l, t) != ffi::LUA_TTABLE {

@@ -13,6 +13,9 @@
 //! (Jones). Libraries are listed and dumped in the order they were loaded; Redis lists them in the
 //! order of a dict seeded at random on every start, so with more than one library its order differs
 //! from run to run (and from ours), and so do the bytes of a dump of several libraries.
+mod lua_engine;
+mod rdb;
+
 use std::cell::RefCell;
 use std::os::raw::c_int;
 use std::rc::Rc;
@@ -21,11 +24,13 @@ use indexmap::IndexMap;
 use mlua::ffi;
 
 use super::helpers;
-use super::libs::raw::push_bytes;
 use super::{cluster, eq_ic, RunState, Vm};
 use crate::core::Core;
 use crate::keyspace::glob_match;
 use crate::reply::Reply;
+use lua_engine::{extract_error, set_globals_index, string_or_empty};
+pub(crate) use lua_engine::{install_globals, push_array};
+use rdb::{crc64, rdb_load_len, rdb_load_string, rdb_save_string, RDB_OPCODE_FUNCTION2, RDB_OPCODE_FUNCTION_PRE_GA, RDB_VERSION};
 
 /// FUNCTION HELP.
 pub(crate) static HELP: &[&str] = &[
@@ -357,7 +362,10 @@ impl Functions {
     }
 
     fn unref(&self, r: c_int) {
-        // SAFETY: drops a registry reference of the functions VM, between calls.
+        // SAFETY: drops a registry reference of the functions VM's live main state, between calls
+        // (`r` came from luaL_ref on it and is dropped once). luaL_unref may add the registry's
+        // free-list slot, an allocation that cannot be refused (no memory cap outside runs,
+        // lua_alloc never fails), so nothing raises; there is no protected call to land in here.
         unsafe { ffi::luaL_unref(self.vm.state, ffi::LUA_REGISTRYINDEX, r) }
     }
 
@@ -479,7 +487,15 @@ impl Functions {
         st.loading.set(true);
         st.killed.set(false);
         st.budget_left.set(self.budget.min(i64::MAX as u64) as i64);
-        // SAFETY: raw calls on the functions VM's main state between calls; the stack is restored.
+        // SAFETY: raw calls on the functions VM's live main state between calls, outside any protected
+        // call; the stack is restored (the base level's LUA_MINSTACK slots are free: mlua leaves the
+        // stack as it found it; this takes three at most). The code runs under lua_pcall, where its
+        // raises land; compiling reports errors by status. Out here nothing can be refused memory
+        // (no cap outside runs, lua_alloc never fails) and no metamethod runs, with one exception:
+        // extract_error reads `err` of an error table with lua_getfield, as Redis does, and a table
+        // whose `__index` raises (the library API's `redis`, raised as the error) raises there. With
+        // no protected call to land in, Lua then ends the process (as Redis's own load path would);
+        // no raise unwinds these frames, so the String in `r` is never skipped.
         let outcome = unsafe {
             let top = ffi::lua_gettop(l);
             set_globals_index(l, c"__LIBRARY_API__");
@@ -692,515 +708,9 @@ fn err_text(e: &str) -> String {
     }
 }
 
-unsafe fn string_or_empty(l: *mut ffi::lua_State, idx: c_int) -> Vec<u8> {
-    let mut len = 0usize;
-    let p = ffi::lua_tolstring(l, idx, &mut len);
-    if p.is_null() {
-        Vec::new()
-    } else {
-        std::slice::from_raw_parts(p.cast::<u8>(), len).to_vec()
-    }
-}
-
-/// `luaExtractErrorInformation`'s message: a string gets `ERR `, a table gives its `err`.
-unsafe fn extract_error(l: *mut ffi::lua_State, idx: c_int) -> String {
-    if ffi::lua_isstring(l, idx) != 0 {
-        let s = string_or_empty(l, idx);
-        return format!("ERR {}", String::from_utf8_lossy(helpers::cstr(&s)));
-    }
-    if ffi::lua_type(l, idx) == ffi::LUA_TTABLE {
-        ffi::lua_getfield(l, idx, c"err".as_ptr());
-        let s = if ffi::lua_isstring(l, -1) != 0 { Some(string_or_empty(l, -1)) } else { None };
-        ffi::lua_settop(l, -2);
-        if let Some(s) = s {
-            return String::from_utf8_lossy(helpers::cstr(&s)).into_owned();
-        }
-    }
-    "(null)".into()
-}
-
-/// Points the `__index` of the functions' globals at the registry table `name` (the library API
-/// while loading, the real globals otherwise), as `luaEngineCreate` does.
-unsafe fn set_globals_index(l: *mut ffi::lua_State, name: &std::ffi::CStr) {
-    ffi::lua_getmetatable(l, ffi::LUA_GLOBALSINDEX);
-    super::ext::lua_enablereadonlytable(l, -1, 0);
-    ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, name.as_ptr());
-    ffi::lua_setfield(l, -2, c"__index".as_ptr());
-    super::ext::lua_enablereadonlytable(l, -1, 1);
-    ffi::lua_settop(l, -2);
-}
-
-/// Builds the functions VM's two faces of the globals (called on a VM set up like the scripts' one,
-/// with the real globals protected): the library API in the registry, then an empty protected
-/// global table over the real one.
-pub(crate) unsafe fn install_globals(l: *mut ffi::lua_State, ctx: *mut std::ffi::c_void, load: *mut std::ffi::c_void) {
-    // The library API: { redis = { register_function, log, LOG_*, REDIS_VERSION* } }.
-    ffi::lua_createtable(l, 0, 0);
-    ffi::lua_createtable(l, 0, 0);
-    ffi::lua_pushlightuserdata(l, load);
-    ffi::lua_pushcclosure(l, register_function, 1);
-    ffi::lua_setfield(l, -2, c"register_function".as_ptr());
-    ffi::lua_pushlightuserdata(l, ctx);
-    ffi::lua_pushcclosure(l, helpers::log, 1);
-    ffi::lua_setfield(l, -2, c"log".as_ptr());
-    for (name, v) in [(c"LOG_DEBUG", 0.0), (c"LOG_VERBOSE", 1.0), (c"LOG_NOTICE", 2.0), (c"LOG_WARNING", 3.0)] {
-        ffi::lua_pushnumber(l, v);
-        ffi::lua_setfield(l, -2, name.as_ptr());
-    }
-    ffi::lua_pushstring(l, c"7.0.15".as_ptr());
-    ffi::lua_setfield(l, -2, c"REDIS_VERSION".as_ptr());
-    ffi::lua_pushnumber(l, 0x0007000f as f64);
-    ffi::lua_setfield(l, -2, c"REDIS_VERSION_NUM".as_ptr());
-    super::set_error_metatable(l);
-    ffi::lua_setfield(l, -2, c"redis".as_ptr());
-    super::set_error_metatable(l);
-    super::protect_tables(l);
-    ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, c"__LIBRARY_API__".as_ptr());
-    // The real globals, kept for run time.
-    ffi::lua_pushvalue(l, ffi::LUA_GLOBALSINDEX);
-    ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, c"__GLOBALS_API__".as_ptr());
-    // The new globals: empty, read-only, reading through to the real ones.
-    ffi::lua_createtable(l, 0, 0);
-    ffi::lua_createtable(l, 0, 0);
-    ffi::lua_pushvalue(l, ffi::LUA_GLOBALSINDEX);
-    ffi::lua_setfield(l, -2, c"__index".as_ptr());
-    super::ext::lua_enablereadonlytable(l, -1, 1);
-    ffi::lua_setmetatable(l, -2);
-    super::ext::lua_enablereadonlytable(l, -1, 1);
-    ffi::lua_replace(l, ffi::LUA_GLOBALSINDEX);
-}
-
-/// `redis.register_function(name, callback)` or `redis.register_function{function_name=...,
-/// callback=..., flags={...}, description=...}`, at load time only.
-unsafe extern "C-unwind" fn register_function(l: *mut ffi::lua_State) -> c_int {
-    let load = &*(ffi::lua_touserdata(l, ffi::lua_upvalueindex(1)) as *const LoadCtx);
-    let err: &'static str = 'check: {
-        if load.registered.borrow().is_none() {
-            break 'check "redis.register_function can only be called on FUNCTION LOAD command";
-        }
-        let argc = ffi::lua_gettop(l);
-        if !(1..=2).contains(&argc) {
-            break 'check "wrong number of arguments to redis.register_function";
-        }
-        let f = if argc == 1 { read_named(l) } else { read_positional(l) };
-        let f = match f {
-            Ok(f) => f,
-            Err(e) => break 'check e,
-        };
-        let mut reg = load.registered.borrow_mut();
-        let list = reg.as_mut().expect("loading");
-        let e = if !valid_name(&f.name) {
-            Some(BAD_NAME)
-        } else if list.iter().any(|g| g.name == f.name) {
-            Some("Function already exists in the library")
-        } else {
-            None
-        };
-        match e {
-            Some(e) => {
-                ffi::luaL_unref(l, ffi::LUA_REGISTRYINDEX, f.fref);
-                break 'check e;
-            }
-            None => {
-                list.push(f);
-                return 0;
-            }
-        }
-    };
-    helpers::push_error_buff(l, err.as_bytes());
-    ffi::lua_error(l)
-}
-
-/// A string argument (`luaGetStringSds`: numbers count, as `lua_isstring` says).
-unsafe fn get_string(l: *mut ffi::lua_State, idx: c_int) -> Option<Vec<u8>> {
-    if ffi::lua_isstring(l, idx) == 0 {
-        return None;
-    }
-    Some(string_or_empty(l, idx))
-}
-
-unsafe fn read_positional(l: *mut ffi::lua_State) -> Result<Func, &'static str> {
-    let Some(name) = get_string(l, 1) else { return Err("first argument to redis.register_function must be a string") };
-    if ffi::lua_type(l, 2) != ffi::LUA_TFUNCTION {
-        return Err("second argument to redis.register_function must be a function");
-    }
-    let fref = ffi::luaL_ref(l, ffi::LUA_REGISTRYINDEX);
-    Ok(Func { name, desc: None, flags: 0, fref })
-}
-
-unsafe fn read_named(l: *mut ffi::lua_State) -> Result<Func, &'static str> {
-    if ffi::lua_type(l, 1) != ffi::LUA_TTABLE {
-        return Err(
-            "calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).",
-        );
-    }
-    let (mut name, mut desc, mut fref, mut flags): (Option<Vec<u8>>, Option<Vec<u8>>, Option<c_int>, u8) = (None, None, None, 0);
-    let fail = |fref: Option<c_int>, e: &'static str| {
-        if let Some(r) = fref {
-            ffi::luaL_unref(l, ffi::LUA_REGISTRYINDEX, r);
-        }
-        Err(e)
-    };
-    ffi::lua_pushnil(l);
-    while ffi::lua_next(l, -2) != 0 {
-        if ffi::lua_isstring(l, -2) == 0 {
-            return fail(fref, "named argument key given to redis.register_function is not a string");
-        }
-        let key = string_or_empty(l, -2);
-        let key = helpers::cstr(&key);
-        if key.eq_ignore_ascii_case(b"function_name") {
-            match get_string(l, -1) {
-                Some(n) => name = Some(n),
-                None => return fail(fref, "function_name argument given to redis.register_function must be a string"),
-            }
-        } else if key.eq_ignore_ascii_case(b"description") {
-            match get_string(l, -1) {
-                Some(d) => desc = Some(d),
-                None => return fail(fref, "description argument given to redis.register_function must be a string"),
-            }
-        } else if key.eq_ignore_ascii_case(b"callback") {
-            if ffi::lua_type(l, -1) != ffi::LUA_TFUNCTION {
-                return fail(fref, "callback argument given to redis.register_function must be a function");
-            }
-            fref = Some(ffi::luaL_ref(l, ffi::LUA_REGISTRYINDEX));
-            continue;
-        } else if key.eq_ignore_ascii_case(b"flags") {
-            if ffi::lua_type(l, -1) != ffi::LUA_TTABLE {
-                return fail(fref, "flags argument to redis.register_function must be a table representing function flags");
-            }
-            match read_flags(l) {
-                Some(f) => flags = f,
-                None => return fail(fref, "unknown flag given"),
-            }
-        } else {
-            return fail(fref, "unknown argument given to redis.register_function");
-        }
-        ffi::lua_settop(l, -2);
-    }
-    let Some(name) = name else { return fail(fref, "redis.register_function must get a function name argument") };
-    let Some(fref) = fref else { return Err("redis.register_function must get a callback argument") };
-    Ok(Func { name, desc, flags, fref })
-}
-
-/// The flags table on top of the stack (`luaRegisterFunctionReadFlags`).
-unsafe fn read_flags(l: *mut ffi::lua_State) -> Option<u8> {
-    let mut flags = 0u8;
-    let mut j = 1.0;
-    loop {
-        ffi::lua_pushnumber(l, j);
-        j += 1.0;
-        ffi::lua_gettable(l, -2);
-        if ffi::lua_type(l, -1) == ffi::LUA_TNIL {
-            ffi::lua_settop(l, -2);
-            return Some(flags);
-        }
-        if ffi::lua_isstring(l, -1) == 0 {
-            ffi::lua_settop(l, -2);
-            return None;
-        }
-        let s = string_or_empty(l, -1);
-        ffi::lua_settop(l, -2);
-        let s = helpers::cstr(&s);
-        let i = FLAG_NAMES.iter().position(|n| s.eq_ignore_ascii_case(n.as_bytes()))?;
-        flags |= 1 << i;
-    }
-}
-
-/// Pushes a fresh array of the given strings (`luaCreateArray`).
-pub(crate) unsafe fn push_array(l: *mut ffi::lua_State, items: &[&[u8]]) {
-    ffi::lua_createtable(l, items.len() as c_int, 0);
-    for (i, s) in items.iter().enumerate() {
-        push_bytes(l, s);
-        ffi::lua_rawseti_(l, -2, (i + 1) as c_int);
-    }
-}
-
-// ---- the RDB encoding of FUNCTION DUMP -------------------------------------------------------
-
-const RDB_OPCODE_FUNCTION2: u8 = 245;
-const RDB_OPCODE_FUNCTION_PRE_GA: u8 = 246;
-/// Redis 7.0's RDB version.
-const RDB_VERSION: u16 = 10;
-
-/// `rdbSaveLen`.
-fn rdb_save_len(out: &mut Vec<u8>, len: usize) {
-    if len < 1 << 6 {
-        out.push(len as u8);
-    } else if len < 1 << 14 {
-        out.push(0x40 | (len >> 8) as u8);
-        out.push(len as u8);
-    } else if len <= u32::MAX as usize {
-        out.push(0x80);
-        out.extend_from_slice(&(len as u32).to_be_bytes());
-    } else {
-        out.push(0x81);
-        out.extend_from_slice(&(len as u64).to_be_bytes());
-    }
-}
-
-/// `rdbSaveRawString` for a library's code (never an integer: it starts with `#!`).
-fn rdb_save_string(out: &mut Vec<u8>, s: &[u8]) {
-    if s.len() > 20 {
-        let mut buf = vec![0u8; s.len() - 4];
-        let n = lzf_compress(s, &mut buf);
-        if n > 0 {
-            out.push(0xC3);
-            rdb_save_len(out, n);
-            rdb_save_len(out, s.len());
-            out.extend_from_slice(&buf[..n]);
-            return;
-        }
-    }
-    rdb_save_len(out, s.len());
-    out.extend_from_slice(s);
-}
-
-/// `rdbLoadLen`: (length, is it an encoding, bytes used).
-fn rdb_load_len(b: &[u8]) -> Option<(u64, bool, usize)> {
-    let first = *b.first()?;
-    match first >> 6 {
-        0 => Some(((first & 0x3f) as u64, false, 1)),
-        1 => Some(((((first & 0x3f) as u64) << 8) | *b.get(1)? as u64, false, 2)),
-        3 => Some(((first & 0x3f) as u64, true, 1)),
-        _ => match first {
-            0x80 => Some((u32::from_be_bytes(b.get(1..5)?.try_into().ok()?) as u64, false, 5)),
-            0x81 => Some((u64::from_be_bytes(b.get(1..9)?.try_into().ok()?), false, 9)),
-            _ => None,
-        },
-    }
-}
-
-/// `rdbGenericLoadStringObject`: a string (plain, integer-encoded or LZF) and the bytes it took.
-fn rdb_load_string(b: &[u8]) -> Option<(Vec<u8>, usize)> {
-    let (len, enc, mut at) = rdb_load_len(b)?;
-    if enc {
-        return match len {
-            0 => Some(((*b.get(at)? as i8).to_string().into_bytes(), at + 1)),
-            1 => {
-                let v = i16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?);
-                Some((v.to_string().into_bytes(), at + 2))
-            }
-            2 => {
-                let v = i32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?);
-                Some((v.to_string().into_bytes(), at + 4))
-            }
-            3 => {
-                let (clen, _, n1) = rdb_load_len(&b[at..])?;
-                at += n1;
-                let (ulen, _, n2) = rdb_load_len(&b[at..])?;
-                at += n2;
-                let data = b.get(at..at + clen as usize)?;
-                let out = lzf_decompress(data, ulen as usize)?;
-                Some((out, at + clen as usize))
-            }
-            _ => None,
-        };
-    }
-    let data = b.get(at..at + len as usize)?;
-    Some((data.to_vec(), at + len as usize))
-}
-
-/// Redis's `lzf_compress` (liblzf 3.x with HLOG 16, VERY_FAST, unaligned 16-bit compares): the
-/// compressed length, or 0 when the output does not fit `out`. Its hash table starts empty here
-/// (Redis leaves it uninitialised on the stack, which can only ever find a match this misses).
-pub(crate) fn lzf_compress(input: &[u8], out: &mut [u8]) -> usize {
-    const HLOG: u32 = 16;
-    const HSIZE: usize = 1 << HLOG;
-    const MAX_LIT: usize = 1 << 5;
-    const MAX_OFF: usize = 1 << 13;
-    const MAX_REF: usize = (1 << 8) + (1 << 3);
-    let in_len = input.len();
-    let out_len = out.len();
-    if in_len == 0 || out_len == 0 {
-        return 0;
-    }
-    let frst = |p: usize| ((input[p] as u32) << 8) | input[p + 1] as u32;
-    let next = |v: u32, p: usize| (v << 8) | input[p + 2] as u32;
-    let idx = |h: u32| (((h >> (3 * 8 - HLOG)).wrapping_sub(h.wrapping_mul(5))) & (HSIZE as u32 - 1)) as usize;
-    // Positions + 1 (0 = empty).
-    let mut htab = vec![0usize; HSIZE];
-    let (mut ip, mut op) = (0usize, 0usize);
-    let mut lit: usize = 0;
-    op += 1; // start run
-    let mut hval = frst(ip);
-    while ip + 2 < in_len {
-        hval = next(hval, ip);
-        let slot = idx(hval);
-        let r = htab[slot];
-        htab[slot] = ip + 1;
-        let matched = r != 0 && {
-            let rf = r - 1;
-            rf < ip
-                && ip - rf - 1 < MAX_OFF
-                && ip + 4 < in_len
-                && rf > 0
-                && input[rf] == input[ip]
-                && input[rf + 1] == input[ip + 1]
-                && input[rf + 2] == input[ip + 2]
-        };
-        if matched {
-            let rf = r - 1;
-            let off = ip - rf - 1;
-            let mut len = 2usize;
-            let maxlen = (in_len - ip - len).min(MAX_REF);
-            out[op - lit - 1] = (lit as u8).wrapping_sub(1);
-            if lit == 0 {
-                op -= 1;
-            }
-            if op + 3 + 1 >= out_len {
-                return 0;
-            }
-            // liblzf's loop as written (16 unrolled compares first when far from the end), which
-            // decides the lengths it encodes near the end of the input.
-            'found: {
-                if maxlen > 16 {
-                    for _ in 0..16 {
-                        len += 1;
-                        if input[rf + len] != input[ip + len] {
-                            break 'found;
-                        }
-                    }
-                }
-                loop {
-                    len += 1;
-                    if !(len < maxlen && input[rf + len] == input[ip + len]) {
-                        break;
-                    }
-                }
-            }
-            len -= 2;
-            ip += 1;
-            if len < 7 {
-                out[op] = ((off >> 8) + (len << 5)) as u8;
-                op += 1;
-            } else {
-                out[op] = ((off >> 8) + (7 << 5)) as u8;
-                out[op + 1] = (len - 7) as u8;
-                op += 2;
-            }
-            out[op] = off as u8;
-            op += 1;
-            lit = 0;
-            op += 1;
-            ip += len + 1;
-            if ip + 2 >= in_len {
-                break;
-            }
-            ip -= 2;
-            hval = frst(ip);
-            hval = next(hval, ip);
-            htab[idx(hval)] = ip + 1;
-            ip += 1;
-            hval = next(hval, ip);
-            htab[idx(hval)] = ip + 1;
-            ip += 1;
-        } else {
-            if op >= out_len {
-                return 0;
-            }
-            lit += 1;
-            out[op] = input[ip];
-            op += 1;
-            ip += 1;
-            if lit == MAX_LIT {
-                out[op - lit - 1] = (lit - 1) as u8;
-                lit = 0;
-                op += 1;
-            }
-        }
-    }
-    if op + 3 > out_len {
-        return 0;
-    }
-    while ip < in_len {
-        lit += 1;
-        out[op] = input[ip];
-        op += 1;
-        ip += 1;
-        if lit == MAX_LIT {
-            out[op - lit - 1] = (lit - 1) as u8;
-            lit = 0;
-            op += 1;
-        }
-    }
-    out[op - lit - 1] = (lit as u8).wrapping_sub(1);
-    if lit == 0 {
-        op -= 1;
-    }
-    op
-}
-
-/// `lzf_decompress` into exactly `len` bytes (None for a corrupt stream).
-pub(crate) fn lzf_decompress(input: &[u8], len: usize) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(len);
-    let mut ip = 0;
-    while ip < input.len() {
-        let ctrl = input[ip] as usize;
-        ip += 1;
-        if ctrl < 1 << 5 {
-            let n = ctrl + 1;
-            out.extend_from_slice(input.get(ip..ip + n)?);
-            ip += n;
-        } else {
-            let mut n = ctrl >> 5;
-            if n == 7 {
-                n += *input.get(ip)? as usize;
-                ip += 1;
-            }
-            let back = ((ctrl & 0x1f) << 8) + *input.get(ip)? as usize + 1;
-            ip += 1;
-            let start = out.len().checked_sub(back)?;
-            for k in 0..n + 2 {
-                let c = out[start + k];
-                out.push(c);
-            }
-        }
-        if out.len() > len {
-            return None;
-        }
-    }
-    (out.len() == len).then_some(out)
-}
-
-/// Redis's `crc64` (Jones polynomial, reflected, as `crc64.c` computes it).
-pub(crate) fn crc64(mut crc: u64, data: &[u8]) -> u64 {
-    const POLY: u64 = 0xad93_d235_94c9_35a9;
-    // Redis's bitwise reference: bits fed low first into a left-shifting register, reflected at the end.
-    for &c in data {
-        let mut i = 1u8;
-        while i != 0 {
-            let mut bit = crc & 0x8000_0000_0000_0000 != 0;
-            if c & i != 0 {
-                bit = !bit;
-            }
-            crc <<= 1;
-            if bit {
-                crc ^= POLY;
-            }
-            i = i.wrapping_shl(1);
-        }
-    }
-    crc.reverse_bits()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn crc64_matches_redis() {
-        // crc64.c's test vector.
-        assert_eq!(crc64(0, b"123456789"), 0xe9c6d914c4b8d9ca);
-    }
-
-    #[test]
-    fn lzf_round_trips() {
-        let s = b"#!lua name=mylib\nredis.register_function('f1', function(keys, args) return redis.call('incr', keys[1]) end) redis.register_function('f2', function(keys, args) return redis.call('incr', keys[1]) end)";
-        let mut buf = vec![0u8; s.len() - 4];
-        let n = lzf_compress(s, &mut buf);
-        assert!(n > 0 && n < s.len());
-        assert_eq!(lzf_decompress(&buf[..n], s.len()).unwrap(), s.to_vec());
-    }
 
     #[test]
     fn splits_like_sdssplitargs() {

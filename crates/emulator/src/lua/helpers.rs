@@ -20,12 +20,26 @@ use super::libs::cvt_i32;
 use super::libs::raw::{self, push_bytes};
 
 /// The call context every helper gets as its first upvalue.
+///
+/// # Safety
+///
+/// `l` runs a C function whose upvalue 1 is a light userdata pointing to the VM's [`CallCtx`]
+/// (`c_closure` and `functions::install_globals` make them so). The context is owned by the VM
+/// and dropped after its Lua state, so the reference is valid for the whole call; it is only ever
+/// shared, never borrowed mutably.
 unsafe fn ctx<'a>(l: *mut ffi::lua_State) -> &'a CallCtx {
     &*(ffi::lua_touserdata(l, ffi::lua_upvalueindex(1)) as *const CallCtx)
 }
 
 /// `luaPushErrorBuff`: a `-CODE msg` text keeps its code, anything else gets `ERR`; CR/LF trimmed
 /// from both ends of the message; the text is a C string (cut at a NUL).
+///
+/// # Safety
+///
+/// `l` is a running state with five free stack slots (the table, its key and the three pieces of
+/// the message); `text` stays valid while this pushes (it may point into a Lua string, which must
+/// stay on the stack). The pushes allocate, so under the memory cap they can raise: the caller's
+/// frames must hold nothing with a destructor, or the cap be lifted.
 pub(crate) unsafe fn push_error_buff(l: *mut ffi::lua_State, text: &[u8]) {
     let text = cstr(text);
     let (code, msg): (&[u8], &[u8]) = if let Some(rest) = text.strip_prefix(b"-") {
@@ -59,6 +73,11 @@ pub(crate) fn cstr(b: &[u8]) -> &[u8] {
 }
 
 /// `luaPushError(msg); return luaError(L)`.
+///
+/// # Safety
+///
+/// `l` runs a C function (five free slots for [`push_error_buff`]) whose frames, up to the
+/// protected call the raise lands in, hold nothing with a destructor: the raise unwinds by longjmp.
 unsafe fn raise(l: *mut ffi::lua_State, msg: &'static str) -> ! {
     push_error_buff(l, msg.as_bytes());
     ffi::lua_error(l)
@@ -66,6 +85,13 @@ unsafe fn raise(l: *mut ffi::lua_State, msg: &'static str) -> ! {
 
 /// Redis 7.0's global `pcall` (`luaRedisPcall`): an error table with a string `err` is returned as
 /// that string. A script killed by the budget is not allowed to catch the kill.
+///
+/// # Safety
+///
+/// Called by Lua only, as a C function whose upvalue 1 is the call context (see [`ctx`]). It holds
+/// no Rust value at all: the call it protects, the re-raise of a kill and `lua_getfield` on an
+/// error table (which may run an `__index`, or allocate the key past the memory cap) may all raise
+/// through it freely. The stack holds the arguments plus at most two slots of the LUA_MINSTACK.
 pub(crate) unsafe extern "C-unwind" fn pcall(l: *mut ffi::lua_State) -> c_int {
     let argc = ffi::lua_gettop(l);
     if argc == 0 {
@@ -96,6 +122,11 @@ pub(crate) unsafe extern "C-unwind" fn pcall(l: *mut ffi::lua_State) -> c_int {
 }
 
 /// `redis.log(level, ...)`: the level is a number or a numeric string, converted to a C int.
+///
+/// # Safety
+///
+/// Called by Lua only, as a C function. It holds nothing with a destructor, so its raises (and the
+/// allocations they make) unwind past plain values only; reading the level allocates nothing.
 pub(crate) unsafe extern "C-unwind" fn log(l: *mut ffi::lua_State) -> c_int {
     let argc = ffi::lua_gettop(l);
     if argc < 2 {
@@ -113,6 +144,10 @@ pub(crate) unsafe extern "C-unwind" fn log(l: *mut ffi::lua_State) -> c_int {
 }
 
 /// `redis.set_repl(flags)`: any value, converted as `(int)lua_tonumber`.
+///
+/// # Safety
+///
+/// Called by Lua only, as a C function; it holds nothing with a destructor when it raises.
 pub(crate) unsafe extern "C-unwind" fn set_repl(l: *mut ffi::lua_State) -> c_int {
     if ffi::lua_gettop(l) != 1 {
         // (Redis 7.0's own text says "two" although it wants one.)
@@ -126,6 +161,11 @@ pub(crate) unsafe extern "C-unwind" fn set_repl(l: *mut ffi::lua_State) -> c_int
 }
 
 /// `redis.setresp(2|3)`: converted as `(int)lua_tonumber`.
+///
+/// # Safety
+///
+/// Called by Lua only, as a C function whose upvalue 1 is the call context (see [`ctx`]); it holds
+/// nothing with a destructor when it raises.
 pub(crate) unsafe extern "C-unwind" fn setresp(l: *mut ffi::lua_State) -> c_int {
     let argc = ffi::lua_gettop(l);
     if argc != 1 {
@@ -140,6 +180,13 @@ pub(crate) unsafe extern "C-unwind" fn setresp(l: *mut ffi::lua_State) -> c_int 
 }
 
 /// `redis.sha1hex(x)`: a string or number (as Lua formats it); anything else hashes as "".
+///
+/// # Safety
+///
+/// Called by Lua only, as a C function. The bytes read stay valid while argument 1 is on the
+/// stack (a number is converted there, in place). Its Rust values (the digest, the hex digits)
+/// are plain arrays, so the raises its conversion and push can make past the memory cap skip no
+/// destructor.
 pub(crate) unsafe extern "C-unwind" fn sha1hex(l: *mut ffi::lua_State) -> c_int {
     if ffi::lua_gettop(l) != 1 {
         raise(l, "wrong number of arguments");
@@ -159,6 +206,12 @@ pub(crate) unsafe extern "C-unwind" fn sha1hex(l: *mut ffi::lua_State) -> c_int 
 
 /// `redis.error_reply(s)`: `{err = s}` with a `-` added when missing, as `luaPushErrorBuff` builds it;
 /// with a bad argument the error table is returned, not raised.
+///
+/// # Safety
+///
+/// Called by Lua only, as a C function. The slices handed to `push_error_buff` point into Lua
+/// strings that stay on the stack below what it pushes (argument 1, or the concatenation left on
+/// top); it holds only borrowed slices, so a raise past the memory cap skips no destructor.
 pub(crate) unsafe extern "C-unwind" fn error_reply(l: *mut ffi::lua_State) -> c_int {
     if ffi::lua_gettop(l) != 1 || ffi::lua_type(l, -1) != ffi::LUA_TSTRING {
         push_error_buff(l, b"wrong number or type of arguments");
@@ -181,6 +234,10 @@ pub(crate) unsafe extern "C-unwind" fn error_reply(l: *mut ffi::lua_State) -> c_
 }
 
 /// `redis.status_reply(s)`: `{ok = s}` (the string kept whole; the reply cuts it at a NUL).
+///
+/// # Safety
+///
+/// Called by Lua only, as a C function; it holds no Rust value.
 pub(crate) unsafe extern "C-unwind" fn status_reply(l: *mut ffi::lua_State) -> c_int {
     if ffi::lua_gettop(l) != 1 || ffi::lua_type(l, -1) != ffi::LUA_TSTRING {
         push_error_buff(l, b"wrong number or type of arguments");
@@ -195,6 +252,12 @@ pub(crate) unsafe extern "C-unwind" fn status_reply(l: *mut ffi::lua_State) -> c
 
 /// `redis.acl_check_cmd(cmd, ...)`: the emulator has one user allowed everything, so the answer is
 /// true for every command (and subcommand) it knows; arguments are checked as `redis.call`'s are.
+///
+/// # Safety
+///
+/// Called by Lua only, as a C function. Its buffers live only inside the block that looks the
+/// command up, where the Lua calls made (types, numbers, strings read without conversion) cannot
+/// raise; every raise comes after the block, with nothing owned alive.
 pub(crate) unsafe extern "C-unwind" fn acl_check_cmd(l: *mut ffi::lua_State) -> c_int {
     let argc = ffi::lua_gettop(l);
     if argc == 0 {
@@ -235,7 +298,13 @@ pub(crate) unsafe extern "C-unwind" fn acl_check_cmd(l: *mut ffi::lua_State) -> 
 }
 
 /// Argument `i` (a string or a number) as `redis.call` sends it (`%.17g` for numbers).
-unsafe fn arg_bytes(l: *mut ffi::lua_State, i: c_int, buf: &mut Vec<u8>) -> &[u8] {
+///
+/// # Safety
+///
+/// Argument `i` of the running C function is a string or a number (checked by the caller), so
+/// nothing is converted and nothing raises; a string's bytes stay valid while it is on the stack,
+/// which the returned lifetime (tied to `buf`) does not enforce: the caller uses them within the call.
+unsafe fn arg_bytes<'a>(l: *mut ffi::lua_State, i: c_int, buf: &'a mut Vec<u8>) -> &'a [u8] {
     if ffi::lua_type(l, i) == ffi::LUA_TNUMBER {
         *buf = crate::reply::fmt_g(ffi::lua_tonumber(l, i), 17).into_bytes();
         buf
@@ -247,27 +316,48 @@ unsafe fn arg_bytes(l: *mut ffi::lua_State, i: c_int, buf: &mut Vec<u8>) -> &[u8
 }
 
 /// `redis.breakpoint()`: false, no debugger session being active.
+///
+/// # Safety
+///
+/// Called by Lua only, as a C function (one of its LUA_MINSTACK slots takes the result).
 pub(crate) unsafe extern "C-unwind" fn breakpoint(l: *mut ffi::lua_State) -> c_int {
     ffi::lua_pushboolean(l, 0);
     1
 }
 
 /// `redis.debug(...)`: nothing without a debugger session.
+///
+/// # Safety
+///
+/// Called by Lua only, as a C function; it touches nothing.
 pub(crate) unsafe extern "C-unwind" fn debug(_: *mut ffi::lua_State) -> c_int {
     0
 }
 
 /// `redis.replicate_commands()`: always true in 7.0.
+///
+/// # Safety
+///
+/// Called by Lua only, as a C function (one of its LUA_MINSTACK slots takes the result).
 pub(crate) unsafe extern "C-unwind" fn replicate_commands(l: *mut ffi::lua_State) -> c_int {
     ffi::lua_pushboolean(l, 1);
     1
 }
 
 /// The globals' `__index` (`luaProtectedTableError`).
+///
+/// # Safety
+///
+/// Called by Lua only, as a C function (the `__index` of a protected table: the table and the key).
 pub(crate) unsafe extern "C-unwind" fn protected_table_error(l: *mut ffi::lua_State) -> c_int {
     raw::run(l, protected_table_error_body)
 }
 
+/// # Safety
+///
+/// A body for [`raw::run`]: `l` runs the C function above. A number key is converted in place
+/// (an allocation, with the cap lifted by `raw::run`); the name's bytes stay valid while the key is
+/// on the stack, and the message is built in Rust and returned, not raised here.
 unsafe fn protected_table_error_body(l: *mut ffi::lua_State) -> raw::R<c_int> {
     if ffi::lua_gettop(l) != 2 {
         return Err(raw::error(l, "Wrong number of arguments to luaProtectedTableError"));
@@ -285,16 +375,28 @@ unsafe fn protected_table_error_body(l: *mut ffi::lua_State) -> raw::R<c_int> {
 }
 
 /// `luaL_checkint`: `luaL_checkinteger` cast to a C int (wrapping).
+///
+/// # Safety
+///
+/// As [`raw::check_integer`]: `l` runs a C function; nothing is raised here.
 unsafe fn check_int(l: *mut ffi::lua_State, narg: c_int) -> raw::R<i32> {
     Ok(raw::check_integer(l, narg)? as i32)
 }
 
 /// Redis's `math.random` (`redis_math_random`): the draw comes first, so a failing call still
 /// advances the stream.
+///
+/// # Safety
+///
+/// Called by Lua only, as a C function whose upvalue 1 is the call context (see [`ctx`]).
 pub(crate) unsafe extern "C-unwind" fn math_random(l: *mut ffi::lua_State) -> c_int {
     raw::run(l, math_random_body)
 }
 
+/// # Safety
+///
+/// A body for [`raw::run`], for the C function above (upvalue 1 the call context); it pushes one
+/// number into the LUA_MINSTACK slots and raises nothing itself.
 unsafe fn math_random_body(l: *mut ffi::lua_State) -> raw::R<c_int> {
     let r = ctx(l).rng.next_unit();
     match ffi::lua_gettop(l) {
@@ -321,10 +423,17 @@ unsafe fn math_random_body(l: *mut ffi::lua_State) -> raw::R<c_int> {
 }
 
 /// `math.randomseed(n)`: `redisSrand48(luaL_checkint(L, 1))`.
+///
+/// # Safety
+///
+/// Called by Lua only, as a C function whose upvalue 1 is the call context (see [`ctx`]).
 pub(crate) unsafe extern "C-unwind" fn math_randomseed(l: *mut ffi::lua_State) -> c_int {
     raw::run(l, math_randomseed_body)
 }
 
+/// # Safety
+///
+/// A body for [`raw::run`], for the C function above (upvalue 1 the call context).
 unsafe fn math_randomseed_body(l: *mut ffi::lua_State) -> raw::R<c_int> {
     let seed = check_int(l, 1)?;
     ctx(l).rng.seed(seed);

@@ -2,22 +2,30 @@
 //! `KEYS`/`ARGV`, `redis.call`/`pcall` with Redis's conversion rules and error texts, the script cache,
 //! Redis's deterministic `math.random`, expiry frozen while a script runs, and a budget of loop iterations
 //! and calls that stops runaway scripts.
+// For the whole Lua layer (this module and every module under it): each unsafe block says why it
+// is sound, and each unsafe function what its caller must guarantee.
+#![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
+mod call;
+pub(crate) mod ext;
 mod fast;
 mod functions;
 mod helpers;
 pub mod libs;
 mod rand48;
+mod vm;
 
 use crate::fxhash::FxHashMap;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value};
+use mlua::Function;
 
 use super::cluster;
-use super::cmd::{self, eq_ic, flags, CommandSpec};
+use super::cmd::{self, eq_ic, CommandSpec};
 use super::core::Core;
-use super::reply::{Reply, ReplySink};
+use super::reply::Reply;
+use call::{call_checked, help_reply, SCRIPT_HELP};
+use vm::{registry_ref, Vm};
 
 /// Default budget of one script call, in loop iterations and Lua function calls (our Lua counts its
 /// count hook on backward jumps and function entries, not per instruction: vendor/lua-src): about a
@@ -69,263 +77,6 @@ pub(crate) struct RunState {
     pub(crate) memory_room: Cell<usize>,
     /// The commands `redis.call` found lately (see [`cmd::LookupCache`]).
     pub(crate) commands: RefCell<cmd::LookupCache>,
-}
-
-/// One Lua VM with Redis's libraries and sandbox installed.
-struct Vm {
-    lua: Lua,
-    /// Read by the C closures of `redis.call`/`pcall`; declared after `lua` so it is dropped after it.
-    #[allow(dead_code)] // only read through the raw pointer the C closures hold
-    ctx: Box<fast::CallCtx>,
-    /// Redis's `__redis__err__handler`, the message handler scripts run under (called through
-    /// `handler_ref`; kept here so it lives as long as the VM).
-    #[allow(dead_code)]
-    handler: Function,
-    /// The main Lua state and the registry slot of `handler`, for the per-call fast path.
-    state: *mut mlua::ffi::lua_State,
-    handler_ref: std::os::raw::c_int,
-    /// The names "KEYS" and "ARGV", interned once for good (`lua_fixedstring`).
-    names: [*const std::ffi::c_void; 2],
-    /// The state's byte count and memory cap, set and read in place around each run.
-    mem: ext::MemCap,
-}
-
-impl Vm {
-    fn new(core: &Rc<RefCell<Core>>, state: &Rc<RunState>, rng: &Rc<rand48::Rand48>) -> mlua::Result<Vm> {
-        Self::build(core, state, rng, None)
-    }
-
-    /// The functions engine's VM: the same, with the globals' two faces (see [`functions`]);
-    /// `load` is the [`functions::LoadCtx`] `redis.register_function` reads.
-    fn new_functions(
-        core: &Rc<RefCell<Core>>,
-        state: &Rc<RunState>,
-        rng: &Rc<rand48::Rand48>,
-        load: *mut std::ffi::c_void,
-    ) -> mlua::Result<Vm> {
-        Self::build(core, state, rng, Some(load))
-    }
-
-    fn build(
-        core: &Rc<RefCell<Core>>,
-        state: &Rc<RunState>,
-        rng: &Rc<rand48::Rand48>,
-        functions_load: Option<*mut std::ffi::c_void>,
-    ) -> mlua::Result<Vm> {
-        // SAFETY: the debug library is loaded only to build the error handler, then removed from the
-        // globals scripts can see; no script gets access to it.
-        let lua = unsafe { Lua::unsafe_new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG, LuaOptions::default()) };
-        let g = lua.globals();
-        libs::register_all(&lua, &g)?;
-        let ctx = Box::new(fast::CallCtx { core: core.clone(), state: state.clone(), numbuf: Default::default(), rng: rng.clone() });
-        let ctx_ptr = &*ctx as *const fast::CallCtx as *mut std::ffi::c_void;
-        let redis = lua.create_table()?;
-        register_redis_lib(&lua, &redis, ctx_ptr)?;
-        g.raw_set("redis", redis)?;
-        let math: Table = g.raw_get("math")?;
-        math.raw_set("random", c_closure(&lua, helpers::math_random, ctx_ptr)?)?;
-        math.raw_set("randomseed", c_closure(&lua, helpers::math_randomseed, ctx_ptr)?)?;
-        g.raw_set("pcall", c_closure(&lua, helpers::pcall, ctx_ptr)?)?;
-        for name in ["print", "dofile", "loadfile", "module", "require", "newproxy", "getfenv", "setfenv"] {
-            g.raw_set(name, Value::Nil)?;
-        }
-        g.raw_set("package", Value::Nil)?;
-        // Redis's error handler, loaded while the debug library is still there.
-        let handler: Function = lua.load(ERROR_HANDLER).set_name("@err_handler_def").call(())?;
-        if functions_load.is_none() {
-            // The scripts' VM has it as a global (the functions engine keeps it in its registry).
-            g.raw_set("__redis__err__handler", &handler)?;
-        }
-        g.raw_set("debug", Value::Nil)?;
-        // luaSetErrorMetatable: reading a missing global raises (a C function, as in Redis). Then, as
-        // Redis 7.0 does in its patched Lua (ours has the same patch, vendor/lua-src), every table
-        // scripts can reach from the globals is made read-only (the string metatable too).
-        // SAFETY: raw API on the main state; leaves the stack as it found it.
-        unsafe {
-            lua.exec_raw::<()>((), |l| {
-                use mlua::ffi;
-                ffi::lua_pushvalue(l, ffi::LUA_GLOBALSINDEX);
-                set_error_metatable(l);
-                protect_tables(l);
-                ffi::lua_pushstring(l, c"".as_ptr());
-                if ffi::lua_getmetatable(l, -1) != 0 {
-                    protect_tables(l);
-                    ffi::lua_settop(l, -2);
-                }
-                ffi::lua_settop(l, -3);
-                if let Some(load) = functions_load {
-                    functions::install_globals(l, ctx_ptr, load);
-                }
-            })?;
-        }
-        Self::finish(lua, ctx, handler, state)
-    }
-
-    /// What every VM gets last: the budget hook, the collector's pace, the allocator and the fast
-    /// path's registry references.
-    fn finish(lua: Lua, ctx: Box<fast::CallCtx>, handler: Function, state: &Rc<RunState>) -> mlua::Result<Vm> {
-        // SAFETY: raw calls on the main state: a registry entry (the run state, which outlives the VM:
-        // the context holds it) for the hook to find, the hook itself, and the collector's pause.
-        unsafe {
-            let st = Rc::as_ptr(state) as *mut std::ffi::c_void;
-            lua.exec_raw::<()>((), |l| {
-                use mlua::ffi;
-                ffi::lua_pushlightuserdata(l, hook_key());
-                ffi::lua_pushlightuserdata(l, st);
-                ffi::lua_rawset(l, ffi::LUA_REGISTRYINDEX);
-                ffi::lua_sethook(l, Some(budget_hook), ffi::LUA_MASKCOUNT, HOOK_EVERY as std::os::raw::c_int);
-                // A lazier collector than Lua's default (pause 200): scripts allocate many short-lived
-                // strings and tables, and each cycle re-marks the ~50 KB the libraries keep alive. Not
-                // much lazier: the heap between cycles is then about 4x that, ~200 KB, which stays in
-                // the CPU caches even when a million-key keyspace competes for them (pause 1000 cost
-                // 12% of wall time on simulations/zipf_1m.toml for 3% fewer instructions at 100 keys).
-                // It changes no script-visible behaviour but collectgarbage('count').
-                ffi::lua_gc(l, ffi::LUA_GCSETPAUSE, 400);
-            })?;
-        }
-        let (state, handler_ref) = registry_ref(&lua, &handler)?;
-        // From here on the state allocates from mimalloc directly rather than through mlua's
-        // accounting allocator (no memory limit is set, so the accounting has nothing to do). Blocks
-        // allocated before are mimalloc blocks too: mimalloc is the global allocator (lib.rs).
-        // SAFETY: swaps the allocation function of a state no other thread uses; the user data
-        // pointer stays mlua's, which it reads back with lua_getallocf.
-        unsafe {
-            let mut ud = std::ptr::null_mut();
-            mlua::ffi::lua_getallocf(state, &mut ud);
-            mlua::ffi::lua_setallocf(state, lua_alloc, ud);
-        }
-        // SAFETY: interns two constant names on the main state; they live as long as it does.
-        let names = unsafe { [ext::lua_fixedstring(state, c"KEYS".as_ptr()), ext::lua_fixedstring(state, c"ARGV".as_ptr())] };
-        // SAFETY: fills the struct with pointers into the state's global state, valid as long as it.
-        let mem = unsafe { ext::memcap(state) };
-        Ok(Vm { lua, ctx, handler, state, handler_ref, names, mem })
-    }
-
-    /// After a kill the hook fires at every chance (count 1); the next script starts with the usual
-    /// pace again.
-    fn rearm_hook(&self) {
-        // SAFETY: sets the hook of the main state, between calls.
-        unsafe {
-            mlua::ffi::lua_sethook(self.state, Some(budget_hook), mlua::ffi::LUA_MASKCOUNT, HOOK_EVERY as std::os::raw::c_int);
-        }
-    }
-}
-
-/// The registry key under which the hook finds the run state (the address of a static).
-fn hook_key() -> *mut std::ffi::c_void {
-    static KEY: u8 = 0;
-    &KEY as *const u8 as *mut std::ffi::c_void
-}
-
-/// The budget hook: every [`HOOK_EVERY`] loop iterations and calls it takes them off the budget;
-/// once the budget is spent the script is killed, and from then on the hook fires and raises at
-/// every chance, so `pcall` cannot keep a killed script alive. During FUNCTION LOAD it raises Redis's
-/// load timeout instead.
-unsafe extern "C-unwind" fn budget_hook(l: *mut mlua::ffi::lua_State, _ar: *mut mlua::ffi::lua_Debug) {
-    use mlua::ffi;
-    ffi::lua_pushlightuserdata(l, hook_key());
-    ffi::lua_rawget(l, ffi::LUA_REGISTRYINDEX);
-    let st = &*(ffi::lua_touserdata(l, -1) as *const RunState);
-    ffi::lua_settop(l, -2);
-    // The allocator refused to grow past the run's memory cap (lmem.c makes the hook fire at the
-    // next loop or call): the script is killed, whether or not it caught that error.
-    if !st.killed.get() && memory_hit(l) {
-        st.killed.set(true);
-        ffi::lua_sethook(l, Some(budget_hook), ffi::LUA_MASKCOUNT, 1);
-    }
-    if !st.killed.get() {
-        let left = st.budget_left.get() - HOOK_EVERY as i64;
-        st.budget_left.set(left);
-        if left > 0 {
-            return;
-        }
-        st.killed.set(true);
-        ffi::lua_sethook(l, Some(budget_hook), ffi::LUA_MASKCOUNT, 1);
-    }
-    if st.loading.get() {
-        helpers::push_error_buff(l, b"FUNCTION LOAD timeout");
-    } else {
-        ffi::lua_pushstring(l, c"Script killed".as_ptr());
-    }
-    ffi::lua_error(l);
-}
-
-/// Whether the state's memory cap refused an allocation during this run.
-unsafe fn memory_hit(l: *mut mlua::ffi::lua_State) -> bool {
-    *ext::memcap(l).hit != 0
-}
-
-/// `luaSetErrorMetatable`: gives the table on top of the stack a metatable whose `__index` raises
-/// "Script attempted to access nonexistent global variable".
-unsafe fn set_error_metatable(l: *mut mlua::ffi::lua_State) {
-    use mlua::ffi;
-    ffi::lua_createtable(l, 0, 0);
-    ffi::lua_pushcclosure(l, helpers::protected_table_error, 0);
-    ffi::lua_setfield(l, -2, c"__index".as_ptr());
-    ffi::lua_setmetatable(l, -2);
-}
-
-/// A C closure over the call context.
-fn c_closure(lua: &Lua, f: mlua::ffi::lua_CFunction, ctx: *mut std::ffi::c_void) -> mlua::Result<Function> {
-    // SAFETY: the context outlives the VM (both are owned by `Vm`, the context dropped last).
-    unsafe {
-        lua.exec_raw((), |state| {
-            mlua::ffi::lua_pushlightuserdata(state, ctx);
-            mlua::ffi::lua_pushcclosure(state, f, 1);
-        })
-    }
-}
-
-/// Redis 7.0's error handler (`__redis__err__handler`; the functions engine keeps the same one in its
-/// registry): errors become `{err=..., source=..., line=...}`, reported at the line of the function
-/// that raised them, or of its caller when that is a C function.
-const ERROR_HANDLER: &str = "local dbg = debug
-local error_handler = function (err)
-  local i = dbg.getinfo(2,'nSl')
-  if i and i.what == 'C' then
-    i = dbg.getinfo(3,'nSl')
-  end
-  if type(err) ~= 'table' then
-    err = {err='ERR ' .. tostring(err)}
-  end
-  if i then
-    err['source'] = i.source
-    err['line'] = i.currentline
-  end
-  return err
-end
-return error_handler
-";
-
-/// The Lua allocation function (`lua_Alloc`) over mimalloc: free when the new size is 0, malloc for a
-/// new block, else realloc.
-unsafe extern "C" fn lua_alloc(
-    _ud: *mut std::ffi::c_void,
-    ptr: *mut std::ffi::c_void,
-    _osize: usize,
-    nsize: usize,
-) -> *mut std::ffi::c_void {
-    if nsize == 0 {
-        libmimalloc_sys::mi_free(ptr);
-        std::ptr::null_mut()
-    } else if ptr.is_null() {
-        libmimalloc_sys::mi_malloc(nsize)
-    } else {
-        libmimalloc_sys::mi_realloc(ptr, nsize)
-    }
-}
-
-/// Stores `f` in the registry; returns the main state and the reference.
-fn registry_ref(lua: &Lua, f: impl mlua::IntoLua) -> mlua::Result<(*mut mlua::ffi::lua_State, std::os::raw::c_int)> {
-    let mut out = (std::ptr::null_mut(), 0);
-    // SAFETY: pops the function exec_raw pushed into a registry reference.
-    unsafe {
-        lua.exec_raw::<()>(f, |l| {
-            let r = mlua::ffi::luaL_ref(l, mlua::ffi::LUA_REGISTRYINDEX);
-            out = (l, r);
-        })?;
-    }
-    Ok(out)
 }
 
 /// The scripting engine of one emulator.
@@ -571,11 +322,16 @@ fn run_function(
     st.killed.set(false);
     st.budget_left.set(budget.min(i64::MAX as u64) as i64);
     let room = st.memory_room.get();
-    // SAFETY: the cap's fields live in the VM's global state (see Vm::mem); no Lua code runs now.
-    unsafe {
+    // SAFETY: the cap's fields point into the VM's global state (see Vm::mem), alive as long as the
+    // VM; no Lua code runs now, and nothing else reads or writes them meanwhile (one thread).
+    let cap = unsafe {
         *vm.mem.hit = 0;
-        *vm.mem.cap = if room == 0 { usize::MAX } else { (*vm.mem.totalbytes).saturating_add(room) };
-    }
+        if room == 0 {
+            usize::MAX
+        } else {
+            (*vm.mem.totalbytes).saturating_add(room)
+        }
+    };
     st.slot.set(if core.borrow().cluster { cluster::common_slot(keys.iter().copied()).ok().flatten() } else { None });
     // Keys cannot expire while the script runs: judge expiry at the script's start. The script runs
     // in its caller's database; a SELECT inside it changes the script's database only.
@@ -586,10 +342,20 @@ fn run_function(
         core.selected
     };
     let l = vm.state;
-    // SAFETY: runs on the main state between mlua calls and leaves its stack as it found it. As in
-    // Redis (luaCallFunction), the script runs under lua_pcall with the error handler as the message
-    // handler: a failure leaves the handler's {err, source, line} table (or, should the handler
-    // itself fail, Lua's message) on the stack.
+    // SAFETY: runs on the live main state between mlua calls, outside any protected call, and
+    // leaves its stack as it found it. Room: mlua leaves the main stack as it found it after each
+    // of its calls (empty: its references live on a thread of their own), so the LUA_MINSTACK slots
+    // Lua gives the base level are free, and this takes at most five (the handler, the function,
+    // two tables and a string being added); to_reply checks for what it needs. Raises: none can
+    // happen out here, where the Rust values (the reply being built) would be skipped. The registry
+    // reads allocate nothing; KEYS and ARGV are built with the memory cap still lifted (lua_alloc
+    // never fails); whatever the script raises lands in lua_pcall; the result is read with the cap
+    // lifted again, by code that raises nothing (see fast::to_reply). (A raise out here would not
+    // unwind these frames anyway: with no protected call to land in, Lua ends the process.)
+    // As in Redis (luaCallFunction), the script runs under lua_pcall with the error handler as the
+    // message handler: a failure leaves the handler's {err, source, line} table (or, should the
+    // handler itself fail, Lua's message) on the stack. `fref` and `vm.handler_ref` are registry
+    // references of this VM's functions, held as long as the function is cached or loaded.
     let outcome = unsafe {
         use mlua::ffi;
         let top = ffi::lua_gettop(l);
@@ -604,11 +370,14 @@ fn run_function(
             functions::push_array(l, argv);
             2
         };
-        let r = if ffi::lua_pcall(l, nargs, 1, top + 1) == 0 {
-            Ok(fast::to_reply(l, -1, st.resp.get(), 0))
-        } else {
-            Err(fast::read_failure(l, -1))
-        };
+        // The cap goes on only now, counting KEYS and ARGV against the room (the script is flagged
+        // if they already took it past): built with the cap on, they could be refused here, outside
+        // any protected call, where Lua would end the process.
+        ext::LiftedCap { l, m: vm.mem, cap }.restore();
+        let status = ffi::lua_pcall(l, nargs, 1, top + 1);
+        // And off again before the result is read, for the same reason.
+        *vm.mem.cap = usize::MAX;
+        let r = if status == 0 { Ok(fast::to_reply(l, -1, st.resp.get(), 0)) } else { Err(fast::read_failure(l, -1)) };
         ffi::lua_settop(l, top);
         r
     };
@@ -617,17 +386,17 @@ fn run_function(
         core.frozen_ms = None;
         core.select(db);
     }
-    // SAFETY: as above; the script has returned.
-    let (memory_hit, memory_line) = unsafe {
-        *vm.mem.cap = usize::MAX;
-        (std::mem::replace(&mut *vm.mem.hit, 0) != 0, std::mem::replace(&mut *vm.mem.line, 0))
-    };
+    // SAFETY: the cap's fields, as above; the script has returned.
+    let (memory_hit, memory_line) = unsafe { (std::mem::replace(&mut *vm.mem.hit, 0) != 0, std::mem::replace(&mut *vm.mem.line, 0)) };
     if memory_hit {
         // Over the memory cap, whether or not the script caught the refusal: its garbage goes now,
         // so that the next script starts from where this one did.
         st.killed.set(false);
         vm.rearm_hook();
-        // SAFETY: a full collection on the main state, between calls.
+        // SAFETY: a full collection on the live main state, between calls and outside any protected
+        // call. It cannot raise: its allocations cannot be refused (the cap is off after a run, and
+        // lua_alloc never fails), and the only finalizers are those of mlua's own userdata, which
+        // do not raise (scripts cannot give a userdata a `__gc`: no `newproxy`, no debug library).
         unsafe { mlua::ffi::lua_gc(vm.state, mlua::ffi::LUA_GCCOLLECT, 0) };
         let mut fail = outcome.err().unwrap_or_default();
         // An allocation refused outright carries no position: the line noted when the cap was
@@ -761,269 +530,6 @@ fn split_numkeys<'a, 'b>(a: &'b [&'a [u8]]) -> Result<(&'b [&'a [u8]], &'b [&'a 
 pub fn sha1_hex(body: &[u8]) -> String {
     sha1_smol::Sha1::from(body).digest().to_string()
 }
-
-/// Installs `redis.*`: C closures over the call context, and Redis's constants.
-fn register_redis_lib(lua: &Lua, redis: &Table, ctx: *mut std::ffi::c_void) -> mlua::Result<()> {
-    type F = mlua::ffi::lua_CFunction;
-    let fns: [(&str, F); 12] = [
-        ("call", fast::redis_call_c),
-        ("pcall", fast::redis_pcall_c),
-        ("log", helpers::log),
-        ("set_repl", helpers::set_repl),
-        ("setresp", helpers::setresp),
-        ("sha1hex", helpers::sha1hex),
-        ("error_reply", helpers::error_reply),
-        ("status_reply", helpers::status_reply),
-        ("acl_check_cmd", helpers::acl_check_cmd),
-        ("breakpoint", helpers::breakpoint),
-        ("debug", helpers::debug),
-        ("replicate_commands", helpers::replicate_commands),
-    ];
-    for (name, f) in fns {
-        redis.raw_set(name, c_closure(lua, f, ctx)?)?;
-    }
-    register_constants(redis)
-}
-
-/// `redis.LOG_*`, `redis.REPL_*` and the version.
-fn register_constants(redis: &Table) -> mlua::Result<()> {
-    for (name, v) in [("LOG_DEBUG", 0), ("LOG_VERBOSE", 1), ("LOG_NOTICE", 2), ("LOG_WARNING", 3)] {
-        redis.raw_set(name, v)?;
-    }
-    for (name, v) in [("REPL_NONE", 0), ("REPL_AOF", 1), ("REPL_SLAVE", 2), ("REPL_REPLICA", 2), ("REPL_ALL", 3)] {
-        redis.raw_set(name, v)?;
-    }
-    redis.raw_set("REDIS_VERSION", "7.0.15")?;
-    redis.raw_set("REDIS_VERSION_NUM", 0x0007000f)?;
-    Ok(())
-}
-
-/// Marks the table on top of the stack read-only, then every table reachable from it through its
-/// values and metatables (Redis 7.0's `luaSetTableProtectionRecursively`).
-unsafe fn protect_tables(l: *mut mlua::ffi::lua_State) {
-    use mlua::ffi;
-    if ext::lua_isreadonlytable(l, -1) != 0 {
-        return;
-    }
-    ext::lua_enablereadonlytable(l, -1, 1);
-    ffi::luaL_checkstack(l, 3, c"tables nested too deep".as_ptr());
-    ffi::lua_pushnil(l);
-    while ffi::lua_next(l, -2) != 0 {
-        if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
-            protect_tables(l);
-        }
-        ffi::lua_settop(l, -2);
-    }
-    if ffi::lua_getmetatable(l, -1) != 0 {
-        protect_tables(l);
-        ffi::lua_settop(l, -2);
-    }
-}
-
-/// The C API our Lua build adds (vendor/lua-src): Redis 7.0's read-only tables, as in its deps/lua,
-/// and two views of a table's layout.
-pub(crate) mod ext {
-    use std::os::raw::c_int;
-    extern "C-unwind" {
-        pub fn lua_enablereadonlytable(l: *mut mlua::ffi::lua_State, idx: c_int, enabled: c_int);
-        pub fn lua_isreadonlytable(l: *mut mlua::ffi::lua_State, idx: c_int) -> c_int;
-        /// 1 when the table has no hash part: no key but array indices can be in it.
-        pub fn lua_tablenohash(l: *mut mlua::ffi::lua_State, idx: c_int) -> c_int;
-        /// The size of the table's array part.
-        pub fn lua_tablearraysize(l: *mut mlua::ffi::lua_State, idx: c_int) -> c_int;
-        /// Sets the global `name` to an array of the strings described by `items` (their `str`
-        /// and `len`), refilling the old table when no script could tell (see lapi.c).
-        pub fn lua_setglobalstrings(l: *mut mlua::ffi::lua_State, name: *const std::ffi::c_void, n: c_int, items: *const PeekArg);
-        /// The interned string `s`, never to be collected, as an opaque pointer for
-        /// `lua_setglobalstrings`.
-        pub fn lua_fixedstring(l: *mut mlua::ffi::lua_State, s: *const std::os::raw::c_char) -> *const std::ffi::c_void;
-        /// The type of `t[n]` (raw) for the table at `idx`, without pushing it; `*num` receives it
-        /// when it is a number.
-        pub fn lua_rawgetitype(l: *mut mlua::ffi::lua_State, idx: c_int, n: c_int, num: *mut f64) -> c_int;
-        /// Describes the running C function's arguments 1..=n (n at most `lua_gettop`) into `out`.
-        pub fn lua_peekargs(l: *mut mlua::ffi::lua_State, n: c_int, out: *mut PeekArg);
-        /// How many strings the longest chain of the state's string table holds (interning a string
-        /// compares it with its whole chain).
-        #[cfg(test)]
-        pub fn lua_longeststringchain(l: *mut mlua::ffi::lua_State) -> c_int;
-        /// Where the state's byte count and memory cap live (lmem.c), to be read and set in place.
-        pub fn lua_memcapfields(l: *mut mlua::ffi::lua_State, out: *mut MemCap);
-    }
-
-    /// The memory cap's fields of the state `l` belongs to.
-    ///
-    /// # Safety
-    /// `l` is a live Lua state; the pointers stay valid as long as its global state.
-    pub unsafe fn memcap(l: *mut mlua::ffi::lua_State) -> MemCap {
-        let mut m = std::mem::MaybeUninit::<MemCap>::uninit();
-        lua_memcapfields(l, m.as_mut_ptr());
-        m.assume_init()
-    }
-
-    /// The memory cap's fields in a state's global state (`struct lua_MemCap` in lua.h): the bytes
-    /// Lua has allocated, the cap on them (`usize::MAX`: none) and whether an allocation was refused since the
-    /// flag was last cleared.
-    #[repr(C)]
-    #[derive(Clone, Copy)]
-    pub struct MemCap {
-        pub totalbytes: *mut usize,
-        pub cap: *mut usize,
-        pub hit: *mut c_int,
-        /// The line the innermost Lua function was at when the cap was first passed (0: none).
-        pub line: *mut c_int,
-    }
-
-    /// One argument as `lua_peekargs` describes it (`struct lua_PeekArg` in lua.h).
-    #[repr(C)]
-    #[derive(Clone, Copy)]
-    pub struct PeekArg {
-        /// A string's bytes (set for strings only).
-        pub str: *const u8,
-        pub len: usize,
-        /// A number's value (set for numbers only).
-        pub num: f64,
-        pub ty: c_int,
-    }
-}
-
-/// `redis.call`/`redis.pcall` after argument conversion: applies the scripting rules (unknown command,
-/// arity, commands scripts may not call, writes in read-only scripts, cluster slots), then runs it.
-/// A command with a direct form ([`cmd::Direct`]) writes its reply into `out` and None is returned;
-/// any other reply is returned.
-pub(crate) fn call_checked(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8]], out: &mut dyn ReplySink) -> Option<Reply> {
-    let Some(found) = st.commands.borrow_mut().find(argv[0]) else {
-        return Some(not_emulated(argv));
-    };
-    let spec = found.spec;
-    // Every command with subcommands has arity -2 (COMMAND: -1); with a subcommand given, the subcommand is what
-    // Redis looks up and checks (`lookupCommand`). Out of line: rate limiters never get here.
-    if (spec.arity == -2 || spec.arity == -1) && argv.len() >= 2 {
-        if let Some(r) = subcommand_rules(spec, argv) {
-            return Some(r);
-        }
-    }
-    if !spec.arity_ok(argv.len()) {
-        return Some(Reply::err("ERR Wrong number of args calling Redis command from script"));
-    }
-    if spec.has(flags::NOSCRIPT) || spec.has(flags::SCRIPTING) {
-        return Some(Reply::err("ERR This Redis command is not allowed from script"));
-    }
-    if st.read_only.get() && spec.has(flags::WRITE | flags::MAY_REPLICATE) {
-        return Some(Reply::err("ERR Write commands are not allowed from read-only scripts."));
-    }
-    let mut core = core.borrow_mut();
-    if core.cluster {
-        let keys = spec.keys.keys(argv);
-        match cluster::common_slot(keys.iter().copied()) {
-            Err(()) => return Some(Reply::err("ERR Script attempted to access a non local key in a cluster node")),
-            Ok(Some(slot)) => match st.slot.get() {
-                None => st.slot.set(Some(slot)),
-                Some(s) if s != slot && !st.cross_slot.get() => {
-                    return Some(Reply::err("ERR Script attempted to access keys that do not hash to the same slot"))
-                }
-                _ => {}
-            },
-            Ok(None) => {}
-        }
-    }
-    core.resp3 = st.resp.get() == 3;
-    if core.resp3 && (spec.name == "memory" || spec.name == "info") {
-        if let Some(r) = memory_verbatim(&mut core, spec, argv, out) {
-            core.resp3 = false;
-            return r;
-        }
-    }
-    let reply = match found.direct {
-        Some(direct) => {
-            direct(&mut core, argv, out);
-            None
-        }
-        None => Some(spec.run(&mut core, argv)),
-    };
-    core.resp3 = false;
-    reply
-}
-
-/// A script's call of a command the emulator does not implement: what Redis 7.0.15 says before
-/// running it (unknown, wrong number of arguments, not allowed from scripts), from its own table;
-/// a command Redis would run is unknown here.
-#[cold]
-#[inline(never)]
-fn not_emulated(argv: &[&[u8]]) -> Reply {
-    match cmd::command::redis_lookup(argv) {
-        Err(_) => Reply::err("ERR Unknown Redis command called from script"),
-        Ok(c) if !c.arity_ok(argv.len()) => Reply::err("ERR Wrong number of args calling Redis command from script"),
-        Ok(c) if c.has_flag("noscript") => Reply::err("ERR This Redis command is not allowed from script"),
-        Ok(_) => Reply::err("ERR Unknown Redis command called from script"),
-    }
-}
-
-/// SCRIPT HELP or FUNCTION HELP.
-fn help_reply(command: &str) -> Reply {
-    let lines = if command == "function" { functions::HELP } else { SCRIPT_HELP };
-    Reply::Array(lines.iter().map(|l| Reply::Status((*l).into())).collect())
-}
-
-/// The script-side rules of a command's subcommand: unknown, wrong arity, not allowed from scripts;
-/// SCRIPT HELP and FUNCTION HELP are answered here. None: the call goes on.
-#[cold]
-#[inline(never)]
-fn subcommand_rules(spec: &CommandSpec, argv: &[&[u8]]) -> Option<Reply> {
-    let subs = cmd::command::subcommands(spec.name)?;
-    let Some(sub) = subs.iter().find(|s| argv[1].eq_ignore_ascii_case(s.name.as_bytes())) else {
-        return Some(Reply::err("ERR Unknown Redis command called from script"));
-    };
-    let argc = argv.len() as i32;
-    if (sub.arity >= 0 && argc != sub.arity) || argc < sub.arity.abs() {
-        return Some(Reply::err("ERR Wrong number of args calling Redis command from script"));
-    }
-    if sub.noscript {
-        return Some(Reply::err("ERR This Redis command is not allowed from script"));
-    }
-    if spec.has(flags::SCRIPTING) {
-        // SCRIPT HELP and FUNCTION HELP, the only ones a script may call.
-        return Some(help_reply(spec.name));
-    }
-    None
-}
-
-/// MEMORY DOCTOR and INFO under RESP3: their reply is a verbatim string, which the script sees as one. None
-/// for other subcommands (the call goes on); else what `call_checked` returns (None once the
-/// verbatim string is written to `out`).
-#[cold]
-#[inline(never)]
-fn memory_verbatim(core: &mut Core, spec: &CommandSpec, argv: &[&[u8]], out: &mut dyn ReplySink) -> Option<Option<Reply>> {
-    if spec.name == "memory" && !eq_ic(argv[1], "doctor") {
-        return None;
-    }
-    match spec.run(core, argv) {
-        Reply::Bulk(b) => {
-            out.verbatim(b"txt", &b);
-            Some(None)
-        }
-        other => Some(Some(other)),
-    }
-}
-
-static SCRIPT_HELP: &[&str] = &[
-    "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-    "DEBUG (YES|SYNC|NO)",
-    "    Set the debug mode for subsequent scripts executed.",
-    "EXISTS <sha1> [<sha1> ...]",
-    "    Return information about the existence of the scripts in the script cache.",
-    "FLUSH [ASYNC|SYNC]",
-    "    Flush the Lua scripts cache. Very dangerous on replicas.",
-    "    When called without the optional mode argument, the behavior is determined by the",
-    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
-    "    * ASYNC: Asynchronously flush the scripts cache.",
-    "    * SYNC: Synchronously flush the scripts cache.",
-    "KILL",
-    "    Kill the currently executing Lua script.",
-    "LOAD <script>",
-    "    Load a script into the scripts cache without executing it.",
-    "HELP",
-    "    Prints this help.",
-];
 
 #[cfg(test)]
 mod tests;

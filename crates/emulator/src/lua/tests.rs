@@ -228,7 +228,9 @@ fn long_strings_that_differ_in_a_few_chars_do_not_share_a_chain_of_the_string_ta
     let lua = mlua::Lua::new();
     lua.load("T = {} for i = 1, 20000 do T[i] = string.rep('x', 1024) .. i end").exec().unwrap();
     let mut longest = 0;
-    // SAFETY: reads the string table of a live state; pushes and pops nothing.
+    // SAFETY: exec_raw runs the closure under mlua's protected call on the live state;
+    // lua_longeststringchain only reads its string table (it allocates and raises nothing, and
+    // pushes and pops nothing). The closure captures a mutable reference, a plain value.
     unsafe { lua.exec_raw::<()>((), |l| longest = super::ext::lua_longeststringchain(l)).unwrap() };
     assert!((1..=32).contains(&longest), "longest chain of the string table: {longest}");
 }
@@ -266,4 +268,80 @@ fn an_allocation_loop_without_end_is_killed_at_the_cap_and_its_memory_freed() {
         let fill = "local t = {} for i = 1, 5000 do t[i] = string.rep('x', 1024) .. i end return #t";
         assert_eq!(eval(&mut e, fill), Reply::Int(5000), "after {body}");
     }
+}
+
+#[test]
+fn keys_and_argv_past_the_memory_cap_get_the_script_killed_not_the_process() {
+    // KEYS and ARGV are built before the script runs, outside any protected call: a refusal there
+    // would have ended the process.
+    let mut e = Emulator::new();
+    e.set_script_memory(1 << 20);
+    let big = vec![b'x'; 3 << 20];
+    let r = e.execute(&[b"EVAL", b"return 1", b"0", &big]);
+    assert!(matches!(&r, Reply::Error(s) if s.contains("more than 1048576 bytes of Lua memory")), "{r:?}");
+    let r = e.execute(&[b"FUNCTION", b"LOAD", b"#!lua name=l\nredis.register_function('f', function(k, a) return #a[1] end)"]);
+    assert_eq!(r, Reply::bulk("l"));
+    let r = e.execute(&[b"FCALL", b"f", b"0", &big]);
+    assert!(matches!(&r, Reply::Error(s) if s.contains("more than 1048576 bytes of Lua memory")), "{r:?}");
+    assert_eq!(e.execute(&[b"EVAL", b"return #ARGV[1]", b"0", b"abc"]), Reply::Int(3));
+    assert_eq!(e.execute(&[b"FCALL", b"f", b"0", b"abcd"]), Reply::Int(4));
+}
+
+#[test]
+fn a_library_call_past_the_memory_cap_gets_the_script_killed() {
+    // The libraries push their results while they hold Rust buffers; past the cap they go on, and
+    // the script is killed right after.
+    let mut e = Emulator::new();
+    e.set_script_memory(1 << 20);
+    // Each input is well under the cap; each result is more than a megabyte past it.
+    for body in [
+        "local s = '[' .. string.rep('1,', 150000) .. '1]' return #cjson.decode(s)",
+        "local s = string.rep('x', 1000) local t = {} for i = 1, 3000 do t[i] = s end return #cjson.encode(t)",
+        "local s = string.rep('x', 1000) local t = {} for i = 1, 3000 do t[i] = s end return #cmsgpack.pack(t)",
+        "return #cmsgpack.unpack(string.char(0xdd, 0, 2, 0x49, 0xf0) .. string.rep('\\1', 150000))",
+    ] {
+        let r = eval(&mut e, body);
+        assert!(matches!(&r, Reply::Error(s) if s.contains("bytes of Lua memory")), "{body}: {r:?}");
+        assert_eq!(eval(&mut e, "return #cjson.decode('[1,2,3]')"), Reply::Int(3), "after {body}");
+    }
+}
+
+#[test]
+fn a_reply_too_deep_for_the_stack_raises_and_leaves_the_keyspace_usable() {
+    let mut e = Emulator::new();
+    // INFO's RESP3 reply (a verbatim string) is pushed while the command still holds the keyspace.
+    let body = "redis.setresp(3) local t = {} for i = 1, 7990 do t[i] = 'server' end return redis.pcall('INFO', unpack(t))";
+    match eval(&mut e, body) {
+        Reply::Error(s) => assert!(s.contains("stack overflow (reply too deep)"), "{s}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(e.execute(&[b"INCR", b"n"]), Reply::Int(1));
+    assert_eq!(eval(&mut e, "return redis.call('INCR', 'n')"), Reply::Int(2));
+}
+
+#[test]
+fn register_function_reads_named_arguments_with_nothing_to_lose_on_a_raise() {
+    let mut e = Emulator::new();
+    // A flags table whose `__index` raises (the library API's `redis`): the error is Redis's.
+    let r = e.execute(&[
+        b"FUNCTION",
+        b"LOAD",
+        b"#!lua name=a\nredis.register_function{function_name='f', description='d', callback=function() return 1 end, flags=redis}",
+    ]);
+    assert!(matches!(&r, Reply::Error(s) if s.contains("Script attempted to access nonexistent global variable")), "{r:?}");
+    let lib =
+        b"#!lua name=a\nredis.register_function{function_name=12, description='d', callback=function() return 1 end, flags={'no-writes'}}";
+    assert_eq!(e.execute(&[b"FUNCTION", b"LOAD", lib]), Reply::bulk("a"));
+    assert_eq!(e.execute(&[b"FCALL_RO", b"12", b"0"]), Reply::Int(1));
+    let function = Reply::Map(vec![
+        (Reply::bulk("name"), Reply::bulk("12")),
+        (Reply::bulk("description"), Reply::bulk("d")),
+        (Reply::bulk("flags"), Reply::Set(vec![Reply::Status("no-writes".into())])),
+    ]);
+    let library = Reply::Map(vec![
+        (Reply::bulk("library_name"), Reply::bulk("a")),
+        (Reply::bulk("engine"), Reply::bulk("LUA")),
+        (Reply::bulk("functions"), Reply::Array(vec![function])),
+    ]);
+    assert_eq!(e.execute(&[b"FUNCTION", b"LIST"]), Reply::Array(vec![library]));
 }

@@ -8,7 +8,14 @@ use super::raw::{self, push_bytes, type_error, R};
 
 macro_rules! lua_fn {
     ($name:ident, $body:expr) => {
+        /// # Safety
+        ///
+        /// Called by Lua only, as a C function; see [`raw::run`].
         unsafe extern "C-unwind" fn $name(l: *mut lua_State) -> c_int {
+            /// # Safety
+            ///
+            /// A body for [`raw::run`]: reads numbers and pushes one result, holding nothing
+            /// with a destructor.
             unsafe fn body(l: *mut lua_State) -> R<c_int> {
                 #[allow(clippy::redundant_closure_call)]
                 ($body)(l)
@@ -19,6 +26,10 @@ macro_rules! lua_fn {
 }
 
 /// `fold` for band/bor/bxor: the first argument, then the others from the last one down.
+///
+/// # Safety
+///
+/// As [`barg`] and [`ret`].
 unsafe fn fold(l: *mut lua_State, op: fn(u32, u32) -> u32) -> R<c_int> {
     let mut b = barg(l, 1)?;
     let mut i = ffi::lua_gettop(l);
@@ -30,6 +41,10 @@ unsafe fn fold(l: *mut lua_State, op: fn(u32, u32) -> u32) -> R<c_int> {
 }
 
 /// Shifts and rotations take the count modulo 32.
+///
+/// # Safety
+///
+/// As [`barg`] and [`ret`].
 unsafe fn shift(l: *mut lua_State, op: fn(u32, u32) -> u32) -> R<c_int> {
     let b = barg(l, 1)?;
     let n = barg(l, 2)? & 31;
@@ -68,13 +83,19 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     ];
     let t = lua.create_table_with_capacity(0, reg.len())?;
     for (name, f) in reg {
-        // SAFETY: these functions follow the Lua C API contract (see `raw`).
+        // SAFETY: mlua asks that the function be a sound lua_CFunction: it reads its arguments,
+        // pushes one result into the LUA_MINSTACK slots, and raises only through raw::run, from a
+        // frame that owns nothing.
         t.raw_set(name, unsafe { lua.create_c_function(f)? })?;
     }
     Ok(t)
 }
 
 /// Results are signed 32-bit values returned as Lua numbers.
+///
+/// # Safety
+///
+/// `l` runs a C function with a free slot; pushing a number allocates nothing.
 unsafe fn ret(l: *mut lua_State, b: u32) -> R<c_int> {
     ffi::lua_pushnumber(l, b as i32 as f64);
     Ok(1)
@@ -83,6 +104,11 @@ unsafe fn ret(l: *mut lua_State, b: u32) -> R<c_int> {
 /// Argument `idx` as 32 bits: adding 2^52+2^51 puts the integer part, rounded to nearest even,
 /// in the low word of the double, which also wraps values modulo 2^32. Non-numbers read as 0
 /// and only raise when that 0 did not come from a real number.
+///
+/// # Safety
+///
+/// `l` runs a C function and `idx` is an acceptable index; reading a number (a numeric string
+/// included) allocates nothing and raises nothing.
 unsafe fn barg(l: *mut lua_State, idx: c_int) -> R<u32> {
     let n = ffi::lua_tonumber(l, idx);
     let b = (n + 6_755_399_441_055_744.0).to_bits() as u32;
@@ -93,6 +119,10 @@ unsafe fn barg(l: *mut lua_State, idx: c_int) -> R<u32> {
 }
 
 /// `bit.tohex(x [, n])`: n digits (8 by default, at most 8), upper case when n is negative.
+///
+/// # Safety
+///
+/// A body for [`raw::run`]; the digits are a plain array, pushed as one string.
 unsafe fn tohex(l: *mut lua_State) -> R<c_int> {
     let mut b = barg(l, 1)?;
     // Widened so that negating i32::MIN gives a large count (8 digits), as Redis's build does.

@@ -47,13 +47,19 @@ impl Default for Config {
 
 /// Builds the `cjson` table.
 pub fn module(lua: &Lua) -> mlua::Result<Table> {
-    // SAFETY: `cjson_new` follows the Lua C API contract (see `raw`).
+    // SAFETY: mlua asks that the function be a sound lua_CFunction. `cjson_new` uses its own stack
+    // frame only (pushes within the LUA_MINSTACK slots Lua gives a C function) and raises only
+    // through raw::run, from a frame that owns nothing.
     let new = unsafe { lua.create_c_function(cjson_new)? };
     new.call(())
 }
 
 macro_rules! lua_fn {
     ($name:ident, $body:ident) => {
+        /// # Safety
+        ///
+        /// Called by Lua only, as a C function; see [`raw::run`]. The configuration functions (all
+        /// but `new`) are the closures `new_module` makes, with the config userdata as upvalue 1.
         unsafe extern "C-unwind" fn $name(l: *mut lua_State) -> c_int {
             raw::run(l, $body)
         }
@@ -73,6 +79,12 @@ lua_fn!(json_cfg_decode_invalid_numbers, cfg_decode_invalid_numbers);
 
 /// `lua_cjson_new`: a module table whose functions share a fresh config, fields set in the C
 /// registration order (which fixes `pairs(cjson)` order).
+///
+/// # Safety
+///
+/// A body for [`raw::run`] (the C function runs with the memory cap lifted). It takes three stack
+/// slots. The userdata is sized for a Config and aligned as Lua aligns userdata (for any C type),
+/// and written before use; Config has no destructor, so Lua may free it without a finalizer.
 unsafe fn new_module(l: *mut lua_State) -> R<c_int> {
     let reg: [(&std::ffi::CStr, ffi::lua_CFunction); 10] = [
         (c"encode", json_encode),
@@ -104,6 +116,13 @@ unsafe fn new_module(l: *mut lua_State) -> R<c_int> {
     Ok(1)
 }
 
+/// The config of the running function's module.
+///
+/// # Safety
+///
+/// `l` runs one of the closures `new_module` makes: upvalue 1 is the full userdata holding the
+/// module's Config, alive while the closure is. The reference must not outlive the call, nor meet
+/// another one to the same config: each function takes it once, and no Lua code runs meanwhile.
 unsafe fn config<'a>(l: *mut lua_State) -> &'a mut Config {
     &mut *(ffi::lua_touserdata(l, ffi::lua_upvalueindex(1)) as *mut Config)
 }
@@ -111,6 +130,10 @@ unsafe fn config<'a>(l: *mut lua_State) -> &'a mut Config {
 // ===== configuration =====
 
 /// `json_arg_init`: at most `n` arguments, padded with nils.
+///
+/// # Safety
+///
+/// `l` runs a C function and `n` is at most 3, within its LUA_MINSTACK slots.
 unsafe fn arg_init(l: *mut lua_State, n: c_int) -> R<()> {
     if ffi::lua_gettop(l) > n {
         return Err(arg_error(l, n + 1, "found too many arguments"));
@@ -123,6 +146,10 @@ unsafe fn arg_init(l: *mut lua_State, n: c_int) -> R<()> {
 
 /// `json_integer_option`: sets from argument `idx` unless nil (range errors always name
 /// argument #1, as the C does), then pushes the current value.
+///
+/// # Safety
+///
+/// `l` runs a C function, `idx` is one of its arguments, and one slot is free for the result.
 unsafe fn integer_option(l: *mut lua_State, idx: c_int, setting: &mut i32, min: i32, max: i32) -> R<()> {
     if ffi::lua_type(l, idx) != ffi::LUA_TNIL {
         let value = check_integer(l, idx)? as i32;
@@ -137,6 +164,10 @@ unsafe fn integer_option(l: *mut lua_State, idx: c_int, setting: &mut i32, min: 
 
 /// `json_enum_option`: booleans map to 0/`bool_true`, strings to their index in `options`;
 /// pushes a boolean unless the setting is another named mode.
+///
+/// # Safety
+///
+/// As [`integer_option`]; the option string is read with the cap lifted ([`raw::check_option`]).
 unsafe fn enum_option(l: *mut lua_State, idx: c_int, setting: &mut i32, options: &[&str], bool_true: i32) -> R<()> {
     if ffi::lua_type(l, idx) != ffi::LUA_TNIL {
         if bool_true != 0 && ffi::lua_type(l, idx) == ffi::LUA_TBOOLEAN {
@@ -155,6 +186,10 @@ unsafe fn enum_option(l: *mut lua_State, idx: c_int, setting: &mut i32, options:
 
 const ON_OFF: [&str; 2] = ["off", "on"];
 
+/// # Safety
+///
+/// A body for [`raw::run`] (the C function runs with the memory cap lifted), for a configuration
+/// closure (see [`config`]); it takes at most six stack slots (arguments and results).
 unsafe fn cfg_encode_sparse_array(l: *mut lua_State) -> R<c_int> {
     arg_init(l, 3)?;
     let c = config(l);
@@ -164,36 +199,60 @@ unsafe fn cfg_encode_sparse_array(l: *mut lua_State) -> R<c_int> {
     Ok(3)
 }
 
+/// # Safety
+///
+/// A body for [`raw::run`] (the C function runs with the memory cap lifted), for a configuration
+/// closure (see [`config`]); it takes at most six stack slots (arguments and results).
 unsafe fn cfg_encode_max_depth(l: *mut lua_State) -> R<c_int> {
     arg_init(l, 1)?;
     integer_option(l, 1, &mut config(l).encode_max_depth, 1, i32::MAX)?;
     Ok(1)
 }
 
+/// # Safety
+///
+/// A body for [`raw::run`] (the C function runs with the memory cap lifted), for a configuration
+/// closure (see [`config`]); it takes at most six stack slots (arguments and results).
 unsafe fn cfg_decode_max_depth(l: *mut lua_State) -> R<c_int> {
     arg_init(l, 1)?;
     integer_option(l, 1, &mut config(l).decode_max_depth, 1, i32::MAX)?;
     Ok(1)
 }
 
+/// # Safety
+///
+/// A body for [`raw::run`] (the C function runs with the memory cap lifted), for a configuration
+/// closure (see [`config`]); it takes at most six stack slots (arguments and results).
 unsafe fn cfg_encode_number_precision(l: *mut lua_State) -> R<c_int> {
     arg_init(l, 1)?;
     integer_option(l, 1, &mut config(l).number_precision, 1, 14)?;
     Ok(1)
 }
 
+/// # Safety
+///
+/// A body for [`raw::run`] (the C function runs with the memory cap lifted), for a configuration
+/// closure (see [`config`]); it takes at most six stack slots (arguments and results).
 unsafe fn cfg_encode_keep_buffer(l: *mut lua_State) -> R<c_int> {
     arg_init(l, 1)?;
     enum_option(l, 1, &mut config(l).keep_buffer, &ON_OFF, 1)?;
     Ok(1)
 }
 
+/// # Safety
+///
+/// A body for [`raw::run`] (the C function runs with the memory cap lifted), for a configuration
+/// closure (see [`config`]); it takes at most six stack slots (arguments and results).
 unsafe fn cfg_encode_invalid_numbers(l: *mut lua_State) -> R<c_int> {
     arg_init(l, 1)?;
     enum_option(l, 1, &mut config(l).encode_invalid_numbers, &["off", "on", "null"], 1)?;
     Ok(1)
 }
 
+/// # Safety
+///
+/// A body for [`raw::run`] (the C function runs with the memory cap lifted), for a configuration
+/// closure (see [`config`]); it takes at most six stack slots (arguments and results).
 unsafe fn cfg_decode_invalid_numbers(l: *mut lua_State) -> R<c_int> {
     arg_init(l, 1)?;
     enum_option(l, 1, &mut config(l).decode_invalid_numbers, &ON_OFF, 1)?;
@@ -245,6 +304,10 @@ struct Encoder {
 
 impl Encoder {
     /// `json_encode_exception` for the value at `idx`.
+    ///
+    /// # Safety
+    ///
+    /// `self.l` runs `cjson.encode` and `idx` is a valid index; the message is returned.
     unsafe fn exception(&self, idx: c_int, reason: &str) -> Msg {
         let mut m = b"Cannot serialise ".to_vec();
         m.extend_from_slice(raw::typename(self.l, idx));
@@ -253,6 +316,11 @@ impl Encoder {
         raw::error(self.l, m)
     }
 
+    /// Writes the number at `idx` as cjson prints it.
+    ///
+    /// # Safety
+    ///
+    /// The value at `idx` of `self.l` is a number; reading it allocates nothing.
     unsafe fn append_number(&mut self, idx: c_int) -> R<()> {
         let x = ffi::lua_tonumber(self.l, idx);
         match self.cfg.encode_invalid_numbers {
@@ -279,6 +347,12 @@ impl Encoder {
         Ok(())
     }
 
+    /// Writes the string at `idx`, quoted and escaped.
+    ///
+    /// # Safety
+    ///
+    /// The value at `idx` of `self.l` is a string (so nothing is converted); its bytes are read
+    /// while it is on the stack.
     unsafe fn append_string_at(&mut self, idx: c_int) {
         let mut len = 0usize;
         let p = ffi::lua_tolstring(self.l, idx, &mut len);
@@ -288,6 +362,11 @@ impl Encoder {
     /// `lua_array_length` for the table on top: its size when every key is a positive integer
     /// and it is not excessively sparse, else -1 (object). Keeps the C's int arithmetic,
     /// including how a huge key truncates.
+    ///
+    /// # Safety
+    ///
+    /// A table is on top of `self.l`'s stack with two free slots. `lua_next` walks keys it never
+    /// changes (numbers are read without conversion), so it cannot raise.
     unsafe fn array_length(&self) -> R<i32> {
         let l = self.l;
         let mut max: i32 = 0;
@@ -319,6 +398,14 @@ impl Encoder {
     }
 
     /// Writes the value on top of the stack (popping it), containers included.
+    ///
+    /// # Safety
+    ///
+    /// `self.l` runs `cjson.encode` with the memory cap lifted, the value on top. It holds Rust
+    /// buffers (the output, the open tables) across Lua calls that cannot raise: raw reads,
+    /// `lua_next` over keys it never changes, strings read without conversion, and
+    /// `lua_checkstack` (three slots for each open table: the table, a key, a value), which fails
+    /// by returning 0 and is then reported as an error.
     unsafe fn run(&mut self) -> R<()> {
         let l = self.l;
         let mut frames: Vec<Frame> = Vec::new();
@@ -418,6 +505,10 @@ impl Encoder {
     }
 }
 
+/// # Safety
+///
+/// A body for [`raw::run`] (the C function runs with the memory cap lifted). The output is pushed
+/// while the encoder owns it, which the lifted cap makes safe.
 unsafe fn encode(l: *mut lua_State) -> R<c_int> {
     if ffi::lua_gettop(l) != 1 {
         return Err(arg_error(l, 1, "expected 1 argument"));
@@ -681,12 +772,21 @@ impl Parser<'_> {
         }
     }
 
+    /// The error for an unexpected token.
+    ///
+    /// # Safety
+    ///
+    /// `self.l` runs `cjson.decode` (see [`raw::error`]).
     unsafe fn parse_error(&self, expected: &str, t: &Token) -> Msg {
         let found = if t.kind == Kind::Error { t.err } else { t.kind.name() };
         raw::error(self.l, format!("Expected {expected} but found {found} at character {}", t.index + 1))
     }
 
     /// Pushes a scalar token's value; false for anything else.
+    ///
+    /// # Safety
+    ///
+    /// `self.l` runs `cjson.decode` with the memory cap lifted and a free slot (see [`Parser::run`]).
     unsafe fn push_scalar(&self, t: &Token) -> bool {
         let l = self.l;
         match t.kind {
@@ -700,6 +800,10 @@ impl Parser<'_> {
     }
 
     /// Expects an object key at token `t` followed by a colon; pushes the key.
+    ///
+    /// # Safety
+    ///
+    /// As [`Parser::push_scalar`].
     unsafe fn object_key(&mut self, t: &Token) -> R<()> {
         if t.kind != Kind::Str {
             return Err(self.parse_error("object key string", t));
@@ -715,6 +819,15 @@ impl Parser<'_> {
     /// Parses the whole text, leaving its value on top of the stack. Open containers live on
     /// the Lua stack as in the C (an array as its table, an object as its table and the pending
     /// key); `open` records which kind each is, and the next array index.
+    ///
+    /// # Safety
+    ///
+    /// `self.l` runs `cjson.decode` with the memory cap lifted, and `self.data` is the text, alive
+    /// throughout. Rust buffers (the open containers, the last string) are held across Lua calls
+    /// that cannot raise: pushes and raw sets, which only allocate (the keys are strings and
+    /// array indices), and `lua_checkstack`, which fails by returning 0 (checked for each new
+    /// container: three slots for an object, two for an array). The one raise left is Lua's
+    /// `table overflow`, past 2^26 keys in one object (see [`raw::run`]).
     unsafe fn run(&mut self) -> R<()> {
         let l = self.l;
         let mut open: Vec<Option<i32>> = Vec::new(); // Some(next index) = array, None = object
@@ -786,6 +899,10 @@ impl Parser<'_> {
     }
 }
 
+/// # Safety
+///
+/// A body for [`raw::run`] (the C function runs with the memory cap lifted). The text is copied
+/// before parsing; the value is left on top of the stack.
 unsafe fn decode(l: *mut lua_State) -> R<c_int> {
     if ffi::lua_gettop(l) != 1 {
         return Err(arg_error(l, 1, "expected 1 argument"));

@@ -17,6 +17,9 @@ const MAX_NESTING: usize = 16;
 
 macro_rules! lua_fn {
     ($name:ident, $body:ident) => {
+        /// # Safety
+        ///
+        /// Called by Lua only, as a C function; see [`raw::run`].
         unsafe extern "C-unwind" fn $name(l: *mut lua_State) -> c_int {
             raw::run(l, $body)
         }
@@ -31,7 +34,9 @@ lua_fn!(mp_unpack_limit, unpack_limit);
 /// Builds the `cmsgpack` table, fields set in the C order (which fixes `pairs` order).
 pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
-    // SAFETY: these functions follow the Lua C API contract (see `raw`).
+    // SAFETY: mlua asks that each function be a sound lua_CFunction. These use their own stack
+    // frame only (checking for room as the C does) and raise only through raw::run, from a frame
+    // that owns nothing.
     unsafe {
         t.raw_set("pack", lua.create_c_function(mp_pack)?)?;
         t.raw_set("unpack", lua.create_c_function(mp_unpack)?)?;
@@ -46,6 +51,11 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
 }
 
 /// `luaL_checkstack`: the error names what needed the room.
+///
+/// # Safety
+///
+/// `l` runs a C function. `lua_checkstack` fails by returning 0, not by raising (and its growth
+/// cannot be refused with the cap lifted); the error is returned.
 unsafe fn check_stack(l: *mut lua_State, n: c_int, what: &str) -> R<()> {
     if ffi::lua_checkstack(l, n) == 0 {
         return Err(raw::error(l, format!("stack overflow ({what})")));
@@ -138,6 +148,11 @@ fn encode_number(out: &mut Vec<u8>, n: f64) {
 
 /// `table_is_an_array` for the table on top: keys all positive int-sized integers and none
 /// missing from 1..n.
+///
+/// # Safety
+///
+/// A table is on top of `l`'s stack, in a body run by [`raw::run`]. `lua_next` walks keys it never
+/// changes (read as numbers, without conversion), so nothing raises; the stack is restored.
 unsafe fn table_is_an_array(l: *mut lua_State) -> R<bool> {
     let top = ffi::lua_gettop(l);
     check_stack(l, 2, "in function table_is_an_array")?;
@@ -161,6 +176,13 @@ unsafe fn table_is_an_array(l: *mut lua_State) -> R<bool> {
 }
 
 /// Packs the value on top of the stack and pops it.
+///
+/// # Safety
+///
+/// `l` runs `cmsgpack.pack` with the memory cap lifted, the value on top with a free slot (each
+/// table checks for what it takes). The caller's buffer `out` is alive across Lua calls that
+/// cannot raise: raw reads, `lua_objlen`, `lua_next` over keys it never changes (a key is packed
+/// from a copy, strings without conversion), and stack checks that fail by returning 0.
 unsafe fn encode_type(l: *mut lua_State, out: &mut Vec<u8>, level: usize) -> R<()> {
     let mut t = ffi::lua_type(l, -1);
     if t == ffi::LUA_TTABLE && level == MAX_NESTING {
@@ -207,6 +229,13 @@ unsafe fn encode_type(l: *mut lua_State, out: &mut Vec<u8>, level: usize) -> R<(
 }
 
 /// `cmsgpack.pack(...)`: every argument packed, concatenated.
+///
+/// # Safety
+///
+/// A body for [`raw::run`] (the C function runs with the memory cap lifted). The buffer is alive
+/// while each argument's bytes are pushed and while they are concatenated (strings only: no
+/// metamethod), which the lifted cap keeps from raising; `nargs` slots are checked for the pushed
+/// strings.
 unsafe fn pack(l: *mut lua_State) -> R<c_int> {
     let nargs = ffi::lua_gettop(l);
     if nargs == 0 {
@@ -277,6 +306,11 @@ impl Cursor<'_> {
         (0..n).fold(0u64, |acc, k| (acc << 8) | self.byte(from + k) as u64)
     }
 
+    /// Pushes the string of `len` bytes after a header of `hdr` bytes.
+    ///
+    /// # Safety
+    ///
+    /// As [`Cursor::value`]: a free slot, the cap lifted.
     unsafe fn push_string(&mut self, l: *mut lua_State, hdr: usize, len: usize) -> Result<(), Fail> {
         self.need(hdr.saturating_add(len))?;
         push_bytes(l, &self.data[self.pos + hdr..self.pos + hdr + len]);
@@ -285,6 +319,15 @@ impl Cursor<'_> {
     }
 
     /// Decodes one value onto the Lua stack (`mp_decode_to_lua_type`).
+    ///
+    /// # Safety
+    ///
+    /// `l` runs one of the unpack functions with the memory cap lifted, and `self.data` is alive
+    /// throughout. The open tables (`open`, a Rust buffer) are held across Lua calls that cannot
+    /// raise: pushes and raw sets, which only allocate (a nil or NaN key is refused before the
+    /// set), and `lua_checkstack`, which fails by returning 0 (one slot per item, one more per
+    /// array). The one raise left is Lua's `table overflow`, past 2^26 keys in one table (see
+    /// [`raw::run`]).
     unsafe fn value(&mut self, l: *mut lua_State) -> Result<(), Fail> {
         let mut open: Vec<Open> = Vec::new();
         loop {
@@ -450,6 +493,12 @@ impl Cursor<'_> {
 
 /// `mp_unpack_full`: up to `limit` values from byte `offset` (with both zero: every value and no
 /// offset), pushed above the string argument.
+///
+/// # Safety
+///
+/// As a body for [`raw::run`]: `l` runs an unpack function with the string as argument 1 and the
+/// memory cap lifted. The copy of the input is alive while values are pushed, which cannot raise
+/// (see [`Cursor::value`]).
 unsafe fn unpack_full(l: *mut lua_State, limit: i64, offset: i64) -> R<c_int> {
     let data = check_lstring(l, 1)?.to_vec();
     let len = data.len();
@@ -481,11 +530,19 @@ unsafe fn unpack_full(l: *mut lua_State, limit: i64, offset: i64) -> R<c_int> {
 }
 
 /// `cmsgpack.unpack(s)`: every value in `s`.
+///
+/// # Safety
+///
+/// A body for [`raw::run`] (the C function runs with the memory cap lifted).
 unsafe fn unpack(l: *mut lua_State) -> R<c_int> {
     unpack_full(l, 0, 0)
 }
 
 /// `cmsgpack.unpack_one(s [, offset])`: next offset (-1 at the end), then one value.
+///
+/// # Safety
+///
+/// A body for [`raw::run`] (the C function runs with the memory cap lifted).
 unsafe fn unpack_one(l: *mut lua_State) -> R<c_int> {
     let offset = opt_integer(l, 2, 0)?;
     ffi::lua_settop(l, 1);
@@ -493,6 +550,10 @@ unsafe fn unpack_one(l: *mut lua_State) -> R<c_int> {
 }
 
 /// `cmsgpack.unpack_limit(s, limit [, offset])`: next offset, then up to `limit` values.
+///
+/// # Safety
+///
+/// A body for [`raw::run`] (the C function runs with the memory cap lifted).
 unsafe fn unpack_limit(l: *mut lua_State) -> R<c_int> {
     let limit = check_integer(l, 2)?;
     let offset = opt_integer(l, 3, 0)?;

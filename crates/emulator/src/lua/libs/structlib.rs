@@ -20,6 +20,9 @@ const MAXALIGN: i32 = 8;
 
 macro_rules! lua_fn {
     ($name:ident, $body:ident) => {
+        /// # Safety
+        ///
+        /// Called by Lua only, as a C function; see [`raw::run`].
         unsafe extern "C-unwind" fn $name(l: *mut lua_State) -> c_int {
             raw::run(l, $body)
         }
@@ -33,7 +36,9 @@ lua_fn!(b_size, size);
 /// Builds the `struct` table the way `luaL_register` does (presized, C order).
 pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table_with_capacity(0, 3)?;
-    // SAFETY: these functions follow the Lua C API contract (see `raw`).
+    // SAFETY: mlua asks that each function be a sound lua_CFunction. These use their own stack
+    // frame only (checking for room past the LUA_MINSTACK slots) and raise only through raw::run,
+    // from a frame that owns nothing.
     unsafe {
         t.raw_set("pack", lua.create_c_function(b_pack)?)?;
         t.raw_set("unpack", lua.create_c_function(b_unpack)?)?;
@@ -61,6 +66,11 @@ impl Header {
 }
 
 /// `luaL_checknumber`.
+///
+/// # Safety
+///
+/// `l` runs a C function and `narg` is an acceptable index; reading a number (a numeric string
+/// included) allocates nothing and raises nothing.
 unsafe fn check_number(l: *mut lua_State, narg: c_int) -> R<f64> {
     let d = ffi::lua_tonumber(l, narg);
     if d == 0.0 && ffi::lua_isnumber(l, narg) == 0 {
@@ -70,6 +80,10 @@ unsafe fn check_number(l: *mut lua_State, narg: c_int) -> R<f64> {
 }
 
 /// The format argument as C sees it: it ends at the first NUL.
+///
+/// # Safety
+///
+/// As [`raw::check_lstring`] (the bytes are copied before this returns).
 unsafe fn format_of(l: *mut lua_State) -> R<Vec<u8>> {
     let b = check_lstring(l, 1)?;
     let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
@@ -77,6 +91,10 @@ unsafe fn format_of(l: *mut lua_State) -> R<Vec<u8>> {
 }
 
 /// Reads an optional decimal count at `fmt[*i..]`, or `df` when there is none.
+///
+/// # Safety
+///
+/// `l` runs a C function (only read for an error's position, see [`raw::error`]).
 unsafe fn getnum(l: *mut lua_State, fmt: &[u8], i: &mut usize, df: i32) -> R<i32> {
     if !fmt.get(*i).is_some_and(u8::is_ascii_digit) {
         return Ok(df);
@@ -94,6 +112,10 @@ unsafe fn getnum(l: *mut lua_State, fmt: &[u8], i: &mut usize, df: i32) -> R<i32
 }
 
 /// Bytes taken by option `opt` (0 for control letters and unknown ones).
+///
+/// # Safety
+///
+/// As [`getnum`].
 unsafe fn optsize(l: *mut lua_State, opt: u8, fmt: &[u8], i: &mut usize) -> R<usize> {
     Ok(match opt {
         b'B' | b'b' | b'x' => 1,
@@ -122,6 +144,10 @@ fn gettoalign(len: usize, h: &Header, opt: u8, size: usize) -> usize {
 }
 
 /// Spaces, endianness and alignment; anything else is an invalid option.
+///
+/// # Safety
+///
+/// As [`getnum`] (and [`raw::arg_error`]).
 unsafe fn controloptions(l: *mut lua_State, opt: u8, fmt: &[u8], i: &mut usize, h: &mut Header) -> R<()> {
     match opt {
         b' ' => {}
@@ -163,6 +189,13 @@ fn putinteger(out: &mut Vec<u8>, n: f64, endian: Endian, size: usize) {
 /// `struct.pack(fmt, ...)`. As in C, a nil marker is pushed right after the arguments and
 /// values are fetched by stack index, so running out of values by one reports "got nil" and by
 /// more "got no value", and a short string names the argument after it.
+///
+/// # Safety
+///
+/// A body for [`raw::run`] (the C function runs with the memory cap lifted). The format and the
+/// output are alive while arguments are read (a number given for `c`/`s` is converted in place,
+/// an allocation) and while the result is pushed; with the cap lifted neither can raise. It takes
+/// two slots above the arguments (the nil marker and the result).
 unsafe fn pack(l: *mut lua_State) -> R<c_int> {
     let fmt = format_of(l)?;
     ffi::lua_pushnil(l);
@@ -236,6 +269,12 @@ fn getinteger(buf: &[u8], endian: Endian, signed: bool, size: usize) -> f64 {
 }
 
 /// `struct.unpack(fmt, data [, pos])`: the values, then the position after the last one.
+///
+/// # Safety
+///
+/// A body for [`raw::run`] (the C function runs with the memory cap lifted). The format and the
+/// copy of the data are alive while values are pushed, which cannot raise with the cap lifted;
+/// `lua_checkstack` (two slots per item) fails by returning 0 and is reported as an error.
 unsafe fn unpack(l: *mut lua_State) -> R<c_int> {
     let fmt = format_of(l)?;
     let data = check_lstring(l, 2)?.to_vec();
@@ -312,6 +351,10 @@ unsafe fn unpack(l: *mut lua_State) -> R<c_int> {
 }
 
 /// `struct.size(fmt)`: bytes a fixed-size format takes, alignment included.
+///
+/// # Safety
+///
+/// A body for [`raw::run`] (the C function runs with the memory cap lifted); it pushes one result.
 unsafe fn size(l: *mut lua_State) -> R<c_int> {
     let fmt = format_of(l)?;
     let mut h = Header::new();

@@ -1,0 +1,150 @@
+//! The call bridge: what `redis.call` and `redis.pcall` check before a command runs (Redis's
+//! scripting rules), the subcommand table those rules read, and the scripting commands' own
+//! entries in the command table.
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use super::{functions, RunState};
+use crate::cluster;
+use crate::cmd::{self, eq_ic, flags, CommandSpec};
+use crate::core::Core;
+use crate::reply::{Reply, ReplySink};
+
+/// `redis.call`/`redis.pcall` after argument conversion: applies the scripting rules (unknown command,
+/// arity, commands scripts may not call, writes in read-only scripts, cluster slots), then runs it.
+/// A command with a direct form ([`cmd::Direct`]) writes its reply into `out` and None is returned;
+/// any other reply is returned.
+pub(crate) fn call_checked(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8]], out: &mut dyn ReplySink) -> Option<Reply> {
+    let Some(found) = st.commands.borrow_mut().find(argv[0]) else {
+        return Some(not_emulated(argv));
+    };
+    let spec = found.spec;
+    // Every command with subcommands has arity -2 (COMMAND: -1); with a subcommand given, the subcommand is what
+    // Redis looks up and checks (`lookupCommand`). Out of line: rate limiters never get here.
+    if (spec.arity == -2 || spec.arity == -1) && argv.len() >= 2 {
+        if let Some(r) = subcommand_rules(spec, argv) {
+            return Some(r);
+        }
+    }
+    if !spec.arity_ok(argv.len()) {
+        return Some(Reply::err("ERR Wrong number of args calling Redis command from script"));
+    }
+    if spec.has(flags::NOSCRIPT) || spec.has(flags::SCRIPTING) {
+        return Some(Reply::err("ERR This Redis command is not allowed from script"));
+    }
+    if st.read_only.get() && spec.has(flags::WRITE | flags::MAY_REPLICATE) {
+        return Some(Reply::err("ERR Write commands are not allowed from read-only scripts."));
+    }
+    let mut core = core.borrow_mut();
+    if core.cluster {
+        let keys = spec.keys.keys(&argv);
+        match cluster::common_slot(keys.iter().copied()) {
+            Err(()) => return Some(Reply::err("ERR Script attempted to access a non local key in a cluster node")),
+            Ok(Some(slot)) => match st.slot.get() {
+                None => st.slot.set(Some(slot)),
+                Some(s) if s != slot && !st.cross_slot.get() => {
+                    return Some(Reply::err("ERR Script attempted to access keys that do not hash to the same slot"))
+                }
+                _ => {}
+            },
+            Ok(None) => {}
+        }
+    }
+    core.resp3 = st.resp.get() == 3;
+    if core.resp3 && (spec.name == "memory" || spec.name == "info") {
+        if let Some(r) = memory_verbatim(&mut core, spec, argv, out) {
+            core.resp3 = false;
+            return r;
+        }
+    }
+    let reply = match found.direct {
+        Some(direct) => {
+            direct(&mut core, argv, out);
+            None
+        }
+        None => Some(spec.run(&mut core, argv)),
+    };
+    core.resp3 = false;
+    reply
+}
+
+/// A script's call of a command the emulator does not implement: what Redis 7.0.15 says before
+/// running it (unknown, wrong number of arguments, not allowed from scripts), from its own table;
+/// a command Redis would run is unknown here.
+#[cold]
+#[inline(never)]
+fn not_emulated(argv: &[&[u8]]) -> Reply {
+    match cmd::command::redis_lookup(argv) {
+        Err(_) => Reply::err("ERR Unknown Redis command called from script"),
+        Ok(c) if !c.arity_ok(argv.len()) => Reply::err("ERR Wrong number of args calling Redis command from script"),
+        Ok(c) if c.has_flag("noscript") => Reply::err("ERR This Redis command is not allowed from script"),
+        Ok(_) => Reply::err("ERR Unknown Redis command called from script"),
+    }
+}
+
+/// SCRIPT HELP or FUNCTION HELP.
+pub(super) fn help_reply(command: &str) -> Reply {
+    let lines = if command == "function" { functions::HELP } else { SCRIPT_HELP };
+    Reply::Array(lines.iter().map(|l| Reply::Status((*l).into())).collect())
+}
+
+/// The script-side rules of a command's subcommand: unknown, wrong arity, not allowed from scripts;
+/// SCRIPT HELP and FUNCTION HELP are answered here. None: the call goes on.
+#[cold]
+#[inline(never)]
+fn subcommand_rules(spec: &CommandSpec, argv: &[&[u8]]) -> Option<Reply> {
+    let subs = crate::cmd::command::subcommands(spec.name)?;
+    let Some(sub) = subs.iter().find(|s| argv[1].eq_ignore_ascii_case(s.name.as_bytes())) else {
+        return Some(Reply::err("ERR Unknown Redis command called from script"));
+    };
+    let argc = argv.len() as i32;
+    if (sub.arity >= 0 && argc != sub.arity) || argc < sub.arity.abs() {
+        return Some(Reply::err("ERR Wrong number of args calling Redis command from script"));
+    }
+    if sub.noscript {
+        return Some(Reply::err("ERR This Redis command is not allowed from script"));
+    }
+    if spec.has(flags::SCRIPTING) {
+        // SCRIPT HELP and FUNCTION HELP, the only ones a script may call.
+        return Some(help_reply(spec.name));
+    }
+    None
+}
+
+/// MEMORY DOCTOR and INFO under RESP3: their reply is a verbatim string, which the script sees as one. None
+/// for other subcommands (the call goes on); else what `call_checked` returns (None once the
+/// verbatim string is written to `out`).
+#[cold]
+#[inline(never)]
+fn memory_verbatim(core: &mut Core, spec: &CommandSpec, argv: &[&[u8]], out: &mut dyn ReplySink) -> Option<Option<Reply>> {
+    if spec.name == "memory" && !eq_ic(argv[1], "doctor") {
+        return None;
+    }
+    match spec.run(core, argv) {
+        Reply::Bulk(b) => {
+            out.verbatim(b"txt", &b);
+            Some(None)
+        }
+        other => Some(Some(other)),
+    }
+}
+
+pub(super) static SCRIPT_HELP: &[&str] = &[
+    "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DEBUG (YES|SYNC|NO)",
+    "    Set the debug mode for subsequent scripts executed.",
+    "EXISTS <sha1> [<sha1> ...]",
+    "    Return information about the existence of the scripts in the script cache.",
+    "FLUSH [ASYNC|SYNC]",
+    "    Flush the Lua scripts cache. Very dangerous on replicas.",
+    "    When called without the optional mode argument, the behavior is determined by the",
+    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+    "    * ASYNC: Asynchronously flush the scripts cache.",
+    "    * SYNC: Synchronously flush the scripts cache.",
+    "KILL",
+    "    Kill the currently executing Lua script.",
+    "LOAD <script>",
+    "    Load a script into the scripts cache without executing it.",
+    "HELP",
+    "    Prints this help.",
+];
