@@ -67,7 +67,6 @@ pub mod bench;
 pub mod check;
 pub mod cli;
 pub mod clock;
-mod decimal;
 pub mod emulator;
 pub mod error;
 pub mod harness;

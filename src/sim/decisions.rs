@@ -348,7 +348,7 @@ fn push_csv_field(line: &mut String, field: &str) {
 /// Appends `reply` in the compact one-line form of the module documentation.
 pub fn push_reply(out: &mut String, reply: &Reply) {
     match reply {
-        Reply::Int(i) => crate::decimal::push_i64(out, *i),
+        Reply::Int(i) => out.push_str(itoa::Buffer::new().format(*i)),
         Reply::Bulk(b) => push_quoted(out, b),
         Reply::Nil | Reply::NilArray => out.push_str("nil"),
         Reply::Status(s) => out.push_str(s),

@@ -288,9 +288,11 @@ pub(crate) fn unit_open0(rng: &mut ChaCha8Rng) -> f64 {
 
 /// `prefix` followed by the decimal digits of `n`, allocated once at its exact size.
 pub(crate) fn numbered(prefix: &str, n: u64) -> String {
-    let mut s = String::with_capacity(prefix.len() + crate::decimal::digits(n));
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(n);
+    let mut s = String::with_capacity(prefix.len() + digits.len());
     s.push_str(prefix);
-    crate::decimal::push_u64(&mut s, n);
+    s.push_str(digits);
     s
 }
 
