@@ -1,7 +1,7 @@
 //! The in-memory keyspace: Redis's value types, expiry read from the emulator's clock, and SCAN.
 use std::collections::VecDeque;
 
-use super::fxhash::{FxHashMap, FxHashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// A string value, kept as an integer when Redis would use the integer encoding.
 #[derive(Clone, Debug, PartialEq)]

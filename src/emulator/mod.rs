@@ -4,7 +4,6 @@ pub mod clients;
 pub mod cluster;
 pub mod cmd;
 pub mod core;
-pub mod fxhash;
 pub mod hll;
 pub mod keyspace;
 pub mod longdouble;

@@ -1,6 +1,6 @@
 //! A model of the few Redis keys one script touches: values with PEXPIRE deadlines that vanish
 //! exactly when Redis 7.0 would drop them, so reference models forget state when Redis does.
-use crate::emulator::fxhash::FxHashMap;
+use rustc_hash::FxHashMap;
 
 /// Keys of one reference model, each with an optional deadline in server milliseconds.
 ///

@@ -12,11 +12,11 @@
 use std::borrow::Cow;
 
 use crate::clock::{Micros, Millis};
-use crate::emulator::fxhash::FxHashMap;
 use crate::limiter::Params;
 use crate::metrics::ExactLog;
 use crate::traffic::{Arrival, Op, TraceStream, TrafficSpec, ZipfIter};
 use crate::{Error, Result};
+use rustc_hash::FxHashMap;
 
 use super::Scenario;
 

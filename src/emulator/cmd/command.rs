@@ -11,9 +11,9 @@ use std::sync::OnceLock;
 
 use super::{eq_ic, CommandSpec, KeySpec};
 use crate::emulator::core::Core;
-use crate::emulator::fxhash::FxHashMap;
 use crate::emulator::keyspace::glob_match;
 use crate::emulator::reply::Reply;
+use rustc_hash::FxHashMap;
 
 pub static COMMANDS: &[CommandSpec] = &[CommandSpec { name: "command", arity: -1, flags: 0, keys: KeySpec::NONE, handler: command }];
 

@@ -3,8 +3,8 @@
 use std::sync::OnceLock;
 
 use super::core::Core;
-use super::fxhash::FxHashMap;
 use super::reply::{Reply, ReplySink};
+use rustc_hash::FxHashMap;
 
 pub mod bitmaps;
 pub mod client;

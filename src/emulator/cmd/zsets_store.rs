@@ -11,10 +11,10 @@ use super::flags::*;
 use super::zsets::{parse_score, scored};
 use super::{arg_i64, eq_ic, numkeys_keys, CommandSpec, KeySpec, SYNTAX};
 use crate::emulator::core::Core;
-use crate::emulator::fxhash::FxHashMap;
 use crate::emulator::keyspace::{Value, ZSet, WRONGTYPE};
 use crate::emulator::reply::Reply;
 use crate::tri;
+use rustc_hash::FxHashMap;
 
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "zunionstore", arity: -4, flags: WRITE | DENYOOM, keys: KeySpec::movable(dest_keys), handler: zunionstore },

@@ -8,7 +8,7 @@ mod helpers;
 pub mod libs;
 mod rand48;
 
-use crate::emulator::fxhash::FxHashMap;
+use rustc_hash::FxHashMap;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
@@ -969,7 +969,7 @@ pub(crate) struct Sub {
 /// The subcommands of a command that has them, from Redis 7.0.15's table
 /// ([`cmd::command::redis_table`]).
 pub(crate) fn subcommands(command: &str) -> Option<&'static [Sub]> {
-    static SUBS: std::sync::OnceLock<crate::emulator::fxhash::FxHashMap<&'static str, Vec<Sub>>> = std::sync::OnceLock::new();
+    static SUBS: std::sync::OnceLock<rustc_hash::FxHashMap<&'static str, Vec<Sub>>> = std::sync::OnceLock::new();
     let all = SUBS.get_or_init(|| {
         cmd::command::redis_table()
             .values()
