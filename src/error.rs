@@ -1,6 +1,6 @@
 //! The library's one error type. A rate limiter saying "no" is a [`crate::Decision`]-style outcome,
 //! never an `Err`; errors are for malformed input, failing backends and broken scripts.
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Everything that can go wrong in limitlab's library. Binaries wrap it in `anyhow`.
 ///
@@ -46,6 +46,25 @@ pub enum Error {
 
 /// `Result` with limitlab's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// 1-based line of byte offset `at` in `text`.
+pub(crate) fn line_of(text: &str, at: usize) -> usize {
+    text.as_bytes()[..at.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
+}
+
+/// `origin:line` of byte offset `at` in `text` (read from `origin`): where a message points.
+pub(crate) fn at_line(origin: &Path, text: &str, at: usize) -> String {
+    format!("{}:{}", origin.display(), line_of(text, at))
+}
+
+/// Reads TOML `text` (from `origin`) as a `T`. A syntax or type error is an [`Error::Parse`]
+/// naming `origin` and the line the error's span starts on (line 1 when it has none).
+pub(crate) fn from_toml<T: serde::de::DeserializeOwned>(text: &str, origin: &Path) -> Result<T> {
+    toml::from_str(text).map_err(|e| {
+        let line = e.span().map_or(1, |s| line_of(text, s.start));
+        Error::Parse { file: origin.to_path_buf(), line, reason: e.message().trim_end().to_string() }
+    })
+}
 
 impl From<mlua::Error> for Error {
     fn from(e: mlua::Error) -> Self {
