@@ -204,7 +204,7 @@ fn command(core: &mut Core, a: &[&[u8]]) -> Reply {
         return Reply::Array(emulated().into_iter().map(|n| info_of(n.as_bytes())).collect());
     }
     let sub = a[1];
-    let arity_err = |s: &str| Reply::Error(format!("ERR wrong number of arguments for 'command|{s}' command"));
+    let arity_err = |s: &str| super::arity_error(&format!("command|{s}"));
     if eq_ic(sub, "count") {
         if a.len() != 2 {
             return arity_err("count");

@@ -273,7 +273,7 @@ fn mget(core: &mut Core, a: &[&[u8]]) -> Reply {
 /// MSET: every key is overwritten and loses its TTL; a later duplicate wins.
 fn mset(core: &mut Core, a: &[&[u8]]) -> Reply {
     if a.len() % 2 == 0 {
-        return Reply::err("ERR wrong number of arguments for 'mset' command");
+        return super::arity_error("mset");
     }
     for kv in a[1..].chunks_exact(2) {
         core.db.set(kv[0], Value::Str(RStr::from_bytes(kv[1])), None);
@@ -285,7 +285,7 @@ fn mset(core: &mut Core, a: &[&[u8]]) -> Reply {
 /// MSETNX: sets nothing (and replies 0) if any key exists.
 fn msetnx(core: &mut Core, a: &[&[u8]]) -> Reply {
     if a.len() % 2 == 0 {
-        return Reply::err("ERR wrong number of arguments for 'msetnx' command");
+        return super::arity_error("msetnx");
     }
     let now = core.now_ms();
     for kv in a[1..].chunks_exact(2) {
