@@ -44,6 +44,7 @@ pub use boundary_burst::{Anchor, BoundaryBurst, Burst};
 pub use idle_then_burst::IdleThenBurst;
 pub use periodic_bursts::PeriodicBursts;
 pub use poisson::Poisson;
+pub(crate) use trace::csv_writer;
 pub use trace::{read_csv, write_csv, Rebase, Scan, TieRule, TimeFormat, TraceFormat, TraceSpec, TraceStream};
 pub use uniform::Uniform;
 pub use zipf_users::{Timing, ZipfIter, ZipfUsers};
