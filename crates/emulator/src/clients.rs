@@ -104,7 +104,7 @@ pub fn fingerprint(entry: Option<&Entry>) -> u64 {
         Value::Str(s) => {
             1u8.hash(&mut h);
             match s {
-                RStr::Int(i) => super::keyspace::format_i64(*i, &mut [0u8; 20]).hash(&mut h),
+                RStr::Int(i) => itoa::Buffer::new().format(*i).as_bytes().hash(&mut h),
                 RStr::Raw(v) | RStr::Grown(v) | RStr::Exact(v) => v.as_slice().hash(&mut h),
             }
         }

@@ -8,7 +8,7 @@ pub fn clock_command(args: &[Vec<u8>], emu: &Emulator) -> Option<Reply> {
     let name = args.first()?;
     let which = ["clock.advance", "clock.set", "clock.get"].into_iter().find(|n| name.eq_ignore_ascii_case(n.as_bytes()))?;
     let clock = emu.clock();
-    let arity_err = || Reply::err(format!("ERR wrong number of arguments for '{which}' command"));
+    let arity_err = || crate::command_spec::arity_error(which);
     Some(match which {
         "clock.get" => {
             if args.len() != 1 {

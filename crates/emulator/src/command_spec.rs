@@ -150,12 +150,7 @@ impl CommandSpec {
     }
 
     pub fn arity_ok(&self, argc: usize) -> bool {
-        let argc = argc as i32;
-        if self.arity >= 0 {
-            argc == self.arity
-        } else {
-            argc >= -self.arity
-        }
+        arity_ok(self.arity, argc)
     }
     pub fn has(&self, flag: u16) -> bool {
         self.flags & flag != 0
@@ -189,10 +184,31 @@ pub fn unknown_command(args: &[&[u8]]) -> Reply {
     Reply::Error(String::from_utf8_lossy(&msg).into_owned())
 }
 
+/// Whether `argc` arguments (the command's name among them) meet Redis arity `arity`: exactly
+/// `arity` of them, or at least `-arity` when it is negative. Commands, subcommands and the
+/// commands of `limitlab serve` all count this way.
+pub fn arity_ok(arity: i32, argc: usize) -> bool {
+    let argc = argc as i32;
+    if arity >= 0 {
+        argc == arity
+    } else {
+        argc >= -arity
+    }
+}
+
+/// Redis's reply to a wrong number of arguments from a client, for the command as its errors name
+/// it (`get`, `object|help`).
+pub fn arity_error(name: &str) -> Reply {
+    Reply::Error(format!("ERR wrong number of arguments for '{name}' command"))
+}
+
 /// The arity error reply for a command.
 pub fn wrong_arity(spec: &CommandSpec) -> Reply {
-    Reply::Error(format!("ERR wrong number of arguments for '{}' command", spec.name))
+    arity_error(spec.name)
 }
+
+/// The same, for a call from a script (`luaRedisGenericCommand`'s words).
+pub const SCRIPT_ARITY: &str = "ERR Wrong number of args calling Redis command from script";
 
 // ---- argument helpers shared by the families -------------------------------------------------
 

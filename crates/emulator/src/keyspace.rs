@@ -2,7 +2,7 @@
 #![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 use std::collections::VecDeque;
 
-use super::fxhash::{FxHashMap, FxHashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// A string value, kept as an integer when Redis would use the integer encoding.
 #[derive(Clone, Debug, PartialEq)]
@@ -166,9 +166,7 @@ impl Hash {
     /// [`Hash::set`] of an integer's decimal form, written in place without allocating when the
     /// field exists.
     pub fn set_int(&mut self, f: &[u8], n: i64) -> bool {
-        let mut buf = [0u8; 20];
-        let digits = format_i64(n, &mut buf);
-        self.set_bytes(f, digits)
+        self.set_bytes(f, itoa::Buffer::new().format(n).as_bytes())
     }
     /// Writes field `f` (value of `len` bytes) with `put`, which fills the value's slot.
     fn write(&mut self, f: &[u8], len: usize, put: impl FnOnce(&mut SmallBytes)) -> bool {
@@ -234,25 +232,6 @@ impl Hash {
         }
         true
     }
-}
-
-/// The decimal form of `n` in `buf`, without allocating.
-pub fn format_i64(n: i64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut v = n.unsigned_abs();
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    if n < 0 {
-        i -= 1;
-        buf[i] = b'-';
-    }
-    &buf[i..]
 }
 
 /// A value stored under a key.

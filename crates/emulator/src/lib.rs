@@ -10,7 +10,6 @@ pub mod cmd;
 pub mod command_spec;
 pub mod core;
 pub mod error;
-pub mod fxhash;
 pub mod hll;
 pub mod keyspace;
 pub mod longdouble;

@@ -193,9 +193,8 @@ pub(super) fn subcommand_refusal(spec: &CommandSpec, args: &[&[u8]]) -> Option<R
         let name: String = String::from_utf8_lossy(&given[..end]).chars().map(|c| if c == '\r' || c == '\n' { ' ' } else { c }).collect();
         return Some(Reply::Error(format!("ERR unknown subcommand '{name}'. Try {} HELP.", spec.name.to_ascii_uppercase())));
     };
-    let argc = args.len() as i32;
-    if (sub.arity >= 0 && argc != sub.arity) || argc < sub.arity.abs() {
-        return Some(Reply::Error(format!("ERR wrong number of arguments for '{}|{}' command", spec.name, sub.name)));
+    if !cmd::arity_ok(sub.arity, args.len()) {
+        return Some(cmd::arity_error(&format!("{}|{}", spec.name, sub.name)));
     }
     None
 }

@@ -14,7 +14,6 @@
 pub mod attack;
 pub mod backend;
 pub mod check;
-mod decimal;
 pub mod harness;
 pub mod limiter;
 pub mod metrics;
@@ -24,6 +23,7 @@ pub mod sim;
 pub mod spec;
 #[cfg(feature = "proptest")]
 pub mod strategies;
+pub mod toml_input;
 pub mod traffic;
 
 pub use harness::{load, load_script, Harness, Outcome};

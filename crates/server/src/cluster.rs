@@ -48,9 +48,7 @@ pub fn check_subcommand(args: &[&[u8]]) -> Result<(), Reply> {
             "ERR unknown subcommand '{}'. Try CLUSTER HELP.",
             String::from_utf8_lossy(&sub[..sub.len().min(128)])
         ))),
-        Some((n, arity)) if args.len() as i32 != *arity => {
-            Err(Reply::Error(format!("ERR wrong number of arguments for 'cluster|{n}' command")))
-        }
+        Some((n, arity)) if !cmd::arity_ok(*arity, args.len()) => Err(cmd::arity_error(&format!("cluster|{n}"))),
         Some(_) => Ok(()),
     }
 }

@@ -44,18 +44,6 @@ fn own(name: &[u8]) -> Option<(Own, &'static str, i32, bool)> {
     TABLE.iter().find(|(_, n, _, _)| name.eq_ignore_ascii_case(n.as_bytes())).copied()
 }
 
-fn arity_ok(arity: i32, argc: usize) -> bool {
-    if arity >= 0 {
-        argc as i32 == arity
-    } else {
-        argc as i32 >= -arity
-    }
-}
-
-fn arity_error(name: &str) -> Reply {
-    Reply::Error(format!("ERR wrong number of arguments for '{name}' command"))
-}
-
 /// Replies of more elements than this are streamed.
 const STREAM_OVER: usize = 1024;
 
@@ -67,8 +55,8 @@ const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is dis
 pub fn execute(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut Vec<u8>) -> Option<Reply> {
     server.sync_clock();
     if let Some((which, name, arity, no_auth)) = own(args[0]) {
-        if !arity_ok(arity, args.len()) {
-            return reply(conn, out, &arity_error(name));
+        if !cmd::arity_ok(arity, args.len()) {
+            return reply(conn, out, &cmd::arity_error(name));
         }
         if which == Own::Cluster {
             if let Err(e) = cluster::check_subcommand(args) {

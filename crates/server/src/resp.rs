@@ -8,8 +8,7 @@ use limitlab_emulator::Reply;
 /// Appends `n` in decimal.
 #[inline]
 pub fn push_int(out: &mut Vec<u8>, n: i64) {
-    let mut buf = [0u8; 20];
-    out.extend_from_slice(limitlab_emulator::keyspace::format_i64(n, &mut buf));
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
 /// `<type><n>\r\n`.

@@ -107,10 +107,7 @@ impl RaceSpec {
 
     /// Parses and validates race text; `origin` names it in messages.
     pub fn from_toml(text: &str, origin: &Path) -> Result<RaceSpec> {
-        let spec: RaceSpec = toml::from_str(text).map_err(|e| {
-            let line = e.span().map_or(1, |s| text.as_bytes()[..s.start.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1);
-            Error::Parse { file: origin.to_path_buf(), line, reason: e.message().trim_end().to_string() }
-        })?;
+        let spec: RaceSpec = limitlab_engine::toml_input::from_toml(text, origin)?;
         spec.validate(origin)?;
         Ok(spec)
     }

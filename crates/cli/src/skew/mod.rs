@@ -80,10 +80,7 @@ impl SkewSpec {
 
     /// Parses and validates skew text; `origin` names it in messages.
     pub fn from_toml(text: &str, origin: &Path) -> Result<SkewSpec> {
-        let spec: SkewSpec = toml::from_str(text).map_err(|e| {
-            let line = e.span().map_or(1, |s| text.as_bytes()[..s.start.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1);
-            Error::Parse { file: origin.to_path_buf(), line, reason: e.message().trim_end().to_string() }
-        })?;
+        let spec: SkewSpec = limitlab_engine::toml_input::from_toml(text, origin)?;
         let invalid = |field: &str, reason: String| Error::Invalid { context: origin.display().to_string(), field: field.into(), reason };
         if spec.name.trim().is_empty() {
             return Err(invalid("name", "must not be empty".into()));

@@ -11,9 +11,9 @@ use std::sync::OnceLock;
 
 use crate::command_spec::{eq_ic, CommandSpec, KeySpec};
 use crate::core::Core;
-use crate::fxhash::FxHashMap;
 use crate::keyspace::glob_match;
 use crate::reply::Reply;
+use rustc_hash::FxHashMap;
 
 pub static COMMANDS: &[CommandSpec] = &[CommandSpec { name: "command", arity: -1, flags: 0, keys: KeySpec::NONE, handler: command }];
 
@@ -204,7 +204,7 @@ fn command(core: &mut Core, a: &[&[u8]]) -> Reply {
         return Reply::Array(emulated().into_iter().map(|n| info_of(n.as_bytes())).collect());
     }
     let sub = a[1];
-    let arity_err = |s: &str| Reply::Error(format!("ERR wrong number of arguments for 'command|{s}' command"));
+    let arity_err = |s: &str| super::arity_error(&format!("command|{s}"));
     if eq_ic(sub, "count") {
         if a.len() != 2 {
             return arity_err("count");
@@ -300,7 +300,7 @@ pub struct Sub {
 /// The subcommands of a command that has them, from Redis 7.0.15's table
 /// ([`redis_table`]).
 pub fn subcommands(command: &str) -> Option<&'static [Sub]> {
-    static SUBS: std::sync::OnceLock<crate::fxhash::FxHashMap<&'static str, Vec<Sub>>> = std::sync::OnceLock::new();
+    static SUBS: std::sync::OnceLock<rustc_hash::FxHashMap<&'static str, Vec<Sub>>> = std::sync::OnceLock::new();
     let all = SUBS.get_or_init(|| {
         redis_table()
             .values()

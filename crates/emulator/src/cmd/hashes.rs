@@ -69,15 +69,10 @@ fn set_pairs(core: &mut Core, a: &[&[u8]]) -> Result<i64, Reply> {
     Ok(created)
 }
 
-/// The arity error of a command whose argument count is checked beyond its table arity.
-fn arity_err(name: &str) -> Reply {
-    Reply::Error(format!("ERR wrong number of arguments for '{name}' command"))
-}
-
 /// HSET and HMSET check the pair count before the key's type (`addReplyErrorArity`).
 fn hset(core: &mut Core, a: &[&[u8]]) -> Reply {
     if a.len() % 2 == 1 {
-        return arity_err("hset");
+        return super::arity_error("hset");
     }
     let added = tri!(set_pairs(core, a));
     core.touch(a[1]);
@@ -86,7 +81,7 @@ fn hset(core: &mut Core, a: &[&[u8]]) -> Reply {
 
 fn hmset(core: &mut Core, a: &[&[u8]]) -> Reply {
     if a.len() % 2 == 1 {
-        return arity_err("hmset");
+        return super::arity_error("hmset");
     }
     tri!(set_pairs(core, a));
     core.touch(a[1]);

@@ -450,7 +450,7 @@ fn object(core: &mut Core, a: &[&[u8]]) -> Reply {
     let sub = a[1];
     if eq_ic(sub, "help") {
         if a.len() != 2 {
-            return Reply::err("ERR wrong number of arguments for 'object|help' command");
+            return super::arity_error("object|help");
         }
         return Reply::Array(OBJECT_HELP.iter().map(|l| Reply::Status((*l).into())).collect());
     }
@@ -458,7 +458,7 @@ fn object(core: &mut Core, a: &[&[u8]]) -> Reply {
         return Reply::Error(format!("ERR unknown subcommand '{}'. Try OBJECT HELP.", c_str(&sub[..sub.len().min(128)])));
     };
     if a.len() != 3 {
-        return Reply::Error(format!("ERR wrong number of arguments for 'object|{name}' command"));
+        return super::arity_error(&format!("object|{name}"));
     }
     let now = core.now_ms();
     let Some(e) = core.db.get_notouch(a[2], now) else { return Reply::Nil };

@@ -95,8 +95,7 @@ fn rpushx(core: &mut Core, a: &[&[u8]]) -> Reply {
 /// with a count a missing key is a nil array and a count of 0 an empty array.
 fn pop(core: &mut Core, a: &[&[u8]], front: bool) -> Reply {
     if a.len() > 3 {
-        let name = if front { "lpop" } else { "rpop" };
-        return Reply::Error(format!("ERR wrong number of arguments for '{name}' command"));
+        return super::arity_error(if front { "lpop" } else { "rpop" });
     }
     let count = match a.get(2) {
         None => None,

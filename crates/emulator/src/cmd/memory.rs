@@ -57,12 +57,11 @@ fn memory(core: &mut Core, a: &[&[u8]]) -> Reply {
         }
         return unknown_subcommand(a[1]);
     };
-    let argc = a.len() as i32;
-    if (arity >= 0 && argc != arity) || argc < arity.abs() {
+    if !super::arity_ok(arity, a.len()) {
         if in_script {
-            return Reply::err("ERR Wrong number of args calling Redis command from script");
+            return Reply::err(super::SCRIPT_ARITY);
         }
-        return Reply::Error(format!("ERR wrong number of arguments for 'memory|{name}' command"));
+        return super::arity_error(&format!("memory|{name}"));
     }
     match name {
         "usage" => usage(core, a),

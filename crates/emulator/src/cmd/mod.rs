@@ -3,9 +3,9 @@
 use std::sync::OnceLock;
 
 use super::core::Core;
-use super::fxhash::FxHashMap;
 use super::reply::Reply;
 pub use crate::command_spec::*;
+use rustc_hash::FxHashMap;
 
 pub mod bitmaps;
 pub mod client;

@@ -17,7 +17,7 @@ fn ping(_: &mut Core, a: &[&[u8]]) -> Reply {
     match a.len() {
         1 => Reply::Status("PONG".into()),
         2 => Reply::Bulk(a[1].to_vec()),
-        _ => Reply::err("ERR wrong number of arguments for 'ping' command"),
+        _ => super::arity_error("ping"),
     }
 }
 

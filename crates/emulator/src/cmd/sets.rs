@@ -126,7 +126,7 @@ fn sintercard(core: &mut Core, a: &[&[u8]]) -> Reply {
         return Reply::Int(0);
     }
     sets.sort_by_key(Vec::len);
-    let others: Vec<crate::fxhash::FxHashSet<&[u8]>> = sets[1..].iter().map(|s| s.iter().map(Vec::as_slice).collect()).collect();
+    let others: Vec<rustc_hash::FxHashSet<&[u8]>> = sets[1..].iter().map(|s| s.iter().map(Vec::as_slice).collect()).collect();
     let mut count = 0i64;
     for m in &sets[0] {
         if others.iter().all(|o| o.contains(m.as_slice())) {

@@ -159,7 +159,7 @@ fn xadd(core: &mut Core, a: &[&[u8]]) -> Reply {
     let p = tri!(parse_add_trim(a, true));
     let field_pos = p.idpos + 1;
     if a.len() < field_pos + 2 || (a.len() - field_pos) % 2 == 1 {
-        return Reply::err("ERR wrong number of arguments for 'xadd' command");
+        return super::arity_error("xadd");
     }
     if let Some((id, true)) = p.id {
         if id == StreamId::MIN {

@@ -273,7 +273,7 @@ fn mget(core: &mut Core, a: &[&[u8]]) -> Reply {
 /// MSET: every key is overwritten and loses its TTL; a later duplicate wins.
 fn mset(core: &mut Core, a: &[&[u8]]) -> Reply {
     if a.len() % 2 == 0 {
-        return Reply::err("ERR wrong number of arguments for 'mset' command");
+        return super::arity_error("mset");
     }
     for kv in a[1..].chunks_exact(2) {
         core.db.set(kv[0], Value::Str(RStr::from_bytes(kv[1])), None);
@@ -285,7 +285,7 @@ fn mset(core: &mut Core, a: &[&[u8]]) -> Reply {
 /// MSETNX: sets nothing (and replies 0) if any key exists.
 fn msetnx(core: &mut Core, a: &[&[u8]]) -> Reply {
     if a.len() % 2 == 0 {
-        return Reply::err("ERR wrong number of arguments for 'msetnx' command");
+        return super::arity_error("msetnx");
     }
     let now = core.now_ms();
     for kv in a[1..].chunks_exact(2) {
@@ -301,26 +301,10 @@ fn msetnx(core: &mut Core, a: &[&[u8]]) -> Reply {
 }
 
 /// The bytes of a string value; integers are printed into `buf` (no allocation for the others).
-fn str_view<'a>(s: &'a RStr, buf: &'a mut [u8; 20]) -> &'a [u8] {
+fn str_view<'a>(s: &'a RStr, buf: &'a mut itoa::Buffer) -> &'a [u8] {
     match s {
         RStr::Raw(v) | RStr::Grown(v) | RStr::Exact(v) => v,
-        RStr::Int(i) => {
-            let mut n = i.unsigned_abs();
-            let mut pos = buf.len();
-            loop {
-                pos -= 1;
-                buf[pos] = b'0' + (n % 10) as u8;
-                n /= 10;
-                if n == 0 {
-                    break;
-                }
-            }
-            if *i < 0 {
-                pos -= 1;
-                buf[pos] = b'-';
-            }
-            &buf[pos..]
-        }
+        RStr::Int(i) => buf.format(*i).as_bytes(),
     }
 }
 
@@ -367,7 +351,7 @@ fn getrange(core: &mut Core, a: &[&[u8]]) -> Reply {
     let now = core.now_ms();
     let Some(e) = core.db.get(a[1], now) else { return Reply::Bulk(Vec::new()) };
     let Value::Str(s) = &e.value else { return Reply::err(WRONGTYPE) };
-    let mut digits = [0u8; 20];
+    let mut digits = itoa::Buffer::new();
     let bytes = str_view(s, &mut digits);
     let len = bytes.len() as i64;
     if start < 0 && end < 0 && start > end {
@@ -613,7 +597,7 @@ fn incrbyfloat(core: &mut Core, a: &[&[u8]]) -> Reply {
         },
         Some(e) => {
             let Value::Str(s) = &mut e.value else { return Reply::err(WRONGTYPE) };
-            let mut digits = [0u8; 20];
+            let mut digits = itoa::Buffer::new();
             match longdouble::incr_by_float(str_view(s, &mut digits), by) {
                 Ok(v) => {
                     *s = RStr::Raw(v.clone());
@@ -788,7 +772,7 @@ mod tests {
     #[test]
     fn int_views() {
         for i in [0, 7, -7, 1234567890, i64::MAX, i64::MIN] {
-            let mut buf = [0u8; 20];
+            let mut buf = itoa::Buffer::new();
             assert_eq!(str_view(&RStr::Int(i), &mut buf), i.to_string().as_bytes());
         }
     }

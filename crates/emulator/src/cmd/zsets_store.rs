@@ -11,10 +11,10 @@ use super::zsets::{parse_score, scored};
 use crate::command_spec::flags::*;
 use crate::command_spec::{arg_i64, eq_ic, numkeys_keys, CommandSpec, KeySpec, SYNTAX};
 use crate::core::Core;
-use crate::fxhash::FxHashMap;
 use crate::keyspace::{Value, ZSet, WRONGTYPE};
 use crate::reply::Reply;
 use crate::tri;
+use rustc_hash::FxHashMap;
 
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "zunionstore", arity: -4, flags: WRITE | DENYOOM, keys: KeySpec::movable(dest_keys), handler: zunionstore },

@@ -111,7 +111,7 @@ impl From<&[u8]> for SmallBytes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fxhash::FxHashMap;
+    use rustc_hash::FxHashMap;
 
     #[test]
     fn inline_and_heap_forms_hold_compare_and_hash_as_their_bytes() {

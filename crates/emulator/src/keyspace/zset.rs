@@ -13,7 +13,7 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::rc::Rc;
 
-use crate::fxhash::FxHashMap;
+use rustc_hash::FxHashMap;
 
 /// "No node" in a link.
 const NIL: u32 = u32::MAX;

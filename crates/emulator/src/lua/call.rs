@@ -27,7 +27,7 @@ pub(crate) fn call_checked(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8
         }
     }
     if !spec.arity_ok(argv.len()) {
-        return Some(Reply::err("ERR Wrong number of args calling Redis command from script"));
+        return Some(Reply::err(cmd::SCRIPT_ARITY));
     }
     if spec.has(flags::NOSCRIPT) || spec.has(flags::SCRIPTING) {
         return Some(Reply::err("ERR This Redis command is not allowed from script"));
@@ -76,7 +76,7 @@ pub(crate) fn call_checked(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8
 fn not_emulated(argv: &[&[u8]]) -> Reply {
     match cmd::command::redis_lookup(argv) {
         Err(_) => Reply::err("ERR Unknown Redis command called from script"),
-        Ok(c) if !c.arity_ok(argv.len()) => Reply::err("ERR Wrong number of args calling Redis command from script"),
+        Ok(c) if !c.arity_ok(argv.len()) => Reply::err(cmd::SCRIPT_ARITY),
         Ok(c) if c.has_flag("noscript") => Reply::err("ERR This Redis command is not allowed from script"),
         Ok(_) => Reply::err("ERR Unknown Redis command called from script"),
     }
@@ -97,9 +97,8 @@ fn subcommand_rules(spec: &CommandSpec, argv: &[&[u8]]) -> Option<Reply> {
     let Some(sub) = subs.iter().find(|s| argv[1].eq_ignore_ascii_case(s.name.as_bytes())) else {
         return Some(Reply::err("ERR Unknown Redis command called from script"));
     };
-    let argc = argv.len() as i32;
-    if (sub.arity >= 0 && argc != sub.arity) || argc < sub.arity.abs() {
-        return Some(Reply::err("ERR Wrong number of args calling Redis command from script"));
+    if !cmd::arity_ok(sub.arity, argv.len()) {
+        return Some(Reply::err(cmd::SCRIPT_ARITY));
     }
     if sub.noscript {
         return Some(Reply::err("ERR This Redis command is not allowed from script"));

@@ -34,22 +34,7 @@ const INLINE_ARGS: usize = 16;
 /// Formats a Lua number argument as Redis 7.0 does (`%.17g`), with a fast path for integers.
 fn push_number(buf: &mut Vec<u8>, n: f64) {
     if n.fract() == 0.0 && n.abs() < 1e17 && !(n == 0.0 && n.is_sign_negative()) {
-        let mut tmp = [0u8; 24];
-        let mut v = (n as i64).unsigned_abs();
-        let mut i = tmp.len();
-        loop {
-            i -= 1;
-            tmp[i] = b'0' + (v % 10) as u8;
-            v /= 10;
-            if v == 0 {
-                break;
-            }
-        }
-        if n < 0.0 {
-            i -= 1;
-            tmp[i] = b'-';
-        }
-        buf.extend_from_slice(&tmp[i..]);
+        buf.extend_from_slice(itoa::Buffer::new().format(n as i64).as_bytes());
     } else {
         buf.extend_from_slice(fmt_g(n, 17).as_bytes());
     }

@@ -261,9 +261,8 @@ impl Functions {
             let name = super::one_line(&String::from_utf8_lossy(&sub[..end]));
             return Reply::Error(format!("ERR unknown subcommand '{name}'. Try FUNCTION HELP."));
         };
-        let argc = a.len() as i32;
-        if (s.arity >= 0 && argc != s.arity) || argc < s.arity.abs() {
-            return Reply::Error(format!("ERR wrong number of arguments for 'function|{}' command", s.name));
+        if !crate::cmd::arity_ok(s.arity, a.len()) {
+            return crate::cmd::arity_error(&format!("function|{}", s.name));
         }
         let syntax = || {
             let end = sub.iter().take(128).position(|&c| c == 0).unwrap_or(sub.len().min(128));

@@ -14,7 +14,7 @@ pub mod libs;
 mod rand48;
 mod vm;
 
-use crate::fxhash::FxHashMap;
+use rustc_hash::FxHashMap;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
@@ -212,7 +212,7 @@ impl Scripting {
         } else {
             let name = String::from_utf8_lossy(sub);
             if ["load", "exists", "flush", "kill", "help", "debug"].iter().any(|s| eq_ic(sub, s)) {
-                Reply::Error(format!("ERR wrong number of arguments for 'script|{}' command", name.to_ascii_lowercase()))
+                cmd::arity_error(&format!("script|{}", name.to_ascii_lowercase()))
             } else {
                 // `%.128s` of a C string, CR/LF as spaces, as Redis formats errors.
                 let end = sub.iter().take(128).position(|&c| c == 0).unwrap_or(sub.len().min(128));

@@ -109,9 +109,9 @@ impl Direct {
         }
         args[0].push_str(&self.limit_arg);
         args[1].push_str(&self.window_arg);
-        crate::decimal::push_i64(&mut args[2], now_ms);
+        args[2].push_str(itoa::Buffer::new().format(now_ms));
         if self.variant.takes_cost() {
-            crate::decimal::push_u64(&mut args[3], cost);
+            args[3].push_str(itoa::Buffer::new().format(cost));
             if let Some(b) = &self.burst_arg {
                 args[4].push_str(b);
             }

@@ -1,7 +1,7 @@
 //! Fixed window: `scripts/fixed_window.lua` and the seed's `scripts/seed/fixed_window.lua`, with
 //! their exact reference models.
-use super::store::Store;
-use super::{lua_tostring, Decision, Params, Reference};
+use super::store::{KeyStore, Store};
+use super::{lua_tostring, Decision, Params, ShippedModel};
 
 /// The production script.
 pub const SCRIPT: &str = include_str!("../../../../scripts/fixed_window.lua");
@@ -31,8 +31,16 @@ impl Model {
     }
 }
 
-impl Reference for Model {
-    fn decide_at(&mut self, server: i64, key: &str, now: i64, cost: u64) -> Decision {
+impl ShippedModel for Model {
+    fn store(&self) -> &dyn KeyStore {
+        &self.keys
+    }
+
+    fn store_mut(&mut self) -> &mut dyn KeyStore {
+        &mut self.keys
+    }
+
+    fn decide_call(&mut self, server: i64, key: &str, now: i64, cost: u64) -> Decision {
         let (limit, window, cost) = (self.limit, self.window, cost as i64);
         let win = now.div_euclid(window);
         let (w, n, fresh) = match self.keys.get(key, server) {
@@ -68,18 +76,6 @@ impl Reference for Model {
         }
         Decision { allowed: true, remaining: limit - n, retry_after_ms: -1, reset_after_ms: counted_reset(n), granted: -1 }
     }
-
-    fn keys(&self, server: i64) -> Vec<(String, Option<i64>)> {
-        self.keys.keys(server)
-    }
-
-    fn boxed_clone(&self) -> Box<dyn Reference> {
-        Box::new(self.clone())
-    }
-
-    fn trial(&mut self, start: bool) {
-        self.keys.trial(start);
-    }
 }
 
 /// The reference of `scripts/seed/fixed_window.lua`: one INCR counter per window, named with the
@@ -98,8 +94,16 @@ impl SeedModel {
     }
 }
 
-impl Reference for SeedModel {
-    fn decide_at(&mut self, server: i64, key: &str, now: i64, _cost: u64) -> Decision {
+impl ShippedModel for SeedModel {
+    fn store(&self) -> &dyn KeyStore {
+        &self.keys
+    }
+
+    fn store_mut(&mut self) -> &mut dyn KeyStore {
+        &mut self.keys
+    }
+
+    fn decide_call(&mut self, server: i64, key: &str, now: i64, _cost: u64) -> Decision {
         let now = now as f64;
         self.name.clear();
         self.name.push_str(key);
@@ -116,25 +120,13 @@ impl Reference for SeedModel {
         }
         Decision::allowed_only(n as f64 <= self.limit)
     }
-
-    fn keys(&self, server: i64) -> Vec<(String, Option<i64>)> {
-        self.keys.keys(server)
-    }
-
-    fn boxed_clone(&self) -> Box<dyn Reference> {
-        Box::new(self.clone())
-    }
-
-    fn trial(&mut self, start: bool) {
-        self.keys.trial(start);
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    use crate::shipped::decision as d;
+    use crate::shipped::{decision as d, Reference};
 
     // Replies checked on a real Redis 7.0.15 with the same calls.
     #[test]

@@ -1,7 +1,7 @@
 //! GCRA (generic cell rate algorithm): `scripts/gcra.lua` and its exact reference model. The seed
 //! article has no GCRA.
-use super::store::Store;
-use super::{ceil_div, Decision, Params, Reference};
+use super::store::{KeyStore, Store};
+use super::{ceil_div, Decision, Params, ShippedModel};
 
 /// The production script.
 pub const SCRIPT: &str = include_str!("../../../../scripts/gcra.lua");
@@ -37,8 +37,16 @@ impl Model {
     }
 }
 
-impl Reference for Model {
-    fn decide_at(&mut self, server: i64, key: &str, now: i64, cost: u64) -> Decision {
+impl ShippedModel for Model {
+    fn store(&self) -> &dyn KeyStore {
+        &self.keys
+    }
+
+    fn store_mut(&mut self) -> &mut dyn KeyStore {
+        &mut self.keys
+    }
+
+    fn decide_call(&mut self, server: i64, key: &str, now: i64, cost: u64) -> Decision {
         let (per_ms, interval, tau, cost) = (self.per_ms, self.interval, self.tau, cost as i64);
         let nt = now * per_ms;
         let mut tat = self.keys.get(key, server).copied().map_or(nt, |s| s.max(nt));
@@ -76,25 +84,13 @@ impl Reference for Model {
         }
         Decision { allowed: true, remaining: remaining(tat), retry_after_ms: -1, reset_after_ms: reset(tat), granted: -1 }
     }
-
-    fn keys(&self, server: i64) -> Vec<(String, Option<i64>)> {
-        self.keys.keys(server)
-    }
-
-    fn boxed_clone(&self) -> Box<dyn Reference> {
-        Box::new(self.clone())
-    }
-
-    fn trial(&mut self, start: bool) {
-        self.keys.trial(start);
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    use crate::shipped::decision as d;
+    use crate::shipped::{decision as d, Reference};
 
     // Replies checked on a real Redis 7.0.15 with the same calls.
     #[test]

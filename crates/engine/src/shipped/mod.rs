@@ -28,6 +28,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use store::KeyStore;
 pub mod direct;
 pub mod fixed_window;
 pub mod gcra;
@@ -314,6 +315,36 @@ pub trait Reference: Send {
         let d = self.decide(key, now_ms, cost);
         self.trial(false);
         d
+    }
+}
+
+/// A shipped script's exact model as it is written: how it decides a call, and the store that holds
+/// its keys. Every one is a [`Reference`] through the impl below, which does the rest (keys,
+/// copies, trials) the same way for all of them.
+pub(crate) trait ShippedModel: Clone + Send + 'static {
+    /// [`Reference::decide_at`].
+    fn decide_call(&mut self, server_ms: i64, key: &str, now_ms: i64, cost: u64) -> Decision;
+
+    fn store(&self) -> &dyn KeyStore;
+
+    fn store_mut(&mut self) -> &mut dyn KeyStore;
+}
+
+impl<M: ShippedModel> Reference for M {
+    fn decide_at(&mut self, server_ms: i64, key: &str, now_ms: i64, cost: u64) -> Decision {
+        self.decide_call(server_ms, key, now_ms, cost)
+    }
+
+    fn keys(&self, server_ms: i64) -> Vec<(String, Option<i64>)> {
+        self.store().keys(server_ms)
+    }
+
+    fn boxed_clone(&self) -> Box<dyn Reference> {
+        Box::new(self.clone())
+    }
+
+    fn trial(&mut self, start: bool) {
+        self.store_mut().trial(start);
     }
 }
 

@@ -2,8 +2,8 @@
 //! exact reference models.
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
-use super::store::Store;
-use super::{lua_tostring, Decision, Params, Reference};
+use super::store::{KeyStore, Store};
+use super::{lua_tostring, Decision, Params, ShippedModel};
 
 /// The production script.
 pub const SCRIPT: &str = include_str!("../../../../scripts/sliding_log.lua");
@@ -60,8 +60,16 @@ impl Model {
     }
 }
 
-impl Reference for Model {
-    fn decide_at(&mut self, server: i64, key: &str, now: i64, cost: u64) -> Decision {
+impl ShippedModel for Model {
+    fn store(&self) -> &dyn KeyStore {
+        &self.keys
+    }
+
+    fn store_mut(&mut self) -> &mut dyn KeyStore {
+        &mut self.keys
+    }
+
+    fn decide_call(&mut self, server: i64, key: &str, now: i64, cost: u64) -> Decision {
         let (limit, window, cost) = (self.limit, self.window, cost as i64);
         let mut log = match self.keys.get(key, server) {
             Some(l) => std::mem::take(l),
@@ -116,18 +124,6 @@ impl Reference for Model {
         }
         decision
     }
-
-    fn keys(&self, server: i64) -> Vec<(String, Option<i64>)> {
-        self.keys.keys(server)
-    }
-
-    fn boxed_clone(&self) -> Box<dyn Reference> {
-        Box::new(self.clone())
-    }
-
-    fn trial(&mut self, start: bool) {
-        self.keys.trial(start);
-    }
 }
 
 /// The seed's sorted set, member by member: its member names can collide when the clock goes
@@ -152,8 +148,16 @@ impl SeedModel {
     }
 }
 
-impl Reference for SeedModel {
-    fn decide_at(&mut self, server: i64, key: &str, now: i64, _cost: u64) -> Decision {
+impl ShippedModel for SeedModel {
+    fn store(&self) -> &dyn KeyStore {
+        &self.keys
+    }
+
+    fn store_mut(&mut self) -> &mut dyn KeyStore {
+        &mut self.keys
+    }
+
+    fn decide_call(&mut self, server: i64, key: &str, now: i64, _cost: u64) -> Decision {
         let mut z = match self.keys.get(key, server) {
             Some(z) => std::mem::take(z),
             None => Zset::default(),
@@ -187,25 +191,13 @@ impl Reference for SeedModel {
         }
         Decision::allowed_only(allowed)
     }
-
-    fn keys(&self, server: i64) -> Vec<(String, Option<i64>)> {
-        self.keys.keys(server)
-    }
-
-    fn boxed_clone(&self) -> Box<dyn Reference> {
-        Box::new(self.clone())
-    }
-
-    fn trial(&mut self, start: bool) {
-        self.keys.trial(start);
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    use crate::shipped::decision as d;
+    use crate::shipped::{decision as d, Reference};
 
     // Replies checked on a real Redis 7.0.15 with the same calls.
     #[test]

@@ -1,7 +1,7 @@
 //! Sliding window counter: `scripts/sliding_window.lua` and the seed's
 //! `scripts/seed/sliding_window.lua`, with their exact reference models.
-use super::store::Store;
-use super::{lua_mod, lua_tostring, Decision, Params, Reference};
+use super::store::{KeyStore, Store};
+use super::{lua_mod, lua_tostring, Decision, Params, ShippedModel};
 
 /// The production script.
 pub const SCRIPT: &str = include_str!("../../../../scripts/sliding_window.lua");
@@ -34,8 +34,16 @@ impl Model {
     }
 }
 
-impl Reference for Model {
-    fn decide_at(&mut self, server: i64, key: &str, now: i64, cost: u64) -> Decision {
+impl ShippedModel for Model {
+    fn store(&self) -> &dyn KeyStore {
+        &self.keys
+    }
+
+    fn store_mut(&mut self) -> &mut dyn KeyStore {
+        &mut self.keys
+    }
+
+    fn decide_call(&mut self, server: i64, key: &str, now: i64, cost: u64) -> Decision {
         let (limit, window, cost) = (self.limit, self.window, cost as i64);
         let win = now.div_euclid(window);
         let State { w, mut c, p } = match self.keys.get(key, server).copied() {
@@ -86,18 +94,6 @@ impl Reference for Model {
         };
         Decision { allowed: false, remaining: remaining(c), retry_after_ms: lag + retry, reset_after_ms: reset(c), granted: -1 }
     }
-
-    fn keys(&self, server: i64) -> Vec<(String, Option<i64>)> {
-        self.keys.keys(server)
-    }
-
-    fn boxed_clone(&self) -> Box<dyn Reference> {
-        Box::new(self.clone())
-    }
-
-    fn trial(&mut self, start: bool) {
-        self.keys.trial(start);
-    }
 }
 
 /// The reference of `scripts/seed/sliding_window.lua`: INCR counters per window, and the estimate
@@ -123,8 +119,16 @@ impl SeedModel {
     }
 }
 
-impl Reference for SeedModel {
-    fn decide_at(&mut self, server: i64, key: &str, now: i64, _cost: u64) -> Decision {
+impl ShippedModel for SeedModel {
+    fn store(&self) -> &dyn KeyStore {
+        &self.keys
+    }
+
+    fn store_mut(&mut self) -> &mut dyn KeyStore {
+        &mut self.keys
+    }
+
+    fn decide_call(&mut self, server: i64, key: &str, now: i64, _cost: u64) -> Decision {
         let (w, now) = (self.window, now as f64);
         let cur = (now / w).floor();
         for (name, index) in [(&mut self.current, cur), (&mut self.previous, cur - 1.0)] {
@@ -147,25 +151,13 @@ impl Reference for SeedModel {
         }
         Decision::allowed_only(false)
     }
-
-    fn keys(&self, server: i64) -> Vec<(String, Option<i64>)> {
-        self.keys.keys(server)
-    }
-
-    fn boxed_clone(&self) -> Box<dyn Reference> {
-        Box::new(self.clone())
-    }
-
-    fn trial(&mut self, start: bool) {
-        self.keys.trial(start);
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    use crate::shipped::decision as d;
+    use crate::shipped::{decision as d, Reference};
 
     // Replies checked on a real Redis 7.0.15 with the same calls.
     #[test]

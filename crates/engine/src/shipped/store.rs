@@ -1,6 +1,6 @@
 //! A model of the few Redis keys one script touches: values with PEXPIRE deadlines that vanish
 //! exactly when Redis 7.0 would drop them, so reference models forget state when Redis does.
-use limitlab_emulator::fxhash::FxHashMap;
+use rustc_hash::FxHashMap;
 
 /// Keys of one reference model, each with an optional deadline in server milliseconds.
 ///
@@ -13,7 +13,7 @@ pub(crate) struct Store<V> {
     /// When the map reaches this size, expired keys are swept so a long simulation over many
     /// subjects does not keep every subject it ever saw (Redis's active expiry does the same).
     sweep_at: usize,
-    /// Whether a trial is running (see [`Store::trial`]): changes are then recorded in `undo`.
+    /// Whether a trial is running (see [`KeyStore::trial`]): changes are then recorded in `undo`.
     in_trial: bool,
     /// During a trial, every key it touched with its slot from before the trial (`None`: absent).
     undo: Vec<(String, Option<Slot<V>>)>,
@@ -45,29 +45,6 @@ impl<V> Default for Store<V> {
 }
 
 impl<V: Clone> Store<V> {
-    /// `true` starts a trial: from now on every key a call touches is saved first. `false` ends it
-    /// and puts every saved key back as it was, so the store is exactly as before the trial. This
-    /// lets a model answer "what if" ([`super::Reference::probe`]) without copying all its keys:
-    /// a call touches one or two.
-    pub fn trial(&mut self, start: bool) {
-        if start {
-            self.undo.clear();
-            self.in_trial = true;
-            return;
-        }
-        self.in_trial = false;
-        for (key, slot) in self.undo.drain(..) {
-            match slot {
-                Some(slot) => {
-                    self.map.insert(key, slot);
-                }
-                None => {
-                    self.map.remove(&key);
-                }
-            }
-        }
-    }
-
     /// Saves `key`'s slot before a change, once per trial (a call touches few keys: a scan is
     /// enough). Outside a trial it does nothing.
     fn save(&mut self, key: &str) {
@@ -132,14 +109,6 @@ impl<V: Clone> Store<V> {
         self.map.remove(key);
     }
 
-    /// The live keys at `server`, sorted, with their deadlines.
-    pub fn keys(&self, server: i64) -> Vec<(String, Option<i64>)> {
-        let mut v: Vec<(String, Option<i64>)> =
-            self.map.iter().filter(|(_, s)| alive(s.deadline, server)).map(|(k, s)| (k.clone(), s.deadline)).collect();
-        v.sort();
-        v
-    }
-
     fn insert(&mut self, key: &str, slot: Slot<V>, server: i64) {
         if let Some(s) = self.map.get_mut(key) {
             *s = slot;
@@ -152,6 +121,49 @@ impl<V: Clone> Store<V> {
             self.sweep_at = (self.map.len() * 2).max(FIRST_SWEEP);
         }
         self.map.insert(key.to_owned(), slot);
+    }
+}
+
+/// What a model's store gives [`super::Reference`], whatever the model keeps under a key: the live
+/// keys, and trials.
+pub(crate) trait KeyStore {
+    /// The live keys at `server`, sorted, with their deadlines.
+    fn keys(&self, server: i64) -> Vec<(String, Option<i64>)>;
+
+    /// `true` starts a trial, `false` ends it and undoes it (see [`Store`]'s impl).
+    fn trial(&mut self, start: bool);
+}
+
+impl<V: Clone> KeyStore for Store<V> {
+    /// `true` starts a trial: from now on every key a call touches is saved first. `false` ends it
+    /// and puts every saved key back as it was, so the store is exactly as before the trial. This
+    /// lets a model answer "what if" ([`super::Reference::probe`]) without copying all its keys:
+    /// a call touches one or two.
+    fn trial(&mut self, start: bool) {
+        if start {
+            self.undo.clear();
+            self.in_trial = true;
+            return;
+        }
+        self.in_trial = false;
+        for (key, slot) in self.undo.drain(..) {
+            match slot {
+                Some(slot) => {
+                    self.map.insert(key, slot);
+                }
+                None => {
+                    self.map.remove(&key);
+                }
+            }
+        }
+    }
+
+    /// The live keys at `server`, sorted, with their deadlines.
+    fn keys(&self, server: i64) -> Vec<(String, Option<i64>)> {
+        let mut v: Vec<(String, Option<i64>)> =
+            self.map.iter().filter(|(_, s)| alive(s.deadline, server)).map(|(k, s)| (k.clone(), s.deadline)).collect();
+        v.sort();
+        v
     }
 }
 

@@ -1,7 +1,7 @@
 //! Token bucket: `scripts/token_bucket.lua` and the seed's `scripts/seed/token_bucket.lua`, with
 //! their exact reference models.
-use super::store::Store;
-use super::{ceil_div, Decision, Params, Reference};
+use super::store::{KeyStore, Store};
+use super::{ceil_div, Decision, Params, ShippedModel};
 
 /// The production script.
 pub const SCRIPT: &str = include_str!("../../../../scripts/token_bucket.lua");
@@ -32,8 +32,16 @@ impl Model {
     }
 }
 
-impl Reference for Model {
-    fn decide_at(&mut self, server: i64, key: &str, now: i64, cost: u64) -> Decision {
+impl ShippedModel for Model {
+    fn store(&self) -> &dyn KeyStore {
+        &self.keys
+    }
+
+    fn store_mut(&mut self) -> &mut dyn KeyStore {
+        &mut self.keys
+    }
+
+    fn decide_call(&mut self, server: i64, key: &str, now: i64, cost: u64) -> Decision {
         let (limit, window, burst, cost) = (self.limit, self.window, self.burst, cost as i64);
         let cap = burst * window;
         let (mut n, t) = match self.keys.get(key, server).copied() {
@@ -69,18 +77,6 @@ impl Reference for Model {
         }
         Decision { allowed: true, remaining: n / window, retry_after_ms: -1, reset_after_ms: reset(n), granted: -1 }
     }
-
-    fn keys(&self, server: i64) -> Vec<(String, Option<i64>)> {
-        self.keys.keys(server)
-    }
-
-    fn boxed_clone(&self) -> Box<dyn Reference> {
-        Box::new(self.clone())
-    }
-
-    fn trial(&mut self, start: bool) {
-        self.keys.trial(start);
-    }
 }
 
 /// The reference of `scripts/seed/token_bucket.lua`: tokens as a Lua double, refilled with
@@ -99,8 +95,16 @@ impl SeedModel {
     }
 }
 
-impl Reference for SeedModel {
-    fn decide_at(&mut self, server: i64, key: &str, now: i64, _cost: u64) -> Decision {
+impl ShippedModel for SeedModel {
+    fn store(&self) -> &dyn KeyStore {
+        &self.keys
+    }
+
+    fn store_mut(&mut self) -> &mut dyn KeyStore {
+        &mut self.keys
+    }
+
+    fn decide_call(&mut self, server: i64, key: &str, now: i64, _cost: u64) -> Decision {
         let (cap, w, now) = (self.cap, self.window, now as f64);
         let (mut tok, ts) = self.keys.get(key, server).copied().unwrap_or((cap, now));
         let refilled = tok + (now - ts) * cap / w;
@@ -114,25 +118,13 @@ impl Reference for SeedModel {
         self.keys.pexpire(key, (w * 2.0) as i64, server);
         Decision::allowed_only(allowed)
     }
-
-    fn keys(&self, server: i64) -> Vec<(String, Option<i64>)> {
-        self.keys.keys(server)
-    }
-
-    fn boxed_clone(&self) -> Box<dyn Reference> {
-        Box::new(self.clone())
-    }
-
-    fn trial(&mut self, start: bool) {
-        self.keys.trial(start);
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    use crate::shipped::decision as d;
+    use crate::shipped::{decision as d, Reference};
 
     // Replies checked on a real Redis 7.0.15 with the same calls.
     #[test]

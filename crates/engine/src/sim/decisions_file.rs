@@ -59,6 +59,7 @@ use crate::limiter::{Decision, Limiter, Params};
 use crate::spec::exec::CallRecord;
 use crate::spec::headers::headers;
 use crate::spec::{Program, Reports};
+use crate::traffic::csv_writer;
 use limitlab_emulator::reply::format_double;
 use limitlab_emulator::Reply;
 use limitlab_emulator::{Error, Result};
@@ -139,9 +140,9 @@ impl DecisionsOut {
             let file = File::create(&self.path).map_err(io(&self.path))?;
             let mut out = BufWriter::new(file);
             if self.format == DecisionsFormat::Csv {
-                let mut header = COLUMNS.join(",");
-                header.push('\n');
-                out.write_all(header.as_bytes()).map_err(io(&self.path))?;
+                let mut header = csv_writer(&mut out);
+                header.write_record(COLUMNS).map_err(|e| io(&self.path)(e.into()))?;
+                header.flush().map_err(io(&self.path))?;
             }
             for i in 0..count {
                 let part = self.part(i);
@@ -164,9 +165,8 @@ impl DecisionsOut {
 
 /// One script's rows, written to its part of the file as the run goes.
 pub struct DecisionWriter {
-    out: BufWriter<File>,
+    rows: Rows,
     path: PathBuf,
-    format: DecisionsFormat,
     script: String,
     /// Whether each reply is written alone (a spec of one call) or as `name=reply`.
     bare: bool,
@@ -175,6 +175,12 @@ pub struct DecisionWriter {
     request: u64,
     line: String,
     reply: String,
+}
+
+/// Where a part's rows go, in its format.
+enum Rows {
+    Csv(csv::Writer<File>),
+    Jsonl(BufWriter<File>),
 }
 
 /// A JSON line.
@@ -214,9 +220,11 @@ impl DecisionWriter {
         let file = File::create(&path).map_err(|source| Error::Io { path: path.clone(), source })?;
         let bare = matches!(limiter.spec().program, Program::Declarative { .. }) && limiter.program().calls.len() == 1;
         Ok(DecisionWriter {
-            out: BufWriter::with_capacity(1 << 16, file),
+            rows: match out.format {
+                DecisionsFormat::Csv => Rows::Csv(csv_writer(file)),
+                DecisionsFormat::Jsonl => Rows::Jsonl(BufWriter::with_capacity(1 << 16, file)),
+            },
             path,
-            format: out.format,
             script: limiter.name().to_string(),
             bare,
             params: limiter.params(),
@@ -255,9 +263,9 @@ impl DecisionWriter {
         };
         // The units the metrics count: the cost for a script that takes one, else 1.
         let units = r.cost;
-        self.line.clear();
-        match self.format {
-            DecisionsFormat::Jsonl => {
+        let io = |source| Error::Io { path: self.path.clone(), source };
+        match &mut self.rows {
+            Rows::Jsonl(out) => {
                 let row = Row {
                     script: &self.script,
                     request: self.request,
@@ -284,9 +292,12 @@ impl DecisionWriter {
                     field: "row".into(),
                     reason: e.to_string(),
                 })?;
+                self.line.clear();
                 self.line.push_str(&json);
+                self.line.push('\n');
+                out.write_all(self.line.as_bytes()).map_err(io)
             }
-            DecisionsFormat::Csv => {
+            Rows::Csv(out) => {
                 let num = |v: Option<i64>| v.map_or(String::new(), |x| x.to_string());
                 let flag = |b: bool| if b { "1" } else { "0" };
                 let fields: [&str; 19] = [
@@ -310,45 +321,25 @@ impl DecisionWriter {
                     h.ratelimit.as_deref().unwrap_or(""),
                     judged.headers_honest.map_or("", flag),
                 ];
-                for (i, f) in fields.iter().enumerate() {
-                    if i > 0 {
-                        self.line.push(',');
-                    }
-                    push_csv_field(&mut self.line, f);
-                }
+                out.write_record(fields).map_err(|e| io(e.into()))
             }
         }
-        self.line.push('\n');
-        self.out.write_all(self.line.as_bytes()).map_err(|source| Error::Io { path: self.path.clone(), source })
     }
 
     /// Flushes the part to disk.
     pub fn finish(mut self) -> Result<()> {
-        self.out.flush().map_err(|source| Error::Io { path: self.path.clone(), source })
-    }
-}
-
-/// Appends a CSV field, quoted (RFC 4180) when it holds a comma, a quote or a line break, or
-/// starts or ends with a space.
-fn push_csv_field(line: &mut String, field: &str) {
-    if field.contains([',', '"', '\n', '\r']) || field.starts_with(' ') || field.ends_with(' ') {
-        line.push('"');
-        for c in field.chars() {
-            if c == '"' {
-                line.push('"');
-            }
-            line.push(c);
+        match &mut self.rows {
+            Rows::Csv(out) => out.flush(),
+            Rows::Jsonl(out) => out.flush(),
         }
-        line.push('"');
-    } else {
-        line.push_str(field);
+        .map_err(|source| Error::Io { path: self.path.clone(), source })
     }
 }
 
 /// Appends `reply` in the compact one-line form of the module documentation.
 pub fn push_reply(out: &mut String, reply: &Reply) {
     match reply {
-        Reply::Int(i) => crate::decimal::push_i64(out, *i),
+        Reply::Int(i) => out.push_str(itoa::Buffer::new().format(*i)),
         Reply::Bulk(b) => push_quoted(out, b),
         Reply::Nil | Reply::NilArray => out.push_str("nil"),
         Reply::Status(s) => out.push_str(s),
@@ -447,15 +438,5 @@ mod tests {
             assert!(e.contains(".csv") && e.contains(".jsonl") && e.contains(".json") && e.contains(bad), "{e}");
         }
         assert_eq!(DecisionsOut::new("out/d.csv").unwrap().part(2), Path::new("out/.d.csv.part2"));
-    }
-
-    #[test]
-    fn csv_fields_are_quoted_when_they_must_be() {
-        let mut s = String::new();
-        for f in ["a", "\"default\";r=1", "x,y", " pad"] {
-            push_csv_field(&mut s, f);
-            s.push('|');
-        }
-        assert_eq!(s, "a|\"\"\"default\"\";r=1\"|\"x,y\"|\" pad\"|");
     }
 }

@@ -15,8 +15,8 @@ use crate::limiter::Params;
 use crate::metrics::ExactLog;
 use crate::traffic::{Arrival, Op, TraceStream, TrafficSpec, ZipfIter};
 use limitlab_emulator::clock::{Micros, Millis};
-use limitlab_emulator::fxhash::FxHashMap;
 use limitlab_emulator::{Error, Result};
+use rustc_hash::FxHashMap;
 
 use super::Scenario;
 
@@ -318,7 +318,7 @@ impl Iterator for Feed<'_> {
                         subjects.push(crate::traffic::numbered(it.key_prefix(), rank));
                     }
                     chunk.names.push_str(it.key_prefix());
-                    crate::decimal::push_u64(&mut chunk.names, rank);
+                    chunk.names.push_str(itoa::Buffer::new().format(rank));
                     let cost = it.cost();
                     let exact = judges.verdicts(subject, at.as_millis().0, cost);
                     chunk.steps.push(Step { at, cost, subject, phase, name_end: chunk.names.len() as u32, exact, op: Op::Request });

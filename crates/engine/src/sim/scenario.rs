@@ -27,6 +27,7 @@ use std::sync::Arc;
 
 use crate::limiter::{Limiter, Params, Variant};
 use crate::spec::{builtin, SharedSpec, Spec};
+use crate::toml_input::{at_line, from_toml};
 use crate::traffic::{Arrival, TrafficSpec};
 use limitlab_emulator::{Error, Result};
 
@@ -70,11 +71,6 @@ struct Raw {
     traffic: Spanned<TrafficSpec>,
 }
 
-/// 1-based line of byte offset `at` in `text`.
-fn line_of(text: &str, at: usize) -> usize {
-    text.as_bytes()[..at.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
-}
-
 /// The key assigned on `line` (`limit = "x"` gives `limit`), to name the field in type errors.
 fn key_on_line(text: &str, line: usize) -> Option<String> {
     let l = text.lines().nth(line.checked_sub(1)?)?;
@@ -98,16 +94,17 @@ impl Scenario {
 
     /// Parses and validates scenario text; `origin` names it in messages.
     pub fn from_toml(text: &str, origin: &Path) -> Result<Scenario> {
-        let raw: Raw = toml::from_str(text).map_err(|e| {
-            let line = e.span().map_or(1, |s| line_of(text, s.start));
-            let msg = e.message().trim_end();
-            let reason = match key_on_line(text, line) {
-                Some(k) if !msg.contains('`') => format!("field `{k}`: {msg}"),
-                _ => msg.to_string(),
-            };
-            Error::Parse { file: origin.to_path_buf(), line, reason }
+        let raw: Raw = from_toml(text, origin).map_err(|e| match e {
+            Error::Parse { file, line, reason } => {
+                let reason = match key_on_line(text, line) {
+                    Some(k) if !reason.contains('`') => format!("field `{k}`: {reason}"),
+                    _ => reason,
+                };
+                Error::Parse { file, line, reason }
+            }
+            other => other,
         })?;
-        let at = |span: std::ops::Range<usize>| format!("{}:{}", origin.display(), line_of(text, span.start));
+        let at = |span: std::ops::Range<usize>| at_line(origin, text, span.start);
         let invalid = |span: std::ops::Range<usize>, field: &str, reason: String| Error::Invalid {
             context: at(span),
             field: field.to_string(),

@@ -578,7 +578,7 @@ impl Value<'_> {
     /// writes them, strings as they are, booleans as `1`/`0`. Nil and arrays cannot be written.
     pub fn write_to(&self, out: &mut String) -> Result<(), String> {
         match self {
-            Value::Int(i) => crate::decimal::push_i64(out, *i),
+            Value::Int(i) => out.push_str(itoa::Buffer::new().format(*i)),
             Value::Num(x) => out.push_str(&format_num(*x)),
             Value::Str(s) => out.push_str(&String::from_utf8_lossy(s)),
             Value::Bool(b) => out.push(if *b { '1' } else { '0' }),
@@ -897,7 +897,7 @@ impl Template {
             match p {
                 Part::Lit(s) => out.push_str(s),
                 Part::Subject => out.push_str(req.subject),
-                Part::Int(v) => crate::decimal::push_i64(out, req.int_var(*v)),
+                Part::Int(v) => out.push_str(itoa::Buffer::new().format(req.int_var(*v))),
                 Part::Expr(e) => e.eval(req, replies)?.write_to(out)?,
             }
         }
@@ -1027,7 +1027,7 @@ impl Layout {
                         Var::Cost => req.cost.min(i64::MAX as u64) as i64,
                         v => req.other_int_var(*v),
                     };
-                    crate::decimal::push_i64(buf, x)
+                    buf.push_str(itoa::Buffer::new().format(x))
                 }
                 Piece::Expr(e, i) => e.eval(req, replies).and_then(|v| v.write_to(buf)).map_err(|r| (*i, r))?,
             }

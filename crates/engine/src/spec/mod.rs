@@ -44,6 +44,7 @@ use toml::Spanned;
 
 use crate::backend::Script;
 use crate::limiter::{Algorithm, Params, Variant};
+use crate::toml_input::{at_line, from_toml, line_of};
 use expr::{Const, Expr, Scope, Template};
 use limitlab_emulator::{Error, Result};
 
@@ -294,11 +295,6 @@ struct RawDecision {
     granted: Option<Spanned<String>>,
 }
 
-/// 1-based line of byte offset `at` in `text`.
-pub(crate) fn line_of(text: &str, at: usize) -> usize {
-    text.as_bytes()[..at.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
-}
-
 /// Where a spec reads its scripts from: the file system, or limitlab's embedded copies.
 pub trait Files {
     fn read(&self, path: &Path) -> std::io::Result<String>;
@@ -334,7 +330,7 @@ fn load_libraries(
     let mut functions = Vec::new();
     let mut emu = limitlab_emulator::Emulator::new();
     for (field, path) in wanted {
-        let at = format!("{}:{}", origin.display(), line_of(text, path.span().start));
+        let at = at_line(origin, text, path.span().start);
         let full = dir.join(path.get_ref());
         let body = files.read(&full).map_err(|e| Error::Invalid {
             context: at.clone(),
@@ -433,11 +429,8 @@ impl Spec {
     /// Parses and validates spec text; `origin` names it in messages, scripts are read from `dir`
     /// through `files`.
     pub fn from_toml(text: &str, origin: &Path, dir: &Path, files: &dyn Files) -> Result<Spec> {
-        let raw: RawSpec = toml::from_str(text).map_err(|e| {
-            let line = e.span().map_or(1, |s| line_of(text, s.start));
-            Error::Parse { file: origin.to_path_buf(), line, reason: e.message().trim_end().to_string() }
-        })?;
-        let at = |span: std::ops::Range<usize>| format!("{}:{}", origin.display(), line_of(text, span.start));
+        let raw: RawSpec = from_toml(text, origin)?;
+        let at = |span: std::ops::Range<usize>| at_line(origin, text, span.start);
         let invalid = |span: std::ops::Range<usize>, field: &str, reason: String| Error::Invalid {
             context: at(span),
             field: field.to_string(),

@@ -44,6 +44,7 @@ pub use boundary_burst::{Anchor, BoundaryBurst, Burst};
 pub use idle_then_burst::IdleThenBurst;
 pub use periodic_bursts::PeriodicBursts;
 pub use poisson::Poisson;
+pub(crate) use trace::csv_writer;
 pub use trace::{read_csv, write_csv, Rebase, Scan, TieRule, TimeFormat, TraceFormat, TraceSpec, TraceStream};
 pub use uniform::Uniform;
 pub use zipf_users::{Timing, ZipfIter, ZipfUsers};
@@ -288,9 +289,11 @@ pub(crate) fn unit_open0(rng: &mut ChaCha8Rng) -> f64 {
 
 /// `prefix` followed by the decimal digits of `n`, allocated once at its exact size.
 pub(crate) fn numbered(prefix: &str, n: u64) -> String {
-    let mut s = String::with_capacity(prefix.len() + crate::decimal::digits(n));
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(n);
+    let mut s = String::with_capacity(prefix.len() + digits.len());
     s.push_str(prefix);
-    crate::decimal::push_u64(&mut s, n);
+    s.push_str(digits);
     s
 }
 
