@@ -142,7 +142,7 @@ fn send(conn: &mut TcpStream, reader: &mut impl BufRead, args: &[&[u8]]) -> Vec<
 }
 
 fn data_file(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/emulator/cmd").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("crates/emulator/src/cmd").join(name)
 }
 
 #[test]

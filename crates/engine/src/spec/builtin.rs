@@ -89,7 +89,7 @@ mod tests {
 
     #[test]
     fn the_files_on_disk_are_the_embedded_ones() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
         for (p, body) in FILES {
             let on_disk = std::fs::read_to_string(root.join("scripts").join(p)).unwrap();
             assert_eq!(on_disk, body, "{p}");
