@@ -1165,7 +1165,11 @@ mod clock_tests {
 
     #[test]
     fn what_each_fixture_reads_of_the_server_clock() {
-        let reads = |f: &str| clock_reads(&Spec::from_file(std::path::Path::new(&format!("{}/../../tests/fixtures/{f}.toml", env!("CARGO_MANIFEST_DIR")))).unwrap());
+        let reads = |f: &str| {
+            clock_reads(
+                &Spec::from_file(std::path::Path::new(&format!("{}/../../tests/fixtures/{f}.toml", env!("CARGO_MANIFEST_DIR")))).unwrap(),
+            )
+        };
         assert_eq!(reads("redis_rate_gcra"), ["TIME at tests/fixtures/redis_rate_gcra.lua:30"]);
         assert_eq!(reads("rate_limit_redis"), ["PTTL at tests/fixtures/rate_limit_redis.lua:23"]);
         let rl = reads("rlflex_consume");

@@ -211,7 +211,11 @@ mod tests {
         assert_eq!(reads_commands(body, &["TIME", "PTTL", "TTL"]), [("TIME".to_string(), 2), ("PTTL".to_string(), 5)]);
         assert!(reads_time(body));
         assert!(!reads_time("return redis.call('GET', KEYS[1]) -- no 'TIME' here"));
-        assert!(reads_time(&std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/redis_rate_gcra.lua")).unwrap()));
-        assert!(!reads_time(&std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/rate_limit_redis.lua")).unwrap()));
+        assert!(reads_time(
+            &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/redis_rate_gcra.lua")).unwrap()
+        ));
+        assert!(!reads_time(
+            &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/rate_limit_redis.lua")).unwrap()
+        ));
     }
 }
