@@ -89,7 +89,7 @@ impl Emu {
 
     /// Keeps keys past their deadline (expiry switched off).
     fn without_expiry(self) -> Emu {
-        self.backend.emu.core().db.expiry_enabled = false;
+        self.backend.emu.set_expiry(false);
         self
     }
 
@@ -502,7 +502,7 @@ properties!(check_skew, skewed, [
 fn switching_expiry_off_keeps_keys_past_their_deadline() {
     for (enabled, want) in [(true, limitlab_emulator::Reply::Nil), (false, limitlab_emulator::Reply::Bulk(b"1".to_vec()))] {
         let mut b = EmulatedBackend::default();
-        b.emu.core().db.expiry_enabled = enabled;
+        b.emu.set_expiry(enabled);
         b.set_time_ms(START);
         b.command(&[b"SET", b"k", b"1", b"PX", b"10"]).unwrap();
         b.set_time_ms(START + 11);

@@ -87,7 +87,77 @@ impl Emulator {
         self.scripting.set_memory_cap(bytes);
     }
 
-    /// Direct access to the server state (keyspace, clock), for inspection.
+    /// Notes every key created outside `prefix` from now on (see [`Emulator::take_outside_keys`]):
+    /// a script that builds key names from ARGV instead of KEYS writes there.
+    pub fn watch_prefix(&self, prefix: &str) {
+        self.core.borrow_mut().db.watch = Some(Box::new(keyspace::KeyWatch::new(prefix.as_bytes())));
+    }
+
+    /// The keys created outside the watched prefix since the last call, in the order they were
+    /// first created; empty when no prefix is watched.
+    pub fn take_outside_keys(&self) -> Vec<Vec<u8>> {
+        match &mut self.core.borrow_mut().db.watch {
+            Some(w) => std::mem::take(&mut w.outside),
+            None => Vec::new(),
+        }
+    }
+
+    /// Starts a trial on the selected database: every key touched from now on is saved first, and
+    /// [`Emulator::end_trial`] puts them back ([`keyspace::Db::begin_trial`]).
+    pub fn begin_trial(&self) {
+        self.core.borrow_mut().db.begin_trial();
+    }
+
+    /// Ends the trial begun by [`Emulator::begin_trial`], putting back what it touched.
+    pub fn end_trial(&self) {
+        self.core.borrow_mut().db.end_trial();
+    }
+
+    /// A copy of the selected database, to put back with [`Emulator::restore_db`].
+    pub fn snapshot_db(&self) -> keyspace::Db {
+        self.core.borrow().db.clone()
+    }
+
+    /// Puts back a database saved by [`Emulator::snapshot_db`].
+    pub fn restore_db(&self, db: keyspace::Db) {
+        self.core.borrow_mut().db = db;
+    }
+
+    /// Whether keys expire (on by default); off, a key outlives its TTL, for models that ignore
+    /// expiry.
+    pub fn set_expiry(&self, enabled: bool) {
+        self.core.borrow_mut().db.expiry_enabled = enabled;
+    }
+
+    /// Whether the emulator answers as a cluster node ([`Emulator::set_cluster`]).
+    pub fn is_cluster(&self) -> bool {
+        self.core.borrow().cluster
+    }
+
+    /// How many keys the selected database holds, expired ones not yet removed included.
+    pub fn key_count(&self) -> usize {
+        self.core.borrow().db.len()
+    }
+
+    /// [`Emulator::execute_as`], with replies in RESP3's types when `resp3` (a connection that
+    /// said `HELLO 3`).
+    pub fn execute_as_with(&mut self, id: ClientId, args: &[&[u8]], resp3: bool) -> Reply {
+        if !resp3 {
+            return self.execute_as(id, args);
+        }
+        self.core.borrow_mut().resp3 = true;
+        let r = self.execute_as(id, args);
+        self.core.borrow_mut().resp3 = false;
+        r
+    }
+
+    /// The number CLIENT LIST shows for client `id` (0 when it is gone).
+    pub fn client_number(&self, id: ClientId) -> u64 {
+        self.core.borrow_mut().client(id).map_or(0, |c| c.id)
+    }
+
+    /// Direct access to the server state (keyspace, clock), for tools that measure it (the
+    /// `used_memory` check, the benchmark) and tests; the methods above are the interface.
     pub fn core(&self) -> std::cell::RefMut<'_, Core> {
         self.core.borrow_mut()
     }

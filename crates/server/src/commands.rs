@@ -90,14 +90,7 @@ pub fn execute(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut Vec<u
     }
     let node = &server.nodes[conn.node];
     let mut emu = node.emu.borrow_mut();
-    let r = if conn.resp3 {
-        emu.core().resp3 = true;
-        let r = emu.execute_as(conn.client, args);
-        emu.core().resp3 = false;
-        r
-    } else {
-        emu.execute_as(conn.client, args)
-    };
+    let r = emu.execute_as_with(conn.client, args, conn.resp3);
     drop(emu);
     // A reply of many elements (LRANGE, HGETALL, EXEC, a script's table) may hold millions: the
     // connection streams it to the socket (resp::Stream) after the replies before it.
@@ -242,7 +235,7 @@ fn hello(server: &Server, conn: &mut Conn, args: &[&[u8]]) -> Reply {
     if let Some(v) = ver {
         conn.resp3 = v == 3;
     }
-    let id = server.nodes[conn.node].emu.borrow().core().client(conn.client).map_or(0, |c| c.id);
+    let id = server.nodes[conn.node].emu.borrow().client_number(conn.client);
     let b = |s: &str| Reply::bulk(s.as_bytes().to_vec());
     Reply::Map(vec![
         (b("server"), b("redis")),

@@ -431,7 +431,7 @@ pub fn audit(target: &mut Target<'_>, opts: &Options, progress: &mut dyn Progres
 
 /// Audits an emulator's keyspace (a simulation's end state).
 pub fn audit_emulator(emu: &mut Emulator, opts: &Options, progress: &mut dyn Progress) -> Result<AuditReport> {
-    let cluster = emu.core().cluster;
+    let cluster = emu.is_cluster();
     let mut target = Target {
         name: "emulator".into(),
         cluster,

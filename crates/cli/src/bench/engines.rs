@@ -244,7 +244,7 @@ pub fn redis_spec(real: &mut limitlab_engine::backend::real::RealRedis, w: &Work
 /// real server decides on its wall clock.
 pub fn emulator_without_expiry(w: &Workload, l: &Limiter, n: usize) -> Result<Vec<Decision>> {
     let mut backend = EmulatedBackend::default();
-    backend.emu.core().db.expiry_enabled = false;
+    backend.emu.set_expiry(false);
     let mut session = l.session();
     let subjects = w.subjects();
     let mut out = Vec::with_capacity(n);

@@ -940,7 +940,7 @@ fn replay_at(limiter: &Limiter, arrivals: &[Arrival], prefix: &str, runs: &[Serv
             continue;
         }
         uncertain += 1;
-        let saved = b.emu.core().db.clone();
+        let saved = b.emu.snapshot_db();
         let seq = session.seq;
         // The client's own state goes back with the keyspace before every candidate.
         session.save_client()?;
@@ -948,7 +948,7 @@ fn replay_at(limiter: &Limiter, arrivals: &[Arrival], prefix: &str, runs: &[Serv
         // (candidate, whether its expiries agree too)
         let mut best: Option<(usize, bool)> = None;
         for (c, times) in candidates.iter().enumerate() {
-            b.emu.core().db = saved.clone();
+            b.emu.restore_db(saved.clone());
             session.seq = seq;
             session.restore_client()?;
             let d = limiter.call(&mut Scheduled { inner: &mut b, times, next: 0 }, &mut session, &a.key, now, a.cost)?;
@@ -966,7 +966,7 @@ fn replay_at(limiter: &Limiter, arrivals: &[Arrival], prefix: &str, runs: &[Serv
             }
         }
         let times = &candidates[best.map_or(0, |(c, _)| c)];
-        b.emu.core().db = saved;
+        b.emu.restore_db(saved);
         session.seq = seq;
         session.restore_client()?;
         out.push(limiter.call(&mut Scheduled { inner: &mut b, times, next: 0 }, &mut session, &a.key, now, a.cost)?);

@@ -24,7 +24,7 @@ impl EmulatedBackend {
     /// and that notes every key created outside it ([`EmulatedBackend::take_outside_keys`]): a
     /// script that builds key names from ARGV instead of KEYS writes there.
     pub fn with_prefix(emu: Emulator, prefix: &str) -> Self {
-        emu.core().db.watch = Some(Box::new(limitlab_emulator::keyspace::KeyWatch::new(prefix.as_bytes())));
+        emu.watch_prefix(prefix);
         EmulatedBackend { emu, prefix: prefix.to_string(), keyless: Vec::new() }
     }
 
@@ -40,9 +40,9 @@ impl EmulatedBackend {
     /// [`limitlab_emulator::keyspace::Db::begin_trial`]); only the selected database is put back.
     pub fn trial<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
         let clock = self.emu.clock().now_millis();
-        self.emu.core().db.begin_trial();
+        self.emu.begin_trial();
         let out = f(self);
-        self.emu.core().db.end_trial();
+        self.emu.end_trial();
         self.emu.clock().set_millis(clock);
         out
     }
@@ -50,10 +50,7 @@ impl EmulatedBackend {
     /// The keys created outside the prefix since the last call, in the order they were first
     /// created (each once over the backend's life). Empty without a prefix.
     pub fn take_outside_keys(&mut self) -> Vec<String> {
-        match &mut self.emu.core().db.watch {
-            Some(w) => std::mem::take(&mut w.outside).into_iter().map(|k| String::from_utf8_lossy(&k).into_owned()).collect(),
-            None => Vec::new(),
-        }
+        self.emu.take_outside_keys().into_iter().map(|k| String::from_utf8_lossy(&k).into_owned()).collect()
     }
 }
 
@@ -72,7 +69,7 @@ impl Backend for EmulatedBackend {
     }
     fn eval(&mut self, script: &Script, keys: &[&[u8]], args: &[&[u8]]) -> Result<Reply> {
         // As a cluster node does before running anything: declared keys must share one slot.
-        if self.emu.core().cluster && limitlab_emulator::cluster::common_slot(keys.iter().copied()).is_err() {
+        if self.emu.is_cluster() && limitlab_emulator::cluster::common_slot(keys.iter().copied()).is_err() {
             return Ok(Reply::err(limitlab_emulator::cluster::CROSSSLOT));
         }
         let mut r = self.emu.evalsha(script.sha.as_bytes(), keys, args);
@@ -82,7 +79,7 @@ impl Backend for EmulatedBackend {
             }
             r = self.emu.evalsha(script.sha.as_bytes(), keys, args);
         }
-        if keys.is_empty() && self.emu.core().cluster {
+        if keys.is_empty() && self.emu.is_cluster() {
             self.keyless.extend(self.emu.last_script_slot());
         }
         Ok(r)
@@ -97,7 +94,7 @@ impl Backend for EmulatedBackend {
         }
     }
     fn cleanup(&mut self) -> Result<u64> {
-        let n = self.emu.core().db.len() as u64;
+        let n = self.emu.key_count() as u64;
         self.emu.execute(&[b"FLUSHALL"]);
         Ok(n)
     }

@@ -1258,7 +1258,7 @@ impl Ctx<'_> {
         let relies = match sparse {
             Some(pat) => {
                 let mut r = Replay::new(self.limiter);
-                r.backend.emu.core().db.expiry_enabled = false;
+                r.backend.emu.set_expiry(false);
                 r.play(&pat.arrivals, |_, _| Ok(()));
                 r.played.iter().any(|p| !p.decision.allowed)
             }
@@ -1268,7 +1268,7 @@ impl Ctx<'_> {
         if !relies {
             for ((r, _), pat) in runs.iter().zip(self.patterns) {
                 let mut kept = Replay::new(self.limiter);
-                kept.backend.emu.core().db.expiry_enabled = false;
+                kept.backend.emu.set_expiry(false);
                 kept.play(&pat.arrivals, |_, _| Ok(()));
                 // The run with expired keys kept stopped at an error where the plain run went on:
                 // the script meets state it cannot handle once a key outlives its TTL.

@@ -81,11 +81,11 @@ pub fn what_if(
     now_ms: i64,
     costs: &[u64],
 ) -> Result<Vec<Decision>> {
-    let saved = backend.emu.core().db.clone();
+    let saved = backend.emu.snapshot_db();
     let clock = backend.emu.clock().now_millis();
     backend.set_time_ms(server_ms);
     let out = limiter.what_if(session, |s| costs.iter().map(|&c| limiter.call(backend, s, subject, now_ms, c)).collect());
-    backend.emu.core().db = saved;
+    backend.emu.restore_db(saved);
     backend.emu.clock().set_millis(clock);
     out
 }
