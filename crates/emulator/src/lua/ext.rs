@@ -50,62 +50,6 @@ pub struct MemCap {
     pub line: *mut c_int,
 }
 
-/// The memory cap of a state, lifted while Rust code that owns memory or holds a borrow pushes
-/// values onto the Lua stack (a reply, a library function's results): with no cap, and an
-/// allocator that never fails ([`super::vm::lua_alloc`]), those pushes cannot raise, so no raise can
-/// unwind past the Rust values. Plain data without a destructor: [`LiftedCap::restore`] puts the
-/// cap back, and a raise that skipped it would only leave the rest of the run uncapped (the run's
-/// end lifts the cap anyway).
-#[derive(Clone, Copy)]
-pub struct LiftedCap {
-    pub l: *mut mlua::ffi::lua_State,
-    pub m: MemCap,
-    /// The cap to put back.
-    pub cap: usize,
-}
-
-impl LiftedCap {
-    /// Lifts the cap of the state `l` belongs to, keeping it for [`LiftedCap::restore`].
-    ///
-    /// # Safety
-    ///
-    /// `l` is a live Lua state or thread.
-    pub unsafe fn lift(l: *mut mlua::ffi::lua_State) -> LiftedCap {
-        let m = memcap(l);
-        let cap = std::mem::replace(&mut *m.cap, usize::MAX);
-        LiftedCap { l, m, cap }
-    }
-
-    /// Puts the cap back. If the state now holds more than the cap, the script is flagged as
-    /// lmem.c flags a growth past it: the cap marked hit, the line of the innermost Lua function
-    /// noted (when the cap was not hit before), and the count hook made to fire at the next loop
-    /// or call, where [`super::vm::budget_hook`] kills the script.
-    ///
-    /// # Safety
-    ///
-    /// `l` and `m` belong to a live state (the one `lift` was given); when the state is over
-    /// the cap it is one of the emulator's VMs, whose count hook is the budget hook.
-    pub unsafe fn restore(self) {
-        let m = self.m;
-        *m.cap = self.cap;
-        if *m.totalbytes > self.cap {
-            if *m.hit == 0 {
-                *m.hit = 1;
-                *m.line = 0;
-                let mut ar: mlua::ffi::lua_Debug = std::mem::zeroed();
-                let mut level = 0;
-                while *m.line <= 0 && mlua::ffi::lua_getstack(self.l, level, &mut ar) != 0 {
-                    if mlua::ffi::lua_getinfo(self.l, c"l".as_ptr(), &mut ar) != 0 {
-                        *m.line = ar.currentline;
-                    }
-                    level += 1;
-                }
-            }
-            mlua::ffi::lua_sethook(self.l, Some(super::vm::budget_hook), mlua::ffi::LUA_MASKCOUNT, 1);
-        }
-    }
-}
-
 /// One argument as `lua_peekargs` describes it (`struct lua_PeekArg` in lua.h).
 #[repr(C)]
 #[derive(Clone, Copy)]

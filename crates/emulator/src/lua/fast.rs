@@ -3,30 +3,18 @@
 //! call builds KEYS/ARGV and converts its result the same way. Everything here follows one rule: no
 //! Rust value that owns memory is alive when a Lua error is raised (a raise unwinds by longjmp).
 //! The places Lua is called while Rust holds something (the keyspace borrow, the reply) are
-//! [`LuaSink`]'s methods: they push with the memory cap lifted ([`super::ext::LiftedCap`]), so
+//! [`LuaSink`]'s methods: they push with the memory cap lifted ([`super::budget::LiftedCap`]), so
 //! that no push can raise, and check the stack without raising; `redis.call` raises what they
 //! report once it holds nothing.
-use std::cell::RefCell;
 use std::os::raw::c_int;
-use std::rc::Rc;
 
 use mlua::ffi;
 
-use super::libs::cvt_i64;
-use super::libs::raw::push_bytes;
-use super::{call_checked, one_line, RunState};
-use crate::core::Core;
+use super::call::call_checked;
+use super::context::CallCtx;
+use super::cvt::cvt_i64;
+use super::stack::{one_line, push_bytes};
 use crate::reply::{fmt_g, Reply, ReplySink};
-
-/// What the C functions need; owned by the VM and handed to them as a light userdata upvalue.
-pub(crate) struct CallCtx {
-    pub core: Rc<RefCell<Core>>,
-    pub state: Rc<RunState>,
-    /// Scratch space for numbers formatted as arguments (reused, so a call allocates nothing).
-    pub numbuf: RefCell<Vec<u8>>,
-    /// Redis's `math.random` stream (shared by every VM of a server, as Redis's is).
-    pub rng: Rc<super::rand48::Rand48>,
-}
 
 /// Most commands have few arguments: up to this many are kept on the stack.
 const INLINE_ARGS: usize = 16;
@@ -65,7 +53,7 @@ impl ReplySink for LuaSink {
                 self.overflow = true;
                 return;
             }
-            let lifted = super::ext::LiftedCap::lift(l);
+            let lifted = super::budget::LiftedCap::lift(l);
             ffi::lua_createtable(l, 0, 0);
             ffi::lua_pushstring(l, c"verbatim_string".as_ptr());
             ffi::lua_createtable(l, 0, 0);
@@ -85,7 +73,7 @@ impl ReplySink for LuaSink {
         // (which owns memory) is alive: nothing may raise. With the cap lifted no push can, and
         // push_reply checks the stack without raising (see it).
         unsafe {
-            let lifted = super::ext::LiftedCap::lift(self.l);
+            let lifted = super::budget::LiftedCap::lift(self.l);
             self.overflow = !push_reply(self.l, &r, self.resp);
             lifted.restore();
         }
@@ -94,7 +82,7 @@ impl ReplySink for LuaSink {
     /// here raises a Lua error (which would leave the borrow taken): a flat array takes two of the
     /// LUA_MINSTACK slots a C function is given, so no stack check; the memory cap is lifted while
     /// it pushes and, if the reply took the script past it, the script is killed at its next loop
-    /// or call (see [`super::ext::LiftedCap`]); the allocator itself never fails.
+    /// or call (see [`super::budget::LiftedCap`]); the allocator itself never fails.
     fn bulks(&mut self, n: usize, items: &mut dyn Iterator<Item = Option<&[u8]>>) {
         let l = self.l;
         // SAFETY: push_array's flat case: the same table, the same elements (a nil as push_reply
@@ -103,7 +91,7 @@ impl ReplySink for LuaSink {
         // LUA_MINSTACK slots Lua gave it. The bytes pushed are the keyspace's, alive for the call;
         // with the cap lifted nothing here raises while the caller holds the keyspace borrow.
         unsafe {
-            let lifted = super::ext::LiftedCap::lift(l);
+            let lifted = super::budget::LiftedCap::lift(l);
             new_array(l, n, self.resp);
             for (i, x) in items.enumerate() {
                 match x {
@@ -202,10 +190,10 @@ unsafe fn run_from_stack(l: *mut ffi::lua_State, ctx: &CallCtx, out: &mut LuaSin
 ///
 /// # Safety
 ///
-/// As [`super::helpers::push_error_buff`]: `l` runs `redis.call` (five of its LUA_MINSTACK slots
+/// As [`super::stack::push_error_buff`]: `l` runs `redis.call` (five of its LUA_MINSTACK slots
 /// are free) and its frames hold nothing with a destructor, since the pushes can raise past the cap.
 unsafe fn lib_error(l: *mut ffi::lua_State, out: &mut LuaSink, msg: &[u8]) {
-    super::helpers::push_error_buff(l, msg);
+    super::stack::push_error_buff(l, msg);
     out.failed = true;
 }
 
@@ -318,7 +306,7 @@ unsafe fn push_error_reply(l: *mut ffi::lua_State, s: &str) {
     ffi::lua_concat(l, 2);
     let mut len = 0usize;
     let p = ffi::lua_tolstring(l, -1, &mut len);
-    super::helpers::push_error_buff(l, std::slice::from_raw_parts(p.cast::<u8>(), len));
+    super::stack::push_error_buff(l, std::slice::from_raw_parts(p.cast::<u8>(), len));
     ffi::lua_remove(l, -2);
     ffi::lua_pushstring(l, c"ignore_error_stats_update".as_ptr());
     ffi::lua_pushboolean(l, 1);
@@ -504,12 +492,12 @@ unsafe fn table_to_reply(l: *mut ffi::lua_State, t: c_int, resp: u8, depth: usiz
         // Both are C strings in Redis: cut at a NUL.
         if raw_field(l, t, c"err") == ffi::LUA_TSTRING {
             let s = string_at(l, -1).unwrap_or_default();
-            return restore(Reply::Error(one_line(&String::from_utf8_lossy(super::helpers::cstr(&s)))));
+            return restore(Reply::Error(one_line(&String::from_utf8_lossy(super::stack::cstr(&s)))));
         }
         ffi::lua_settop(l, top);
         if raw_field(l, t, c"ok") == ffi::LUA_TSTRING {
             let s = string_at(l, -1).unwrap_or_default();
-            return restore(Reply::Status(one_line(&String::from_utf8_lossy(super::helpers::cstr(&s)))));
+            return restore(Reply::Status(one_line(&String::from_utf8_lossy(super::stack::cstr(&s)))));
         }
         ffi::lua_settop(l, top);
         if raw_field(l, t, c"double") == ffi::LUA_TNUMBER {
@@ -606,7 +594,7 @@ pub(crate) unsafe fn read_failure(l: *mut ffi::lua_State, idx: c_int) -> ScriptF
         let v = if ty == ffi::LUA_TSTRING || ty == ffi::LUA_TNUMBER {
             let mut len = 0usize;
             let p = ffi::lua_tolstring(l, -1, &mut len);
-            Some(String::from_utf8_lossy(super::helpers::cstr(std::slice::from_raw_parts(p as *const u8, len))).into_owned())
+            Some(String::from_utf8_lossy(super::stack::cstr(std::slice::from_raw_parts(p as *const u8, len))).into_owned())
         } else {
             None
         };

@@ -13,6 +13,7 @@
 //! (Jones). Libraries are listed and dumped in the order they were loaded; Redis lists them in the
 //! order of a dict seeded at random on every start, so with more than one library its order differs
 //! from run to run (and from ours), and so do the bytes of a dump of several libraries.
+mod library;
 mod lua_engine;
 mod rdb;
 
@@ -23,84 +24,22 @@ use std::rc::Rc;
 use indexmap::IndexMap;
 use mlua::ffi;
 
-use super::helpers;
-use super::{cluster, eq_ic, RunState, Vm};
+use super::context::RunState;
+use super::stack;
+use super::vm::Vm;
+use crate::cluster;
+use crate::cmd::eq_ic;
 use crate::core::Core;
 use crate::keyspace::glob_match;
 use crate::reply::Reply;
-use lua_engine::{extract_error, set_globals_index, string_or_empty};
-pub(crate) use lua_engine::{install_globals, push_array};
+use library::{valid_name, Func, LoadCtx, ALLOW_CROSS_SLOT, BAD_NAME, FLAG_NAMES, NO_CLUSTER, NO_WRITES};
+use lua_engine::{extract_error, install_globals, set_globals_index, string_or_empty};
 use rdb::{crc64, rdb_load_len, rdb_load_string, rdb_save_string, RDB_OPCODE_FUNCTION2, RDB_OPCODE_FUNCTION_PRE_GA, RDB_VERSION};
-
-/// FUNCTION HELP.
-pub(crate) static HELP: &[&str] = &[
-    "FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-    "LOAD [REPLACE] <FUNCTION CODE>",
-    "    Create a new library with the given library name and code.",
-    "DELETE <LIBRARY NAME>",
-    "    Delete the given library.",
-    "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
-    "    Return general information on all the libraries:",
-    "    * Library name",
-    "    * The engine used to run the Library",
-    "    * Library description",
-    "    * Functions list",
-    "    * Library code (if WITHCODE is given)",
-    "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
-    "STATS",
-    "    Return information about the current function running:",
-    "    * Function name",
-    "    * Command used to run the function",
-    "    * Duration in MS that the function is running",
-    "    If no function is running, return nil",
-    "    In addition, returns a list of available engines.",
-    "KILL",
-    "    Kill the current running function.",
-    "FLUSH [ASYNC|SYNC]",
-    "    Delete all the libraries.",
-    "    When called without the optional mode argument, the behavior is determined by the",
-    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
-    "    * ASYNC: Asynchronously flush the libraries.",
-    "    * SYNC: Synchronously flush the libraries.",
-    "DUMP",
-    "    Return a serialized payload representing the current libraries, can be restored using FUNCTION RESTORE command",
-    "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
-    "    Restore the libraries represented by the given payload, it is possible to give a restore policy to",
-    "    control how to handle existing libraries (default APPEND):",
-    "    * FLUSH: delete all existing libraries.",
-    "    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
-    "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
-    "      libraries with the new libraries (notice that even on this option there is a chance of failure",
-    "      in case of functions name collision with another library).",
-    "HELP",
-    "    Prints this help.",
-];
-
-/// Script flags (`scripts_flags_def`), in Redis's order.
-pub(crate) const FLAG_NAMES: [&str; 5] = ["no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"];
-pub(crate) const NO_WRITES: u8 = 1;
-pub(crate) const NO_CLUSTER: u8 = 8;
-pub(crate) const ALLOW_CROSS_SLOT: u8 = 16;
-
-/// One registered function.
-struct Func {
-    name: Vec<u8>,
-    desc: Option<Vec<u8>>,
-    flags: u8,
-    /// The callback, in the functions VM's registry.
-    fref: c_int,
-}
 
 /// A library: its name, its whole code (shebang included) and its functions, in registration order.
 struct Library {
     code: Vec<u8>,
     functions: Vec<Func>,
-}
-
-/// What `redis.register_function` collects while FUNCTION LOAD runs a library (None otherwise).
-#[derive(Default)]
-pub(crate) struct LoadCtx {
-    registered: RefCell<Option<Vec<Func>>>,
 }
 
 /// The functions engine: its VM and the loaded libraries.
@@ -109,7 +48,7 @@ pub(crate) struct Functions {
     /// Owned here, read by `register_function` through a light userdata upvalue.
     load: Box<LoadCtx>,
     libraries: IndexMap<Vec<u8>, Library>,
-    /// The budget of a library's load-time code (as of a script call; see [`super::DEFAULT_BUDGET`]).
+    /// The budget of a library's load-time code (as of a script call; see [`super::budget::DEFAULT_BUDGET`]).
     pub(crate) budget: u64,
 }
 
@@ -126,7 +65,7 @@ fn meta(code: &[u8]) -> Result<Meta, String> {
         return Err("Missing library metadata".into());
     }
     // strchr: the line ends at the first newline before any NUL.
-    let Some(nl) = helpers::cstr(code).iter().position(|&c| c == b'\n') else {
+    let Some(nl) = stack::cstr(code).iter().position(|&c| c == b'\n') else {
         return Err("Invalid library metadata".into());
     };
     let Some(parts) = split_args(&code[..nl]) else {
@@ -145,7 +84,7 @@ fn meta(code: &[u8]) -> Result<Meta, String> {
             name = Some(part[5..].to_vec());
             continue;
         }
-        return Err(format!("Invalid metadata value given: {}", String::from_utf8_lossy(helpers::cstr(part))));
+        return Err(format!("Invalid metadata value given: {}", String::from_utf8_lossy(stack::cstr(part))));
     }
     let Some(name) = name else { return Err("Library name was not given".into()) };
     Ok(Meta { engine, name, body_at: nl })
@@ -233,18 +172,14 @@ fn is_space(c: u8) -> bool {
     matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
 }
 
-/// `functionsVerifyName`: letters, digits and underscores, at least one.
-fn valid_name(name: &[u8]) -> bool {
-    !name.is_empty() && name.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_')
-}
-
-const BAD_NAME: &str = "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
-
 impl Functions {
     pub(crate) fn new(core: &Rc<RefCell<Core>>, state: &Rc<RunState>, rng: &Rc<super::rand48::Rand48>) -> mlua::Result<Functions> {
         let load = Box::<LoadCtx>::default();
-        let vm = Vm::new_functions(core, state, rng, &*load as *const LoadCtx as *mut std::ffi::c_void)?;
-        Ok(Functions { vm, load, libraries: IndexMap::new(), budget: super::default_budget() })
+        // SAFETY: install_globals is written to run as the VM is built, under mlua's protected call,
+        // with the VM's call context and a LoadCtx (see its contract). `load` is kept in the
+        // Functions beside the VM and declared after it, so it is dropped after the VM's Lua state.
+        let vm = unsafe { Vm::new_functions(core, state, rng, install_globals, &*load as *const LoadCtx as *mut std::ffi::c_void)? };
+        Ok(Functions { vm, load, libraries: IndexMap::new(), budget: super::budget::default_budget() })
     }
 
     /// The library holding the function `name` (case-insensitive, as Redis's functions dict), and
@@ -258,7 +193,7 @@ impl Functions {
         let sub = a[1];
         let Some(s) = crate::cmd::command::subcommands("function").and_then(|subs| subs.iter().find(|s| eq_ic(sub, s.name))) else {
             let end = sub.iter().take(128).position(|&c| c == 0).unwrap_or(sub.len().min(128));
-            let name = super::one_line(&String::from_utf8_lossy(&sub[..end]));
+            let name = stack::one_line(&String::from_utf8_lossy(&sub[..end]));
             return Reply::Error(format!("ERR unknown subcommand '{name}'. Try FUNCTION HELP."));
         };
         if !crate::cmd::arity_ok(s.arity, a.len()) {
@@ -268,7 +203,7 @@ impl Functions {
             let end = sub.iter().take(128).position(|&c| c == 0).unwrap_or(sub.len().min(128));
             Reply::Error(format!(
                 "ERR unknown subcommand or wrong number of arguments for '{}'. Try FUNCTION HELP.",
-                super::one_line(&String::from_utf8_lossy(&sub[..end]))
+                stack::one_line(&String::from_utf8_lossy(&sub[..end]))
             ))
         };
         match s.name {
@@ -281,9 +216,9 @@ impl Functions {
                         at += 1;
                         continue;
                     }
-                    return Reply::Error(super::one_line(&format!(
+                    return Reply::Error(stack::one_line(&format!(
                         "ERR Unknown option given: {}",
-                        String::from_utf8_lossy(helpers::cstr(a[at]))
+                        String::from_utf8_lossy(stack::cstr(a[at]))
                     )));
                 }
                 match self.load(a[at], replace) {
@@ -349,7 +284,7 @@ impl Functions {
                     Err(e) => Reply::Error(err_text(&e)),
                 }
             }
-            _ => super::help_reply("function"),
+            _ => super::call::help_reply("function"),
         }
     }
 
@@ -379,16 +314,16 @@ impl Functions {
         let (mut with_code, mut pattern): (bool, Option<&[u8]>) = (false, None);
         let mut i = 2;
         while i < a.len() {
-            if !with_code && eq_ic(helpers::cstr(a[i]), "withcode") {
+            if !with_code && eq_ic(stack::cstr(a[i]), "withcode") {
                 with_code = true;
-            } else if pattern.is_none() && eq_ic(helpers::cstr(a[i]), "libraryname") {
+            } else if pattern.is_none() && eq_ic(stack::cstr(a[i]), "libraryname") {
                 if i >= a.len() - 1 {
                     return Reply::err("ERR library name argument was not given");
                 }
                 i += 1;
                 pattern = Some(a[i]);
             } else {
-                return Reply::Error(super::one_line(&format!("ERR Unknown argument {}", String::from_utf8_lossy(helpers::cstr(a[i])))));
+                return Reply::Error(stack::one_line(&format!("ERR Unknown argument {}", String::from_utf8_lossy(stack::cstr(a[i])))));
             }
             i += 1;
         }
@@ -463,7 +398,7 @@ impl Functions {
             return Err("No functions registered".into());
         }
         if let Some(f) = functions.iter().find(|f| self.find(&f.name).is_some()) {
-            let e = format!("Function {} already exists", String::from_utf8_lossy(helpers::cstr(&f.name)));
+            let e = format!("Function {} already exists", String::from_utf8_lossy(stack::cstr(&f.name)));
             for f in functions {
                 self.unref(f.fref);
             }
@@ -500,7 +435,7 @@ impl Functions {
             set_globals_index(l, c"__LIBRARY_API__");
             let r = if ffi::luaL_loadbuffer(l, body.as_ptr().cast(), body.len(), c"@user_function".as_ptr()) != 0 {
                 let msg = string_or_empty(l, -1);
-                Err(format!("Error compiling function: {}", String::from_utf8_lossy(helpers::cstr(&msg))))
+                Err(format!("Error compiling function: {}", String::from_utf8_lossy(stack::cstr(&msg))))
             } else if ffi::lua_pcall(l, 0, 0, 0) != 0 {
                 Err(format!("Error registering functions: {}", extract_error(l, -1)))
             } else {
@@ -557,7 +492,7 @@ impl Functions {
         let (fref, flags) = (f.fref, f.flags);
         let st = self.vm.ctx.state.clone();
         st.cross_slot.set(flags & ALLOW_CROSS_SLOT != 0);
-        let r = super::run_function(&self.vm, core, &st, budget, &name, fref, keys, argv, read_only, false);
+        let r = super::run::run_function(&self.vm, core, &st, budget, &name, fref, keys, argv, read_only, false);
         st.cross_slot.set(false);
         r
     }
@@ -615,11 +550,11 @@ impl Functions {
                 }
                 let blob = field("library blob")?;
                 let mut code = b"#!".to_vec();
-                code.extend_from_slice(helpers::cstr(&engine));
+                code.extend_from_slice(stack::cstr(&engine));
                 code.extend_from_slice(b" name=");
-                code.extend_from_slice(helpers::cstr(&name));
+                code.extend_from_slice(stack::cstr(&name));
                 code.push(b'\n');
-                code.extend_from_slice(helpers::cstr(&blob));
+                code.extend_from_slice(stack::cstr(&blob));
                 codes.push(code);
                 continue;
             }
@@ -666,7 +601,7 @@ impl Functions {
         for name in fresh.keys() {
             if let Some(i) = self.libraries.get_index_of(name) {
                 if !replace {
-                    let e = format!("Library {} already exists", String::from_utf8_lossy(helpers::cstr(name)));
+                    let e = format!("Library {} already exists", String::from_utf8_lossy(stack::cstr(name)));
                     self.release(fresh);
                     return Err(e);
                 }
@@ -675,7 +610,7 @@ impl Functions {
         }
         for f in fresh.values().flat_map(|l| l.functions.iter()) {
             if self.find(&f.name).is_some() {
-                let e = format!("Function {} already exists", String::from_utf8_lossy(helpers::cstr(&f.name)));
+                let e = format!("Function {} already exists", String::from_utf8_lossy(stack::cstr(&f.name)));
                 for (k, v) in removed {
                     self.libraries.insert(k, v);
                 }
@@ -700,7 +635,7 @@ enum Policy {
 
 /// An error text as a reply: `addReplyErrorSds` adds `ERR ` unless the text has a code (`-`).
 fn err_text(e: &str) -> String {
-    let e = super::one_line(e);
+    let e = stack::one_line(e);
     match e.strip_prefix('-') {
         Some(rest) => rest.to_string(),
         None => format!("ERR {e}"),

@@ -5,15 +5,22 @@ use std::rc::Rc;
 
 use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value};
 
-use super::{ext, fast, functions, helpers, libs, rand48, RunState, HOOK_EVERY};
+use super::budget::{budget_hook, hook_key, HOOK_EVERY};
+use super::context::{CallCtx, RunState};
+use super::{ext, fast, helpers, libs, rand48};
 use crate::core::Core;
+
+/// What builds the functions VM's two faces of the globals (the functions engine's
+/// `install_globals`), given the VM's main state, its call context and the engine's load state:
+/// see [`Vm::new_functions`].
+pub(super) type InstallGlobals = unsafe fn(*mut mlua::ffi::lua_State, *mut std::ffi::c_void, *mut std::ffi::c_void);
 
 /// One Lua VM with Redis's libraries and sandbox installed.
 pub(super) struct Vm {
     pub(super) lua: Lua,
     /// Read by the C closures of `redis.call`/`pcall`; declared after `lua` so it is dropped after it.
     #[allow(dead_code)] // only read through the raw pointer the C closures hold
-    pub(super) ctx: Box<fast::CallCtx>,
+    pub(super) ctx: Box<CallCtx>,
     /// Redis's `__redis__err__handler`, the message handler scripts run under (called through
     /// `handler_ref`; kept here so it lives as long as the VM).
     #[allow(dead_code)]
@@ -32,22 +39,30 @@ impl Vm {
         Self::build(core, state, rng, None)
     }
 
-    /// The functions engine's VM: the same, with the globals' two faces (see [`functions`]);
-    /// `load` is the [`functions::LoadCtx`] `redis.register_function` reads.
-    pub(super) fn new_functions(
+    /// The functions engine's VM: the same, with the globals' two faces (see [`super::functions`]),
+    /// which `install` builds; `load` is the `LoadCtx` `redis.register_function` reads.
+    ///
+    /// # Safety
+    ///
+    /// `install` may be called while the VM is built, on its main state as a C function under
+    /// mlua's protected call (LUA_MINSTACK free slots, a raise landing in that call), with the VM's
+    /// call context and `load`; `load` outlives the VM's Lua state. The functions engine's
+    /// `install_globals` and its `LoadCtx` are made for this.
+    pub(super) unsafe fn new_functions(
         core: &Rc<RefCell<Core>>,
         state: &Rc<RunState>,
         rng: &Rc<rand48::Rand48>,
+        install: InstallGlobals,
         load: *mut std::ffi::c_void,
     ) -> mlua::Result<Vm> {
-        Self::build(core, state, rng, Some(load))
+        Self::build(core, state, rng, Some((install, load)))
     }
 
     fn build(
         core: &Rc<RefCell<Core>>,
         state: &Rc<RunState>,
         rng: &Rc<rand48::Rand48>,
-        functions_load: Option<*mut std::ffi::c_void>,
+        functions_load: Option<(InstallGlobals, *mut std::ffi::c_void)>,
     ) -> mlua::Result<Vm> {
         // SAFETY: mlua calls a state unsafe when it has the debug library or can load C modules. No
         // C module can be loaded (`package`, `require` and `loadfile` are removed below, before any
@@ -57,8 +72,8 @@ impl Vm {
         let lua = unsafe { Lua::unsafe_new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG, LuaOptions::default()) };
         let g = lua.globals();
         libs::register_all(&lua, &g)?;
-        let ctx = Box::new(fast::CallCtx { core: core.clone(), state: state.clone(), numbuf: Default::default(), rng: rng.clone() });
-        let ctx_ptr = &*ctx as *const fast::CallCtx as *mut std::ffi::c_void;
+        let ctx = Box::new(CallCtx { core: core.clone(), state: state.clone(), numbuf: Default::default(), rng: rng.clone() });
+        let ctx_ptr = &*ctx as *const CallCtx as *mut std::ffi::c_void;
         let redis = lua.create_table()?;
         register_redis_lib(&lua, &redis, ctx_ptr)?;
         g.raw_set("redis", redis)?;
@@ -85,7 +100,8 @@ impl Vm {
         // and a raise (an allocation refused) lands in that protected call and comes back as an
         // Err. The closure captures two raw pointers, plain values: a raise would skip no
         // destructor. It leaves the stack as it found it. `ctx_ptr` and `load` point to the
-        // context and the load state the VM owns (see install_globals).
+        // context and the load state the VM owns, and `install` may be called with them here (see
+        // new_functions and install_globals).
         unsafe {
             lua.exec_raw::<()>((), |l| {
                 use mlua::ffi;
@@ -98,8 +114,8 @@ impl Vm {
                     ffi::lua_settop(l, -2);
                 }
                 ffi::lua_settop(l, -3);
-                if let Some(load) = functions_load {
-                    functions::install_globals(l, ctx_ptr, load);
+                if let Some((install, load)) = functions_load {
+                    install(l, ctx_ptr, load);
                 }
             })?;
         }
@@ -108,7 +124,7 @@ impl Vm {
 
     /// What every VM gets last: the budget hook, the collector's pace, the allocator and the fast
     /// path's registry references.
-    fn finish(lua: Lua, ctx: Box<fast::CallCtx>, handler: Function, state: &Rc<RunState>) -> mlua::Result<Vm> {
+    fn finish(lua: Lua, ctx: Box<CallCtx>, handler: Function, state: &Rc<RunState>) -> mlua::Result<Vm> {
         // SAFETY: raw calls on the main state, as a C function under mlua's protected call (so a
         // refused allocation comes back as an Err; the closure captures one raw pointer): a registry
         // entry for the hook to find (the run state, which outlives the Lua state: the context holds
@@ -166,61 +182,6 @@ impl Vm {
     }
 }
 
-/// The registry key under which the hook finds the run state (the address of a static).
-fn hook_key() -> *mut std::ffi::c_void {
-    static KEY: u8 = 0;
-    &KEY as *const u8 as *mut std::ffi::c_void
-}
-
-/// The budget hook: every [`HOOK_EVERY`] loop iterations and calls it takes them off the budget;
-/// once the budget is spent the script is killed, and from then on the hook fires and raises at
-/// every chance, so `pcall` cannot keep a killed script alive. During FUNCTION LOAD it raises Redis's
-/// load timeout instead.
-///
-/// # Safety
-///
-/// Called by Lua only, as the count hook of a VM's states (set in [`Vm::finish`]; coroutines
-/// inherit it), with LUA_MINSTACK free slots. The registry then holds, under [`hook_key`], the
-/// address of the VM's run state, which outlives the Lua state (the VM's call context holds an Rc
-/// of it). It raises with nothing alive but that shared reference.
-pub(super) unsafe extern "C-unwind" fn budget_hook(l: *mut mlua::ffi::lua_State, _ar: *mut mlua::ffi::lua_Debug) {
-    use mlua::ffi;
-    ffi::lua_pushlightuserdata(l, hook_key());
-    ffi::lua_rawget(l, ffi::LUA_REGISTRYINDEX);
-    let st = &*(ffi::lua_touserdata(l, -1) as *const RunState);
-    ffi::lua_settop(l, -2);
-    // The allocator refused to grow past the run's memory cap (lmem.c makes the hook fire at the
-    // next loop or call): the script is killed, whether or not it caught that error.
-    if !st.killed.get() && memory_hit(l) {
-        st.killed.set(true);
-        ffi::lua_sethook(l, Some(budget_hook), ffi::LUA_MASKCOUNT, 1);
-    }
-    if !st.killed.get() {
-        let left = st.budget_left.get() - HOOK_EVERY as i64;
-        st.budget_left.set(left);
-        if left > 0 {
-            return;
-        }
-        st.killed.set(true);
-        ffi::lua_sethook(l, Some(budget_hook), ffi::LUA_MASKCOUNT, 1);
-    }
-    if st.loading.get() {
-        helpers::push_error_buff(l, b"FUNCTION LOAD timeout");
-    } else {
-        ffi::lua_pushstring(l, c"Script killed".as_ptr());
-    }
-    ffi::lua_error(l);
-}
-
-/// Whether the state's memory cap refused an allocation during this run.
-///
-/// # Safety
-///
-/// `l` is a live Lua state or thread.
-unsafe fn memory_hit(l: *mut mlua::ffi::lua_State) -> bool {
-    *ext::memcap(l).hit != 0
-}
-
 /// `luaSetErrorMetatable`: gives the table on top of the stack a metatable whose `__index` raises
 /// "Script attempted to access nonexistent global variable".
 ///
@@ -276,7 +237,7 @@ return error_handler
 /// new block, else realloc. It never fails: when mimalloc has no memory left the process ends, as it
 /// does for Redis (zmalloc's out-of-memory handler) and for Rust's own allocations. So an allocation
 /// by Lua raises only where lmem.c refuses growth past the run's memory cap, and code that lifts the
-/// cap ([`ext::LiftedCap`]) can push values while Rust holds memory or a borrow.
+/// cap ([`super::budget::LiftedCap`]) can push values while Rust holds memory or a borrow.
 ///
 /// # Safety
 ///

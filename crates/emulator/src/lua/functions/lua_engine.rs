@@ -4,10 +4,9 @@ use std::os::raw::c_int;
 
 use mlua::ffi;
 
-use super::{valid_name, Func, LoadCtx, BAD_NAME, FLAG_NAMES};
-use crate::lua::libs::raw::push_bytes;
+use super::library::{valid_name, Func, LoadCtx, BAD_NAME, FLAG_NAMES};
 use crate::lua::vm::{protect_tables, set_error_metatable};
-use crate::lua::{ext, helpers};
+use crate::lua::{ext, helpers, stack};
 
 /// A copy of the string at `idx` (a number converted in place, as `lua_tolstring` does), or an
 /// empty one for any other value.
@@ -35,14 +34,14 @@ pub(super) unsafe fn string_or_empty(l: *mut ffi::lua_State, idx: c_int) -> Vec<
 pub(super) unsafe fn extract_error(l: *mut ffi::lua_State, idx: c_int) -> String {
     if ffi::lua_isstring(l, idx) != 0 {
         let s = string_or_empty(l, idx);
-        return format!("ERR {}", String::from_utf8_lossy(helpers::cstr(&s)));
+        return format!("ERR {}", String::from_utf8_lossy(stack::cstr(&s)));
     }
     if ffi::lua_type(l, idx) == ffi::LUA_TTABLE {
         ffi::lua_getfield(l, idx, c"err".as_ptr());
         let s = if ffi::lua_isstring(l, -1) != 0 { Some(string_or_empty(l, -1)) } else { None };
         ffi::lua_settop(l, -2);
         if let Some(s) = s {
-            return String::from_utf8_lossy(helpers::cstr(&s)).into_owned();
+            return String::from_utf8_lossy(stack::cstr(&s)).into_owned();
         }
     }
     "(null)".into()
@@ -160,7 +159,7 @@ unsafe extern "C-unwind" fn register_function(l: *mut ffi::lua_State) -> c_int {
             }
         }
     };
-    helpers::push_error_buff(l, err.as_bytes());
+    stack::push_error_buff(l, err.as_bytes());
     ffi::lua_error(l)
 }
 
@@ -228,7 +227,7 @@ unsafe fn read_named(l: *mut ffi::lua_State) -> Result<Func, &'static str> {
         // stops before `lua_next` would see the changed key.)
         let mut len = 0usize;
         let p = ffi::lua_tolstring(l, -2, &mut len);
-        let key = helpers::cstr(std::slice::from_raw_parts(p.cast::<u8>(), len));
+        let key = stack::cstr(std::slice::from_raw_parts(p.cast::<u8>(), len));
         if key.eq_ignore_ascii_case(b"function_name") {
             if ffi::lua_isstring(l, -1) == 0 {
                 return fail(fref, "function_name argument given to redis.register_function must be a string");
@@ -294,22 +293,8 @@ unsafe fn read_flags(l: *mut ffi::lua_State) -> Option<u8> {
         }
         let s = string_or_empty(l, -1);
         ffi::lua_settop(l, -2);
-        let s = helpers::cstr(&s);
+        let s = stack::cstr(&s);
         let i = FLAG_NAMES.iter().position(|n| s.eq_ignore_ascii_case(n.as_bytes()))?;
         flags |= 1 << i;
-    }
-}
-
-/// Pushes a fresh array of the given strings (`luaCreateArray`).
-///
-/// # Safety
-///
-/// `l` is a running state with two free slots. It allocates: run it with the memory cap lifted,
-/// where nothing can be refused (see `run_function`), or where a raise skips no destructor.
-pub(crate) unsafe fn push_array(l: *mut ffi::lua_State, items: &[&[u8]]) {
-    ffi::lua_createtable(l, items.len() as c_int, 0);
-    for (i, s) in items.iter().enumerate() {
-        push_bytes(l, s);
-        ffi::lua_rawseti_(l, -2, (i + 1) as c_int);
     }
 }

@@ -4,7 +4,8 @@ use std::os::raw::c_int;
 use mlua::ffi::{self, lua_State};
 use mlua::{Lua, Table};
 
-use super::raw::{self, push_bytes, type_error, R};
+use crate::lua::raw::{self, type_error, R};
+use crate::lua::stack::push_bytes;
 
 macro_rules! lua_fn {
     ($name:ident, $body:expr) => {

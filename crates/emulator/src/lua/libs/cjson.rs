@@ -9,8 +9,9 @@ use std::os::raw::c_int;
 use mlua::ffi::{self, lua_State};
 use mlua::{Lua, Table};
 
-use super::fmt_g;
-use super::raw::{self, arg_error, check_integer, check_lstring, check_option, push_bytes, Msg, R};
+use crate::lua::cvt::{cvt_i32, fmt_g};
+use crate::lua::raw::{self, arg_error, check_integer, check_lstring, check_option, Msg, R};
+use crate::lua::stack::push_bytes;
 
 /// One module instance's settings, kept in a userdata shared by its functions as upvalue 1
 /// (`cjson.new()` makes an independent one). Plain data, so Lua may free it without a finalizer.
@@ -377,7 +378,7 @@ impl Encoder {
                 let k = ffi::lua_tonumber(l, -2);
                 if k != 0.0 && k.floor() == k && k >= 1.0 {
                     if k > max as f64 {
-                        max = super::cvt_i32(k);
+                        max = cvt_i32(k);
                     }
                     items = items.wrapping_add(1);
                     ffi::lua_pop(l, 1);

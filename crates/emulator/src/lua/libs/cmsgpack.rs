@@ -9,8 +9,9 @@ use std::os::raw::c_int;
 use mlua::ffi::{self, lua_State};
 use mlua::{Lua, Table};
 
-use super::raw::{self, arg_error, check_integer, check_lstring, opt_integer, push_bytes, Msg, R};
-use super::{cvt_i32, cvt_i64};
+use crate::lua::cvt::{cvt_i32, cvt_i64};
+use crate::lua::raw::{self, arg_error, check_integer, check_lstring, opt_integer, Msg, R};
+use crate::lua::stack::push_bytes;
 
 /// Tables nested deeper than this are packed as nil.
 const MAX_NESTING: usize = 16;

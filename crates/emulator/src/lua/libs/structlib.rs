@@ -10,8 +10,9 @@ use std::os::raw::c_int;
 use mlua::ffi::{self, lua_State};
 use mlua::{Lua, Table};
 
-use super::raw::{self, arg_error, check_lstring, opt_integer, push_bytes, type_error, R};
-use super::{cvt_i64, cvt_u64};
+use crate::lua::cvt::{cvt_i64, cvt_u64};
+use crate::lua::raw::{self, arg_error, check_lstring, opt_integer, type_error, R};
+use crate::lua::stack::push_bytes;
 
 /// Largest `i`/`I` size accepted.
 const MAXINTSIZE: i32 = 32;

@@ -1,0 +1,39 @@
+//! What a run shares with the C functions inside a VM: the state of the script being run, and the
+//! call context the C closures get as their upvalue.
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use crate::cmd;
+use crate::core::Core;
+
+/// State of the script being run, shared with the Rust callbacks inside the VM.
+pub(crate) struct RunState {
+    /// EVAL_RO / EVALSHA_RO: write commands are refused.
+    pub(crate) read_only: Cell<bool>,
+    /// The protocol `redis.setresp` chose (2 or 3); reset to 2 for every script.
+    pub(crate) resp: Cell<u8>,
+    /// Loop iterations and calls left before the script is killed.
+    pub(crate) budget_left: Cell<i64>,
+    /// Set once the budget ran out; the hook then raises at every chance, so `pcall` cannot swallow it.
+    pub(crate) killed: Cell<bool>,
+    /// Cluster mode: the slot the script is bound to (from its declared keys or first key touched).
+    pub(crate) slot: Cell<Option<u16>>,
+    /// The function running has the `allow-cross-slot-keys` flag.
+    pub(crate) cross_slot: Cell<bool>,
+    /// FUNCTION LOAD is running a library's code (the budget hook then raises Redis's load timeout).
+    pub(crate) loading: Cell<bool>,
+    /// How many bytes of Lua memory one run may add to what the VM held at its start (0: no cap).
+    pub(crate) memory_room: Cell<usize>,
+    /// The commands `redis.call` found lately (see [`cmd::LookupCache`]).
+    pub(crate) commands: RefCell<cmd::LookupCache>,
+}
+
+/// What the C functions need; owned by the VM and handed to them as a light userdata upvalue.
+pub(crate) struct CallCtx {
+    pub core: Rc<RefCell<Core>>,
+    pub state: Rc<RunState>,
+    /// Scratch space for numbers formatted as arguments (reused, so a call allocates nothing).
+    pub numbuf: RefCell<Vec<u8>>,
+    /// Redis's `math.random` stream (shared by every VM of a server, as Redis's is).
+    pub rng: Rc<super::rand48::Rand48>,
+}
