@@ -22,12 +22,12 @@ pub mod flags {
     pub const NOSCRIPT: u16 = 4;
     /// May use more memory (refused under OOM; informational here).
     pub const DENYOOM: u16 = 8;
-    /// Runs in the scripting layer, not in [`Core`] (EVAL, EVALSHA, SCRIPT).
+    /// Runs in the scripting layer, not in [`Core`](crate::core::Core) (EVAL, EVALSHA, SCRIPT).
     pub const SCRIPTING: u16 = 16;
     /// Commands whose keys cannot be derived from a fixed position (handled by the command).
     pub const MOVABLE_KEYS: u16 = 32;
     /// Acts on the calling client's own state, in `Emulator` (MULTI, EXEC,
-    /// DISCARD, WATCH, UNWATCH), not in [`Core`].
+    /// DISCARD, WATCH, UNWATCH), not in [`Core`](crate::core::Core).
     pub const CONNECTION: u16 = 64;
     /// May be propagated to replicas though it is not a write command (PUBLISH; PFCOUNT, which
     /// refreshes the cached cardinality in its value): refused in read-only scripts like a write.

@@ -217,8 +217,9 @@ impl Core {
 
     /// Redis's `signalModifiedKey` for the selected database: every client watching `key` there will
     /// fail its EXEC. A write that changes a key's value or TTL touches it without calling this (see
-    /// [`Core::run`]); a handler calls it where Redis counts a modification that may leave the key as
-    /// it was (`SET k v` over `v`, `INCRBY k 0`, `LTRIM` keeping everything, ...).
+    /// [`CommandSpec::run`](crate::command_spec::CommandSpec::run)); a handler calls it where Redis
+    /// counts a modification that may leave the key as it was (`SET k v` over `v`, `INCRBY k 0`,
+    /// `LTRIM` keeping everything, ...).
     #[inline]
     pub fn touch(&mut self, key: &[u8]) {
         if !self.watches.is_empty() {

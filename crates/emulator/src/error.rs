@@ -1,5 +1,6 @@
-//! The library's one error type. A rate limiter saying "no" is a [`crate::Decision`]-style outcome,
-//! never an `Err`; errors are for malformed input, failing backends and broken scripts.
+//! The library's one error type. A rate limiter saying "no" is a
+//! `limitlab_engine::limiter::Decision`-style outcome, never an `Err`; errors are for malformed
+//! input, failing backends and broken scripts.
 use std::path::PathBuf;
 
 /// Everything that can go wrong in limitlab's library. Binaries wrap it in `anyhow`.

@@ -51,7 +51,7 @@ const NOAUTH: &str = "NOAUTH Authentication required.";
 const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
 /// Runs one request of `conn`, appending its reply (if any) to `out`, or returning a reply of more
-/// than [`STREAM_OVER`] elements for the connection to stream after what `out` holds.
+/// than `STREAM_OVER` elements for the connection to stream after what `out` holds.
 pub fn execute(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut Vec<u8>) -> Option<Reply> {
     server.sync_clock();
     if let Some((which, name, arity, no_auth)) = own(args[0]) {

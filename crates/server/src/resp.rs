@@ -124,7 +124,7 @@ pub fn larger_than(r: &Reply, n: usize) -> bool {
 /// chunk or the reply is done, taking the reply apart as it goes: each element's bytes are freed
 /// once encoded, so a reply of millions of elements is never held both as values and as bytes,
 /// and the connection hands each chunk to the socket before encoding more (what Redis does from
-/// its reply list). The bytes are exactly [`write`]'s.
+/// its reply list). The bytes are exactly [`write()`]'s.
 pub struct Stream {
     stack: Vec<Pending>,
     resp3: bool,

@@ -7,7 +7,7 @@
 //! - [`scan`]: SCAN, pipelined reads, pacing, cluster redirects; the only commands sent.
 //! - [`patterns`]: key names folded into patterns, window numbers, subjects, hash tags.
 //! - [`findings`]: the verdicts, each with evidence and what to do.
-//! - [`render`]: text, markdown and JSON.
+//! - [`report`]: text, markdown and JSON.
 //!
 //! The audit of an emulator ([`audit_emulator`]) reads the same commands from a simulation's end
 //! state (`limitlab audit --emulator --scenario FILE`).

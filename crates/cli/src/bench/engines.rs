@@ -217,6 +217,8 @@ pub fn sliding_log_commands(w: &Workload, skip: usize, n: usize) -> Result<Timed
 /// A real Redis through the spec path ([`Limiter::call`] on a [`RealRedis`], one request at a time,
 /// each of its calls waiting for the reply before): the engine for specs whose requests make more
 /// than one call, which cannot be pipelined. Keys go under the backend's prefix.
+///
+/// [`RealRedis`]: limitlab_engine::backend::real::RealRedis
 pub fn redis_spec(real: &mut limitlab_engine::backend::real::RealRedis, w: &Workload, l: &Limiter, skip: usize, n: usize) -> Result<Timed> {
     let mut session = l.session();
     let subjects = w.subjects();

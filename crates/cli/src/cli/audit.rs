@@ -14,8 +14,8 @@ use limitlab_engine::backend::real::{connection_info, redact_url, TlsFiles, DEFA
 
 #[derive(Clone, clap::Args)]
 pub struct Args {
-    /// The server to audit: redis://[USER:PASSWORD@]HOST:PORT[/DB] or rediss:// for TLS. A cluster
-    /// node is detected and every master scanned. Only read commands are sent.
+    /// The server to audit: `redis://[USER:PASSWORD@]HOST:PORT[/DB]`, or `rediss://` for TLS. A
+    /// cluster node is detected and every master scanned. Only read commands are sent.
     #[arg(long, value_name = "URL", required_unless_present = "emulator", conflicts_with = "emulator")]
     pub redis: Option<String>,
     /// For a rediss:// URL: trust the CA certificates in this PEM file (default: the system's).

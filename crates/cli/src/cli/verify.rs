@@ -237,7 +237,7 @@ fn run_scripts(plan: &Plan, out: &mut dyn Write) -> Result<()> {
 }
 
 /// Runs the cases against `--redis`, or against a private redis-server started for the purpose;
-/// with `--script`, checks those limiters instead ([`run_scripts`]).
+/// with `--script`, checks those limiters instead (`run_scripts`).
 pub fn run(plan: Plan, out: &mut dyn Write) -> Result<()> {
     if !plan.scripts.is_empty() {
         return run_scripts(&plan, out);

@@ -207,7 +207,7 @@ impl RedisCheck {
 
     /// The one-line verdict, saying on which clock the decisions agreed: `every decision identical
     /// on the scenario's clock` only when every pattern was; otherwise how many patterns agreed
-    /// only on the server's clock, and why (see [`ScriptCheck::notes`]).
+    /// only on the server's clock, and why (see `ScriptCheck::notes`).
     pub fn headline(&self) -> String {
         if !self.identical() {
             return "DECIDED DIFFERENTLY".into();

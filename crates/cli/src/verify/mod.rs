@@ -1,6 +1,6 @@
 //! Differential validation against a real Redis: random cases run on the emulator and on a server,
 //! reply for reply ([`verify`], `limitlab verify`), and the standard scenarios' decisions compared
-//! call for call ([`decisions`], `run --redis` and `compare --redis`).
+//! call for call ([`against_redis`], `run --redis` and `compare --redis`).
 //!
 //! A case ([`gen`]) is a short random session of commands from the emulator's table and calls of
 //! the shipped scripts. Each case runs on a fresh emulator (its clock set to the server's time and
@@ -10,7 +10,7 @@
 //! tell them apart), and the replies of `KEYS`, `SMEMBERS` and `SCAN` are sorted (their order is
 //! the server's hash-table order, which is randomised), in EXEC's array too. A case may leave the
 //! connection in a transaction, with WATCHes or in another database; it is reset before the next. A mismatch is shrunk ([`shrink`]) and
-//! printed as redis-cli lines ([`render`]) that reproduce it on a fresh server and on
+//! printed as redis-cli lines ([`Mismatch::render`]) that reproduce it on a fresh server and on
 //! `limitlab cli`; the cases are built so that no reply depends on timing ([`model`]).
 pub mod against_redis;
 pub mod gen;

@@ -12,7 +12,7 @@
 //! | promise | made by | holds when |
 //! |---|---|---|
 //! | `retry_after_ms = w` | a refusal that names a wait | the same request at `now + w` is admitted, and at `now + w - 1` refused (`w` is the wait, not a bound on it) |
-//! | `Retry-After: s` | a refusal with a wait ([`super::headers`]) | the same request at `now + s` seconds is admitted |
+//! | `Retry-After: s` | a refusal with a wait ([`crate::spec::headers`]) | the same request at `now + s` seconds is admitted |
 //! | `RateLimit: r=..;t=s` | a decision with `remaining` and `reset_ms` | what the spec's `reset_means` says: `quota` (the default), at `now + s` seconds the whole quota is back (`capacity` requests of cost 1 in a row are admitted); `unit`, a request of cost 1 is admitted then; `window`, the same, and `s` is at most one window |
 use crate::backend::emulated::EmulatedBackend;
 use crate::backend::Backend;
@@ -86,8 +86,8 @@ pub fn retry_after(d: &Decision, reports: Reports, now_ms: i64, cost: u64, ask: 
     Some(v)
 }
 
-/// Judges the headers `d` implies under `params` ([`super::headers::headers`]): `None` when they
-/// make no promise.
+/// Judges the headers `d` implies under `params` ([`crate::spec::headers::headers`]): `None` when
+/// they make no promise.
 pub fn headers(d: &Decision, reports: Reports, params: &Params, now_ms: i64, cost: u64, ask: &mut Ask<'_>) -> Option<Verdict> {
     headers_judged(d, reports, params, now_ms, cost, true, ask)
 }

@@ -25,6 +25,8 @@
 //! and format numbers the way Lua 5.1 (`%.14g`) and Redis 7.0 (`%.17g`) do, so they agree bit for
 //! bit. Every reference also models key expiry: [`Reference::decide_at`] takes the server's clock
 //! (which Redis uses for TTLs) apart from the caller's `now_ms` (which the script uses).
+//!
+//! [`Limiter`]: crate::limiter::Limiter
 use std::fmt;
 use std::str::FromStr;
 
@@ -288,7 +290,8 @@ impl Decision {
 pub trait Reference: Send {
     /// Decides a call made when the server's clock (which Redis uses for key expiry) reads
     /// `server_ms` and the caller passes `now_ms` (which the script uses). They differ when the
-    /// caller's clock is skewed. Inputs must pass [`Limiter::check_call`].
+    /// caller's clock is skewed. Inputs must pass
+    /// [`Limiter::check_call`](crate::limiter::Limiter::check_call).
     fn decide_at(&mut self, server_ms: i64, key: &str, now_ms: i64, cost: u64) -> Decision;
 
     /// Decides a call made when the server's clock and the caller's agree.

@@ -258,7 +258,7 @@ impl<'a> Feed<'a> {
         self
     }
 
-    /// The error that ended a streamed trace early, once (see [`Source::Trace`]); every runner of a
+    /// The error that ended a streamed trace early, once (see `Source::Trace`); every runner of a
     /// feed asks after its last chunk.
     pub fn take_error(&mut self) -> Option<Error> {
         match &mut self.source {
