@@ -137,11 +137,11 @@ fn every_fixture_decides_on_a_private_redis_as_on_the_emulator() {
                 let check = check_run(&s, s.seed, &mut real, Progress::Off).unwrap();
                 assert!(check.checks[0].outside_keys.iter().all(|k| k.starts_with("rl:{user")), "{:?}", check.checks[0]);
                 assert!(!check.checks[0].outside_keys.is_empty());
-                calls += assert_identical(name, &check, &[url.clone()]);
+                calls += assert_identical(name, &check, std::slice::from_ref(&url));
                 continue;
             }
             let check = check_run(&s, s.seed, &mut real, Progress::Off).unwrap_or_else(|e| panic!("{name} / {}: {e}", s.name));
-            calls += assert_identical(name, &check, &[url.clone()]);
+            calls += assert_identical(name, &check, std::slice::from_ref(&url));
             let c = &check.checks[0];
             assert!(c.outside_keys.is_empty(), "{name}: {:?}", c.outside_keys);
             match name {

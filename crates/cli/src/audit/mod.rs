@@ -37,6 +37,12 @@ pub const LARGEST: usize = 5;
 /// Example keys kept per pattern.
 pub const EXAMPLES: usize = 3;
 
+/// A key name's folded segments: per segment index, its original text ([`patterns::KeyName::folded`]).
+type Folded = Vec<(usize, String)>;
+
+/// A key and its cluster slot.
+type KeySlot<'a> = (&'a str, u16);
+
 /// How to audit.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -84,12 +90,12 @@ pub struct PatternStats {
     pub numbers: BTreeMap<usize, (u64, u64)>,
     /// Distinct subjects (hash tag content or first id segment), by segment choice made at the end:
     /// kept as (hash tag, folded segments) per key, compactly.
-    subjects_raw: HashSet<(Option<String>, Vec<(usize, String)>)>,
+    subjects_raw: HashSet<(Option<String>, Folded)>,
     /// Whether any key had a hash tag, and how many.
     pub tagged: u64,
     /// Untagged multi-segment keys: per (family, subject-ish) the first key and its slot, for the
     /// CROSSSLOT check; resolved at the end with the window segment known.
-    untagged: Vec<(Vec<(usize, String)>, String, u16)>,
+    untagged: Vec<(Folded, String, u16)>,
 }
 
 /// A pattern, summed up.
@@ -228,16 +234,17 @@ impl PatternStats {
             }
         }
         // CROSSSLOT: untagged keys of one subject in different slots.
-        let mut by_subject: HashMap<&str, (&str, u16, Option<(&str, u16)>)> = HashMap::new();
+        // Per subject: its first key, and the first of its keys in another slot.
+        let mut by_subject: HashMap<&str, (KeySlot<'_>, Option<KeySlot<'_>>)> = HashMap::new();
         for (folded, key, slot) in &self.untagged {
             let Some((_, s)) = folded.iter().find(|(i, _)| Some(*i) != window_segment) else { continue };
-            let e = by_subject.entry(s.as_str()).or_insert((key.as_str(), *slot, None));
-            if e.2.is_none() && e.1 != *slot {
-                e.2 = Some((key.as_str(), *slot));
+            let (first, other) = by_subject.entry(s.as_str()).or_insert(((key.as_str(), *slot), None));
+            if other.is_none() && first.1 != *slot {
+                *other = Some((key.as_str(), *slot));
             }
         }
         let mut crossing: Vec<(&str, u16, &str, u16)> =
-            by_subject.values().filter_map(|(k, s, o)| o.map(|(k2, s2)| (*k, *s, k2, s2))).collect();
+            by_subject.values().filter_map(|&((k, s), o)| o.map(|(k2, s2)| (k, s, k2, s2))).collect();
         crossing.sort();
         let mut ttls = self.ttls.clone();
         ttls.sort_unstable();

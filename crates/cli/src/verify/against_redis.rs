@@ -413,8 +413,8 @@ pub fn absolute_expiries(spec: &Spec) -> Vec<String> {
             out.push(format!("{c} at {}:{line}", sc.path.display()));
         }
     }
-    if let Program::Declarative { calls, .. } = &spec.program {
-        for c in calls {
+    if let Program::Declarative(d) = &spec.program {
+        for c in &d.calls {
             for a in c.args.iter().filter(|a| ABSOLUTE.iter().any(|x| x.eq_ignore_ascii_case(a.text.trim()))) {
                 out.push(format!("{} at {}:{} (call `{}`)", a.text.trim().to_ascii_uppercase(), spec.origin.display(), a.line, c.name));
             }
@@ -459,8 +459,8 @@ pub fn clock_reads(spec: &Spec) -> Vec<String> {
                 out.push(format!("{c} at {}:{line}", path.display()));
             }
         }
-        Program::Declarative { calls, .. } => {
-            for c in calls {
+        Program::Declarative(d) => {
+            for c in &d.calls {
                 if let Target::Command(n) = &c.target {
                     if let Some(x) = CLOCK_READS.iter().find(|x| x.eq_ignore_ascii_case(n)) {
                         out.push(format!("{x} at {}:{} (call `{}`)", spec.origin.display(), c.line, c.name));
@@ -476,7 +476,7 @@ pub fn clock_reads(spec: &Spec) -> Vec<String> {
 fn call_site(spec: &Spec, call: &str) -> String {
     match &spec.program {
         Program::Adapter { path, .. } => path.display().to_string(),
-        Program::Declarative { calls, .. } => match calls.iter().find(|c| c.name == call) {
+        Program::Declarative(d) => match d.calls.iter().find(|c| c.name == call) {
             Some(c) => format!("{}:{}", spec.origin.display(), c.line),
             None => spec.origin.display().to_string(),
         },
@@ -486,7 +486,7 @@ fn call_site(spec: &Spec, call: &str) -> String {
 /// A call as a phrase: ``call `r` (script main) at spec.toml:15``.
 fn describe_call(spec: &Spec, c: &CallRecord) -> String {
     let target = match &spec.program {
-        Program::Declarative { calls, .. } => calls.iter().find(|x| x.name == c.name).map(|x| &x.target),
+        Program::Declarative(d) => d.calls.iter().find(|x| x.name == c.name).map(|x| &x.target),
         Program::Adapter { .. } => None,
     };
     let what = match target {

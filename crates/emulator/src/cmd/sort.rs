@@ -196,21 +196,21 @@ fn sort_generic(core: &mut Core, a: &[&[u8]], readonly: bool) -> Reply {
 
     let mut conversion_error = false;
     if !dontsort {
-        for i in 0..items.len() {
+        for item in &mut items {
             let byval = match sortby {
-                Some(p) => match by_pattern(core, p, &items[i].elem) {
+                Some(p) => match by_pattern(core, p, &item.elem) {
                     Some(v) => v,
                     None => continue,
                 },
-                None => items[i].elem.clone(),
+                None => item.elem.clone(),
             };
             if alpha {
                 if sortby.is_some() {
-                    items[i].cmp = Some(byval);
+                    item.cmp = Some(byval);
                 }
             } else {
                 match sort_score(&byval) {
-                    Some(s) => items[i].score = s,
+                    Some(s) => item.score = s,
                     None => conversion_error = true,
                 }
             }

@@ -1,6 +1,8 @@
 //! The traffic `check` plays and the loop that plays it: each request through the spec on a fresh
 //! emulator, recording its decision, the exact sliding log's verdict and every call's keys, and
 //! answering "what if" questions ([`Replay::probe`]) on a copy of the keyspace.
+use std::ops::Range;
+
 use crate::backend::emulated::EmulatedBackend;
 use crate::backend::Backend;
 use crate::limiter::{Decision, Limiter, Params};
@@ -24,11 +26,11 @@ fn arrival(origin_ms: i64, at_us: i64, key: &str, cost: u64, phase: &str) -> Arr
     Arrival { at: Micros(origin_ms * 1000 + at_us), key: key.to_string(), cost, phase: phase.to_string(), op: crate::traffic::Op::Request }
 }
 
-/// `n` requests spread evenly over `[from_us, to_us)`.
-fn spread(out: &mut Vec<Arrival>, origin: i64, from_us: i64, to_us: i64, n: u64, key: &str, cost: u64, phase: &str) {
-    let span = (to_us - from_us).max(1);
+/// `n` requests spread evenly over `us` (microseconds after `origin` ms).
+fn spread(out: &mut Vec<Arrival>, origin: i64, us: Range<i64>, n: u64, key: &str, cost: u64, phase: &str) {
+    let span = (us.end - us.start).max(1);
     for i in 0..n as i64 {
-        out.push(arrival(origin, from_us + span * i / n.max(1) as i64, key, cost, phase));
+        out.push(arrival(origin, us.start + span * i / n.max(1) as i64, key, cost, phase));
     }
 }
 
@@ -66,8 +68,8 @@ pub fn patterns(p: &Params, origin: i64, seed: u64) -> Vec<Pattern> {
 
     let n = over(2);
     let mut a = Vec::new();
-    spread(&mut a, origin, w - w / 10, w, n, "b", 1, "end of window");
-    spread(&mut a, origin, w, w + w / 10, n, "b", 1, "start of next");
+    spread(&mut a, origin, w - w / 10..w, n, "b", 1, "end of window");
+    spread(&mut a, origin, w..w + w / 10, n, "b", 1, "start of next");
     out.push(Pattern {
         name: "boundary_burst",
         description: format!("{n} requests in the last tenth of a window, {n} in the first tenth of the next"),
@@ -76,7 +78,7 @@ pub fn patterns(p: &Params, origin: i64, seed: u64) -> Vec<Pattern> {
 
     let n = over(3);
     let mut a = vec![arrival(origin, 0, "i", 1, "warm-up")];
-    spread(&mut a, origin, 3 * w, 3 * w + w / 100, n, "i", 1, "burst");
+    spread(&mut a, origin, 3 * w..3 * w + w / 100, n, "i", 1, "burst");
     out.push(Pattern {
         name: "idle_then_burst",
         description: format!("one request, three idle windows, then {n} within a hundredth of a window"),
@@ -85,7 +87,7 @@ pub fn patterns(p: &Params, origin: i64, seed: u64) -> Vec<Pattern> {
 
     let windows: u64 = if big { 3 } else { 12 };
     let mut a = Vec::new();
-    spread(&mut a, origin, 0, windows as i64 * w, 2 * windows * l, "o", 1, "overload");
+    spread(&mut a, origin, 0..windows as i64 * w, 2 * windows * l, "o", 1, "overload");
     out.push(Pattern {
         name: "steady_overload",
         description: format!("one subject at twice the rate ({} requests per window) for {windows} windows", 2 * l),

@@ -153,7 +153,7 @@ impl Limiter {
     /// request can be pipelined ([`Limiter::render_single`], [`Limiter::read_single`]).
     pub fn single_script(&self) -> Option<&crate::backend::Script> {
         match (self.program().calls.as_slice(), &self.spec().program) {
-            ([c], Program::Declarative { .. }) if c.when.is_none() => match c.target {
+            ([c], Program::Declarative(_)) if c.when.is_none() => match c.target {
                 Target::Script(i) => Some(&self.spec().scripts[i].script),
                 Target::Command(_) | Target::Function { .. } => None,
             },

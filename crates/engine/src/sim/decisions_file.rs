@@ -218,7 +218,7 @@ impl DecisionWriter {
     pub fn create(out: &DecisionsOut, index: usize, limiter: &Limiter) -> Result<DecisionWriter> {
         let path = out.part(index);
         let file = File::create(&path).map_err(|source| Error::Io { path: path.clone(), source })?;
-        let bare = matches!(limiter.spec().program, Program::Declarative { .. }) && limiter.program().calls.len() == 1;
+        let bare = matches!(limiter.spec().program, Program::Declarative(_)) && limiter.program().calls.len() == 1;
         Ok(DecisionWriter {
             rows: match out.format {
                 DecisionsFormat::Csv => Rows::Csv(csv_writer(file)),

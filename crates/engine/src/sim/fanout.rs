@@ -5,7 +5,7 @@
 //! feed is: the producer waits when the slowest reader falls that far behind. A reader that stops
 //! early (an error) drops its channel; the others keep receiving, and the producer stops once no
 //! reader is left.
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::Arc;
 
 use super::feed::{Chunk, Feed};
@@ -19,8 +19,7 @@ pub const IN_FLIGHT: usize = 16;
 /// The feed is left exhausted (or stopped early when every reader stopped), so its subject and
 /// phase tables can be read afterwards.
 pub fn fan_out<T: Send>(feed: &mut Feed, readers: usize, read: impl Fn(usize, &mut dyn Iterator<Item = Arc<Chunk>>) -> T + Sync) -> Vec<T> {
-    let (senders, receivers): (Vec<SyncSender<Arc<Chunk>>>, Vec<Receiver<Arc<Chunk>>>) =
-        (0..readers).map(|_| sync_channel(IN_FLIGHT)).unzip();
+    let (senders, receivers): (Vec<_>, Vec<_>) = (0..readers).map(|_| sync_channel::<Arc<Chunk>>(IN_FLIGHT)).unzip();
     std::thread::scope(|scope| {
         let read = &read;
         let handles: Vec<_> = receivers.into_iter().enumerate().map(|(i, rx)| scope.spawn(move || read(i, &mut rx.into_iter()))).collect();

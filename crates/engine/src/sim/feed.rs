@@ -139,7 +139,7 @@ impl Interner {
 enum Source<'a> {
     /// Zipf users, streamed. Users are told apart by rank, so a request costs no string unless its
     /// user is new (the subject table then gets the user's name).
-    Zipf { it: ZipfIter, ranks: FxHashMap<u64, u32>, subjects: Vec<String> },
+    Zipf { it: Box<ZipfIter>, ranks: FxHashMap<u64, u32>, subjects: Vec<String> },
     /// A list of arrivals (small sources, generated whole, and the batch runner's slices).
     Listed { arrivals: Cow<'a, [Arrival]>, next: usize, subjects: Interner },
     /// A big trace sorted by time, read as it goes; a failure to read it on (the file changed since
@@ -227,7 +227,7 @@ impl Feed<'static> {
             })?;
             if let Some(it) = z.iter(Millis(s.start_ms).as_micros(), seed) {
                 let len = it.len();
-                let source = Source::Zipf { it, ranks: FxHashMap::default(), subjects: Vec::new() };
+                let source = Source::Zipf { it: Box::new(it), ranks: FxHashMap::default(), subjects: Vec::new() };
                 return Ok(Feed::new(source, len));
             }
         }

@@ -95,19 +95,9 @@ pub struct CallSrc {
 /// How the client side is described.
 #[derive(Clone, Debug)]
 pub enum Program {
-    /// `[[call]]` and `[decision]`.
-    Declarative {
-        calls: Vec<CallSrc>,
-        allowed: Src,
-        remaining: Option<Src>,
-        retry_after_ms: Option<Src>,
-        reset_ms: Option<Src>,
-        /// Units admitted, for a limiter that may grant part of a request.
-        granted: Option<Src>,
-        /// The calls of each lifecycle operation (`[[refund]]`, `[[reset]]`, `[[clear]]`), in
-        /// [`Op::ALL`] order; empty when the client has no such operation.
-        ops: [Vec<CallSrc>; 3],
-    },
+    /// `[[call]]` and `[decision]` (boxed: far larger than an adapter, and read only when a spec is
+    /// compiled or inspected).
+    Declarative(Box<Declarative>),
     /// A Lua adapter defining `request(req)`, and the decision fields it returns besides `allowed`
     /// (`reports = [...]` in the spec; all three when not said).
     Adapter {
@@ -117,6 +107,21 @@ pub enum Program {
         /// Which of `refund`, `reset`, `clear` ([`Op::ALL`] order) the adapter defines.
         ops: [bool; 3],
     },
+}
+
+/// A declarative program: `[[call]]` and `[decision]`.
+#[derive(Clone, Debug)]
+pub struct Declarative {
+    pub calls: Vec<CallSrc>,
+    pub allowed: Src,
+    pub remaining: Option<Src>,
+    pub retry_after_ms: Option<Src>,
+    pub reset_ms: Option<Src>,
+    /// Units admitted, for a limiter that may grant part of a request.
+    pub granted: Option<Src>,
+    /// The calls of each lifecycle operation (`[[refund]]`, `[[reset]]`, `[[clear]]`), in
+    /// [`Op::ALL`] order; empty when the client has no such operation.
+    pub ops: [Vec<CallSrc>; 3],
 }
 
 /// A validated spec. See the module documentation and `docs/specs.md`.
@@ -309,16 +314,13 @@ impl Files for Disk {
     }
 }
 
+/// The functions a spec's libraries register: each one's name and its library's index.
+type Registered = Vec<(String, usize)>;
+
 /// Reads a spec's function libraries (`library = "file.lua"` and `[functions]`), loads each into a
 /// scratch emulator to check it as FUNCTION LOAD would (its errors point at the file), and returns
 /// them with the functions they register (name, library index).
-fn load_libraries(
-    raw: &RawSpec,
-    text: &str,
-    origin: &Path,
-    dir: &Path,
-    files: &dyn Files,
-) -> Result<(Vec<SpecScript>, Vec<(String, usize)>)> {
+fn load_libraries(raw: &RawSpec, text: &str, origin: &Path, dir: &Path, files: &dyn Files) -> Result<(Vec<SpecScript>, Registered)> {
     let mut wanted: Vec<(String, &Spanned<String>)> = Vec::new();
     if let Some(l) = &raw.library {
         wanted.push(("library".into(), l));
@@ -763,7 +765,7 @@ impl Spec {
             (None, false, Some(d)) => {
                 let calls = parse_calls(&raw.call, "call")?;
                 let d = d.get_ref();
-                Program::Declarative {
+                Program::Declarative(Box::new(Declarative {
                     calls,
                     allowed: src(&d.allowed, "decision.allowed".into()),
                     remaining: d.remaining.as_ref().map(|s| src(s, "decision.remaining".into())),
@@ -771,7 +773,7 @@ impl Spec {
                     reset_ms: d.reset_ms.as_ref().map(|s| src(s, "decision.reset_ms".into())),
                     granted: d.granted.as_ref().map(|s| src(s, "decision.granted".into())),
                     ops: [parse_calls(&raw.refund, "refund")?, parse_calls(&raw.reset, "reset")?, parse_calls(&raw.clear, "clear")?],
-                }
+                }))
             }
         };
         let mut waive = Vec::new();
@@ -851,7 +853,7 @@ impl Spec {
     pub fn has_op(&self, op: Op) -> bool {
         match (&self.program, op.index()) {
             (_, None) => true,
-            (Program::Declarative { ops, .. }, Some(i)) => !ops[i].is_empty(),
+            (Program::Declarative(d), Some(i)) => !d.ops[i].is_empty(),
             (Program::Adapter { ops, .. }, Some(i)) => ops[i],
         }
     }
@@ -860,9 +862,10 @@ impl Spec {
     /// nothing here: its Lua state is made on the thread that runs it.
     pub fn compile(&self, params: &Params) -> Result<Compiled> {
         let consts = self.consts(params);
-        let Program::Declarative { calls, allowed, remaining, retry_after_ms, reset_ms, granted, ops } = &self.program else {
+        let Program::Declarative(d) = &self.program else {
             return Ok(Compiled::default());
         };
+        let Declarative { calls, allowed, remaining, retry_after_ms, reset_ms, granted, ops } = &**d;
         let err = |s: &Src, reason: String| Error::Invalid {
             context: format!("{}:{}", self.origin.display(), s.line),
             field: s.field.clone(),
@@ -912,7 +915,8 @@ impl Spec {
     fn mentions(&self, name: &str) -> bool {
         match &self.program {
             Program::Adapter { .. } => true,
-            Program::Declarative { calls, allowed, remaining, retry_after_ms, reset_ms, granted, ops } => {
+            Program::Declarative(d) => {
+                let Declarative { calls, allowed, remaining, retry_after_ms, reset_ms, granted, ops } = &**d;
                 let has = |s: &Src| s.text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|w| w == name);
                 calls.iter().chain(ops.iter().flatten()).any(|c| c.keys.iter().chain(&c.args).chain(&c.when).any(has))
                     || self.lets.iter().any(|(_, t)| t.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|w| w == name))
@@ -926,11 +930,11 @@ impl Spec {
     pub fn reports(&self) -> Reports {
         match &self.program {
             Program::Adapter { reports, .. } => Reports { reset_means: self.reset_means, ..*reports },
-            Program::Declarative { remaining, retry_after_ms, reset_ms, granted, .. } => Reports {
-                remaining: remaining.is_some(),
-                retry_after: retry_after_ms.is_some(),
-                reset: reset_ms.is_some(),
-                granted: granted.is_some(),
+            Program::Declarative(d) => Reports {
+                remaining: d.remaining.is_some(),
+                retry_after: d.retry_after_ms.is_some(),
+                reset: d.reset_ms.is_some(),
+                granted: d.granted.is_some(),
                 reset_means: self.reset_means,
             },
         }
