@@ -179,7 +179,7 @@ pub struct DecisionWriter {
 
 /// Where a part's rows go, in its format.
 enum Rows {
-    Csv(csv::Writer<File>),
+    Csv(Box<csv::Writer<File>>),
     Jsonl(BufWriter<File>),
 }
 
@@ -221,7 +221,7 @@ impl DecisionWriter {
         let bare = matches!(limiter.spec().program, Program::Declarative(_)) && limiter.program().calls.len() == 1;
         Ok(DecisionWriter {
             rows: match out.format {
-                DecisionsFormat::Csv => Rows::Csv(csv_writer(file)),
+                DecisionsFormat::Csv => Rows::Csv(Box::new(csv_writer(file))),
                 DecisionsFormat::Jsonl => Rows::Jsonl(BufWriter::with_capacity(1 << 16, file)),
             },
             path,

@@ -6,8 +6,8 @@
 //!   with [`Error::Parse`] naming the file and the 1-based line.
 //! - Output is sorted by time; lines with equal times keep their order in the file.
 //! - An `op` column (CSV/TSV) or field (JSONL) makes a line a lifecycle operation of the client
-//!   instead of a request: `refund`, `reset` or `clear` ([`Op`]); empty or `request` is a request.
-//!   The CSV writer adds the column only when some arrival needs it.
+//!   instead of a request: `refund`, `reset` or `clear` ([`Op`](crate::traffic::Op)); empty or
+//!   `request` is a request. The CSV writer adds the column only when some arrival needs it.
 //! - Logs record times at a resolution (one second for access logs) much coarser than a limiter's
 //!   window arithmetic, and how requests within one tick are placed changes results a great deal for
 //!   one-second windows. [`TieRule`] makes that an explicit choice.
