@@ -32,16 +32,19 @@ pub fn key_slot(key: &[u8]) -> u16 {
     crc16(key) & (SLOTS - 1)
 }
 
-/// The one slot all `keys` share, `Ok(None)` for no keys, or `Err(())` when they span slots.
-// The Lua layer (being restructured elsewhere) matches `Err(())`; a named error type waits for it.
-#[allow(clippy::result_unit_err)]
-pub fn common_slot<'a>(keys: impl IntoIterator<Item = &'a [u8]>) -> Result<Option<u16>, ()> {
+/// Keys that hash to more than one slot: a cluster node refuses the call (CROSSSLOT, or a
+/// script's "non local key").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CrossSlot;
+
+/// The one slot all `keys` share, `Ok(None)` for no keys, or [`CrossSlot`] when they span slots.
+pub fn common_slot<'a>(keys: impl IntoIterator<Item = &'a [u8]>) -> Result<Option<u16>, CrossSlot> {
     let mut slot = None;
     for k in keys {
         let s = key_slot(k);
         match slot {
             None => slot = Some(s),
-            Some(x) if x != s => return Err(()),
+            Some(x) if x != s => return Err(CrossSlot),
             _ => {}
         }
     }
@@ -51,7 +54,7 @@ pub fn common_slot<'a>(keys: impl IntoIterator<Item = &'a [u8]>) -> Result<Optio
 /// In cluster mode, a command whose keys span slots gets CROSSSLOT.
 pub fn check_command_slots(spec: &CommandSpec, args: &[&[u8]]) -> Option<Reply> {
     match common_slot(spec.keys.keys(args)) {
-        Err(()) => Some(Reply::err(CROSSSLOT)),
+        Err(CrossSlot) => Some(Reply::err(CROSSSLOT)),
         Ok(_) => None,
     }
 }

@@ -47,7 +47,7 @@ impl Emulator {
             let keys = queued_keys(spec, args);
             let slot = match super::cluster::common_slot(keys.iter().copied()) {
                 Ok(s) => s,
-                Err(()) => {
+                Err(super::cluster::CrossSlot) => {
                     drop(core);
                     self.flag_transaction(id);
                     return Reply::err(super::cluster::CROSSSLOT);

@@ -7,7 +7,7 @@
 use super::conn::Conn;
 use super::resp::{self, write_verbatim};
 use super::Server;
-use limitlab_emulator::cluster::{common_slot, key_slot, CROSSSLOT, SLOTS};
+use limitlab_emulator::cluster::{common_slot, key_slot, CrossSlot, CROSSSLOT, SLOTS};
 use limitlab_emulator::cmd;
 use limitlab_emulator::Reply;
 
@@ -76,7 +76,7 @@ pub fn redirect(server: &Server, conn: &Conn, args: &[&[u8]]) -> Option<Reply> {
     }
     let keys = if spec.has(cmd::flags::MOVABLE_KEYS) { movable_keys(spec.name, args)? } else { spec.keys.keys(args) };
     let slot = match common_slot(keys.iter().copied()) {
-        Err(()) => return Some(Reply::err(CROSSSLOT)),
+        Err(CrossSlot) => return Some(Reply::err(CROSSSLOT)),
         Ok(None) => return None,
         Ok(Some(s)) => s,
     };

@@ -15,7 +15,7 @@ pub const DEFAULT_BUDGET: u64 = 50_000_000;
 /// command makes (its runs, probes, searches) stops a runaway script at the same point.
 static PROCESS_BUDGET: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(DEFAULT_BUDGET);
 
-/// Sets the budget of every emulator made from now on in this process (see [`PROCESS_BUDGET`]).
+/// Sets the budget of every emulator made from now on in this process (one figure for the process).
 pub fn set_default_budget(b: u64) {
     PROCESS_BUDGET.store(b.max(1), std::sync::atomic::Ordering::Relaxed);
 }

@@ -37,9 +37,9 @@ pub(crate) fn call_checked(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8
     }
     let mut core = core.borrow_mut();
     if core.cluster {
-        let keys = spec.keys.keys(&argv);
+        let keys = spec.keys.keys(argv);
         match cluster::common_slot(keys.iter().copied()) {
-            Err(()) => return Some(Reply::err("ERR Script attempted to access a non local key in a cluster node")),
+            Err(cluster::CrossSlot) => return Some(Reply::err("ERR Script attempted to access a non local key in a cluster node")),
             Ok(Some(slot)) => match st.slot.get() {
                 None => st.slot.set(Some(slot)),
                 Some(s) if s != slot && !st.cross_slot.get() => {

@@ -477,7 +477,7 @@ impl Functions {
         let (keys, argv) = (&a[3..3 + n as usize], &a[3 + n as usize..]);
         let cluster_on = core.borrow().cluster;
         if cluster_on {
-            if let Err(()) = cluster::common_slot(keys.iter().copied()) {
+            if let Err(cluster::CrossSlot) = cluster::common_slot(keys.iter().copied()) {
                 return Reply::err(cluster::CROSSSLOT);
             }
         }

@@ -264,7 +264,7 @@ pub(crate) unsafe extern "C-unwind" fn acl_check_cmd(l: *mut ffi::lua_State) -> 
 /// Argument `i` of the running C function is a string or a number (checked by the caller), so
 /// nothing is converted and nothing raises; a string's bytes stay valid while it is on the stack,
 /// which the returned lifetime (tied to `buf`) does not enforce: the caller uses them within the call.
-unsafe fn arg_bytes<'a>(l: *mut ffi::lua_State, i: c_int, buf: &'a mut Vec<u8>) -> &'a [u8] {
+unsafe fn arg_bytes(l: *mut ffi::lua_State, i: c_int, buf: &mut Vec<u8>) -> &[u8] {
     if ffi::lua_type(l, i) == ffi::LUA_TNUMBER {
         *buf = crate::reply::fmt_g(ffi::lua_tonumber(l, i), 17).into_bytes();
         buf

@@ -115,7 +115,7 @@ impl Scripting {
                     Err(r) => return r,
                 };
                 if self.core.borrow().cluster {
-                    if let Err(()) = cluster::common_slot(keys.iter().copied()) {
+                    if let Err(cluster::CrossSlot) = cluster::common_slot(keys.iter().copied()) {
                         return Reply::err(cluster::CROSSSLOT);
                     }
                 }
@@ -324,8 +324,11 @@ impl Shebang {
     }
 }
 
+/// A call's keys and its other arguments.
+type KeysAndArgs<'b, 'a> = (&'b [&'a [u8]], &'b [&'a [u8]]);
+
 /// Splits `EVAL body numkeys keys... args...` into keys and args, with Redis's errors.
-fn split_numkeys<'a, 'b>(a: &'b [&'a [u8]]) -> Result<(&'b [&'a [u8]], &'b [&'a [u8]]), Reply> {
+fn split_numkeys<'a, 'b>(a: &'b [&'a [u8]]) -> Result<KeysAndArgs<'b, 'a>, Reply> {
     let n = cmd::arg_i64(a[2])?;
     if n < 0 {
         return Err(Reply::err("ERR Number of keys can't be negative"));
