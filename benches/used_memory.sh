@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The used_memory model at 1,000,000 subjects for every shipped script, against a private Redis 7.0
-# started here on a free port (10,000 and 100,000 run in CI: tests/used_memory_real.rs).
+# started here on a free port (10,000 and 100,000 run in CI: tests/emulator/used_memory_real.rs).
 # Usage: benches/used_memory.sh [SUBJECTS] [LIMIT] [SCRIPTS]   (defaults 1000000, 10 per minute and
 # every shipped script; SCRIPTS a comma-separated list of their names)
 set -euo pipefail
