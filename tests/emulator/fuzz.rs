@@ -240,7 +240,7 @@ proptest! {
             Err(e) => check_error_line(&e, &text, &path.display().to_string()),
             Ok(spec) => {
                 // A mutated policy can be out of range: that is an error too, not a panic.
-                if let Ok(limiter) = limitlab_engine::spec::limiter_with(Arc::new(spec), None, None, None) {
+                if let Ok(limiter) = limitlab_engine::limiter::limiter_with(Arc::new(spec), None, None, None) {
                     let mut h = limitlab_engine::harness::Harness::new(limiter);
                     for i in 0..4 {
                         let _ = h.request(if i % 2 == 0 { "alice" } else { "bob" }, 1);

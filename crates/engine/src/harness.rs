@@ -20,10 +20,10 @@ use limitlab_emulator::{Error, Result};
 /// The limiter a command line would name: one of limitlab's built-in scripts (`fixed_window`,
 /// `gcra`, `seed_token_bucket`, ...) or the path of a spec file (`my_limiter.toml`), under the
 /// spec's own `[policy]`. For another policy, [`Limiter::from_spec`] with
-/// [`Spec::from_file`]'s spec, or [`crate::spec::limiter_with`].
+/// [`Spec::from_file`]'s spec, or [`crate::limiter::limiter_with`].
 pub fn load(name_or_path: impl AsRef<Path>) -> Result<Limiter> {
     let name = name_or_path.as_ref().to_string_lossy();
-    crate::spec::limiter_with(crate::spec::resolve(&name)?, None, None, None)
+    crate::limiter::limiter_with(crate::spec::resolve(&name)?, None, None, None)
 }
 
 /// A limiter for a Lua script that follows limitlab's own script contract, without a spec file:

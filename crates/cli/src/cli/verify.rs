@@ -187,7 +187,7 @@ fn run_scripts(plan: &Plan, out: &mut dyn Write) -> Result<()> {
     // not stop the others: each is reported, and the first problem decides the exit status.
     let (mut failures, mut first_error) = (Vec::new(), None);
     for spec in &plan.scripts {
-        let checked = limitlab_engine::spec::limiter_with(std::sync::Arc::clone(spec), None, None, None)
+        let checked = limitlab_engine::limiter::limiter_with(std::sync::Arc::clone(spec), None, None, None)
             .and_then(|l| crate::verify::against_redis::check_spec(&l, plan.options.seed, &mut real, limitlab_engine::sim::Progress::Auto));
         let mut check = match checked {
             Ok(c) => c,

@@ -213,7 +213,14 @@ pub fn measure(plan: &MemoryPlan, mut real: Option<&mut RealRedis>) -> Result<Me
                         op: limitlab_engine::traffic::Op::Request,
                     })
                     .collect();
-                crate::verify::against_redis::check_slots("memory's user", &limiter, &arrivals, times[0], r.key_prefix(), &r.describe())?;
+                limitlab_engine::limiter::slots::check_slots(
+                    "memory's user",
+                    &limiter,
+                    &arrivals,
+                    times[0],
+                    r.key_prefix(),
+                    &r.describe(),
+                )?;
             }
         }
         // The same key names as on the real server, prefix included: key length is part of MEMORY USAGE.

@@ -61,16 +61,16 @@ use serde::Serialize;
 
 use crate::report::table::Table;
 use crate::report::Format;
-use limitlab_emulator::cluster::{key_slot, CROSSSLOT};
 use limitlab_emulator::Emulator;
 use limitlab_emulator::{Error, Result};
 use limitlab_engine::backend::emulated::EmulatedBackend;
 use limitlab_engine::backend::real::RealRedis;
 use limitlab_engine::backend::Backend;
+use limitlab_engine::limiter::slots::crossslot_error;
 use limitlab_engine::limiter::{Decision, Limiter, Variant};
 use limitlab_engine::sim::standard::{builtin, STANDARD};
 use limitlab_engine::sim::{run, Progress, Scenario, Trace};
-use limitlab_engine::spec::exec::{CallRecord, Session};
+use limitlab_engine::spec::exec::{describe_call, Session};
 use limitlab_engine::spec::{Program, Spec, Target};
 use limitlab_engine::traffic::Arrival;
 
@@ -472,33 +472,6 @@ pub fn clock_reads(spec: &Spec) -> Vec<String> {
     out
 }
 
-/// Where a spec's call is written: `spec.toml:12` (a declarative call), or the adapter's file.
-fn call_site(spec: &Spec, call: &str) -> String {
-    match &spec.program {
-        Program::Adapter { path, .. } => path.display().to_string(),
-        Program::Declarative(d) => match d.calls.iter().find(|c| c.name == call) {
-            Some(c) => format!("{}:{}", spec.origin.display(), c.line),
-            None => spec.origin.display().to_string(),
-        },
-    }
-}
-
-/// A call as a phrase: ``call `r` (script main) at spec.toml:15``.
-fn describe_call(spec: &Spec, c: &CallRecord) -> String {
-    let target = match &spec.program {
-        Program::Declarative(d) => d.calls.iter().find(|x| x.name == c.name).map(|x| &x.target),
-        Program::Adapter { .. } => None,
-    };
-    let what = match target {
-        Some(Target::Script(i)) => format!("script {}", spec.scripts[*i].name),
-        Some(Target::Function { name, .. }) => format!("function {name}"),
-        Some(Target::Command(n)) => format!("command {n}"),
-        None if spec.scripts.iter().any(|s| s.name == c.target) => format!("script {}", c.target),
-        None => c.target.clone(),
-    };
-    format!("call `{}` ({what}) at {}", c.name, call_site(spec, &c.name))
-}
-
 /// What the emulator's run under the server's prefix found (see "Before the server" in the
 /// module docs).
 pub struct Precheck {
@@ -592,45 +565,6 @@ pub fn precheck(
         });
     }
     Ok(Precheck { trace, outside })
-}
-
-/// The CROSSSLOT error of `call` when its keys (behind `prefix`) span hash slots: the spec's call,
-/// both keys as the spec names them with their slots, and the request.
-fn crossslot_error(spec: &Spec, call: &CallRecord, prefix: &str, request: &str, target: &str) -> Option<Error> {
-    let keys: Vec<&str> = call.keys.iter().map(|k| k.strip_prefix(prefix).unwrap_or(k)).collect();
-    let first = keys.first()?;
-    let other = keys.iter().find(|k| key_slot(k.as_bytes()) != key_slot(first.as_bytes()))?;
-    Some(Error::Script {
-        reply: CROSSSLOT.to_string(),
-        at: format!(
-            "{}: its keys `{first}` (slot {}) and `{other}` (slot {}) are in different hash slots, so Redis Cluster \
-             refuses the call; give every key of the call the same hash tag, such as {{${{subject}}}}",
-            describe_call(spec, call),
-            key_slot(first.as_bytes()),
-            key_slot(other.as_bytes())
-        ),
-        request: format!("{request}; found on the emulator before anything was sent to {target}"),
-    })
-}
-
-/// Runs `arrivals` through `limiter` on an emulator under `prefix` (its clock starting at
-/// `start_ms`) and returns the error of the first call whose keys span hash slots (see
-/// [`precheck`]), for tools that run on a cluster (`what` names the run in the request).
-pub fn check_slots(what: &str, limiter: &Limiter, arrivals: &[Arrival], start_ms: i64, prefix: &str, target: &str) -> Result<()> {
-    let mut b = EmulatedBackend::with_prefix(Emulator::new(), prefix);
-    b.set_time_ms(start_ms);
-    let mut session = Session::recording();
-    for (i, a) in arrivals.iter().enumerate() {
-        let now = a.at.as_millis().0;
-        limiter.check_call(now, a.cost)?;
-        b.set_time_ms(now);
-        limiter.call(&mut b, &mut session, &a.key, now, a.cost)?;
-        let request = format!("{}, call #{} of {what}", limitlab_engine::spec::exec::describe_request(&a.key, now, a.cost), i + 1);
-        if let Some(e) = session.take_calls().iter().find_map(|c| crossslot_error(limiter.spec(), c, prefix, &request, target)) {
-            return Err(e);
-        }
-    }
-    Ok(())
 }
 
 /// Which of `keys` exist on the server now.

@@ -10,6 +10,11 @@ use limitlab_emulator::Reply;
 use limitlab_emulator::{Error, Result};
 
 impl Limiter {
+    /// What the adapter runs under: this limiter's spec, policy and reported fields.
+    fn policy(&self) -> adapter::Policy<'_> {
+        adapter::Policy { spec: self.spec(), params: self.params(), reports: self.reports() }
+    }
+
     /// Runs one request: every call of the spec on `backend` (keys under its prefix), then the
     /// decision. A Redis error reply from a call, a failed expression or a reply of the wrong shape
     /// is an `Err` naming the spec's or script's file and line and the request.
@@ -19,7 +24,7 @@ impl Limiter {
             let st = self.process(s, s.pin.unwrap_or_else(|| self.next_process(s)))?;
             let req = Request { subject, now_ms, cost, window_ms: self.params().window_ms as i64, seq: s.seq };
             s.seq += 1;
-            return s.adapters[st].request(self, backend, &req, &mut s.record);
+            return s.adapters[st].request(&self.policy(), backend, &req, &mut s.record);
         }
         if !s.libraries_loaded && !spec.libraries.is_empty() {
             for lib in &spec.libraries {
@@ -98,7 +103,7 @@ impl Limiter {
         let req = Request { subject, now_ms, cost, window_ms: self.params().window_ms as i64, seq: s.seq };
         if let Program::Adapter { .. } = &spec.program {
             let st = self.process(s, s.pin.unwrap_or_else(|| self.last_process(s)))?;
-            return s.adapters[st].op(op.name(), self, backend, &req, &mut s.record);
+            return s.adapters[st].op(op.name(), &self.policy(), backend, &req, &mut s.record);
         }
         self.run_calls(backend, s, &self.program().ops[ix], &req)
     }

@@ -13,6 +13,7 @@ use limitlab_emulator::{Error, Result};
 pub mod call;
 pub mod honesty;
 pub mod oracle;
+pub mod slots;
 
 pub use crate::shipped::{
     direct, fixed_window, gcra, sliding_log, sliding_window, subject_key, token_bucket, Algorithm, Decision, Flavor, Params, Reference,
@@ -144,6 +145,21 @@ impl Limiter {
     pub fn overshoot_bound(&self) -> Option<f64> {
         self.spec.overshoot_bound(&self.params)
     }
+}
+
+/// The spec's policy with the command line's overrides: a limiter for `spec`.
+pub fn limiter_with(spec: SharedSpec, limit: Option<u64>, window_ms: Option<u64>, burst: Option<u64>) -> Result<Limiter> {
+    let mut p = spec.policy;
+    if let Some(l) = limit {
+        p.limit = l;
+    }
+    if let Some(w) = window_ms {
+        p.window_ms = w;
+    }
+    if let Some(b) = burst {
+        p.burst = Some(b);
+    }
+    Limiter::from_spec(spec, p)
 }
 
 #[cfg(test)]

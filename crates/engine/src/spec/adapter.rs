@@ -20,10 +20,19 @@ use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value as LuaValue};
 
 use super::exec::{describe_request, script_error, CallRecord};
 use super::expr::{Const, Request};
+use super::{Reports, Spec};
 use crate::backend::Backend;
-use crate::limiter::{Decision, Limiter};
+use crate::shipped::{Decision, Params};
 use limitlab_emulator::Reply;
 use limitlab_emulator::{Error, Result};
+
+/// What an adapter's functions are run under: the spec, its policy and the fields it reports
+/// (a limiter's, handed down when it runs a request).
+pub struct Policy<'a> {
+    pub spec: &'a Spec,
+    pub params: Params,
+    pub reports: Reports,
+}
 
 /// One adapter's Lua state and its `request` function.
 pub struct AdapterState {
@@ -31,7 +40,7 @@ pub struct AdapterState {
     path: PathBuf,
     /// The metatable every `req` gets, whose `__index` holds the policy's and the spec's constants,
     /// made once for the policy it was made for (a request sets only its own variables).
-    consts: RefCell<Option<(crate::limiter::Params, Table)>>,
+    consts: RefCell<Option<(Params, Table)>>,
 }
 
 /// Defines the deep copy that [`SAVE`] and [`RESTORE`] use (tables within copied too, a table
@@ -101,25 +110,25 @@ impl AdapterState {
     pub(crate) fn op(
         &self,
         name: &str,
-        limiter: &Limiter,
+        ctx: &Policy<'_>,
         backend: &mut dyn Backend,
         req: &Request<'_>,
         record: &mut Option<Vec<CallRecord>>,
     ) -> Result<()> {
-        self.invoke(name, limiter, backend, req, record).map(|_| ())
+        self.invoke(name, ctx, backend, req, record).map(|_| ())
     }
 
     /// Runs one request through `request(req)`.
     pub(crate) fn request(
         &self,
-        limiter: &Limiter,
+        ctx: &Policy<'_>,
         backend: &mut dyn Backend,
         req: &Request<'_>,
         record: &mut Option<Vec<CallRecord>>,
     ) -> Result<Decision> {
         let path = &self.path;
         let describe = || describe_request(req.subject, req.now_ms, req.cost);
-        let out = match self.invoke("request", limiter, backend, req, record)? {
+        let out = match self.invoke("request", ctx, backend, req, record)? {
             LuaValue::Table(t) => t,
             other => {
                 return Err(Error::Lua(format!(
@@ -154,7 +163,7 @@ impl AdapterState {
             remaining: num("remaining", false)?,
             retry_after_ms: num("retry_after_ms", true)?,
             reset_after_ms: num("reset_ms", true)?,
-            granted: if limiter.reports().granted { num("granted", false)? } else { Decision::NOT_REPORTED },
+            granted: if ctx.reports.granted { num("granted", false)? } else { Decision::NOT_REPORTED },
         })
     }
 
@@ -163,12 +172,12 @@ impl AdapterState {
     fn invoke(
         &self,
         func: &str,
-        limiter: &Limiter,
+        ctx: &Policy<'_>,
         backend: &mut dyn Backend,
         req: &Request<'_>,
         record: &mut Option<Vec<CallRecord>>,
     ) -> Result<LuaValue> {
-        let spec = limiter.spec();
+        let spec = ctx.spec;
         let lua = &self.lua;
         let path = &self.path;
         let describe = || describe_request(req.subject, req.now_ms, req.cost);
@@ -198,7 +207,7 @@ impl AdapterState {
         set("seq", LuaValue::Number(req.seq as f64))?;
         // The constants through a shared metatable: `req.limit` reads them, and a request sets only
         // its own variables.
-        let params = limiter.params();
+        let params = ctx.params;
         let meta = {
             let mut cached = self.consts.borrow_mut();
             match cached.as_ref() {

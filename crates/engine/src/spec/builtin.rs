@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use super::{Files, Spec};
-use crate::limiter::Variant;
+use crate::shipped::Variant;
 
 /// The embedded files, by their path under `scripts/`.
 const FILES: [(&str, &str); 18] = [
@@ -17,15 +17,15 @@ const FILES: [(&str, &str); 18] = [
     ("seed/sliding_window.toml", include_str!("../../../../scripts/seed/sliding_window.toml")),
     ("seed/sliding_log.toml", include_str!("../../../../scripts/seed/sliding_log.toml")),
     ("seed/token_bucket.toml", include_str!("../../../../scripts/seed/token_bucket.toml")),
-    ("fixed_window.lua", crate::limiter::fixed_window::SCRIPT),
-    ("sliding_window.lua", crate::limiter::sliding_window::SCRIPT),
-    ("sliding_log.lua", crate::limiter::sliding_log::SCRIPT),
-    ("token_bucket.lua", crate::limiter::token_bucket::SCRIPT),
-    ("gcra.lua", crate::limiter::gcra::SCRIPT),
-    ("seed/fixed_window.lua", crate::limiter::fixed_window::SEED_SCRIPT),
-    ("seed/sliding_window.lua", crate::limiter::sliding_window::SEED_SCRIPT),
-    ("seed/sliding_log.lua", crate::limiter::sliding_log::SEED_SCRIPT),
-    ("seed/token_bucket.lua", crate::limiter::token_bucket::SEED_SCRIPT),
+    ("fixed_window.lua", crate::shipped::fixed_window::SCRIPT),
+    ("sliding_window.lua", crate::shipped::sliding_window::SCRIPT),
+    ("sliding_log.lua", crate::shipped::sliding_log::SCRIPT),
+    ("token_bucket.lua", crate::shipped::token_bucket::SCRIPT),
+    ("gcra.lua", crate::shipped::gcra::SCRIPT),
+    ("seed/fixed_window.lua", crate::shipped::fixed_window::SEED_SCRIPT),
+    ("seed/sliding_window.lua", crate::shipped::sliding_window::SEED_SCRIPT),
+    ("seed/sliding_log.lua", crate::shipped::sliding_log::SEED_SCRIPT),
+    ("seed/token_bucket.lua", crate::shipped::token_bucket::SEED_SCRIPT),
 ];
 
 /// Reads the embedded copies; paths are relative to `scripts/`.

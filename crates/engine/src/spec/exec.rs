@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use super::expr::{Expr, Request, Template, Value};
-use super::{adapter, Spec, Src};
-use crate::limiter::Decision;
+use super::{adapter, Program, Spec, Src, Target};
+use crate::shipped::Decision;
 use limitlab_emulator::Reply;
 use limitlab_emulator::{Error, Result};
 
@@ -173,4 +173,31 @@ pub(crate) fn eval<'a>(
         Some(s) => spec_error(spec, s, r, req.subject, req.now_ms, req.cost),
         None => Error::Invalid { context: spec.origin.display().to_string(), field: "call".into(), reason: r },
     })
+}
+
+/// Where a spec's call is written: `spec.toml:12` (a declarative call), or the adapter's file.
+pub fn call_site(spec: &Spec, call: &str) -> String {
+    match &spec.program {
+        Program::Adapter { path, .. } => path.display().to_string(),
+        Program::Declarative(d) => match d.calls.iter().find(|c| c.name == call) {
+            Some(c) => format!("{}:{}", spec.origin.display(), c.line),
+            None => spec.origin.display().to_string(),
+        },
+    }
+}
+
+/// A call as a phrase: ``call `r` (script main) at spec.toml:15``.
+pub fn describe_call(spec: &Spec, c: &CallRecord) -> String {
+    let target = match &spec.program {
+        Program::Declarative(d) => d.calls.iter().find(|x| x.name == c.name).map(|x| &x.target),
+        Program::Adapter { .. } => None,
+    };
+    let what = match target {
+        Some(Target::Script(i)) => format!("script {}", spec.scripts[*i].name),
+        Some(Target::Function { name, .. }) => format!("function {name}"),
+        Some(Target::Command(n)) => format!("command {n}"),
+        None if spec.scripts.iter().any(|s| s.name == c.target) => format!("script {}", c.target),
+        None => c.target.clone(),
+    };
+    format!("call `{}` ({what}) at {}", c.name, call_site(spec, &c.name))
 }

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::Reports;
-use crate::limiter::{Decision, Params};
+use crate::shipped::{Decision, Params};
 
 /// The policy's name in the headers.
 pub const POLICY: &str = "default";

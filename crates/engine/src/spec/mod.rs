@@ -43,7 +43,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::backend::Script;
-use crate::limiter::{Algorithm, Params, Variant};
+use crate::shipped::{Algorithm, Params, Variant};
 use crate::toml_input::{at_line, from_toml, line_of};
 use expr::{Const, Expr, Scope, Template};
 use limitlab_emulator::{Error, Result};
@@ -965,23 +965,8 @@ pub fn resolve(name: &str) -> Result<SharedSpec> {
     Err(Error::Invalid {
         context: "script".into(),
         field: "script".into(),
-        reason: format!("{}, or the path of a spec file (.toml)", crate::limiter::UnknownVariant(name.to_string())),
+        reason: format!("{}, or the path of a spec file (.toml)", crate::shipped::UnknownVariant(name.to_string())),
     })
-}
-
-/// The spec's policy with the command line's overrides: a limiter for `spec`.
-pub fn limiter_with(spec: SharedSpec, limit: Option<u64>, window_ms: Option<u64>, burst: Option<u64>) -> Result<crate::limiter::Limiter> {
-    let mut p = spec.policy;
-    if let Some(l) = limit {
-        p.limit = l;
-    }
-    if let Some(w) = window_ms {
-        p.window_ms = w;
-    }
-    if let Some(b) = burst {
-        p.burst = Some(b);
-    }
-    crate::limiter::Limiter::from_spec(spec, p)
 }
 
 /// Two specs are the same when they have the same name, origin and scripts.
