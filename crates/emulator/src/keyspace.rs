@@ -105,6 +105,7 @@ pub fn parse_canonical_i64(b: &[u8]) -> Option<i64> {
 }
 
 pub mod dict_table;
+pub mod listpack;
 mod small;
 pub mod stream;
 mod zset;

@@ -1,5 +1,5 @@
 //! A Redis dict's table sizes, tracked through the operations on it (grow, shrink, incremental
-//! rehash), for MEMORY USAGE ([`crate::object_size`]) of hashes, sets and sorted sets.
+//! rehash), for MEMORY USAGE (`crate::object_size`) of hashes, sets and sorted sets.
 use std::cell::Cell;
 
 /// `DICT_HT_INITIAL_SIZE`.

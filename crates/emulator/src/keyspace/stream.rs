@@ -5,7 +5,7 @@
 //! plus the new entry's would reach `stream-node-max-bytes` (4096) or when it holds
 //! `stream-node-max-entries` (100) entries, and approximate trimming (`~`) removes whole nodes only:
 //! so XTRIM and XADD with `~` remove exactly what Redis removes.
-use crate::object_size::{lp_entry, lp_int_entry};
+use super::listpack::{lp_entry, lp_int_entry};
 
 /// Redis's default `stream-node-max-bytes`.
 pub const NODE_MAX_BYTES: usize = 4096;

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value as LuaValue};
 
-use super::exec::{describe_request, script_error, CallRecord};
+use super::call_record::{describe_request, script_error, CallRecord};
 use super::expr::{Const, Request};
 use super::{Reports, Spec};
 use crate::backend::Backend;

@@ -1,27 +1,14 @@
 //! Running one request through a spec: render each call's KEYS and ARGV, run it on the backend,
 //! then read the decision from the replies. A [`Session`] holds the buffers a hot loop reuses (and
 //! an adapter's Lua state), so it belongs to the thread that drives the backend.
-use std::path::Path;
 
+pub(crate) use super::call_record::script_error;
+pub use super::call_record::{describe_request, user_script_line, CallRecord};
 use super::expr::{Expr, Request, Template, Value};
 use super::{adapter, Program, Spec, Src, Target};
 use crate::shipped::Decision;
 use limitlab_emulator::Reply;
 use limitlab_emulator::{Error, Result};
-
-/// One call as it went to the backend, for tools that look at what a spec does (`check`,
-/// `run --decisions`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct CallRecord {
-    /// The call's name in the spec (`call1`, `hits`, or the adapter's script/command name).
-    pub name: String,
-    /// The script's name in the spec, or the command.
-    pub target: String,
-    /// The keys as sent (with the backend's prefix).
-    pub keys: Vec<String>,
-    pub args: Vec<String>,
-    pub reply: Reply,
-}
 
 /// Buffers and state for running requests on one thread.
 #[derive(Default)]
@@ -71,11 +58,6 @@ impl Session {
     }
 }
 
-/// What identifies a request in messages.
-pub fn describe_request(subject: &str, now_ms: i64, cost: u64) -> String {
-    format!("request (subject `{subject}`, now_ms {now_ms}, cost {cost})")
-}
-
 /// An error in evaluating a piece of the spec, with its file, line and field.
 pub(crate) fn spec_error(spec: &Spec, src: &Src, reason: String, subject: &str, now_ms: i64, cost: u64) -> Error {
     Error::Invalid {
@@ -83,31 +65,6 @@ pub(crate) fn spec_error(spec: &Spec, src: &Src, reason: String, subject: &str, 
         field: src.field.clone(),
         reason: format!("{reason} (`{}`), at {}", src.text, describe_request(subject, now_ms, cost)),
     }
-}
-
-/// The `@user_script:N` line of a Redis script error, if it names one.
-pub fn user_script_line(err: &str) -> Option<usize> {
-    let i = match err.find("user_script:") {
-        Some(i) => i + "user_script:".len(),
-        // A function's error: `... on @user_function:N.` (the library's own line numbers).
-        None => err.find("user_function:")? + "user_function:".len(),
-    };
-    let digits: String = err[i..].chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().ok()
-}
-
-/// A script's error reply as a [`Error::Script`]: Redis's text, the user's file and line with the
-/// line itself, and the request.
-pub(crate) fn script_error(path: &Path, body: &str, reply: &str, request: String) -> Error {
-    let line = user_script_line(reply);
-    let at = match line {
-        Some(n) => {
-            let text = body.lines().nth(n.saturating_sub(1)).unwrap_or("").trim();
-            format!("{}:{n}: {text}", path.display())
-        }
-        None => path.display().to_string(),
-    };
-    Error::Script { reply: reply.to_string(), at, request }
 }
 
 /// A decision field as an integer number of ms or units: nil is "not reported" (-1); fractions

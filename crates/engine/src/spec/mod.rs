@@ -31,6 +31,7 @@
 //! Every field is documented in `docs/specs.md`. Errors point at the spec's file, line and field.
 pub mod adapter;
 pub mod builtin;
+pub mod call_record;
 pub mod exec;
 pub mod expr;
 pub mod headers;
