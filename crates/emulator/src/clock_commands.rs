@@ -1,7 +1,8 @@
 //! The virtual clock's own commands, `CLOCK.ADVANCE ms`, `CLOCK.SET unix_ms` and `CLOCK.GET`,
 //! which `limitlab cli` and `limitlab serve` answer before anything reaches the emulator's table.
 use crate::clock::{Clock, Millis};
-use crate::{Emulator, Reply};
+use crate::emulator::Emulator;
+use crate::reply::Reply;
 
 /// The CLOCK.* commands, or `None` when `args` is not one of them (also `limitlab serve`'s).
 pub fn clock_command(args: &[Vec<u8>], emu: &Emulator) -> Option<Reply> {

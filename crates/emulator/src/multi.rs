@@ -19,7 +19,7 @@ use super::clients::ClientId;
 use super::cmd;
 use super::command_spec::{flags, CommandSpec};
 use super::reply::Reply;
-use super::Emulator;
+use crate::emulator::Emulator;
 
 const QUEUED: &str = "QUEUED";
 const EXECABORT: &str = "EXECABORT Transaction discarded because of previous errors.";
@@ -35,7 +35,7 @@ impl Emulator {
         if !spec.arity_ok(args.len()) {
             return self.arity_error(id, spec);
         }
-        if let Some(r) = subcommand_refusal(spec, args) {
+        if let Some(r) = crate::cmd::command::subcommand_refusal(spec, args) {
             self.flag_transaction(id);
             return r;
         }
@@ -179,24 +179,6 @@ impl Emulator {
         }
         Reply::Array(replies)
     }
-}
-
-/// What Redis's command lookup says of a container command's subcommand before the command runs or
-/// is queued (outside MULTI the handlers say the same themselves): unknown, or a wrong number of
-/// arguments (texts of `rejectCommandFormat`).
-pub(super) fn subcommand_refusal(spec: &CommandSpec, args: &[&[u8]]) -> Option<Reply> {
-    let subs = super::cmd::command::subcommands(spec.name)?;
-    let given = args.get(1)?;
-    let Some(sub) = subs.iter().find(|s| given.eq_ignore_ascii_case(s.name.as_bytes())) else {
-        // `%.128s` of a C string, then CR/LF turned into spaces.
-        let end = given.iter().take(128).position(|&c| c == 0).unwrap_or(given.len().min(128));
-        let name: String = String::from_utf8_lossy(&given[..end]).chars().map(|c| if c == '\r' || c == '\n' { ' ' } else { c }).collect();
-        return Some(Reply::Error(format!("ERR unknown subcommand '{name}'. Try {} HELP.", spec.name.to_ascii_uppercase())));
-    };
-    if !cmd::arity_ok(sub.arity, args.len()) {
-        return Some(cmd::arity_error(&format!("{}|{}", spec.name, sub.name)));
-    }
-    None
 }
 
 /// The keys a cluster node reads from a command to route it: its key positions, or for EVAL and

@@ -171,7 +171,7 @@ pub fn keyspace_growth<'a>(entries: impl Iterator<Item = (&'a [u8], &'a Entry)>,
 
 /// What each of `keys` that exists on `emu` now costs the server in `used_memory`, tables aside
 /// ([`key_cost`]).
-pub fn key_costs<'a>(emu: &crate::Emulator, keys: impl IntoIterator<Item = &'a [u8]>) -> Vec<KeyCost> {
+pub fn key_costs<'a>(emu: &crate::emulator::Emulator, keys: impl IntoIterator<Item = &'a [u8]>) -> Vec<KeyCost> {
     let mut core = emu.core();
     let cluster = core.cluster;
     let now = core.now_ms();

@@ -6,7 +6,7 @@
 //! that cluster clients find their way.
 use super::conn::Conn;
 use super::resp::{self, write_verbatim};
-use super::Server;
+use super::state::Server;
 use limitlab_emulator::cluster::{common_slot, key_slot, CrossSlot, CROSSSLOT, SLOTS};
 use limitlab_emulator::cmd;
 use limitlab_emulator::Reply;

@@ -2,9 +2,10 @@
 //! authentication, cluster redirection), then answered here (the commands that belong to a
 //! connection or to the server: HELLO, AUTH, QUIT, RESET, SHUTDOWN, DEBUG SLEEP, CLUSTER, ASKING,
 //! READONLY, READWRITE, and limitlab's CLOCK.ADVANCE/SET/GET) or by the node's emulator.
+use super::cluster;
 use super::conn::Conn;
 use super::resp;
-use super::{cluster, Server};
+use super::state::Server;
 use limitlab_emulator::cmd;
 use limitlab_emulator::Reply;
 

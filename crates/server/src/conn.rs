@@ -1,6 +1,6 @@
 //! One client connection's state (its node, its emulator client, protocol and auth) and how a
 //! connection becomes a client of a node's emulator. The loop that serves it is [`crate::connection`].
-use super::Server;
+use super::state::Server;
 use limitlab_emulator::ClientId;
 
 /// A connection's state.

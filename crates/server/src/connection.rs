@@ -9,9 +9,10 @@ use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use super::commands;
 use super::conn::{connect, Conn};
 use super::parse::{self, Frame};
-use super::{commands, Server};
+use super::state::Server;
 
 /// Redis's `client-query-buffer-limit`: a client whose unread requests exceed it is dropped.
 const QUERY_BUFFER_LIMIT: usize = 1 << 30;

@@ -22,14 +22,16 @@ pub mod conn;
 pub mod connection;
 pub mod parse;
 pub mod resp;
+pub mod state;
 
 use std::cell::{Cell, RefCell};
 use std::net::{IpAddr, SocketAddr};
 use std::rc::Rc;
 
-use limitlab_emulator::clock::{Clock, Millis, SystemClock, VirtualClock};
+use limitlab_emulator::clock::{Millis, VirtualClock};
 use limitlab_emulator::Emulator;
 use limitlab_emulator::{Error, Result};
+pub use state::{Node, Server};
 
 /// Redis's default `maxclients`.
 pub const DEFAULT_MAX_CLIENTS: usize = 10_000;
@@ -66,52 +68,6 @@ impl Default for Options {
             requirepass: None,
             script_budget: None,
             max_clients: DEFAULT_MAX_CLIENTS,
-        }
-    }
-}
-
-/// One listening port: in a cluster, one master with its own emulator (keyspace, scripts).
-pub struct Node {
-    pub emu: RefCell<Emulator>,
-    pub addr: SocketAddr,
-    /// Its 40-hex-digit node id (cluster mode).
-    pub id: String,
-    /// The hash slots it serves, first and last (cluster mode).
-    pub slots: (u16, u16),
-}
-
-/// What every connection shares.
-pub struct Server {
-    pub nodes: Vec<Node>,
-    pub cluster: bool,
-    pub clock: VirtualClock,
-    /// `--clock wall`: the clock is set to the machine's time plus this many microseconds before every
-    /// command (CLOCK.ADVANCE and CLOCK.SET change the offset).
-    pub wall_offset: Option<Cell<i64>>,
-    pub requirepass: Option<Vec<u8>>,
-    pub max_clients: usize,
-    /// Open connections.
-    pub clients: Cell<usize>,
-    /// Connections closed since the allocator last gave memory back.
-    pub closed_since_collect: Cell<usize>,
-    /// Set by SHUTDOWN.
-    pub stopping: Cell<bool>,
-    pub stop: tokio::sync::Notify,
-}
-
-impl Server {
-    /// Brings the virtual clock to the machine's time in `--clock wall` mode.
-    #[inline]
-    pub fn sync_clock(&self) {
-        if let Some(off) = &self.wall_offset {
-            self.clock.set_micros(limitlab_emulator::clock::Micros(SystemClock.now_micros().0 + off.get()));
-        }
-    }
-
-    /// After CLOCK.ADVANCE/SET in wall mode: keep the new distance from the machine's time.
-    pub fn clock_moved(&self) {
-        if let Some(off) = &self.wall_offset {
-            off.set(self.clock.now_micros().0 - SystemClock.now_micros().0);
         }
     }
 }

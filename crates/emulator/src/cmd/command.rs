@@ -322,6 +322,24 @@ pub fn subcommands(command: &str) -> Option<&'static [Sub]> {
     all.get(command).map(Vec::as_slice)
 }
 
+/// What Redis's command lookup says of a container command's subcommand before the command runs or
+/// is queued (outside MULTI the handlers say the same themselves): unknown, or a wrong number of
+/// arguments (texts of `rejectCommandFormat`).
+pub(crate) fn subcommand_refusal(spec: &CommandSpec, args: &[&[u8]]) -> Option<Reply> {
+    let subs = subcommands(spec.name)?;
+    let given = args.get(1)?;
+    let Some(sub) = subs.iter().find(|s| given.eq_ignore_ascii_case(s.name.as_bytes())) else {
+        // `%.128s` of a C string, then CR/LF turned into spaces.
+        let end = given.iter().take(128).position(|&c| c == 0).unwrap_or(given.len().min(128));
+        let name: String = String::from_utf8_lossy(&given[..end]).chars().map(|c| if c == '\r' || c == '\n' { ' ' } else { c }).collect();
+        return Some(Reply::Error(format!("ERR unknown subcommand '{name}'. Try {} HELP.", spec.name.to_ascii_uppercase())));
+    };
+    if !crate::command_spec::arity_ok(sub.arity, args.len()) {
+        return Some(crate::command_spec::arity_error(&format!("{}|{}", spec.name, sub.name)));
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

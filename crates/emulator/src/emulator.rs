@@ -1,0 +1,277 @@
+//! The [`Emulator`]: the keyspace and its commands, scripting and the clients, behind one handle
+//! that every layer above drives.
+use crate::clients::ClientId;
+use crate::core::Core;
+use crate::reply::Reply;
+use crate::{cluster, cmd, keyspace, lua};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use crate::clock::VirtualClock;
+
+/// The subcommand of a call of a container command, as Redis's table spells it (for `cmd=`).
+fn subcommand_name(spec: &cmd::CommandSpec, args: &[&[u8]]) -> Option<&'static str> {
+    if spec.arity > -1 || spec.arity < -2 || args.len() < 2 {
+        return None;
+    }
+    let subs = cmd::command::subcommands(spec.name)?;
+    subs.iter().find(|s| args[1].eq_ignore_ascii_case(s.name.as_bytes())).map(|s| s.name)
+}
+
+/// An embedded Redis 7.0: send it commands with [`Emulator::execute`] or run scripts with
+/// [`Emulator::eval`]/[`Emulator::evalsha`].
+pub struct Emulator {
+    pub(crate) core: Rc<RefCell<Core>>,
+    pub(crate) scripting: lua::Scripting,
+}
+
+impl Default for Emulator {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Emulator {
+    /// An emulator on a fresh virtual clock at [`crate::clock::DEFAULT_START`].
+    pub fn new() -> Self {
+        Self::with_clock(VirtualClock::default())
+    }
+
+    /// An emulator reading the given clock (clones of it move the emulator's time).
+    pub fn with_clock(clock: VirtualClock) -> Self {
+        let core = Rc::new(RefCell::new(Core::new(clock)));
+        let scripting = lua::Scripting::new(core.clone()).expect("the Lua VM starts");
+        Emulator { core, scripting }
+    }
+
+    /// The emulator's clock.
+    pub fn clock(&self) -> VirtualClock {
+        self.core.borrow().clock.clone()
+    }
+
+    /// Turns cluster rules (hash slots, CROSSSLOT) on or off.
+    pub fn set_cluster(&mut self, on: bool) {
+        self.core.borrow_mut().cluster = on;
+    }
+
+    /// Sets the budget, in loop iterations and Lua function calls, after which a running script is
+    /// killed (default [`lua::DEFAULT_BUDGET`]).
+    pub fn set_script_budget(&mut self, steps: u64) {
+        self.scripting.set_budget(steps);
+    }
+
+    /// Sets how many bytes of Lua memory one script run may add before it is killed with an error
+    /// (default [`lua::DEFAULT_MEMORY`]; 0 for no cap, as in Redis). The emulator stays usable.
+    pub fn set_script_memory(&mut self, bytes: usize) {
+        self.scripting.set_memory_cap(bytes);
+    }
+
+    /// Notes every key created outside `prefix` from now on (see [`Emulator::take_outside_keys`]):
+    /// a script that builds key names from ARGV instead of KEYS writes there.
+    pub fn watch_prefix(&self, prefix: &str) {
+        self.core.borrow_mut().db.watch = Some(Box::new(keyspace::KeyWatch::new(prefix.as_bytes())));
+    }
+
+    /// The keys created outside the watched prefix since the last call, in the order they were
+    /// first created; empty when no prefix is watched.
+    pub fn take_outside_keys(&self) -> Vec<Vec<u8>> {
+        match &mut self.core.borrow_mut().db.watch {
+            Some(w) => std::mem::take(&mut w.outside),
+            None => Vec::new(),
+        }
+    }
+
+    /// Starts a trial on the selected database: every key touched from now on is saved first, and
+    /// [`Emulator::end_trial`] puts them back ([`keyspace::Db::begin_trial`]).
+    pub fn begin_trial(&self) {
+        self.core.borrow_mut().db.begin_trial();
+    }
+
+    /// Ends the trial begun by [`Emulator::begin_trial`], putting back what it touched.
+    pub fn end_trial(&self) {
+        self.core.borrow_mut().db.end_trial();
+    }
+
+    /// A copy of the selected database, to put back with [`Emulator::restore_db`].
+    pub fn snapshot_db(&self) -> keyspace::Db {
+        self.core.borrow().db.clone()
+    }
+
+    /// Puts back a database saved by [`Emulator::snapshot_db`].
+    pub fn restore_db(&self, db: keyspace::Db) {
+        self.core.borrow_mut().db = db;
+    }
+
+    /// Whether keys expire (on by default); off, a key outlives its TTL, for models that ignore
+    /// expiry.
+    pub fn set_expiry(&self, enabled: bool) {
+        self.core.borrow_mut().db.expiry_enabled = enabled;
+    }
+
+    /// Whether the emulator answers as a cluster node ([`Emulator::set_cluster`]).
+    pub fn is_cluster(&self) -> bool {
+        self.core.borrow().cluster
+    }
+
+    /// How many keys the selected database holds, expired ones not yet removed included.
+    pub fn key_count(&self) -> usize {
+        self.core.borrow().db.len()
+    }
+
+    /// [`Emulator::execute_as`], with replies in RESP3's types when `resp3` (a connection that
+    /// said `HELLO 3`).
+    pub fn execute_as_with(&mut self, id: ClientId, args: &[&[u8]], resp3: bool) -> Reply {
+        if !resp3 {
+            return self.execute_as(id, args);
+        }
+        self.core.borrow_mut().resp3 = true;
+        let r = self.execute_as(id, args);
+        self.core.borrow_mut().resp3 = false;
+        r
+    }
+
+    /// The number CLIENT LIST shows for client `id` (0 when it is gone).
+    pub fn client_number(&self, id: ClientId) -> u64 {
+        self.core.borrow_mut().client(id).map_or(0, |c| c.id)
+    }
+
+    /// Direct access to the server state (keyspace, clock), for tools that measure it (the
+    /// `used_memory` check, the benchmark) and tests; the methods above are the interface.
+    pub fn core(&self) -> std::cell::RefMut<'_, Core> {
+        self.core.borrow_mut()
+    }
+
+    /// Runs one command as client 0 (see [`Emulator::execute_as`]); `args[0]` is the command name.
+    pub fn execute(&mut self, args: &[&[u8]]) -> Reply {
+        self.execute_as(ClientId::DEFAULT, args)
+    }
+
+    /// Opens a connection: a client with its own selected database, transaction and WATCHes.
+    pub fn connect(&mut self) -> ClientId {
+        self.core.borrow_mut().connect()
+    }
+
+    /// Closes a connection (its transaction and WATCHes go). Client 0 is reset instead.
+    pub fn disconnect(&mut self, id: ClientId) {
+        self.core.borrow_mut().disconnect(id);
+    }
+
+    /// Runs one command sent by client `id` (opened by [`Emulator::connect`]), in its database and,
+    /// after MULTI, into its transaction's queue.
+    pub fn execute_as(&mut self, id: ClientId, args: &[&[u8]]) -> Reply {
+        if args.is_empty() {
+            return Reply::err("ERR empty command");
+        }
+        let spec = cmd::lookup(args[0]);
+        let in_multi = {
+            let mut core = self.core.borrow_mut();
+            let now = core.now_ms();
+            let Some(c) = core.client(id) else { return Reply::err("ERR no such client connection") };
+            let (db, in_multi) = (c.db, c.multi.is_some());
+            c.last_ms = now;
+            if let Some(spec) = spec {
+                c.last_cmd = Some((spec.name, subcommand_name(spec, args)));
+            }
+            core.select(db);
+            in_multi
+        };
+        let reply = if in_multi { self.queue(id, spec, args) } else { self.run_as(id, spec, args) };
+        let mut core = self.core.borrow_mut();
+        let db = core.selected;
+        if let Some(c) = core.client(id) {
+            c.db = db;
+        }
+        reply
+    }
+
+    /// Runs a command for client `id` (its database selected), outside a transaction's queue.
+    pub(crate) fn run_as(&mut self, id: ClientId, spec: Option<&'static cmd::CommandSpec>, args: &[&[u8]]) -> Reply {
+        let Some(spec) = spec else {
+            return cmd::unknown_command(args);
+        };
+        if !spec.arity_ok(args.len()) {
+            return self.arity_error(id, spec);
+        }
+        if spec.arity < 0 && spec.arity >= -2 {
+            if let Some(r) = cmd::command::subcommand_refusal(spec, args) {
+                return r;
+            }
+        }
+        if spec.has(cmd::flags::CONNECTION) {
+            if self.core.borrow().cluster {
+                if let Some(r) = cluster::check_command_slots(spec, args) {
+                    return r;
+                }
+            }
+            return self.connection_command(id, spec, args);
+        }
+        if spec.has(cmd::flags::SCRIPTING) {
+            return self.scripting.command(spec, args);
+        }
+        cmd::dispatch_spec(&mut self.core.borrow_mut(), spec, args)
+    }
+
+    /// Gives client `id` the addresses CLIENT LIST shows (`addr=` the peer's, `laddr=` the server's),
+    /// as a server knows them.
+    pub fn set_client_addr(&mut self, id: ClientId, addr: &str, laddr: &str) {
+        if let Some(c) = self.core.borrow_mut().client(id) {
+            c.addr = Some((addr.to_string(), laddr.to_string()));
+        }
+    }
+
+    /// Says that client 0 (the one [`Emulator::execute`] speaks for) is not a connection: a server
+    /// in front of the emulator opens one client per connection, and CLIENT LIST and INFO's
+    /// connected_clients should count only those.
+    pub fn hide_default_client(&mut self) {
+        self.core.borrow_mut().default_client_hidden = true;
+    }
+
+    /// Marks client `id`'s transaction, if it is in MULTI, so that EXEC fails with EXECABORT (Redis's
+    /// `flagTransaction`): for a server that refuses a command before the emulator sees it (a cluster
+    /// node's MOVED redirect).
+    pub fn refuse_in_transaction(&mut self, id: ClientId) {
+        self.flag_transaction(id);
+    }
+
+    /// Whether client `id` is between MULTI and EXEC/DISCARD.
+    pub fn in_transaction(&self, id: ClientId) -> bool {
+        self.core.borrow_mut().client(id).is_some_and(|c| c.multi.is_some())
+    }
+
+    /// `execute` for owned arguments.
+    pub fn execute_owned(&mut self, args: &[Vec<u8>]) -> Reply {
+        let v: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+        self.execute(&v)
+    }
+
+    /// EVAL as client 0: compiles (or reuses) `body` and runs it with KEYS and ARGV, in client 0's
+    /// database.
+    pub fn eval(&mut self, body: &[u8], keys: &[&[u8]], argv: &[&[u8]]) -> Reply {
+        self.select_default_db();
+        self.scripting.eval(body, keys, argv, false)
+    }
+
+    /// EVALSHA as client 0: runs a cached script, or replies NOSCRIPT.
+    pub fn evalsha(&mut self, sha: &[u8], keys: &[&[u8]], argv: &[&[u8]]) -> Reply {
+        self.select_default_db();
+        self.scripting.evalsha(sha, keys, argv, false)
+    }
+
+    /// Selects client 0's database (another client's command may have left another one selected).
+    #[inline]
+    fn select_default_db(&mut self) {
+        let mut core = self.core.borrow_mut();
+        let db = core.clients[0].as_ref().map_or(0, |c| c.db);
+        core.select(db);
+    }
+
+    /// SCRIPT LOAD: compiles and caches `body`, returning its SHA1 (hex) or the compile error.
+    /// In cluster mode, the slot the last script was bound to (see [`lua::Scripting::last_slot`]).
+    pub fn last_script_slot(&self) -> Option<u16> {
+        self.scripting.last_slot()
+    }
+
+    pub fn script_load(&mut self, body: &[u8]) -> Result<String, Reply> {
+        self.scripting.load(body)
+    }
+}
