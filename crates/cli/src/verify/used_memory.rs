@@ -12,8 +12,10 @@
 //!
 //! Reading `used_memory` fairly: the script is loaded before the first reading, each reading is
 //! taken on a fresh connection (so the reader's own buffers are the same both times), the loading
-//! connection is closed before the second, and readings are repeated until two in a row agree
-//! (the server finishes an incremental rehash in its cron, within a second or so).
+//! connection is closed before the second and a reading counts only once the reader is the
+//! server's one client (the server frees a closed connection's buffers when it gets to it, which
+//! on a busy machine can be late), and readings are repeated until two in a row agree (the server
+//! finishes an incremental rehash in its cron, within a second or so).
 use std::time::Duration;
 
 use redis::{ConnectionLike, Value};
@@ -104,27 +106,29 @@ fn connect(url: &str) -> Result<redis::Connection> {
     Ok(c)
 }
 
-/// `used_memory` read on a fresh connection, repeated until two readings 300 ms apart agree (at
-/// most 20 readings).
+/// `used_memory` read on a fresh connection once the reader is the server's only client (the
+/// server has freed every closed connection and its buffers, however slowly the machine lets it
+/// get to them), repeated until two such readings 300 ms apart agree (at most 50 readings).
 pub fn settled_used_memory(url: &str) -> Result<i64> {
-    let read = || -> Result<i64> {
+    let field = |info: &str, name: &str| -> Option<i64> {
+        info.lines().find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(':'))).and_then(|v| v.trim().parse().ok())
+    };
+    let read = || -> Result<Option<i64>> {
         let mut c = connect(url)?;
-        let info: String = redis::cmd("INFO").arg("memory").query(&mut c).map_err(|e| redis_err("INFO memory", e))?;
-        info.lines()
-            .find_map(|l| l.strip_prefix("used_memory:"))
-            .and_then(|v| v.trim().parse().ok())
-            .ok_or_else(|| Error::Redis("INFO memory has no used_memory".into()))
+        let info: String = redis::cmd("INFO").arg("clients").arg("memory").query(&mut c).map_err(|e| redis_err("INFO", e))?;
+        let used = field(&info, "used_memory").ok_or_else(|| Error::Redis("INFO memory has no used_memory".into()))?;
+        Ok((field(&info, "connected_clients") == Some(1)).then_some(used))
     };
     let mut last = read()?;
-    for _ in 0..20 {
+    for _ in 0..50 {
         std::thread::sleep(Duration::from_millis(300));
         let now = read()?;
-        if now == last {
-            return Ok(now);
+        if now.is_some() && now == last {
+            return Ok(now.unwrap_or_default());
         }
         last = now;
     }
-    Ok(last)
+    last.ok_or_else(|| Error::Redis("used_memory check: other clients stayed connected to the server".into()))
 }
 
 /// The fixed-width subject name of subject `i` of `n`.
