@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use super::{Files, Spec};
+use super::read::Files;
+use super::types::Spec;
 use crate::limiter::Variant;
 
 /// The embedded files, by their path under `scripts/`.

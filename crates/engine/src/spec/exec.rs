@@ -3,8 +3,9 @@
 //! an adapter's Lua state), so it belongs to the thread that drives the backend.
 use std::path::Path;
 
+use super::adapter;
 use super::expr::{Expr, Request, Template, Value};
-use super::{adapter, Spec, Src};
+use super::types::{Spec, Src};
 use crate::limiter::Decision;
 use limitlab_emulator::Reply;
 use limitlab_emulator::{Error, Result};
