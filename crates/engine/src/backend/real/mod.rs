@@ -42,15 +42,23 @@
 //! cluster mode the multi-key commands it knows how to split (MGET, MSET, DEL, EXISTS, ...) are sent
 //! per slot and their replies joined, where a node would answer CROSSSLOT (scripts and the other
 //! multi-key commands do get CROSSSLOT).
+mod connect;
+mod replies;
+
 use std::time::Duration;
 
-use redis::cluster::{ClusterClient, ClusterConnection};
+use redis::cluster::ClusterConnection;
 use redis::{Cmd, ConnectionAddr, ConnectionInfo, ConnectionLike, RedisError, Value};
 
 use super::{Backend, Script};
+use connect::{cluster_masters, connect_error, open_cluster, open_single, replica_of};
 use limitlab_emulator::cluster::key_slot;
 use limitlab_emulator::Reply;
 use limitlab_emulator::{Error, Result};
+use replies::{error_text, not_run, not_run_code, Resend};
+
+pub use connect::{connection_info, masters_of, open_connection, redact_error, redact_url, same_kind, TlsFiles};
+pub use replies::to_reply;
 
 /// How long to wait for a connection or a reply before giving up, unless told otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -616,214 +624,6 @@ impl Drop for RealRedis {
     }
 }
 
-/// CA certificates to trust for `rediss://` (`--tls-ca FILE`): PEM, read once.
-#[derive(Clone)]
-pub struct TlsFiles {
-    pub path: std::path::PathBuf,
-    pub ca_pem: Vec<u8>,
-}
-
-impl std::fmt::Debug for TlsFiles {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TlsFiles").field("path", &self.path).finish_non_exhaustive()
-    }
-}
-
-impl TlsFiles {
-    /// Reads a PEM file of CA certificates; a file without one is refused.
-    pub fn read(path: &std::path::Path) -> Result<TlsFiles> {
-        let ca_pem = std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
-        if !String::from_utf8_lossy(&ca_pem).contains("-----BEGIN CERTIFICATE-----") {
-            return Err(Error::Invalid {
-                context: "--tls-ca".into(),
-                field: "FILE".into(),
-                reason: format!("{} holds no PEM certificate (-----BEGIN CERTIFICATE-----)", path.display()),
-            });
-        }
-        Ok(TlsFiles { path: path.to_path_buf(), ca_pem })
-    }
-}
-
-/// `url` with its password replaced by `***` ([`super::secret::redact`]).
-pub fn redact_url(url: &str) -> String {
-    super::secret::redact(url)
-}
-
-/// The connection info of `url` (with the CA certificates of `tls` for `rediss://`); a bad URL is
-/// a user error that names the URL without its password.
-pub fn connection_info(url: &str, tls: Option<&TlsFiles>) -> Result<ConnectionInfo> {
-    let bad = |e: RedisError| Error::Invalid {
-        context: "--redis".into(),
-        field: "URL".into(),
-        reason: format!(
-            "`{}` is not a Redis URL ({}); expected redis://HOST:PORT or rediss://HOST:PORT",
-            redact_url(url),
-            redact_error(&e)
-        ),
-    };
-    let client = match tls {
-        Some(t) if url.starts_with("rediss://") => {
-            redis::Client::build_with_tls(url, redis::TlsCertificates { client_tls: None, root_cert: Some(t.ca_pem.clone()) })
-                .map_err(bad)?
-        }
-        _ => redis::Client::open(url).map_err(bad)?,
-    };
-    Ok(client.get_connection_info().clone())
-}
-
-/// A redis crate error as text (its messages never hold the password; kept in one place so
-/// that stays checked).
-pub fn redact_error(e: &RedisError) -> String {
-    e.to_string()
-}
-
-/// The address of another node of the same kind as `like` (TLS stays TLS, with its settings).
-pub fn same_kind(like: &ConnectionAddr, host: String, port: u16) -> ConnectionAddr {
-    match like {
-        ConnectionAddr::TcpTls { insecure, tls_params, .. } => {
-            ConnectionAddr::TcpTls { host, port, insecure: *insecure, tls_params: tls_params.clone() }
-        }
-        _ => ConnectionAddr::Tcp(host, port),
-    }
-}
-
-/// The masters of the cluster that the node at `info` belongs to (`CLUSTER SLOTS`).
-pub fn masters_of(info: &ConnectionInfo, timeout: Duration) -> redis::RedisResult<Vec<(String, u16)>> {
-    let mut c = open_single(info, timeout)?;
-    cluster_masters(&mut c, info)
-}
-
-/// One connection to one server (TLS as its address says), with the timeouts set.
-pub fn open_connection(info: &ConnectionInfo, _tls: Option<&TlsFiles>, timeout: Duration) -> redis::RedisResult<redis::Connection> {
-    open_single(info, timeout)
-}
-
-/// One connection to one server, with the timeouts set.
-fn open_single(info: &ConnectionInfo, timeout: Duration) -> redis::RedisResult<redis::Connection> {
-    let client = redis::Client::open(info.clone())?;
-    let conn = client.get_connection_with_timeout(timeout)?;
-    conn.set_read_timeout(Some(timeout))?;
-    conn.set_write_timeout(Some(timeout))?;
-    Ok(conn)
-}
-
-/// A cluster connection that never re-sends on its own (retries 0).
-fn open_cluster(info: &ConnectionInfo, timeout: Duration, tls: Option<&TlsFiles>) -> redis::RedisResult<ClusterConnection> {
-    let mut builder = ClusterClient::builder(vec![info.clone()]).retries(0).connection_timeout(timeout).response_timeout(timeout);
-    if let Some(t) = tls {
-        builder = builder.certs(redis::TlsCertificates { client_tls: None, root_cert: Some(t.ca_pem.clone()) });
-    }
-    let client = builder.build()?;
-    let conn = client.get_connection()?;
-    conn.set_read_timeout(Some(timeout))?;
-    conn.set_write_timeout(Some(timeout))?;
-    Ok(conn)
-}
-
-/// The masters of a cluster, from `CLUSTER SLOTS` (an empty host means the node we asked).
-fn cluster_masters(conn: &mut redis::Connection, info: &ConnectionInfo) -> redis::RedisResult<Vec<(String, u16)>> {
-    let v = conn.req_command(redis::cmd("CLUSTER").arg("SLOTS"))?.extract_error()?;
-    let default_host = match info.addr() {
-        ConnectionAddr::Tcp(h, _) | ConnectionAddr::TcpTls { host: h, .. } => h.clone(),
-        _ => "127.0.0.1".to_string(),
-    };
-    let mut out: Vec<(String, u16)> = Vec::new();
-    if let Value::Array(ranges) = v {
-        for r in ranges {
-            let Value::Array(parts) = r else { continue };
-            let Some(Value::Array(node)) = parts.get(2) else { continue };
-            let host = match node.first() {
-                Some(Value::BulkString(h)) if !h.is_empty() => String::from_utf8_lossy(h).into_owned(),
-                _ => default_host.clone(),
-            };
-            let port = match node.get(1) {
-                Some(Value::Int(p)) => *p as u16,
-                _ => continue,
-            };
-            if !out.contains(&(host.clone(), port)) {
-                out.push((host, port));
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
-/// `host:port` of the master, from `INFO replication` of a replica (`role:slave`).
-fn replica_of(info: &str) -> Option<String> {
-    let field = |name: &str| info.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
-    (field("role:")? == "slave").then(|| format!("{}:{}", field("master_host:").unwrap_or("?"), field("master_port:").unwrap_or("?")))
-}
-
-/// How a command refused before it ran is sent again (see [`not_run`]).
-enum Resend {
-    /// Read the cluster's slot map again, then send it to the slot's owner.
-    Remap,
-    /// `ASKING` and the command on the node the reply names.
-    Ask,
-    /// The same command, after a pause.
-    Later,
-}
-
-/// Whether an error reply means the command was refused before it ran, and how to send it again.
-/// Redis answers these before executing anything: `MOVED`/`ASK` (another node serves the slot),
-/// `BUSY` (a script or function is running past busy-reply-threshold), `LOADING` (the dataset is
-/// being loaded), `TRYAGAIN` (a multi-key command during a slot migration), `CLUSTERDOWN`,
-/// `MASTERDOWN`. `READONLY` in a cluster: the node became a replica in a failover, and a script
-/// fails at its first write there, having written nothing. Every other error reply is the
-/// command's outcome.
-fn not_run(e: &RedisError, cluster: bool) -> Option<Resend> {
-    not_run_code(e.code()?, cluster)
-}
-
-/// [`not_run`] by the error's code.
-fn not_run_code(code: &str, cluster: bool) -> Option<Resend> {
-    match code {
-        "MOVED" if cluster => Some(Resend::Remap),
-        "READONLY" if cluster => Some(Resend::Remap),
-        "ASK" if cluster => Some(Resend::Ask),
-        "BUSY" | "LOADING" | "TRYAGAIN" | "CLUSTERDOWN" | "MASTERDOWN" => Some(Resend::Later),
-        _ => None,
-    }
-}
-
-fn connect_error(url: &str, e: &RedisError) -> Error {
-    Error::Connection(format!("{}: cannot connect: {}", redact_url(url), redact_error(e)))
-}
-
-/// The exact text of an error reply: its code, a space and the rest, as the server sent it.
-fn error_text(e: &RedisError) -> String {
-    match (e.code(), e.detail()) {
-        (Some(c), Some(d)) => format!("{c} {d}"),
-        (Some(c), None) => c.to_string(),
-        _ => e.to_string(),
-    }
-}
-
-/// A redis crate value as the emulator's [`Reply`], keeping RESP3 types where the server sent them.
-pub fn to_reply(v: Value) -> Reply {
-    match v {
-        Value::Nil => Reply::Nil,
-        Value::Int(i) => Reply::Int(i),
-        Value::BulkString(b) => Reply::Bulk(b),
-        Value::Array(a) => Reply::Array(a.into_iter().map(to_reply).collect()),
-        Value::SimpleString(s) => Reply::Status(s),
-        Value::Okay => Reply::ok(),
-        Value::Map(kv) => Reply::Map(kv.into_iter().map(|(k, v)| (to_reply(k), to_reply(v))).collect()),
-        Value::Attribute { data, .. } => to_reply(*data),
-        Value::Set(s) => Reply::Set(s.into_iter().map(to_reply).collect()),
-        Value::Double(d) => Reply::Double(d),
-        Value::Boolean(b) => Reply::Bool(b),
-        Value::VerbatimString { text, .. } => Reply::Bulk(text.into_bytes()),
-        Value::Push { data, .. } => Reply::Array(data.into_iter().map(to_reply).collect()),
-        Value::ServerError(e) => Reply::Error(match e.details() {
-            Some(d) => format!("{} {d}", e.code()),
-            None => e.code().to_string(),
-        }),
-        other => Reply::Bulk(format!("{other:?}").into_bytes()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -836,21 +636,6 @@ mod tests {
         assert!(!a.contains('{') && !a.contains('}'));
         // The hash tag behind the prefix still picks the slot.
         assert_eq!(key_slot(format!("{a}rate:{{user42}}").as_bytes()), key_slot(b"rate:{user42}"));
-    }
-
-    #[test]
-    fn values_become_replies() {
-        let v = Value::Array(vec![
-            Value::Okay,
-            Value::Int(-2),
-            Value::Nil,
-            Value::BulkString(vec![0, 0xff]),
-            Value::SimpleString("PONG".into()),
-        ]);
-        assert_eq!(
-            to_reply(v),
-            Reply::Array(vec![Reply::ok(), Reply::Int(-2), Reply::Nil, Reply::Bulk(vec![0, 0xff]), Reply::Status("PONG".into())])
-        );
     }
 
     #[test]

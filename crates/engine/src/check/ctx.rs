@@ -1,0 +1,82 @@
+//! What every check works with: the limiter, the options and the patterns, the results so far,
+//! and the helpers to name a request, play one, and save the traffic behind a failure.
+use std::path::Path;
+
+use super::report::{CheckOptions, CheckResult};
+use super::run::{Pattern, Replay};
+use crate::limiter::Limiter;
+use limitlab_emulator::{Error, Result};
+
+/// A request of `subject` at `at_ms` of `cost`, for the checks that play a few requests.
+pub(super) fn arrival_at(subject: &str, at_ms: i64, cost: u64) -> crate::traffic::Arrival {
+    crate::traffic::Arrival {
+        at: limitlab_emulator::clock::Millis(at_ms).as_micros(),
+        key: subject.into(),
+        cost,
+        phase: "check".into(),
+        op: crate::traffic::Op::Request,
+    }
+}
+
+pub(super) struct Ctx<'a> {
+    pub(super) limiter: &'a Limiter,
+    pub(super) opts: &'a CheckOptions,
+    pub(super) patterns: &'a [Pattern],
+    pub(super) checks: Vec<CheckResult>,
+}
+
+/// A request for messages: `boundary_burst #12 (subject b, now_ms 1704067200950, cost 1)`.
+/// The cost shown is what the spec counted: 1 for a spec that never reads `cost`.
+pub(super) fn at(pat: &str, i: usize, r: &Replay<'_>) -> String {
+    match r.played.get(i) {
+        Some(p) => {
+            let cost = if r.limiter.takes_cost() { p.arrival.cost } else { 1 };
+            format!("{pat} request #{} (subject `{}`, now_ms {}, cost {cost})", i + 1, p.arrival.key, p.now_ms)
+        }
+        None => format!("{pat} request #{}", i + 1),
+    }
+}
+
+impl Ctx<'_> {
+    /// Writes `arrivals` as a trace and a scenario file that replays them, when an output directory
+    /// is set; returns the scenario's path.
+    pub(super) fn save(&self, pattern: &str, check: &str, arrivals: &[crate::traffic::Arrival]) -> Option<String> {
+        let dir = self.opts.out.as_ref()?;
+        save_replay(self.limiter, dir, &format!("check_{}_{check}", self.limiter.name()), pattern, arrivals).ok()
+    }
+}
+
+/// Writes `<stem>.csv` (the arrivals) and `<stem>.toml` (a scenario replaying them through the
+/// limiter) into `dir`; returns the scenario's path.
+pub fn save_replay(limiter: &Limiter, dir: &Path, stem: &str, pattern: &str, arrivals: &[crate::traffic::Arrival]) -> Result<String> {
+    std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
+    let csv = dir.join(format!("{stem}.csv"));
+    let toml = dir.join(format!("{stem}.toml"));
+    crate::traffic::write_csv(&csv, arrivals)?;
+    let p = limiter.params();
+    let mut t = format!(
+        "# Written by `limitlab check`: the {pattern} traffic that shows `{stem}`.\n# Replay: limitlab run {}\nname = \"{stem}\"\ndescription = \"limitlab check, {pattern}\"\nlimit = {}\nwindow_ms = {}\n",
+        toml.display(),
+        p.limit,
+        p.window_ms
+    );
+    if limiter.spec().uses_burst() && p.burst.is_some() {
+        t.push_str(&format!("burst = {}\n", p.capacity()));
+    }
+    match limiter.variant() {
+        Some(v) if limiter.spec().origin.to_string_lossy().starts_with("scripts/") => {
+            t.push_str(&format!("algorithms = [\"{}\"]\n", v.name()))
+        }
+        _ => {
+            let origin = &limiter.spec().origin;
+            let abs = std::fs::canonicalize(origin).unwrap_or_else(|_| origin.clone());
+            t.push_str(&format!("scripts = [{:?}]\n", abs.display().to_string()));
+        }
+    }
+    if let Some(a) = arrivals.first() {
+        t.push_str(&format!("start_ms = {}\n", a.at.as_millis().0));
+    }
+    t.push_str(&format!("\n[traffic]\nkind = \"trace\"\npath = \"{stem}.csv\"\nrebase = \"absolute\"\n"));
+    std::fs::write(&toml, t).map_err(|source| Error::Io { path: toml.clone(), source })?;
+    Ok(toml.display().to_string())
+}

@@ -1,0 +1,134 @@
+//! The report `check` gives: each check's verdict with its evidence, the traffic behind them, and
+//! the options of a run.
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+/// A check's verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Pass,
+    Fail,
+    /// Not judged: the spec does not report what the check needs, or no bound is declared.
+    Skip,
+    /// A figure, not a verdict (memory, speed).
+    Info,
+    /// Judged, but excused by the spec's `[waive]` with a reason the report prints; neither a pass
+    /// nor a failure.
+    Waived,
+}
+
+impl Status {
+    /// The verdict as the report prints it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Pass => "PASS",
+            Status::Fail => "FAIL",
+            Status::Skip => "SKIP",
+            Status::Info => "INFO",
+            Status::Waived => "WAIVE",
+        }
+    }
+}
+
+/// One named check.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CheckResult {
+    pub name: &'static str,
+    pub status: Status,
+    /// One line: the verdict's reason, with figures.
+    pub summary: String,
+    /// The evidence: requests, replies, keys, what a probe got.
+    pub evidence: Vec<String>,
+    /// A scenario file that replays the traffic behind a failure (`limitlab run FILE`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<String>,
+}
+
+impl CheckResult {
+    pub(super) fn new(name: &'static str, status: Status, summary: String) -> CheckResult {
+        CheckResult { name, status, summary, evidence: Vec::new(), replay: None }
+    }
+}
+
+/// The whole report.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CheckReport {
+    pub spec: String,
+    pub origin: String,
+    pub limit: u64,
+    pub window_ms: u64,
+    pub burst: u64,
+    pub seed: u64,
+    /// The overshoot bound judged against, and where it comes from.
+    pub bound: Option<f64>,
+    pub bound_source: String,
+    /// How many requests each pattern and the attack search sent.
+    pub traffic: Traffic,
+    pub checks: Vec<CheckResult>,
+}
+
+/// The traffic behind a report: what each pattern sent, and what the attack search sent.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Traffic {
+    pub patterns: Vec<PatternTraffic>,
+    /// Whether the patterns were scaled (the policy is above [`run::FULL_SIZE`](super::run::FULL_SIZE)).
+    pub scaled: bool,
+    /// The attack search; `None` when it could not run at this policy.
+    pub search: Option<SearchTraffic>,
+}
+
+/// One pattern's size.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PatternTraffic {
+    pub name: &'static str,
+    pub requests: usize,
+    pub subjects: usize,
+    pub windows: f64,
+}
+
+/// What the attack search sent.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SearchTraffic {
+    /// The policy the search ran at: the check's own, or a smaller one with the same window (see
+    /// [`search_size`](super::sizes::search_size)), whose winners were then scaled up, built and confirmed at the check's.
+    pub limit: u64,
+    pub capacity: u64,
+    /// The most requests one searched pattern may send.
+    pub budget: u32,
+    pub scaled: bool,
+    /// Patterns scored, both goals together.
+    pub evaluations: u32,
+    /// The requests they sent, both goals together.
+    pub requests: u64,
+    /// The requests of the winners, confirmed on the emulator at the check's policy.
+    pub confirmed: u64,
+}
+
+impl CheckReport {
+    /// How many checks failed.
+    pub fn failures(&self) -> usize {
+        self.checks.iter().filter(|c| c.status == Status::Fail).count()
+    }
+}
+
+/// Options of [`check`](super::check).
+#[derive(Clone, Debug)]
+pub struct CheckOptions {
+    pub seed: u64,
+    /// Measure decisions per second (wall clock: not deterministic).
+    pub timing: bool,
+    /// Where replayable traces of failures go (`None`: not written).
+    pub out: Option<PathBuf>,
+    /// The attack search's evaluations per goal.
+    pub iterations: u32,
+    /// Show progress on stderr, when it is a terminal.
+    pub progress: bool,
+}
+
+impl Default for CheckOptions {
+    fn default() -> Self {
+        CheckOptions { seed: 0, timing: true, out: None, iterations: 200, progress: false }
+    }
+}

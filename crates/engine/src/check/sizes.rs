@@ -1,0 +1,47 @@
+//! The numbers `check` judges and sizes by: the default bounds, how many probes each pattern
+//! asks, and the policy the attack search runs at.
+use super::run;
+use crate::limiter::Limiter;
+
+/// The share of what an exact sliding log admits that a limiter may refuse in the steady patterns,
+/// unless its spec says otherwise.
+pub const DEFAULT_MAX_FALSE_REJECTION_RATE: f64 = 0.05;
+/// The overshoot bound of a spec that declares neither `family` nor `max_overshoot`: the loosest
+/// bound of the standard families (a fixed window or a sliding window counter may admit twice the
+/// limit in a window). A limiter that admits more than that is not limiting at its policy.
+pub const DEFAULT_OVERSHOOT_BOUND: f64 = 2.0;
+/// A key may outlive the traffic by this many windows.
+pub const TTL_WINDOWS: i64 = 10;
+/// Probes per pattern and check (the first ones of each kind, in order).
+pub const PROBES: usize = 100;
+/// Requests per pattern after which the TTLs of the keys they named are read.
+pub const TTL_PROBES: usize = 500;
+/// The most requests of cost 1 one probe sends to count what fits.
+pub const PROBE_UNITS: usize = 64;
+/// The most requests of a `flood@<policy>` pattern (a further policy's own danger).
+pub const FLOOD_MAX: u64 = 50_000;
+/// The room left by the fill before counting it unit by unit (see `Ctx::room`).
+pub const ROOM_PROBE: u64 = 8;
+
+/// The requests the header probes of one pattern may send: a `RateLimit` promise is judged by
+/// sending the whole capacity, so above [`run::FULL_SIZE`] that promise is no longer judged once the
+/// probes have sent this many (after at least [`HEADER_PROBES_MIN`] decisions); `Retry-After`, one
+/// request each, still is. Up to the full size it never binds: 50 decisions of at most
+/// `1 + capacity` requests each stay under it.
+pub const HEADER_PROBE_REQUESTS: usize = PROBES / 2 * (run::FULL_SIZE as usize + 1);
+/// Decisions whose headers are judged in each pattern, whatever they cost.
+pub const HEADER_PROBES_MIN: usize = 2;
+
+/// The largest limit the attack search runs at as it is, for a spec without an exact model: every
+/// one of its patterns is then played through the script on the emulator. Above it, the search runs
+/// at this limit (the same window, the capacity scaled alike) and its winners are scaled up.
+pub const SEARCH_FULL_SIZE: u64 = run::FULL_SIZE;
+/// The same for a spec with an exact model, which the search asks instead of the emulator.
+pub const SEARCH_FULL_SIZE_MODEL: u64 = 1000;
+
+/// The limit the attack search runs at for `limiter`: its own up to [`SEARCH_FULL_SIZE`]
+/// ([`SEARCH_FULL_SIZE_MODEL`] with an exact model), that size above it.
+pub fn search_size(limiter: &Limiter) -> u64 {
+    let cap = if limiter.reference().is_some() { SEARCH_FULL_SIZE_MODEL } else { SEARCH_FULL_SIZE };
+    limiter.params().limit.min(cap)
+}
