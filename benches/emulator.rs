@@ -132,10 +132,15 @@ fn redis_call_overhead(c: &mut Criterion) {
     let mut emu = Emulator::new();
     let empty = emu.script_load(b"return 1").expect("compiles");
     let one_call = emu.script_load(b"return redis.call('INCR', KEYS[1])").expect("compiles");
-    let two_calls = emu.script_load(b"redis.call('INCR', KEYS[1]) return redis.call('INCR', KEYS[1])").expect("compiles");
+    let two_calls =
+        emu.script_load(b"redis.call('INCR', KEYS[1]) return redis.call('INCR', KEYS[1])").expect("compiles");
     g.bench_function("EVALSHA return 1", |b| b.iter(|| black_box(emu.evalsha(empty.as_bytes(), &[], &[]))));
-    g.bench_function("EVALSHA redis.call INCR", |b| b.iter(|| black_box(emu.evalsha(one_call.as_bytes(), &[b"rate:{u1}"], &[]))));
-    g.bench_function("EVALSHA 2 x redis.call INCR", |b| b.iter(|| black_box(emu.evalsha(two_calls.as_bytes(), &[b"rate:{u1}"], &[]))));
+    g.bench_function("EVALSHA redis.call INCR", |b| {
+        b.iter(|| black_box(emu.evalsha(one_call.as_bytes(), &[b"rate:{u1}"], &[])))
+    });
+    g.bench_function("EVALSHA 2 x redis.call INCR", |b| {
+        b.iter(|| black_box(emu.evalsha(two_calls.as_bytes(), &[b"rate:{u1}"], &[])))
+    });
     g.bench_function("INCR directly", |b| b.iter(|| black_box(emu.execute(&[b"INCR", b"rate:{u1}"]))));
     g.finish();
 }

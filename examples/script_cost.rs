@@ -50,5 +50,8 @@ fn main() {
         errors += usize::from(reply.is_error());
     }
     let secs = watch.elapsed_secs();
-    println!("{calls} calls over {users} users, {errors} error replies, {:.3} us per call", secs * 1e6 / calls.max(1) as f64);
+    println!(
+        "{calls} calls over {users} users, {errors} error replies, {:.3} us per call",
+        secs * 1e6 / calls.max(1) as f64
+    );
 }

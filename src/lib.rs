@@ -106,4 +106,6 @@ pub use limitlab_engine::metrics;
 pub use limitlab_engine::sim;
 #[cfg(feature = "proptest")]
 pub use limitlab_engine::strategies;
-pub use limitlab_engine::{load, load_script, Arrival, Decision, Error, Harness, Limiter, Outcome, Params, Result, Spec};
+pub use limitlab_engine::{
+    load, load_script, Arrival, Decision, Error, Harness, Limiter, Outcome, Params, Result, Spec,
+};

@@ -130,7 +130,10 @@ fn the_same_seed_gives_the_same_bytes() {
         assert!(std::fs::read(dir.join(f)).unwrap() == before, "{f} differs between runs");
     }
     let text = String::from_utf8_lossy(&first.stdout);
-    assert!(text.starts_with("limitlab attack: sliding_window, limit 50 per 1000 ms, budget 150 requests, seed 3\n"), "{text}");
+    assert!(
+        text.starts_with("limitlab attack: sliding_window, limit 50 per 1000 ms, budget 150 requests, seed 3\n"),
+        "{text}"
+    );
     assert!(text.contains("Highest overshoot: 1.98 (99 admitted in the 1000 ms from "), "{text}");
     // Another seed runs its own search, and still finds the worst case.
     let other = limitlab(&[&args[..10], &["4"], &args[11..]].concat());
@@ -169,7 +172,10 @@ fn bad_arguments_are_errors_not_panics() {
     let dir = scratch("errors");
     let d = dir.to_str().unwrap();
     let cases: [(&[&str], &str); 4] = [
-        (&["--script", "leaky", "--limit", "10", "--window", "1000"], "unknown algorithm `leaky`; valid names: fixed_window"),
+        (
+            &["--script", "leaky", "--limit", "10", "--window", "1000"],
+            "unknown algorithm `leaky`; valid names: fixed_window",
+        ),
         (&["--script", "fixed_window", "--limit", "0", "--window", "1000"], "field `limit`"),
         (&["--script", "fixed_window", "--limit", "10", "--window", "1000", "--budget", "0"], "field `budget`"),
         (&["--script", "fixed_window", "--limit", "10", "--window", "1000", "--burst", "5"], "field `burst`"),

@@ -59,7 +59,10 @@ fn every_script_on_the_emulator_and_natively_decides_as_its_reference() {
         assert_checked(&s["emulator"], &format!("{name} emulator"));
         // The emulator's decisions cover its warm-up and timed calls.
         let e = &s["emulator"];
-        assert_eq!(e["check"]["compared"].as_u64().unwrap(), e["calls"].as_u64().unwrap() + r["sizes"]["warmup"].as_u64().unwrap());
+        assert_eq!(
+            e["check"]["compared"].as_u64().unwrap(),
+            e["calls"].as_u64().unwrap() + r["sizes"]["warmup"].as_u64().unwrap()
+        );
         // The workload refuses some calls and admits most: both paths of every script are timed.
         let allowed = e["check"]["allowed"].as_u64().unwrap() as f64 / e["check"]["compared"].as_u64().unwrap() as f64;
         assert!((0.7..0.95).contains(&allowed), "{name}: {allowed}");
@@ -89,7 +92,15 @@ fn every_script_on_the_emulator_and_natively_decides_as_its_reference() {
 
 #[test]
 fn text_output_has_both_tables_and_every_column() {
-    let out = limitlab(&["bench", "--quick", "--no-redis", "--only", "fixed_window,seed_sliding_log", "--log-sizes", "10,100"]);
+    let out = limitlab(&[
+        "bench",
+        "--quick",
+        "--no-redis",
+        "--only",
+        "fixed_window,seed_sliding_log",
+        "--log-sizes",
+        "10,100",
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let s = text(&out.stdout);
     let lines: Vec<&str> = s.lines().collect();
@@ -128,7 +139,10 @@ fn text_output_has_both_tables_and_every_column() {
 
     let md = limitlab(&["bench", "--quick", "--no-redis", "--only", "gcra", "--log-sizes", "10", "--markdown"]);
     let md = text(&md.stdout);
-    assert!(md.contains("### Decisions per second, one engine at a time\n\n| Script | Native (Rust) | Emulator |"), "{md}");
+    assert!(
+        md.contains("### Decisions per second, one engine at a time\n\n| Script | Native (Rust) | Emulator |"),
+        "{md}"
+    );
     assert!(md.contains("\n| gcra | "), "{md}");
     // Without a sliding log among the scripts there is no size table.
     assert!(!md.contains("Sliding log, log full"), "{md}");

@@ -8,7 +8,11 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn limitlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_limitlab")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().expect("limitlab runs")
+    Command::new(env!("CARGO_BIN_EXE_limitlab"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("limitlab runs")
 }
 
 /// (fixture file stem, the checks that must fail and nothing else, a phrase the first failing
@@ -54,8 +58,8 @@ fn report_with(spec: &Path, more: &[&str]) -> (serde_json::Value, Option<i32>) {
     let mut args = vec!["check", spec.to_str().unwrap(), "--json", "--no-save", "--no-timing"];
     args.extend_from_slice(more);
     let out = limitlab(&args);
-    let v: serde_json::Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{}: {e}\n{}", spec.display(), String::from_utf8_lossy(&out.stderr)));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{}: {e}\n{}", spec.display(), String::from_utf8_lossy(&out.stderr)));
     (v, out.status.code())
 }
 
@@ -67,7 +71,8 @@ fn every_fixture_gets_the_verdict_a_reviewer_would_give() {
         let stem = spec.file_stem().unwrap().to_str().unwrap();
         let (v, code) = report(spec);
         let checks = v["checks"].as_array().unwrap();
-        let failed: BTreeSet<&str> = checks.iter().filter(|c| c["status"] == "fail").map(|c| c["name"].as_str().unwrap()).collect();
+        let failed: BTreeSet<&str> =
+            checks.iter().filter(|c| c["status"] == "fail").map(|c| c["name"].as_str().unwrap()).collect();
         let names: BTreeSet<&str> = checks.iter().map(|c| c["name"].as_str().unwrap()).collect();
         for n in [
             "errors",
@@ -143,7 +148,8 @@ fn bad_input_exits_2_with_file_line_and_field() {
     let dir = std::env::temp_dir().join(format!("limitlab_check_bad_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let spec = dir.join("bad.toml");
-    std::fs::write(&spec, "name = \"x\"\n[policy]\nlimit = 10\nwindow_ms = 1000\n[scripts]\nmain = \"x.lua\"\n").unwrap();
+    std::fs::write(&spec, "name = \"x\"\n[policy]\nlimit = 10\nwindow_ms = 1000\n[scripts]\nmain = \"x.lua\"\n")
+        .unwrap();
     let out = limitlab(&["check", spec.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -156,7 +162,13 @@ fn bad_input_exits_2_with_file_line_and_field() {
 #[test]
 fn a_failure_leaves_a_trace_that_run_replays() {
     let dir = std::env::temp_dir().join(format!("limitlab_check_out_{}", std::process::id()));
-    let out = limitlab(&["check", "tests/fixtures/sliding_log_off_by_one.toml", "--no-timing", "--out", dir.to_str().unwrap()]);
+    let out = limitlab(&[
+        "check",
+        "tests/fixtures/sliding_log_off_by_one.toml",
+        "--no-timing",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(1));
     let scenario = dir.join("check_sliding_log_off_by_one_overshoot.toml");
     assert!(scenario.exists(), "{}", String::from_utf8_lossy(&out.stdout));
@@ -179,7 +191,8 @@ fn spec_dir(tag: &str, files: &[(&str, &str)]) -> common::TempDir {
 
 /// A "limiter" that admits everything and counts, in the shape of a fixed window; the spec says no
 /// family and no bound.
-const ALLOW_ALL_LUA: &str = "local n = redis.call('INCR', KEYS[1])\nredis.call('PEXPIRE', KEYS[1], ARGV[1])\nreturn n\n";
+const ALLOW_ALL_LUA: &str =
+    "local n = redis.call('INCR', KEYS[1])\nredis.call('PEXPIRE', KEYS[1], ARGV[1])\nreturn n\n";
 const ALLOW_ALL_TOML: &str = r#"name = "allow_all"
 [policy]
 limit = 10
@@ -219,7 +232,10 @@ fn an_allow_all_limiter_without_a_family_fails_and_a_waiver_prints_its_reason() 
     let remaining = v["checks"].as_array().unwrap().iter().find(|c| c["name"] == "remaining").unwrap();
     // It promises `remaining` and then admits more than that at the same ms.
     let ev = remaining["evidence"].as_array().unwrap();
-    assert!(ev.iter().any(|e| e.as_str().unwrap().contains("after this request (admitted), but all ")), "{remaining:#}");
+    assert!(
+        ev.iter().any(|e| e.as_str().unwrap().contains("after this request (admitted), but all ")),
+        "{remaining:#}"
+    );
 
     // Waived by name, with reasons: no failure left, and the reasons are printed.
     let waived = format!(
@@ -230,12 +246,15 @@ fn an_allow_all_limiter_without_a_family_fails_and_a_waiver_prints_its_reason() 
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(
-        text.contains("WAIVE overshoot         waived by the spec: a shadow limiter: it only counts (would fail: worst 4.00"),
+        text.contains(
+            "WAIVE overshoot         waived by the spec: a shadow limiter: it only counts (would fail: worst 4.00"
+        ),
         "{text}"
     );
     assert!(text.contains("2 waived"), "{text}");
     // A waiver must name a check and give a reason.
-    std::fs::write(Path::new(dir.path()).join("allow.toml"), format!("{ALLOW_ALL_TOML}[waive]\novershot = \"typo\"\n")).unwrap();
+    std::fs::write(Path::new(dir.path()).join("allow.toml"), format!("{ALLOW_ALL_TOML}[waive]\novershot = \"typo\"\n"))
+        .unwrap();
     let out = limitlab(&["check", &spec]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
@@ -259,10 +278,14 @@ fn a_runaway_script_stops_check_at_once_with_exit_2_and_its_line() {
         let toml = ALLOW_ALL_TOML.replace("allow.lua", "loop.lua").replace("allow_all", "runaway");
         let dir = spec_dir("check_runaway", &[("loop.lua", body), ("loop.toml", &toml)]);
         let started = std::time::Instant::now();
-        let out = limitlab(&["check", &format!("{}/loop.toml", dir.path()), "--no-save", "--script-budget", "20000000"]);
+        let out =
+            limitlab(&["check", &format!("{}/loop.toml", dir.path()), "--no-save", "--script-budget", "20000000"]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{err}");
-        assert!(err.contains("Script killed by limitlab") && err.contains(what) && err.contains(&line.to_string()), "{err}");
+        assert!(
+            err.contains("Script killed by limitlab") && err.contains(what) && err.contains(&line.to_string()),
+            "{err}"
+        );
         assert!(err.contains("no verdict on a script that does not finish"), "{err}");
         assert!(out.stdout.is_empty(), "no report: {}", String::from_utf8_lossy(&out.stdout));
         // Not a timing assertion on the machine's speed: one kill is one script call's budget,
@@ -284,12 +307,15 @@ fn a_script_or_adapter_that_does_not_compile_is_bad_input_said_once() {
             ("ad.toml", adapter_toml),
         ],
     );
-    for (spec, want) in [("syn.toml", "syn.toml:6: field `scripts.main`: "), ("ad.toml", "ad.toml:2: field `adapter`: ")] {
+    for (spec, want) in
+        [("syn.toml", "syn.toml:6: field `scripts.main`: "), ("ad.toml", "ad.toml:2: field `adapter`: ")]
+    {
         let out = limitlab(&["check", &format!("{}/{spec}", dir.path()), "--no-save"]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{spec}: {err}");
         assert!(
-            err.contains(want) && err.contains(":2: does not compile") || err.contains(want) && err.contains("syn.lua:1: does not compile"),
+            err.contains(want) && err.contains(":2: does not compile")
+                || err.contains(want) && err.contains("syn.lua:1: does not compile"),
             "{spec}: {err}"
         );
         assert_eq!(err.matches("does not compile").count(), 1, "once: {err}");
@@ -344,7 +370,12 @@ fn fixture_copy(tag: &str, stem: &str, edit: impl Fn(&str) -> String) -> (common
 }
 
 fn check_named<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    v["checks"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap_or_else(|| panic!("no `{name}` check: {v:#}"))
+    v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no `{name}` check: {v:#}"))
 }
 
 #[test]
@@ -355,7 +386,8 @@ fn partial_grants_are_counted_at_what_they_granted() {
     assert_eq!(g["status"], "pass", "{g:#}");
     // The costs pattern asks for more than fits: some requests are granted part of their cost.
     let s = g["summary"].as_str().unwrap();
-    let partial: u64 = s.split("; ").nth(1).and_then(|p| p.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap();
+    let partial: u64 =
+        s.split("; ").nth(1).and_then(|p| p.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap();
     assert!(partial > 0, "{s}");
     // The same limiter counted at its cost (no `granted`): an overshoot it does not have, and
     // oversized requests "admitted".
@@ -376,7 +408,8 @@ fn reset_is_judged_by_what_the_spec_says_it_means() {
     let (v, code) = report_with(Path::new("tests/fixtures/limits_peek_clear.toml"), &["--window", "10000"]);
     assert_eq!(code, Some(0), "{v:#}");
     assert_eq!(statuses(&v)["headers"], "pass", "{v:#}");
-    let (_dir, spec) = fixture_copy("check_reset_means", "limits_peek_clear", |t| t.replace("reset_means = \"unit\"\n", ""));
+    let (_dir, spec) =
+        fixture_copy("check_reset_means", "limits_peek_clear", |t| t.replace("reset_means = \"unit\"\n", ""));
     let (v, code) = report_with(Path::new(&spec), &["--window", "10000"]);
     assert_eq!(code, Some(1), "{v:#}");
     let h = check_named(&v, "headers");
@@ -444,11 +477,16 @@ fn several_policies_are_each_judged_and_bad_new_fields_are_exit_2() {
         assert!(err.contains(&format!("field `{field}`")) && err.contains("rlflex_union.toml:"), "{field}: {err}");
     }
     // An adapter defines its lifecycle in Lua, not as [[refund]] calls.
-    let (_dir, spec) =
-        fixture_copy("check_bad_refund", "rlflex_memory_block", |t| format!("{t}\n[[refund]]\ncommand = \"DEL\"\nkeys = [\"x\"]\n"));
+    let (_dir, spec) = fixture_copy("check_bad_refund", "rlflex_memory_block", |t| {
+        format!("{t}\n[[refund]]\ncommand = \"DEL\"\nkeys = [\"x\"]\n")
+    });
     let out = limitlab(&["check", &spec, "--no-save"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("an adapter defines refund(req)"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("an adapter defines refund(req)"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// 10,000 per minute on the shipped fixed window: the patterns and the attack search are sized to
@@ -456,14 +494,29 @@ fn several_policies_are_each_judged_and_bad_new_fields_are_exit_2() {
 /// how many requests each pattern sent (as the report says), never a time, and the verdict.
 #[test]
 fn a_large_policy_is_checked_with_bounded_traffic_and_the_same_verdict() {
-    let out = limitlab(&["check", "fixed_window", "--limit", "10000", "--window", "60000", "--json", "--no-save", "--no-timing"]);
+    let out = limitlab(&[
+        "check",
+        "fixed_window",
+        "--limit",
+        "10000",
+        "--window",
+        "60000",
+        "--json",
+        "--no-save",
+        "--no-timing",
+    ]);
     let v: serde_json::Value =
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}\n{}", String::from_utf8_lossy(&out.stderr)));
     assert_eq!(out.status.code(), Some(0), "{v:#}");
     let t = &v["traffic"];
     assert_eq!(t["scaled"], true, "{t:#}");
     let count = |name: &str| {
-        t["patterns"].as_array().unwrap().iter().find(|p| p["name"] == name).unwrap_or_else(|| panic!("no {name} in {t:#}"))["requests"]
+        t["patterns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {t:#}"))["requests"]
             .as_u64()
             .unwrap()
     };

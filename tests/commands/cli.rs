@@ -78,7 +78,9 @@ fn an_unknown_algorithm_is_named_with_the_valid_ones() {
     let (path, code, err) = run_file("unknown", &GOOD.replace("\"fixed_window\"", "\"leaky_bucket\""));
     assert_eq!(code, 2);
     assert!(
-        err.starts_with(&format!("limitlab: {path}:5: field `algorithms`: unknown algorithm `leaky_bucket`; valid names: fixed_window, ")),
+        err.starts_with(&format!(
+            "limitlab: {path}:5: field `algorithms`: unknown algorithm `leaky_bucket`; valid names: fixed_window, "
+        )),
         "{err}"
     );
 }
@@ -140,13 +142,28 @@ fn compare_prints_the_seed_table_with_the_seed_figures_identically_every_time() 
     let a = limitlab(&["compare", "--no-timing"]);
     assert!(a.status.success(), "{}", text(&a.stderr));
     let s = text(&a.stdout);
-    let row = |name: &str| s.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no {name} row in\n{s}")).to_string();
-    let cells = |l: String| l.split("  ").map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect::<Vec<_>>();
+    let row = |name: &str| {
+        s.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no {name} row in\n{s}")).to_string()
+    };
+    let cells =
+        |l: String| l.split("  ").map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect::<Vec<_>>();
     assert!(s.starts_with("The boundary bug, measured: limit 100 per 1000 ms"), "{s}");
-    assert_eq!(cells(row("seed_fixed_window")), ["seed_fixed_window (Fixed window)", "100", "100", "200", "200", "100 + 100 = 200"]);
-    assert_eq!(cells(row("seed_sliding_log")), ["seed_sliding_log (Sliding log)", "100", "0", "100", "100", "100 + 0 = 100"]);
-    assert_eq!(cells(row("seed_sliding_window")), ["seed_sliding_window (Sliding window)", "100", "2", "102", "102", "100 + 2 = 102"]);
-    assert_eq!(cells(row("seed_token_bucket")), ["seed_token_bucket (Token bucket)", "101", "14", "115", "115", "101 + 14 = 115"]);
+    assert_eq!(
+        cells(row("seed_fixed_window")),
+        ["seed_fixed_window (Fixed window)", "100", "100", "200", "200", "100 + 100 = 200"]
+    );
+    assert_eq!(
+        cells(row("seed_sliding_log")),
+        ["seed_sliding_log (Sliding log)", "100", "0", "100", "100", "100 + 0 = 100"]
+    );
+    assert_eq!(
+        cells(row("seed_sliding_window")),
+        ["seed_sliding_window (Sliding window)", "100", "2", "102", "102", "100 + 2 = 102"]
+    );
+    assert_eq!(
+        cells(row("seed_token_bucket")),
+        ["seed_token_bucket (Token bucket)", "101", "14", "115", "115", "101 + 14 = 115"]
+    );
     for section in ["Accuracy, boundary_burst", "Accuracy, idle_then_burst", "Accuracy, uniform", "Memory per user"] {
         assert!(s.contains(section), "{section}");
     }
@@ -156,9 +173,13 @@ fn compare_prints_the_seed_table_with_the_seed_figures_identically_every_time() 
 
     let md = text(&limitlab(&["compare", "--no-timing", "--markdown"]).stdout);
     assert!(md.contains("| seed_token_bucket (Token bucket) | 101 | 14 | 115 | 115 | 101 + 14 = 115 |"), "{md}");
-    let json: serde_json::Value = serde_json::from_slice(&limitlab(&["compare", "--no-timing", "--json"]).stdout).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_slice(&limitlab(&["compare", "--no-timing", "--json"]).stdout).unwrap();
     let tb = json["boundary"].as_array().unwrap().iter().find(|r| r["algorithm"] == "seed_token_bucket").unwrap();
-    assert_eq!((tb["end_of_window"].as_u64(), tb["start_of_next"].as_u64(), tb["total"].as_u64()), (Some(101), Some(14), Some(115)));
+    assert_eq!(
+        (tb["end_of_window"].as_u64(), tb["start_of_next"].as_u64(), tb["total"].as_u64()),
+        (Some(101), Some(14), Some(115))
+    );
 
     let timed = text(&limitlab(&["compare"]).stdout);
     assert!(timed.contains("Decisions/s (emulator)"), "{timed}");
@@ -173,7 +194,8 @@ fn run_is_byte_identical_for_the_same_seed_in_every_format() {
         assert!(a.status.success(), "{}", text(&a.stderr));
         assert_eq!(a.stdout, limitlab(&args).stdout, "{fmt:?}");
     }
-    let json: serde_json::Value = serde_json::from_slice(&limitlab(&["run", "simulations/boundary_burst.toml", "--json"]).stdout).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_slice(&limitlab(&["run", "simulations/boundary_burst.toml", "--json"]).stdout).unwrap();
     assert_eq!(json["scenario"], "boundary_burst");
     assert_eq!(json["results"].as_array().unwrap().len(), 9);
 }

@@ -45,7 +45,8 @@ fn parse(doc: &str, line: usize, text: &str) -> Spec {
 
 /// The fixtures' specs, by spec name.
 fn fixtures() -> Vec<Spec> {
-    let mut v: Vec<Spec> = common::fixture_specs().iter().map(|p| Spec::from_file(p).unwrap_or_else(|e| panic!("{e}"))).collect();
+    let mut v: Vec<Spec> =
+        common::fixture_specs().iter().map(|p| Spec::from_file(p).unwrap_or_else(|e| panic!("{e}"))).collect();
     v.sort_by(|a, b| a.name.cmp(&b.name));
     v
 }
@@ -112,7 +113,12 @@ fn worked_specs_decide_as_their_fixtures_do() {
             let mut h = Harness::new(Limiter::from_spec(Arc::new(spec), policy).unwrap());
             h.play(&traffic(policy.window_ms as i64)).unwrap_or_else(|e| panic!("{e}"))
         };
-        assert_eq!(run(shown), run(fixture.clone()), "docs/specs.md line {line}: `{}` decides differently from its fixture", fixture.name);
+        assert_eq!(
+            run(shown),
+            run(fixture.clone()),
+            "docs/specs.md line {line}: `{}` decides differently from its fixture",
+            fixture.name
+        );
         compared.insert(fixture.name.clone());
     }
     let want = [
@@ -159,7 +165,16 @@ fn the_reference_names_every_variable_constant_and_function() {
     names.extend(["floor(x)", "ceil(x)", "round(x)", "min(a, b, ...)", "max(a, b, ...)", "abs(x)", "num(x)"]);
     names.extend(["name", "description", "family", "max_overshoot", "max_false_rejection_rate", "adapter", "model"]);
     names.extend(["script", "command", "keys", "args", "when", "allowed", "remaining", "retry_after_ms", "reset_ms"]);
-    names.extend(["granted", "reset_means", "processes", "[[policy.and]]", "[[refund]]", "[[reset]]", "[[clear]]", "client"]);
+    names.extend([
+        "granted",
+        "reset_means",
+        "processes",
+        "[[policy.and]]",
+        "[[refund]]",
+        "[[reset]]",
+        "[[clear]]",
+        "client",
+    ]);
     names.extend(limitlab_engine::spec::JUDGED_CHECKS);
     for n in names {
         assert!(doc.contains(&format!("`{n}`")), "docs/specs.md does not mention `{n}`");

@@ -17,7 +17,11 @@ use std::process::{Command, Output};
 use common::{RedisCluster, RedisServer, TempDir};
 
 fn limitlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_limitlab")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().expect("limitlab runs")
+    Command::new(env!("CARGO_BIN_EXE_limitlab"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("limitlab runs")
 }
 
 fn text(b: &[u8]) -> String {
@@ -27,14 +31,28 @@ fn text(b: &[u8]) -> String {
 /// Runs limitlab and asserts it succeeded; returns stdout.
 fn ok(args: &[&str]) -> String {
     let out = limitlab(args);
-    assert!(out.status.success(), "limitlab {}: exit {:?}\n{}{}", args.join(" "), out.status.code(), text(&out.stdout), text(&out.stderr));
+    assert!(
+        out.status.success(),
+        "limitlab {}: exit {:?}\n{}{}",
+        args.join(" "),
+        out.status.code(),
+        text(&out.stdout),
+        text(&out.stderr)
+    );
     text(&out.stdout)
 }
 
 /// Runs limitlab and asserts it failed with `code`; returns stderr.
 fn fails(args: &[&str], code: i32) -> String {
     let out = limitlab(args);
-    assert_eq!(out.status.code(), Some(code), "limitlab {}:\n{}{}", args.join(" "), text(&out.stdout), text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "limitlab {}:\n{}{}",
+        args.join(" "),
+        text(&out.stdout),
+        text(&out.stderr)
+    );
     text(&out.stderr)
 }
 
@@ -86,13 +104,30 @@ fn dbsize(url: &str) -> i64 {
 fn attack_memory_and_bench_on_the_emulator() {
     let dir = TempDir::new("fixtures-cli-emulator");
     for (spec, name) in fixtures() {
-        let s = ok(&["attack", "--script", &spec, "--budget", "40", "--iterations", "30", "--out", dir.path(), "--plots", dir.path()]);
+        let s = ok(&[
+            "attack",
+            "--script",
+            &spec,
+            "--budget",
+            "40",
+            "--iterations",
+            "30",
+            "--out",
+            dir.path(),
+            "--plots",
+            dir.path(),
+        ]);
         assert!(s.contains(&name), "{spec}: {s}");
-        for f in [format!("attack_{name}.svg"), format!("attack_{name}_overshoot.toml"), format!("attack_{name}_overshoot.csv")] {
+        for f in [
+            format!("attack_{name}.svg"),
+            format!("attack_{name}_overshoot.toml"),
+            format!("attack_{name}_overshoot.csv"),
+        ] {
             assert!(dir.0.join(&f).is_file(), "{spec}: attack wrote no {f}");
         }
         let s = ok(&["memory", "--script", &spec, "--users", "1000", "--limit", "10/sec"]);
-        let row = s.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or_else(|| panic!("{spec}: no row\n{s}"));
+        let row =
+            s.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or_else(|| panic!("{spec}: no row\n{s}"));
         let keys: u64 = row.split_whitespace().nth(1).unwrap().parse().unwrap();
         assert!(keys >= 1, "{spec}: a user leaves at least one key: {row}");
         let s = ok(&["bench", "--no-redis", "--quick", "--only", &spec]);
@@ -108,7 +143,8 @@ fn run_memory_bench_and_verify_on_a_private_redis() {
     for (spec, name) in fixtures() {
         let scenario = boundary_scenario(&spec, &dir);
         let run = ["run", scenario.as_str(), "--script", spec.as_str(), "--redis", url.as_str()];
-        let memory = ["memory", "--script", spec.as_str(), "--users", "1000", "--limit", "10/sec", "--redis", url.as_str()];
+        let memory =
+            ["memory", "--script", spec.as_str(), "--users", "1000", "--limit", "10/sec", "--redis", url.as_str()];
         let verify = ["verify", "--script", spec.as_str(), "--redis", url.as_str()];
         if name == "escaping_key" {
             // Refused before anything is sent: the key, the spec's call, the request.
@@ -129,7 +165,10 @@ fn run_memory_bench_and_verify_on_a_private_redis() {
             }
             // bench leaves its Redis columns empty for it, saying why.
             let s = ok(&["bench", "--quick", "--only", &spec, "--redis", &url, "--pipeline", "16"]);
-            assert!(s.contains("escaping_key: not run on Redis: its script writes keys outside the run's prefix"), "{s}");
+            assert!(
+                s.contains("escaping_key: not run on Redis: its script writes keys outside the run's prefix"),
+                "{s}"
+            );
             assert_eq!(dbsize(&url), 0);
             continue;
         }
@@ -137,19 +176,22 @@ fn run_memory_bench_and_verify_on_a_private_redis() {
         assert!(s.contains("decisions against the emulator's, call for call") && !s.contains("DIFFER"), "{spec}: {s}");
         assert_eq!(dbsize(&url), 0, "{spec}: run --redis left keys");
         let s = ok(&memory);
-        let row = s.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or_else(|| panic!("{spec}: no row\n{s}"));
+        let row =
+            s.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or_else(|| panic!("{spec}: no row\n{s}"));
         assert!(row.ends_with("+0.00%"), "{spec}: the model and the server measure the same keys: {row}");
         assert_eq!(dbsize(&url), 0, "{spec}: memory --redis left keys");
         let s = ok(&verify);
         assert!(s.contains("every decision identical"), "{spec}: {s}");
         // The headline says on which clock: a spec that reads PTTL is compared on the server's,
         // and only a spec that reads no clock can be identical on the scenario's throughout.
-        let reads_ttl = limitlab_cli::verify::against_redis::clock_reads(&limitlab::Spec::from_file(Path::new(&spec)).unwrap())
-            .iter()
-            .any(|r| !r.starts_with("TIME "));
+        let reads_ttl =
+            limitlab_cli::verify::against_redis::clock_reads(&limitlab::Spec::from_file(Path::new(&spec)).unwrap())
+                .iter()
+                .any(|r| !r.starts_with("TIME "));
         if reads_ttl {
             assert!(
-                s.contains("on the server's clock, which the spec reads") && !s.contains("identical on the scenario's clock"),
+                s.contains("on the server's clock, which the spec reads")
+                    && !s.contains("identical on the scenario's clock"),
                 "{spec}: {s}"
             );
         }
@@ -158,7 +200,8 @@ fn run_memory_bench_and_verify_on_a_private_redis() {
         }
         assert_eq!(dbsize(&url), 0, "{spec}: verify left keys");
         let s = ok(&["bench", "--quick", "--only", &spec, "--redis", &url, "--pipeline", "16"]);
-        let row = s.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or_else(|| panic!("{spec}: no row\n{s}"));
+        let row =
+            s.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or_else(|| panic!("{spec}: no row\n{s}"));
         let cols: Vec<&str> = row.split_whitespace().collect();
         assert_ne!(cols[3], "-", "{spec}: a Redis, 1 connection figure: {row}");
         assert!(s.contains("Checked: every engine's decisions equal"), "{spec}: {s}");
@@ -173,8 +216,10 @@ fn verify_on_a_private_cluster() {
     let Some(cluster) = RedisCluster::start_or_skip("fixtures_cli cluster") else { return };
     let node_urls: Vec<String> = cluster.ports().iter().map(|p| format!("redis://127.0.0.1:{p}/")).collect();
     let all = fixtures();
-    let tagged: Vec<&(String, String)> =
-        all.iter().filter(|(_, n)| n != "sliding_window_crossslot" && n != "escaping_key" && n != "upstash_dynamic_limit").collect();
+    let tagged: Vec<&(String, String)> = all
+        .iter()
+        .filter(|(_, n)| n != "sliding_window_crossslot" && n != "escaping_key" && n != "upstash_dynamic_limit")
+        .collect();
     let mut args = vec!["verify", "--cluster"];
     for (spec, _) in &tagged {
         args.extend(["--script", spec.as_str()]);
@@ -191,7 +236,10 @@ fn verify_on_a_private_cluster() {
         assert_eq!(dbsize(u), 0, "keys left on {u}");
     }
     // The cross-slot fixture: both keys and their slots, before anything is sent.
-    let e = fails(&["verify", "--cluster", "--script", "tests/fixtures/sliding_window_crossslot.toml", "--redis", &node_urls[1]], 2);
+    let e = fails(
+        &["verify", "--cluster", "--script", "tests/fixtures/sliding_window_crossslot.toml", "--redis", &node_urls[1]],
+        2,
+    );
     assert!(e.contains("CROSSSLOT Keys in request don't hash to the same slot"), "{e}");
     assert!(e.contains("call `r` (script main) at tests/fixtures/sliding_window_crossslot.toml:"), "{e}");
     let slot = |k: &str| limitlab_emulator::cluster::key_slot(k.as_bytes());
@@ -200,17 +248,36 @@ fn verify_on_a_private_cluster() {
     }
     // The escaping one is refused on a cluster even when allowed.
     let e = fails(
-        &["verify", "--cluster", "--script", "tests/fixtures/escaping_key.toml", "--allow-outside-keys", "--redis", &node_urls[2]],
+        &[
+            "verify",
+            "--cluster",
+            "--script",
+            "tests/fixtures/escaping_key.toml",
+            "--allow-outside-keys",
+            "--redis",
+            &node_urls[2],
+        ],
         2,
     );
     assert!(e.contains("on Redis Cluster a script may only touch the keys it is given in KEYS"), "{e}");
     // memory on the cluster: the cross-slot fixture is named the same way, the others measure.
-    let e =
-        fails(&["memory", "--script", "tests/fixtures/sliding_window_crossslot.toml", "--limit", "10/sec", "--redis", &node_urls[0]], 2);
+    let e = fails(
+        &[
+            "memory",
+            "--script",
+            "tests/fixtures/sliding_window_crossslot.toml",
+            "--limit",
+            "10/sec",
+            "--redis",
+            &node_urls[0],
+        ],
+        2,
+    );
     assert!(e.contains("CROSSSLOT") && e.contains("(slot ") && e.contains("call `r` (script main)"), "{e}");
     for (spec, name) in &tagged {
         let s = ok(&["memory", "--script", spec, "--limit", "10/sec", "--users", "1000", "--redis", &node_urls[0]]);
-        let row = s.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or_else(|| panic!("{spec}: no row\n{s}"));
+        let row =
+            s.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or_else(|| panic!("{spec}: no row\n{s}"));
         assert!(row.ends_with("+0.00%"), "{spec} on the cluster: {row}");
     }
     // --cluster with a standalone server, or without --script, is a usage error.

@@ -30,7 +30,11 @@ fn compare_prints_the_golden_report() {
     let want = std::fs::read_to_string(root().join("tests/golden/compare.txt")).unwrap();
     let got = ok(&["compare", "--no-timing"]);
     if got != want {
-        let first = got.lines().zip(want.lines()).position(|(g, w)| g != w).unwrap_or(got.lines().count().min(want.lines().count()));
+        let first = got
+            .lines()
+            .zip(want.lines())
+            .position(|(g, w)| g != w)
+            .unwrap_or(got.lines().count().min(want.lines().count()));
         panic!(
             "compare --no-timing differs from tests/golden/compare.txt from line {}:\n  got:  {:?}\n  want: {:?}\n(got {} lines, want {})",
             first + 1,

@@ -30,8 +30,11 @@ fn text(o: &Output) -> (String, String) {
 /// `.ci/venv/lib/python*/site-packages`, relative to the crate.
 fn site_packages() -> Option<String> {
     let lib = root().join(".ci/venv/lib");
-    let mut dirs: Vec<PathBuf> =
-        std::fs::read_dir(&lib).ok()?.filter_map(|e| e.ok().map(|e| e.path().join("site-packages"))).filter(|p| p.is_dir()).collect();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&lib)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path().join("site-packages")))
+        .filter(|p| p.is_dir())
+        .collect();
     dirs.sort();
     let p = dirs.pop()?;
     Some(p.strip_prefix(root()).unwrap().to_string_lossy().into_owned())
@@ -39,9 +42,14 @@ fn site_packages() -> Option<String> {
 
 /// The pinned versions: `.ci/package.json`'s dependencies and `.ci/requirements.txt`'s `name==version`.
 fn pins() -> BTreeMap<String, String> {
-    let pkg: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(root().join(".ci/package.json")).unwrap()).unwrap();
-    let mut out: BTreeMap<String, String> =
-        pkg["dependencies"].as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string())).collect();
+    let pkg: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join(".ci/package.json")).unwrap()).unwrap();
+    let mut out: BTreeMap<String, String> = pkg["dependencies"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+        .collect();
     for line in std::fs::read_to_string(root().join(".ci/requirements.txt")).unwrap().lines() {
         if let Some((n, v)) = line.split_once("==") {
             out.insert(n.trim().to_string(), v.trim().to_string());
@@ -66,7 +74,8 @@ fn have_packages(test: &str) -> Option<String> {
         }
     }
     for (name, dist) in PYPI {
-        let ok = sp.as_ref().is_some_and(|sp| root().join(sp).join(format!("{dist}-{}.dist-info", pins[name])).is_dir());
+        let ok =
+            sp.as_ref().is_some_and(|sp| root().join(sp).join(format!("{dist}-{}.dist-info", pins[name])).is_dir());
         if !ok {
             missing.push(format!("{name} {}", pins[name]));
         }
@@ -187,12 +196,17 @@ fn init_reads_the_installed_scripts_and_check_judges_what_it_wrote() {
     }
     assert!(stdout.contains("not expressed: ephemeralCache"), "{stdout}");
     assert!(
-        stdout.contains("Redis 7.0 refuses the library's script: ERR Unexpected flag in script shebang: allow-key-locking"),
+        stdout.contains(
+            "Redis 7.0 refuses the library's script: ERR Unexpected flag in script shebang: allow-key-locking"
+        ),
         "{stdout}"
     );
 
-    let mut specs: Vec<PathBuf> =
-        std::fs::read_dir(&dir.0).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "toml")).collect();
+    let mut specs: Vec<PathBuf> = std::fs::read_dir(&dir.0)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
     specs.sort();
     let stems: BTreeSet<String> = specs.iter().map(|p| p.file_stem().unwrap().to_string_lossy().into_owned()).collect();
     assert_eq!(stems, VERDICTS.iter().map(|v| v.0.to_string()).collect(), "{stdout}");
@@ -207,7 +221,8 @@ fn init_reads_the_installed_scripts_and_check_judges_what_it_wrote() {
         for (file, from, anchor, recorded) in &h.scripts {
             let lua = std::fs::read_to_string(dir.0.join(file)).unwrap();
             assert_eq!(&sha1(&lua), recorded, "{stem}: {file}");
-            let installed = std::fs::read_to_string(root().join(&h.base).join(from)).unwrap_or_else(|e| panic!("{stem}: {from}: {e}"));
+            let installed = std::fs::read_to_string(root().join(&h.base).join(from))
+                .unwrap_or_else(|e| panic!("{stem}: {from}: {e}"));
             assert_eq!(lua, reread(library, &installed, anchor), "{stem}: {file} differs from {from}");
             assert!(lua.contains("redis.call"), "{stem}");
             if library == "@upstash/ratelimit" {
@@ -227,10 +242,11 @@ fn init_reads_the_installed_scripts_and_check_judges_what_it_wrote() {
             assert!(err.contains(phrase) && err.contains("SCRIPT LOAD"), "{stem}: {err}");
             continue;
         }
-        let v: serde_json::Value =
-            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{stem}: {e}\n{}", String::from_utf8_lossy(&out.stderr)));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{stem}: {e}\n{}", String::from_utf8_lossy(&out.stderr)));
         let checks = v["checks"].as_array().unwrap();
-        let failed: BTreeSet<&str> = checks.iter().filter(|c| c["status"] == "fail").map(|c| c["name"].as_str().unwrap()).collect();
+        let failed: BTreeSet<&str> =
+            checks.iter().filter(|c| c["status"] == "fail").map(|c| c["name"].as_str().unwrap()).collect();
         assert_eq!(failed, want.iter().copied().collect::<BTreeSet<_>>(), "{stem}: {v:#}");
         match want.first() {
             None => assert_eq!(out.status.code(), Some(0), "{stem}"),
@@ -250,7 +266,18 @@ fn a_project_directory_is_searched_for_node_modules_and_a_venv() {
         return;
     };
     let dir = TempDir::new("init-project");
-    let out = limitlab(&["init", ".ci", "--out", dir.path(), "--algorithm", "fixed-window", "--limit", "20", "--window", "2s"]);
+    let out = limitlab(&[
+        "init",
+        ".ci",
+        "--out",
+        dir.path(),
+        "--algorithm",
+        "fixed-window",
+        "--limit",
+        "20",
+        "--window",
+        "2s",
+    ]);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     for name in NPM.iter().copied().chain(PYPI.iter().map(|p| p.0)) {
@@ -262,7 +289,11 @@ fn a_project_directory_is_searched_for_node_modules_and_a_venv() {
     assert!(written.iter().all(|f| f.contains("fixed_window")), "{written:?}");
     assert_eq!(written.iter().filter(|f| f.ends_with(".toml")).count(), 5, "{written:?}");
     let spec = std::fs::read_to_string(dir.0.join("limits_fixed_window.toml")).unwrap();
-    assert!(spec.contains("limit = 20\nwindow_ms = 2000\n") && spec.contains("# policy: 20 per 2000 ms (--limit and --window)"), "{spec}");
+    assert!(
+        spec.contains("limit = 20\nwindow_ms = 2000\n")
+            && spec.contains("# policy: 20 per 2000 ms (--limit and --window)"),
+        "{spec}"
+    );
 }
 
 /// A package named like a known library, with a script of our own in the place the library keeps
@@ -270,7 +301,11 @@ fn a_project_directory_is_searched_for_node_modules_and_a_venv() {
 fn fake_rlflex(dir: &Path, version: &str, script: Option<&str>) -> PathBuf {
     let pkg = dir.join("node_modules/rate-limiter-flexible");
     std::fs::create_dir_all(pkg.join("lib")).unwrap();
-    std::fs::write(pkg.join("package.json"), format!("{{\"name\": \"rate-limiter-flexible\", \"version\": \"{version}\"}}")).unwrap();
+    std::fs::write(
+        pkg.join("package.json"),
+        format!("{{\"name\": \"rate-limiter-flexible\", \"version\": \"{version}\"}}"),
+    )
+    .unwrap();
     let js = match script {
         Some(lua) => {
             format!("const other = 1;\nconst incrTtlLuaScript = `{lua}`;\nmodule.exports = {{}};\n")
@@ -288,7 +323,11 @@ const OWN_SCRIPT: &str = "local n = redis.call('incrby', KEYS[1], ARGV[1]) \\\ni
 fn nothing_recognised_exits_2_and_says_what_init_knows() {
     let dir = TempDir::new("init-empty");
     std::fs::create_dir_all(dir.0.join("node_modules/left-pad")).unwrap();
-    std::fs::write(dir.0.join("node_modules/left-pad/package.json"), "{\"name\": \"left-pad\", \"version\": \"1.3.0\"}").unwrap();
+    std::fs::write(
+        dir.0.join("node_modules/left-pad/package.json"),
+        "{\"name\": \"left-pad\", \"version\": \"1.3.0\"}",
+    )
+    .unwrap();
     let out = limitlab(&["init", dir.path(), "--out", &format!("{}/out", dir.path())]);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
@@ -359,7 +398,11 @@ fn an_existing_file_is_kept_unless_forced() {
     std::fs::write(&spec, "# mine\n").unwrap();
     let out = limitlab(&args);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out).1.contains("rate_limiter_flexible_fixed_window.toml") && text(&out).1.contains("--force"), "{}", text(&out).1);
+    assert!(
+        text(&out).1.contains("rate_limiter_flexible_fixed_window.toml") && text(&out).1.contains("--force"),
+        "{}",
+        text(&out).1
+    );
     assert_eq!(std::fs::read_to_string(&spec).unwrap(), "# mine\n");
     let mut forced = args.to_vec();
     forced.push("--force");

@@ -16,7 +16,10 @@ fn text(b: &[u8]) -> String {
 /// The cells of the table row whose first cell starts with `name ` (cells are separated by two or
 /// more spaces in text output).
 fn row(out: &str, name: &str) -> Vec<String> {
-    let line = out.lines().find(|l| l.starts_with(&format!("{name} ("))).unwrap_or_else(|| panic!("no row for {name} in\n{out}"));
+    let line = out
+        .lines()
+        .find(|l| l.starts_with(&format!("{name} (")))
+        .unwrap_or_else(|| panic!("no row for {name} in\n{out}"));
     line.split("  ").map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect()
 }
 
@@ -29,7 +32,10 @@ fn default_is_the_seed_setting_with_its_figures() {
     // Exact figures (integers and listpacks); a real Redis 7.0.15 gives the same.
     // used_memory growth: a 32-byte dict entry (24 in MEMORY USAGE), 32 for the expires entry,
     // 16.8 bytes of buckets (two tables of 2^20 for a million keys); shared integers cost nothing.
-    assert_eq!(row(&s, "fixed_window"), ["fixed_window (Fixed window)", "1", "88", "83.9 MB", "56", "53.4 MB", "145", "138.1 MB"]);
+    assert_eq!(
+        row(&s, "fixed_window"),
+        ["fixed_window (Fixed window)", "1", "88", "83.9 MB", "56", "53.4 MB", "145", "138.1 MB"]
+    );
     assert_eq!(row(&s, "gcra"), ["gcra (GCRA)", "1", "56", "53.4 MB", "-", "-", "113", "107.6 MB"]);
     assert_eq!(
         row(&s, "seed_fixed_window"),

@@ -80,8 +80,12 @@ fn the_manifest_and_the_mutant_files_agree() {
             problems.push(format!("{}: named twice", m.name));
         }
         match m.verdict.as_str() {
-            "fail" if m.catch.is_empty() => problems.push(format!("{}: a fail mutant needs the checks that catch it", m.name)),
-            "pass" if !m.catch.is_empty() => problems.push(format!("{}: a pass mutant catches nothing, catch must be []", m.name)),
+            "fail" if m.catch.is_empty() => {
+                problems.push(format!("{}: a fail mutant needs the checks that catch it", m.name))
+            }
+            "pass" if !m.catch.is_empty() => {
+                problems.push(format!("{}: a pass mutant catches nothing, catch must be []", m.name))
+            }
             "fail" | "pass" => {}
             v => problems.push(format!("{}: verdict `{v}`, expected \"fail\" or \"pass\"", m.name)),
         }
@@ -163,7 +167,9 @@ fn run(m: &Mutant, scratch: &Path) -> Outcome {
             checks
                 .iter()
                 .filter(|c| c["status"] == "fail")
-                .map(|c| (c["name"].as_str().unwrap_or("?").to_string(), c["summary"].as_str().unwrap_or("").to_string()))
+                .map(|c| {
+                    (c["name"].as_str().unwrap_or("?").to_string(), c["summary"].as_str().unwrap_or("").to_string())
+                })
                 .collect(),
         )
     });
@@ -177,12 +183,20 @@ fn misjudged(m: &Mutant, o: &Outcome, base: &Outcome) -> Option<String> {
         return Some(format!("{}: no report (exit {:?}): {}", m.name, o.code, o.stderr.trim()));
     };
     let Some(base_failed) = &base.failed else {
-        return Some(format!("{}: no report on its base {} (exit {:?}): {}", m.name, m.base, base.code, base.stderr.trim()));
+        return Some(format!(
+            "{}: no report on its base {} (exit {:?}): {}",
+            m.name,
+            m.base,
+            base.code,
+            base.stderr.trim()
+        ));
     };
     let names: BTreeSet<&str> = failed.iter().map(|f| f.0.as_str()).collect();
     let base_names: BTreeSet<&str> = base_failed.iter().map(|f| f.0.as_str()).collect();
     let right = match m.verdict.as_str() {
-        "fail" => o.code == Some(1) && m.catch.iter().any(|c| names.contains(c.as_str()) && !base_names.contains(c.as_str())),
+        "fail" => {
+            o.code == Some(1) && m.catch.iter().any(|c| names.contains(c.as_str()) && !base_names.contains(c.as_str()))
+        }
         _ => o.code == base.code && names == base_names,
     };
     if right {
@@ -193,7 +207,11 @@ fn misjudged(m: &Mutant, o: &Outcome, base: &Outcome) -> Option<String> {
     } else {
         failed.iter().map(|(n, s)| format!("{n} failed ({s})")).collect::<Vec<_>>().join("; ")
     };
-    let on_base = if base_names.is_empty() { "nothing".to_string() } else { base_names.iter().copied().collect::<Vec<_>>().join(", ") };
+    let on_base = if base_names.is_empty() {
+        "nothing".to_string()
+    } else {
+        base_names.iter().copied().collect::<Vec<_>>().join(", ")
+    };
     Some(match m.verdict.as_str() {
         "fail" => format!(
             "{} [{}] survived: wanted one of {:?} to fail (and pass on the base, which fails {on_base}), exit {:?}: {got}. The bug: {}",
@@ -214,7 +232,12 @@ fn check_fails_every_bug_and_passes_every_harmless_variant() {
     let mut bases: Vec<Mutant> = Vec::new();
     for m in &all {
         if !bases.iter().any(|b| b.base == m.base) {
-            bases.push(Mutant { name: format!("base_{}", bases.len()), verdict: "base".into(), catch: Vec::new(), ..m.clone() });
+            bases.push(Mutant {
+                name: format!("base_{}", bases.len()),
+                verdict: "base".into(),
+                catch: Vec::new(),
+                ..m.clone()
+            });
         }
     }
     let on_threads = |list: &[Mutant]| -> Vec<Outcome> {

@@ -72,7 +72,10 @@ fn the_race_grows_with_servers_and_latency_for_get_incr_only() {
     assert!(a.status.success());
     assert_eq!(a.stdout, b.stdout);
     let text = String::from_utf8_lossy(&a.stdout);
-    assert!(text.contains("GET+INCR admitted") && text.contains("WATCH/MULTI admitted") && text.contains("20 ms"), "{text}");
+    assert!(
+        text.contains("GET+INCR admitted") && text.contains("WATCH/MULTI admitted") && text.contains("20 ms"),
+        "{text}"
+    );
 }
 
 const SKEW: &str = r#"name = "skew"

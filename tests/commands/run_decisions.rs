@@ -268,7 +268,11 @@ fn assert_rows_give_the_report(rows: &[Row], report: &Value) {
         assert_eq!(h["max_retry_after"].as_u64(), mine.iter().filter_map(|r| r.retry_after).max(), "{name}");
         for s in h["samples"].as_array().unwrap() {
             let r = mine[s["request"].as_u64().unwrap() as usize - 1];
-            assert_eq!((s["subject"].as_str(), s["allowed"].as_bool()), (Some(r.subject.as_str()), Some(r.allowed)), "{name}");
+            assert_eq!(
+                (s["subject"].as_str(), s["allowed"].as_bool()),
+                (Some(r.subject.as_str()), Some(r.allowed)),
+                "{name}"
+            );
             assert_eq!(s["ratelimit"].as_str(), r.ratelimit.as_deref(), "{name}");
             assert_eq!(s["retry_after"].as_u64(), r.retry_after, "{name}");
         }
@@ -281,9 +285,16 @@ fn the_decisions_file_gives_every_figure_of_the_report() {
     let scenario = mixed_scenario(&dir);
     let (csv, jsonl) = (dir.join("d.csv"), dir.join("d.jsonl"));
     let report: Value =
-        serde_json::from_str(&ok(&["run", scenario.to_str().unwrap(), "--json", "--decisions", csv.to_str().unwrap()])).unwrap();
-    let again: Value =
-        serde_json::from_str(&ok(&["run", scenario.to_str().unwrap(), "--json", "--decisions", jsonl.to_str().unwrap()])).unwrap();
+        serde_json::from_str(&ok(&["run", scenario.to_str().unwrap(), "--json", "--decisions", csv.to_str().unwrap()]))
+            .unwrap();
+    let again: Value = serde_json::from_str(&ok(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--json",
+        "--decisions",
+        jsonl.to_str().unwrap(),
+    ]))
+    .unwrap();
     assert_eq!(report, again);
     let results = report["results"].as_array().unwrap();
     assert_eq!(results.len(), 11, "nine built-in scripts and two specs");
@@ -303,7 +314,8 @@ fn the_decisions_file_gives_every_figure_of_the_report() {
     assert_eq!(c, j, "CSV and JSON lines hold the same rows");
     assert_rows_give_the_report(&c, &report);
     // Units: production scripts count the cost (2 in the background), seed scripts count 1.
-    let units = |script: &str| c.iter().filter(|r| r.script == script && r.phase == "background").map(|r| r.units).max();
+    let units =
+        |script: &str| c.iter().filter(|r| r.script == script && r.phase == "background").map(|r| r.units).max();
     assert_eq!((units("fixed_window"), units("seed_fixed_window")), (Some(2), Some(1)));
     // Raw replies: one call alone, several as name=reply.
     let first = |script: &str| c.iter().find(|r| r.script == script).unwrap();
@@ -312,7 +324,8 @@ fn the_decisions_file_gives_every_figure_of_the_report() {
     let flex = &first("rlflex_consume_block").reply;
     assert!(flex.starts_with("blocked=nil;hits=[") && flex.contains(";block_ttl="), "{flex}");
     // Nothing is left beside the files.
-    let mut names: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let mut names: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     names.sort();
     assert_eq!(names, ["d.csv", "d.jsonl", "sums.toml"]);
     std::fs::remove_dir_all(&dir).unwrap();
@@ -351,7 +364,12 @@ fn the_text_report_is_the_same_with_or_without_decisions() {
 fn a_decisions_file_of_another_kind_is_refused_before_anything_runs() {
     let dir = scratch("bad-ext");
     let out = dir.join("d.txt");
-    let r = limitlab(&["run", root().join("simulations/uniform.toml").to_str().unwrap(), "--decisions", out.to_str().unwrap()]);
+    let r = limitlab(&[
+        "run",
+        root().join("simulations/uniform.toml").to_str().unwrap(),
+        "--decisions",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(r.status.code(), Some(2));
     let err = String::from_utf8_lossy(&r.stderr);
     assert!(err.contains("d.txt") && err.contains(".csv") && err.contains(".jsonl") && err.contains(".json"), "{err}");
@@ -429,7 +447,10 @@ fn a_coarse_trace_is_reported_with_the_verdict_under_each_tie_rule() {
     );
     // The case: the sliding window counter under `same`, `spread` and `jitter`.
     let row = |ties: &str| -> Vec<String> {
-        let line = text.lines().find(|l| l.starts_with("sliding_window ") && l.contains(ties)).unwrap_or_else(|| panic!("{ties}: {text}"));
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("sliding_window ") && l.contains(ties))
+            .unwrap_or_else(|| panic!("{ties}: {text}"));
         line.split("  ").map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect()
     };
     // algorithm, ties, admitted, refused, false allows, false rejections, max in window, overshoot
@@ -445,11 +466,20 @@ fn a_coarse_trace_is_reported_with_the_verdict_under_each_tie_rule() {
     assert_eq!(c["traces"][0]["tick_us"], 1_000_000);
     assert_eq!(c["traces"][0]["ties"], "same");
     let verdicts = c["verdicts"].as_array().unwrap();
-    let rules: Vec<(&str, bool)> = verdicts.iter().map(|v| (v["ties"].as_str().unwrap(), v["chosen"].as_bool().unwrap())).collect();
+    let rules: Vec<(&str, bool)> =
+        verdicts.iter().map(|v| (v["ties"].as_str().unwrap(), v["chosen"].as_bool().unwrap())).collect();
     assert_eq!(rules, [("same", true), ("spread", false), ("jitter", false)]);
-    let sw = |v: &Value| v["results"].as_array().unwrap().iter().find(|r| r["algorithm"] == "sliding_window").unwrap().clone();
-    assert_eq!((sw(&verdicts[0])["refused"].as_u64(), sw(&verdicts[0])["false_rejections"].as_u64()), (Some(694), Some(679)));
-    assert_eq!((sw(&verdicts[1])["refused"].as_u64(), sw(&verdicts[1])["false_rejections"].as_u64()), (Some(28), Some(15)));
+    let sw = |v: &Value| {
+        v["results"].as_array().unwrap().iter().find(|r| r["algorithm"] == "sliding_window").unwrap().clone()
+    };
+    assert_eq!(
+        (sw(&verdicts[0])["refused"].as_u64(), sw(&verdicts[0])["false_rejections"].as_u64()),
+        (Some(694), Some(679))
+    );
+    assert_eq!(
+        (sw(&verdicts[1])["refused"].as_u64(), sw(&verdicts[1])["false_rejections"].as_u64()),
+        (Some(28), Some(15))
+    );
     // The chosen rule's verdict is the report's own.
     let main = json["results"].as_array().unwrap().iter().find(|r| r["algorithm"] == "sliding_window").unwrap();
     assert_eq!(main["metrics"]["false_rejections"].as_u64(), Some(679));
@@ -479,11 +509,17 @@ fn a_trace_chosen_spread_is_still_reported_coarse_and_fine_traces_are_not() {
     assert_eq!(rules, [("same", false), ("spread", true), ("jitter", false)]);
     assert_eq!(json["results"][0]["metrics"]["false_rejections"].as_u64(), Some(15));
     // A window ten times the tick or more: not coarse, no warning.
-    std::fs::write(&scenario, std::fs::read_to_string(&scenario).unwrap().replace("window_ms = 1000", "window_ms = 10001")).unwrap();
+    std::fs::write(
+        &scenario,
+        std::fs::read_to_string(&scenario).unwrap().replace("window_ms = 1000", "window_ms = 10001"),
+    )
+    .unwrap();
     let text = ok(&["run", scenario.to_str().unwrap()]);
     assert!(!text.contains("coarse"), "{text}");
     // The attack traces are written to the µs and are not coarse either.
-    for f in ["simulations/attack_sliding_window_overshoot.toml", "simulations/attack_sliding_window_false_rejections.toml"] {
+    for f in
+        ["simulations/attack_sliding_window_overshoot.toml", "simulations/attack_sliding_window_false_rejections.toml"]
+    {
         let json: Value = serde_json::from_str(&ok(&["run", root().join(f).to_str().unwrap(), "--json"])).unwrap();
         assert!(json.get("coarse_trace").is_none(), "{f}");
     }
@@ -492,8 +528,12 @@ fn a_trace_chosen_spread_is_still_reported_coarse_and_fine_traces_are_not() {
 
 #[test]
 fn run_json_shows_the_policy_and_sample_header_values() {
-    let json: Value =
-        serde_json::from_str(&ok(&["run", root().join("simulations/access_log_coarse.toml").to_str().unwrap(), "--json"])).unwrap();
+    let json: Value = serde_json::from_str(&ok(&[
+        "run",
+        root().join("simulations/access_log_coarse.toml").to_str().unwrap(),
+        "--json",
+    ]))
+    .unwrap();
     let sw = json["results"].as_array().unwrap().iter().find(|r| r["algorithm"] == "sliding_window").unwrap();
     let h = &sw["headers"];
     assert_eq!(h["policy"], "\"default\";q=20;w=1");
@@ -548,9 +588,14 @@ fn whole_seconds_written_in_milliseconds_are_spread_across_the_second() {
     std::fs::write(&scenario, std::fs::read_to_string(&scenario).unwrap() + "ties = \"spread\"\n").unwrap();
     let json: Value = serde_json::from_str(&ok(&["run", scenario.to_str().unwrap(), "--json"])).unwrap();
     let v = json["coarse_trace"]["verdicts"].as_array().unwrap();
-    let rules: Vec<(&str, Option<u64>, bool)> =
-        v.iter().map(|v| (v["ties"].as_str().unwrap(), v["tick_ms"].as_u64(), v["chosen"].as_bool().unwrap())).collect();
-    assert_eq!(rules, [("spread", None, true), ("same", None, false), ("spread", Some(1000), false), ("jitter", Some(1000), false)]);
+    let rules: Vec<(&str, Option<u64>, bool)> = v
+        .iter()
+        .map(|v| (v["ties"].as_str().unwrap(), v["tick_ms"].as_u64(), v["chosen"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(
+        rules,
+        [("spread", None, true), ("same", None, false), ("spread", Some(1000), false), ("jitter", Some(1000), false)]
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -561,10 +606,12 @@ fn an_absent_value_is_written_one_way_in_every_column() {
     let (csv, jsonl) = (dir.join("d.csv"), dir.join("d.jsonl"));
     ok(&["run", scenario.to_str().unwrap(), "--decisions", csv.to_str().unwrap()]);
     ok(&["run", scenario.to_str().unwrap(), "--decisions", jsonl.to_str().unwrap()]);
-    let optional = ["remaining", "retry_after_ms", "reset_ms", "retry_after_honest", "retry_after", "ratelimit", "headers_honest"];
+    let optional =
+        ["remaining", "retry_after_ms", "reset_ms", "retry_after_honest", "retry_after", "ratelimit", "headers_honest"];
     let mut r = csv::Reader::from_path(&csv).unwrap();
     let headers = r.headers().unwrap().clone();
-    let lines: Vec<Value> = std::fs::read_to_string(&jsonl).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> =
+        std::fs::read_to_string(&jsonl).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let mut absent: HashMap<String, usize> = HashMap::new();
     let mut rows = 0;
     for (rec, j) in r.records().zip(&lines) {
@@ -587,7 +634,15 @@ fn an_absent_value_is_written_one_way_in_every_column() {
         let script = j["script"].as_str().unwrap();
         if script.starts_with("seed_") {
             // A seed script reports `allowed` only.
-            for h in ["remaining", "retry_after_ms", "reset_ms", "retry_after_honest", "retry_after", "ratelimit", "headers_honest"] {
+            for h in [
+                "remaining",
+                "retry_after_ms",
+                "reset_ms",
+                "retry_after_honest",
+                "retry_after",
+                "ratelimit",
+                "headers_honest",
+            ] {
                 assert!(j[h].is_null(), "{script}: {h}: {j}");
             }
         }
@@ -597,7 +652,10 @@ fn an_absent_value_is_written_one_way_in_every_column() {
         }
     }
     assert_eq!(rows, lines.len());
-    assert!(optional.iter().all(|h| absent.get(*h) > Some(&0)), "every optional column is absent somewhere: {absent:?}");
+    assert!(
+        optional.iter().all(|h| absent.get(*h) > Some(&0)),
+        "every optional column is absent somewhere: {absent:?}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -632,15 +690,26 @@ fn counter_spec(dir: &Path, name: &str, off: i64) -> PathBuf {
 /// request, the replay's path).
 fn check_verdicts(spec: &Path, out: &Path) -> Vec<(String, String, Option<String>, Option<String>)> {
     let o = limitlab(&["check", spec.to_str().unwrap(), "--json", "--no-timing", "--out", out.to_str().unwrap()]);
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+    let v: Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
     v["checks"]
         .as_array()
         .unwrap()
         .iter()
         .map(|c| {
-            let ev =
-                c["evidence"].as_array().unwrap().iter().filter_map(Value::as_str).find(|e| e.contains(" request #")).map(String::from);
-            (c["name"].as_str().unwrap().to_string(), c["status"].as_str().unwrap().to_string(), ev, c["replay"].as_str().map(String::from))
+            let ev = c["evidence"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(Value::as_str)
+                .find(|e| e.contains(" request #"))
+                .map(String::from);
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["status"].as_str().unwrap().to_string(),
+                ev,
+                c["replay"].as_str().map(String::from),
+            )
         })
         .collect()
 }
@@ -676,9 +745,16 @@ fn a_users_spec_gets_the_verdict_check_gives_on_every_promise() {
     }
 
     // run, on traffic of its own: both specs are judged (no `-`), and only the short one is wrong.
-    let json: Value =
-        serde_json::from_str(&ok(&["run", uniform, "--script", short.to_str().unwrap(), "--script", exact.to_str().unwrap(), "--json"]))
-            .unwrap();
+    let json: Value = serde_json::from_str(&ok(&[
+        "run",
+        uniform,
+        "--script",
+        short.to_str().unwrap(),
+        "--script",
+        exact.to_str().unwrap(),
+        "--json",
+    ]))
+    .unwrap();
     let m = |i: usize, k: &str| json["results"][i]["metrics"][k].as_u64().unwrap();
     assert!(m(0, "retry_checked") > 0 && m(0, "retry_wrong") > 0 && m(0, "headers_wrong") > 0, "{json}");
     assert_eq!(m(0, "retry_wrong"), m(0, "retry_checked"), "every wait of the short spec is 1 ms short");
@@ -708,6 +784,9 @@ fn a_users_spec_gets_the_verdict_check_gives_on_every_promise() {
         assert_eq!(b["retry_wrong"].as_u64(), Some(0), "{}", s["scenario"]);
     }
     let uniform_rows = &c["accuracy"].as_array().unwrap().iter().find(|s| s["scenario"] == "uniform").unwrap()["rows"];
-    assert_eq!(uniform_rows[0]["metrics"], json["results"][0]["metrics"], "compare and run measure the uniform scenario alike");
+    assert_eq!(
+        uniform_rows[0]["metrics"], json["results"][0]["metrics"],
+        "compare and run measure the uniform scenario alike"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -61,7 +61,8 @@ fn a_sweep_is_the_same_whatever_the_thread_count_and_matches_run_seed_by_seed() 
 
     // Every run is what `run --seed` reports for that seed.
     for seed in [10u64, 13] {
-        let single: Value = serde_json::from_slice(&ok(&["run", f, "--seed", &seed.to_string(), "--json"]).stdout).unwrap();
+        let single: Value =
+            serde_json::from_slice(&ok(&["run", f, "--seed", &seed.to_string(), "--json"]).stdout).unwrap();
         for res in single["results"].as_array().unwrap() {
             let alg = res["algorithm"].as_str().unwrap();
             let m = &res["metrics"];
@@ -75,7 +76,8 @@ fn a_sweep_is_the_same_whatever_the_thread_count_and_matches_run_seed_by_seed() 
     // The summary rows are the mean, min and max of the runs.
     for row in r["rows"].as_array().unwrap() {
         let alg = row["algorithm"].as_str().unwrap();
-        let fa: Vec<f64> = runs.iter().filter(|x| x["algorithm"] == alg).map(|x| x["false_allows"].as_f64().unwrap()).collect();
+        let fa: Vec<f64> =
+            runs.iter().filter(|x| x["algorithm"] == alg).map(|x| x["false_allows"].as_f64().unwrap()).collect();
         let (min, max) = fa.iter().fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
         assert_eq!(row["false_allows"]["min"].as_f64(), Some(min), "{alg}");
         assert_eq!(row["false_allows"]["max"].as_f64(), Some(max), "{alg}");
@@ -176,7 +178,9 @@ fn a_sweep_judges_a_users_spec_as_run_and_check_do() {
     let (short, exact) = (counter_spec("pttl_short", 0), counter_spec("pttl_exact", 1));
     let (short, exact) = (short.to_str().unwrap(), exact.to_str().unwrap());
     let scripts = ["--script", short, "--script", exact, "--script", "fixed_window"];
-    let r: Value = serde_json::from_slice(&ok(&[&["sweep", f, "--seeds", "3..6", "--json"][..], &scripts].concat()).stdout).unwrap();
+    let r: Value =
+        serde_json::from_slice(&ok(&[&["sweep", f, "--seeds", "3..6", "--json"][..], &scripts].concat()).stdout)
+            .unwrap();
     let rows = r["rows"].as_array().unwrap();
     let names: Vec<&str> = rows.iter().map(|x| x["algorithm"].as_str().unwrap()).collect();
     assert_eq!(names, ["pttl_short", "pttl_exact", "fixed_window"]);
@@ -184,15 +188,19 @@ fn a_sweep_judges_a_users_spec_as_run_and_check_do() {
     for (i, row) in rows.iter().enumerate() {
         let mut sums = [0u64; 4];
         for seed in 3..6 {
-            let single: Value =
-                serde_json::from_slice(&ok(&[&["run", f, "--seed", &seed.to_string(), "--json"][..], &scripts].concat()).stdout).unwrap();
+            let single: Value = serde_json::from_slice(
+                &ok(&[&["run", f, "--seed", &seed.to_string(), "--json"][..], &scripts].concat()).stdout,
+            )
+            .unwrap();
             let m = &single["results"][i]["metrics"];
             for (s, k) in sums.iter_mut().zip(["retry_checked", "retry_wrong", "headers_checked", "headers_wrong"]) {
                 *s += m[k].as_u64().unwrap();
             }
         }
-        let got: Vec<u64> =
-            ["retry_checked", "retry_wrong", "headers_checked", "headers_wrong"].iter().map(|k| row[*k].as_u64().unwrap()).collect();
+        let got: Vec<u64> = ["retry_checked", "retry_wrong", "headers_checked", "headers_wrong"]
+            .iter()
+            .map(|k| row[*k].as_u64().unwrap())
+            .collect();
         assert_eq!(got, sums, "{}", names[i]);
         assert!(sums[0] > 0 && sums[2] > 0, "{}: judged, not `-`", names[i]);
     }

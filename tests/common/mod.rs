@@ -78,8 +78,11 @@ pub fn signal_pid(pid: u32, sig: &str) {
 
 /// A plain connection to a server on a loopback port (for the helpers' own reads and setup).
 fn conn(port: u16) -> redis::Connection {
-    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap_or_else(|e| panic!("port {port}: {e}"));
-    client.get_connection_with_timeout(Duration::from_secs(5)).unwrap_or_else(|e| panic!("connecting to port {port}: {e}"))
+    let client =
+        redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap_or_else(|e| panic!("port {port}: {e}"));
+    client
+        .get_connection_with_timeout(Duration::from_secs(5))
+        .unwrap_or_else(|e| panic!("connecting to port {port}: {e}"))
 }
 
 impl RedisServer {
@@ -162,7 +165,8 @@ impl RedisServer {
         let port = self.port().to_string();
         let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &port]);
         wait_for(&format!("replica {} linked to {port}", replica.port()), || {
-            let info: redis::RedisResult<String> = redis::cmd("INFO").arg("replication").query(&mut conn(replica.port()));
+            let info: redis::RedisResult<String> =
+                redis::cmd("INFO").arg("replication").query(&mut conn(replica.port()));
             matches!(&info, Ok(b) if b.contains("master_link_status:up"))
         });
         replica
@@ -196,7 +200,8 @@ impl RedisCluster {
         if !require_binaries(test_name, &["redis-server"]) {
             return None;
         }
-        let inner = PrivateCluster::start_with_replicas(replicas).unwrap_or_else(|e| panic!("could not start a Redis Cluster: {e}"));
+        let inner = PrivateCluster::start_with_replicas(replicas)
+            .unwrap_or_else(|e| panic!("could not start a Redis Cluster: {e}"));
         let ports = inner.ports();
         Some(RedisCluster { inner, ports })
     }
@@ -350,8 +355,11 @@ impl LimitlabServe {
             Ok((Err(e), _)) => fail(&mut child, format!("reading its stdout: {e}")),
             Err(_) => fail(&mut child, format!("no line within {} s", READY_WITHIN.as_secs())),
         };
-        let Some(rest) = line.trim_end().strip_prefix("listening on ") else { fail(&mut child, format!("its first line is {line:?}")) };
-        let ports: Option<Vec<u16>> = rest.split(' ').map(|a| a.rsplit_once(':').and_then(|(_, p)| p.parse().ok())).collect();
+        let Some(rest) = line.trim_end().strip_prefix("listening on ") else {
+            fail(&mut child, format!("its first line is {line:?}"))
+        };
+        let ports: Option<Vec<u16>> =
+            rest.split(' ').map(|a| a.rsplit_once(':').and_then(|(_, p)| p.parse().ok())).collect();
         let Some(ports) = ports.filter(|p| !p.is_empty()) else { fail(&mut child, format!("no port in {line:?}")) };
         LimitlabServe { child, ports, _stdout: reader, log }
     }
@@ -411,8 +419,10 @@ impl Drop for LimitlabServe {
 /// ~* &* -@all +cmd...` (each of `commands` as given, e.g. `object|encoding`), so that the user can
 /// run exactly those commands. Panics with the server's reply when it refuses.
 pub fn acl_user(port: u16, name: &str, password: &str, commands: &[&str]) {
-    let mut args: Vec<String> =
-        ["ACL", "SETUSER", name, "reset", "on", &format!(">{password}"), "~*", "&*", "-@all"].iter().map(|s| s.to_string()).collect();
+    let mut args: Vec<String> = ["ACL", "SETUSER", name, "reset", "on", &format!(">{password}"), "~*", "&*", "-@all"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     args.extend(commands.iter().map(|c| format!("+{c}")));
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     let reply = redis::cmd(refs[0]).arg(&refs[1..]).query::<String>(&mut conn(port));
@@ -440,7 +450,8 @@ impl TlsServer {
         let dir = TempDir::new(&format!("tls-{test_name}"));
         let d = &dir.0;
         let run = |args: &[&str]| {
-            let out = Command::new("openssl").args(args).current_dir(d).stdin(Stdio::null()).output().expect("openssl runs");
+            let out =
+                Command::new("openssl").args(args).current_dir(d).stdin(Stdio::null()).output().expect("openssl runs");
             assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
         };
         run(&[
@@ -458,7 +469,18 @@ impl TlsServer {
             "-subj",
             "/CN=limitlab test CA",
         ]);
-        run(&["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1"]);
+        run(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ]);
         std::fs::write(d.join("ext.cnf"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n").unwrap();
         run(&[
             "x509",

@@ -332,7 +332,9 @@ fn read_command(r: &mut BufReader<TcpStream>) -> std::io::Result<Option<(String,
 /// One whole reply (any RESP2 or RESP3 type), its bytes appended to `out`.
 fn read_reply(r: &mut BufReader<TcpStream>, out: &mut Vec<u8>) -> std::io::Result<()> {
     let line = read_line(r, out)?.ok_or_else(eof)?;
-    let n = || -> std::io::Result<i64> { std::str::from_utf8(&line[1..]).ok().and_then(|s| s.parse().ok()).ok_or_else(|| bad(&line)) };
+    let n = || -> std::io::Result<i64> {
+        std::str::from_utf8(&line[1..]).ok().and_then(|s| s.parse().ok()).ok_or_else(|| bad(&line))
+    };
     match line.first() {
         Some(b'$' | b'=' | b'!') => {
             let len = n()?;

@@ -81,7 +81,11 @@ fn on_redis(url: &str, steps: &[Step]) -> (Vec<i64>, Vec<Reply>) {
         }
         match redis::ConnectionLike::req_command(conn, &cmd) {
             Ok(v) => to_reply(v),
-            Err(e) => Reply::Error(format!("{}{}", e.code().map(|c| format!("{c} ")).unwrap_or_default(), e.detail().unwrap_or(""))),
+            Err(e) => Reply::Error(format!(
+                "{}{}",
+                e.code().map(|c| format!("{c} ")).unwrap_or_default(),
+                e.detail().unwrap_or("")
+            )),
         }
     };
     let ids = conns

@@ -20,7 +20,8 @@ use limitlab_emulator::clock::{Clock, SystemClock};
 use limitlab_emulator::Emulator;
 
 /// The case files the project is meant to have; the line-count floor applies once all of them exist.
-const EXPECTED_FILES: &[&str] = &["strings", "keys", "server", "scripting", "hashes", "zsets", "lists", "sets", "lua_libs"];
+const EXPECTED_FILES: &[&str] =
+    &["strings", "keys", "server", "scripting", "hashes", "zsets", "lists", "sets", "lua_libs"];
 
 /// The least number of command lines, over all case files, once [`EXPECTED_FILES`] all exist.
 const MIN_CASE_LINES: usize = 300;
@@ -62,8 +63,10 @@ fn cases_dir() -> PathBuf {
 }
 
 fn load_cases() -> Vec<Case> {
-    let filter: Option<Vec<String>> =
-        std::env::var("LIMITLAB_CASES").ok().filter(|s| !s.trim().is_empty()).map(|s| s.split(',').map(|x| x.trim().to_string()).collect());
+    let filter: Option<Vec<String>> = std::env::var("LIMITLAB_CASES")
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| s.split(',').map(|x| x.trim().to_string()).collect());
     let mut cases = Vec::new();
     let Ok(rd) = std::fs::read_dir(cases_dir()) else {
         return cases;
@@ -217,12 +220,21 @@ fn emulator_matches_recorded_redis_cli_output() {
         // Replay line by line to point at the first command that differs.
         match catch_unwind(AssertUnwindSafe(|| run_lines_on_emulator(case))) {
             Ok(chunks) => failures.push(first_difference(case, &chunks, &expected, "emulator")),
-            Err(p) => failures.push(format!("  {}: differs, and the emulator panicked on replay: {}\n", case.name, panic_text(p))),
+            Err(p) => failures.push(format!(
+                "  {}: differs, and the emulator panicked on replay: {}\n",
+                case.name,
+                panic_text(p)
+            )),
         }
     }
     println!("conformance (emulator): {} case files, {total_lines} command lines, {passed} files match", cases.len());
     if !failures.is_empty() {
-        panic!("{} of {} case files differ from their .out on the emulator:\n{}", failures.len(), cases.len(), failures.concat());
+        panic!(
+            "{} of {} case files differ from their .out on the emulator:\n{}",
+            failures.len(),
+            cases.len(),
+            failures.concat()
+        );
     }
 }
 
@@ -302,7 +314,11 @@ fn real_redis_matches_recorded_output() {
         let detail = if replayed == got {
             first_difference(case, &chunks, &expected, "real redis-cli")
         } else {
-            format!("  {}: the real output differs from {} (and could not be split per command)\n", case.name, case.out.display())
+            format!(
+                "  {}: the real output differs from {} (and could not be split per command)\n",
+                case.name,
+                case.out.display()
+            )
         };
         failures.push(format!(
             "{detail}    ({} is stale or the case depends on time/order; re-record with LIMITLAB_RECORD=1)\n",
@@ -324,7 +340,8 @@ fn case_files_have_enough_lines() {
         assert!(c.out.exists() || std::env::var("LIMITLAB_RECORD").is_ok(), "{} has no .out file", c.name);
     }
     println!("total: {total} command lines in {} case files", cases.len());
-    let missing: Vec<&str> = EXPECTED_FILES.iter().copied().filter(|n| !cases_dir().join(format!("{n}.txt")).exists()).collect();
+    let missing: Vec<&str> =
+        EXPECTED_FILES.iter().copied().filter(|n| !cases_dir().join(format!("{n}.txt")).exists()).collect();
     if std::env::var("LIMITLAB_CASES").is_ok() || !missing.is_empty() {
         println!("line floor not checked yet (missing: {missing:?})");
         return;

@@ -204,8 +204,10 @@ impl Files for Mem {
 fn specs() -> Vec<(PathBuf, String, Mem)> {
     let mut out = Vec::new();
     for dir in ["scripts", "tests/fixtures"] {
-        let lua: Vec<(String, String)> =
-            files(dir, ".lua").into_iter().map(|(p, t)| (p.file_name().unwrap().to_string_lossy().into_owned(), t)).collect();
+        let lua: Vec<(String, String)> = files(dir, ".lua")
+            .into_iter()
+            .map(|(p, t)| (p.file_name().unwrap().to_string_lossy().into_owned(), t))
+            .collect();
         for (p, t) in files(dir, ".toml") {
             out.push((p, t, Mem(lua.clone())));
         }
@@ -380,7 +382,10 @@ fn healthy(emu: &mut Emulator) -> Result<(), TestCaseError> {
     prop_assert_eq!(emu.execute_as(id, &[b"PING"]), Reply::Status("PONG".into()));
     prop_assert_eq!(emu.execute_as(id, &[b"SET", b"fuzz:health", b"42"]), Reply::ok());
     prop_assert_eq!(emu.execute_as(id, &[b"GET", b"fuzz:health"]), Reply::Bulk(b"42".to_vec()));
-    prop_assert_eq!(emu.execute_as(id, &[b"EVAL", b"return redis.call('INCR', KEYS[1])", b"1", b"fuzz:health"]), Reply::Int(43));
+    prop_assert_eq!(
+        emu.execute_as(id, &[b"EVAL", b"return redis.call('INCR', KEYS[1])", b"1", b"fuzz:health"]),
+        Reply::Int(43)
+    );
     emu.disconnect(id);
     Ok(())
 }
@@ -418,7 +423,11 @@ fn lua_expr() -> impl Strategy<Value = String> {
     ];
     leaf.prop_recursive(3, 24, 4, |inner| {
         prop_oneof![
-            (inner.clone(), prop::sample::select(vec!["+", "-", "*", "/", "%", "^", "..", "==", "<", "and", "or"]), inner.clone())
+            (
+                inner.clone(),
+                prop::sample::select(vec!["+", "-", "*", "/", "%", "^", "..", "==", "<", "and", "or"]),
+                inner.clone()
+            )
                 .prop_map(|(a, op, b)| format!("({a} {op} {b})")),
             (prop::sample::select(vec!["not", "-", "#"]), inner.clone()).prop_map(|(op, a)| format!("({op} {a})")),
             (
@@ -444,8 +453,8 @@ fn lua_expr() -> impl Strategy<Value = String> {
             (
                 prop::sample::select(vec!["call", "pcall"]),
                 prop::sample::select(vec![
-                    "GET", "SET", "INCR", "INCRBY", "PEXPIRE", "ZADD", "ZRANGE", "HSET", "HGETALL", "DEL", "TIME", "TYPE", "EVAL", "LPUSH",
-                    "LRANGE", "EXISTS", "MEMORY", "nosuch",
+                    "GET", "SET", "INCR", "INCRBY", "PEXPIRE", "ZADD", "ZRANGE", "HSET", "HGETALL", "DEL", "TIME",
+                    "TYPE", "EVAL", "LPUSH", "LRANGE", "EXISTS", "MEMORY", "nosuch",
                 ]),
                 prop::collection::vec(inner.clone(), 0..4)
             )
@@ -529,8 +538,21 @@ fn multibulk(args: &[Vec<u8>]) -> Vec<u8> {
 /// A stream of requests, valid ones and noise, as bytes on a connection.
 fn wire() -> impl Strategy<Value = Vec<u8>> {
     let arg = prop_oneof![
-        prop::sample::select(vec!["SET", "GET", "INCR", "PING", "k", "1", "EVAL", "return 1", "0", "MULTI", "EXEC", "CLOCK.ADVANCE"])
-            .prop_map(|s| s.as_bytes().to_vec()),
+        prop::sample::select(vec![
+            "SET",
+            "GET",
+            "INCR",
+            "PING",
+            "k",
+            "1",
+            "EVAL",
+            "return 1",
+            "0",
+            "MULTI",
+            "EXEC",
+            "CLOCK.ADVANCE"
+        ])
+        .prop_map(|s| s.as_bytes().to_vec()),
         prop::collection::vec(any::<u8>(), 0..12),
     ];
     let request = prop_oneof![
@@ -546,7 +568,8 @@ fn wire() -> impl Strategy<Value = Vec<u8>> {
         ]).prop_map(|s| s.as_bytes().to_vec()),
         1 => prop::collection::vec(any::<u8>(), 1..24),
     ];
-    (prop::collection::vec(request, 1..8), prop::collection::vec(mutation(), 0..3)).prop_map(|(rs, muts)| mutate(&rs.concat(), &muts))
+    (prop::collection::vec(request, 1..8), prop::collection::vec(mutation(), 0..3))
+        .prop_map(|(rs, muts)| mutate(&rs.concat(), &muts))
 }
 
 proptest! {

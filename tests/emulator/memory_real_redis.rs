@@ -46,7 +46,14 @@ struct Row {
 }
 
 /// Runs `times` on both sides (the real server pipelined), checking the replies agree.
-fn drive(emu: &mut Emulator, conn: &mut redis::Connection, limiter: &Limiter, real_sha: &str, key: &str, times: &[i64]) {
+fn drive(
+    emu: &mut Emulator,
+    conn: &mut redis::Connection,
+    limiter: &Limiter,
+    real_sha: &str,
+    key: &str,
+    times: &[i64],
+) {
     let sha = limiter.sha1().to_string();
     // KEYS and ARGV through the script's spec: its key template makes `rate:{<subject>}`.
     let subject = key.trim_start_matches("rate:{").trim_end_matches('}');
@@ -70,7 +77,14 @@ fn drive(emu: &mut Emulator, conn: &mut redis::Connection, limiter: &Limiter, re
     }
 }
 
-fn measure(emu: &mut Emulator, conn: &mut redis::Connection, script: &'static str, limit: u64, point: &'static str, rows: &mut Vec<Row>) {
+fn measure(
+    emu: &mut Emulator,
+    conn: &mut redis::Connection,
+    script: &'static str,
+    limit: u64,
+    point: &'static str,
+    rows: &mut Vec<Row>,
+) {
     let now = emu.core().now_ms();
     emu.core().db.purge_expired(now);
     let mut keys: Vec<Vec<u8>> = emu.core().db.map.keys().map(|k| k.to_vec()).collect();
@@ -81,8 +95,10 @@ fn measure(emu: &mut Emulator, conn: &mut redis::Connection, script: &'static st
             Reply::Int(n) => n,
             other => panic!("emulator MEMORY USAGE replied {other:?}"),
         };
-        let real: Option<i64> = redis::cmd("MEMORY").arg("USAGE").arg(&k).arg("SAMPLES").arg(0).query(conn).expect("MEMORY USAGE");
-        let real = real.unwrap_or_else(|| panic!("{script}: key {} missing on the real server", String::from_utf8_lossy(&k)));
+        let real: Option<i64> =
+            redis::cmd("MEMORY").arg("USAGE").arg(&k).arg("SAMPLES").arg(0).query(conn).expect("MEMORY USAGE");
+        let real =
+            real.unwrap_or_else(|| panic!("{script}: key {} missing on the real server", String::from_utf8_lossy(&k)));
         let encoding: String = redis::cmd("OBJECT").arg("ENCODING").arg(&k).query(conn).expect("OBJECT ENCODING");
         let emu_encoding = match emu.execute(&[b"OBJECT", b"ENCODING", &k]) {
             Reply::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
@@ -106,7 +122,8 @@ fn memory_usage_of_every_script_key_matches_real_redis() {
             let params = Params::new(limit, WINDOW_MS);
             let limiter = Limiter::new(v, params).expect("valid parameters");
             let _: () = redis::cmd("FLUSHALL").query(&mut conn).expect("FLUSHALL");
-            let real_sha: String = redis::cmd("SCRIPT").arg("LOAD").arg(with_long_ttls(limiter.script())).query(&mut conn).expect("LOAD");
+            let real_sha: String =
+                redis::cmd("SCRIPT").arg("LOAD").arg(with_long_ttls(limiter.script())).query(&mut conn).expect("LOAD");
             let mut emu = Emulator::with_clock(VirtualClock::starting_at(DEFAULT_START));
             emu.script_load(limiter.script().as_bytes()).expect("script compiles");
             let key = subject_key(&format!("m{limit}"));

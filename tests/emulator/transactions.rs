@@ -62,7 +62,11 @@ fn on_redis(url: &str, steps: &[Step]) -> Vec<Reply> {
             }
             let r = match redis::ConnectionLike::req_command(&mut conns[*c], &cmd) {
                 Ok(v) => to_reply(v),
-                Err(e) => Reply::Error(format!("{}{}", e.code().map(|c| format!("{c} ")).unwrap_or_default(), e.detail().unwrap_or(""))),
+                Err(e) => Reply::Error(format!(
+                    "{}{}",
+                    e.code().map(|c| format!("{c} ")).unwrap_or_default(),
+                    e.detail().unwrap_or("")
+                )),
             };
             normalise(&name(line), r)
         })
@@ -364,7 +368,10 @@ fn cluster_mode_refuses_other_databases_and_cross_slot_transactions() {
     assert_eq!(run(&mut emu, "SELECT 16"), "(error) ERR SELECT is not allowed in cluster mode");
     assert_eq!(run(&mut emu, "SWAPDB 0 1"), "(error) ERR SWAPDB is not allowed in cluster mode");
     assert_eq!(run(&mut emu, "MOVE k 1"), "(error) ERR MOVE is not allowed in cluster mode");
-    assert_eq!(run(&mut emu, "COPY a{t} b{t} DB 1"), "(error) ERR Copying to another database is not allowed in cluster mode");
+    assert_eq!(
+        run(&mut emu, "COPY a{t} b{t} DB 1"),
+        "(error) ERR Copying to another database is not allowed in cluster mode"
+    );
     assert_eq!(run(&mut emu, "WATCH a b"), "(error) CROSSSLOT Keys in request don't hash to the same slot");
     assert_eq!(run(&mut emu, "MULTI"), "OK");
     assert_eq!(run(&mut emu, "MSET a 1 b 2"), "(error) CROSSSLOT Keys in request don't hash to the same slot");

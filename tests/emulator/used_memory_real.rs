@@ -23,7 +23,8 @@ const TOLERANCE: f64 = 0.02;
 
 fn run(server: &common::RedisServer, v: Variant, params: Params, subjects: u64, calls: u64) -> String {
     let limiter = Limiter::new(v, params).unwrap();
-    let r = check(&server.url(), &limiter, subjects, calls, |_| {}).unwrap_or_else(|e| panic!("{v} at {subjects}: {e}"));
+    let r =
+        check(&server.url(), &limiter, subjects, calls, |_| {}).unwrap_or_else(|e| panic!("{v} at {subjects}: {e}"));
     let line = format!(
         "{:<20} {:>8} subjects {:>8} keys: measured {:>11}, model {:>13.0} ({:+.2}%), from one subject {:>13.0} ({:+.2}%), MEMORY USAGE {:>11}",
         r.script,
@@ -53,7 +54,11 @@ fn on_own_server(test: &str, v: Variant, params: Params, subjects: u64, calls: u
 #[test]
 fn used_memory_growth_of_every_shipped_script_at_10_000_subjects() {
     let params = Params::new(10, 60_000);
-    let Some(server) = common::RedisServer::start_or_skip("used_memory_growth_of_every_shipped_script_at_10_000_subjects") else { return };
+    let Some(server) =
+        common::RedisServer::start_or_skip("used_memory_growth_of_every_shipped_script_at_10_000_subjects")
+    else {
+        return;
+    };
     let lines: Vec<String> = Variant::ALL.iter().map(|&v| run(&server, v, params, 10_000, params.limit)).collect();
     println!("{}", lines.join("\n"));
 }
@@ -62,7 +67,9 @@ fn used_memory_growth_of_every_shipped_script_at_10_000_subjects() {
 fn used_memory_growth_at_100_000_subjects_for_each_encoding() {
     let params = Params::new(10, 60_000);
     for v in [Variant::FIXED_WINDOW, Variant::TOKEN_BUCKET, Variant::SLIDING_LOG] {
-        let Some(line) = on_own_server("used_memory_growth_at_100_000_subjects_for_each_encoding", v, params, 100_000, params.limit) else {
+        let Some(line) =
+            on_own_server("used_memory_growth_at_100_000_subjects_for_each_encoding", v, params, 100_000, params.limit)
+        else {
             return;
         };
         println!("{line}");
@@ -72,9 +79,13 @@ fn used_memory_growth_at_100_000_subjects_for_each_encoding() {
 #[test]
 fn used_memory_growth_of_a_skiplist_sliding_log() {
     // A sliding log of 200 members: a skiplist sorted set.
-    if let Some(line) =
-        on_own_server("used_memory_growth_of_a_skiplist_sliding_log", Variant::SLIDING_LOG, Params::new(200, 60_000), 3_000, 200)
-    {
+    if let Some(line) = on_own_server(
+        "used_memory_growth_of_a_skiplist_sliding_log",
+        Variant::SLIDING_LOG,
+        Params::new(200, 60_000),
+        3_000,
+        200,
+    ) {
         println!("{line}");
     }
 }

@@ -48,7 +48,11 @@ const SHORT_TTL_LINE: &str = "call('PEXPIRE', key, window)";
 /// then admits more than it should. Never deployed; it exists to show the TTL check catching it.
 fn short_ttl() -> String {
     let script = Variant::SLIDING_WINDOW.script();
-    assert_eq!(script.matches(TTL_LINE).count(), 1, "scripts/sliding_window.lua should set its TTL in exactly one line, `{TTL_LINE}`");
+    assert_eq!(
+        script.matches(TTL_LINE).count(),
+        1,
+        "scripts/sliding_window.lua should set its TTL in exactly one line, `{TTL_LINE}`"
+    );
     script.replacen(TTL_LINE, SHORT_TTL_LINE, 1)
 }
 
@@ -97,9 +101,14 @@ impl Emu {
     fn call(&mut self, server: i64, subject: u8, now: i64, cost: u64) -> Result<Decision, TestCaseError> {
         self.backend.set_time_ms(server);
         let key = &self.keys[subject as usize];
-        self.limiter
-            .call(&mut self.backend, &mut self.session, &self.subjects[subject as usize], now, cost)
-            .map_err(|e| TestCaseError::fail(format!("{} (server {server}, key {key}, now {now}, cost {cost}): {e}", self.limiter.name())))
+        self.limiter.call(&mut self.backend, &mut self.session, &self.subjects[subject as usize], now, cost).map_err(
+            |e| {
+                TestCaseError::fail(format!(
+                    "{} (server {server}, key {key}, now {now}, cost {cost}): {e}",
+                    self.limiter.name()
+                ))
+            },
+        )
     }
 }
 
@@ -157,9 +166,17 @@ fn cost(cap: u64) -> impl Strategy<Value = u64> {
 fn forward(v: Variant, with_offset: bool) -> impl Strategy<Value = Forward> {
     params(v).prop_flat_map(move |p| {
         let w = p.window_ms as i64;
-        let arrival = (gap(w), 0u8..SUBJECTS as u8, cost(p.capacity())).prop_map(|(gap, subject, cost)| Arrival { gap, subject, cost });
+        let arrival = (gap(w), 0u8..SUBJECTS as u8, cost(p.capacity())).prop_map(|(gap, subject, cost)| Arrival {
+            gap,
+            subject,
+            cost,
+        });
         let offset = if with_offset { prop_oneof![3 => Just(0i64), 1 => -w..=w].boxed() } else { Just(0i64).boxed() };
-        (Just(p), offset, prop::collection::vec(arrival, 1..40)).prop_map(|(params, offset, arrivals)| Forward { params, offset, arrivals })
+        (Just(p), offset, prop::collection::vec(arrival, 1..40)).prop_map(|(params, offset, arrivals)| Forward {
+            params,
+            offset,
+            arrivals,
+        })
     })
 }
 
@@ -207,8 +224,24 @@ fn check_bound(v: Variant, case: &Forward) -> Result<(), TestCaseError> {
     let (bound, tight) = bounds(v, case.params);
     for (s, times) in admitted.iter_mut().enumerate() {
         let (most, from) = max_in_any_window(times, case.params.window_ms as i64);
-        prop_assert!(most <= bound, "{}: subject {} admitted {} in the window from {} (bound {})", v, s, most, from, bound);
-        prop_assert!(most <= tight, "{}: subject {} admitted {} in the window from {} (tight bound {})", v, s, most, from, tight);
+        prop_assert!(
+            most <= bound,
+            "{}: subject {} admitted {} in the window from {} (bound {})",
+            v,
+            s,
+            most,
+            from,
+            bound
+        );
+        prop_assert!(
+            most <= tight,
+            "{}: subject {} admitted {} in the window from {} (tight bound {})",
+            v,
+            s,
+            most,
+            from,
+            tight
+        );
     }
     Ok(())
 }
@@ -240,13 +273,13 @@ fn any_clocks(v: Variant) -> impl Strategy<Value = AnyClocks> {
         let w = p.window_ms as i64;
         let step = prop_oneof![8 => gap(w), 2 => -2 * w..=0];
         let skew = prop_oneof![3 => Just(0i64), 1 => -2 * w..=2 * w];
-        let call = (0u8..SUBJECTS as u8, step, skew, cost(p.capacity())).prop_map(|(subject, step, skew, cost)| AnyCall {
-            subject,
-            step,
-            skew,
-            cost,
-        });
-        (Just(p), any::<bool>(), prop::collection::vec(call, 1..40)).prop_map(|(params, same, calls)| AnyClocks { params, same, calls })
+        let call = (0u8..SUBJECTS as u8, step, skew, cost(p.capacity()))
+            .prop_map(|(subject, step, skew, cost)| AnyCall { subject, step, skew, cost });
+        (Just(p), any::<bool>(), prop::collection::vec(call, 1..40)).prop_map(|(params, same, calls)| AnyClocks {
+            params,
+            same,
+            calls,
+        })
     })
 }
 
@@ -365,9 +398,14 @@ fn skewed(v: Variant) -> impl Strategy<Value = Skewed> {
     params(v).prop_flat_map(|p| {
         let w = p.window_ms as i64;
         let cap = p.capacity();
-        let on_time = (gap(w), 0u8..SUBJECTS as u8, cost(cap)).prop_map(|(gap, subject, cost)| Step::OnTime { gap, subject, cost });
+        let on_time = (gap(w), 0u8..SUBJECTS as u8, cost(cap)).prop_map(|(gap, subject, cost)| Step::OnTime {
+            gap,
+            subject,
+            cost,
+        });
         let lag = prop_oneof![2 => 1i64..=3, 2 => 1..=w, 1 => Just(w), 1 => 1..=3 * w];
-        let lagging = (lag, 0u8..SUBJECTS as u8, cost(cap)).prop_map(|(lag, subject, cost)| Step::Lagging { lag, subject, cost });
+        let lagging =
+            (lag, 0u8..SUBJECTS as u8, cost(cap)).prop_map(|(lag, subject, cost)| Step::Lagging { lag, subject, cost });
         let step = prop_oneof![3 => on_time, 2 => lagging];
         (Just(p), prop::collection::vec(step, 1..40)).prop_map(|(params, steps)| Skewed { params, steps })
     })
@@ -500,7 +538,9 @@ properties!(check_skew, skewed, [
 /// The switch the TTL property relies on: with expiry off, a key outlives its deadline.
 #[test]
 fn switching_expiry_off_keeps_keys_past_their_deadline() {
-    for (enabled, want) in [(true, limitlab_emulator::Reply::Nil), (false, limitlab_emulator::Reply::Bulk(b"1".to_vec()))] {
+    for (enabled, want) in
+        [(true, limitlab_emulator::Reply::Nil), (false, limitlab_emulator::Reply::Bulk(b"1".to_vec()))]
+    {
         let mut b = EmulatedBackend::default();
         b.emu.set_expiry(enabled);
         b.set_time_ms(START);
@@ -533,7 +573,10 @@ fn a_ttl_of_one_window_changes_a_reply() {
     let case = Forward {
         params: p,
         offset: 0,
-        arrivals: vec![Arrival { gap: 500 - START % 1000, subject: 0, cost: 2 }, Arrival { gap: 1100, subject: 0, cost: 1 }],
+        arrivals: vec![
+            Arrival { gap: 500 - START % 1000, subject: 0, cost: 2 },
+            Arrival { gap: 1100, subject: 0, cost: 1 },
+        ],
     };
     assert!(check_ttl(Variant::SLIDING_WINDOW, Variant::SLIDING_WINDOW.script(), &case).is_ok());
     let e = check_ttl(Variant::SLIDING_WINDOW, &short_ttl(), &case).unwrap_err().to_string();
@@ -547,7 +590,8 @@ fn a_ttl_of_one_window_is_caught() {
     let config = Config { cases: 1000, failure_persistence: None, ..Config::default() };
     let mut runner = TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
     let bad = short_ttl();
-    let result = runner.run(&forward_plain(Variant::SLIDING_WINDOW), |case| check_ttl(Variant::SLIDING_WINDOW, &bad, &case));
+    let result =
+        runner.run(&forward_plain(Variant::SLIDING_WINDOW), |case| check_ttl(Variant::SLIDING_WINDOW, &bad, &case));
     match result {
         Err(TestError::Fail(reason, case)) => {
             assert!(reason.to_string().contains("expired keys vanishing changes the reply"), "{reason}");

@@ -69,9 +69,14 @@ fn case(v: Variant) -> impl Strategy<Value = Case> {
             1 => Just(cap + 1),
             1 => 1..=cap,
         ];
-        let call = (0u8..3, step, skew, cost).prop_map(|(subject, step, skew, cost)| Call { subject, step, skew, cost });
+        let call =
+            (0u8..3, step, skew, cost).prop_map(|(subject, step, skew, cost)| Call { subject, step, skew, cost });
         let clocks = prop_oneof![Just(Clocks::Same), Just(Clocks::Skew)];
-        (Just(p), clocks, prop::collection::vec(call, 1..40)).prop_map(|(params, clocks, calls)| Case { params, clocks, calls })
+        (Just(p), clocks, prop::collection::vec(call, 1..40)).prop_map(|(params, clocks, calls)| Case {
+            params,
+            clocks,
+            calls,
+        })
     })
 }
 
@@ -98,9 +103,10 @@ fn check(v: Variant, case: &Case) -> Result<(), TestCaseError> {
         backend.set_time_ms(server);
         let key = &keys[c.subject as usize];
         // Through the spec (scripts/<name>.toml), the path every tool takes.
-        let got = limiter
-            .call(&mut backend, &mut session, &subjects[c.subject as usize], now, c.cost)
-            .map_err(|e| TestCaseError::fail(format!("{v} call {i} (server {server}, now {now}, cost {}): {e}", c.cost)))?;
+        let got =
+            limiter.call(&mut backend, &mut session, &subjects[c.subject as usize], now, c.cost).map_err(|e| {
+                TestCaseError::fail(format!("{v} call {i} (server {server}, now {now}, cost {}): {e}", c.cost))
+            })?;
         let want = model.decide_at(server, key, now, c.cost);
         prop_assert_eq!(got, want, "{} call {} (key {}, server {}, now {}, cost {})", v, i, key, server, now, c.cost);
     }
@@ -109,11 +115,12 @@ fn check(v: Variant, case: &Case) -> Result<(), TestCaseError> {
     if let Reply::Array(names) = backend.command(&[b"KEYS", b"*"]).map_err(|e| TestCaseError::fail(e.to_string()))? {
         for n in names {
             let Reply::Bulk(name) = n else { continue };
-            let deadline = match backend.command(&[b"PEXPIRETIME", &name]).map_err(|e| TestCaseError::fail(e.to_string()))? {
-                Reply::Int(-1) => None,
-                Reply::Int(t) => Some(t),
-                other => return Err(TestCaseError::fail(format!("PEXPIRETIME replied {other:?}"))),
-            };
+            let deadline =
+                match backend.command(&[b"PEXPIRETIME", &name]).map_err(|e| TestCaseError::fail(e.to_string()))? {
+                    Reply::Int(-1) => None,
+                    Reply::Int(t) => Some(t),
+                    other => return Err(TestCaseError::fail(format!("PEXPIRETIME replied {other:?}"))),
+                };
             live.push((String::from_utf8_lossy(&name).into_owned(), deadline));
         }
     }
@@ -127,7 +134,9 @@ fn config() -> Config {
         cases: 1000,
         // Cargo runs integration tests from the package root. (`SourceParallel` would look for a
         // lib.rs beside tests/ and fall back to a file inside tests/.)
-        failure_persistence: Some(Box::new(FileFailurePersistence::Direct("proptest-regressions/scripts_vs_reference.txt"))),
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+            "proptest-regressions/scripts_vs_reference.txt",
+        ))),
         ..Config::default()
     }
 }

@@ -12,7 +12,8 @@ const SEED_FOUR: [Variant; 4] =
 
 #[test]
 fn compare_reproduces_the_seed_boundary_table_with_the_seed_scripts() {
-    let c = compare(CompareOptions { scripts: Vec::new(), seed: None, timing: false, progress: Progress::Off }).unwrap();
+    let c =
+        compare(CompareOptions { scripts: Vec::new(), seed: None, timing: false, progress: Progress::Off }).unwrap();
     assert_eq!((c.boundary_limit, c.boundary_window_ms), (100, 1000));
     let row = |v: Variant| c.boundary.iter().find(|r| r.algorithm == v.name()).unwrap();
     // The article: | Fixed window | 100 | 100 | 200 |
@@ -29,7 +30,11 @@ fn compare_reproduces_the_seed_boundary_table_with_the_seed_scripts() {
     assert_eq!((r.end_of_window, r.start_of_next, r.total), (101, 14, 115));
     for v in SEED_FOUR {
         let r = row(v);
-        assert_eq!(r.seed, Some((r.end_of_window, r.start_of_next, r.total)), "{v}: the seed figure printed beside ours");
+        assert_eq!(
+            r.seed,
+            Some((r.end_of_window, r.start_of_next, r.total)),
+            "{v}: the seed figure printed beside ours"
+        );
         // Both bursts fit in one window: the total is also the most admitted in any window.
         assert_eq!(r.max_in_window, r.total, "{v}");
     }
@@ -65,7 +70,14 @@ fn the_boundary_scenario_file_is_the_timing_found_by_the_search() {
 /// Admitted per burst for the four seed scripts, on their reference models (which the property
 /// tests show decide exactly as the scripts do on the emulator).
 fn admitted(spacing_us: u64, first_offset_us: i64, second_offset_us: i64) -> Vec<(u64, u64)> {
-    let burst = |offset_us, phase: &str| Burst { count: 200, spacing_us, offset_us, anchor: Anchor::First, phase: phase.into(), key: None };
+    let burst = |offset_us, phase: &str| Burst {
+        count: 200,
+        spacing_us,
+        offset_us,
+        anchor: Anchor::First,
+        phase: phase.into(),
+        key: None,
+    };
     let g = BoundaryBurst {
         window_ms: 1000,
         boundary: 1,
@@ -77,7 +89,8 @@ fn admitted(spacing_us: u64, first_offset_us: i64, second_offset_us: i64) -> Vec
     SEED_FOUR
         .iter()
         .map(|&v| {
-            let mut model = Limiter::new(v, Params::new(100, 1000)).unwrap().reference().expect("a shipped script has a model");
+            let mut model =
+                Limiter::new(v, Params::new(100, 1000)).unwrap().reference().expect("a shipped script has a model");
             let key = subject_key("user");
             let (mut end, mut start) = (0, 0);
             for a in &arrivals {
@@ -96,7 +109,10 @@ fn admitted(spacing_us: u64, first_offset_us: i64, second_offset_us: i64) -> Vec
 
 fn feasible(spacing_us: u64, o1: i64, o2: i64) -> bool {
     let got = admitted(spacing_us, o1, o2);
-    SEED_FOUR.iter().zip(&got).all(|(v, &(e, s))| seed_boundary(v.algorithm()).map(|(se, ss, _)| (se, ss)) == Some((e, s)))
+    SEED_FOUR
+        .iter()
+        .zip(&got)
+        .all(|(v, &(e, s))| seed_boundary(v.algorithm()).map(|(se, ss, _)| (se, ss)) == Some((e, s)))
 }
 
 /// The search. Two bursts of 200 at one spacing: the first starting `o1` before the boundary (whole
@@ -144,6 +160,9 @@ fn search_for_the_timing_of_the_seed_boundary_table() {
         let second_end_ms = (o2 + 199 * spacing as i64) / 1000;
         assert!((11..=20).contains(&second_end_ms), "sliding window 2 needs an end 11..20 ms in: {spacing} {o1} {o2}");
         let refill_ms = second_end_ms - o1;
-        assert!((150..=160).contains(&refill_ms), "token bucket 115 needs about 15 tokens of refill: {spacing} {o1} {o2}");
+        assert!(
+            (150..=160).contains(&refill_ms),
+            "token bucket 115 needs about 15 tokens of refill: {spacing} {o1} {o2}"
+        );
     }
 }

@@ -88,8 +88,13 @@ fn the_runner_drives_the_emulator_clock_and_counts_phases() {
 #[test]
 fn a_call_the_script_cannot_take_stops_the_run_with_its_field() {
     let l = Limiter::new(Variant::FIXED_WINDOW, Params::new(2, 100)).unwrap();
-    let bad =
-        vec![Arrival { at: Micros(-5_000), key: "a".into(), cost: 1, phase: String::new(), op: limitlab_engine::traffic::Op::Request }];
+    let bad = vec![Arrival {
+        at: Micros(-5_000),
+        key: "a".into(),
+        cost: 1,
+        phase: String::new(),
+        op: limitlab_engine::traffic::Op::Request,
+    }];
     let e = run(&l, &mut EmulatedBackend::default(), &bad, Progress::Off).unwrap_err();
     assert!(matches!(&e, Error::Invalid { field, .. } if field == "now_ms"), "{e}");
 }
@@ -99,7 +104,14 @@ fn a_lying_retry_after_is_caught() {
     // Hand-made trace: the second call is refused with a retry_after that is 1 ms short.
     let l = Limiter::new(Variant::FIXED_WINDOW, Params::new(1, 1000)).unwrap();
     let t0 = DEFAULT_START.0;
-    let record = |ms: i64, d: Decision| Record { at: Micros((t0 + ms) * 1000), now_ms: t0 + ms, key: 0, phase: 0, cost: 1, decision: d };
+    let record = |ms: i64, d: Decision| Record {
+        at: Micros((t0 + ms) * 1000),
+        now_ms: t0 + ms,
+        key: 0,
+        phase: 0,
+        cost: 1,
+        decision: d,
+    };
     let ok = Decision { allowed: true, remaining: 0, retry_after_ms: -1, reset_after_ms: 1000, granted: -1 };
     let no = Decision { allowed: false, remaining: 0, retry_after_ms: 899, reset_after_ms: 900, granted: -1 };
     let trace = Trace {

@@ -48,7 +48,8 @@ fn snapshot_of(port: u16, cluster: bool) -> BTreeMap<Vec<u8>, (Vec<u8>, i64)> {
     let mut out = BTreeMap::new();
     let mut cursor = 0u64;
     loop {
-        let (next, keys): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN").arg(cursor).arg("COUNT").arg(1000).query(&mut c).unwrap();
+        let (next, keys): (u64, Vec<Vec<u8>>) =
+            redis::cmd("SCAN").arg(cursor).arg("COUNT").arg(1000).query(&mut c).unwrap();
         for k in keys {
             let ask = |c: &mut redis::Connection| {
                 if cluster {
@@ -77,7 +78,11 @@ fn reset_stats(port: u16) {
 fn commands_run(port: u16) -> BTreeSet<String> {
     let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap().get_connection().unwrap();
     let info: String = redis::cmd("INFO").arg("commandstats").query(&mut c).unwrap();
-    info.lines().filter_map(|l| l.strip_prefix("cmdstat_")).filter_map(|l| l.split(':').next()).map(String::from).collect()
+    info.lines()
+        .filter_map(|l| l.strip_prefix("cmdstat_"))
+        .filter_map(|l| l.split(':').next())
+        .map(String::from)
+        .collect()
 }
 
 /// What the set-up and the check themselves run, besides the audit.
@@ -118,7 +123,10 @@ fn warnings(v: &serde_json::Value) -> BTreeSet<(String, String)> {
 /// Subjects of the two-window keys whose two keys hash to different slots.
 fn crossing_subjects(mix: &Mix, minute: i64) -> u64 {
     (0..mix.two_window_subjects)
-        .filter(|i| key_slot(format!("sw:user{i}:{minute}").as_bytes()) != key_slot(format!("sw:user{i}:{}", minute - 1).as_bytes()))
+        .filter(|i| {
+            key_slot(format!("sw:user{i}:{minute}").as_bytes())
+                != key_slot(format!("sw:user{i}:{}", minute - 1).as_bytes())
+        })
         .count() as u64
 }
 
@@ -136,19 +144,28 @@ fn assert_mix(v: &serde_json::Value, mix: &Mix, minute: i64, extra_keys: u64) {
     assert_eq!(fw["memory_error_bytes"], 0);
     assert!(fw["ttl_max_ms"].as_i64().unwrap() <= 120_000);
     let tb = get("tb:{*}");
-    assert_eq!((tb["keys"].as_u64(), tb["types"]["hash"].as_u64(), tb["subjects"].as_u64()), (Some(100), Some(100), Some(100)));
+    assert_eq!(
+        (tb["keys"].as_u64(), tb["types"]["hash"].as_u64(), tb["subjects"].as_u64()),
+        (Some(100), Some(100), Some(100))
+    );
     assert_eq!(tb["encodings"]["listpack"], 100);
     let sl = get("sl:{*}");
     assert_eq!(sl["keys"], 30);
     assert_eq!(sl["types"]["zset"], 30);
-    assert_eq!((sl["size_min"].as_u64(), sl["size_median"].as_u64(), sl["size_max"].as_u64()), (Some(5), Some(50), Some(200)));
+    assert_eq!(
+        (sl["size_min"].as_u64(), sl["size_median"].as_u64(), sl["size_max"].as_u64()),
+        (Some(5), Some(50), Some(200))
+    );
     assert_eq!(sl["encodings"]["listpack"], 20);
     assert_eq!(sl["encodings"]["skiplist"], 10);
     let rl = get("rl:user*");
     assert_eq!((rl["keys"].as_u64(), rl["no_ttl"].as_u64(), rl["subjects"].as_u64()), (Some(40), Some(40), Some(40)));
     assert_eq!(rl["ttl_max_ms"], serde_json::Value::Null);
     let sw = get("sw:user*:*");
-    assert_eq!((sw["keys"].as_u64(), sw["subjects"].as_u64(), sw["window_ms"].as_u64()), (Some(40), Some(20), Some(60_000)));
+    assert_eq!(
+        (sw["keys"].as_u64(), sw["subjects"].as_u64(), sw["window_ms"].as_u64()),
+        (Some(40), Some(20), Some(60_000))
+    );
     let crossing = crossing_subjects(mix, minute);
     assert!(crossing > 0);
     assert_eq!(sw["cross_slot_subjects"], crossing);
@@ -174,7 +191,9 @@ fn assert_mix(v: &serde_json::Value, mix: &Mix, minute: i64, extra_keys: u64) {
 
 #[test]
 fn audit_of_a_private_redis_is_exact_and_read_only() {
-    let Some(server) = common::RedisServer::start_or_skip("audit_of_a_private_redis_is_exact_and_read_only") else { return };
+    let Some(server) = common::RedisServer::start_or_skip("audit_of_a_private_redis_is_exact_and_read_only") else {
+        return;
+    };
     let port = server.port();
     let mut admin = redis::Client::open(server.url()).unwrap().get_connection().unwrap();
     let now = server_ms(&mut admin);
@@ -206,7 +225,12 @@ fn audit_of_a_private_redis_is_exact_and_read_only() {
     let out = limitlab(&["audit", "--redis", &url, "--rate", "1000000", "--strict"]);
     let s = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{s}{}", text(&out.stderr));
-    assert!(s.starts_with(&format!("limitlab audit of redis://auditor:***@127.0.0.1:{port}/ (standalone), MATCH *: 477 keys")), "{s}");
+    assert!(
+        s.starts_with(&format!(
+            "limitlab audit of redis://auditor:***@127.0.0.1:{port}/ (standalone), MATCH *: 477 keys"
+        )),
+        "{s}"
+    );
     assert!(s.contains("WARN no_ttl") && s.contains("WARN cross_slot") && s.contains("what to do:"), "{s}");
     assert!(!s.contains(PASSWORD) && !text(&out.stderr).contains(PASSWORD));
     let out = limitlab(&["audit", "--redis", &url, "--match", "fw:*", "--strict", "--markdown"]);
@@ -237,7 +261,9 @@ fn audit_of_a_private_redis_is_exact_and_read_only() {
 
 #[test]
 fn audit_of_a_cluster_with_a_slot_in_migration() {
-    let Some(cluster) = common::RedisCluster::start_or_skip("audit_of_a_cluster_with_a_slot_in_migration") else { return };
+    let Some(cluster) = common::RedisCluster::start_or_skip("audit_of_a_cluster_with_a_slot_in_migration") else {
+        return;
+    };
     let client = redis::cluster::ClusterClient::new(vec![cluster.url()]).unwrap();
     let mut conn = client.get_connection().unwrap();
     let now = server_ms(&mut conn);
@@ -257,8 +283,10 @@ fn audit_of_a_cluster_with_a_slot_in_migration() {
         .expect("the slot's owner");
     let other = *ports.iter().find(|&&p| p != owner).unwrap();
     let id = |p: u16| redis::cmd("CLUSTER").arg("MYID").query::<String>(&mut node(p)).unwrap();
-    let _: () = redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg("IMPORTING").arg(id(owner)).query(&mut node(other)).unwrap();
-    let _: () = redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg("MIGRATING").arg(id(other)).query(&mut node(owner)).unwrap();
+    let _: () =
+        redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg("IMPORTING").arg(id(owner)).query(&mut node(other)).unwrap();
+    let _: () =
+        redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg("MIGRATING").arg(id(other)).query(&mut node(owner)).unwrap();
     let _: () = redis::cmd("MIGRATE")
         .arg("127.0.0.1")
         .arg(other)
@@ -283,7 +311,10 @@ fn audit_of_a_cluster_with_a_slot_in_migration() {
     assert_eq!(v["masters"].as_array().unwrap().len(), 3);
     assert_mix(&v, &mix, now / 60_000, 10);
     let m = &patterns(&v)["mig:{*}:*"];
-    assert_eq!((m["keys"].as_u64(), m["types"]["string"].as_u64(), m["no_ttl"].as_u64()), (Some(10), Some(10), Some(0)));
+    assert_eq!(
+        (m["keys"].as_u64(), m["types"]["string"].as_u64(), m["no_ttl"].as_u64()),
+        (Some(10), Some(10), Some(0))
+    );
     assert_eq!(m["sampled"], 10);
     for (i, &p) in ports.iter().enumerate() {
         assert_read_only(p);
@@ -311,7 +342,8 @@ fn audit_over_tls() {
     let out = limitlab(&["audit", "--redis", &url]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stdout));
     assert!(!text(&out.stderr).contains(PASSWORD));
-    let out = limitlab(&["audit", "--redis", &format!("redis://127.0.0.1:{}/", tls.tls_port), "--redis-timeout-ms", "2000"]);
+    let out =
+        limitlab(&["audit", "--redis", &format!("redis://127.0.0.1:{}/", tls.tls_port), "--redis-timeout-ms", "2000"]);
     assert_ne!(out.status.code(), Some(0));
     // --tls-ca reaches the other commands' --redis too: memory on the TLS port.
     let out = limitlab(&[
@@ -331,11 +363,22 @@ fn audit_over_tls() {
 
 #[test]
 fn audit_of_a_simulation_s_end_state() {
-    let out = limitlab(&["audit", "--emulator", "--scenario", "simulations/uniform.toml", "--script", "seed_fixed_window", "--json"]);
+    let out = limitlab(&[
+        "audit",
+        "--emulator",
+        "--scenario",
+        "simulations/uniform.toml",
+        "--script",
+        "seed_fixed_window",
+        "--json",
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let r = &v[0];
-    assert!(r["target"].as_str().unwrap().starts_with("the emulator after simulations/uniform.toml with seed_fixed_window"));
+    assert!(r["target"]
+        .as_str()
+        .unwrap()
+        .starts_with("the emulator after simulations/uniform.toml with seed_fixed_window"));
     let p = patterns(r);
     let fw = &p["rate:{*}:*"];
     assert!(fw["keys"].as_u64().unwrap() > 0);
@@ -343,11 +386,27 @@ fn audit_of_a_simulation_s_end_state() {
     assert!(fw["window_ms"].as_u64().is_some(), "{fw}");
     assert!(warnings(r).is_empty(), "{:?}", warnings(r));
     // The same report on every run.
-    let again = limitlab(&["audit", "--emulator", "--scenario", "simulations/uniform.toml", "--script", "seed_fixed_window", "--json"]);
+    let again = limitlab(&[
+        "audit",
+        "--emulator",
+        "--scenario",
+        "simulations/uniform.toml",
+        "--script",
+        "seed_fixed_window",
+        "--json",
+    ]);
     let strip = |s: &[u8]| -> String { text(s).lines().filter(|l| !l.contains("elapsed_s")).collect() };
     assert_eq!(strip(&again.stdout), strip(&out.stdout));
     // The sliding log leaves sorted sets: a warning, and --strict fails.
-    let out = limitlab(&["audit", "--emulator", "--scenario", "simulations/uniform.toml", "--script", "sliding_log", "--strict"]);
+    let out = limitlab(&[
+        "audit",
+        "--emulator",
+        "--scenario",
+        "simulations/uniform.toml",
+        "--script",
+        "sliding_log",
+        "--strict",
+    ]);
     assert_eq!(out.status.code(), Some(1), "{}{}", text(&out.stdout), text(&out.stderr));
     assert!(text(&out.stdout).contains("WARN sliding_log"));
 }

@@ -68,7 +68,8 @@ fn every_shipped_script_decides_as_on_the_emulator_in_cluster_mode() {
         emu.emu.set_cluster(true);
         emu.set_time_ms(DEFAULT_START.0);
         let emulated = sim::run(&limiter, &mut emu, &arrivals, Progress::Off).unwrap();
-        let on_cluster = sim::run(&limiter, &mut real, &arrivals, Progress::Off).unwrap_or_else(|e| panic!("{v} on the cluster: {e}"));
+        let on_cluster = sim::run(&limiter, &mut real, &arrivals, Progress::Off)
+            .unwrap_or_else(|e| panic!("{v} on the cluster: {e}"));
         assert_eq!(first_divergence(&emulated, &on_cluster), None, "{v}: the cluster decided differently");
         assert!(emulated.records.iter().any(|r| !r.decision.allowed), "{v}: the traffic should be refused sometimes");
         // The subjects' keys are spread over the masters, and cleanup finds them on every one.
@@ -152,7 +153,10 @@ fn plain_commands_are_routed_and_cross_slot_ones_refused() {
         real.command(&[b"RENAME", x.as_bytes(), y.as_bytes()]).unwrap(),
         Reply::err("CROSSSLOT Keys in request don't hash to the same slot")
     );
-    assert_eq!(real.command(&[b"MGET", x.as_bytes(), y.as_bytes()]).unwrap(), Reply::Array(vec![Reply::bulk("1"), Reply::Nil]));
+    assert_eq!(
+        real.command(&[b"MGET", x.as_bytes(), y.as_bytes()]).unwrap(),
+        Reply::Array(vec![Reply::bulk("1"), Reply::Nil])
+    );
     let (x, y) = (k("{a}x"), k("{a}y"));
     assert_eq!(real.command(&[b"MSET", x.as_bytes(), b"1", y.as_bytes(), b"2"]).unwrap(), Reply::ok());
     assert_eq!(real.cleanup().unwrap(), 22);

@@ -164,7 +164,12 @@ fn busy_from_another_clients_script_is_waited_out() {
     proxy.wait_until("call 100 held", |s| s.paused == 1);
     let port = server.port();
     let long = std::thread::spawn(move || {
-        redis::cmd("EVAL").arg("while true do end").arg(0).query::<redis::Value>(&mut raw(port)).unwrap_err().to_string()
+        redis::cmd("EVAL")
+            .arg("while true do end")
+            .arg(0)
+            .query::<redis::Value>(&mut raw(port))
+            .unwrap_err()
+            .to_string()
     });
     wait_for(
         "the server to answer BUSY",
@@ -222,7 +227,10 @@ fn a_replica_is_refused_before_anything_is_sent_and_readonly_mid_run_stops_it() 
     let Some(master) = RedisServer::start_or_skip("readonly") else { return };
     let replica = master.start_replica();
     let root = env!("CARGO_MANIFEST_DIR");
-    let out = limitlab().args(["run", &format!("{root}/simulations/boundary_burst.toml"), "--redis", &replica.url()]).output().unwrap();
+    let out = limitlab()
+        .args(["run", &format!("{root}/simulations/boundary_burst.toml"), "--redis", &replica.url()])
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains(&format!("is a read-only replica of 127.0.0.1:{}", master.port())), "{err}");
@@ -303,7 +311,8 @@ fn a_server_that_stops_answering_ends_the_run_with_how_far_and_what_was_left() {
     assert_eq!(out.status.code(), Some(3), "{err}");
     // The script is in the server's cache since the first run: no NOSCRIPT, call 101 is held.
     assert!(err.contains("no reply within 500 ms") && err.contains("stopped after 100 of "), "{err}");
-    let prefix = err.split("Its keys under `").nth(1).and_then(|r| r.split('`').next()).unwrap_or_else(|| panic!("{err}"));
+    let prefix =
+        err.split("Its keys under `").nth(1).and_then(|r| r.split('`').next()).unwrap_or_else(|| panic!("{err}"));
     assert!(prefix.starts_with("ll:") && prefix.len() == 16, "{prefix}");
     let mut c = raw(server.port());
     let left: Vec<String> = redis::cmd("KEYS").arg(format!("{prefix}*")).query(&mut c).unwrap();
@@ -422,7 +431,11 @@ fn cluster_run(c: &RedisCluster, n: usize, hooks: Vec<(usize, Box<dyn FnMut() + 
 /// The master serving `slot`, and its replica.
 fn owner(c: &RedisCluster, slot: u16) -> (ClusterNode, Option<ClusterNode>) {
     let nodes = c.topology(c.ports()[0]);
-    let m = nodes.iter().find(|n| n.master && n.serves(slot)).unwrap_or_else(|| panic!("no owner of {slot}: {nodes:?}")).clone();
+    let m = nodes
+        .iter()
+        .find(|n| n.master && n.serves(slot))
+        .unwrap_or_else(|| panic!("no owner of {slot}: {nodes:?}"))
+        .clone();
     let r = nodes.iter().find(|n| n.master_id.as_deref() == Some(m.id.as_str())).cloned();
     (m, r)
 }
@@ -461,7 +474,8 @@ fn a_slot_migration_during_a_run_is_followed_through_ask_and_moved() {
     };
     // Every key of the slot moves: calls for u0 now get ASK from the source.
     let migrate = || {
-        let keys: Vec<String> = redis::cmd("CLUSTER").arg("GETKEYSINSLOT").arg(slot).arg(1000).query(&mut raw(src.port)).unwrap();
+        let keys: Vec<String> =
+            redis::cmd("CLUSTER").arg("GETKEYSINSLOT").arg(slot).arg(1000).query(&mut raw(src.port)).unwrap();
         assert!(!keys.is_empty());
         let mut m = redis::cmd("MIGRATE");
         m.arg("127.0.0.1").arg(dst.port).arg("").arg(0).arg(10_000).arg("KEYS").arg(&keys);
@@ -487,14 +501,27 @@ fn a_connection_closed_in_the_middle_of_a_pipelined_batch() {
     // lets it run and closes the connection.
     proxy.rule(Rule::new("EVALSHA", 1525, 1, Fault::CloseAfterSend));
     let out = limitlab()
-        .args(["bench", "--quick", "--only", "fixed_window", "--pipeline", "50", "--log-sizes", "10", "--redis", &proxy.url()])
+        .args([
+            "bench",
+            "--quick",
+            "--only",
+            "fixed_window",
+            "--pipeline",
+            "50",
+            "--log-sizes",
+            "10",
+            "--redis",
+            &proxy.url(),
+        ])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("fixed_window, 50 per round trip: "), "{err}");
     assert!(
-        err.contains("a pipelined batch of 50 EVALSHA (calls 301 to 350 of this run) failed after 300 calls had been decided"),
+        err.contains(
+            "a pipelined batch of 50 EVALSHA (calls 301 to 350 of this run) failed after 300 calls had been decided"
+        ),
         "{err}"
     );
     assert!(err.contains("none was sent again") && err.contains("keys of the run were removed"), "{err}");

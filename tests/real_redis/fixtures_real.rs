@@ -135,21 +135,34 @@ fn every_fixture_decides_on_a_private_redis_as_on_the_emulator() {
                 // Allowed (this server is ours): it runs, and the keys it made outside are removed.
                 real.set_allow_outside_keys(true);
                 let check = check_run(&s, s.seed, &mut real, Progress::Off).unwrap();
-                assert!(check.checks[0].outside_keys.iter().all(|k| k.starts_with("rl:{user")), "{:?}", check.checks[0]);
+                assert!(
+                    check.checks[0].outside_keys.iter().all(|k| k.starts_with("rl:{user")),
+                    "{:?}",
+                    check.checks[0]
+                );
                 assert!(!check.checks[0].outside_keys.is_empty());
                 calls += assert_identical(name, &check, std::slice::from_ref(&url));
                 continue;
             }
-            let check = check_run(&s, s.seed, &mut real, Progress::Off).unwrap_or_else(|e| panic!("{name} / {}: {e}", s.name));
+            let check =
+                check_run(&s, s.seed, &mut real, Progress::Off).unwrap_or_else(|e| panic!("{name} / {}: {e}", s.name));
             calls += assert_identical(name, &check, std::slice::from_ref(&url));
             let c = &check.checks[0];
             assert!(c.outside_keys.is_empty(), "{name}: {:?}", c.outside_keys);
             match name {
                 "redis_rate_gcra" => {
-                    assert_eq!(c.reads_clock, ["TIME at tests/fixtures/redis_rate_gcra.lua:30"].map(|r| fix_path(r, &spec)));
+                    assert_eq!(
+                        c.reads_clock,
+                        ["TIME at tests/fixtures/redis_rate_gcra.lua:30"].map(|r| fix_path(r, &spec))
+                    );
                     assert_eq!(c.clock, ClockUsed::Scenario, "TIME is answered with the virtual clock");
                 }
-                "rate_limit_redis" | "rlflex_consume" | "rlflex_lifecycle" | "rlflex_memory_block" | "rlflex_union" | "batched_counter" => {
+                "rate_limit_redis"
+                | "rlflex_consume"
+                | "rlflex_lifecycle"
+                | "rlflex_memory_block"
+                | "rlflex_union"
+                | "batched_counter" => {
                     assert!(c.reads_clock.iter().all(|r| r.starts_with("PTTL at ")), "{:?}", c.reads_clock);
                     assert_eq!(c.clock, ClockUsed::Server, "{name}: a spec that reads PTTL runs on the server's clock");
                     assert!(c.scenario_divergence.is_none());
@@ -189,7 +202,10 @@ fn on_a_cluster_hash_tagged_fixtures_agree_and_the_crossslot_one_is_named() {
                     let m = e.to_string();
                     assert!(matches!(e, Error::Script { .. }), "{m}");
                     assert!(m.starts_with("CROSSSLOT Keys in request don't hash to the same slot"), "{m}");
-                    assert!(m.contains("call `r` (script main) at") && m.contains("sliding_window_crossslot.toml:14"), "{m}");
+                    assert!(
+                        m.contains("call `r` (script main) at") && m.contains("sliding_window_crossslot.toml:14"),
+                        "{m}"
+                    );
                     // Both keys, as the spec names them, with their slots (the boundary burst's first
                     // request is subject `user` in window 1704067200).
                     let (k1, k2) = match s.name.as_str() {
@@ -237,7 +253,12 @@ enum Step {
 
 /// Runs `steps` (all in one virtual ms) through `limiter` on `backend`; the decisions of the
 /// requests, as (allowed, remaining) (what does not read the server's wall clock).
-fn life(limiter: &limitlab::Limiter, backend: &mut dyn limitlab_engine::backend::Backend, steps: &[Step], now: i64) -> Vec<(bool, i64)> {
+fn life(
+    limiter: &limitlab::Limiter,
+    backend: &mut dyn limitlab_engine::backend::Backend,
+    steps: &[Step],
+    now: i64,
+) -> Vec<(bool, i64)> {
     let mut session = limiter.session();
     backend.set_time_ms(now);
     let mut out = Vec::new();
@@ -247,7 +268,9 @@ fn life(limiter: &limitlab::Limiter, backend: &mut dyn limitlab_engine::backend:
                 let d = limiter.call(backend, &mut session, subject, now, *cost).unwrap_or_else(|e| panic!("{e}"));
                 out.push((d.allowed, d.remaining));
             }
-            Step::Op(op, subject, cost) => limiter.op(backend, &mut session, *op, subject, now, *cost).unwrap_or_else(|e| panic!("{e}")),
+            Step::Op(op, subject, cost) => {
+                limiter.op(backend, &mut session, *op, subject, now, *cost).unwrap_or_else(|e| panic!("{e}"))
+            }
         }
     }
     out
@@ -276,7 +299,9 @@ fn lifecycle_calls_and_peeks_decide_on_a_private_redis_and_cluster_as_on_the_emu
     let mut limits_clear: Vec<Step> = Vec::new();
     limits_clear.extend([Op(Clear, "a", 0), Req("b", 0), Req("a", 0)]);
     limits_clear.extend(fill("b", 11));
-    for (stem, steps, clear) in [("rlflex_lifecycle", &rlflex, None), ("limits_peek_clear", &limits, Some(&limits_clear))] {
+    for (stem, steps, clear) in
+        [("rlflex_lifecycle", &rlflex, None), ("limits_peek_clear", &limits, Some(&limits_clear))]
+    {
         let spec = std::sync::Arc::new(Spec::from_file(Path::new(&format!("tests/fixtures/{stem}.toml"))).unwrap());
         let mut params = spec.policy;
         params.window_ms = 60_000;
@@ -364,9 +389,19 @@ fn a_trace_with_lifecycle_operations_decides_on_a_private_redis_as_on_the_emulat
     let back = dir.0.join("back.csv");
     limitlab_engine::traffic::write_csv(&back, &arrivals).unwrap();
     let text = std::fs::read_to_string(&back).unwrap();
-    assert!(text.starts_with("time,key,cost,phase,op\n") && text.contains(",refund\n") && text.contains(",reset\n"), "{text}");
+    assert!(
+        text.starts_with("time,key,cost,phase,op\n") && text.contains(",refund\n") && text.contains(",reset\n"),
+        "{text}"
+    );
     // A misspelt operation is an error naming its line.
-    std::fs::write(dir.0.join("rlflex_lifecycle.csv"), "time,key,cost,op\n1704067200.1,a,1,\n1704067200.2,a,1,refnud\n").unwrap();
-    let e = Scenario::from_file(&dir.0.join("rlflex_lifecycle.toml")).and_then(|s| s.arrivals(s.seed)).unwrap_err().to_string();
+    std::fs::write(
+        dir.0.join("rlflex_lifecycle.csv"),
+        "time,key,cost,op\n1704067200.1,a,1,\n1704067200.2,a,1,refnud\n",
+    )
+    .unwrap();
+    let e = Scenario::from_file(&dir.0.join("rlflex_lifecycle.toml"))
+        .and_then(|s| s.arrivals(s.seed))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains(":3") && e.contains("op `refnud` is not one of request, refund, reset, clear"), "{e}");
 }

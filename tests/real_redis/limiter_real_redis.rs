@@ -155,7 +155,11 @@ fn random_params(rng: &mut ChaCha8Rng, v: Variant, regime: Regime) -> Params {
         Regime::LongTtl => {
             let limit = if rng.random_bool(0.1) { rng.random_range(13..=200) } else { rng.random_range(1..=12) };
             let windows = [1, 2, 3, 7, 10, 100, 999, 1000, 1001, 60_000];
-            let window = if rng.random_bool(0.2) { rng.random_range(1..=5000) } else { windows[rng.random_range(0..windows.len())] };
+            let window = if rng.random_bool(0.2) {
+                rng.random_range(1..=5000)
+            } else {
+                windows[rng.random_range(0..windows.len())]
+            };
             (limit, window)
         }
     };
@@ -219,7 +223,9 @@ fn drive(con: &mut redis::Connection, v: Variant, regime: Regime, seed: u64, cal
 
         let server_ms = if regime == Regime::ServerClock { t0 } else { 0 };
         let want = model.decide_at(server_ms, subject, now, cost);
-        let context = || format!("{v} seed {seed} call {i} {params:?}: subject {subject} now {now} (newest {newest}) cost {cost}");
+        let context = || {
+            format!("{v} seed {seed} call {i} {params:?}: subject {subject} now {now} (newest {newest}) cost {cost}")
+        };
         let got = direct.parse_reply(&to_reply(&out[1])).unwrap_or_else(|e| panic!("{}: {e}", context()));
         assert_eq!(got, want, "{}", context());
         seen.lagging += usize::from(lagging);
@@ -239,7 +245,11 @@ fn drive(con: &mut redis::Connection, v: Variant, regime: Regime, seed: u64, cal
                 let deadline = deadline.unwrap_or_else(|| panic!("{}: {key} has no TTL in the model", context()));
                 // Set at a server time within [t0, t1] of its call; read within [t0, t1] of this one.
                 let (low, high) = (deadline - t1, deadline - t0 + slowest_call);
-                assert!((low..=high).contains(pttl), "{}: PTTL {key} = {pttl}, model deadline {deadline} gives {low}..={high}", context());
+                assert!(
+                    (low..=high).contains(pttl),
+                    "{}: PTTL {key} = {pttl}, model deadline {deadline} gives {low}..={high}",
+                    context()
+                );
             }
         }
     }
@@ -275,7 +285,8 @@ fn production_scripts_reject_bad_arguments_with_their_own_errors() {
     let Some(server) = start_server() else { return };
     let mut con = connect(&server);
     let eval = |con: &mut redis::Connection, v: Variant, keys: &[&str], args: &[&str]| -> String {
-        let r: redis::RedisResult<redis::Value> = redis::cmd("EVAL").arg(v.script()).arg(keys.len()).arg(keys).arg(args).query(con);
+        let r: redis::RedisResult<redis::Value> =
+            redis::cmd("EVAL").arg(v.script()).arg(keys.len()).arg(keys).arg(args).query(con);
         match r {
             Ok(value) => format!("{:?}", to_reply(&value)),
             Err(e) => error_text(&e),
@@ -289,7 +300,10 @@ fn production_scripts_reject_bad_arguments_with_their_own_errors() {
             eval(&mut con, v, &[], &["1", "1000", "5"]),
             format!("ERR {name} takes exactly 1 key: the subject, e.g. rate:{{user42}}")
         );
-        assert_eq!(eval(&mut con, v, &["rate:{u}", "rate:{u}:x"], &["1", "1000", "5"]), eval(&mut con, v, &[], &["1", "1000", "5"]));
+        assert_eq!(
+            eval(&mut con, v, &["rate:{u}", "rate:{u}:x"], &["1", "1000", "5"]),
+            eval(&mut con, v, &[], &["1", "1000", "5"])
+        );
         let usage = if v.takes_burst() {
             format!("ERR {name} takes ARGV limit window_ms now_ms [cost [burst]]")
         } else {
@@ -348,7 +362,8 @@ fn production_scripts_store_compact_values() {
         let limiter = limitlab_engine::limiter::direct::Direct::new(v, Params::new(1000, 60_000)).unwrap();
         for i in 0..100 {
             let (k, a) = limiter.keys_and_args(key, now + i * 7, 1);
-            let r: redis::Value = redis::cmd("EVAL").arg(limiter.script()).arg(1).arg(&k).arg(&a).query(&mut con).unwrap();
+            let r: redis::Value =
+                redis::cmd("EVAL").arg(limiter.script()).arg(1).arg(&k).arg(&a).query(&mut con).unwrap();
             assert!(limiter.parse_reply(&to_reply(&r)).unwrap().allowed);
         }
         let t: String = redis::cmd("TYPE").arg(key).query(&mut con).unwrap();

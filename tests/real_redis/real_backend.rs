@@ -39,7 +39,10 @@ fn raw(s: &RedisServer) -> redis::Connection {
 fn calls(s: &RedisServer, cmd: &str) -> u64 {
     let info: String = redis::cmd("INFO").arg("commandstats").query(&mut raw(s)).unwrap();
     let tag = format!("cmdstat_{cmd}:calls=");
-    info.lines().find_map(|l| l.strip_prefix(&tag)).and_then(|rest| rest.split(',').next()).map_or(0, |n| n.parse().unwrap())
+    info.lines()
+        .find_map(|l| l.strip_prefix(&tag))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |n| n.parse().unwrap())
 }
 
 const COUNTER: &str = "return redis.call('INCR', KEYS[1])";
@@ -78,12 +81,18 @@ fn error_replies_are_replies_with_redis_text() {
     let want = emu.eval(COUNTER.as_bytes(), &[b"s"], &[]);
     assert!(want.is_error(), "{want:?}");
     assert_eq!(real.eval(&Script::new(COUNTER), &[k.as_bytes()], &[]).unwrap(), want);
-    assert_eq!(real.eval(&Script::new("return redis.error_reply('ERR mine')"), &[], &[]).unwrap(), Reply::err("ERR mine"));
+    assert_eq!(
+        real.eval(&Script::new("return redis.error_reply('ERR mine')"), &[], &[]).unwrap(),
+        Reply::err("ERR mine")
+    );
     assert_eq!(
         real.eval(&Script::new("return 1 +"), &[], &[]).unwrap(),
         Reply::err("ERR Error compiling script (new function): user_script:1: unexpected symbol near '<eof>'")
     );
-    assert_eq!(real.command(&[b"INCR", k.as_bytes()]).unwrap(), Reply::err("ERR value is not an integer or out of range"));
+    assert_eq!(
+        real.command(&[b"INCR", k.as_bytes()]).unwrap(),
+        Reply::err("ERR value is not an integer or out of range")
+    );
     assert!(real.command(&[b"LPUSH", k.as_bytes(), b"a"]).unwrap().is_error());
     assert_eq!(real.command(&[b"GET", k.as_bytes()]).unwrap(), Reply::bulk("x"));
     assert!(real.failure().is_none(), "error replies are not failures");
@@ -163,7 +172,10 @@ fn a_server_that_dies_mid_run_stops_it_with_how_far_it_got() {
     server.kill();
     let msg = err.to_string();
     assert!(matches!(err, Error::Connection(_)), "{msg}");
-    assert!(msg.contains("scenario `killed`, script `token_bucket`: stopped after 999 of 4000 calls (call #1000"), "{msg}");
+    assert!(
+        msg.contains("scenario `killed`, script `token_bucket`: stopped after 999 of 4000 calls (call #1000"),
+        "{msg}"
+    );
     assert!(msg.contains("it was not sent again"), "{msg}");
     assert!(msg.contains("could not be removed"), "{msg}");
     assert_eq!(real.script_calls(), 999);
@@ -228,7 +240,8 @@ fn run_with_input(mut cmd: Command, input: &[u8]) -> std::process::Output {
 #[test]
 fn cli_redis_prints_what_redis_cli_prints() {
     let Some(server) = RedisServer::start_or_skip_needing("cli --redis", &["redis-cli"]) else { return };
-    let input = b"set a 1\nget a\nincr a\nhset h f v\nhgetall h\nfoo bar\nzadd z 1.5 m\nzscore z m\nexpire a 100\nttl a\n\
+    let input =
+        b"set a 1\nget a\nincr a\nhset h f v\nhgetall h\nfoo bar\nzadd z 1.5 m\nzscore z m\nexpire a 100\nttl a\n\
                   eval \"return {1,'x',{err='boom'}}\" 0\n3 rpush l x\nlrange l 0 -1\nclock.get\ndel a h z l\n";
     let mut ours = limitlab();
     ours.args(["cli", "--redis", &server.url()]);
@@ -244,13 +257,18 @@ fn cli_redis_prints_what_redis_cli_prints() {
 fn run_and_compare_take_redis_and_clean_up() {
     let Some(server) = RedisServer::start_or_skip("run --redis") else { return };
     let root = env!("CARGO_MANIFEST_DIR");
-    let out = limitlab().args(["run", &format!("{root}/simulations/boundary_burst.toml"), "--redis", &server.url()]).output().unwrap();
+    let out = limitlab()
+        .args(["run", &format!("{root}/simulations/boundary_burst.toml"), "--redis", &server.url()])
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains(&format!("The same arrivals on {}", server.url())), "{text}");
     assert_eq!(text.matches(" identical ").count(), Variant::ALL.len(), "{text}");
-    let out =
-        limitlab().args(["run", &format!("{root}/simulations/boundary_burst.toml"), "--json", "--redis", &server.url()]).output().unwrap();
+    let out = limitlab()
+        .args(["run", &format!("{root}/simulations/boundary_burst.toml"), "--json", "--redis", &server.url()])
+        .output()
+        .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
     assert_eq!(v["redis"]["checks"].as_array().unwrap().len(), Variant::ALL.len());
     assert!(v["run"]["results"].is_array());
@@ -260,14 +278,22 @@ fn run_and_compare_take_redis_and_clean_up() {
     let bad = limitlab().args(["compare", "--redis", "http://nope"]).output().unwrap();
     assert_eq!(bad.status.code(), Some(2), "{}", String::from_utf8_lossy(&bad.stderr));
     let port = unused_port();
-    let gone = limitlab().args(["verify", "--cases", "1", "--redis", &format!("redis://127.0.0.1:{port}")]).output().unwrap();
+    let gone =
+        limitlab().args(["verify", "--cases", "1", "--redis", &format!("redis://127.0.0.1:{port}")]).output().unwrap();
     assert_eq!(gone.status.code(), Some(3));
-    assert!(String::from_utf8_lossy(&gone.stderr).contains("cannot connect"), "{}", String::from_utf8_lossy(&gone.stderr));
+    assert!(
+        String::from_utf8_lossy(&gone.stderr).contains("cannot connect"),
+        "{}",
+        String::from_utf8_lossy(&gone.stderr)
+    );
 }
 
 #[test]
 fn a_server_that_wants_a_password_is_exit_3_before_anything_is_sent() {
-    let Some(server) = RedisServer::start_or_skip("a_server_that_wants_a_password_is_exit_3_before_anything_is_sent") else { return };
+    let Some(server) = RedisServer::start_or_skip("a_server_that_wants_a_password_is_exit_3_before_anything_is_sent")
+    else {
+        return;
+    };
     let root = env!("CARGO_MANIFEST_DIR");
     let scenario = format!("{root}/simulations/boundary_burst.toml");
     let mut c = redis::Client::open(server.url()).unwrap().get_connection().unwrap();

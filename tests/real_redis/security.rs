@@ -133,7 +133,11 @@ fn an_acl_user_limited_to_the_prefix_runs_everything_and_its_password_is_never_p
     let e = RealRedis::connect(&wrong, RealOptions::default()).unwrap_err();
     assert!(!format!("{e} {e:?}").contains(PASSWORD), "{e:?}");
     // The parsed command line, as `Debug` prints it.
-    let args = limitlab_cli::cli::verify::RedisArgs { redis: Some(url.parse().unwrap()), redis_timeout_ms: 1000, ..Default::default() };
+    let args = limitlab_cli::cli::verify::RedisArgs {
+        redis: Some(url.parse().unwrap()),
+        redis_timeout_ms: 1000,
+        ..Default::default()
+    };
     let target = args.target().unwrap().unwrap();
     let shown = format!("{args:?} {target:?}");
     assert!(!shown.contains(PASSWORD) && shown.contains("ll:***@"), "{shown}");

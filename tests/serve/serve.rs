@@ -130,7 +130,10 @@ fn authentication_matches_redis() {
     // HELLO with AUTH and SETNAME in one go: the reply names the server, and the name is kept.
     let out = exchange(serve.port(), b"HELLO 3 AUTH default secret SETNAME app\r\nPING\r\n");
     let text = show(&out);
-    assert!(text.starts_with("%7\\r\\n$6\\r\\nserver\\r\\n$5\\r\\nredis\\r\\n$7\\r\\nversion\\r\\n$6\\r\\n7.0.15"), "{text}");
+    assert!(
+        text.starts_with("%7\\r\\n$6\\r\\nserver\\r\\n$5\\r\\nredis\\r\\n$7\\r\\nversion\\r\\n$6\\r\\n7.0.15"),
+        "{text}"
+    );
     assert!(text.ends_with("+PONG\\r\\n"), "{text}");
 }
 
@@ -281,7 +284,10 @@ fn quit_shutdown_and_max_clients() {
 /// A field of `/proc/PID/status` in kB (VmRSS: resident now; VmHWM: its peak).
 fn status_kb(pid: u32, field: &str) -> u64 {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    s.lines().find_map(|l| l.strip_prefix(field)?.strip_prefix(':')).and_then(|v| v.split_whitespace().next()?.parse().ok()).unwrap_or(0)
+    s.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
 }
 
 fn rss_kb(pid: u32) -> u64 {
@@ -484,8 +490,10 @@ fn without_timings(out: &[u8]) -> Vec<u8> {
     let mut v = Vec::new();
     for l in out.split_inclusive(|&c| c == b'\n') {
         let t = l.strip_suffix(b"\n").unwrap_or(l);
-        let timing =
-            t.len() >= 5 && t.starts_with(b"(") && t.ends_with(b"s)") && t[1..t.len() - 2].iter().all(|c| c.is_ascii_digit() || *c == b'.');
+        let timing = t.len() >= 5
+            && t.starts_with(b"(")
+            && t.ends_with(b"s)")
+            && t[1..t.len() - 2].iter().all(|c| c.is_ascii_digit() || *c == b'.');
         if !timing {
             v.extend_from_slice(l);
         }
@@ -499,7 +507,12 @@ fn first_diff(a: &[u8], b: &[u8]) -> String {
     for i in 0..la.len().max(lb.len()) {
         let (x, y) = (la.get(i).copied().unwrap_or(b"<end>"), lb.get(i).copied().unwrap_or(b"<end>"));
         if x != y {
-            return format!("output line {}: redis {:?} / serve {:?}", i + 1, String::from_utf8_lossy(x), String::from_utf8_lossy(y));
+            return format!(
+                "output line {}: redis {:?} / serve {:?}",
+                i + 1,
+                String::from_utf8_lossy(x),
+                String::from_utf8_lossy(y)
+            );
         }
     }
     String::new()
@@ -510,7 +523,9 @@ fn first_diff(a: &[u8], b: &[u8]) -> String {
 /// against the same serve prints what `redis-cli --no-raw` prints.
 #[test]
 fn redis_cli_prints_the_same_against_serve_and_redis() {
-    let Some(redis) = RedisServer::start_or_skip_needing("redis_cli_prints_the_same_against_serve_and_redis", &["redis-cli"]) else {
+    let Some(redis) =
+        RedisServer::start_or_skip_needing("redis_cli_prints_the_same_against_serve_and_redis", &["redis-cli"])
+    else {
         return;
     };
     let rp = redis.port().to_string();
@@ -540,7 +555,10 @@ fn redis_cli_prints_the_same_against_serve_and_redis() {
                 let sp2 = serve2.port().to_string();
                 let cli = pipe(env!("CARGO_BIN_EXE_limitlab"), &["cli", "--no-raw", "-p", &sp2], &input);
                 if cli != ours {
-                    failures.push(format!("{name}: limitlab cli --no-raw vs redis-cli --no-raw: {}", first_diff(&ours, &cli)));
+                    failures.push(format!(
+                        "{name}: limitlab cli --no-raw vs redis-cli --no-raw: {}",
+                        first_diff(&ours, &cli)
+                    ));
                 }
             }
         }

@@ -42,7 +42,9 @@ fn have_node(test: &str) -> bool {
     have(
         test,
         "node with ioredis and rate-limiter-flexible in .ci/node_modules",
-        Command::new("node").current_dir(root().join(".ci")).args(["-e", "require('ioredis'); require('rate-limiter-flexible')"]),
+        Command::new("node")
+            .current_dir(root().join(".ci"))
+            .args(["-e", "require('ioredis'); require('rate-limiter-flexible')"]),
     )
 }
 

@@ -83,32 +83,54 @@ fn redirects_and_cluster_commands() {
     assert_eq!(exchange(p[0], b"GET foo\r\n"), format!("-MOVED 12182 127.0.0.1:{}\r\n", p[2]));
     assert_eq!(exchange(p[2], b"SET foo 1\r\nGET foo\r\n"), "+OK\r\n$1\r\n1\r\n");
     assert_eq!(exchange(p[0], b"EVAL \"return 1\" 1 foo\r\n"), format!("-MOVED 12182 127.0.0.1:{}\r\n", p[2]));
-    assert_eq!(exchange(p[0], b"EVAL \"return 1\" 2 a b\r\n"), "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
+    assert_eq!(
+        exchange(p[0], b"EVAL \"return 1\" 2 a b\r\n"),
+        "-CROSSSLOT Keys in request don't hash to the same slot\r\n"
+    );
     assert_eq!(exchange(p[0], b"MGET a b\r\n"), "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
     assert_eq!(
         exchange(p[0], b"MULTI\r\nSET foo 1\r\nSET a 1\r\nEXEC\r\n"),
         format!("+OK\r\n-MOVED 12182 127.0.0.1:{0}\r\n-MOVED 15495 127.0.0.1:{0}\r\n-EXECABORT Transaction discarded because of previous errors.\r\n", p[2])
     );
     assert_eq!(exchange(p[0], b"SELECT 1\r\n"), "-ERR SELECT is not allowed in cluster mode\r\n");
-    assert_eq!(exchange(p[0], b"ASKING\r\nREADONLY\r\nREADWRITE\r\nCLUSTER KEYSLOT foo\r\n"), "+OK\r\n+OK\r\n+OK\r\n:12182\r\n");
+    assert_eq!(
+        exchange(p[0], b"ASKING\r\nREADONLY\r\nREADWRITE\r\nCLUSTER KEYSLOT foo\r\n"),
+        "+OK\r\n+OK\r\n+OK\r\n:12182\r\n"
+    );
     let slots = exchange(p[1], b"CLUSTER SLOTS\r\n");
     let want_first = format!("*3\r\n*3\r\n:0\r\n:5460\r\n*4\r\n$9\r\n127.0.0.1\r\n:{}\r\n$40\r\n", p[0]);
     assert!(slots.starts_with(&want_first), "{slots}");
     let nodes = exchange(p[1], b"CLUSTER NODES\r\n");
     assert_eq!(nodes.matches("myself,master").count(), 1);
-    assert!(nodes.contains(&format!("127.0.0.1:{}@{} myself,master - 0 0 2 connected 5461-10922\n", p[1], p[1] as u32 + 10000)), "{nodes}");
+    assert!(
+        nodes.contains(&format!(
+            "127.0.0.1:{}@{} myself,master - 0 0 2 connected 5461-10922\n",
+            p[1],
+            p[1] as u32 + 10000
+        )),
+        "{nodes}"
+    );
     let myid = exchange(p[1], b"CLUSTER MYID\r\n");
     assert!(nodes.contains(&myid[5..45]), "{myid} in {nodes}");
     let info = exchange(p[0], b"CLUSTER INFO\r\n");
     assert!(info.contains("cluster_state:ok\r\n") && info.contains("cluster_known_nodes:3\r\n"), "{info}");
     let shards = exchange(p[0], b"HELLO 3\r\nCLUSTER SHARDS\r\n");
-    assert!(shards.contains("%2\r\n$5\r\nslots\r\n*2\r\n:0\r\n:5460\r\n$5\r\nnodes\r\n*1\r\n%7\r\n$2\r\nid\r\n"), "{shards}");
+    assert!(
+        shards.contains("%2\r\n$5\r\nslots\r\n*2\r\n:0\r\n:5460\r\n$5\r\nnodes\r\n*1\r\n%7\r\n$2\r\nid\r\n"),
+        "{shards}"
+    );
     assert_eq!(exchange(p[0], b"CLUSTER FOO\r\n"), "-ERR unknown subcommand 'FOO'. Try CLUSTER HELP.\r\n");
     assert_eq!(exchange(p[0], b"CLUSTER COUNTKEYSINSLOT 12182\r\n"), ":0\r\n");
-    assert_eq!(exchange(p[2], b"CLUSTER COUNTKEYSINSLOT 12182\r\nCLUSTER GETKEYSINSLOT 12182 5\r\n"), ":1\r\n*1\r\n$3\r\nfoo\r\n");
+    assert_eq!(
+        exchange(p[2], b"CLUSTER COUNTKEYSINSLOT 12182\r\nCLUSTER GETKEYSINSLOT 12182 5\r\n"),
+        ":1\r\n*1\r\n$3\r\nfoo\r\n"
+    );
     // redis-cli -c follows the redirect.
     if common::require_binaries("redirects_and_cluster_commands", &["redis-cli"]) {
-        let out = std::process::Command::new("redis-cli").args(["-c", "-p", &p[0].to_string(), "GET", "foo"]).output().unwrap();
+        let out = std::process::Command::new("redis-cli")
+            .args(["-c", "-p", &p[0].to_string(), "GET", "foo"])
+            .output()
+            .unwrap();
         assert_eq!(String::from_utf8_lossy(&out.stdout), "1\n");
     }
 }

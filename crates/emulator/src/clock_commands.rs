@@ -7,7 +7,8 @@ use crate::reply::Reply;
 /// The CLOCK.* commands, or `None` when `args` is not one of them (also `limitlab serve`'s).
 pub fn clock_command(args: &[Vec<u8>], emu: &Emulator) -> Option<Reply> {
     let name = args.first()?;
-    let which = ["clock.advance", "clock.set", "clock.get"].into_iter().find(|n| name.eq_ignore_ascii_case(n.as_bytes()))?;
+    let which =
+        ["clock.advance", "clock.set", "clock.get"].into_iter().find(|n| name.eq_ignore_ascii_case(n.as_bytes()))?;
     let clock = emu.clock();
     let arity_err = || crate::command_spec::arity_error(which);
     Some(match which {
@@ -41,7 +42,8 @@ pub fn clock_command(args: &[Vec<u8>], emu: &Emulator) -> Option<Reply> {
 fn parse_i64(b: &[u8]) -> Option<i64> {
     let s = std::str::from_utf8(b).ok()?;
     let digits = s.strip_prefix('-').unwrap_or(s);
-    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) || (digits.len() > 1 && digits.starts_with('0')) {
+    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) || (digits.len() > 1 && digits.starts_with('0'))
+    {
         return None;
     }
     if s == "-0" {

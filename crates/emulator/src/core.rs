@@ -207,7 +207,8 @@ impl Core {
     /// Whether EXEC must fail for `id` because a watched key was touched, or has expired since WATCH.
     pub fn watch_failed(&mut self, id: ClientId) -> bool {
         let now = self.now_ms();
-        let expired = self.expiry_enabled() && self.watches.keys.iter().any(|w| w.client == id && w.deadline.is_some_and(|t| t < now));
+        let expired = self.expiry_enabled()
+            && self.watches.keys.iter().any(|w| w.client == id && w.deadline.is_some_and(|t| t < now));
         self.client(id).is_some_and(|c| c.dirty_cas) || expired
     }
 
@@ -249,7 +250,8 @@ impl Core {
             return;
         }
         let now = self.now_ms();
-        let keys: Vec<(usize, Vec<u8>)> = self.watches.keys.iter().filter(|w| w.db == db).map(|w| (w.db, w.key.clone())).collect();
+        let keys: Vec<(usize, Vec<u8>)> =
+            self.watches.keys.iter().filter(|w| w.db == db).map(|w| (w.db, w.key.clone())).collect();
         for (d, key) in keys {
             let here = self.db_at(d).peek(&key, now).is_some();
             let there = with.is_some_and(|o| self.db_at(o).peek(&key, now).is_some());

@@ -261,7 +261,11 @@ pub struct SetValue {
 impl SetValue {
     /// An empty set with the encoding Redis's `setTypeCreate` picks for its first member.
     pub fn for_first(member: &[u8]) -> SetValue {
-        SetValue { members: FxHashSet::default(), hashtable: parse_canonical_i64(member).is_none(), dict_table: Default::default() }
+        SetValue {
+            members: FxHashSet::default(),
+            hashtable: parse_canonical_i64(member).is_none(),
+            dict_table: Default::default(),
+        }
     }
     pub fn len(&self) -> usize {
         self.members.len()
@@ -421,8 +425,12 @@ impl Db {
     /// start is ignored).
     pub fn begin_trial(&mut self) {
         if self.trial.is_none() {
-            self.trial =
-                Some(Box::new(Trial { saved: Vec::new(), seen: FxHashSet::default(), now_hint: self.now_hint, watch: self.watch.clone() }));
+            self.trial = Some(Box::new(Trial {
+                saved: Vec::new(),
+                seen: FxHashSet::default(),
+                now_hint: self.now_hint,
+                watch: self.watch.clone(),
+            }));
         }
     }
 

@@ -11,7 +11,14 @@ const LD_CHARS: usize = 5 * 1024;
 
 extern "C" {
     fn limitlab_ld_valid(s: *const c_char, len: usize) -> c_int;
-    fn limitlab_ld_incr(cur: *const c_char, curlen: usize, incr: *const c_char, incrlen: usize, out: *mut c_char, cap: usize) -> c_int;
+    fn limitlab_ld_incr(
+        cur: *const c_char,
+        curlen: usize,
+        incr: *const c_char,
+        incrlen: usize,
+        out: *mut c_char,
+        cap: usize,
+    ) -> c_int;
     fn limitlab_ld_format(s: *const c_char, len: usize, out: *mut c_char, cap: usize) -> c_int;
 }
 
@@ -53,7 +60,14 @@ pub fn incr_by_float_checked(current: &[u8], incr: &[u8]) -> Result<Vec<u8>, Inc
     // SAFETY: both inputs are live slices read up to their lengths; `out` is writable for `cap` bytes and
     // the C side writes at most `cap` bytes (snprintf) and returns the length written.
     let n = unsafe {
-        limitlab_ld_incr(current.as_ptr().cast(), current.len(), incr.as_ptr().cast(), incr.len(), out.as_mut_ptr().cast(), out.len())
+        limitlab_ld_incr(
+            current.as_ptr().cast(),
+            current.len(),
+            incr.as_ptr().cast(),
+            incr.len(),
+            out.as_mut_ptr().cast(),
+            out.len(),
+        )
     };
     match n {
         -1 => Err(IncrFloatError::BadCurrent),

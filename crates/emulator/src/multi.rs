@@ -151,7 +151,9 @@ impl Emulator {
         let (multi, failed) = {
             let mut core = self.core.borrow_mut();
             let failed = core.watch_failed(id);
-            let Some(multi) = core.client(id).and_then(|c| c.multi.take()) else { return Reply::err("ERR EXEC without MULTI") };
+            let Some(multi) = core.client(id).and_then(|c| c.multi.take()) else {
+                return Reply::err("ERR EXEC without MULTI");
+            };
             (multi, failed)
         };
         // A cluster node refuses the whole transaction before it runs.

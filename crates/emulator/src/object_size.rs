@@ -552,9 +552,15 @@ mod tests {
     fn lists_match_redis() {
         let list = |v: Vec<String>| Value::List(v.into_iter().map(String::into_bytes).collect::<VecDeque<_>>());
         let vs = |n: usize| (1..=n).map(|i| format!("v{i}")).collect::<Vec<_>>();
-        for (n, want_all, want_5) in
-            [(1, 144, 144), (2, 144, 144), (3, 160, 160), (10, 176, 176), (100, 640, 640), (1000, 6272, 6272), (5000, 34_336, 34_336)]
-        {
+        for (n, want_all, want_5) in [
+            (1, 144, 144),
+            (2, 144, 144),
+            (3, 160, 160),
+            (10, 176, 176),
+            (100, 640, 640),
+            (1000, 6272, 6272),
+            (5000, 34_336, 34_336),
+        ] {
             assert_eq!(usage("l", list(vs(n)), usize::MAX), want_all, "{n} elements, all sampled");
             assert_eq!(usage("l", list(vs(n)), 5), want_5, "{n} elements");
         }

@@ -25,7 +25,9 @@
 //! shipped script and reading `used_memory` before and after (`tests/used_memory_real.rs`,
 //! `benches/used_memory.sh`).
 use super::keyspace::{Entry, RStr, Value};
-use super::object_size::{jemalloc_usable, quicklist_nodes, sds_alloc, value_usage, CLUSTER_ENTRY_METADATA, DICT_ENTRY};
+use super::object_size::{
+    jemalloc_usable, quicklist_nodes, sds_alloc, value_usage, CLUSTER_ENTRY_METADATA, DICT_ENTRY,
+};
 
 /// `OBJ_SHARED_INTEGERS`: integers below this (and not negative) are shared objects.
 pub const SHARED_INTEGERS: i64 = 10_000;
@@ -92,7 +94,11 @@ pub fn key_cost(key: &[u8], entry: &Entry, cluster: bool) -> KeyCost {
         (Value::Str(RStr::Int(v)), Some(u)) if *v == u => value_usage(&entry.value, 1) as f64,
         (v, _) => value_bytes(v),
     };
-    KeyCost { key: main_entry(cluster) + sds_alloc(key.len()), value, expire: if entry.expire_at.is_some() { expires_entry() } else { 0 } }
+    KeyCost {
+        key: main_entry(cluster) + sds_alloc(key.len()),
+        value,
+        expire: if entry.expire_at.is_some() { expires_entry() } else { 0 },
+    }
 }
 
 /// The buckets of a dict that `n` adds grew from empty, once its rehash has finished: none for an

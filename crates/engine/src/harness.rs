@@ -33,7 +33,8 @@ pub fn load(name_or_path: impl AsRef<Path>) -> Result<Limiter> {
 pub fn load_script(lua: impl AsRef<Path>, params: Params) -> Result<Limiter> {
     let lua = lua.as_ref();
     let stem = lua.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let name: String = stem.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
+    let name: String =
+        stem.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
     let name = if name.is_empty() { "script".to_string() } else { name };
     let file = lua.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
     let (burst_policy, burst_arg) = match params.burst {
@@ -294,7 +295,11 @@ impl Harness {
     pub fn command(&mut self, args: &[&str]) -> Result<Reply> {
         let argv: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
         if argv.is_empty() {
-            return Err(Error::Invalid { context: "Harness::command".into(), field: "args".into(), reason: "no command".into() });
+            return Err(Error::Invalid {
+                context: "Harness::command".into(),
+                field: "args".into(),
+                reason: "no command".into(),
+            });
         }
         self.backend.command(&argv)
     }

@@ -77,7 +77,8 @@ pub struct Metrics {
 /// Measures `trace` (made with `limiter`).
 pub fn measure(trace: &Trace, limiter: &Limiter) -> Result<Metrics> {
     let params = trace.params;
-    let mut phases: Vec<PhaseCount> = trace.phases.iter().map(|p| PhaseCount { phase: p.clone(), ..PhaseCount::default() }).collect();
+    let mut phases: Vec<PhaseCount> =
+        trace.phases.iter().map(|p| PhaseCount { phase: p.clone(), ..PhaseCount::default() }).collect();
     let mut calls = 0;
     let mut allowed_calls = 0;
     let mut allowed_units = 0;
@@ -138,7 +139,8 @@ pub fn measure(trace: &Trace, limiter: &Limiter) -> Result<Metrics> {
     let records = if limiter.variant().is_some() { trace.records.as_slice() } else { &[] };
     for r in records {
         let redis_key = &redis_keys[r.key as usize];
-        let model = models[r.key as usize].get_or_insert_with(|| limiter.reference().expect("a shipped script has a model"));
+        let model =
+            models[r.key as usize].get_or_insert_with(|| limiter.reference().expect("a shipped script has a model"));
         let cost = r.cost;
         let d = model.decide(redis_key, r.now_ms, cost);
         if d != r.decision {

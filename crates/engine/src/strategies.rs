@@ -147,15 +147,17 @@ pub fn arrivals(shape: &Shape) -> impl Strategy<Value = Vec<Arrival>> {
 pub fn bursts(shape: &Shape) -> impl Strategy<Value = Vec<Arrival>> {
     let s = shape.clone();
     let size = 1..=(2 * shape.capacity).clamp(1, 200) as usize;
-    prop::collection::vec((instant(shape), size, 0..=3i64, subject(shape), cost(shape)), 1..=4).prop_map(move |bursts| {
-        let mut all = Vec::new();
-        for (t, n, gap, k, c) in bursts {
-            for i in 0..n as i64 {
-                all.push(s.arrival(t + i * gap, k, c));
+    prop::collection::vec((instant(shape), size, 0..=3i64, subject(shape), cost(shape)), 1..=4).prop_map(
+        move |bursts| {
+            let mut all = Vec::new();
+            for (t, n, gap, k, c) in bursts {
+                for i in 0..n as i64 {
+                    all.push(s.arrival(t + i * gap, k, c));
+                }
             }
-        }
-        s.sorted(all)
-    })
+            s.sorted(all)
+        },
+    )
 }
 
 /// Either [`arrivals`], or [`bursts`], or both merged: the strategy to start with.

@@ -37,8 +37,16 @@ pub fn node_id(i: usize) -> String {
 }
 
 /// The subcommands answered, with Redis's arity.
-const SUBCOMMANDS: &[(&str, i32)] =
-    &[("slots", 2), ("shards", 2), ("nodes", 2), ("info", 2), ("myid", 2), ("keyslot", 3), ("countkeysinslot", 3), ("getkeysinslot", 4)];
+const SUBCOMMANDS: &[(&str, i32)] = &[
+    ("slots", 2),
+    ("shards", 2),
+    ("nodes", 2),
+    ("info", 2),
+    ("myid", 2),
+    ("keyslot", 3),
+    ("countkeysinslot", 3),
+    ("getkeysinslot", 4),
+];
 
 /// Unknown subcommands and wrong arities, which Redis reports before anything else.
 pub fn check_subcommand(args: &[&[u8]]) -> Result<(), Reply> {

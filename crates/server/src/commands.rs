@@ -124,7 +124,9 @@ fn run_own(server: &Server, conn: &mut Conn, which: Own, args: &[&[u8]], out: &m
             Reply::Status("RESET".into())
         }
         Own::Shutdown => {
-            let ok = args[1..].iter().all(|a| ["nosave", "save", "now", "force"].iter().any(|f| a.eq_ignore_ascii_case(f.as_bytes())));
+            let ok = args[1..]
+                .iter()
+                .all(|a| ["nosave", "save", "now", "force"].iter().any(|f| a.eq_ignore_ascii_case(f.as_bytes())));
             if args.len() == 2 && args[1].eq_ignore_ascii_case(b"abort") {
                 Reply::err("ERR No shutdown in progress.")
             } else if !ok {
@@ -141,7 +143,8 @@ fn run_own(server: &Server, conn: &mut Conn, which: Own, args: &[&[u8]], out: &m
         Own::Clock => {
             let emu = server.nodes[conn.node].emu.borrow();
             let owned: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
-            let r = limitlab_emulator::clock_commands::clock_command(&owned, &emu).unwrap_or_else(|| cmd::unknown_command(args));
+            let r = limitlab_emulator::clock_commands::clock_command(&owned, &emu)
+                .unwrap_or_else(|| cmd::unknown_command(args));
             drop(emu);
             server.clock_moved();
             r
@@ -259,5 +262,8 @@ fn debug(args: &[&[u8]]) -> Reply {
         }
         return Reply::ok();
     }
-    Reply::Error(format!("ERR unknown subcommand '{}'. limitlab serve answers only DEBUG SLEEP.", String::from_utf8_lossy(args[1])))
+    Reply::Error(format!(
+        "ERR unknown subcommand '{}'. limitlab serve answers only DEBUG SLEEP.",
+        String::from_utf8_lossy(args[1])
+    ))
 }

@@ -37,7 +37,8 @@ pub async fn handle(server: Rc<Server>, node: usize, mut stream: TcpStream) {
         _ => None,
     };
     let client = connect(&server, node, &addrs);
-    let mut conn = Conn { node, client, addrs, resp3: false, authed: server.requirepass.is_none(), close: false, grew: false };
+    let mut conn =
+        Conn { node, client, addrs, resp3: false, authed: server.requirepass.is_none(), close: false, grew: false };
     let _ = serve(&server, &mut conn, &mut stream).await;
     server.nodes[conn.node].emu.borrow_mut().disconnect(conn.client);
     server.clients.set(server.clients.get() - 1);
@@ -66,7 +67,12 @@ fn give_back_memory(server: &Server, grew: bool) {
 /// Writes an aggregate reply after what `out` holds, [`STREAM_CHUNK`] bytes at a time: only a
 /// chunk of its bytes exists at once, and its elements are freed as they are written (and, for a
 /// large one, given back to the system at the end).
-async fn stream_reply(stream: &mut TcpStream, out: &mut Vec<u8>, r: limitlab_emulator::Reply, resp3: bool) -> std::io::Result<()> {
+async fn stream_reply(
+    stream: &mut TcpStream,
+    out: &mut Vec<u8>,
+    r: limitlab_emulator::Reply,
+    resp3: bool,
+) -> std::io::Result<()> {
     let mut s = super::resp::Stream::new(r, resp3);
     let mut chunks = 0;
     while !s.fill(out, STREAM_CHUNK) {

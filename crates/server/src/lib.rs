@@ -78,7 +78,10 @@ fn io_err(what: String, source: std::io::Error) -> Error {
 
 /// Binds the ports, calls `ready` with the addresses listened on, and serves until SHUTDOWN.
 pub fn run(opts: Options, ready: impl FnOnce(&[SocketAddr])) -> Result<()> {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().map_err(|e| io_err("the tokio runtime".into(), e))?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .map_err(|e| io_err("the tokio runtime".into(), e))?;
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, serve(opts, ready))
 }
@@ -92,8 +95,11 @@ async fn serve(opts: Options, ready: impl FnOnce(&[SocketAddr])) -> Result<()> {
         let l = tokio::net::TcpListener::bind(addr).await.map_err(|e| io_err(format!("listening on {addr}"), e))?;
         listeners.push(l);
     }
-    let addrs: Vec<SocketAddr> =
-        listeners.iter().map(|l| l.local_addr()).collect::<std::io::Result<_>>().map_err(|e| io_err("local address".into(), e))?;
+    let addrs: Vec<SocketAddr> = listeners
+        .iter()
+        .map(|l| l.local_addr())
+        .collect::<std::io::Result<_>>()
+        .map_err(|e| io_err("local address".into(), e))?;
     let clock = VirtualClock::starting_at(opts.at);
     let ranges = cluster::slot_ranges(n);
     let nodes = addrs

@@ -154,7 +154,10 @@ mod tests {
 
     #[test]
     fn frames() {
-        assert_eq!(parse(b"*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\nrest"), (Frame::Multibulk(22), vec![b"ECHO".to_vec(), b"hi".to_vec()]));
+        assert_eq!(
+            parse(b"*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\nrest"),
+            (Frame::Multibulk(22), vec![b"ECHO".to_vec(), b"hi".to_vec()])
+        );
         assert_eq!(parse(b"*2\r\n$4\r\nECHO\r\n$2\r\nhi\r").0, Frame::Incomplete);
         assert_eq!(parse(b"*1\r\n$4\r\nPINGxx").0, Frame::Multibulk(14));
         assert_eq!(parse(b"*0\r\nPING").0, Frame::Skip(4));

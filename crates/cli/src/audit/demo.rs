@@ -129,7 +129,11 @@ impl Mix {
             out.push(set_px(format!("day:{{user{i}}}:{second}"), "1".into(), 86_400_000));
         }
         for i in 0..self.sessions {
-            out.push(set_px(format!("session:{:08x}-77aa-4b1c-9d2e-{:012x}", 0x3f2a_9c1e_u64 + i, i * 7919), "x".into(), 1_800_000));
+            out.push(set_px(
+                format!("session:{:08x}-77aa-4b1c-9d2e-{:012x}", 0x3f2a_9c1e_u64 + i, i * 7919),
+                "x".into(),
+                1_800_000,
+            ));
         }
         if self.constants {
             let mut c = redis::cmd("SET");

@@ -140,10 +140,11 @@ pub fn judge(patterns: &[PatternReport], now_ms: i64) -> Vec<Finding> {
                     if p.no_ttl == 1 { "key" } else { "keys" }
                 ),
                 evidence,
-                advice: "Set a TTL whenever the script writes the key: PEXPIRE to two windows for a window counter, one \
+                advice:
+                    "Set a TTL whenever the script writes the key: PEXPIRE to two windows for a window counter, one \
                          window for a sliding log, the time to refill for a bucket. Keys already there stay until \
                          something expires or deletes them (the audit never writes)."
-                    .into(),
+                        .into(),
             });
         }
         if let (Some(w), Some(max)) = (p.window_ms, p.ttl_max_ms) {
@@ -197,7 +198,10 @@ pub fn judge(patterns: &[PatternReport], now_ms: i64) -> Vec<Finding> {
             }
             if !p.encodings.is_empty() {
                 let enc: Vec<String> = p.encodings.iter().map(|(e, n)| format!("{e} {}", thousands(*n))).collect();
-                evidence.push(format!("encodings: {} (skiplist past 128 entries: about 100 bytes an entry)", enc.join(", ")));
+                evidence.push(format!(
+                    "encodings: {} (skiplist past 128 entries: about 100 bytes an entry)",
+                    enc.join(", ")
+                ));
             }
             if let Some((k, b)) = p.largest.first() {
                 evidence.push(format!("largest: {k}, {} bytes", thousands(*b)));

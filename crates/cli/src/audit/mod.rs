@@ -443,7 +443,9 @@ pub fn audit_emulator(emu: &mut Emulator, opts: &Options, progress: &mut dyn Pro
         name: "emulator".into(),
         cluster,
         nodes: vec![Box::new(scan::EmulatorNode(emu))],
-        connect: Box::new(|addr: &str| Err(limitlab_emulator::Error::Redis(format!("the emulator has no node {addr}")))),
+        connect: Box::new(|addr: &str| {
+            Err(limitlab_emulator::Error::Redis(format!("the emulator has no node {addr}")))
+        }),
     };
     audit(&mut target, opts, progress)
 }

@@ -137,14 +137,16 @@ pub fn infer(raw: &[u8]) -> KeyName {
 pub fn printable(raw: &[u8]) -> String {
     match std::str::from_utf8(raw) {
         Ok(s) => s.to_string(),
-        Err(_) => {
-            raw.iter().map(|&b| if b.is_ascii_graphic() || b == b' ' { (b as char).to_string() } else { format!("\\x{b:02x}") }).collect()
-        }
+        Err(_) => raw
+            .iter()
+            .map(|&b| if b.is_ascii_graphic() || b == b' ' { (b as char).to_string() } else { format!("\\x{b:02x}") })
+            .collect(),
     }
 }
 
 /// Window lengths (ms) a window number is tried against, shortest first.
-pub const WINDOW_CANDIDATES_MS: [u64; 9] = [1_000, 10_000, 60_000, 300_000, 600_000, 900_000, 3_600_000, 86_400_000, 604_800_000];
+pub const WINDOW_CANDIDATES_MS: [u64; 9] =
+    [1_000, 10_000, 60_000, 300_000, 600_000, 900_000, 3_600_000, 86_400_000, 604_800_000];
 
 /// The window a pattern's window numbers suggest: for the segment at some index whose values run
 /// up to `max`, the candidate length `w` (ms, or seconds-based numbers counted in ms) for which

@@ -81,10 +81,15 @@ pub struct RealNode {
 }
 
 impl RealNode {
-    pub fn open(info: &ConnectionInfo, tls: Option<&limitlab_engine::backend::real::TlsFiles>, timeout: Duration) -> Result<RealNode> {
+    pub fn open(
+        info: &ConnectionInfo,
+        tls: Option<&limitlab_engine::backend::real::TlsFiles>,
+        timeout: Duration,
+    ) -> Result<RealNode> {
         let addr = info.addr().to_string();
-        let conn = limitlab_engine::backend::real::open_connection(info, tls, timeout)
-            .map_err(|e| Error::Connection(format!("{addr}: cannot connect: {}", limitlab_engine::backend::real::redact_error(&e))))?;
+        let conn = limitlab_engine::backend::real::open_connection(info, tls, timeout).map_err(|e| {
+            Error::Connection(format!("{addr}: cannot connect: {}", limitlab_engine::backend::real::redact_error(&e)))
+        })?;
         Ok(RealNode { addr, conn })
     }
 }
@@ -105,10 +110,9 @@ impl Node for RealNode {
             }
             pipe.add_command(cmd);
         }
-        let values = self
-            .conn
-            .req_packed_commands(&pipe.get_packed_pipeline(), 0, cmds.len())
-            .map_err(|e| Error::Connection(format!("{}: {}", self.addr, limitlab_engine::backend::real::redact_error(&e))))?;
+        let values = self.conn.req_packed_commands(&pipe.get_packed_pipeline(), 0, cmds.len()).map_err(|e| {
+            Error::Connection(format!("{}: {}", self.addr, limitlab_engine::backend::real::redact_error(&e)))
+        })?;
         Ok(values.into_iter().map(value_reply).collect())
     }
 }
@@ -251,7 +255,10 @@ pub fn inspect(
             };
             hops += 1;
             if hops > 5 {
-                return Err(Error::Redis(format!("{}: redirected more than 5 times", crate::audit::patterns::printable(k))));
+                return Err(Error::Redis(format!(
+                    "{}: redirected more than 5 times",
+                    crate::audit::patterns::printable(k)
+                )));
             }
             if !others.contains_key(&addr) {
                 let opened = connect(&addr)?;
@@ -342,7 +349,13 @@ pub fn inspect(
 }
 
 /// One SCAN step: the next cursor and the keys.
-pub fn scan_step(node: &mut dyn Node, cursor: &[u8], pattern: &str, count: u64, pacer: &mut Pacer) -> Result<(Vec<u8>, Vec<Vec<u8>>)> {
+pub fn scan_step(
+    node: &mut dyn Node,
+    cursor: &[u8],
+    pattern: &str,
+    count: u64,
+    pacer: &mut Pacer,
+) -> Result<(Vec<u8>, Vec<Vec<u8>>)> {
     pacer.before(1);
     let cmd = vec![
         b"SCAN".to_vec(),

@@ -58,7 +58,12 @@ pub const CHUNKS: usize = 5;
 /// Runs `run(from, to)` over `start..start + n` in [`CHUNKS`] consecutive chunks (boundaries rounded
 /// to multiples of `step`, e.g. a pipeline's depth), timing each. Returns the seconds `n` calls take
 /// at the fastest chunk's rate.
-pub fn time_chunks(start: usize, n: usize, step: usize, mut run: impl FnMut(usize, usize) -> Result<()>) -> Result<f64> {
+pub fn time_chunks(
+    start: usize,
+    n: usize,
+    step: usize,
+    mut run: impl FnMut(usize, usize) -> Result<()>,
+) -> Result<f64> {
     let step = step.max(1);
     let per = (n / CHUNKS).div_ceil(step).max(1) * step;
     let mut best = f64::INFINITY;
@@ -219,16 +224,23 @@ pub fn sliding_log_commands(w: &Workload, skip: usize, n: usize) -> Result<Timed
 /// than one call, which cannot be pipelined. Keys go under the backend's prefix.
 ///
 /// [`RealRedis`]: limitlab_engine::backend::real::RealRedis
-pub fn redis_spec(real: &mut limitlab_engine::backend::real::RealRedis, w: &Workload, l: &Limiter, skip: usize, n: usize) -> Result<Timed> {
+pub fn redis_spec(
+    real: &mut limitlab_engine::backend::real::RealRedis,
+    w: &Workload,
+    l: &Limiter,
+    skip: usize,
+    n: usize,
+) -> Result<Timed> {
     let mut session = l.session();
     let subjects = w.subjects();
     let mut decisions = Vec::with_capacity(skip + n);
-    let mut call = |i: usize, real: &mut limitlab_engine::backend::real::RealRedis, decisions: &mut Vec<Decision>| -> Result<()> {
-        let now = w.now_ms(i);
-        real.set_time_ms(now);
-        decisions.push(l.call(real, &mut session, &subjects[w.user(i)], now, 1)?);
-        Ok(())
-    };
+    let mut call =
+        |i: usize, real: &mut limitlab_engine::backend::real::RealRedis, decisions: &mut Vec<Decision>| -> Result<()> {
+            let now = w.now_ms(i);
+            real.set_time_ms(now);
+            decisions.push(l.call(real, &mut session, &subjects[w.user(i)], now, 1)?);
+            Ok(())
+        };
     for i in 0..skip {
         call(i, real, &mut decisions)?;
     }
@@ -315,9 +327,9 @@ impl RedisConn {
     /// The server's `redis_version`, from INFO server.
     pub fn version(&mut self) -> Option<String> {
         match self.command(&[b"INFO", b"server"]).ok()? {
-            Reply::Bulk(b) => {
-                String::from_utf8_lossy(&b).lines().find_map(|l| l.strip_prefix("redis_version:").map(|v| v.trim().to_string()))
-            }
+            Reply::Bulk(b) => String::from_utf8_lossy(&b)
+                .lines()
+                .find_map(|l| l.strip_prefix("redis_version:").map(|v| v.trim().to_string())),
             _ => None,
         }
     }
@@ -329,7 +341,9 @@ impl RedisConn {
         let text = String::from_utf8_lossy(&b);
         let Some(line) = text.lines().find_map(|l| l.strip_prefix("cmdstat_evalsha:")) else { return Some((0, 0)) };
         let field = |name: &str| -> Option<u64> {
-            line.split(',').find_map(|kv| kv.strip_prefix(name).and_then(|v| v.strip_prefix('='))).and_then(|v| v.trim().parse().ok())
+            line.split(',')
+                .find_map(|kv| kv.strip_prefix(name).and_then(|v| v.strip_prefix('=')))
+                .and_then(|v| v.trim().parse().ok())
         };
         Some((field("calls")?, field("usec")?))
     }
@@ -337,7 +351,15 @@ impl RedisConn {
     /// Runs the workload's calls with EVALSHA, `depth` calls per round trip (1: no pipelining),
     /// on keys behind `prefix`. The spec must make one script call per request
     /// ([`Limiter::single_script`]).
-    pub fn run(&mut self, w: &Workload, l: &Limiter, prefix: &str, depth: usize, skip: usize, n: usize) -> Result<Timed> {
+    pub fn run(
+        &mut self,
+        w: &Workload,
+        l: &Limiter,
+        prefix: &str,
+        depth: usize,
+        skip: usize,
+        n: usize,
+    ) -> Result<Timed> {
         let Some(script) = l.single_script() else {
             return Err(Error::Invalid {
                 context: l.name().to_string(),
@@ -391,15 +413,16 @@ impl RedisConn {
             Ok(())
         };
         // Calls from..end, `depth` per round trip.
-        let mut batches = |from: usize, end: usize, this: &mut RedisConn, decisions: &mut Vec<Decision>| -> Result<()> {
-            let mut i = from;
-            while i < end {
-                let to = (i + depth).min(end);
-                batch(i, to, this, decisions)?;
-                i = to;
-            }
-            Ok(())
-        };
+        let mut batches =
+            |from: usize, end: usize, this: &mut RedisConn, decisions: &mut Vec<Decision>| -> Result<()> {
+                let mut i = from;
+                while i < end {
+                    let to = (i + depth).min(end);
+                    batch(i, to, this, decisions)?;
+                    i = to;
+                }
+                Ok(())
+            };
         batches(0, skip, self, &mut decisions)?;
         let secs = time_chunks(skip, n, depth, |from, end| batches(from, end, self, &mut decisions))?;
         Ok(Timed { decisions, calls: n as u64, secs, zset_steps: None })
@@ -430,7 +453,10 @@ mod tests {
         // log2 L goes 8, 11, 14: the steps grow by about as much each time L grows 8 times.
         assert!(a < b && b < c, "{a} {b} {c}");
         assert!(c < 2.0 * b && b < 2.0 * a, "{a} {b} {c}");
-        assert!((c - b) < 2.0 * (b - a) && (b - a) < 2.0 * (c - b), "steps per decade of L should be even: {a} {b} {c}");
+        assert!(
+            (c - b) < 2.0 * (b - a) && (b - a) < 2.0 * (c - b),
+            "steps per decade of L should be even: {a} {b} {c}"
+        );
     }
 
     #[test]

@@ -64,11 +64,23 @@ pub struct Sizes {
 
 impl Sizes {
     /// The full run: about a second per measurement on the slower engines.
-    pub const FULL: Sizes =
-        Sizes { warmup: 2_000, native: 2_000_000, emulator: 200_000, redis_single: 20_000, redis_pipelined: 200_000, log_calls: 20_000 };
+    pub const FULL: Sizes = Sizes {
+        warmup: 2_000,
+        native: 2_000_000,
+        emulator: 200_000,
+        redis_single: 20_000,
+        redis_pipelined: 200_000,
+        log_calls: 20_000,
+    };
     /// `--quick`: enough to see the order of magnitude, in seconds overall.
-    pub const QUICK: Sizes =
-        Sizes { warmup: 200, native: 50_000, emulator: 5_000, redis_single: 1_000, redis_pipelined: 5_000, log_calls: 1_000 };
+    pub const QUICK: Sizes = Sizes {
+        warmup: 200,
+        native: 50_000,
+        emulator: 5_000,
+        redis_single: 1_000,
+        redis_pipelined: 5_000,
+        log_calls: 1_000,
+    };
 }
 
 /// Options of [`run`].
@@ -116,7 +128,10 @@ impl Machine {
         let cpu = std::fs::read_to_string("/proc/cpuinfo")
             .ok()
             .and_then(|s| {
-                s.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split_once(':')).map(|(_, v)| v.trim().to_string())
+                s.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split_once(':'))
+                    .map(|(_, v)| v.trim().to_string())
             })
             .unwrap_or_else(|| "unknown CPU".to_string());
         Machine { cores, cpu }
@@ -272,7 +287,8 @@ fn open(target: &RedisTarget) -> Result<(Option<Live>, RedisInfo)> {
             Err(why) => return Ok((None, none(why.to_string()))),
         },
     };
-    let opened = RealRedis::connect(&url, RealOptions { timeout: TIMEOUT }).and_then(|real| Ok((real, RedisConn::connect(&url, TIMEOUT)?)));
+    let opened = RealRedis::connect(&url, RealOptions { timeout: TIMEOUT })
+        .and_then(|real| Ok((real, RedisConn::connect(&url, TIMEOUT)?)));
     let (mut real, mut conn) = match opened {
         Ok(c) => c,
         Err(e) if server.is_some() => return Ok((None, none(format!("the private server: {e}")))),
@@ -296,7 +312,12 @@ fn open(target: &RedisTarget) -> Result<(Option<Live>, RedisInfo)> {
     }
     let version = conn.version();
     // Reports show the URL without its password.
-    let info = RedisInfo { source: source.into(), url: Some(limitlab_engine::backend::secret::redact(&url)), version, note: None };
+    let info = RedisInfo {
+        source: source.into(),
+        url: Some(limitlab_engine::backend::secret::redact(&url)),
+        version,
+        note: None,
+    };
     Ok((Some(Live { real, conn, url, _server: server }), info))
 }
 
@@ -363,7 +384,13 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
                 let kept = engines::emulator_without_expiry(&w, &l, longest)?;
                 kept[..] != reference[..longest.min(reference.len())]
             };
-            let checked = |t: &Timed| if clock.is_empty() && !on_expiry { Measure::of(t, &reference) } else { Measure::unchecked(t) };
+            let checked = |t: &Timed| {
+                if clock.is_empty() && !on_expiry {
+                    Measure::of(t, &reference)
+                } else {
+                    Measure::unchecked(t)
+                }
+            };
             let outside = engines::outside_keys(&w, &l, skip.min(1000))?;
             let before = lv.conn.evalsha_stats();
             if let Some(k) = outside.first() {
@@ -382,7 +409,9 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
                         Err(Error::Connection(m)) => {
                             let keys = match lv.real.cleanup() {
                                 Ok(k) => format!("{k} keys of the run were removed"),
-                                Err(c) => format!("its keys under `{}` could not be removed ({c})", lv.real.key_prefix()),
+                                Err(c) => {
+                                    format!("its keys under `{}` could not be removed ({c})", lv.real.key_prefix())
+                                }
                             };
                             return Err(Error::Connection(format!("{v}, {depth} per round trip: {m}; {keys}")));
                         }
@@ -448,8 +477,11 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
     let mut sliding_log = Vec::new();
     let deepest = opts.pipelines.iter().copied().max();
     // The sliding log's size table is about the sliding log: only when it is among the scripts.
-    let log_sizes: &[u64] =
-        if opts.scripts.iter().any(|s| s.model.is_some_and(|v| v.name().contains("sliding_log"))) { &opts.log_sizes } else { &[] };
+    let log_sizes: &[u64] = if opts.scripts.iter().any(|s| s.model.is_some_and(|v| v.name().contains("sliding_log"))) {
+        &opts.log_sizes
+    } else {
+        &[]
+    };
     for &size in log_sizes {
         let w = Workload::full_log(size);
         let fill = size as usize;
@@ -459,7 +491,8 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
         let reference = w.reference_decisions(&l, fill + n).expect("the sliding log has a model");
         let seed_reference = w.reference_decisions(&seed, fill + n).expect("the seed's sliding log has a model");
         say(opts, &format!("sliding log, L = {size}"));
-        let native = Measure::of(&engines::native(&w, &l, fill, n.max(sizes.native / 10)).expect("a model"), &reference);
+        let native =
+            Measure::of(&engines::native(&w, &l, fill, n.max(sizes.native / 10)).expect("a model"), &reference);
         let emu_run = engines::emulator(&w, &l, fill, n)?;
         let zset_steps_per_call = emu_run.zset_steps.unwrap_or(0) as f64 / n.max(1) as f64;
         let emulator = Measure::of(&emu_run, &reference);
@@ -472,7 +505,15 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
             let t = lv.conn.run(&w, &l, &prefix, depth, fill, n)?;
             redis_pipelined = Some(Pipelined { depth, measure: Measure::of(&t, &reference) });
         }
-        sliding_log.push(LogRow { l: size, native, emulator, seed_emulator, redis_pipelined, commands_per_sec, zset_steps_per_call });
+        sliding_log.push(LogRow {
+            l: size,
+            native,
+            emulator,
+            seed_emulator,
+            redis_pipelined,
+            commands_per_sec,
+            zset_steps_per_call,
+        });
     }
     drop(live);
 

@@ -43,12 +43,14 @@ pub fn header(r: &BenchReport) -> String {
 /// The tables, in print order.
 pub fn tables(r: &BenchReport) -> Vec<Table> {
     let mut out = Vec::new();
-    let mut headers: Vec<String> = ["Script", "Native (Rust)", "Emulator", "Redis, 1 connection"].iter().map(|s| s.to_string()).collect();
+    let mut headers: Vec<String> =
+        ["Script", "Native (Rust)", "Emulator", "Redis, 1 connection"].iter().map(|s| s.to_string()).collect();
     for d in &r.pipelines {
         headers.push(format!("Redis, pipeline {d}"));
     }
     headers.extend(
-        ["Emulator / Redis", "Emulator / pipelined", "Native / emulator", "Emulator, direct", "Spec path / direct"].map(String::from),
+        ["Emulator / Redis", "Emulator / pipelined", "Native / emulator", "Emulator, direct", "Spec path / direct"]
+            .map(String::from),
     );
     let hs: Vec<&str> = headers.iter().map(String::as_str).collect();
     let mut t = Table::new("Decisions per second, one engine at a time", &hs);
@@ -63,11 +65,9 @@ pub fn tables(r: &BenchReport) -> Vec<Table> {
         row.push(s.best_pipelined().map_or("-".into(), |p| ratio(s.emulator.per_sec, p.measure.per_sec)));
         row.push(s.native.as_ref().map_or("-".into(), |n| ratio(n.per_sec, s.emulator.per_sec)));
         row.push(s.emulator_direct.as_ref().map_or("-".into(), rate));
-        row.push(
-            s.emulator_direct
-                .as_ref()
-                .map_or("-".into(), |d| format!("{:.2}", if d.per_sec > 0.0 { s.emulator.per_sec / d.per_sec } else { 0.0 })),
-        );
+        row.push(s.emulator_direct.as_ref().map_or("-".into(), |d| {
+            format!("{:.2}", if d.per_sec > 0.0 { s.emulator.per_sec / d.per_sec } else { 0.0 })
+        }));
         t.row(row);
     }
     t.note(format!("Workload: {}.", r.workload));
@@ -110,7 +110,9 @@ pub fn tables(r: &BenchReport) -> Vec<Table> {
         let emu_us = if s.emulator.per_sec > 0.0 { 1e6 / s.emulator.per_sec } else { 0.0 };
         t.row(vec![
             s.algorithm.clone(),
-            s.native.as_ref().map_or("-".into(), |n| format!("{:.3}", if n.per_sec > 0.0 { 1e6 / n.per_sec } else { 0.0 })),
+            s.native
+                .as_ref()
+                .map_or("-".into(), |n| format!("{:.3}", if n.per_sec > 0.0 { 1e6 / n.per_sec } else { 0.0 })),
             us(s.emulator.per_sec),
             s.redis_server_usec.map_or("-".into(), |u| format!("{u:.2}")),
             s.redis_single.map_or("-".into(), |m| us(m.per_sec)),

@@ -83,7 +83,10 @@ pub fn run(plan: Plan, out: &mut dyn Write) -> Result<()> {
     let svg = plan.plots.join(format!("attack_{name}.svg"));
     let panels: Vec<Panel> = found.iter().zip(&report.results).map(|(f, r)| panel(s, f, &r.headline_short())).collect();
     let p = s.limiter.params();
-    let title = format!("limitlab attack: {name}, limit {} per {} ms, budget {}, seed {}", p.limit, p.window_ms, s.budget, s.seed);
+    let title = format!(
+        "limitlab attack: {name}, limit {} per {} ms, budget {}, seed {}",
+        p.limit, p.window_ms, s.budget, s.seed
+    );
     attack_plot::write(&title, p.limit, p.window_ms, &panels, &png, &svg)?;
     report.plots = vec![png.display().to_string(), svg.display().to_string()];
     emit(out, &report.render(plan.format))
@@ -109,7 +112,9 @@ fn scenario(s: &Settings, f: &Found, stem: &str, path: &Path, overshoot: f64, ra
     ));
     t.push_str(&match f.goal {
         Goal::Overshoot => format!("# the pattern with the highest overshoot it found ({overshoot:.2}).\n"),
-        Goal::FalseRejections => format!("# the pattern with the highest false-rejection rate it found ({rate:.3} per request).\n"),
+        Goal::FalseRejections => {
+            format!("# the pattern with the highest false-rejection rate it found ({rate:.3} per request).\n")
+        }
     });
     t.push_str(&format!("# Replay: limitlab run {}\n", path.display()));
     t.push_str(&format!("name = \"{stem}\"\n"));
@@ -151,7 +156,13 @@ fn panel(s: &Settings, f: &Found, caption: &str) -> Panel {
     Panel {
         caption: caption.to_string(),
         sent: Line { name: "requests sent".into(), points: attack_plot::trailing(&ms, w, from, to) },
-        exact: Line { name: "admitted by an exact sliding log".into(), points: attack_plot::trailing(&exact_admitted, w, from, to) },
-        script: Line { name: format!("admitted by {}", s.limiter.name()), points: attack_plot::trailing(&admitted, w, from, to) },
+        exact: Line {
+            name: "admitted by an exact sliding log".into(),
+            points: attack_plot::trailing(&exact_admitted, w, from, to),
+        },
+        script: Line {
+            name: format!("admitted by {}", s.limiter.name()),
+            points: attack_plot::trailing(&admitted, w, from, to),
+        },
     }
 }

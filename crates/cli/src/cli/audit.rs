@@ -111,7 +111,11 @@ impl Plan {
             return Err(invalid("--count", "N", format!("must be from 1 to 1000000, got {}", a.count)));
         }
         if a.redis_timeout_ms == 0 || a.redis_timeout_ms > 3_600_000 {
-            return Err(invalid("--redis-timeout-ms", "MS", format!("must be from 1 to 3600000, got {}", a.redis_timeout_ms)));
+            return Err(invalid(
+                "--redis-timeout-ms",
+                "MS",
+                format!("must be from 1 to 3600000, got {}", a.redis_timeout_ms),
+            ));
         }
         let source = match (&a.redis, &a.scenario) {
             (Some(url), _) => {
@@ -125,7 +129,9 @@ impl Plan {
                 let seed = a.seed.unwrap_or(scenario.seed);
                 Source::Emulator { scenario: Box::new(scenario), seed }
             }
-            (None, None) => return Err(invalid("audit", "--redis", "give --redis URL, or --emulator --scenario FILE".into())),
+            (None, None) => {
+                return Err(invalid("audit", "--redis", "give --redis URL, or --emulator --scenario FILE".into()))
+            }
         };
         Ok(Plan {
             source,
@@ -181,8 +187,9 @@ pub fn real_target(url: &str, tls: Option<&TlsFiles>, timeout: Duration) -> Resu
     let cluster = matches!(r.first(), Some(limitlab_emulator::Reply::Bulk(b)) if String::from_utf8_lossy(b).contains("cluster_enabled:1"));
     let mut nodes: Vec<Box<dyn Node>> = Vec::new();
     if cluster {
-        let masters = limitlab_engine::backend::real::masters_of(&info, timeout)
-            .map_err(|e| Error::Connection(format!("{shown}: CLUSTER SLOTS: {}", limitlab_engine::backend::real::redact_error(&e))))?;
+        let masters = limitlab_engine::backend::real::masters_of(&info, timeout).map_err(|e| {
+            Error::Connection(format!("{shown}: CLUSTER SLOTS: {}", limitlab_engine::backend::real::redact_error(&e)))
+        })?;
         for (h, p) in masters {
             let i = info.clone().set_addr(limitlab_engine::backend::real::same_kind(info.addr(), h, p));
             nodes.push(Box::new(RealNode::open(&i, tls, timeout)?));
@@ -216,11 +223,16 @@ pub fn run(plan: Plan, out: &mut dyn Write) -> Result<()> {
             let arrivals = scenario.arrivals(*seed)?;
             let mut reports = Vec::new();
             for spec in &scenario.scripts {
-                let (_, _, mut backend) =
-                    limitlab_engine::sim::standard::run_on_emulator(scenario, spec, &arrivals, limitlab_engine::sim::Progress::Off)?;
+                let (_, _, mut backend) = limitlab_engine::sim::standard::run_on_emulator(
+                    scenario,
+                    spec,
+                    &arrivals,
+                    limitlab_engine::sim::Progress::Off,
+                )?;
                 let mut progress = bar(plan.format, &spec.name);
                 let mut report = audit::audit_emulator(&mut backend.emu, &plan.options, &mut progress)?;
-                report.target = format!("the emulator after {} with {} (seed {seed})", scenario.origin.display(), spec.name);
+                report.target =
+                    format!("the emulator after {} with {} (seed {seed})", scenario.origin.display(), spec.name);
                 warnings += report.warnings();
                 reports.push(report);
             }

@@ -44,7 +44,8 @@ pub struct Plan {
 
 impl Plan {
     pub fn new(a: Args) -> Result<Plan> {
-        let invalid = |field: &str, reason: String| Error::Invalid { context: "bench".into(), field: field.into(), reason };
+        let invalid =
+            |field: &str, reason: String| Error::Invalid { context: "bench".into(), field: field.into(), reason };
         if a.pipeline.iter().any(|&d| !(2..=10_000).contains(&d)) {
             return Err(invalid("--pipeline", "each depth must be from 2 to 10000 calls per round trip".into()));
         }

@@ -49,7 +49,8 @@ fn invalid(field: &str, reason: String) -> Error {
 
 impl Plan {
     pub fn new(a: Args) -> Result<Plan> {
-        let window_ms = a.window.as_deref().map(init::parse_duration_ms).transpose().map_err(|e| invalid("--window", e))?;
+        let window_ms =
+            a.window.as_deref().map(init::parse_duration_ms).transpose().map_err(|e| invalid("--window", e))?;
         for (field, v) in [("--limit", a.limit), ("--burst", a.burst)] {
             if v == Some(0) {
                 return Err(invalid(field, "must be at least 1".into()));

@@ -75,7 +75,12 @@ pub fn parse_limit(s: &str) -> Result<Params> {
         p => match p.strip_suffix("ms") {
             Some(ms) if !ms.is_empty() && ms.bytes().all(|b| b.is_ascii_digit()) => match ms.parse::<u64>() {
                 Ok(v) if (1..=limitlab_engine::limiter::MAX_ARG).contains(&v) => v,
-                _ => return Err(bad(format!("`{p}`: the period in ms must be from 1 to {}", limitlab_engine::limiter::MAX_ARG))),
+                _ => {
+                    return Err(bad(format!(
+                        "`{p}`: the period in ms must be from 1 to {}",
+                        limitlab_engine::limiter::MAX_ARG
+                    )))
+                }
             },
             _ => return Err(bad(format!("`{}` is not a period: {usage}", period.as_str()))),
         },
@@ -133,7 +138,20 @@ mod tests {
         assert_eq!(parse_limit("100/250ms").unwrap(), Params::new(100, 250));
         assert_eq!(parse_limit(" 7/MIN ").unwrap(), Params::new(7, 60_000));
         assert_eq!(parse_limit("3/ms").unwrap(), Params::new(3, 1));
-        for bad in ["", "1000", "/min", "x/min", "-1/min", "+1/min", "0/min", "1000/day", "1/0ms", "1/ms5", "1/-5ms", "2000000/min"] {
+        for bad in [
+            "",
+            "1000",
+            "/min",
+            "x/min",
+            "-1/min",
+            "+1/min",
+            "0/min",
+            "1000/day",
+            "1/0ms",
+            "1/ms5",
+            "1/-5ms",
+            "2000000/min",
+        ] {
             let e = parse_limit(bad).unwrap_err().to_string();
             assert!(e.starts_with("--limit: field `N/PERIOD`: "), "{bad}: {e}");
         }

@@ -109,7 +109,12 @@ pub struct PolicyArgs {
 impl PolicyArgs {
     /// The limiter of `spec` (a built-in name or a spec file) under this policy.
     pub fn limiter(&self, spec: &str) -> Result<limitlab_engine::limiter::Limiter> {
-        limitlab_engine::limiter::limiter_with(limitlab_engine::spec::resolve(spec)?, self.limit, self.window, self.burst)
+        limitlab_engine::limiter::limiter_with(
+            limitlab_engine::spec::resolve(spec)?,
+            self.limit,
+            self.window,
+            self.burst,
+        )
     }
 }
 

@@ -142,7 +142,9 @@ fn tty(reply: &Reply, prefix: &[u8], out: &mut Out) {
             out.push(b'\n');
         }
         Reply::Int(i) => out.extend_from_slice(format!("(integer) {i}\n").as_bytes()),
-        Reply::Double(d) => out.extend_from_slice(format!("(double) {}\n", limitlab_emulator::reply::format_double(*d)).as_bytes()),
+        Reply::Double(d) => {
+            out.extend_from_slice(format!("(double) {}\n", limitlab_emulator::reply::format_double(*d)).as_bytes())
+        }
         Reply::Bool(b) => out.extend_from_slice(if *b { b"(true)\n" } else { b"(false)\n" }),
         Reply::Bulk(b) => {
             repr(b, out);
@@ -466,8 +468,12 @@ mod tests {
         assert_eq!(raw(&Reply::err("ERR boom")), b"ERR boom\n\n");
         assert_eq!(raw(&Reply::Array(vec![])), b"\n");
         // eval "return {1,{2,3},{},'a'}" 0
-        let nested =
-            Reply::Array(vec![Reply::Int(1), Reply::Array(vec![Reply::Int(2), Reply::Int(3)]), Reply::Array(vec![]), Reply::bulk("a")]);
+        let nested = Reply::Array(vec![
+            Reply::Int(1),
+            Reply::Array(vec![Reply::Int(2), Reply::Int(3)]),
+            Reply::Array(vec![]),
+            Reply::bulk("a"),
+        ]);
         assert_eq!(raw(&nested), b"1\n2\n3\n\na\n");
         // eval "return {{}}" 0 / "return {1,{}}" 0 / "return {{},1}" 0
         assert_eq!(raw(&Reply::Array(vec![Reply::Array(vec![])])), b"\n");
@@ -546,6 +552,9 @@ mod tests {
         let mut emu = Emulator::new();
         let mut out = Vec::new();
         run(&b"set a 1\nget a\nget nokey\nincr a\nfoo bar\n"[..], &mut out, &mut emu).unwrap();
-        assert_eq!(String::from_utf8(out).unwrap(), "OK\n1\n\n2\nERR unknown command 'foo', with args beginning with: 'bar' \n\n");
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "OK\n1\n\n2\nERR unknown command 'foo', with args beginning with: 'bar' \n\n"
+        );
     }
 }

@@ -39,10 +39,14 @@ pub struct Args {
 }
 
 pub fn plan(a: Args) -> Result<Options> {
-    let invalid = |field: &str, reason: String| Error::Invalid { context: "limitlab serve".into(), field: field.into(), reason };
+    let invalid =
+        |field: &str, reason: String| Error::Invalid { context: "limitlab serve".into(), field: field.into(), reason };
     let at = a.at.unwrap_or(DEFAULT_START.0);
     if !(0..=limitlab_engine::limiter::MAX_ARG as i64).contains(&at) {
-        return Err(invalid("--at", format!("must be a unix time in ms from 0 to {}, got {at}", limitlab_engine::limiter::MAX_ARG)));
+        return Err(invalid(
+            "--at",
+            format!("must be a unix time in ms from 0 to {}, got {at}", limitlab_engine::limiter::MAX_ARG),
+        ));
     }
     if let Some(n) = a.cluster {
         if !(1..=64).contains(&n) {

@@ -53,7 +53,9 @@ pub struct Plan {
 pub fn parse_seeds(text: &str) -> Result<(u64, u64)> {
     let bad = |reason: String| Error::Invalid { context: "sweep".into(), field: "--seeds".into(), reason };
     let num = |s: &str| -> Result<u64> {
-        s.trim().parse::<u64>().map_err(|_| bad(format!("`{text}`: `{}` is not a seed (an integer from 0 to 2^64-1)", s.trim())))
+        s.trim()
+            .parse::<u64>()
+            .map_err(|_| bad(format!("`{text}`: `{}` is not a seed (an integer from 0 to 2^64-1)", s.trim())))
     };
     let (first, count) = if let Some((a, b)) = text.split_once("..=") {
         let (a, b) = (num(a)?, num(b)?);

@@ -130,13 +130,19 @@ impl Plan {
     pub fn new(a: Args) -> Result<Plan> {
         let timeout = a.redis.options()?;
         if a.max_mismatches == 0 {
-            return Err(Error::Invalid { context: "verify".into(), field: "--max-mismatches".into(), reason: "must be at least 1".into() });
+            return Err(Error::Invalid {
+                context: "verify".into(),
+                field: "--max-mismatches".into(),
+                reason: "must be at least 1".into(),
+            });
         }
         if a.cluster && a.scripts.is_empty() {
             return Err(Error::Invalid {
                 context: "verify".into(),
                 field: "--cluster".into(),
-                reason: "checks the limiters given with --script on a cluster (the random cases need one standalone server)".into(),
+                reason:
+                    "checks the limiters given with --script on a cluster (the random cases need one standalone server)"
+                        .into(),
             });
         }
         Ok(Plan {
@@ -171,7 +177,14 @@ fn run_scripts(plan: &Plan, out: &mut dyn Write) -> Result<()> {
             // The cluster is ours: a script's keys outside the prefix may be written (and removed).
             r.set_allow_outside_keys(true);
             let ports: Vec<String> = c.ports().iter().map(u16::to_string).collect();
-            (r, format!("a private Redis Cluster of 3 masters on 127.0.0.1 ports {} (Redis {})", ports.join(", "), c.version()))
+            (
+                r,
+                format!(
+                    "a private Redis Cluster of 3 masters on 127.0.0.1 ports {} (Redis {})",
+                    ports.join(", "),
+                    c.version()
+                ),
+            )
         }
         None => {
             let s = server.insert(PrivateRedis::start()?);
@@ -187,8 +200,15 @@ fn run_scripts(plan: &Plan, out: &mut dyn Write) -> Result<()> {
     // not stop the others: each is reported, and the first problem decides the exit status.
     let (mut failures, mut first_error) = (Vec::new(), None);
     for spec in &plan.scripts {
-        let checked = limitlab_engine::limiter::limiter_with(std::sync::Arc::clone(spec), None, None, None)
-            .and_then(|l| crate::verify::against_redis::check_spec(&l, plan.options.seed, &mut real, limitlab_engine::sim::Progress::Auto));
+        let checked =
+            limitlab_engine::limiter::limiter_with(std::sync::Arc::clone(spec), None, None, None).and_then(|l| {
+                crate::verify::against_redis::check_spec(
+                    &l,
+                    plan.options.seed,
+                    &mut real,
+                    limitlab_engine::sim::Progress::Auto,
+                )
+            });
         let mut check = match checked {
             Ok(c) => c,
             Err(e) if plan.scripts.len() == 1 => return Err(e),

@@ -112,7 +112,9 @@ fn entries(dir: &Path) -> Vec<PathBuf> {
 
 /// Reads a file as text; a missing or unreadable file is an [`Error::Io`].
 pub fn read(path: &Path) -> Result<String> {
-    std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source }).map(|b| String::from_utf8_lossy(&b).into_owned())
+    std::fs::read(path)
+        .map_err(|source| Error::Io { path: path.to_path_buf(), source })
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
 }
 
 /// The npm package `name` in `root` (a `node_modules`), from its `package.json`.
@@ -123,11 +125,18 @@ pub fn npm(root: &Root, name: &str) -> Option<Result<Installed>> {
         return None;
     }
     Some(read(&meta).and_then(|text| {
-        let v: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| Error::Parse { file: meta.clone(), line: e.line(), reason: e.to_string() })?;
+        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::Parse {
+            file: meta.clone(),
+            line: e.line(),
+            reason: e.to_string(),
+        })?;
         let found = v["name"].as_str().unwrap_or_default();
         if found != name {
-            return Err(Error::Parse { file: meta.clone(), line: 1, reason: format!("names the package `{found}`, not `{name}`") });
+            return Err(Error::Parse {
+                file: meta.clone(),
+                line: 1,
+                reason: format!("names the package `{found}`, not `{name}`"),
+            });
         }
         let version = v["version"].as_str().unwrap_or("unknown").to_string();
         Ok(Installed { name: name.to_string(), version, dir, meta, root: root.clone() })
@@ -171,8 +180,11 @@ pub fn pypi(root: &Root, name: &str) -> Option<Result<Installed>> {
         }
         let meta = info.join("METADATA");
         return Some(read(&meta).map(|text| {
-            let field =
-                |key: &str| text.lines().take_while(|l| !l.is_empty()).find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_string()));
+            let field = |key: &str| {
+                text.lines()
+                    .take_while(|l| !l.is_empty())
+                    .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_string()))
+            };
             let version = field("Version:").unwrap_or_else(|| "unknown".into());
             let name = field("Name:").unwrap_or_else(|| name.to_string());
             Installed { name, version, dir: root.dir.clone(), meta, root: root.clone() }

@@ -31,7 +31,9 @@ impl std::fmt::Display for Refusal {
         match self {
             Refusal::NoAnchor => write!(f, "not found"),
             Refusal::NotALiteral(s) => write!(f, "not a string literal: `{s}`"),
-            Refusal::Interpolated(s) => write!(f, "the template literal interpolates `{s}`, so its text is only known at run time"),
+            Refusal::Interpolated(s) => {
+                write!(f, "the template literal interpolates `{s}`, so its text is only known at run time")
+            }
             Refusal::Bad(s) => write!(f, "{s}"),
         }
     }
@@ -128,7 +130,9 @@ pub fn js_at(src: &str, at: usize) -> Result<Literal, Refusal> {
                 }
                 out.push('\n');
             }
-            '\n' | '\r' if quote != '`' => return Err(Refusal::Bad(format!("a line break inside a {quote}-quoted string at byte {pos}"))),
+            '\n' | '\r' if quote != '`' => {
+                return Err(Refusal::Bad(format!("a line break inside a {quote}-quoted string at byte {pos}")))
+            }
             c => out.push(c),
         }
     }
@@ -193,7 +197,10 @@ pub fn py_at(src: &str, at: usize) -> Result<Literal, Refusal> {
                                 None => break,
                             }
                         }
-                        out.push(char::from_u32(v).ok_or_else(|| Refusal::Bad(format!("a bad octal escape at byte {pos}")))?);
+                        out.push(
+                            char::from_u32(v)
+                                .ok_or_else(|| Refusal::Bad(format!("a bad octal escape at byte {pos}")))?,
+                        );
                     }
                     'x' => out.push(hex_char(&mut chars, 2, pos)?),
                     'u' => out.push(hex_char(&mut chars, 4, pos)?),
@@ -206,7 +213,9 @@ pub fn py_at(src: &str, at: usize) -> Result<Literal, Refusal> {
                     }
                 }
             }
-            '\n' if open_len == 1 => return Err(Refusal::Bad(format!("a line break inside a one-line string at byte {pos}"))),
+            '\n' if open_len == 1 => {
+                return Err(Refusal::Bad(format!("a line break inside a one-line string at byte {pos}")))
+            }
             c => out.push(c),
         }
     }
@@ -218,7 +227,10 @@ type Chars<'a> = std::iter::Peekable<std::str::CharIndices<'a>>;
 fn hex_u32(chars: &mut Chars<'_>, n: usize, pos: usize) -> Result<u32, Refusal> {
     let mut v = 0u32;
     for _ in 0..n {
-        let d = chars.next().and_then(|(_, d)| d.to_digit(16)).ok_or_else(|| Refusal::Bad(format!("a bad hex escape at byte {pos}")))?;
+        let d = chars
+            .next()
+            .and_then(|(_, d)| d.to_digit(16))
+            .ok_or_else(|| Refusal::Bad(format!("a bad hex escape at byte {pos}")))?;
         v = v * 16 + d;
     }
     Ok(v)
@@ -245,13 +257,15 @@ fn utf16(first: u32, chars: &mut Chars<'_>, pos: usize) -> Result<char, Refusal>
                 if (0xDC00..0xE000).contains(&second) {
                     *chars = look;
                     let v = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00);
-                    return char::from_u32(v).ok_or_else(|| Refusal::Bad(format!("a bad surrogate pair at byte {pos}")));
+                    return char::from_u32(v)
+                        .ok_or_else(|| Refusal::Bad(format!("a bad surrogate pair at byte {pos}")));
                 }
             }
         }
     }
-    char::from_u32(first)
-        .ok_or_else(|| Refusal::Bad(format!("a lone surrogate `\\u{first:04X}` at byte {pos}: not text Redis can be sent")))
+    char::from_u32(first).ok_or_else(|| {
+        Refusal::Bad(format!("a lone surrogate `\\u{first:04X}` at byte {pos}: not text Redis can be sent"))
+    })
 }
 
 /// JavaScript's `\s`: white space and line terminators.
@@ -336,7 +350,10 @@ mod tests {
     fn template_literals_keep_lines_and_drop_line_continuations() {
         // rate-limiter-flexible writes its script with `\` at each line's end: one long line
         assert_eq!(js("s = `a \\\nb \\\r\nc`").unwrap(), "a b c");
-        assert_eq!(js("s = `line 1\n  line 2\r\nline 3 \\`quoted\\` \\${x}`;").unwrap(), "line 1\n  line 2\nline 3 `quoted` ${x}");
+        assert_eq!(
+            js("s = `line 1\n  line 2\r\nline 3 \\`quoted\\` \\${x}`;").unwrap(),
+            "line 1\n  line 2\nline 3 `quoted` ${x}"
+        );
         assert_eq!(js("s = `cost $5 {a}`").unwrap(), "cost $5 {a}");
         match js("s = `return {x, ${missing}}`") {
             Err(Refusal::Interpolated(what)) => assert_eq!(what, "${missing}"),
@@ -346,7 +363,10 @@ mod tests {
 
     #[test]
     fn python_strings_decode_as_python_does() {
-        assert_eq!(py("s = \"\"\"\n    local a = 1\n    return 'x'\n    \"\"\"").unwrap(), "\n    local a = 1\n    return 'x'\n    ");
+        assert_eq!(
+            py("s = \"\"\"\n    local a = 1\n    return 'x'\n    \"\"\"").unwrap(),
+            "\n    local a = 1\n    return 'x'\n    "
+        );
         assert_eq!(py(r#"s = "a\n\tb\x41\101\u0042 \d""#).unwrap(), "a\n\tbAAB \\d");
         assert_eq!(py("s = '''one \\\ntwo'''").unwrap(), "one two");
         assert_eq!(py(r"s = r'\n\d'").unwrap(), r"\n\d");

@@ -174,8 +174,13 @@ pub struct Library {
 }
 
 /// Every library `init` recognises.
-pub const LIBRARIES: [Library; 5] =
-    [rate_limiter_flexible::LIBRARY, rate_limit_redis::LIBRARY, upstash_ratelimit::LIBRARY, limits::LIBRARY, pyrate_limiter::LIBRARY];
+pub const LIBRARIES: [Library; 5] = [
+    rate_limiter_flexible::LIBRARY,
+    rate_limit_redis::LIBRARY,
+    upstash_ratelimit::LIBRARY,
+    limits::LIBRARY,
+    pyrate_limiter::LIBRARY,
+];
 
 /// Reads the script bound to `anchor` (an assignment or a property) in the JavaScript file `rel`
 /// of a package; the message says what went wrong.
@@ -187,7 +192,8 @@ pub fn js_script(
 ) -> std::result::Result<(LuaSource, literal::Literal, String), String> {
     let file = pkg.dir.join(rel);
     let src = source_file(pkg, &file)?;
-    let at = literal::find_anchor(&src, anchor).ok_or_else(|| format!("script not found in {}: no `{anchor}`", pkg.shown(&file)))?;
+    let at = literal::find_anchor(&src, anchor)
+        .ok_or_else(|| format!("script not found in {}: no `{anchor}`", pkg.shown(&file)))?;
     let lit = literal::js_at(&src, at).map_err(|r| format!("script `{anchor}` in {}: {r}", pkg.shown(&file)))?;
     let source = LuaSource { label: label.into(), file, anchor: anchor.into(), lua: lit.text.clone() };
     Ok((source, lit, src))
@@ -197,7 +203,8 @@ pub fn js_script(
 pub fn py_script(pkg: &Installed, rel: &str, anchor: &str, label: &str) -> std::result::Result<LuaSource, String> {
     let file = pkg.dir.join(rel);
     let src = source_file(pkg, &file)?;
-    let at = literal::find_anchor(&src, anchor).ok_or_else(|| format!("script not found in {}: no `{anchor}`", pkg.shown(&file)))?;
+    let at = literal::find_anchor(&src, anchor)
+        .ok_or_else(|| format!("script not found in {}: no `{anchor}`", pkg.shown(&file)))?;
     let lit = literal::py_at(&src, at).map_err(|r| format!("script `{anchor}` in {}: {r}", pkg.shown(&file)))?;
     Ok(LuaSource { label: label.into(), file, anchor: anchor.into(), lua: lit.text })
 }
@@ -224,7 +231,9 @@ fn source_file(pkg: &Installed, file: &Path) -> std::result::Result<String, Stri
 pub fn looks_like_lua(s: &LuaSource, pkg: &Installed) -> std::result::Result<(), String> {
     match s.lua.contains("redis.call") || s.lua.contains("redis.pcall") {
         true => Ok(()),
-        false => Err(format!("`{}` in {} does not look like a Redis script (no redis.call)", s.anchor, pkg.shown(&s.file))),
+        false => {
+            Err(format!("`{}` in {} does not look like a Redis script (no redis.call)", s.anchor, pkg.shown(&s.file)))
+        }
     }
 }
 
@@ -278,7 +287,10 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<()> {
                 let status = if tested {
                     "a tested version".to_string()
                 } else {
-                    format!("untested version (init knows {}): read as the tested ones; check what it wrote", lib.tested.join(", "))
+                    format!(
+                        "untested version (init knows {}): read as the tested ones; check what it wrote",
+                        lib.tested.join(", ")
+                    )
                 };
                 let _ = writeln!(report, "  {} {} ({status}), {}", pkg.name, pkg.version, pkg.shown(&pkg.meta));
                 let mut outcome = (lib.build)(&pkg, &opts.flags);
@@ -309,8 +321,14 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<()> {
                     );
                     for (i, s) in plan.scripts.iter().enumerate() {
                         let lua_path = opts.out.join(plan.lua_name(i));
-                        let _ =
-                            writeln!(report, "      {} <- {} ({}), sha1 {}", shown_out(&lua_path), pkg.shown(&s.file), s.anchor, s.sha1());
+                        let _ = writeln!(
+                            report,
+                            "      {} <- {} ({}), sha1 {}",
+                            shown_out(&lua_path),
+                            pkg.shown(&s.file),
+                            s.anchor,
+                            s.sha1()
+                        );
                         files.push(Out { path: lua_path, text: s.lua.clone() });
                     }
                     for n in &plan.not_expressed {
@@ -322,7 +340,8 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<()> {
                 }
             }
             if here == 0 {
-                let names: Vec<&str> = LIBRARIES.iter().filter(|l| l.registry == root.registry).map(|l| l.name).collect();
+                let names: Vec<&str> =
+                    LIBRARIES.iter().filter(|l| l.registry == root.registry).map(|l| l.name).collect();
                 let _ = writeln!(report, "  no rate limiter init knows ({})", names.join(", "));
             }
         }
@@ -347,7 +366,9 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<()> {
             Ok(()) => continue,
             // The library's own script is refused by Redis 7.0 (SCRIPT LOAD or compilation): the
             // finding is the library's, and `check` says it at load, exit 2.
-            Err(SmokeError::Load(e)) if e.contains("Redis 7.0 refuses it at SCRIPT LOAD") || e.contains("does not compile") => {
+            Err(SmokeError::Load(e))
+                if e.contains("Redis 7.0 refuses it at SCRIPT LOAD") || e.contains("does not compile") =>
+            {
                 let why = e.split_once("(Redis: ").map_or(e.as_str(), |(_, r)| r.trim_end_matches(')'));
                 let why = why.rsplit_once("SCRIPT LOAD: ").map_or(why, |(_, r)| r);
                 format!("      Redis 7.0 refuses the library's script: {why}\n        so `limitlab check` stops when it loads {stem} (exit 2)\n")
@@ -379,9 +400,18 @@ fn shown_out(p: &Path) -> String {
 /// The spec's text: the header (where each script came from), then the fields.
 fn spec_text(plan: &Plan, pkg: &Installed, tested: bool) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "# Written by `limitlab init` from {} {}, installed in {}", pkg.name, pkg.version, pkg.root.base.display());
+    let _ = writeln!(
+        s,
+        "# Written by `limitlab init` from {} {}, installed in {}",
+        pkg.name,
+        pkg.version,
+        pkg.root.base.display()
+    );
     if !tested {
-        let _ = writeln!(s, "# (a version init was not written against: compare the calls below with the package's client)");
+        let _ = writeln!(
+            s,
+            "# (a version init was not written against: compare the calls below with the package's client)"
+        );
     }
     for (i, src) in plan.scripts.iter().enumerate() {
         let _ = writeln!(s, "# script `{}`: {}", src.label, plan.lua_name(i));
@@ -418,7 +448,11 @@ fn write_all(files: &[Out], dir: &Path, force: bool) -> Result<()> {
         return Err(Error::Invalid {
             context: "limitlab init".into(),
             field: "--out".into(),
-            reason: format!("{} already exist with other content (--force overwrites): {}", in_the_way.len(), in_the_way.join(", ")),
+            reason: format!(
+                "{} already exist with other content (--force overwrites): {}",
+                in_the_way.len(),
+                in_the_way.join(", ")
+            ),
         });
     }
     std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;

@@ -19,7 +19,8 @@ use super::{looks_like_lua, py_script, Flags, Library, Outcome, Plan};
 
 pub const LIBRARY: Library = Library { name: "pyrate-limiter", registry: Registry::PyPI, tested: &["4.5.1"], build };
 
-const VARS: &str = "[vars]\n# the bucket's key is the application's choice: one bucket per identity\nprefix = \"pyrate:\"\n";
+const VARS: &str =
+    "[vars]\n# the bucket's key is the application's choice: one bucket per identity\nprefix = \"pyrate:\"\n";
 
 const LOG: &str = r#"
 # RedisBucket.put with SlidingWindowLog: one rate; the item's name made unique per request
@@ -71,7 +72,8 @@ fn build(pkg: &Installed, flags: &Flags) -> Outcome {
             "the Limiter's waiting: with a max_delay a refused acquire sleeps and tries again inside the client".to_string(),
         ]
     };
-    match py_script(pkg, "pyrate_limiter/buckets/redis_bucket.py", "PUT_ITEM", "put_item").and_then(|s| looks_like_lua(&s, pkg).map(|_| s))
+    match py_script(pkg, "pyrate_limiter/buckets/redis_bucket.py", "PUT_ITEM", "put_item")
+        .and_then(|s| looks_like_lua(&s, pkg).map(|_| s))
     {
         Ok(script) => {
             for (algo, family, description, calls) in [
@@ -81,7 +83,12 @@ fn build(pkg: &Installed, flags: &Flags) -> Outcome {
                     "RedisBucket + SlidingWindowLog: ZCOUNT over (now - interval, now], ZADD per unit admitted",
                     LOG,
                 ),
-                ("fixed_window", "fixed_window", "RedisBucket + FixedWindow: the same log, counted from the window's start", FIXED),
+                (
+                    "fixed_window",
+                    "fixed_window",
+                    "RedisBucket + FixedWindow: the same log, counted from the window's start",
+                    FIXED,
+                ),
             ] {
                 out.plans.push(Plan {
                     stem: format!("pyrate_limiter_{algo}"),

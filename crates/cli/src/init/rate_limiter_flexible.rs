@@ -13,7 +13,8 @@ use std::fmt::Write as _;
 use super::env::{Installed, Registry};
 use super::{js_script, looks_like_lua, toml_str, Flags, Library, Outcome, Plan};
 
-pub const LIBRARY: Library = Library { name: "rate-limiter-flexible", registry: Registry::Npm, tested: &["11.4.0"], build };
+pub const LIBRARY: Library =
+    Library { name: "rate-limiter-flexible", registry: Registry::Npm, tested: &["11.4.0"], build };
 
 fn build(pkg: &Installed, flags: &Flags) -> Outcome {
     let mut out = Outcome::default();

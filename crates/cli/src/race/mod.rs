@@ -113,7 +113,11 @@ impl RaceSpec {
     }
 
     fn validate(&self, origin: &Path) -> Result<()> {
-        let invalid = |field: &str, reason: String| Error::Invalid { context: origin.display().to_string(), field: field.into(), reason };
+        let invalid = |field: &str, reason: String| Error::Invalid {
+            context: origin.display().to_string(),
+            field: field.into(),
+            reason,
+        };
         if self.name.trim().is_empty() {
             return Err(invalid("name", "must not be empty".into()));
         }
@@ -452,7 +456,12 @@ fn simulate(spec: &RaceSpec, limiter: &Limiter, cell: &Cell, subjects: &[String]
                 let ran = match emu.execute_as(tx.client, &[b"EXEC"]) {
                     Reply::Array(replies) => match replies.first() {
                         Some(Reply::Int(n)) if *n == tx.count + 1 => true,
-                        other => return Err(Error::Redis(format!("EXEC's INCR replied {other:?} after a GET of {}", tx.count))),
+                        other => {
+                            return Err(Error::Redis(format!(
+                                "EXEC's INCR replied {other:?} after a GET of {}",
+                                tx.count
+                            )))
+                        }
                     },
                     Reply::NilArray | Reply::Nil => false,
                     other => return Err(Error::Redis(format!("EXEC replied {other:?}"))),
@@ -565,7 +574,10 @@ fn int_reply(r: Reply) -> Result<i64> {
 impl RaceReport {
     pub fn table(&self) -> Table {
         let mut t = Table::new(
-            format!("{}: limit {} per {} ms, fixed window, {}", self.name, self.limit, self.window_ms, self.description),
+            format!(
+                "{}: limit {} per {} ms, fixed window, {}",
+                self.name, self.limit, self.window_ms, self.description
+            ),
             &[
                 "servers",
                 "latency (one way)",

@@ -81,7 +81,10 @@ impl GoalResult {
     fn headline(&self, window_ms: u64) -> String {
         match self.goal {
             Goal::Overshoot => match self.worst_window_start_ms {
-                Some(from) => format!("{:.2} ({} admitted in the {} ms from {} ms)", self.overshoot, self.max_in_window, window_ms, from),
+                Some(from) => format!(
+                    "{:.2} ({} admitted in the {} ms from {} ms)",
+                    self.overshoot, self.max_in_window, window_ms, from
+                ),
                 None => format!("{:.2} (nothing admitted)", self.overshoot),
             },
             Goal::FalseRejections if self.false_rejections == 0 => {
@@ -188,7 +191,11 @@ impl AttackReport {
             "Patterns were scored on {} ({} evaluated per goal); the best of each goal \
              was replayed through the script on a fresh emulator{}. Times are ms after a window boundary \
              (unix ms {}); windows start every {} ms.",
-            if self.scored_on_model { "the script's exact reference model" } else { "the script itself on a private emulator" },
+            if self.scored_on_model {
+                "the script's exact reference model"
+            } else {
+                "the script itself on a private emulator"
+            },
             evaluated.join(" and "),
             if agree { ", which agreed" } else { ", which DISAGREED with the scoring (a bug: please report it)" },
             self.origin_ms,

@@ -133,7 +133,9 @@ fn draw<DB: DrawingBackend>(
         let mut b = x_lo.div_euclid(w) * w;
         while b <= x_hi {
             if b >= x_lo {
-                chart.draw_series(LineSeries::new(vec![(b, 0), (b, y_hi)], grey.mix(0.35).stroke_width(1))).map_err(e)?;
+                chart
+                    .draw_series(LineSeries::new(vec![(b, 0), (b, y_hi)], grey.mix(0.35).stroke_width(1)))
+                    .map_err(e)?;
             }
             b += w;
         }

@@ -114,9 +114,15 @@ pub fn junit(r: &CheckReport) -> String {
         BytesStart::new(name).with_attributes(attrs.iter().map(|&(k, v)| (k, xml_chars(v))))
     }
     put(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)));
-    put(Event::Start(start("testsuites", &[("name", "limitlab check"), ("tests", &tests), ("failures", &fails), ("skipped", &skips)])));
+    put(Event::Start(start(
+        "testsuites",
+        &[("name", "limitlab check"), ("tests", &tests), ("failures", &fails), ("skipped", &skips)],
+    )));
     let suite = format!("limitlab check {}", r.spec);
-    put(Event::Start(start("testsuite", &[("name", &suite), ("tests", &tests), ("failures", &fails), ("skipped", &skips)])));
+    put(Event::Start(start(
+        "testsuite",
+        &[("name", &suite), ("tests", &tests), ("failures", &fails), ("skipped", &skips)],
+    )));
     put(Event::Start(BytesStart::new("properties")));
     for (k, v) in [
         ("spec", r.origin.clone()),
@@ -138,7 +144,9 @@ pub fn junit(r: &CheckReport) -> String {
         let (element, text) = match c.status {
             Status::Fail => ("failure", Some(body)),
             Status::Skip | Status::Waived => ("skipped", None),
-            Status::Pass | Status::Info => ("system-out", Some(format!("{}\n{body}", c.summary).trim_end().to_string())),
+            Status::Pass | Status::Info => {
+                ("system-out", Some(format!("{}\n{body}", c.summary).trim_end().to_string()))
+            }
         };
         let attrs: &[(&str, &str)] = if element == "system-out" { &[] } else { &[("message", &c.summary)] };
         match text {
@@ -183,7 +191,12 @@ mod tests {
             bound_source: String::new(),
             traffic: Traffic { patterns: Vec::new(), scaled: false, search: None },
             checks: vec![
-                check("refusals", Status::Fail, "reply \"x\" \u{1}", &["GET 'k' -> \u{0}\u{1b}[0m", "tab\tand\u{fffe}"]),
+                check(
+                    "refusals",
+                    Status::Fail,
+                    "reply \"x\" \u{1}",
+                    &["GET 'k' -> \u{0}\u{1b}[0m", "tab\tand\u{fffe}"],
+                ),
                 check("memory", Status::Info, "12 bytes", &[]),
                 check("cluster", Status::Skip, "no keys", &[]),
             ],
@@ -194,7 +207,12 @@ mod tests {
     fn junit_is_well_formed_xml_with_no_forbidden_characters() {
         let x = junit(&report());
         assert!(!x.contains("&#"), "{x}");
-        assert!(x.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"limitlab check\" tests=\"3\""), "{x}");
+        assert!(
+            x.starts_with(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"limitlab check\" tests=\"3\""
+            ),
+            "{x}"
+        );
         assert!(x.contains("\n    <testcase classname=\"limitlab.check.a&lt;b&gt;\" name=\"refusals\">\n      <failure message=\"reply &quot;x&quot; \\x01\">"), "{x}");
         assert!(x.contains("\n      <skipped message=\"no keys\"/>\n    </testcase>\n"), "{x}");
         assert!(x.ends_with("</testcase>\n  </testsuite>\n</testsuites>\n"), "{x}");

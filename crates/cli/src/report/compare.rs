@@ -7,8 +7,12 @@ use limitlab_engine::sim::standard::{seed_name, Comparison};
 
 /// The seed's scripts first, in the order of the article's boundary table, then ours.
 fn order(name: &str) -> usize {
-    const SEED_ORDER: [Variant; 4] =
-        [Variant::SEED_FIXED_WINDOW, Variant::SEED_SLIDING_LOG, Variant::SEED_SLIDING_WINDOW, Variant::SEED_TOKEN_BUCKET];
+    const SEED_ORDER: [Variant; 4] = [
+        Variant::SEED_FIXED_WINDOW,
+        Variant::SEED_SLIDING_LOG,
+        Variant::SEED_SLIDING_WINDOW,
+        Variant::SEED_TOKEN_BUCKET,
+    ];
     let v: Option<Variant> = name.parse().ok();
     match v {
         Some(v) if v.flavor() == Flavor::Seed => SEED_ORDER.iter().position(|&s| s == v).unwrap_or(0),
@@ -59,7 +63,10 @@ pub fn tables(c: &Comparison) -> Vec<Table> {
 
     for s in &c.accuracy {
         let mut t = Table::new(
-            format!("Accuracy, {}: {} (limit {} per {} ms, seed {})", s.scenario, s.description, s.limit, s.window_ms, s.seed),
+            format!(
+                "Accuracy, {}: {} (limit {} per {} ms, seed {})",
+                s.scenario, s.description, s.limit, s.window_ms, s.seed
+            ),
             &[
                 "Algorithm",
                 "Admitted",
@@ -124,8 +131,10 @@ pub fn tables(c: &Comparison) -> Vec<Table> {
     out.push(t);
 
     if let Some(speed) = &c.speed {
-        let mut t =
-            Table::new("Speed: decisions per second", &["Algorithm", "Decisions", "Decisions/s (emulator)", "Seed article (real Redis)"]);
+        let mut t = Table::new(
+            "Speed: decisions per second",
+            &["Algorithm", "Decisions", "Decisions/s (emulator)", "Seed article (real Redis)"],
+        );
         for r in sorted(speed, |r| &r.algorithm) {
             t.row(vec![
                 label(&r.algorithm),

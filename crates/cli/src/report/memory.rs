@@ -185,7 +185,11 @@ pub fn measure(plan: &MemoryPlan, mut real: Option<&mut RealRedis>) -> Result<Me
             bytes_per_user: 0,
             total_bytes: 0,
             seed_bytes_per_user: if at_seed_setting { algo.and_then(seed_memory) } else { None },
-            seed_total_mb: if at_seed_setting && plan.users == SEED_USERS { algo.and_then(seed_total_mb) } else { None },
+            seed_total_mb: if at_seed_setting && plan.users == SEED_USERS {
+                algo.and_then(seed_total_mb)
+            } else {
+                None
+            },
             real_keys: None,
             real_bytes_per_user: None,
             real_total_bytes: None,
@@ -236,7 +240,11 @@ pub fn measure(plan: &MemoryPlan, mut real: Option<&mut RealRedis>) -> Result<Me
         row.keys.extend(usage_of(&mut backend, &outside)?);
         row.bytes_per_user = row.keys.iter().map(|k| k.bytes).sum();
         row.total_bytes = row.bytes_per_user.saturating_mul(plan.users);
-        row.used_memory = Some(growth(&key_costs(&backend.emu, row.keys.iter().map(|k| k.key.as_bytes())), row.bytes_per_user, plan.users));
+        row.used_memory = Some(growth(
+            &key_costs(&backend.emu, row.keys.iter().map(|k| k.key.as_bytes())),
+            row.bytes_per_user,
+            plan.users,
+        ));
         if let Some(r) = real.as_deref_mut() {
             if !outside.is_empty() && (r.is_cluster() || !r.allow_outside_keys()) {
                 return Err(Error::Invalid {
@@ -340,7 +348,11 @@ impl MemoryReport {
             format!("used_memory growth, {users} users"),
         ];
         if self.redis.is_some() {
-            headers.extend(["Real Redis: per user".into(), format!("Real Redis: {users} users"), "Model vs real".into()]);
+            headers.extend([
+                "Real Redis: per user".into(),
+                format!("Real Redis: {users} users"),
+                "Model vs real".into(),
+            ]);
         }
         let h: Vec<&str> = headers.iter().map(String::as_str).collect();
         let mut t = Table::new(
@@ -440,7 +452,10 @@ mod tests {
     #[test]
     fn fill_times_start_after_a_boundary() {
         let p = Params::new(4, 60_000);
-        assert_eq!(fill_times(p, 1_704_067_200_000, 4), vec![1_704_067_200_001, 1_704_067_212_501, 1_704_067_225_001, 1_704_067_237_501]);
+        assert_eq!(
+            fill_times(p, 1_704_067_200_000, 4),
+            vec![1_704_067_200_001, 1_704_067_212_501, 1_704_067_225_001, 1_704_067_237_501]
+        );
         assert_eq!(fill_times(p, 1_704_067_200_001, 1), vec![1_704_067_260_001]);
         // More calls than ms in the window: several in the same ms.
         let t = fill_times(Params::new(10, 6), 0, 12);
@@ -458,7 +473,8 @@ mod tests {
     #[test]
     fn the_shim_keeps_the_script_working() {
         let mut e = Emulator::new();
-        let body = with_long_ttls("redis.call('SET', KEYS[1], 1, 'PX', 100) redis.call('PEXPIRE', KEYS[2], 5) return 1");
+        let body =
+            with_long_ttls("redis.call('SET', KEYS[1], 1, 'PX', 100) redis.call('PEXPIRE', KEYS[2], 5) return 1");
         assert_eq!(e.eval(body.as_bytes(), &[b"a", b"a"], &[]), Reply::Int(1));
         let Reply::Int(ttl) = e.execute(&[b"PTTL", b"a"]) else { panic!() };
         assert_eq!(ttl, 1_000_000_005);

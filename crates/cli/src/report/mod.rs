@@ -14,7 +14,8 @@ use limitlab_emulator::{Error, Result};
 use serde::Serialize;
 
 /// The note under every `retry_after wrong` column (`run`, `compare`, `sweep`).
-pub const RETRY_NOTE: &str = "retry_after wrong: of the refusals that name a wait, those whose retry_after did not hold: \
+pub const RETRY_NOTE: &str =
+    "retry_after wrong: of the refusals that name a wait, those whose retry_after did not hold: \
                               the same request then refused, or 1 ms earlier admitted (as `limitlab check` judges it); \
                               - when the script reports no wait.";
 
@@ -58,5 +59,7 @@ pub(crate) fn to_json<T: Serialize>(value: &T) -> String {
 
 /// Writes `text` to `out`; a closed pipe or full disk becomes an [`Error::Io`] on `<stdout>`.
 pub fn emit(out: &mut dyn Write, text: &str) -> Result<()> {
-    out.write_all(text.as_bytes()).and_then(|_| out.flush()).map_err(|source| Error::Io { path: "<stdout>".into(), source })
+    out.write_all(text.as_bytes())
+        .and_then(|_| out.flush())
+        .map_err(|source| Error::Io { path: "<stdout>".into(), source })
 }

@@ -68,7 +68,8 @@ impl Plot {
         let series = traces
             .iter()
             .map(|t| {
-                let mut admitted: Vec<(i64, u64)> = t.records.iter().filter(|r| r.decision.allowed).map(|r| (r.now_ms, r.cost)).collect();
+                let mut admitted: Vec<(i64, u64)> =
+                    t.records.iter().filter(|r| r.decision.allowed).map(|r| (r.now_ms, r.cost)).collect();
                 admitted.sort_by_key(|a| a.0);
                 let mut points = Vec::new();
                 let (mut head, mut tail, mut sum) = (0usize, 0usize, 0u64);

@@ -76,7 +76,14 @@ pub struct RunReport {
 
 impl RunReport {
     /// A report with no results yet.
-    pub fn new(s: &Scenario, seed: u64, backend: &str, arrivals: usize, subjects: usize, phases: Vec<String>) -> RunReport {
+    pub fn new(
+        s: &Scenario,
+        seed: u64,
+        backend: &str,
+        arrivals: usize,
+        subjects: usize,
+        phases: Vec<String>,
+    ) -> RunReport {
         RunReport {
             scenario: s.name.clone(),
             description: s.description.clone(),
@@ -100,8 +107,16 @@ impl RunReport {
         let mut headers: Vec<String> = vec!["algorithm".into()];
         headers.extend(named.iter().map(|p| p.to_string()));
         headers.extend(
-            ["admitted", "max in window", "overshoot", "false allows", "false rejections", "retry_after wrong", "headers wrong"]
-                .map(String::from),
+            [
+                "admitted",
+                "max in window",
+                "overshoot",
+                "false allows",
+                "false rejections",
+                "retry_after wrong",
+                "headers wrong",
+            ]
+            .map(String::from),
         );
         let hs: Vec<&str> = headers.iter().map(String::as_str).collect();
         let mut t = Table::new("", &hs);
@@ -141,8 +156,19 @@ impl RunReport {
     /// traffic replays one.
     pub fn coarse_table(&self) -> Option<Table> {
         let c = self.coarse_trace.as_ref()?;
-        let mut t =
-            Table::new("", &["algorithm", "ties", "admitted", "refused", "false allows", "false rejections", "max in window", "overshoot"]);
+        let mut t = Table::new(
+            "",
+            &[
+                "algorithm",
+                "ties",
+                "admitted",
+                "refused",
+                "false allows",
+                "false rejections",
+                "max in window",
+                "overshoot",
+            ],
+        );
         t.align[1] = Align::Left;
         let scripts = c.verdicts.first().map_or(0, |v| v.results.len());
         for i in 0..scripts {

@@ -23,7 +23,13 @@ impl Table {
     /// A table whose first column is left-aligned and the others right-aligned (labels, then numbers).
     pub fn new(title: impl Into<String>, headers: &[&str]) -> Table {
         let align = (0..headers.len()).map(|i| if i == 0 { Align::Left } else { Align::Right }).collect();
-        Table { title: title.into(), headers: headers.iter().map(|h| h.to_string()).collect(), align, rows: Vec::new(), notes: Vec::new() }
+        Table {
+            title: title.into(),
+            headers: headers.iter().map(|h| h.to_string()).collect(),
+            align,
+            rows: Vec::new(),
+            notes: Vec::new(),
+        }
     }
 
     pub fn row(&mut self, cells: Vec<String>) {
@@ -149,8 +155,14 @@ mod tests {
         t.row(vec!["fixed_window".into(), "200".into()]);
         t.row(vec!["x".into(), "5".into()]);
         t.note("a note");
-        assert_eq!(t.to_text(), "T\nalgorithm       n\n-----------------\nfixed_window  200\nx               5\na note\n");
-        assert_eq!(t.to_markdown(), "### T\n\n| algorithm | n |\n|---|---:|\n| fixed_window | 200 |\n| x | 5 |\n\na note\n");
+        assert_eq!(
+            t.to_text(),
+            "T\nalgorithm       n\n-----------------\nfixed_window  200\nx               5\na note\n"
+        );
+        assert_eq!(
+            t.to_markdown(),
+            "### T\n\n| algorithm | n |\n|---|---:|\n| fixed_window | 200 |\n| x | 5 |\n\na note\n"
+        );
     }
 
     #[test]

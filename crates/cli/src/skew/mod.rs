@@ -81,7 +81,11 @@ impl SkewSpec {
     /// Parses and validates skew text; `origin` names it in messages.
     pub fn from_toml(text: &str, origin: &Path) -> Result<SkewSpec> {
         let spec: SkewSpec = limitlab_engine::toml_input::from_toml(text, origin)?;
-        let invalid = |field: &str, reason: String| Error::Invalid { context: origin.display().to_string(), field: field.into(), reason };
+        let invalid = |field: &str, reason: String| Error::Invalid {
+            context: origin.display().to_string(),
+            field: field.into(),
+            reason,
+        };
         if spec.name.trim().is_empty() {
             return Err(invalid("name", "must not be empty".into()));
         }
@@ -106,7 +110,11 @@ impl SkewSpec {
     /// The scripts to run, as specs: `algorithms` holds built-in names or spec files.
     pub fn variants(&self) -> Result<Vec<SharedSpec>> {
         if self.algorithms.is_empty() {
-            return Ok(Variant::ALL.into_iter().filter(|v| v.flavor() == Flavor::Ours).map(limitlab_engine::spec::builtin::spec).collect());
+            return Ok(Variant::ALL
+                .into_iter()
+                .filter(|v| v.flavor() == Flavor::Ours)
+                .map(limitlab_engine::spec::builtin::spec)
+                .collect());
         }
         self.algorithms
             .iter()
@@ -209,7 +217,13 @@ pub fn run(spec: &SkewSpec, seed: u64) -> Result<SkewReport> {
 }
 
 /// One script body over the arrivals, each caller passing its own skewed clock.
-fn simulate(limiter: &Limiter, body: &str, arrivals: &[limitlab_engine::traffic::Arrival], servers: u32, skew: u64) -> Result<SkewFigures> {
+fn simulate(
+    limiter: &Limiter,
+    body: &str,
+    arrivals: &[limitlab_engine::traffic::Arrival],
+    servers: u32,
+    skew: u64,
+) -> Result<SkewFigures> {
     let mut backend = EmulatedBackend::default();
     let clock = backend.emu.clock();
     let runner = if body == limiter.script() { limiter.clone() } else { limiter.with_script_body(body) };
@@ -304,7 +318,8 @@ impl SkewReport {
              TIME: the same script with scripts/variants/time_prelude.lua prepended (it reads Redis's clock). Seed {}.",
             self.servers, self.servers, self.window_ms, self.seed
         ));
-        let errors: u64 = self.rows.iter().map(|r| r.callers_clocks.errors + r.redis_time.as_ref().map_or(0, |s| s.errors)).sum();
+        let errors: u64 =
+            self.rows.iter().map(|r| r.callers_clocks.errors + r.redis_time.as_ref().map_or(0, |s| s.errors)).sum();
         t.note(format!("Error replies: {errors}."));
         t
     }

@@ -213,7 +213,8 @@ impl RedisCheck {
             return "DECIDED DIFFERENTLY".into();
         }
         let n = self.checks.len();
-        let reads = self.checks.iter().filter(|c| c.clock == ClockUsed::Server && c.scenario_divergence.is_none()).count();
+        let reads =
+            self.checks.iter().filter(|c| c.clock == ClockUsed::Server && c.scenario_divergence.is_none()).count();
         let after = self.checks.iter().filter(|c| c.scenario_divergence.is_some()).count();
         if reads == 0 && after == 0 {
             return "every decision identical on the scenario's clock".into();
@@ -257,7 +258,8 @@ impl RedisCheck {
                 (Some(d), _, ClockUsed::Server) => format!("DIFFER from call #{} (server's clock)", d.call),
                 (Some(d), _, _) => format!("DIFFER from call #{}", d.call),
             };
-            let mut row = vec![c.scenario.clone(), c.algorithm.clone(), c.calls.to_string(), verdict, c.keys_removed.to_string()];
+            let mut row =
+                vec![c.scenario.clone(), c.algorithm.clone(), c.calls.to_string(), verdict, c.keys_removed.to_string()];
             if self.show_speed {
                 let rate = if c.redis_secs > 0.0 { c.calls as f64 / c.redis_secs } else { 0.0 };
                 row.push(crate::report::table::thousands(rate.round() as u64));
@@ -304,8 +306,11 @@ impl RedisCheck {
 
     /// `Ok` when identical, else [`Error::Mismatch`] naming the first differing call of each script.
     pub fn into_result(self) -> Result<()> {
-        let bad: Vec<String> =
-            self.checks.iter().filter_map(|c| c.divergence.as_ref().map(|d| format!("{} / {}: {d}", c.scenario, c.algorithm))).collect();
+        let bad: Vec<String> = self
+            .checks
+            .iter()
+            .filter_map(|c| c.divergence.as_ref().map(|d| format!("{} / {}: {d}", c.scenario, c.algorithm)))
+            .collect();
         if bad.is_empty() {
             Ok(())
         } else {
@@ -394,7 +399,12 @@ impl ScriptCheck {
             );
             if !self.outside_left.is_empty() {
                 let left: Vec<String> = self.outside_left.iter().take(5).map(|k| format!("`{k}`")).collect();
-                let _ = write!(n, "; {} existed before and were left as the run left them: {}", self.outside_left.len(), left.join(", "));
+                let _ = write!(
+                    n,
+                    "; {} existed before and were left as the run left them: {}",
+                    self.outside_left.len(),
+                    left.join(", ")
+                );
             }
             v.push(n);
         }
@@ -416,11 +426,23 @@ pub fn absolute_expiries(spec: &Spec) -> Vec<String> {
     if let Program::Declarative(d) = &spec.program {
         for c in &d.calls {
             for a in c.args.iter().filter(|a| ABSOLUTE.iter().any(|x| x.eq_ignore_ascii_case(a.text.trim()))) {
-                out.push(format!("{} at {}:{} (call `{}`)", a.text.trim().to_ascii_uppercase(), spec.origin.display(), a.line, c.name));
+                out.push(format!(
+                    "{} at {}:{} (call `{}`)",
+                    a.text.trim().to_ascii_uppercase(),
+                    spec.origin.display(),
+                    a.line,
+                    c.name
+                ));
             }
             if let Target::Command(n) = &c.target {
                 if ABSOLUTE.iter().any(|x| x.eq_ignore_ascii_case(n)) {
-                    out.push(format!("{} at {}:{} (call `{}`)", n.to_ascii_uppercase(), spec.origin.display(), c.line, c.name));
+                    out.push(format!(
+                        "{} at {}:{} (call `{}`)",
+                        n.to_ascii_uppercase(),
+                        spec.origin.display(),
+                        c.line,
+                        c.name
+                    ));
                 }
             }
         }
@@ -512,10 +534,16 @@ pub fn precheck(
         b.set_time_ms(now);
         limiter.call(&mut b, &mut session, &a.key, now, a.cost)?;
         let calls = session.take_calls();
-        let request =
-            || format!("{}, call #{} of scenario `{scenario}`", limitlab_engine::spec::exec::describe_request(&a.key, now, a.cost), i + 1);
+        let request = || {
+            format!(
+                "{}, call #{} of scenario `{scenario}`",
+                limitlab_engine::spec::exec::describe_request(&a.key, now, a.cost),
+                i + 1
+            )
+        };
         if real.is_cluster() {
-            if let Some(e) = calls.iter().find_map(|c| crossslot_error(spec, c, &prefix, &request(), &real.describe())) {
+            if let Some(e) = calls.iter().find_map(|c| crossslot_error(spec, c, &prefix, &request(), &real.describe()))
+            {
                 return Err(e);
             }
         }
@@ -666,7 +694,8 @@ pub fn check_script_with(
         check.scenario_divergence = check.divergence.take();
     }
     // The requests alone (a lifecycle operation makes no decision), which the decisions follow.
-    let requests: Vec<Arrival> = arrivals.iter().filter(|a| a.op == limitlab_engine::traffic::Op::Request).cloned().collect();
+    let requests: Vec<Arrival> =
+        arrivals.iter().filter(|a| a.op == limitlab_engine::traffic::Op::Request).cloned().collect();
     for attempt in 1..=ATTEMPTS {
         check.attempts = attempt;
         let watch = limitlab_emulator::clock::Stopwatch::start();
@@ -725,7 +754,11 @@ struct ServerRun {
 
 /// Runs the arrivals on the server with TIME read before and after every request. On an error,
 /// how many requests had completed.
-fn on_server_clock(limiter: &Limiter, arrivals: &[Arrival], real: &mut RealRedis) -> std::result::Result<Vec<ServerRun>, (usize, Error)> {
+fn on_server_clock(
+    limiter: &Limiter,
+    arrivals: &[Arrival],
+    real: &mut RealRedis,
+) -> std::result::Result<Vec<ServerRun>, (usize, Error)> {
     let mut session = Session::recording();
     let mut out = Vec::with_capacity(arrivals.len());
     for (i, a) in arrivals.iter().enumerate() {
@@ -823,7 +856,12 @@ impl Backend for Scheduled<'_> {
     fn key_prefix(&self) -> &str {
         self.inner.key_prefix()
     }
-    fn eval(&mut self, script: &limitlab_engine::backend::Script, keys: &[&[u8]], args: &[&[u8]]) -> Result<limitlab_emulator::Reply> {
+    fn eval(
+        &mut self,
+        script: &limitlab_engine::backend::Script,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+    ) -> Result<limitlab_emulator::Reply> {
         self.tick();
         self.inner.eval(script, keys, args)
     }
@@ -855,7 +893,12 @@ impl Backend for Scheduled<'_> {
 /// decides as the server did and leaves the keys it named with the server's expiry times (several
 /// clocks can give the same decision and differ only in the expiry they write). Returns the
 /// decisions and how many requests had candidates.
-fn replay_at(limiter: &Limiter, arrivals: &[Arrival], prefix: &str, runs: &[ServerRun]) -> Result<(Vec<Decision>, usize)> {
+fn replay_at(
+    limiter: &Limiter,
+    arrivals: &[Arrival],
+    prefix: &str,
+    runs: &[ServerRun],
+) -> Result<(Vec<Decision>, usize)> {
     let mut b = EmulatedBackend::with_prefix(Emulator::new(), prefix);
     let mut session = limiter.session();
     let mut out = Vec::with_capacity(arrivals.len());
@@ -885,7 +928,8 @@ fn replay_at(limiter: &Limiter, arrivals: &[Arrival], prefix: &str, runs: &[Serv
             b.emu.restore_db(saved.clone());
             session.seq = seq;
             session.restore_client()?;
-            let d = limiter.call(&mut Scheduled { inner: &mut b, times, next: 0 }, &mut session, &a.key, now, a.cost)?;
+            let d =
+                limiter.call(&mut Scheduled { inner: &mut b, times, next: 0 }, &mut session, &a.key, now, a.cost)?;
             if d != run.decision {
                 continue;
             }
@@ -909,7 +953,12 @@ fn replay_at(limiter: &Limiter, arrivals: &[Arrival], prefix: &str, runs: &[Serv
 }
 
 /// The first request where two runs of `arrivals` decided differently.
-fn first_difference(limiter: &Limiter, arrivals: &[Arrival], emulator: &[Decision], redis: &[Decision]) -> Option<Divergence> {
+fn first_difference(
+    limiter: &Limiter,
+    arrivals: &[Arrival],
+    emulator: &[Decision],
+    redis: &[Decision],
+) -> Option<Divergence> {
     (0..arrivals.len().min(emulator.len()).min(redis.len())).find(|&i| emulator[i] != redis[i]).map(|i| {
         let a = &arrivals[i];
         Divergence {
@@ -924,12 +973,31 @@ fn first_difference(limiter: &Limiter, arrivals: &[Arrival], emulator: &[Decisio
 }
 
 /// Error codes by which a server refuses a call for its own state, not the run's input.
-const SERVER_REFUSALS: [&str; 10] =
-    ["OOM ", "READONLY ", "NOPERM ", "NOAUTH ", "WRONGPASS ", "BUSY ", "LOADING ", "MASTERDOWN ", "CLUSTERDOWN ", "TRYAGAIN "];
+const SERVER_REFUSALS: [&str; 10] = [
+    "OOM ",
+    "READONLY ",
+    "NOPERM ",
+    "NOAUTH ",
+    "WRONGPASS ",
+    "BUSY ",
+    "LOADING ",
+    "MASTERDOWN ",
+    "CLUSTERDOWN ",
+    "TRYAGAIN ",
+];
 
 /// The error of a run that stopped after `done` requests: where, why, and what became of its keys.
-fn stopped(scenario: &str, variant: &str, real: &RealRedis, done: usize, arrivals: &[Arrival], e: Error, cleanup: Result<u64>) -> Error {
-    let mut where_ = format!("scenario `{scenario}`, script `{variant}`: stopped after {done} of {} calls", arrivals.len());
+fn stopped(
+    scenario: &str,
+    variant: &str,
+    real: &RealRedis,
+    done: usize,
+    arrivals: &[Arrival],
+    e: Error,
+    cleanup: Result<u64>,
+) -> Error {
+    let mut where_ =
+        format!("scenario `{scenario}`, script `{variant}`: stopped after {done} of {} calls", arrivals.len());
     if let Some(a) = arrivals.get(done) {
         let _ = write!(where_, " (call #{} was subject `{}` at now_ms {})", done + 1, a.key, a.at.as_millis().0);
         if real.failure().is_some() {
@@ -941,7 +1009,10 @@ fn stopped(scenario: &str, variant: &str, real: &RealRedis, done: usize, arrival
         other => other.to_string(),
     };
     if text(&e).contains("NOAUTH ") {
-        let _ = write!(where_, " (the server needs a password, not the script: give it in the URL, redis://:PASSWORD@HOST:PORT)");
+        let _ = write!(
+            where_,
+            " (the server needs a password, not the script: give it in the URL, redis://:PASSWORD@HOST:PORT)"
+        );
     }
     if text(&e).contains("READONLY You can't write against a read only replica") {
         let _ = write!(where_, " (the server is a read-only replica now: point --redis at its master)");
@@ -950,7 +1021,9 @@ fn stopped(scenario: &str, variant: &str, real: &RealRedis, done: usize, arrival
         Ok(n) => format!("{n} keys of the run were removed"),
         // The refused call was the only reply of the run (not lost in transit): nothing ran, so
         // nothing was written, whatever the cleanup could do.
-        Err(_) if done == 0 && real.failure().is_none() && real.replies() <= 1 => "No key of the run was written".to_string(),
+        Err(_) if done == 0 && real.failure().is_none() && real.replies() <= 1 => {
+            "No key of the run was written".to_string()
+        }
         Err(c) => format!("Its keys under `{}` could not be removed ({})", real.key_prefix(), text(c)),
     };
     let msg = format!("{where_}: {}. {keys}", text(&e).trim_end_matches('.'));
@@ -1072,7 +1145,10 @@ mod tests {
         let mut b = EmulatedBackend::with_prefix(Emulator::new(), "t:");
         let times = [1_000, 1_001];
         let mut s = Scheduled { inner: &mut b, times: &times, next: 0 };
-        assert_eq!(s.command(&[b"SET", b"t:k", b"1", b"PX", b"1000"]).unwrap(), limitlab_emulator::Reply::Status("OK".into()));
+        assert_eq!(
+            s.command(&[b"SET", b"t:k", b"1", b"PX", b"1000"]).unwrap(),
+            limitlab_emulator::Reply::Status("OK".into())
+        );
         // Read one millisecond later, as a server that crossed into the next one answers.
         assert_eq!(s.command(&[b"PTTL", b"t:k"]).unwrap(), limitlab_emulator::Reply::Int(999));
         // Past the schedule's end, the last millisecond holds.

@@ -307,7 +307,9 @@ fn run_case(
 /// EXEC's array normalised element by element, each as the reply of the command queued there.
 fn normalise_exec(queued: &[String], r: Reply) -> Reply {
     match r {
-        Reply::Array(v) if v.len() == queued.len() => Reply::Array(v.into_iter().zip(queued).map(|(x, name)| normalise(name, x)).collect()),
+        Reply::Array(v) if v.len() == queued.len() => {
+            Reply::Array(v.into_iter().zip(queued).map(|(x, name)| normalise(name, x)).collect())
+        }
         other => normalise("exec", other),
     }
 }
@@ -351,12 +353,16 @@ fn script_name(c: &Command) -> Option<String> {
         }
         _ => return None,
     };
-    limitlab_engine::limiter::Variant::ALL.iter().find(|v| v.script().as_bytes() == body.as_slice()).map(|v| format!("script:{}", v.name()))
+    limitlab_engine::limiter::Variant::ALL
+        .iter()
+        .find(|v| v.script().as_bytes() == body.as_slice())
+        .map(|v| format!("script:{}", v.name()))
 }
 
 /// What makes two mismatches look alike: the command, and both replies without their digits.
 fn signature(c: &Command, e: &Reply, r: &Reply) -> String {
-    let strip = |s: String| -> String { s.chars().filter(|c| !c.is_ascii_digit() && !c.is_whitespace()).take(60).collect() };
+    let strip =
+        |s: String| -> String { s.chars().filter(|c| !c.is_ascii_digit() && !c.is_whitespace()).take(60).collect() };
     format!("{}|{}|{}", c.name(), strip(text::show(e)), strip(text::show(r)))
 }
 
@@ -445,7 +451,15 @@ pub fn verify_on(real: &mut dyn Backend, opts: &Options, mut progress: impl FnMu
                     None => (false, Reply::Nil, Reply::Nil),
                 },
             };
-            report.mismatches.push(Mismatch { case: i, original_len, commands: cmds, emulator, redis, reproduced, shrink_runs: runs });
+            report.mismatches.push(Mismatch {
+                case: i,
+                original_len,
+                commands: cmds,
+                emulator,
+                redis,
+                reproduced,
+                shrink_runs: runs,
+            });
             if report.mismatches.len() >= opts.max_mismatches {
                 break;
             }
@@ -498,7 +512,10 @@ mod tests {
 
     #[test]
     fn commands_render_without_the_prefix() {
-        let c = Command { args: vec![Arg::Lit(b"SET".to_vec()), Arg::Key("k1".into()), Arg::Lit(b"a b".to_vec())], fx: vec![] };
+        let c = Command {
+            args: vec![Arg::Lit(b"SET".to_vec()), Arg::Key("k1".into()), Arg::Lit(b"a b".to_vec())],
+            fx: vec![],
+        };
         assert_eq!(c.materialise("ll:x:1:")[1], b"ll:x:1:k1");
         assert_eq!(c.line(), "SET k1 \"a b\"");
     }
@@ -506,7 +523,10 @@ mod tests {
     #[test]
     fn shipped_script_calls_are_named() {
         let body = limitlab_engine::limiter::Variant::GCRA.script();
-        let c = Command { args: vec![Arg::Lit(b"EVAL".to_vec()), Arg::Lit(body.as_bytes().to_vec()), Arg::Lit(b"0".to_vec())], fx: vec![] };
+        let c = Command {
+            args: vec![Arg::Lit(b"EVAL".to_vec()), Arg::Lit(body.as_bytes().to_vec()), Arg::Lit(b"0".to_vec())],
+            fx: vec![],
+        };
         assert_eq!(script_name(&c).as_deref(), Some("script:gcra"));
     }
 }

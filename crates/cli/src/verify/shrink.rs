@@ -80,7 +80,10 @@ mod tests {
     #[test]
     fn never_produces_a_timing_dependent_case() {
         // Removing the PERSIST-like first command would leave a PTTL on a key with a TTL.
-        let cmds = vec![cmd("expire", vec![Fx::Ttl("k".into(), TtlKind::Ms)]), cmd("pttl", vec![Fx::ReadTtl("k".into(), TtlRead::Ms)])];
+        let cmds = vec![
+            cmd("expire", vec![Fx::Ttl("k".into(), TtlKind::Ms)]),
+            cmd("pttl", vec![Fx::ReadTtl("k".into(), TtlRead::Ms)]),
+        ];
         // The model already rejects the full case, and no removal makes it acceptable except
         // dropping the EXPIRE, which the test says no longer mismatches.
         let (out, _) = shrink(cmds.clone(), false, 10, |c| Ok((c.len() == 2).then_some(1))).unwrap();

@@ -76,7 +76,8 @@ impl Backend for Recorder {
     }
     fn eval(&mut self, script: &Script, keys: &[&[u8]], args: &[&[u8]]) -> Result<Reply> {
         let r = self.inner.eval(script, keys, args)?;
-        let mut argv: Vec<Vec<u8>> = vec![b"EVALSHA".to_vec(), script.sha.as_bytes().to_vec(), keys.len().to_string().into_bytes()];
+        let mut argv: Vec<Vec<u8>> =
+            vec![b"EVALSHA".to_vec(), script.sha.as_bytes().to_vec(), keys.len().to_string().into_bytes()];
         argv.extend(keys.iter().map(|k| k.to_vec()));
         argv.extend(args.iter().map(|a| a.to_vec()));
         self.sent.push((argv, r.clone()));
@@ -101,7 +102,9 @@ fn redis_err(what: &str, e: redis::RedisError) -> Error {
 
 fn connect(url: &str) -> Result<redis::Connection> {
     let client = redis::Client::open(url).map_err(|e| redis_err("used_memory check: the URL", e))?;
-    let c = client.get_connection_with_timeout(Duration::from_secs(10)).map_err(|e| redis_err("used_memory check: connecting", e))?;
+    let c = client
+        .get_connection_with_timeout(Duration::from_secs(10))
+        .map_err(|e| redis_err("used_memory check: connecting", e))?;
     c.set_read_timeout(Some(Duration::from_secs(120))).map_err(|e| redis_err("used_memory check", e))?;
     Ok(c)
 }
@@ -111,11 +114,14 @@ fn connect(url: &str) -> Result<redis::Connection> {
 /// get to them), repeated until two such readings 300 ms apart agree (at most 50 readings).
 pub fn settled_used_memory(url: &str) -> Result<i64> {
     let field = |info: &str, name: &str| -> Option<i64> {
-        info.lines().find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(':'))).and_then(|v| v.trim().parse().ok())
+        info.lines()
+            .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(':')))
+            .and_then(|v| v.trim().parse().ok())
     };
     let read = || -> Result<Option<i64>> {
         let mut c = connect(url)?;
-        let info: String = redis::cmd("INFO").arg("clients").arg("memory").query(&mut c).map_err(|e| redis_err("INFO", e))?;
+        let info: String =
+            redis::cmd("INFO").arg("clients").arg("memory").query(&mut c).map_err(|e| redis_err("INFO", e))?;
         let used = field(&info, "used_memory").ok_or_else(|| Error::Redis("INFO memory has no used_memory".into()))?;
         Ok((field(&info, "connected_clients") == Some(1)).then_some(used))
     };
@@ -141,7 +147,13 @@ pub fn subject_name(i: u64, n: u64) -> String {
 /// (`calls` calls each, as [`fill_times`] spaces them), then empties it again (FLUSHALL: the server
 /// must be one the caller owns, and is refused unless it holds no key). `progress` is told the
 /// subjects done.
-pub fn check(url: &str, limiter: &Limiter, subjects: u64, calls: u64, mut progress: impl FnMut(u64)) -> Result<UsedMemoryCheck> {
+pub fn check(
+    url: &str,
+    limiter: &Limiter,
+    subjects: u64,
+    calls: u64,
+    mut progress: impl FnMut(u64),
+) -> Result<UsedMemoryCheck> {
     let mut c = connect(url)?;
     let dbsize: i64 = redis::cmd("DBSIZE").query(&mut c).map_err(|e| redis_err("DBSIZE", e))?;
     if dbsize != 0 {
@@ -161,7 +173,8 @@ pub fn check(url: &str, limiter: &Limiter, subjects: u64, calls: u64, mut progre
     }
     let shimmed = limiter.with_script_body(with_long_ttls(limiter.script()));
     let script = Script::new(shimmed.script());
-    let _: String = redis::cmd("SCRIPT").arg("LOAD").arg(&script.body).query(&mut c).map_err(|e| redis_err("SCRIPT LOAD", e))?;
+    let _: String =
+        redis::cmd("SCRIPT").arg("LOAD").arg(&script.body).query(&mut c).map_err(|e| redis_err("SCRIPT LOAD", e))?;
     // A first, smaller load, flushed: what the server allocates once (the script's first runs,
     // buffers grown for the first time) is then there before the baseline and after the load.
     load(&mut c, &shimmed, subjects.min(1000), calls, &mut |_| {})?;
@@ -178,7 +191,10 @@ pub fn check(url: &str, limiter: &Limiter, subjects: u64, calls: u64, mut progre
     let mut c = connect(url)?;
     let _: () = redis::cmd("FLUSHALL").query(&mut c).map_err(|e| redis_err("FLUSHALL", e))?;
     if dbsize != loaded.keys {
-        return Err(Error::Redis(format!("the server holds {dbsize} keys after the load, the emulator made {}", loaded.keys)));
+        return Err(Error::Redis(format!(
+            "the server holds {dbsize} keys after the load, the emulator made {}",
+            loaded.keys
+        )));
     }
     Ok(UsedMemoryCheck {
         script: limiter.name().to_string(),
@@ -204,7 +220,13 @@ struct Loaded {
 }
 
 /// Runs `subjects` subjects' calls on an emulator and, pipelined, on the server.
-fn load(c: &mut redis::Connection, shimmed: &Limiter, subjects: u64, calls: u64, progress: &mut dyn FnMut(u64)) -> Result<Loaded> {
+fn load(
+    c: &mut redis::Connection,
+    shimmed: &Limiter,
+    subjects: u64,
+    calls: u64,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Loaded> {
     let params = shimmed.params();
     let times = fill_times(params, DEFAULT_START.0, calls);
     let emu = Emulator::with_clock(VirtualClock::starting_at(Millis(times[0])));
@@ -261,7 +283,8 @@ fn load(c: &mut redis::Connection, shimmed: &Limiter, subjects: u64, calls: u64,
 
 /// Sends one pipeline and compares every reply with the emulator's.
 fn send(c: &mut redis::Connection, pipe: &redis::Pipeline, expected: &[Reply]) -> Result<()> {
-    let replies = c.req_packed_commands(&pipe.get_packed_pipeline(), 0, expected.len()).map_err(|e| redis_err("the load", e))?;
+    let replies =
+        c.req_packed_commands(&pipe.get_packed_pipeline(), 0, expected.len()).map_err(|e| redis_err("the load", e))?;
     for (got, want) in replies.into_iter().zip(expected) {
         let got = match got {
             Value::ServerError(e) => Reply::Error(match e.details() {

@@ -22,7 +22,8 @@ pub static COMMANDS: &[CommandSpec] = &[
 const PROTO_MAX_BULK_LEN: i64 = 512 * 1024 * 1024;
 const BAD_OFFSET: &str = "ERR bit offset is not an integer or out of range";
 const BAD_BIT: &str = "ERR bit is not an integer or out of range";
-const BAD_TYPE: &str = "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.";
+const BAD_TYPE: &str =
+    "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.";
 
 /// The text of a C string argument: up to its first NUL.
 fn c_str(b: &[u8]) -> &[u8] {
@@ -71,7 +72,9 @@ fn string_for_write<'a>(core: &'a mut Core, key: &[u8], bytes: usize) -> Result<
     let now = core.now_ms();
     if core.db.get(key, now).is_none() {
         core.db.set(key, Value::Str(RStr::Exact(vec![0u8; bytes])), None);
-        let Some(Value::Str(RStr::Exact(v))) = core.db.get_mut(key, now).map(|e| &mut e.value) else { unreachable!("just stored") };
+        let Some(Value::Str(RStr::Exact(v))) = core.db.get_mut(key, now).map(|e| &mut e.value) else {
+            unreachable!("just stored")
+        };
         return Ok((v, true));
     }
     let e = core.db.get_mut(key, now).expect("checked above");

@@ -15,8 +15,13 @@ use crate::command_spec::{eq_ic, CommandSpec, KeySpec, SYNTAX};
 use crate::core::Core;
 use crate::reply::Reply;
 
-pub static COMMANDS: &[CommandSpec] =
-    &[CommandSpec { name: "client", arity: -2, flags: CONNECTION, keys: KeySpec::NONE, handler: client_without_connection }];
+pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
+    name: "client",
+    arity: -2,
+    flags: CONNECTION,
+    keys: KeySpec::NONE,
+    handler: client_without_connection,
+}];
 
 static HELP: &[&str] = &[
     "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",

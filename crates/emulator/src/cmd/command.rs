@@ -15,7 +15,8 @@ use crate::keyspace::glob_match;
 use crate::reply::Reply;
 use rustc_hash::FxHashMap;
 
-pub static COMMANDS: &[CommandSpec] = &[CommandSpec { name: "command", arity: -1, flags: 0, keys: KeySpec::NONE, handler: command }];
+pub static COMMANDS: &[CommandSpec] =
+    &[CommandSpec { name: "command", arity: -1, flags: 0, keys: KeySpec::NONE, handler: command }];
 
 static INFO_RESP: &[u8] = include_bytes!("redis_commands.resp");
 static DOCS_RESP: &[u8] = include_bytes!("redis_docs.resp");
@@ -45,7 +46,9 @@ impl RedisCommand {
     }
     /// The subcommand `sub` of this container command.
     pub fn subcommand(&self, sub: &[u8]) -> Option<&RedisCommand> {
-        self.subcommands.iter().find(|s| s.name.split_once('|').is_some_and(|(_, n)| sub.eq_ignore_ascii_case(n.as_bytes())))
+        self.subcommands
+            .iter()
+            .find(|s| s.name.split_once('|').is_some_and(|(_, n)| sub.eq_ignore_ascii_case(n.as_bytes())))
     }
 }
 
@@ -331,8 +334,14 @@ pub(crate) fn subcommand_refusal(spec: &CommandSpec, args: &[&[u8]]) -> Option<R
     let Some(sub) = subs.iter().find(|s| given.eq_ignore_ascii_case(s.name.as_bytes())) else {
         // `%.128s` of a C string, then CR/LF turned into spaces.
         let end = given.iter().take(128).position(|&c| c == 0).unwrap_or(given.len().min(128));
-        let name: String = String::from_utf8_lossy(&given[..end]).chars().map(|c| if c == '\r' || c == '\n' { ' ' } else { c }).collect();
-        return Some(Reply::Error(format!("ERR unknown subcommand '{name}'. Try {} HELP.", spec.name.to_ascii_uppercase())));
+        let name: String = String::from_utf8_lossy(&given[..end])
+            .chars()
+            .map(|c| if c == '\r' || c == '\n' { ' ' } else { c })
+            .collect();
+        return Some(Reply::Error(format!(
+            "ERR unknown subcommand '{name}'. Try {} HELP.",
+            spec.name.to_ascii_uppercase()
+        )));
     };
     if !crate::command_spec::arity_ok(sub.arity, args.len()) {
         return Some(crate::command_spec::arity_error(&format!("{}|{}", spec.name, sub.name)));

@@ -14,7 +14,8 @@ use crate::core::Core;
 use crate::keyspace::glob_match;
 use crate::reply::Reply;
 
-pub static COMMANDS: &[CommandSpec] = &[CommandSpec { name: "config", arity: -2, flags: 0, keys: KeySpec::NONE, handler: config }];
+pub static COMMANDS: &[CommandSpec] =
+    &[CommandSpec { name: "config", arity: -2, flags: 0, keys: KeySpec::NONE, handler: config }];
 
 static CONFIG_RESP: &[u8] = include_bytes!("redis_config.resp");
 
@@ -22,7 +23,8 @@ static CONFIG_RESP: &[u8] = include_bytes!("redis_config.resp");
 fn defaults() -> &'static [(String, Vec<u8>)] {
     static TABLE: OnceLock<Vec<(String, Vec<u8>)>> = OnceLock::new();
     TABLE.get_or_init(|| {
-        let (Reply::Map(kv), _) = super::command::parse_resp3(CONFIG_RESP).expect("the recorded CONFIG GET parses") else {
+        let (Reply::Map(kv), _) = super::command::parse_resp3(CONFIG_RESP).expect("the recorded CONFIG GET parses")
+        else {
             panic!("the recorded CONFIG GET is a map")
         };
         kv.into_iter()

@@ -215,7 +215,9 @@ fn is_inf_literal(b: &[u8]) -> bool {
 fn hgetall(core: &mut Core, a: &[&[u8]]) -> Reply {
     match tri!(hash_of(core, a[1])) {
         None => Reply::Map(Vec::new()),
-        Some(h) => Reply::Map(h.fields.iter().map(|(f, v)| (Reply::Bulk(f.to_vec()), Reply::Bulk(v.to_vec()))).collect()),
+        Some(h) => {
+            Reply::Map(h.fields.iter().map(|(f, v)| (Reply::Bulk(f.to_vec()), Reply::Bulk(v.to_vec()))).collect())
+        }
     }
 }
 

@@ -13,7 +13,13 @@ use crate::reply::Reply;
 
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "info", arity: -1, flags: 0, keys: KeySpec::NONE, handler: info },
-    CommandSpec { name: "publish", arity: 3, flags: crate::command_spec::flags::MAY_REPLICATE, keys: KeySpec::NONE, handler: publish },
+    CommandSpec {
+        name: "publish",
+        arity: 3,
+        flags: crate::command_spec::flags::MAY_REPLICATE,
+        keys: KeySpec::NONE,
+        handler: publish,
+    },
 ];
 
 /// PUBLISH channel message: the emulator has no subscribers, so no one receives it.
@@ -259,9 +265,12 @@ fn section(core: &mut Core, name: &str, out: &mut String) {
             ] {
                 kv(out, k, 0);
             }
-            for k in
-                ["instantaneous_input_kbps", "instantaneous_output_kbps", "instantaneous_input_repl_kbps", "instantaneous_output_repl_kbps"]
-            {
+            for k in [
+                "instantaneous_input_kbps",
+                "instantaneous_output_kbps",
+                "instantaneous_input_repl_kbps",
+                "instantaneous_output_repl_kbps",
+            ] {
                 kv(out, k, "0.00");
             }
             for k in ["rejected_connections", "sync_full", "sync_partial_ok", "sync_partial_err", "expired_keys"] {

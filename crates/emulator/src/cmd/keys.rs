@@ -44,7 +44,10 @@ fn exists(core: &mut Core, a: &[&[u8]]) -> Reply {
     let now = core.now_ms();
     let touch = eq_ic(a[0], "touch");
     Reply::Int(
-        a[1..].iter().filter(|k| if touch { core.db.get(k, now).is_some() } else { core.db.get_notouch(k, now).is_some() }).count() as i64
+        a[1..]
+            .iter()
+            .filter(|k| if touch { core.db.get(k, now).is_some() } else { core.db.get_notouch(k, now).is_some() })
+            .count() as i64,
     )
 }
 
@@ -360,7 +363,9 @@ fn scan(core: &mut Core, a: &[&[u8]]) -> Reply {
         }
         i += 2;
     }
-    let done = |keys: Vec<Reply>, next: u64| Reply::Array(vec![Reply::Bulk(next.to_string().into_bytes()), Reply::Array(keys)]);
+    let done = |keys: Vec<Reply>, next: u64| {
+        Reply::Array(vec![Reply::Bulk(next.to_string().into_bytes()), Reply::Array(keys)])
+    };
     if cursor > (1u64 << 63) {
         return done(Vec::new(), 0);
     }
@@ -455,7 +460,10 @@ fn object(core: &mut Core, a: &[&[u8]]) -> Reply {
         return Reply::Array(OBJECT_HELP.iter().map(|l| Reply::Status((*l).into())).collect());
     }
     let Some(name) = ["encoding", "refcount", "idletime", "freq"].into_iter().find(|n| eq_ic(sub, n)) else {
-        return Reply::Error(format!("ERR unknown subcommand '{}'. Try OBJECT HELP.", c_str(&sub[..sub.len().min(128)])));
+        return Reply::Error(format!(
+            "ERR unknown subcommand '{}'. Try OBJECT HELP.",
+            c_str(&sub[..sub.len().min(128)])
+        ));
     };
     if a.len() != 3 {
         return super::arity_error(&format!("object|{name}"));
@@ -472,7 +480,8 @@ fn object(core: &mut Core, a: &[&[u8]]) -> Reply {
         // Redis's LRU clock counts whole seconds. A shared integer is one object for the whole
         // server, made at start-up, whose last use lookups do not update.
         "idletime" => {
-            let shared = matches!(e.value, Value::Str(RStr::Int(i)) if (0..10_000).contains(&i) && e.unshared_int != Some(i));
+            let shared =
+                matches!(e.value, Value::Str(RStr::Int(i)) if (0..10_000).contains(&i) && e.unshared_int != Some(i));
             let since = if shared { core.started_ms } else { e.lru_ms };
             Reply::Int((now.div_euclid(1000) - since.div_euclid(1000)).max(0))
         }
@@ -532,11 +541,20 @@ mod tests {
         assert_eq!(run(&mut c, "EXPIRETIME c"), Reply::Int(4000000001));
         assert_eq!(run(&mut c, "PEXPIRETIME c"), Reply::Int(4000000000500));
         assert_eq!(run(&mut c, "EXPIRE c 100 FOO"), err("ERR Unsupported option FOO"));
-        assert_eq!(run(&mut c, "EXPIRE c abc NX XX"), err("ERR NX and XX, GT or LT options at the same time are not compatible"));
+        assert_eq!(
+            run(&mut c, "EXPIRE c abc NX XX"),
+            err("ERR NX and XX, GT or LT options at the same time are not compatible")
+        );
         assert_eq!(run(&mut c, "EXPIRE c 100 GT LT"), err("ERR GT and LT options at the same time are not compatible"));
         assert_eq!(run(&mut c, "EXPIRE c 9223372036854776"), err("ERR invalid expire time in 'expire' command"));
-        assert_eq!(run(&mut c, "PEXPIRE nokey 9223372036854775807"), err("ERR invalid expire time in 'pexpire' command"));
-        assert_eq!(run(&mut c, "EXPIREAT nokey 9223372036854775807"), err("ERR invalid expire time in 'expireat' command"));
+        assert_eq!(
+            run(&mut c, "PEXPIRE nokey 9223372036854775807"),
+            err("ERR invalid expire time in 'pexpire' command")
+        );
+        assert_eq!(
+            run(&mut c, "EXPIREAT nokey 9223372036854775807"),
+            err("ERR invalid expire time in 'expireat' command")
+        );
         assert_eq!(run(&mut c, "PEXPIREAT nokey -9223372036854775808"), Reply::Int(0));
         assert_eq!(run(&mut c, "EXPIRE c -1"), Reply::Int(1));
         assert_eq!(run(&mut c, "EXISTS c"), Reply::Int(0));
@@ -561,14 +579,19 @@ mod tests {
         assert_eq!(run(&mut c, "COPY s s9 FOO"), err(SYNTAX));
         assert_eq!(run(&mut c, "COPY s s9 DB 16"), err("ERR DB index is out of range"));
         assert_eq!(run(&mut c, "COPY s s9 DB x"), err(NOT_INTEGER));
-        assert_eq!(run(&mut c, "COPY s s9 DB 4294967296"), err("ERR value is out of range, value must between -2147483648 and 2147483647"));
+        assert_eq!(
+            run(&mut c, "COPY s s9 DB 4294967296"),
+            err("ERR value is out of range, value must between -2147483648 and 2147483647")
+        );
     }
 
     #[test]
     fn scan_cursors_and_options() {
         let mut c = Core::new(VirtualClock::default());
         run(&mut c, "SET c 3");
-        let one = |cur: &str, keys: &[&str]| Reply::Array(vec![bulk(cur), Reply::Array(keys.iter().map(|k| bulk(k)).collect())]);
+        let one = |cur: &str, keys: &[&str]| {
+            Reply::Array(vec![bulk(cur), Reply::Array(keys.iter().map(|k| bulk(k)).collect())])
+        };
         assert_eq!(run(&mut c, "SCAN 0 MATCH c"), one("0", &["c"]));
         assert_eq!(run(&mut c, "SCAN 0 TYPE STRING COUNT 1000"), one("0", &["c"]));
         assert_eq!(run(&mut c, "SCAN 0 TYPE foo"), one("0", &[]));
@@ -659,7 +682,10 @@ mod tests {
         assert_eq!(run(&mut c, "OBJECT ENCODING k"), bulk("raw"));
         assert_eq!(run(&mut c, "OBJECT ENCODING nokey"), Reply::Nil);
         assert_eq!(run(&mut c, "OBJECT ENCODING"), err("ERR wrong number of arguments for 'object|encoding' command"));
-        assert_eq!(run(&mut c, "OBJECT ENCODING k extra"), err("ERR wrong number of arguments for 'object|encoding' command"));
+        assert_eq!(
+            run(&mut c, "OBJECT ENCODING k extra"),
+            err("ERR wrong number of arguments for 'object|encoding' command")
+        );
         assert_eq!(run(&mut c, "OBJECT FOO"), err("ERR unknown subcommand 'FOO'. Try OBJECT HELP."));
         assert_eq!(run(&mut c, "OBJECT HELP x"), err("ERR wrong number of arguments for 'object|help' command"));
         assert_eq!(run(&mut c, "OBJECT"), err("ERR wrong number of arguments for 'object' command"));

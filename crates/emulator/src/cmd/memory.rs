@@ -38,14 +38,16 @@ used in these conditions. Please, leave for your mission on Earth and fill it wi
 back to our programming as soon as I finished rebooting.\n";
 
 /// MEMORY DOCTOR's report when it finds nothing wrong.
-const DOCTOR_FINE: &str = "Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.\n";
+const DOCTOR_FINE: &str =
+    "Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.\n";
 
 /// What a fresh Redis 7.0 allocates for itself (about 0.9 MB at startup, more once clients and
 /// scripts run); DOCTOR adds it to the keys' usage to judge whether the instance is "empty".
 const BASELINE_BYTES: u64 = 1024 * 1024;
 
 /// Subcommands and their arity (Redis's `memory|<name>` entries), lower-case.
-const SUBCOMMANDS: [(&str, i32); 6] = [("doctor", 2), ("malloc-stats", 2), ("purge", 2), ("stats", 2), ("usage", -3), ("help", 2)];
+const SUBCOMMANDS: [(&str, i32); 6] =
+    [("doctor", 2), ("malloc-stats", 2), ("purge", 2), ("stats", 2), ("usage", -3), ("help", 2)];
 
 /// MEMORY <subcommand> ...
 fn memory(core: &mut Core, a: &[&[u8]]) -> Reply {
@@ -79,7 +81,8 @@ fn memory(core: &mut Core, a: &[&[u8]]) -> Reply {
 /// CR and LF turned into spaces, as Redis formats errors.
 fn unknown_subcommand(sub: &[u8]) -> Reply {
     let end = sub.iter().take(128).position(|&c| c == 0).unwrap_or(sub.len().min(128));
-    let name: String = String::from_utf8_lossy(&sub[..end]).chars().map(|c| if c == '\r' || c == '\n' { ' ' } else { c }).collect();
+    let name: String =
+        String::from_utf8_lossy(&sub[..end]).chars().map(|c| if c == '\r' || c == '\n' { ' ' } else { c }).collect();
     Reply::Error(format!("ERR unknown subcommand '{name}'. Try MEMORY HELP."))
 }
 
@@ -208,12 +211,18 @@ mod tests {
         e.execute(&[b"SET", b"a", b"1"]);
         let ev = |e: &mut Emulator, body: &str| e.eval(body.as_bytes(), &[b"a"], &[]);
         assert_eq!(ev(&mut e, "return redis.call('memory','usage',KEYS[1])"), Reply::Int(48));
-        assert_eq!(ev(&mut e, "return redis.pcall('memory','foo')"), err("ERR Unknown Redis command called from script"));
+        assert_eq!(
+            ev(&mut e, "return redis.pcall('memory','foo')"),
+            err("ERR Unknown Redis command called from script")
+        );
         assert_eq!(
             ev(&mut e, "return redis.pcall('memory','help','x')"),
             err("ERR Wrong number of args calling Redis command from script")
         );
-        assert_eq!(ev(&mut e, "return redis.pcall('memory','usage')"), err("ERR Wrong number of args calling Redis command from script"));
+        assert_eq!(
+            ev(&mut e, "return redis.pcall('memory','usage')"),
+            err("ERR Wrong number of args calling Redis command from script")
+        );
         assert_eq!(ev(&mut e, "return redis.pcall('memory','usage','k','samples')"), err(SYNTAX));
         assert_eq!(ev(&mut e, "return redis.pcall('memory','purge')"), Reply::Status("OK".into()));
     }

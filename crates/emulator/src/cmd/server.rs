@@ -49,7 +49,9 @@ fn wait(core: &mut Core, a: &[&[u8]]) -> Reply {
     }
     if replicas > 0 && !core.in_exec {
         if timeout == 0 {
-            return Reply::err("ERR limitlab: WAIT for a replica without a timeout would block forever (the emulator has no replicas)");
+            return Reply::err(
+                "ERR limitlab: WAIT for a replica without a timeout would block forever (the emulator has no replicas)",
+            );
         }
         core.clock.advance_millis(timeout);
     }

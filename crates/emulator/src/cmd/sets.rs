@@ -16,7 +16,13 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "sismember", arity: 3, flags: READONLY, keys: KeySpec::ONE, handler: sismember },
     CommandSpec { name: "smismember", arity: -3, flags: READONLY, keys: KeySpec::ONE, handler: smismember },
     CommandSpec { name: "smembers", arity: 2, flags: READONLY, keys: KeySpec::ONE, handler: smembers },
-    CommandSpec { name: "sintercard", arity: -3, flags: READONLY, keys: KeySpec::movable(card_keys), handler: sintercard },
+    CommandSpec {
+        name: "sintercard",
+        arity: -3,
+        flags: READONLY,
+        keys: KeySpec::movable(card_keys),
+        handler: sintercard,
+    },
 ];
 
 fn card_keys<'a>(a: &[&'a [u8]]) -> Vec<&'a [u8]> {
@@ -126,7 +132,8 @@ fn sintercard(core: &mut Core, a: &[&[u8]]) -> Reply {
         return Reply::Int(0);
     }
     sets.sort_by_key(Vec::len);
-    let others: Vec<rustc_hash::FxHashSet<&[u8]>> = sets[1..].iter().map(|s| s.iter().map(Vec::as_slice).collect()).collect();
+    let others: Vec<rustc_hash::FxHashSet<&[u8]>> =
+        sets[1..].iter().map(|s| s.iter().map(Vec::as_slice).collect()).collect();
     let mut count = 0i64;
     for m in &sets[0] {
         if others.iter().all(|o| o.contains(m.as_slice())) {

@@ -185,7 +185,8 @@ fn sort_generic(core: &mut Core, a: &[&[u8]], readonly: bool) -> Reply {
         items = Vec::new();
         if end >= start {
             let n = (end - start + 1) as usize;
-            let it: Box<dyn Iterator<Item = Vec<u8>>> = if desc { Box::new(elems.into_iter().rev()) } else { Box::new(elems.into_iter()) };
+            let it: Box<dyn Iterator<Item = Vec<u8>>> =
+                if desc { Box::new(elems.into_iter().rev()) } else { Box::new(elems.into_iter()) };
             items = it.skip(start as usize).take(n).map(|elem| Item { elem, score: 0.0, cmp: None }).collect();
             end -= start;
             start = 0;

@@ -462,7 +462,11 @@ fn lcs(core: &mut Core, a: &[&[u8]]) -> Reply {
     let mut t = vec![0u32; cells as usize];
     for i in 1..=alen {
         for k in 1..=blen {
-            t[i * w + k] = if sa[i - 1] == sb[k - 1] { t[(i - 1) * w + k - 1] + 1 } else { t[(i - 1) * w + k].max(t[i * w + k - 1]) };
+            t[i * w + k] = if sa[i - 1] == sb[k - 1] {
+                t[(i - 1) * w + k - 1] + 1
+            } else {
+                t[(i - 1) * w + k].max(t[i * w + k - 1])
+            };
         }
     }
     let total = t[alen * w + blen];
@@ -732,7 +736,15 @@ mod tests {
     fn ranges() {
         let mut c = Core::new(VirtualClock::default());
         run(&mut c, "SET k hello");
-        let cases = [("0 -1", "hello"), ("1 2", "el"), ("-3 -1", "llo"), ("-1 -3", ""), ("5 10", ""), ("3 100", "lo"), ("-100 1", "he")];
+        let cases = [
+            ("0 -1", "hello"),
+            ("1 2", "el"),
+            ("-3 -1", "llo"),
+            ("-1 -3", ""),
+            ("5 10", ""),
+            ("3 100", "lo"),
+            ("-100 1", "he"),
+        ];
         for (r, want) in cases {
             assert_eq!(run(&mut c, &format!("GETRANGE k {r}")), bulk(want), "{r}");
         }
@@ -762,11 +774,17 @@ mod tests {
         assert_eq!(run(&mut c, "LCS a b LEN"), Reply::Int(6));
         let r = |a: i64, b: i64| Reply::Array(vec![Reply::Int(a), Reply::Int(b)]);
         let want = Reply::Map(vec![
-            (bulk("matches"), Reply::Array(vec![Reply::Array(vec![r(4, 7), r(5, 8)]), Reply::Array(vec![r(2, 3), r(0, 1)])])),
+            (
+                bulk("matches"),
+                Reply::Array(vec![Reply::Array(vec![r(4, 7), r(5, 8)]), Reply::Array(vec![r(2, 3), r(0, 1)])]),
+            ),
             (bulk("len"), Reply::Int(6)),
         ]);
         assert_eq!(run(&mut c, "LCS a b IDX"), want);
-        assert_eq!(run(&mut c, "LCS a b IDX LEN"), err("ERR If you want both the length and indexes, please just use IDX."));
+        assert_eq!(
+            run(&mut c, "LCS a b IDX LEN"),
+            err("ERR If you want both the length and indexes, please just use IDX.")
+        );
     }
 
     #[test]

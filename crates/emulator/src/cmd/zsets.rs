@@ -457,7 +457,9 @@ fn parse_zrange(a: &[&[u8]], mut rtype: RangeType, mut dir: Direction, store: bo
         rtype = RangeType::Rank;
     }
     if limit != -1 && rtype == RangeType::Rank {
-        return Err(Reply::err("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"));
+        return Err(Reply::err(
+            "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
+        ));
     }
     if withscores && rtype == RangeType::Lex {
         return Err(Reply::err("ERR syntax error, WITHSCORES not supported in combination with BYLEX"));
@@ -689,9 +691,20 @@ mod tests {
 
     #[test]
     fn the_integer_and_infinity_shortcuts_parse_as_the_general_path() {
-        for t in
-            ["0", "-0", "007", "1", "-1", "123456789012345", "-123456789012345", "1234567890123456", "-inf", "inf", "+inf", "1704067200000"]
-        {
+        for t in [
+            "0",
+            "-0",
+            "007",
+            "1",
+            "-1",
+            "123456789012345",
+            "-123456789012345",
+            "1234567890123456",
+            "-inf",
+            "inf",
+            "+inf",
+            "1704067200000",
+        ] {
             let (fast, general) = (parse_number(t.as_bytes()), crate::command_spec::parse_f64(t.as_bytes()));
             assert_eq!(fast.map(f64::to_bits), general.map(f64::to_bits), "{t}");
         }
@@ -727,7 +740,8 @@ mod tests {
         assert_eq!(parse_score(b"1.e5"), Some(100000.0));
         assert_eq!(parse_score(b"-.5e-3"), Some(-0.0005));
         assert_eq!(parse_score(b"1700000000123"), Some(1700000000123.0));
-        for bad in ["1e400", "1e-400", " 1", "1 ", "nan", "", "abc", "1e", "0x", "-", ".", "e5", "1e+", "--1", "1.2.3"] {
+        for bad in ["1e400", "1e-400", " 1", "1 ", "nan", "", "abc", "1e", "0x", "-", ".", "e5", "1e+", "--1", "1.2.3"]
+        {
             assert_eq!(parse_score(bad.as_bytes()), None, "{bad}");
         }
     }
@@ -761,8 +775,14 @@ mod tests {
         assert_eq!(run(&mut c, "ZADD z INCR +inf q"), bulk("inf"));
         assert_eq!(run(&mut c, "ZADD z INCR -inf q"), err("ERR resulting score is not a number (NaN)"));
         assert_eq!(run(&mut c, "ZINCRBY z -inf q"), err("ERR resulting score is not a number (NaN)"));
-        assert_eq!(run(&mut c, "ZADD z NX XX GT 1 a"), err("ERR XX and NX options at the same time are not compatible"));
-        assert_eq!(run(&mut c, "ZADD z NX GT 1 a"), err("ERR GT, LT, and/or NX options at the same time are not compatible"));
+        assert_eq!(
+            run(&mut c, "ZADD z NX XX GT 1 a"),
+            err("ERR XX and NX options at the same time are not compatible")
+        );
+        assert_eq!(
+            run(&mut c, "ZADD z NX GT 1 a"),
+            err("ERR GT, LT, and/or NX options at the same time are not compatible")
+        );
         assert_eq!(run(&mut c, "ZADD z NX GT 1 a 2"), err(SYNTAX));
         assert_eq!(run(&mut c, "ZADD z INCR 1 a 2 b"), err("ERR INCR option supports a single increment-element pair"));
         assert_eq!(run(&mut c, "ZADD z c 1 a"), err(SYNTAX));

@@ -17,13 +17,37 @@ use crate::tri;
 use rustc_hash::FxHashMap;
 
 pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec { name: "zunionstore", arity: -4, flags: WRITE | DENYOOM, keys: KeySpec::movable(dest_keys), handler: zunionstore },
-    CommandSpec { name: "zinterstore", arity: -4, flags: WRITE | DENYOOM, keys: KeySpec::movable(dest_keys), handler: zinterstore },
-    CommandSpec { name: "zdiffstore", arity: -4, flags: WRITE | DENYOOM, keys: KeySpec::movable(dest_keys), handler: zdiffstore },
+    CommandSpec {
+        name: "zunionstore",
+        arity: -4,
+        flags: WRITE | DENYOOM,
+        keys: KeySpec::movable(dest_keys),
+        handler: zunionstore,
+    },
+    CommandSpec {
+        name: "zinterstore",
+        arity: -4,
+        flags: WRITE | DENYOOM,
+        keys: KeySpec::movable(dest_keys),
+        handler: zinterstore,
+    },
+    CommandSpec {
+        name: "zdiffstore",
+        arity: -4,
+        flags: WRITE | DENYOOM,
+        keys: KeySpec::movable(dest_keys),
+        handler: zdiffstore,
+    },
     CommandSpec { name: "zunion", arity: -3, flags: READONLY, keys: KeySpec::movable(source_keys), handler: zunion },
     CommandSpec { name: "zinter", arity: -3, flags: READONLY, keys: KeySpec::movable(source_keys), handler: zinter },
     CommandSpec { name: "zdiff", arity: -3, flags: READONLY, keys: KeySpec::movable(source_keys), handler: zdiff },
-    CommandSpec { name: "zintercard", arity: -3, flags: READONLY, keys: KeySpec::movable(source_keys), handler: zintercard },
+    CommandSpec {
+        name: "zintercard",
+        arity: -3,
+        flags: READONLY,
+        keys: KeySpec::movable(source_keys),
+        handler: zintercard,
+    },
     CommandSpec { name: "zrangestore", arity: -5, flags: WRITE | DENYOOM, keys: KeySpec::TWO, handler: zrangestore },
 ];
 

@@ -144,14 +144,27 @@ impl Stream {
         };
         if need_new {
             let master_fields: Vec<Vec<u8>> = fields.iter().map(|(f, _)| f.to_vec()).collect();
-            let body =
-                lp_int_entry(master_fields.len() as i64) + master_fields.iter().map(|f| lp_entry(f)).sum::<usize>() + lp_int_entry(0);
-            self.nodes.push(StreamNode { master_id: id, master_fields, entries: Vec::new(), live: 0, deleted: 0, body_bytes: body });
+            let body = lp_int_entry(master_fields.len() as i64)
+                + master_fields.iter().map(|f| lp_entry(f)).sum::<usize>()
+                + lp_int_entry(0);
+            self.nodes.push(StreamNode {
+                master_id: id,
+                master_fields,
+                entries: Vec::new(),
+                live: 0,
+                deleted: 0,
+                body_bytes: body,
+            });
         }
         let node = self.nodes.last_mut().expect("a tail node");
-        let same_fields =
-            node.master_fields.len() == fields.len() && node.master_fields.iter().zip(fields).all(|(m, (f, _))| m.as_slice() == *f);
-        let entry = StreamEntry { id, fields: fields.iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect(), deleted: false, same_fields };
+        let same_fields = node.master_fields.len() == fields.len()
+            && node.master_fields.iter().zip(fields).all(|(m, (f, _))| m.as_slice() == *f);
+        let entry = StreamEntry {
+            id,
+            fields: fields.iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect(),
+            deleted: false,
+            same_fields,
+        };
         node.body_bytes += node.entry_bytes(&entry);
         node.entries.push(entry);
         node.live += 1;

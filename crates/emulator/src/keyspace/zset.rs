@@ -704,7 +704,9 @@ impl ZSet {
         if cur == score && cur.is_sign_negative() == score.is_sign_negative() {
             return;
         }
-        if (back == NIL || self.nodes[back as usize].score < score) && (next == NIL || self.nodes[next as usize].score > score) {
+        if (back == NIL || self.nodes[back as usize].score < score)
+            && (next == NIL || self.nodes[next as usize].score > score)
+        {
             self.nodes[x as usize].score = score;
             return;
         }
@@ -1059,7 +1061,8 @@ mod tests {
             let before = z.steps();
             // Trim the oldest 5, add 5 newer, peek at both ends.
             let cut = (t * 5 + 4) as f64;
-            let removed = z.remove_range_by_score(&ScoreRange { min: f64::NEG_INFINITY, max: cut, min_ex: false, max_ex: false });
+            let removed =
+                z.remove_range_by_score(&ScoreRange { min: f64::NEG_INFINITY, max: cut, min_ex: false, max_ex: false });
             assert_eq!(removed, 5);
             for k in 0..5 {
                 z.insert_new(format!("new-{t}-{k}").as_bytes(), (n + t * 5 + k) as f64);

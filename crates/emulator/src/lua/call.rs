@@ -14,7 +14,12 @@ use crate::reply::{Reply, ReplySink};
 /// arity, commands scripts may not call, writes in read-only scripts, cluster slots), then runs it.
 /// A command with a direct form ([`cmd::Direct`]) writes its reply into `out` and None is returned;
 /// any other reply is returned.
-pub(crate) fn call_checked(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8]], out: &mut dyn ReplySink) -> Option<Reply> {
+pub(crate) fn call_checked(
+    core: &Rc<RefCell<Core>>,
+    st: &RunState,
+    argv: &[&[u8]],
+    out: &mut dyn ReplySink,
+) -> Option<Reply> {
     let Some(found) = st.commands.borrow_mut().find(argv[0]) else {
         return Some(not_emulated(argv));
     };
@@ -39,7 +44,9 @@ pub(crate) fn call_checked(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8
     if core.cluster {
         let keys = spec.keys.keys(argv);
         match cluster::common_slot(keys.iter().copied()) {
-            Err(cluster::CrossSlot) => return Some(Reply::err("ERR Script attempted to access a non local key in a cluster node")),
+            Err(cluster::CrossSlot) => {
+                return Some(Reply::err("ERR Script attempted to access a non local key in a cluster node"))
+            }
             Ok(Some(slot)) => match st.slot.get() {
                 None => st.slot.set(Some(slot)),
                 Some(s) if s != slot && !st.cross_slot.get() => {
@@ -115,7 +122,12 @@ fn subcommand_rules(spec: &CommandSpec, argv: &[&[u8]]) -> Option<Reply> {
 /// verbatim string is written to `out`).
 #[cold]
 #[inline(never)]
-fn memory_verbatim(core: &mut Core, spec: &CommandSpec, argv: &[&[u8]], out: &mut dyn ReplySink) -> Option<Option<Reply>> {
+fn memory_verbatim(
+    core: &mut Core,
+    spec: &CommandSpec,
+    argv: &[&[u8]],
+    out: &mut dyn ReplySink,
+) -> Option<Option<Reply>> {
     if spec.name == "memory" && !eq_ic(argv[1], "doctor") {
         return None;
     }

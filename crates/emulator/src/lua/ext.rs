@@ -10,7 +10,12 @@ extern "C-unwind" {
     pub fn lua_tablearraysize(l: *mut mlua::ffi::lua_State, idx: c_int) -> c_int;
     /// Sets the global `name` to an array of the strings described by `items` (their `str`
     /// and `len`), refilling the old table when no script could tell (see lapi.c).
-    pub fn lua_setglobalstrings(l: *mut mlua::ffi::lua_State, name: *const std::ffi::c_void, n: c_int, items: *const PeekArg);
+    pub fn lua_setglobalstrings(
+        l: *mut mlua::ffi::lua_State,
+        name: *const std::ffi::c_void,
+        n: c_int,
+        items: *const PeekArg,
+    );
     /// The interned string `s`, never to be collected, as an opaque pointer for
     /// `lua_setglobalstrings`.
     pub fn lua_fixedstring(l: *mut mlua::ffi::lua_State, s: *const std::os::raw::c_char) -> *const std::ffi::c_void;

@@ -222,8 +222,10 @@ unsafe fn push_field(l: *mut ffi::lua_State, field: &std::ffi::CStr, v: &[u8]) {
 pub(crate) unsafe fn push_reply(l: *mut ffi::lua_State, r: &Reply, resp: u8) -> bool {
     // A scalar takes one slot, which a C function always has (LUA_MINSTACK); a container pushes
     // itself and then one element at a time (a nested one checks again).
-    if matches!(r, Reply::Array(_) | Reply::Set(_) | Reply::Map(_) | Reply::Status(_) | Reply::Error(_) | Reply::Double(_))
-        && ffi::lua_checkstack(l, 4 + ffi::LUA_MINSTACK) == 0
+    if matches!(
+        r,
+        Reply::Array(_) | Reply::Set(_) | Reply::Map(_) | Reply::Status(_) | Reply::Error(_) | Reply::Double(_)
+    ) && ffi::lua_checkstack(l, 4 + ffi::LUA_MINSTACK) == 0
     {
         return false;
     }
@@ -594,7 +596,10 @@ pub(crate) unsafe fn read_failure(l: *mut ffi::lua_State, idx: c_int) -> ScriptF
         let v = if ty == ffi::LUA_TSTRING || ty == ffi::LUA_TNUMBER {
             let mut len = 0usize;
             let p = ffi::lua_tolstring(l, -1, &mut len);
-            Some(String::from_utf8_lossy(super::stack::cstr(std::slice::from_raw_parts(p as *const u8, len))).into_owned())
+            Some(
+                String::from_utf8_lossy(super::stack::cstr(std::slice::from_raw_parts(p as *const u8, len)))
+                    .into_owned(),
+            )
         } else {
             None
         };

@@ -34,7 +34,10 @@ use crate::keyspace::glob_match;
 use crate::reply::Reply;
 use library::{valid_name, Func, LoadCtx, ALLOW_CROSS_SLOT, BAD_NAME, FLAG_NAMES, NO_CLUSTER, NO_WRITES};
 use lua_engine::{extract_error, install_globals, set_globals_index, string_or_empty};
-use rdb::{crc64, rdb_load_len, rdb_load_string, rdb_save_string, RDB_OPCODE_FUNCTION2, RDB_OPCODE_FUNCTION_PRE_GA, RDB_VERSION};
+use rdb::{
+    crc64, rdb_load_len, rdb_load_string, rdb_save_string, RDB_OPCODE_FUNCTION2, RDB_OPCODE_FUNCTION_PRE_GA,
+    RDB_VERSION,
+};
 
 /// A library: its name, its whole code (shebang included) and its functions, in registration order.
 struct Library {
@@ -111,7 +114,10 @@ pub(crate) fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
                 match c {
                     None => return None,
                     Some(b'\\')
-                        if i + 3 < n && line[i + 1] == b'x' && line[i + 2].is_ascii_hexdigit() && line[i + 3].is_ascii_hexdigit() =>
+                        if i + 3 < n
+                            && line[i + 1] == b'x'
+                            && line[i + 2].is_ascii_hexdigit()
+                            && line[i + 3].is_ascii_hexdigit() =>
                     {
                         let h = |b: u8| (b as char).to_digit(16).unwrap_or(0) as u8;
                         cur.push(h(line[i + 2]) * 16 + h(line[i + 3]));
@@ -173,25 +179,35 @@ fn is_space(c: u8) -> bool {
 }
 
 impl Functions {
-    pub(crate) fn new(core: &Rc<RefCell<Core>>, state: &Rc<RunState>, rng: &Rc<super::rand48::Rand48>) -> mlua::Result<Functions> {
+    pub(crate) fn new(
+        core: &Rc<RefCell<Core>>,
+        state: &Rc<RunState>,
+        rng: &Rc<super::rand48::Rand48>,
+    ) -> mlua::Result<Functions> {
         let load = Box::<LoadCtx>::default();
         // SAFETY: install_globals is written to run as the VM is built, under mlua's protected call,
         // with the VM's call context and a LoadCtx (see its contract). `load` is kept in the
         // Functions beside the VM and declared after it, so it is dropped after the VM's Lua state.
-        let vm = unsafe { Vm::new_functions(core, state, rng, install_globals, &*load as *const LoadCtx as *mut std::ffi::c_void)? };
+        let vm = unsafe {
+            Vm::new_functions(core, state, rng, install_globals, &*load as *const LoadCtx as *mut std::ffi::c_void)?
+        };
         Ok(Functions { vm, load, libraries: IndexMap::new(), budget: super::budget::default_budget() })
     }
 
     /// The library holding the function `name` (case-insensitive, as Redis's functions dict), and
     /// the function's index in it.
     fn find(&self, name: &[u8]) -> Option<(&Library, usize)> {
-        self.libraries.values().find_map(|lib| lib.functions.iter().position(|f| f.name.eq_ignore_ascii_case(name)).map(|i| (lib, i)))
+        self.libraries
+            .values()
+            .find_map(|lib| lib.functions.iter().position(|f| f.name.eq_ignore_ascii_case(name)).map(|i| (lib, i)))
     }
 
     /// FUNCTION ... from a client.
     pub(crate) fn command(&mut self, a: &[&[u8]]) -> Reply {
         let sub = a[1];
-        let Some(s) = crate::cmd::command::subcommands("function").and_then(|subs| subs.iter().find(|s| eq_ic(sub, s.name))) else {
+        let Some(s) =
+            crate::cmd::command::subcommands("function").and_then(|subs| subs.iter().find(|s| eq_ic(sub, s.name)))
+        else {
             let end = sub.iter().take(128).position(|&c| c == 0).unwrap_or(sub.len().min(128));
             let name = stack::one_line(&String::from_utf8_lossy(&sub[..end]));
             return Reply::Error(format!("ERR unknown subcommand '{name}'. Try FUNCTION HELP."));
@@ -245,7 +261,8 @@ impl Functions {
             }
             "list" => self.list(a),
             "stats" => {
-                let (libs, fns) = (self.libraries.len(), self.libraries.values().map(|l| l.functions.len()).sum::<usize>());
+                let (libs, fns) =
+                    (self.libraries.len(), self.libraries.values().map(|l| l.functions.len()).sum::<usize>());
                 Reply::Map(vec![
                     (Reply::bulk("running_script"), Reply::Nil),
                     (
@@ -274,7 +291,9 @@ impl Functions {
                     } else if eq_ic(a[3], "flush") {
                         Policy::Flush
                     } else {
-                        return Reply::err("ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.");
+                        return Reply::err(
+                            "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
+                        );
                     }
                 } else {
                     Policy::Append
@@ -323,7 +342,10 @@ impl Functions {
                 i += 1;
                 pattern = Some(a[i]);
             } else {
-                return Reply::Error(stack::one_line(&format!("ERR Unknown argument {}", String::from_utf8_lossy(stack::cstr(a[i])))));
+                return Reply::Error(stack::one_line(&format!(
+                    "ERR Unknown argument {}",
+                    String::from_utf8_lossy(stack::cstr(a[i]))
+                )));
             }
             i += 1;
         }
@@ -537,8 +559,8 @@ impl Functions {
                 };
                 let name = field("library name")?;
                 let engine = field("engine name")?;
-                let (has_desc, _, used) =
-                    rdb_load_len(&data[at..]).ok_or_else(|| "Failed loading library description indicator".to_string())?;
+                let (has_desc, _, used) = rdb_load_len(&data[at..])
+                    .ok_or_else(|| "Failed loading library description indicator".to_string())?;
                 at += used;
                 let mut field = |what: &str| -> Result<Vec<u8>, String> {
                     let (v, used) = rdb_load_string(&data[at..]).ok_or_else(|| format!("Failed loading {what}"))?;

@@ -181,8 +181,10 @@ impl Scripting {
             } else {
                 // `%.128s` of a C string, CR/LF as spaces, as Redis formats errors.
                 let end = sub.iter().take(128).position(|&c| c == 0).unwrap_or(sub.len().min(128));
-                let name: String =
-                    String::from_utf8_lossy(&sub[..end]).chars().map(|c| if c == '\r' || c == '\n' { ' ' } else { c }).collect();
+                let name: String = String::from_utf8_lossy(&sub[..end])
+                    .chars()
+                    .map(|c| if c == '\r' || c == '\n' { ' ' } else { c })
+                    .collect();
                 Reply::Error(format!("ERR unknown subcommand '{name}'. Try SCRIPT HELP."))
             }
         }
@@ -205,13 +207,15 @@ impl Scripting {
     }
 
     fn compile(&self, body: &[u8]) -> Result<Function, Reply> {
-        self.vm.lua.load(body).set_name("@user_script").set_mode(mlua::chunk::ChunkMode::Text).into_function().map_err(|e| {
-            let msg = match &e {
-                mlua::Error::SyntaxError { message, .. } => message.clone(),
-                other => other.to_string(),
-            };
-            Reply::Error(format!("ERR Error compiling script (new function): {}", one_line(&msg)))
-        })
+        self.vm.lua.load(body).set_name("@user_script").set_mode(mlua::chunk::ChunkMode::Text).into_function().map_err(
+            |e| {
+                let msg = match &e {
+                    mlua::Error::SyntaxError { message, .. } => message.clone(),
+                    other => other.to_string(),
+                };
+                Reply::Error(format!("ERR Error compiling script (new function): {}", one_line(&msg)))
+            },
+        )
     }
 
     /// EVAL: compiles the body if it is not cached, then runs it.
@@ -300,7 +304,10 @@ impl Shebang {
         };
         let text = |b: &[u8]| String::from_utf8_lossy(cstr(b)).into_owned();
         if parts[0] != b"#!lua" {
-            return Err(Reply::Error(one_line(&format!("ERR Unexpected engine in script shebang: {}", text(&parts[0])))));
+            return Err(Reply::Error(one_line(&format!(
+                "ERR Unexpected engine in script shebang: {}",
+                text(&parts[0])
+            ))));
         }
         let mut sb = Shebang::default();
         for opt in &parts[1..] {
@@ -316,7 +323,12 @@ impl Shebang {
                     b"no-cluster" => sb.no_cluster = true,
                     b"allow-cross-slot-keys" => sb.cross_slot = true,
                     b"allow-oom" | b"allow-stale" => {}
-                    other => return Err(Reply::Error(one_line(&format!("ERR Unexpected flag in script shebang: {}", text(other))))),
+                    other => {
+                        return Err(Reply::Error(one_line(&format!(
+                            "ERR Unexpected flag in script shebang: {}",
+                            text(other)
+                        ))))
+                    }
                 }
             }
         }

@@ -103,7 +103,8 @@ pub(super) fn run_function(
         core.select(db);
     }
     // SAFETY: the cap's fields, as above; the script has returned.
-    let (memory_hit, memory_line) = unsafe { (std::mem::replace(&mut *vm.mem.hit, 0) != 0, std::mem::replace(&mut *vm.mem.line, 0)) };
+    let (memory_hit, memory_line) =
+        unsafe { (std::mem::replace(&mut *vm.mem.hit, 0) != 0, std::mem::replace(&mut *vm.mem.line, 0)) };
     if memory_hit {
         // Over the memory cap, whether or not the script caught the refusal: its garbage goes now,
         // so that the next script starts from where this one did.

@@ -26,7 +26,10 @@ fn errors_carry_sha_and_line() {
         ("return redis.call('nosuch')", "ERR Unknown Redis command called from script"),
         ("return redis.call('get')", "ERR Wrong number of args calling Redis command from script"),
         ("return redis.call('incr', {})", "ERR Lua redis lib command arguments must be strings or integers"),
-        ("local ok,e=pcall(redis.call,'incr','s'); error(e)", "ERR user_script:1: ERR value is not an integer or out of range"),
+        (
+            "local ok,e=pcall(redis.call,'incr','s'); error(e)",
+            "ERR user_script:1: ERR value is not an integer or out of range",
+        ),
     ] {
         assert_eq!(eval(&mut e, body), err_with_sha(body, text, 1), "{body}");
     }
@@ -45,7 +48,10 @@ fn conversions() {
     e.execute(&[b"SET", b"s", b"abc"]);
     let cases: Vec<(&str, Reply)> = vec![
         ("return redis.pcall('incr','s')", Reply::err("ERR value is not an integer or out of range")),
-        ("local ok,e=pcall(redis.call,'incr','s'); return e", Reply::bulk("ERR value is not an integer or out of range")),
+        (
+            "local ok,e=pcall(redis.call,'incr','s'); return e",
+            Reply::bulk("ERR value is not an integer or out of range"),
+        ),
         ("local ok,e=pcall(error,{err='abc'}); return type(e)", Reply::bulk("string")),
         ("return redis.error_reply('MY code')", Reply::err("MY code")),
         ("return redis.error_reply('nocode')", Reply::err("ERR nocode")),
@@ -108,7 +114,10 @@ fn script_cache_and_evalsha() {
     assert_eq!(e.execute(&[b"EVALSHA", sha.as_bytes(), b"1", b"k", b"v"]), Reply::bulk("vk"));
     assert_eq!(e.execute(&[b"EVALSHA", sha.to_uppercase().as_bytes(), b"1", b"k", b"v"]), Reply::bulk("vk"));
     assert_eq!(e.execute(&[b"SCRIPT", b"FLUSH"]), Reply::ok());
-    assert_eq!(e.execute(&[b"EVALSHA", sha.as_bytes(), b"1", b"k", b"v"]), Reply::err("NOSCRIPT No matching script. Please use EVAL."));
+    assert_eq!(
+        e.execute(&[b"EVALSHA", sha.as_bytes(), b"1", b"k", b"v"]),
+        Reply::err("NOSCRIPT No matching script. Please use EVAL.")
+    );
     assert_eq!(
         e.execute(&[b"EVAL", b"return 1 +", b"0"]),
         Reply::err("ERR Error compiling script (new function): user_script:1: unexpected symbol near '<eof>'")
@@ -140,7 +149,10 @@ fn functions_load_call_and_keep_their_own_vm() {
     let lib =
         b"#!lua name=lib\nredis.register_function('f', function(keys, args) return {keys[1], args[1], redis.call('incr', keys[1])} end)";
     assert_eq!(e.execute(&[b"FUNCTION", b"LOAD", lib]), Reply::bulk("lib"));
-    assert_eq!(e.execute(&[b"FCALL", b"f", b"1", b"k", b"a"]), Reply::Array(vec![Reply::bulk("k"), Reply::bulk("a"), Reply::Int(1)]));
+    assert_eq!(
+        e.execute(&[b"FCALL", b"f", b"1", b"k", b"a"]),
+        Reply::Array(vec![Reply::bulk("k"), Reply::bulk("a"), Reply::Int(1)])
+    );
     // SCRIPT FLUSH leaves functions alone; FUNCTION FLUSH removes them.
     assert_eq!(e.execute(&[b"SCRIPT", b"FLUSH"]), Reply::ok());
     assert_eq!(
@@ -165,7 +177,10 @@ fn functions_load_call_and_keep_their_own_vm() {
     let Reply::Bulk(dump) = e.execute(&[b"FUNCTION", b"DUMP"]) else { panic!("dump") };
     let mut other = Emulator::new();
     assert_eq!(other.execute(&[b"FUNCTION", b"RESTORE", &dump]), Reply::ok());
-    assert_eq!(other.execute(&[b"FCALL", b"f", b"1", b"k", b"a"]), Reply::Array(vec![Reply::bulk("k"), Reply::bulk("a"), Reply::Int(1)]));
+    assert_eq!(
+        other.execute(&[b"FCALL", b"f", b"1", b"k", b"a"]),
+        Reply::Array(vec![Reply::bulk("k"), Reply::bulk("a"), Reply::Int(1)])
+    );
 }
 
 #[test]
@@ -195,7 +210,11 @@ fn a_script_over_its_memory_cap_is_killed_and_the_emulator_survives() {
         let r = eval(&mut e, body);
         assert!(killed(&r), "{body}: {r:?}");
         // The next script and commands run as usual, and the memory went back.
-        assert_eq!(eval(&mut e, "local t = {} for i = 1, 1000 do t[i] = i end return #t"), Reply::Int(1000), "after {body}");
+        assert_eq!(
+            eval(&mut e, "local t = {} for i = 1, 1000 do t[i] = i end return #t"),
+            Reply::Int(1000),
+            "after {body}"
+        );
         assert!(!e.execute(&[b"INCR", b"n"]).is_error());
     }
     // HMGET pushes its reply while it still reads the keyspace: a refusal there must not leave the
@@ -212,7 +231,10 @@ fn a_script_over_its_memory_cap_is_killed_and_the_emulator_survives() {
     let r = eval(&mut e, body);
     assert!(matches!(&r, Reply::Error(s) if s.contains("bytes of Lua memory")), "{r:?}");
     assert_eq!(e.execute(&[b"HLEN", b"wide"]), Reply::Int(2_000));
-    assert_eq!(eval(&mut e, "return redis.call('HGET', 'wide', 'f7')"), Reply::Bulk(format!("{:01000}", 7).into_bytes()));
+    assert_eq!(
+        eval(&mut e, "return redis.call('HGET', 'wide', 'f7')"),
+        Reply::Bulk(format!("{:01000}", 7).into_bytes())
+    );
     e.set_script_memory(8 << 20);
     // Under the cap nothing changes, and a cap of 0 is no cap.
     assert_eq!(eval(&mut e, "return #string.rep('x', 1e6)"), Reply::Int(1_000_000));
@@ -279,7 +301,11 @@ fn keys_and_argv_past_the_memory_cap_get_the_script_killed_not_the_process() {
     let big = vec![b'x'; 3 << 20];
     let r = e.execute(&[b"EVAL", b"return 1", b"0", &big]);
     assert!(matches!(&r, Reply::Error(s) if s.contains("more than 1048576 bytes of Lua memory")), "{r:?}");
-    let r = e.execute(&[b"FUNCTION", b"LOAD", b"#!lua name=l\nredis.register_function('f', function(k, a) return #a[1] end)"]);
+    let r = e.execute(&[
+        b"FUNCTION",
+        b"LOAD",
+        b"#!lua name=l\nredis.register_function('f', function(k, a) return #a[1] end)",
+    ]);
     assert_eq!(r, Reply::bulk("l"));
     let r = e.execute(&[b"FCALL", b"f", b"0", &big]);
     assert!(matches!(&r, Reply::Error(s) if s.contains("more than 1048576 bytes of Lua memory")), "{r:?}");
@@ -310,7 +336,8 @@ fn a_library_call_past_the_memory_cap_gets_the_script_killed() {
 fn a_reply_too_deep_for_the_stack_raises_and_leaves_the_keyspace_usable() {
     let mut e = Emulator::new();
     // INFO's RESP3 reply (a verbatim string) is pushed while the command still holds the keyspace.
-    let body = "redis.setresp(3) local t = {} for i = 1, 7990 do t[i] = 'server' end return redis.pcall('INFO', unpack(t))";
+    let body =
+        "redis.setresp(3) local t = {} for i = 1, 7990 do t[i] = 'server' end return redis.pcall('INFO', unpack(t))";
     match eval(&mut e, body) {
         Reply::Error(s) => assert!(s.contains("stack overflow (reply too deep)"), "{s}"),
         other => panic!("{other:?}"),
@@ -328,7 +355,10 @@ fn register_function_reads_named_arguments_with_nothing_to_lose_on_a_raise() {
         b"LOAD",
         b"#!lua name=a\nredis.register_function{function_name='f', description='d', callback=function() return 1 end, flags=redis}",
     ]);
-    assert!(matches!(&r, Reply::Error(s) if s.contains("Script attempted to access nonexistent global variable")), "{r:?}");
+    assert!(
+        matches!(&r, Reply::Error(s) if s.contains("Script attempted to access nonexistent global variable")),
+        "{r:?}"
+    );
     let lib =
         b"#!lua name=a\nredis.register_function{function_name=12, description='d', callback=function() return 1 end, flags={'no-writes'}}";
     assert_eq!(e.execute(&[b"FUNCTION", b"LOAD", lib]), Reply::bulk("a"));

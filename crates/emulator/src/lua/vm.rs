@@ -69,10 +69,17 @@ impl Vm {
         // script runs). The debug library (whose `setupvalue` could replace the light userdata our
         // C closures dereference) is only read by the error handler's own code, which keeps nothing
         // but `getinfo` from it, and is removed from the globals before any script runs.
-        let lua = unsafe { Lua::unsafe_new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG, LuaOptions::default()) };
+        let lua = unsafe {
+            Lua::unsafe_new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG, LuaOptions::default())
+        };
         let g = lua.globals();
         libs::register_all(&lua, &g)?;
-        let ctx = Box::new(CallCtx { core: core.clone(), state: state.clone(), numbuf: Default::default(), rng: rng.clone() });
+        let ctx = Box::new(CallCtx {
+            core: core.clone(),
+            state: state.clone(),
+            numbuf: Default::default(),
+            rng: rng.clone(),
+        });
         let ctx_ptr = &*ctx as *const CallCtx as *mut std::ffi::c_void;
         let redis = lua.create_table()?;
         register_redis_lib(&lua, &redis, ctx_ptr)?;
@@ -164,7 +171,8 @@ impl Vm {
         // them permanent, so the pointers live as long as the state. The allocation cannot be refused
         // (no memory cap outside runs; lua_alloc never fails), so nothing raises outside a
         // protected call.
-        let names = unsafe { [ext::lua_fixedstring(state, c"KEYS".as_ptr()), ext::lua_fixedstring(state, c"ARGV".as_ptr())] };
+        let names =
+            unsafe { [ext::lua_fixedstring(state, c"KEYS".as_ptr()), ext::lua_fixedstring(state, c"ARGV".as_ptr())] };
         // SAFETY: `state` is the live main state; the pointers it returns point into its global
         // state and stay valid as long as it (the Vm that keeps them owns the state).
         let mem = unsafe { ext::memcap(state) };
@@ -177,7 +185,12 @@ impl Vm {
         // SAFETY: sets the hook fields of the live main state, between calls: nothing is allocated
         // or raised.
         unsafe {
-            mlua::ffi::lua_sethook(self.state, Some(budget_hook), mlua::ffi::LUA_MASKCOUNT, HOOK_EVERY as std::os::raw::c_int);
+            mlua::ffi::lua_sethook(
+                self.state,
+                Some(budget_hook),
+                mlua::ffi::LUA_MASKCOUNT,
+                HOOK_EVERY as std::os::raw::c_int,
+            );
         }
     }
 }
@@ -255,13 +268,18 @@ unsafe extern "C" fn lua_alloc(
     }
     let block = if ptr.is_null() { libmimalloc_sys::mi_malloc(nsize) } else { libmimalloc_sys::mi_realloc(ptr, nsize) };
     if block.is_null() {
-        std::alloc::handle_alloc_error(std::alloc::Layout::from_size_align(nsize, 1).unwrap_or(std::alloc::Layout::new::<u8>()));
+        std::alloc::handle_alloc_error(
+            std::alloc::Layout::from_size_align(nsize, 1).unwrap_or(std::alloc::Layout::new::<u8>()),
+        );
     }
     block
 }
 
 /// Stores `f` in the registry; returns the main state and the reference.
-pub(super) fn registry_ref(lua: &Lua, f: impl mlua::IntoLua) -> mlua::Result<(*mut mlua::ffi::lua_State, std::os::raw::c_int)> {
+pub(super) fn registry_ref(
+    lua: &Lua,
+    f: impl mlua::IntoLua,
+) -> mlua::Result<(*mut mlua::ffi::lua_State, std::os::raw::c_int)> {
     let mut out = (std::ptr::null_mut(), 0);
     // SAFETY: inside mlua's protected call (a C function; a refused allocation comes back as an
     // Err), luaL_ref pops into the registry the one argument exec_raw pushed, `f`. The closure

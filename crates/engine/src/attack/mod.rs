@@ -86,7 +86,8 @@ impl Settings {
     /// Checks the budget and iterations, and that the script accepts every time the search may
     /// use (GCRA bounds `now_ms` by its ticks per ms).
     pub fn new(limiter: Limiter, budget: u32, seed: u64, iterations: u32) -> Result<Settings> {
-        let invalid = |field: &str, reason: String| Error::Invalid { context: "attack".into(), field: field.into(), reason };
+        let invalid =
+            |field: &str, reason: String| Error::Invalid { context: "attack".into(), field: field.into(), reason };
         if budget == 0 || budget > MAX_BUDGET {
             return Err(invalid("budget", format!("{budget} is not a number of requests from 1 to {MAX_BUDGET}")));
         }
@@ -165,7 +166,8 @@ fn attack_at(s: &Settings, small: Option<&Settings>) -> Result<Vec<Found>> {
             }
             Some(small) => {
                 let best = search::search(&small.limiter, goal, origin, small.budget, seed, small.iterations);
-                let segs = scale_segments(&best.segments, s.limiter.params().limit, small.limiter.params().limit, s.budget);
+                let segs =
+                    scale_segments(&best.segments, s.limiter.params().limit, small.limiter.params().limit, s.budget);
                 let built = pattern::build(&segs, &s.limiter, origin, s.budget);
                 let sent = built.len() as u64;
                 let (segs, built, score) = search::trim(segs, built, &s.limiter, goal, origin, s.budget);

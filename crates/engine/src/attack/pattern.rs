@@ -58,7 +58,9 @@ impl Segment {
     pub fn describe(&self) -> String {
         match self.kind {
             Kind::Burst => format!("burst of {} from {} ms, {} µs apart", self.count, self.at_ms, self.spacing_us),
-            Kind::Greedy => format!("greedy: up to {} from {} ms, each at the first ms it is admitted", self.count, self.at_ms),
+            Kind::Greedy => {
+                format!("greedy: up to {} from {} ms, each at the first ms it is admitted", self.count, self.at_ms)
+            }
         }
     }
 }
@@ -214,7 +216,13 @@ impl Run {
         } else if self.points == 2 {
             format!("{what} at {} ms, and again at {} ms", self.from_ms, self.to_ms())
         } else {
-            format!("{what} every {} ms, {} times, from {} to {} ms", self.step_ms, self.points, self.from_ms, self.to_ms())
+            format!(
+                "{what} every {} ms, {} times, from {} to {} ms",
+                self.step_ms,
+                self.points,
+                self.from_ms,
+                self.to_ms()
+            )
         }
     }
 }

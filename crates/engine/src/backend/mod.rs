@@ -120,7 +120,8 @@ pub fn lua_string_literals(body: &str) -> Vec<(usize, String)> {
     };
     // Skips a long bracket of `level` opened before `from`; returns (end, its text).
     let long_close = |from: usize, level: usize| -> (usize, &[u8]) {
-        let close: Vec<u8> = std::iter::once(b']').chain(std::iter::repeat_n(b'=', level)).chain(std::iter::once(b']')).collect();
+        let close: Vec<u8> =
+            std::iter::once(b']').chain(std::iter::repeat_n(b'=', level)).chain(std::iter::once(b']')).collect();
         match b[from..].windows(close.len()).position(|w| w == close.as_slice()) {
             Some(p) => (from + p + close.len(), &b[from..from + p]),
             None => (b.len(), &b[from..]),
@@ -201,7 +202,8 @@ mod tests {
 
     #[test]
     fn literals_outside_comments() {
-        let body = "-- redis.call('TIME') in a comment\nlocal t = redis.call(\"time\")\n--[[ 'PTTL'\n ]] local x = [[a\nb]] \
+        let body =
+            "-- redis.call('TIME') in a comment\nlocal t = redis.call(\"time\")\n--[[ 'PTTL'\n ]] local x = [[a\nb]] \
                     local y = 'it''s' redis.call('PTTL', KEYS[1]) -- 'TTL'\n";
         let lits = lua_string_literals(body);
         assert_eq!(lits[0], (2, "time".to_string()));
@@ -212,10 +214,12 @@ mod tests {
         assert!(reads_time(body));
         assert!(!reads_time("return redis.call('GET', KEYS[1]) -- no 'TIME' here"));
         assert!(reads_time(
-            &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/redis_rate_gcra.lua")).unwrap()
+            &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/redis_rate_gcra.lua"))
+                .unwrap()
         ));
         assert!(!reads_time(
-            &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/rate_limit_redis.lua")).unwrap()
+            &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/rate_limit_redis.lua"))
+                .unwrap()
         ));
     }
 }

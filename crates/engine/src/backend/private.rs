@@ -51,7 +51,13 @@ pub struct Launch {
 
 impl Default for Launch {
     fn default() -> Self {
-        Launch { program: "redis-server".into(), args: Vec::new(), cluster_node: false, attempts: ATTEMPTS, ready_within: READY_WITHIN }
+        Launch {
+            program: "redis-server".into(),
+            args: Vec::new(),
+            cluster_node: false,
+            attempts: ATTEMPTS,
+            ready_within: READY_WITHIN,
+        }
     }
 }
 
@@ -220,8 +226,15 @@ impl PrivateRedis {
                 }
                 // Ours cannot have bound the port: kill it and let the caller try another.
                 Ok((_, who)) => {
-                    let pid_text = if who.pid == pid { format!("pid {pid} but port {:?}", who.port) } else { format!("pid {}", who.pid) };
-                    return Err(format!("port {port} is held by another redis-server ({pid_text}){}", self.log_excerpt()));
+                    let pid_text = if who.pid == pid {
+                        format!("pid {pid} but port {:?}", who.port)
+                    } else {
+                        format!("pid {}", who.pid)
+                    };
+                    return Err(format!(
+                        "port {port} is held by another redis-server ({pid_text}){}",
+                        self.log_excerpt()
+                    ));
                 }
                 Err(_) if Instant::now() <= deadline => {}
                 Err(last) => {
@@ -270,7 +283,9 @@ impl PrivateRedis {
     fn alive(&mut self) -> Result<()> {
         match self.child.try_wait() {
             Ok(None) => Ok(()),
-            Ok(Some(status)) => Err(Error::Connection(format!("the private redis-server on port {} exited ({status})", self.port))),
+            Ok(Some(status)) => {
+                Err(Error::Connection(format!("the private redis-server on port {} exited ({status})", self.port)))
+            }
             Err(e) => Err(Error::Connection(format!("the private redis-server on port {}: {e}", self.port))),
         }
     }
@@ -283,8 +298,8 @@ impl PrivateRedis {
     /// A connection that has just proved to reach our child (PING, then INFO's `process_id`).
     fn session(&mut self) -> Result<redis::Connection> {
         self.alive()?;
-        let (conn, who) =
-            probe(self.port).map_err(|e| Error::Connection(format!("the private redis-server on port {}: {e}", self.port)))?;
+        let (conn, who) = probe(self.port)
+            .map_err(|e| Error::Connection(format!("the private redis-server on port {}: {e}", self.port)))?;
         self.owns(&who)?;
         Ok(conn)
     }
@@ -311,8 +326,9 @@ impl PrivateRedis {
         for a in args.iter().skip(1) {
             cmd.arg(*a);
         }
-        conn.req_command(&cmd)
-            .map_err(|e| Error::Connection(format!("{} on the private redis-server (port {}): {e}", args.join(" "), self.port)))
+        conn.req_command(&cmd).map_err(|e| {
+            Error::Connection(format!("{} on the private redis-server (port {}): {e}", args.join(" "), self.port))
+        })
     }
 
     /// Checks a connection opened elsewhere (a backend about to flush the server): `ask` sends a
@@ -343,7 +359,8 @@ impl PrivateRedis {
         // The server closes the connection as it exits: no reply to wait for.
         let _ = conn.req_command(redis::cmd("SHUTDOWN").arg("SAVE"));
         drop(conn);
-        let status = self.child.wait().map_err(|e| Error::Connection(format!("waiting for redis-server to exit: {e}")))?;
+        let status =
+            self.child.wait().map_err(|e| Error::Connection(format!("waiting for redis-server to exit: {e}")))?;
         if !self.dir.join("dump.rdb").exists() {
             return Err(Error::Connection(format!("no dump.rdb after SHUTDOWN SAVE ({status}){}", self.log_excerpt())));
         }
@@ -360,7 +377,10 @@ impl PrivateRedis {
         let (pid, port) = (self.pid(), self.port);
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
-                return Err(Error::Connection(format!("redis-server did not come back on port {port} ({status}){}", self.log_excerpt())));
+                return Err(Error::Connection(format!(
+                    "redis-server did not come back on port {port} ({status}){}",
+                    self.log_excerpt()
+                )));
             }
             match probe(port) {
                 Ok((_, who)) if self.owns(&who).is_ok() => {
@@ -609,9 +629,13 @@ mod tests {
     /// Whether `redis-server` can be run; without it a test prints why and passes, unless `CI` is
     /// set (then it fails).
     fn have_redis_server(test: &str) -> bool {
-        let found = Command::new("redis-server").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
+        let found =
+            Command::new("redis-server").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
         if !found {
-            assert!(std::env::var_os("CI").is_none(), "{test}: redis-server is not installed (CI is set, so this is an error)");
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{test}: redis-server is not installed (CI is set, so this is an error)"
+            );
             eprintln!("skipping {test}: redis-server is not installed");
         }
         found
@@ -676,7 +700,16 @@ mod tests {
     /// one answering on a TCP port.
     fn decoy(dir: &Path) -> Child {
         Command::new("redis-server")
-            .args(["--port", "0", "--unixsocket", &dir.join("decoy.sock").to_string_lossy(), "--save", "", "--appendonly", "no"])
+            .args([
+                "--port",
+                "0",
+                "--unixsocket",
+                &dir.join("decoy.sock").to_string_lossy(),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
             .current_dir(dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -767,7 +800,8 @@ mod tests {
         let mut real = crate::backend::real::RealRedis::connect(&s.url(), Default::default()).unwrap();
         s.confirm(|a| crate::backend::Backend::command(&mut real, a)).unwrap();
         drop(real);
-        let forged = format!("# Server\r\nredis_version:7.0.0\r\nprocess_id:{}\r\ntcp_port:{}\r\n", s.pid() + 1, s.port());
+        let forged =
+            format!("# Server\r\nredis_version:7.0.0\r\nprocess_id:{}\r\ntcp_port:{}\r\n", s.pid() + 1, s.port());
         let err = s.confirm(|_| Ok(Reply::Bulk(forged.into_bytes()))).expect_err("another pid").to_string();
         assert!(err.contains("is not our private redis-server"), "{err}");
         let forged = format!("process_id:{}\r\ntcp_port:6379\r\n", s.pid());

@@ -25,7 +25,9 @@ pub fn redact(url: &str) -> String {
         let parts: Vec<String> = query
             .split('&')
             .map(|kv| match kv.split_once('=') {
-                Some((k, _)) if k.eq_ignore_ascii_case("pass") || k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+                Some((k, _)) if k.eq_ignore_ascii_case("pass") || k.eq_ignore_ascii_case("password") => {
+                    format!("{k}=***")
+                }
                 _ => kv.to_string(),
             })
             .collect();

@@ -59,7 +59,11 @@ impl Ctx<'_> {
             c.summary = format!("{n} decisions identical to the exact model `{}`", name.name());
         } else {
             c.status = Status::Fail;
-            c.summary = format!("the script and its exact model `{}` decided differently in {} pattern(s)", name.name(), c.evidence.len());
+            c.summary = format!(
+                "the script and its exact model `{}` decided differently in {} pattern(s)",
+                name.name(),
+                c.evidence.len()
+            );
         }
         self.checks.push(c);
     }
@@ -73,10 +77,12 @@ impl Ctx<'_> {
         let size = search_size(self.limiter);
         let (found, small) = if size < p.limit {
             // The capacity scaled as the limit is (at least 1).
-            let burst = p.burst.map(|b| ((b as u128 * size as u128 + p.limit as u128 / 2) / p.limit as u128).max(1) as u64);
+            let burst =
+                p.burst.map(|b| ((b as u128 * size as u128 + p.limit as u128 / 2) / p.limit as u128).max(1) as u64);
             let params = crate::limiter::Params { limit: size, window_ms: p.window_ms, burst };
             let small = Limiter::from_spec(self.limiter.shared_spec().clone(), params).ok()?;
-            let small = Settings::new(small, attack::default_budget(size), self.opts.seed, self.opts.iterations).ok()?;
+            let small =
+                Settings::new(small, attack::default_budget(size), self.opts.seed, self.opts.iterations).ok()?;
             (attack::attack_scaled(&s, &small).ok()?, Some(small))
         } else {
             (attack::attack(&s).ok()?, None)
@@ -113,13 +119,21 @@ impl Ctx<'_> {
         let mut verdicts: Vec<(f64, Option<f64>, String, &[crate::traffic::Arrival])> = Vec::new();
         for (j, (pname, params)) in policies.iter().enumerate() {
             let b = if j == 0 { bound } else { Some(spec.overshoot_bound(params).unwrap_or(DEFAULT_OVERSHOOT_BOUND)) };
-            let tag = if several { format!(" [{pname}: {} per {} ms]", params.limit, params.window_ms) } else { String::new() };
+            let tag = if several {
+                format!(" [{pname}: {} per {} ms]", params.limit, params.window_ms)
+            } else {
+                String::new()
+            };
             let mut candidates: Vec<(f64, String, &[crate::traffic::Arrival])> = Vec::new();
             for ((r, _), pat) in runs.iter().zip(self.patterns) {
                 if let Ok(m) = r.metrics_for(*params) {
                     lines.push(format!("{}: {} in one window ({:.2}){tag}", pat.name, m.max_in_window, m.overshoot));
-                    let what =
-                        format!("{} ({}, starting at now_ms {}){tag}", pat.name, m.max_in_window, m.worst_window_start_ms.unwrap_or(0));
+                    let what = format!(
+                        "{} ({}, starting at now_ms {}){tag}",
+                        pat.name,
+                        m.max_in_window,
+                        m.worst_window_start_ms.unwrap_or(0)
+                    );
                     candidates.push((m.overshoot, what, &pat.arrivals));
                 }
             }
@@ -167,7 +181,8 @@ impl Ctx<'_> {
             return;
         }
         // The policy furthest above its bound, else the first.
-        let over = |v: &(f64, Option<f64>, String, &[crate::traffic::Arrival])| v.1.map(|b| v.0 - b).unwrap_or(f64::MIN);
+        let over =
+            |v: &(f64, Option<f64>, String, &[crate::traffic::Arrival])| v.1.map(|b| v.0 - b).unwrap_or(f64::MIN);
         let mut pick = 0;
         for (k, v) in verdicts.iter().enumerate() {
             if over(v) > 1e-9 && over(v) > over(&verdicts[pick]) {
@@ -177,11 +192,21 @@ impl Ctx<'_> {
         let (x, b, what, arrivals) = verdicts.swap_remove(pick);
         let source = if pick == 0 { source.to_string() } else { "the spec's bound for this policy".to_string() };
         let mut c = match b {
-            Some(b) if x > b + 1e-9 => {
-                CheckResult::new("overshoot", Status::Fail, format!("worst {x:.2} in {what}, above the bound {b:.3} ({source})"))
-            }
-            Some(b) => CheckResult::new("overshoot", Status::Pass, format!("worst {x:.2} in {what}, within the bound {b:.3} ({source})")),
-            None => CheckResult::new("overshoot", Status::Skip, format!("worst {x:.2} in {what}; no bound to judge it: {source}")),
+            Some(b) if x > b + 1e-9 => CheckResult::new(
+                "overshoot",
+                Status::Fail,
+                format!("worst {x:.2} in {what}, above the bound {b:.3} ({source})"),
+            ),
+            Some(b) => CheckResult::new(
+                "overshoot",
+                Status::Pass,
+                format!("worst {x:.2} in {what}, within the bound {b:.3} ({source})"),
+            ),
+            None => CheckResult::new(
+                "overshoot",
+                Status::Skip,
+                format!("worst {x:.2} in {what}; no bound to judge it: {source}"),
+            ),
         };
         if several && c.status == Status::Pass {
             c.summary = format!("every policy within its bound; {}", c.summary);
@@ -206,8 +231,10 @@ impl Ctx<'_> {
                 "under_limit" | "sparse" => {
                     let fr = r.played.iter().filter(|p| p.exact && !p.decision.allowed).count();
                     let rate = if exact_admits > 0 { fr as f64 / exact_admits as f64 } else { 0.0 };
-                    c.evidence
-                        .push(format!("{}: refused {fr} of the {exact_admits} requests an exact sliding log admits ({rate:.3})", pat.name));
+                    c.evidence.push(format!(
+                        "{}: refused {fr} of the {exact_admits} requests an exact sliding log admits ({rate:.3})",
+                        pat.name
+                    ));
                     (rate, format!("refused {rate:.3} of what an exact sliding log admits in {}", pat.name))
                 }
                 // Under sustained overload both admit about the limit per window, not the same

@@ -48,7 +48,13 @@ impl Ctx<'_> {
 
 /// Writes `<stem>.csv` (the arrivals) and `<stem>.toml` (a scenario replaying them through the
 /// limiter) into `dir`; returns the scenario's path.
-pub fn save_replay(limiter: &Limiter, dir: &Path, stem: &str, pattern: &str, arrivals: &[crate::traffic::Arrival]) -> Result<String> {
+pub fn save_replay(
+    limiter: &Limiter,
+    dir: &Path,
+    stem: &str,
+    pattern: &str,
+    arrivals: &[crate::traffic::Arrival],
+) -> Result<String> {
     std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
     let csv = dir.join(format!("{stem}.csv"));
     let toml = dir.join(format!("{stem}.toml"));

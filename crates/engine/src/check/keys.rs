@@ -12,7 +12,14 @@ impl Ctx<'_> {
     pub(super) fn ttl(&mut self, runs: &mut [(Replay<'_>, Probes)]) -> Result<()> {
         // The longest window of the spec's policies: a per-minute counter beside a per-second one
         // rightly lives a minute.
-        let w = self.limiter.spec().policies(&self.limiter.params()).iter().map(|(_, p)| p.window_ms as i64).max().unwrap_or(1);
+        let w = self
+            .limiter
+            .spec()
+            .policies(&self.limiter.params())
+            .iter()
+            .map(|(_, p)| p.window_ms as i64)
+            .max()
+            .unwrap_or(1);
         let mut c = CheckResult::new("ttl", Status::Pass, String::new());
         let mut no_ttl = Vec::new();
         let mut too_long = Vec::new();
@@ -26,7 +33,10 @@ impl Ctx<'_> {
                 if t == -1 {
                     no_ttl.push(format!("{} left `{k}` with no TTL", pat.name));
                 } else if t > TTL_WINDOWS * w {
-                    too_long.push(format!("{} left `{k}` with PTTL {t} ms, more than {TTL_WINDOWS} windows after the traffic", pat.name));
+                    too_long.push(format!(
+                        "{} left `{k}` with PTTL {t} ms, more than {TTL_WINDOWS} windows after the traffic",
+                        pat.name
+                    ));
                 }
             }
         }
@@ -63,7 +73,9 @@ impl Ctx<'_> {
                     ));
                     continue;
                 }
-                if let Some(i) = r.played.iter().zip(&kept.played).position(|(a, b)| a.decision.allowed != b.decision.allowed) {
+                if let Some(i) =
+                    r.played.iter().zip(&kept.played).position(|(a, b)| a.decision.allowed != b.decision.allowed)
+                {
                     let (a, b) = (&r.played[i], &kept.played[i]);
                     early.push((
                         format!(
@@ -156,7 +168,11 @@ impl Ctx<'_> {
                 }
                 if let Some((_, e)) = &r.error {
                     if plain.error.as_ref().is_none_or(|(j, _)| *j > i) {
-                        c.evidence.push(format!("{}: on a cluster node: {}", at(pat.name, i, &r), e.lines().next().unwrap_or("")));
+                        c.evidence.push(format!(
+                            "{}: on a cluster node: {}",
+                            at(pat.name, i, &r),
+                            e.lines().next().unwrap_or("")
+                        ));
                         break 'patterns;
                     }
                     break;
@@ -174,7 +190,9 @@ impl Ctx<'_> {
     }
 
     pub(super) fn memory(&mut self, runs: &mut [(Replay<'_>, Probes)]) -> Result<()> {
-        let Some(((r, _), _)) = runs.iter_mut().zip(self.patterns).find(|(_, p)| p.name == "under_limit") else { return Ok(()) };
+        let Some(((r, _), _)) = runs.iter_mut().zip(self.patterns).find(|(_, p)| p.name == "under_limit") else {
+            return Ok(());
+        };
         let subjects = (r.subjects() as u64).max(1);
         let (bytes, keys, costs) = r.memory()?;
         let per = bytes / subjects;
@@ -201,7 +219,9 @@ impl Ctx<'_> {
                 total_m / (1024.0 * 1024.0)
             ),
         );
-        c.evidence.push(format!("after the under_limit pattern ({subjects} subjects at half the rate), keys alive at its end"));
+        c.evidence.push(format!(
+            "after the under_limit pattern ({subjects} subjects at half the rate), keys alive at its end"
+        ));
         c.evidence.push(
             "used_memory growth: MEMORY USAGE plus each TTL's expires-dict entry, both dicts' bucket arrays for 1,000,000 \
              subjects, dict entries as allocated (32 bytes, not 24), less shared integers 0..9999 (Redis 7.0.15, jemalloc 5.3)"

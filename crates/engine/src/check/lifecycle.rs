@@ -69,7 +69,8 @@ impl Ctx<'_> {
                 let ((mut a, ok_a), (mut b, ok_b)) = (play(true), play(false));
                 if !(ok_a && ok_b) {
                     let e = if a.error.is_some() { a.error_line() } else { b.error_line() };
-                    c.evidence.push(format!("{fill} units used at {}, then a request of cost 0 at {t}: error: {e}", t - 1));
+                    c.evidence
+                        .push(format!("{fill} units used at {}, then a request of cost 0 at {t}: error: {e}", t - 1));
                     break;
                 }
                 judged += 1;
@@ -106,7 +107,11 @@ impl Ctx<'_> {
         let spec = self.limiter.spec();
         let have: Vec<crate::spec::Op> = crate::spec::Op::ALL.into_iter().filter(|o| spec.has_op(*o)).collect();
         if have.is_empty() {
-            self.checks.push(CheckResult::new("lifecycle", Status::Skip, "the spec has no refund, reset or clear".into()));
+            self.checks.push(CheckResult::new(
+                "lifecycle",
+                Status::Skip,
+                "the spec has no refund, reset or clear".into(),
+            ));
             return;
         }
         let p = self.limiter.params();
@@ -139,7 +144,11 @@ impl Ctx<'_> {
                         let mut a = Replay::new(self.limiter);
                         let mut b = Replay::new(self.limiter);
                         if !(fill(&mut a, "life", t - 1, before) && fill(&mut b, "life", t - 1, before)) {
-                            err(&mut c, if a.error.is_some() { &a } else { &b }, &format!("{before} units used at {}", t - 1));
+                            err(
+                                &mut c,
+                                if a.error.is_some() { &a } else { &b },
+                                &format!("{before} units used at {}", t - 1),
+                            );
                             break;
                         }
                         let Some(i) = a.step(&arrival_at("life", t, k), t) else {
@@ -171,8 +180,15 @@ impl Ctx<'_> {
                         let t2 = t + later;
                         let mut a = Replay::new(self.limiter);
                         let mut b = Replay::new(self.limiter);
-                        if !(fill(&mut a, "life", t - 1, cap) && fill(&mut a, "other", t - 1, cap) && fill(&mut b, "other", t - 1, cap)) {
-                            err(&mut c, if a.error.is_some() { &a } else { &b }, &format!("{cap} units used at {}", t - 1));
+                        if !(fill(&mut a, "life", t - 1, cap)
+                            && fill(&mut a, "other", t - 1, cap)
+                            && fill(&mut b, "other", t - 1, cap))
+                        {
+                            err(
+                                &mut c,
+                                if a.error.is_some() { &a } else { &b },
+                                &format!("{cap} units used at {}", t - 1),
+                            );
                             break;
                         }
                         if a.op(op, "life", t2, 0).is_err() {

@@ -40,8 +40,9 @@ use run::Replay;
 pub use ctx::save_replay;
 pub use report::{CheckOptions, CheckReport, CheckResult, PatternTraffic, SearchTraffic, Status, Traffic};
 pub use sizes::{
-    search_size, DEFAULT_MAX_FALSE_REJECTION_RATE, DEFAULT_OVERSHOOT_BOUND, FLOOD_MAX, HEADER_PROBES_MIN, HEADER_PROBE_REQUESTS, PROBES,
-    PROBE_UNITS, ROOM_PROBE, SEARCH_FULL_SIZE, SEARCH_FULL_SIZE_MODEL, TTL_PROBES, TTL_WINDOWS,
+    search_size, DEFAULT_MAX_FALSE_REJECTION_RATE, DEFAULT_OVERSHOOT_BOUND, FLOOD_MAX, HEADER_PROBES_MIN,
+    HEADER_PROBE_REQUESTS, PROBES, PROBE_UNITS, ROOM_PROBE, SEARCH_FULL_SIZE, SEARCH_FULL_SIZE_MODEL, TTL_PROBES,
+    TTL_WINDOWS,
 };
 
 /// Progress on stderr while `check` runs, one step per stage; only at a terminal, and only for a
@@ -53,7 +54,9 @@ impl Stages {
         use std::io::IsTerminal;
         Stages((show && std::io::stderr().is_terminal()).then(|| {
             let b = indicatif::ProgressBar::new(stages as u64);
-            if let Ok(style) = indicatif::ProgressStyle::with_template("{prefix:>20} {bar:40} {pos}/{len} {msg} ({elapsed})") {
+            if let Ok(style) =
+                indicatif::ProgressStyle::with_template("{prefix:>20} {bar:40} {pos}/{len} {msg} ({elapsed})")
+            {
                 b.set_style(style);
             }
             b.set_prefix("check");
@@ -92,7 +95,8 @@ pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
         (Some(_), _) => "max_overshoot in the spec".to_string(),
         (None, Some(f)) => format!("the {} family's bound", crate::sim::standard::seed_name(f).to_lowercase()),
         (None, None) => {
-            "the default: the loosest bound of the standard families; give `family` or `max_overshoot` to judge tighter".to_string()
+            "the default: the loosest bound of the standard families; give `family` or `max_overshoot` to judge tighter"
+                .to_string()
         }
     };
     // The patterns of the first policy, then those of each further one (`[[policy.and]]`), named
@@ -174,7 +178,8 @@ pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
     stages.done();
     let found = searched.as_ref().map(|(f, _)| f);
     if let Some((f, t)) = &searched {
-        traffic.search = Some(SearchTraffic { confirmed: f.iter().map(|f| f.arrivals.len() as u64).sum(), ..t.clone() });
+        traffic.search =
+            Some(SearchTraffic { confirmed: f.iter().map(|f| f.arrivals.len() as u64).sum(), ..t.clone() });
     }
     ctx.overshoot(&runs, bound, &bound_source, found, traffic.search.as_ref());
     ctx.false_rejections(&runs, found);
@@ -213,7 +218,10 @@ pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
         ctx.checks.push(CheckResult::new(
             "speed",
             Status::Info,
-            format!("{} decisions per second on the emulator ({decisions} decisions, probes included in the time)", per_sec.round()),
+            format!(
+                "{} decisions per second on the emulator ({decisions} decisions, probes included in the time)",
+                per_sec.round()
+            ),
         ));
     }
     Ok(CheckReport {

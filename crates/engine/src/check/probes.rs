@@ -86,7 +86,8 @@ impl Probes {
             if j == i && !d.allowed {
                 let unit = vec![1u64; before.len()];
                 if let Some(v) = probe(r, now, &unit) {
-                    let (b, a) = (before.iter().take_while(|x| x.allowed).count(), v.iter().take_while(|x| x.allowed).count());
+                    let (b, a) =
+                        (before.iter().take_while(|x| x.allowed).count(), v.iter().take_while(|x| x.allowed).count());
                     if a < b {
                         self.refusals.push((i, format!(
                             "{b} request(s) of cost 1 fit at this ms before this request of cost {cost}, which was refused; after it only {a} did: the refusal used up {} unit(s)",
@@ -130,10 +131,12 @@ impl Probes {
         let quota = self.headers_sent < HEADER_PROBE_REQUESTS || self.headers_decisions < HEADER_PROBES_MIN;
         if self.headers_checked < PROBES / 2 {
             let sent = &mut self.headers_sent;
-            if let Some(v) = honesty::headers_judged(&d, reports, &r.limiter.params(), now, cost, quota, &mut |at, costs| {
-                *sent += costs.len();
-                probe(r, at, costs)
-            }) {
+            if let Some(v) =
+                honesty::headers_judged(&d, reports, &r.limiter.params(), now, cost, quota, &mut |at, costs| {
+                    *sent += costs.len();
+                    probe(r, at, costs)
+                })
+            {
                 self.headers_decisions += usize::from(quota);
                 self.headers_checked += v.checked;
                 self.headers.extend(v.wrong.into_iter().map(|w| (i, w)));

@@ -58,7 +58,9 @@ impl Ctx<'_> {
         let r = self.limiter.reports();
         let p = self.limiter.params();
         let policy = headers(&crate::limiter::Decision::allowed_only(true), r, &p).policy;
-        self.probe_check("headers", runs, r.retry_after || (r.remaining && r.reset), "header", |p| (&p.headers, p.headers_checked));
+        self.probe_check("headers", runs, r.retry_after || (r.remaining && r.reset), "header", |p| {
+            (&p.headers, p.headers_checked)
+        });
         if let Some(c) = self.checks.last_mut() {
             c.evidence.insert(0, format!("RateLimit-Policy: {policy}"));
         }
@@ -70,7 +72,8 @@ impl Ctx<'_> {
             self.checks.push(CheckResult::new(
                 "refusals",
                 Status::Skip,
-                "every request costs 1 here, so a refusal that takes units cannot be told apart from one that does not".into(),
+                "every request costs 1 here, so a refusal that takes units cannot be told apart from one that does not"
+                    .into(),
             ));
             return;
         }
@@ -97,7 +100,9 @@ impl Ctx<'_> {
                 let g = d.granted;
                 judged += 1;
                 let wrong = match (d.allowed, g) {
-                    (true, g) if g > cost as i64 => Some(format!("admitted and granted {g} units of a request of cost {cost}")),
+                    (true, g) if g > cost as i64 => {
+                        Some(format!("admitted and granted {g} units of a request of cost {cost}"))
+                    }
                     (true, g) if g == 0 && cost > 0 => {
                         Some("admitted, but granted 0 units: a request given nothing is a refusal".to_string())
                     }
@@ -128,7 +133,11 @@ impl Ctx<'_> {
     /// one, and a `retry_after` it gives must be kept.
     pub(super) fn oversized(&mut self) {
         if !self.limiter.takes_cost() {
-            self.checks.push(CheckResult::new("oversized", Status::Skip, "the spec never reads `cost`: every request counts 1".into()));
+            self.checks.push(CheckResult::new(
+                "oversized",
+                Status::Skip,
+                "the spec never reads `cost`: every request counts 1".into(),
+            ));
             return;
         }
         let p = self.limiter.params();
@@ -150,7 +159,9 @@ impl Ctx<'_> {
             r.play(std::slice::from_ref(&a), |_, _| Ok(()));
             let Some(d) = r.played.first().map(|p| p.decision) else {
                 let e = r.error_line();
-                c.evidence.push(format!("cost {cost} (subject `{subject}`, now_ms {at_ms}): answered with an error, so not admitted: {e}"));
+                c.evidence.push(format!(
+                    "cost {cost} (subject `{subject}`, now_ms {at_ms}): answered with an error, so not admitted: {e}"
+                ));
                 continue;
             };
             if d.allowed && self.limiter.reports().granted && d.units(cost) <= cap {
@@ -159,7 +170,11 @@ impl Ctx<'_> {
             } else if d.allowed {
                 c.evidence.push(format!(
                     "cost {cost} (subject `{subject}`, now_ms {at_ms}) was admitted{}, though the capacity is {cap}",
-                    if self.limiter.reports().granted { format!(" with {} units granted", d.units(cost)) } else { String::new() }
+                    if self.limiter.reports().granted {
+                        format!(" with {} units granted", d.units(cost))
+                    } else {
+                        String::new()
+                    }
                 ));
                 if c.replay.is_none() {
                     c.replay = self.save("oversized", "oversized", std::slice::from_ref(&a));

@@ -23,7 +23,13 @@ pub struct Pattern {
 }
 
 fn arrival(origin_ms: i64, at_us: i64, key: &str, cost: u64, phase: &str) -> Arrival {
-    Arrival { at: Micros(origin_ms * 1000 + at_us), key: key.to_string(), cost, phase: phase.to_string(), op: crate::traffic::Op::Request }
+    Arrival {
+        at: Micros(origin_ms * 1000 + at_us),
+        key: key.to_string(),
+        cost,
+        phase: phase.to_string(),
+        op: crate::traffic::Op::Request,
+    }
 }
 
 /// `n` requests spread evenly over `us` (microseconds after `origin` ms).
@@ -122,7 +128,11 @@ pub fn patterns(p: &Params, origin: i64, seed: u64) -> Vec<Pattern> {
     for i in 0..20i64 {
         a.push(arrival(origin, i * (w + w / 2), "sparse", 1, "sparse"));
     }
-    out.push(Pattern { name: "sparse", description: "one request every one and a half windows, 20 times".into(), arrivals: a });
+    out.push(Pattern {
+        name: "sparse",
+        description: "one request every one and a half windows, 20 times".into(),
+        arrivals: a,
+    });
 
     if c > 1 {
         let mut a = Vec::new();
@@ -130,7 +140,8 @@ pub fn patterns(p: &Params, origin: i64, seed: u64) -> Vec<Pattern> {
         let mut t = 0i64;
         // 8 * limit requests, gaps up to a window over the limit: about four windows. Above
         // FULL_SIZE, fewer requests over the same time.
-        let (n, max_gap) = if big { (8 * FULL_SIZE, (w / FULL_SIZE as i64).max(1)) } else { (8 * l, (w / l as i64).max(1)) };
+        let (n, max_gap) =
+            if big { (8 * FULL_SIZE, (w / FULL_SIZE as i64).max(1)) } else { (8 * l, (w / l as i64).max(1)) };
         for _ in 0..n {
             t += rand::Rng::random_range(&mut rng, 0..=max_gap);
             let cost = rand::Rng::random_range(&mut rng, 1..=(c / 2).max(1));
@@ -287,7 +298,11 @@ impl<'l> Replay<'l> {
     fn note_runaway<T>(&mut self, out: &Result<T>, what: &str) {
         if let Err(e @ Error::Script { reply, at, request }) = out {
             if self.runaway.is_none() && is_runaway(e) {
-                self.runaway = Some(Error::Script { reply: reply.clone(), at: at.clone(), request: format!("{request} ({what})") });
+                self.runaway = Some(Error::Script {
+                    reply: reply.clone(),
+                    at: at.clone(),
+                    request: format!("{request} ({what})"),
+                });
             }
         }
     }
@@ -310,7 +325,13 @@ impl<'l> Replay<'l> {
 
     /// [`Replay::probe_many`] asked of the client process that will take the next request (not
     /// the one that took the last): what fits just before that request runs.
-    pub fn probe_next_many(&mut self, subject: &str, server_ms: i64, now_ms: i64, costs: &[u64]) -> Result<Vec<Decision>> {
+    pub fn probe_next_many(
+        &mut self,
+        subject: &str,
+        server_ms: i64,
+        now_ms: i64,
+        costs: &[u64],
+    ) -> Result<Vec<Decision>> {
         self.session.pin = Some(self.limiter.next_process(&self.session));
         let out = self.probe_many(subject, server_ms, now_ms, costs);
         self.session.pin = None;
@@ -320,7 +341,15 @@ impl<'l> Replay<'l> {
     /// Several requests in a row at the same time, then everything put back
     /// ([`crate::limiter::oracle::what_if`]); the calls they make are not recorded.
     pub fn probe_many(&mut self, subject: &str, server_ms: i64, now_ms: i64, costs: &[u64]) -> Result<Vec<Decision>> {
-        let out = crate::limiter::oracle::what_if(self.limiter, &mut self.backend, &mut self.session, subject, server_ms, now_ms, costs);
+        let out = crate::limiter::oracle::what_if(
+            self.limiter,
+            &mut self.backend,
+            &mut self.session,
+            subject,
+            server_ms,
+            now_ms,
+            costs,
+        );
         self.session.take_calls();
         self.note_runaway(&out, "a probe of `check`");
         out
@@ -345,7 +374,14 @@ impl<'l> Replay<'l> {
                 }
             };
             let cost = if self.limiter.takes_cost() { p.arrival.cost } else { 1 };
-            records.push(Record { at: p.arrival.at, now_ms: p.now_ms, key: p.subject, phase: ph as u32, cost, decision: p.decision });
+            records.push(Record {
+                at: p.arrival.at,
+                now_ms: p.now_ms,
+                key: p.subject,
+                phase: ph as u32,
+                cost,
+                decision: p.decision,
+            });
         }
         let trace = Trace {
             name: self.limiter.name().to_string(),

@@ -18,7 +18,14 @@ impl Limiter {
     /// Runs one request: every call of the spec on `backend` (keys under its prefix), then the
     /// decision. A Redis error reply from a call, a failed expression or a reply of the wrong shape
     /// is an `Err` naming the spec's or script's file and line and the request.
-    pub fn call(&self, backend: &mut dyn Backend, s: &mut Session, subject: &str, now_ms: i64, cost: u64) -> Result<Decision> {
+    pub fn call(
+        &self,
+        backend: &mut dyn Backend,
+        s: &mut Session,
+        subject: &str,
+        now_ms: i64,
+        cost: u64,
+    ) -> Result<Decision> {
         let spec = self.spec();
         if let Program::Adapter { .. } = &spec.program {
             let st = self.process(s, s.pin.unwrap_or_else(|| self.next_process(s)))?;
@@ -29,7 +36,12 @@ impl Limiter {
         if !s.libraries_loaded && !spec.libraries.is_empty() {
             for lib in &spec.libraries {
                 if let Reply::Error(e) = backend.load_library(&lib.script)? {
-                    return Err(script_error(&lib.path, &lib.script.body, &e, "loading the library before the run".into()));
+                    return Err(script_error(
+                        &lib.path,
+                        &lib.script.body,
+                        &e,
+                        "loading the library before the run".into(),
+                    ));
                 }
             }
             s.libraries_loaded = true;
@@ -42,7 +54,13 @@ impl Limiter {
     }
 
     /// Runs `calls` in order into `s.replies` (nil for a call whose `when` is false).
-    fn run_calls(&self, backend: &mut dyn Backend, s: &mut Session, calls: &[CompiledCall], req: &Request<'_>) -> Result<()> {
+    fn run_calls(
+        &self,
+        backend: &mut dyn Backend,
+        s: &mut Session,
+        calls: &[CompiledCall],
+        req: &Request<'_>,
+    ) -> Result<()> {
         s.replies.clear();
         for c in calls {
             let run = match &c.when {
@@ -85,7 +103,15 @@ impl Limiter {
     /// request of `cost`): the spec's `[[refund]]` (...) calls, or the adapter's `refund(req)` (...)
     /// in the process that handled the last request. An operation the client does not have is an
     /// error saying so.
-    pub fn op(&self, backend: &mut dyn Backend, s: &mut Session, op: crate::spec::Op, subject: &str, now_ms: i64, cost: u64) -> Result<()> {
+    pub fn op(
+        &self,
+        backend: &mut dyn Backend,
+        s: &mut Session,
+        op: crate::spec::Op,
+        subject: &str,
+        now_ms: i64,
+        cost: u64,
+    ) -> Result<()> {
         let spec = self.spec();
         let Some(ix) = op.index() else { return self.call(backend, s, subject, now_ms, cost).map(|_| ()) };
         if !spec.has_op(op) {
@@ -190,7 +216,14 @@ impl Limiter {
 
     /// The decision from the reply of a [`Limiter::single_script`] spec's one call. `replies` is a
     /// buffer the caller reuses.
-    pub fn read_single(&self, reply: Reply, subject: &str, now_ms: i64, cost: u64, replies: &mut Vec<Option<Reply>>) -> Result<Decision> {
+    pub fn read_single(
+        &self,
+        reply: Reply,
+        subject: &str,
+        now_ms: i64,
+        cost: u64,
+        replies: &mut Vec<Option<Reply>>,
+    ) -> Result<Decision> {
         let req = Request { subject, now_ms, cost, window_ms: self.params().window_ms as i64, seq: 0 };
         if let Reply::Error(e) = &reply {
             let sc = &self.spec().scripts[match self.program().calls[0].target {
@@ -204,7 +237,13 @@ impl Limiter {
         self.decision_of(&req, replies)
     }
 
-    fn run_call(&self, backend: &mut dyn Backend, s: &mut Session, c: &CompiledCall, req: &Request<'_>) -> Result<Reply> {
+    fn run_call(
+        &self,
+        backend: &mut dyn Backend,
+        s: &mut Session,
+        c: &CompiledCall,
+        req: &Request<'_>,
+    ) -> Result<Reply> {
         let spec = self.spec();
         if let Err((i, r)) = c.layout.render(req, &s.replies, backend.key_prefix(), &mut s.buf, &mut s.ends) {
             let src = if i < c.srcs.keys.len() { &c.srcs.keys[i] } else { &c.srcs.args[i - c.srcs.keys.len()] };

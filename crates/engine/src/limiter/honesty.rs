@@ -79,7 +79,10 @@ pub fn retry_after(d: &Decision, reports: Reports, now_ms: i64, cost: u64, ask: 
     if w >= 1 {
         if let Some(x) = ask(at - 1, &[cost]) {
             if x[0].allowed {
-                v.wrong.push(format!("refused with retry_after {w} ms, but retrying 1 ms earlier (at {}) was admitted", at - 1));
+                v.wrong.push(format!(
+                    "refused with retry_after {w} ms, but retrying 1 ms earlier (at {}) was admitted",
+                    at - 1
+                ));
             }
         }
     }
@@ -88,7 +91,14 @@ pub fn retry_after(d: &Decision, reports: Reports, now_ms: i64, cost: u64, ask: 
 
 /// Judges the headers `d` implies under `params` ([`crate::spec::headers::headers`]): `None` when
 /// they make no promise.
-pub fn headers(d: &Decision, reports: Reports, params: &Params, now_ms: i64, cost: u64, ask: &mut Ask<'_>) -> Option<Verdict> {
+pub fn headers(
+    d: &Decision,
+    reports: Reports,
+    params: &Params,
+    now_ms: i64,
+    cost: u64,
+    ask: &mut Ask<'_>,
+) -> Option<Verdict> {
     headers_judged(d, reports, params, now_ms, cost, true, ask)
 }
 
@@ -113,7 +123,10 @@ pub fn headers_judged(
         let at = now_ms + ra as i64 * 1000;
         if let Some(x) = ask(at, &[cost]) {
             if !x[0].allowed {
-                v.wrong.push(format!("Retry-After: {ra} (retry_after {} ms), but the same request at {at} was refused", d.retry_after_ms));
+                v.wrong.push(format!(
+                    "Retry-After: {ra} (retry_after {} ms), but the same request at {at} was refused",
+                    d.retry_after_ms
+                ));
             }
         }
     }
@@ -137,13 +150,16 @@ pub fn headers_judged(
             }
             // At `t` at least the next unit is back; for a window, `t` is within one window.
             ResetMeans::Unit | ResetMeans::Window => {
-                let what = if reports.reset_means == ResetMeans::Unit { "the next unit" } else { "the end of the window" };
+                let what =
+                    if reports.reset_means == ResetMeans::Unit { "the next unit" } else { "the end of the window" };
                 let w_s = secs_up(params.window_ms as i64) as i64;
                 if reports.reset_means == ResetMeans::Window && t > w_s {
                     v.wrong.push(format!("{header} promised {what} {t} s later, more than a window ({w_s} s)"));
                 } else if let Some(x) = ask(at, &[1]) {
                     if !x[0].allowed {
-                        v.wrong.push(format!("{header} promised {what} {t} s later, but at {at} a request of cost 1 was refused"));
+                        v.wrong.push(format!(
+                            "{header} promised {what} {t} s later, but at {at} a request of cost 1 was refused"
+                        ));
                     }
                 }
             }

@@ -16,8 +16,8 @@ pub mod oracle;
 pub mod slots;
 
 pub use crate::shipped::{
-    direct, fixed_window, gcra, sliding_log, sliding_window, subject_key, token_bucket, Algorithm, Decision, Flavor, Params, Reference,
-    UnknownVariant, Variant, MAX_ARG, MAX_GCRA_TICKS, MAX_SCALED,
+    direct, fixed_window, gcra, sliding_log, sliding_window, subject_key, token_bucket, Algorithm, Decision, Flavor,
+    Params, Reference, UnknownVariant, Variant, MAX_ARG, MAX_GCRA_TICKS, MAX_SCALED,
 };
 
 /// A limiter: a spec (a shipped script's or a user's) with the policy it runs under. Every tool
@@ -148,7 +148,12 @@ impl Limiter {
 }
 
 /// The spec's policy with the command line's overrides: a limiter for `spec`.
-pub fn limiter_with(spec: SharedSpec, limit: Option<u64>, window_ms: Option<u64>, burst: Option<u64>) -> Result<Limiter> {
+pub fn limiter_with(
+    spec: SharedSpec,
+    limit: Option<u64>,
+    window_ms: Option<u64>,
+    burst: Option<u64>,
+) -> Result<Limiter> {
     let mut p = spec.policy;
     if let Some(l) = limit {
         p.limit = l;

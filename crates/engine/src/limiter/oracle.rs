@@ -64,7 +64,8 @@ impl Oracle for ScriptOracle {
         self.limiter.call(&mut self.backend, &mut self.session, &self.subject, now_ms, cost)
     }
     fn probe(&mut self, now_ms: i64, cost: u64) -> Result<Decision> {
-        what_if(&self.limiter, &mut self.backend, &mut self.session, &self.subject, now_ms, now_ms, &[cost]).map(|mut v| v.remove(0))
+        what_if(&self.limiter, &mut self.backend, &mut self.session, &self.subject, now_ms, now_ms, &[cost])
+            .map(|mut v| v.remove(0))
     }
 }
 
@@ -84,7 +85,8 @@ pub fn what_if(
     let saved = backend.emu.snapshot_db();
     let clock = backend.emu.clock().now_millis();
     backend.set_time_ms(server_ms);
-    let out = limiter.what_if(session, |s| costs.iter().map(|&c| limiter.call(backend, s, subject, now_ms, c)).collect());
+    let out =
+        limiter.what_if(session, |s| costs.iter().map(|&c| limiter.call(backend, s, subject, now_ms, c)).collect());
     backend.emu.restore_db(saved);
     backend.emu.clock().set_millis(clock);
     out

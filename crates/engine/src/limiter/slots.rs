@@ -32,7 +32,14 @@ pub fn crossslot_error(spec: &Spec, call: &CallRecord, prefix: &str, request: &s
 
 /// Runs `arrivals` through `limiter` on an emulator under `prefix` (its clock starting at
 /// `start_ms`) and returns the error of the first call whose keys span hash slots , for tools that run on a cluster (`what` names the run in the request).
-pub fn check_slots(what: &str, limiter: &Limiter, arrivals: &[Arrival], start_ms: i64, prefix: &str, target: &str) -> Result<()> {
+pub fn check_slots(
+    what: &str,
+    limiter: &Limiter,
+    arrivals: &[Arrival],
+    start_ms: i64,
+    prefix: &str,
+    target: &str,
+) -> Result<()> {
     let mut b = EmulatedBackend::with_prefix(Emulator::new(), prefix);
     b.set_time_ms(start_ms);
     let mut session = Session::recording();
@@ -42,7 +49,9 @@ pub fn check_slots(what: &str, limiter: &Limiter, arrivals: &[Arrival], start_ms
         b.set_time_ms(now);
         limiter.call(&mut b, &mut session, &a.key, now, a.cost)?;
         let request = format!("{}, call #{} of {what}", describe_request(&a.key, now, a.cost), i + 1);
-        if let Some(e) = session.take_calls().iter().find_map(|c| crossslot_error(limiter.spec(), c, prefix, &request, target)) {
+        if let Some(e) =
+            session.take_calls().iter().find_map(|c| crossslot_error(limiter.spec(), c, prefix, &request, target))
+        {
             return Err(e);
         }
     }

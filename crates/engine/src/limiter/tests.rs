@@ -56,7 +56,10 @@ fn arguments_follow_the_contract() {
     assert_eq!(d.keys_and_args(&subject_key("user42"), 1_704_067_200_123, 2), (k.clone(), a.clone()));
     let l = Limiter::new(Variant::SEED_FIXED_WINDOW, Params::new(100, 1000)).unwrap();
     l.render_single("ll:1:", "r", 5, 3, &mut k, &mut a).unwrap();
-    assert_eq!((k.as_slice(), a.as_slice()), (&["ll:1:rate:{r}".to_string()][..], &["100", "1000", "5"].map(String::from)[..]));
+    assert_eq!(
+        (k.as_slice(), a.as_slice()),
+        (&["ll:1:rate:{r}".to_string()][..], &["100", "1000", "5"].map(String::from)[..])
+    );
     // Without a burst the spec passes the limit as the burst, which the script takes as its default.
     let l = Limiter::new(Variant::GCRA, Params::new(100, 1000)).unwrap();
     l.render_single("", "x", 7, 1, &mut k, &mut a).unwrap();
@@ -81,7 +84,10 @@ fn replies_are_read_as_the_specs_say() {
     let e = ours.read_single(Reply::err("ERR invalid cost"), "u", 0, 1, &mut buf).unwrap_err();
     assert!(matches!(&e, Error::Script { reply, .. } if reply == "ERR invalid cost"), "{e}");
     let e = ours.read_single(Reply::Int(1), "u", 0, 1, &mut buf).unwrap_err().to_string();
-    assert!(e.starts_with("scripts/fixed_window.toml:21: field `decision.allowed`: index 1 of 1, which is not an array"), "{e}");
+    assert!(
+        e.starts_with("scripts/fixed_window.toml:21: field `decision.allowed`: index 1 of 1, which is not an array"),
+        "{e}"
+    );
     let seed = Limiter::new(Variant::SEED_FIXED_WINDOW, Params::new(3, 1000)).unwrap();
     assert_eq!(seed.read_single(Reply::Int(1), "u", 0, 1, &mut buf).unwrap(), Decision::allowed_only(true));
     assert_eq!(seed.read_single(Reply::Nil, "u", 0, 1, &mut buf).unwrap(), Decision::allowed_only(false));
@@ -126,7 +132,11 @@ fn random_cost(rng: &mut ChaCha8Rng, capacity: u64) -> u64 {
 
 /// Drives every variant with monotone random traffic and calls `check` before each call with the
 /// model, the limiter, the call and the model's decision.
-fn for_random_runs(runs: u64, calls: usize, mut check: impl FnMut(&Limiter, &dyn Reference, &str, i64, u64, Decision, u64)) {
+fn for_random_runs(
+    runs: u64,
+    calls: usize,
+    mut check: impl FnMut(&Limiter, &dyn Reference, &str, i64, u64, Decision, u64),
+) {
     for v in Variant::ALL {
         for seed in 0..runs {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -279,13 +289,17 @@ fn clock_skew_never_refunds_and_never_goes_negative() {
             let mut newest = 1_000_000i64;
             for _ in 0..300 {
                 newest += step(&mut rng, limiter.params().window_ms as i64);
-                let lag = if rng.random_bool(0.3) { rng.random_range(0..=2 * limiter.params().window_ms as i64) } else { 0 };
+                let lag =
+                    if rng.random_bool(0.3) { rng.random_range(0..=2 * limiter.params().window_ms as i64) } else { 0 };
                 let cost = random_cost(&mut rng, limiter.params().capacity());
                 let straight = model.boxed_clone().decide_at(newest, "rate:{a}", newest, 0);
                 let d = model.decide_at(newest, "rate:{a}", newest - lag, cost);
                 assert!(d.remaining >= 0 && d.reset_after_ms >= 0, "{v} seed {seed}: {d:?}");
                 let shown = if d.allowed { d.remaining + cost as i64 } else { d.remaining };
-                assert!(shown <= straight.remaining, "{v} seed {seed}: lag {lag} saw {d:?}, newest time saw {straight:?}");
+                assert!(
+                    shown <= straight.remaining,
+                    "{v} seed {seed}: lag {lag} saw {d:?}, newest time saw {straight:?}"
+                );
             }
         }
     }
@@ -331,7 +345,8 @@ fn scripts_on_the_emulator_decide_exactly_as_their_references() {
                 let k: Vec<&[u8]> = keys.iter().map(|s| s.as_bytes()).collect();
                 let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
                 let reply = emu.evalsha(sha.as_bytes(), &k, &a);
-                let context = format!("{v} seed {seed} call {i}: {:?} now {now} (server {newest}) cost {cost}", limiter.params());
+                let context =
+                    format!("{v} seed {seed} call {i}: {:?} now {now} (server {newest}) cost {cost}", limiter.params());
                 let got = direct.parse_reply(&reply).unwrap_or_else(|e| panic!("{context}: {e}"));
                 assert_eq!(got, model.decide_at(newest, key, now, cost), "{context}");
 
@@ -355,8 +370,12 @@ fn scripts_on_the_emulator_decide_exactly_as_their_references() {
                 // that this never changes a decision of a caller whose clock agrees with the server.
                 real.retain(|(_, ttl)| *ttl != 0);
                 real.sort();
-                let modelled: Vec<(String, i64)> =
-                    model.keys(newest).into_iter().map(|(k, d)| (k, d.map_or(-1, |d| d - newest))).filter(|(_, ttl)| *ttl != 0).collect();
+                let modelled: Vec<(String, i64)> = model
+                    .keys(newest)
+                    .into_iter()
+                    .map(|(k, d)| (k, d.map_or(-1, |d| d - newest)))
+                    .filter(|(_, ttl)| *ttl != 0)
+                    .collect();
                 assert_eq!(real, modelled, "{context}: keys and PTTLs");
             }
         }

@@ -25,7 +25,11 @@ impl Direct {
     /// scripts enforce, so a validated limiter never gets an `ERR` back for its parameters).
     pub fn new(variant: Variant, params: Params) -> Result<Direct> {
         let name = variant.name();
-        let invalid = |field: &str, reason: String| Error::Invalid { context: name.to_string(), field: field.to_string(), reason };
+        let invalid = |field: &str, reason: String| Error::Invalid {
+            context: name.to_string(),
+            field: field.to_string(),
+            reason,
+        };
         let range = |field: &str, v: u64| {
             if v == 0 || v > MAX_ARG {
                 Err(invalid(field, format!("{v} is not an integer from 1 to {MAX_ARG}")))
@@ -98,7 +102,14 @@ impl Direct {
 
     /// [`Direct::keys_and_args`] into buffers a hot loop reuses: their strings keep their
     /// allocations from call to call.
-    pub fn write_keys_and_args(&self, key: &str, now_ms: i64, cost: u64, keys: &mut Vec<String>, args: &mut Vec<String>) {
+    pub fn write_keys_and_args(
+        &self,
+        key: &str,
+        now_ms: i64,
+        cost: u64,
+        keys: &mut Vec<String>,
+        args: &mut Vec<String>,
+    ) {
         keys.resize_with(1, String::new);
         keys[0].clear();
         keys[0].push_str(key);
@@ -162,7 +173,11 @@ impl Direct {
 /// [`MAX_ARG`], `cost` at most [`MAX_ARG`] (ignored by seed scripts), and for GCRA the clock in
 /// ticks at most [`MAX_GCRA_TICKS`].
 pub fn check_call(variant: Variant, params: &Params, now_ms: i64, cost: u64) -> Result<()> {
-    let invalid = |field: &str, reason: String| Error::Invalid { context: variant.name().to_string(), field: field.to_string(), reason };
+    let invalid = |field: &str, reason: String| Error::Invalid {
+        context: variant.name().to_string(),
+        field: field.to_string(),
+        reason,
+    };
     if now_ms < 0 || now_ms as u64 > MAX_ARG {
         return Err(invalid("now_ms", format!("{now_ms} is not an integer from 0 to {MAX_ARG}")));
     }

@@ -74,7 +74,13 @@ impl ShippedModel for Model {
                 self.keys.pexpire(key, reset + window, server);
             }
         }
-        Decision { allowed: true, remaining: limit - n, retry_after_ms: -1, reset_after_ms: counted_reset(n), granted: -1 }
+        Decision {
+            allowed: true,
+            remaining: limit - n,
+            retry_after_ms: -1,
+            reset_after_ms: counted_reset(n),
+            granted: -1,
+        }
     }
 }
 

@@ -82,7 +82,13 @@ impl ShippedModel for Model {
             tat = new;
             self.keys.put_px(key, tat, reset(tat), server);
         }
-        Decision { allowed: true, remaining: remaining(tat), retry_after_ms: -1, reset_after_ms: reset(tat), granted: -1 }
+        Decision {
+            allowed: true,
+            remaining: remaining(tat),
+            retry_after_ms: -1,
+            reset_after_ms: reset(tat),
+            granted: -1,
+        }
     }
 }
 

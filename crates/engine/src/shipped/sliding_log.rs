@@ -101,7 +101,13 @@ impl ShippedModel for Model {
                 n += cost;
                 newest = Some(t);
             }
-            Decision { allowed: true, remaining: limit - n, retry_after_ms: -1, reset_after_ms: reset(newest), granted: -1 }
+            Decision {
+                allowed: true,
+                remaining: limit - n,
+                retry_after_ms: -1,
+                reset_after_ms: reset(newest),
+                granted: -1,
+            }
         } else {
             let oldest_needed = log.score_at(n + cost - limit - 1).unwrap_or(t);
             Decision {

@@ -75,7 +75,13 @@ impl ShippedModel for Model {
             }
         };
         if cost > limit {
-            return Decision { allowed: false, remaining: remaining(c), retry_after_ms: -1, reset_after_ms: reset(c), granted: -1 };
+            return Decision {
+                allowed: false,
+                remaining: remaining(c),
+                retry_after_ms: -1,
+                reset_after_ms: reset(c),
+                granted: -1,
+            };
         }
         if used(c) + cost * window <= cap {
             if cost > 0 {
@@ -83,7 +89,13 @@ impl ShippedModel for Model {
                 self.keys.put(key, State { w, c, p }, server);
                 self.keys.pexpire(key, lag + left + window, server);
             }
-            return Decision { allowed: true, remaining: remaining(c), retry_after_ms: -1, reset_after_ms: reset(c), granted: -1 };
+            return Decision {
+                allowed: true,
+                remaining: remaining(c),
+                retry_after_ms: -1,
+                reset_after_ms: reset(c),
+                granted: -1,
+            };
         }
         let room = (limit - c - cost) * window;
         let retry = if room >= p && p > 0 {
@@ -92,7 +104,13 @@ impl ShippedModel for Model {
             let x = if c > 0 { (window - (limit - cost) * window / c).max(0) } else { 0 };
             left + x
         };
-        Decision { allowed: false, remaining: remaining(c), retry_after_ms: lag + retry, reset_after_ms: reset(c), granted: -1 }
+        Decision {
+            allowed: false,
+            remaining: remaining(c),
+            retry_after_ms: lag + retry,
+            reset_after_ms: reset(c),
+            granted: -1,
+        }
     }
 }
 

@@ -58,7 +58,13 @@ impl ShippedModel for Model {
         let lag = t - now;
         let reset = |n: i64| if n >= cap { 0 } else { lag + ceil_div(cap - n, limit) };
         if cost > burst {
-            return Decision { allowed: false, remaining: n / window, retry_after_ms: -1, reset_after_ms: reset(n), granted: -1 };
+            return Decision {
+                allowed: false,
+                remaining: n / window,
+                retry_after_ms: -1,
+                reset_after_ms: reset(n),
+                granted: -1,
+            };
         }
         let need = cost * window;
         if n < need {

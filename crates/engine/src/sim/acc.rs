@@ -149,12 +149,21 @@ impl MetricsAcc {
     /// when it has one, else by asking the script itself through `script` (a run on an emulator).
     /// Without either they are not judged. An error asking the script stops the run, as an error
     /// of the run's own requests does.
-    pub fn push_asking(&mut self, r: &Record, exact: bool, subject: &str, mut script: Option<&mut ScriptAsk<'_>>) -> Result<Judged> {
+    pub fn push_asking(
+        &mut self,
+        r: &Record,
+        exact: bool,
+        subject: &str,
+        mut script: Option<&mut ScriptAsk<'_>>,
+    ) -> Result<Judged> {
         if r.now_ms < self.newest {
             return Err(Error::Invalid {
                 context: format!("call #{} (subject `{subject}`)", self.calls + 1),
                 field: "now_ms".into(),
-                reason: format!("{} is before the previous call's {}: a streaming run needs arrivals in time order", r.now_ms, self.newest),
+                reason: format!(
+                    "{} is before the previous call's {}: a streaming run needs arrivals in time order",
+                    r.now_ms, self.newest
+                ),
             });
         }
         self.newest = r.now_ms;
@@ -277,7 +286,9 @@ fn asked(e: Error, subject: &str, now_ms: i64) -> Error {
         Error::Script { reply, at, request } => Error::Script {
             reply,
             at,
-            request: format!("{request}, asked what if to judge the promises of subject `{subject}`'s decision at now_ms {now_ms}"),
+            request: format!(
+                "{request}, asked what if to judge the promises of subject `{subject}`'s decision at now_ms {now_ms}"
+            ),
         },
         other => other,
     }
@@ -309,7 +320,11 @@ mod tests {
                     w.admit(t, u, window);
                     events.push((t, u));
                 }
-                assert_eq!((w.best, w.best_start), crate::metrics::max_in_any_window(&mut events, window), "{events:?}");
+                assert_eq!(
+                    (w.best, w.best_start),
+                    crate::metrics::max_in_any_window(&mut events, window),
+                    "{events:?}"
+                );
             }
         }
     }
@@ -319,7 +334,14 @@ mod tests {
         let l = Limiter::new(Variant::FIXED_WINDOW, Params::new(5, 1000)).unwrap();
         let mut acc = MetricsAcc::new(&l);
         let d = Decision { allowed: true, remaining: 4, retry_after_ms: -1, reset_after_ms: 1000, granted: -1 };
-        let r = |now_ms| Record { at: limitlab_emulator::clock::Micros(now_ms * 1000), now_ms, key: 0, phase: 0, cost: 1, decision: d };
+        let r = |now_ms| Record {
+            at: limitlab_emulator::clock::Micros(now_ms * 1000),
+            now_ms,
+            key: 0,
+            phase: 0,
+            cost: 1,
+            decision: d,
+        };
         acc.push(&r(10), true, "u").unwrap();
         let e = acc.push(&r(9), true, "u").unwrap_err().to_string();
         assert!(e.contains("needs arrivals in time order"), "{e}");

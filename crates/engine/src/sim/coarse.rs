@@ -111,9 +111,9 @@ fn with_ties(t: &TrafficSpec, paths: &[std::path::PathBuf], rule: TieRule, tick_
         TrafficSpec::Trace(x) if paths.contains(&x.path) => {
             TrafficSpec::Trace(TraceSpec { ties: rule, tick_ms: tick_ms.or(x.tick_ms), ..x.clone() })
         }
-        TrafficSpec::Mix(m) => {
-            TrafficSpec::Mix(crate::traffic::Mix { parts: m.parts.iter().map(|p| with_ties(p, paths, rule, tick_ms)).collect() })
-        }
+        TrafficSpec::Mix(m) => TrafficSpec::Mix(crate::traffic::Mix {
+            parts: m.parts.iter().map(|p| with_ties(p, paths, rule, tick_ms)).collect(),
+        }),
         other => other.clone(),
     }
 }
@@ -122,7 +122,8 @@ fn with_ties(t: &TrafficSpec, paths: &[std::path::PathBuf], rule: TieRule, tick_
 /// the coarse traces' times are written more finely than their tick and they give none: the
 /// shortest of their ticks (in whole ms).
 fn tick_override(coarse: &[(TraceSpec, Ticks)]) -> Option<u64> {
-    let fine: Vec<&Ticks> = coarse.iter().filter(|(t, k)| t.tick_ms.is_none() && k.written_us < k.tick_us).map(|(_, k)| k).collect();
+    let fine: Vec<&Ticks> =
+        coarse.iter().filter(|(t, k)| t.tick_ms.is_none() && k.written_us < k.tick_us).map(|(_, k)| k).collect();
     let tick = fine.iter().map(|k| k.tick_us).min()?;
     (tick % 1000 == 0).then_some(tick as u64 / 1000)
 }
@@ -189,16 +190,23 @@ pub fn analyse(s: &Scenario, seed: u64, jobs: usize, chosen: &[StreamRun]) -> Re
         TieRule::Jitter(j) => Some(j),
         _ => None,
     };
-    let candidates: Vec<(TieRule, Option<u64>)> = [TieRule::Same, TieRule::Spread, TieRule::Jitter(jitter_seed.unwrap_or(seed))]
-        .into_iter()
-        .map(|rule| (rule, if rule == TieRule::Same { None } else { tick }))
-        .collect();
+    let candidates: Vec<(TieRule, Option<u64>)> =
+        [TieRule::Same, TieRule::Spread, TieRule::Jitter(jitter_seed.unwrap_or(seed))]
+            .into_iter()
+            .map(|rule| (rule, if rule == TieRule::Same { None } else { tick }))
+            .collect();
     let is_chosen = |(rule, tick): &(TieRule, Option<u64>)| uniform && *rule == configured && tick.is_none();
     let mut verdicts = Vec::new();
     if !candidates.iter().any(is_chosen) {
         let ties = if uniform { rule_name(configured) } else { "as configured" };
         let jitter_seed = if uniform { seed_of(configured) } else { None };
-        verdicts.push(TieVerdict { ties: ties.into(), jitter_seed, tick_ms: None, chosen: true, results: results(chosen) });
+        verdicts.push(TieVerdict {
+            ties: ties.into(),
+            jitter_seed,
+            tick_ms: None,
+            chosen: true,
+            results: results(chosen),
+        });
     }
     for c in &candidates {
         let (rule, tick_ms) = *c;
@@ -211,7 +219,13 @@ pub fn analyse(s: &Scenario, seed: u64, jobs: usize, chosen: &[StreamRun]) -> Re
             &runs[..]
         };
         let chosen = is_chosen(c);
-        verdicts.push(TieVerdict { ties: rule_name(rule).into(), jitter_seed: seed_of(rule), tick_ms, chosen, results: results(runs) });
+        verdicts.push(TieVerdict {
+            ties: rule_name(rule).into(),
+            jitter_seed: seed_of(rule),
+            tick_ms,
+            chosen,
+            results: results(runs),
+        });
     }
     Ok(Some(CoarseTraces { traces, verdicts }))
 }
@@ -227,7 +241,8 @@ mod tests {
         std::fs::write(dir.join("s.csv"), "time,key\n10,a\n10,b\n11,a\n13,c\n").unwrap();
         std::fs::write(dir.join("ms.csv"), "time_ms,key\n10000,a\n10000,b\n10001,a\n").unwrap();
         let scenario = |window: u64, traffic: &str| {
-            let text = format!("name = \"c\"\nlimit = 5\nwindow_ms = {window}\nalgorithms = [\"sliding_window\"]\n{traffic}");
+            let text =
+                format!("name = \"c\"\nlimit = 5\nwindow_ms = {window}\nalgorithms = [\"sliding_window\"]\n{traffic}");
             let mut s = Scenario::from_toml(&text, &dir.join("c.toml")).unwrap();
             s.traffic.resolve_paths(&dir);
             s
@@ -235,7 +250,10 @@ mod tests {
         let seconds = "[traffic]\nkind = \"trace\"\npath = \"s.csv\"\n";
         let found = coarse_traces(&scenario(1000, seconds)).unwrap();
         assert_eq!(found.len(), 1);
-        assert_eq!(found[0].1, Ticks { requests: 4, tick_us: 1_000_000, written_us: 1_000_000, sharing: 2, busiest: 2 });
+        assert_eq!(
+            found[0].1,
+            Ticks { requests: 4, tick_us: 1_000_000, written_us: 1_000_000, sharing: 2, busiest: 2 }
+        );
         // A tick of a tenth of the window is coarse; a finer one is not.
         assert_eq!(coarse_traces(&scenario(10_000, seconds)).unwrap().len(), 1);
         assert!(coarse_traces(&scenario(10_001, seconds)).unwrap().is_empty());
@@ -246,7 +264,9 @@ mod tests {
         let found = coarse_traces(&scenario(1000, mix)).unwrap();
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].0.ties, TieRule::Spread);
-        assert!(coarse_traces(&scenario(1000, "[traffic]\nkind = \"uniform\"\nrate = 10.0\nduration_ms = 1000\n")).unwrap().is_empty());
+        assert!(coarse_traces(&scenario(1000, "[traffic]\nkind = \"uniform\"\nrate = 10.0\nduration_ms = 1000\n"))
+            .unwrap()
+            .is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

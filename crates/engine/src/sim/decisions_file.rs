@@ -237,7 +237,15 @@ impl DecisionWriter {
 
     /// Writes one decision: `r` made from `step` (of `subject`, in `phase`), the calls it made,
     /// and what the metrics found (the exact log's verdict among it).
-    pub fn write(&mut self, r: &Record, step: &Step, subject: &str, phase: &str, calls: &[CallRecord], judged: Judged) -> Result<()> {
+    pub fn write(
+        &mut self,
+        r: &Record,
+        step: &Step,
+        subject: &str,
+        phase: &str,
+        calls: &[CallRecord],
+        judged: Judged,
+    ) -> Result<()> {
         let exact = judged.exact_admits;
         self.request += 1;
         self.reply.clear();
@@ -417,7 +425,10 @@ mod tests {
             (Reply::bulk("0.25"), "\"0.25\""),
             (Reply::Nil, "nil"),
             (Reply::Array(vec![]), "[]"),
-            (Reply::Array(vec![Reply::Nil, Reply::bulk("a\"b\\\n"), Reply::Bulk(vec![0xff, b' '])]), "[nil,\"a\\\"b\\\\\\n\",\"\\xff \"]"),
+            (
+                Reply::Array(vec![Reply::Nil, Reply::bulk("a\"b\\\n"), Reply::Bulk(vec![0xff, b' '])]),
+                "[nil,\"a\\\"b\\\\\\n\",\"\\xff \"]",
+            ),
             (Reply::ok(), "OK"),
             (Reply::err("ERR bad"), "(error) ERR bad"),
             (Reply::Double(0.25), "0.25"),

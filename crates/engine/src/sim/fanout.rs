@@ -18,11 +18,19 @@ pub const IN_FLIGHT: usize = 16;
 /// all of `feed`'s chunks in order, while this thread produces them. Results come in reader order.
 /// The feed is left exhausted (or stopped early when every reader stopped), so its subject and
 /// phase tables can be read afterwards.
-pub fn fan_out<T: Send>(feed: &mut Feed, readers: usize, read: impl Fn(usize, &mut dyn Iterator<Item = Arc<Chunk>>) -> T + Sync) -> Vec<T> {
+pub fn fan_out<T: Send>(
+    feed: &mut Feed,
+    readers: usize,
+    read: impl Fn(usize, &mut dyn Iterator<Item = Arc<Chunk>>) -> T + Sync,
+) -> Vec<T> {
     let (senders, receivers): (Vec<_>, Vec<_>) = (0..readers).map(|_| sync_channel::<Arc<Chunk>>(IN_FLIGHT)).unzip();
     std::thread::scope(|scope| {
         let read = &read;
-        let handles: Vec<_> = receivers.into_iter().enumerate().map(|(i, rx)| scope.spawn(move || read(i, &mut rx.into_iter()))).collect();
+        let handles: Vec<_> = receivers
+            .into_iter()
+            .enumerate()
+            .map(|(i, rx)| scope.spawn(move || read(i, &mut rx.into_iter())))
+            .collect();
         let mut senders: Vec<Option<SyncSender<Arc<Chunk>>>> = senders.into_iter().map(Some).collect();
         for chunk in feed.by_ref() {
             let chunk = Arc::new(chunk);
@@ -54,12 +62,16 @@ mod tests {
     #[test]
     fn every_reader_gets_every_chunk_in_order() {
         let s = builtin("simulations/uniform.toml").unwrap();
-        let alone: Vec<(u32, i64)> =
-            Feed::scenario(&s, 3).unwrap().flat_map(|c| c.iter().map(|(st, _)| (st.subject, st.at.0)).collect::<Vec<_>>()).collect();
+        let alone: Vec<(u32, i64)> = Feed::scenario(&s, 3)
+            .unwrap()
+            .flat_map(|c| c.iter().map(|(st, _)| (st.subject, st.at.0)).collect::<Vec<_>>())
+            .collect();
         for readers in [1, 2, 5] {
             let mut feed = Feed::scenario(&s, 3).unwrap();
             let got = fan_out(&mut feed, readers, |_, chunks| {
-                chunks.flat_map(|c| c.iter().map(|(st, _)| (st.subject, st.at.0)).collect::<Vec<_>>()).collect::<Vec<_>>()
+                chunks
+                    .flat_map(|c| c.iter().map(|(st, _)| (st.subject, st.at.0)).collect::<Vec<_>>())
+                    .collect::<Vec<_>>()
             });
             assert_eq!(got.len(), readers);
             assert!(got.iter().all(|g| *g == alone), "{readers} readers");

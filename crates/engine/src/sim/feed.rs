@@ -321,7 +321,15 @@ impl Iterator for Feed<'_> {
                     chunk.names.push_str(itoa::Buffer::new().format(rank));
                     let cost = it.cost();
                     let exact = judges.verdicts(subject, at.as_millis().0, cost);
-                    chunk.steps.push(Step { at, cost, subject, phase, name_end: chunk.names.len() as u32, exact, op: Op::Request });
+                    chunk.steps.push(Step {
+                        at,
+                        cost,
+                        subject,
+                        phase,
+                        name_end: chunk.names.len() as u32,
+                        exact,
+                        op: Op::Request,
+                    });
                 }
             }
             Source::Listed { arrivals, next, subjects } => {
@@ -335,7 +343,15 @@ impl Iterator for Feed<'_> {
                     let phase = phases.get(&a.phase);
                     chunk.names.push_str(&a.key);
                     let exact = judges.judge(a.op, subject, a.at.as_millis().0, a.cost);
-                    chunk.steps.push(Step { at: a.at, cost: a.cost, subject, phase, name_end: chunk.names.len() as u32, exact, op: a.op });
+                    chunk.steps.push(Step {
+                        at: a.at,
+                        cost: a.cost,
+                        subject,
+                        phase,
+                        name_end: chunk.names.len() as u32,
+                        exact,
+                        op: a.op,
+                    });
                 }
                 *next += chunk.steps.len();
             }
@@ -354,7 +370,15 @@ impl Iterator for Feed<'_> {
                     let phase = phases.get(&a.phase);
                     chunk.names.push_str(&a.key);
                     let exact = judges.judge(a.op, subject, a.at.as_millis().0, a.cost);
-                    chunk.steps.push(Step { at: a.at, cost: a.cost, subject, phase, name_end: chunk.names.len() as u32, exact, op: a.op });
+                    chunk.steps.push(Step {
+                        at: a.at,
+                        cost: a.cost,
+                        subject,
+                        phase,
+                        name_end: chunk.names.len() as u32,
+                        exact,
+                        op: a.op,
+                    });
                 }
             }
         }
@@ -464,7 +488,10 @@ mod tests {
             })
             .collect();
         let params = Params::new(3, 1000);
-        let both = [crate::limiter::Variant::FIXED_WINDOW.takes_cost(), crate::limiter::Variant::SEED_FIXED_WINDOW.takes_cost()];
+        let both = [
+            crate::limiter::Variant::FIXED_WINDOW.takes_cost(),
+            crate::limiter::Variant::SEED_FIXED_WINDOW.takes_cost(),
+        ];
         let steps: Vec<Step> = Feed::arrivals(&arrivals).judged(params, &both).flat_map(|c| c.steps).collect();
         let weighted: Vec<bool> = steps.iter().map(|s| s.exact_admits(true)).collect();
         let unit: Vec<bool> = steps.iter().map(|s| s.exact_admits(false)).collect();
@@ -482,7 +509,13 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let mut csv = String::from("time,key,cost\n");
         for i in 0..30_000u64 {
-            csv.push_str(&format!("{}.{:03},user{},{}\n", 1_704_067_200 + i / 40, i % 40 * 25 % 1000 / 100 * 100, i * 7 % 97, i % 3 + 1));
+            csv.push_str(&format!(
+                "{}.{:03},user{},{}\n",
+                1_704_067_200 + i / 40,
+                i % 40 * 25 % 1000 / 100 * 100,
+                i * 7 % 97,
+                i % 3 + 1
+            ));
         }
         std::fs::write(dir.join("t.csv"), &csv).unwrap();
         let toml = "name = \"t\"\nlimit = 10\nwindow_ms = 1000\nalgorithms = [\"fixed_window\"]\n\

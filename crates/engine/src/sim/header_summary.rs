@@ -109,9 +109,11 @@ impl HeaderAcc {
         let max_retry_after = self.longest.as_ref().map(|l| secs_up(l.3.retry_after_ms));
         let first_refused_at = self.first_refused.as_ref().map(|f| f.0);
         let mut picked: Vec<(&str, Sample)> = Vec::new();
-        for (what, kept) in
-            [("first allowed", self.first_allowed), ("first refused", self.first_refused), ("longest Retry-After", self.longest)]
-        {
+        for (what, kept) in [
+            ("first allowed", self.first_allowed),
+            ("first refused", self.first_refused),
+            ("longest Retry-After", self.longest),
+        ] {
             let Some(k) = kept else { continue };
             if what == "longest Retry-After" && Some(k.0) == first_refused_at {
                 continue;
@@ -159,8 +161,13 @@ mod tests {
     fn samples_and_counts_follow_the_decisions() {
         let l = Limiter::new(Variant::FIXED_WINDOW, Params::new(2, 60_000)).unwrap();
         let mut acc = HeaderAcc::new(&l);
-        let d =
-            |allowed, remaining, retry, reset| Decision { allowed, remaining, retry_after_ms: retry, reset_after_ms: reset, granted: -1 };
+        let d = |allowed, remaining, retry, reset| Decision {
+            allowed,
+            remaining,
+            retry_after_ms: retry,
+            reset_after_ms: reset,
+            granted: -1,
+        };
         acc.push(&record(0, d(true, 1, -1, 60_000)), "a");
         acc.push(&record(1, d(true, 0, -1, 59_999)), "a");
         acc.push(&record(2, d(false, 0, 59_998, 59_998)), "a");
@@ -168,13 +175,19 @@ mod tests {
         acc.push(&record(40_000, d(false, 0, 20_000, 20_000)), "a");
         let s = acc.finish();
         assert_eq!(s.policy, "\"default\";q=2;w=60");
-        assert_eq!((s.with_ratelimit, s.with_retry_after, s.refused_without_retry_after, s.max_retry_after), (5, 2, 1, Some(60)));
+        assert_eq!(
+            (s.with_ratelimit, s.with_retry_after, s.refused_without_retry_after, s.max_retry_after),
+            (5, 2, 1, Some(60))
+        );
         let got: Vec<(&str, u64, Option<&str>, Option<u64>)> =
             s.samples.iter().map(|x| (x.what.as_str(), x.request, x.ratelimit.as_deref(), x.retry_after)).collect();
         // The longest wait is the first refusal's: it is shown once.
         assert_eq!(
             got,
-            [("first allowed", 1, Some("\"default\";r=1;t=60"), None), ("first refused", 3, Some("\"default\";r=0;t=60"), Some(60))]
+            [
+                ("first allowed", 1, Some("\"default\";r=1;t=60"), None),
+                ("first refused", 3, Some("\"default\";r=0;t=60"), Some(60))
+            ]
         );
     }
 
@@ -186,7 +199,10 @@ mod tests {
         acc.push(&record(1, Decision::allowed_only(false)), "a");
         let s = acc.finish();
         assert_eq!(s.policy, "\"default\";q=1;w=1");
-        assert_eq!((s.with_ratelimit, s.with_retry_after, s.refused_without_retry_after, s.max_retry_after), (0, 0, 1, None));
+        assert_eq!(
+            (s.with_ratelimit, s.with_retry_after, s.refused_without_retry_after, s.max_retry_after),
+            (0, 0, 1, None)
+        );
         assert!(s.samples.iter().all(|x| x.ratelimit.is_none() && x.retry_after.is_none()));
     }
 }

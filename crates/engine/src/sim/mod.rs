@@ -131,12 +131,14 @@ pub(crate) fn drive<C: std::borrow::Borrow<Chunk>>(
                 }
                 continue;
             }
-            let decision = limiter.call(backend, &mut session, subject, now_ms, step.cost).map_err(|e| at(e, "", "reply"))?;
+            let decision =
+                limiter.call(backend, &mut session, subject, now_ms, step.cost).map_err(|e| at(e, "", "reply"))?;
             let cost = if weighted { step.cost } else { 1 };
             let record = Record { at: step.at, now_ms, key: step.subject, phase: step.phase, cost, decision };
             // The calls are taken out while `each` runs: the prober's requests are not recorded.
             let mut calls = session.record.take();
-            let mut prober = Prober { limiter, backend: &mut *backend, session: &mut session, asked_secs: &mut asked_secs };
+            let mut prober =
+                Prober { limiter, backend: &mut *backend, session: &mut session, asked_secs: &mut asked_secs };
             each(&record, step, subject, calls.as_deref().unwrap_or(&[]), &mut prober)?;
             if let Some(c) = calls.as_mut() {
                 c.clear();
@@ -197,7 +199,12 @@ pub fn run_partial(
 }
 
 /// Runs `arrivals` on a fresh emulator whose clock starts at the first arrival (or `start_ms`).
-pub fn run_emulated(limiter: &Limiter, arrivals: &[Arrival], start_ms: i64, progress: Progress) -> Result<(Trace, EmulatedBackend)> {
+pub fn run_emulated(
+    limiter: &Limiter,
+    arrivals: &[Arrival],
+    start_ms: i64,
+    progress: Progress,
+) -> Result<(Trace, EmulatedBackend)> {
     let mut backend = EmulatedBackend::default();
     backend.set_time_ms(start_ms);
     let trace = run(limiter, &mut backend, arrivals, progress)?;
@@ -250,7 +257,13 @@ mod tests {
     fn production_replies_carry_remaining_and_retry_after() {
         let l = Limiter::new(Variant::FIXED_WINDOW, Params::new(1, 1000)).unwrap();
         let (t, _) = run_emulated(&l, &arrivals(&[0, 250], "u"), DEFAULT_START.0, Progress::Off).unwrap();
-        assert_eq!(t.records[0].decision, Decision { allowed: true, remaining: 0, retry_after_ms: -1, reset_after_ms: 1000, granted: -1 });
-        assert_eq!(t.records[1].decision, Decision { allowed: false, remaining: 0, retry_after_ms: 750, reset_after_ms: 750, granted: -1 });
+        assert_eq!(
+            t.records[0].decision,
+            Decision { allowed: true, remaining: 0, retry_after_ms: -1, reset_after_ms: 1000, granted: -1 }
+        );
+        assert_eq!(
+            t.records[1].decision,
+            Decision { allowed: false, remaining: 0, retry_after_ms: 750, reset_after_ms: 750, granted: -1 }
+        );
     }
 }

@@ -148,20 +148,33 @@ impl Scenario {
                     for x in a {
                         match x {
                             toml::Value::String(s) => v.push(s.clone()),
-                            other => return Err(invalid(span, "algorithms", format!("expected algorithm names (strings), got {other}"))),
+                            other => {
+                                return Err(invalid(
+                                    span,
+                                    "algorithms",
+                                    format!("expected algorithm names (strings), got {other}"),
+                                ))
+                            }
                         }
                     }
                     v
                 }
-                other => return Err(invalid(span, "algorithms", format!("expected \"all\" or a list of names, got {other}"))),
+                other => {
+                    return Err(invalid(
+                        span,
+                        "algorithms",
+                        format!("expected \"all\" or a list of names, got {other}"),
+                    ))
+                }
             };
             for n in &names {
                 if n.trim().eq_ignore_ascii_case("all") {
                     scripts.extend(Variant::ALL.iter().map(|&v| builtin::spec(v)));
                     continue;
                 }
-                let v: Variant =
-                    n.parse().map_err(|e: crate::limiter::UnknownVariant| invalid(span.clone(), "algorithms", e.to_string()))?;
+                let v: Variant = n
+                    .parse()
+                    .map_err(|e: crate::limiter::UnknownVariant| invalid(span.clone(), "algorithms", e.to_string()))?;
                 scripts.push(builtin::spec(v));
             }
             if names.is_empty() {
@@ -183,7 +196,8 @@ impl Scenario {
             return Err(Error::Invalid {
                 context: origin.display().to_string(),
                 field: "algorithms".into(),
-                reason: "names no script; give `algorithms` (\"all\" or built-in names) or `scripts` (spec files)".into(),
+                reason: "names no script; give `algorithms` (\"all\" or built-in names) or `scripts` (spec files)"
+                    .into(),
             });
         }
         let mut seen = std::collections::HashSet::new();
@@ -191,7 +205,11 @@ impl Scenario {
 
         if let Some(b) = &raw.burst {
             if !scripts.iter().any(|s| s.uses_burst()) {
-                return Err(invalid(b.span(), "burst", "only token_bucket and gcra take a burst, and neither is selected".into()));
+                return Err(invalid(
+                    b.span(),
+                    "burst",
+                    "only token_bucket and gcra take a burst, and neither is selected".into(),
+                ));
             }
         }
 
@@ -217,9 +235,11 @@ impl Scenario {
         // Every selected script must accept the parameters before anything runs.
         for spec in &s.scripts {
             s.limiter(spec).map_err(|e| match e {
-                Error::Invalid { context, field, reason } => {
-                    Error::Invalid { context: format!("{}", origin.display()), field, reason: format!("{context}: {reason}") }
-                }
+                Error::Invalid { context, field, reason } => Error::Invalid {
+                    context: format!("{}", origin.display()),
+                    field,
+                    reason: format!("{context}: {reason}"),
+                },
                 other => other,
             })?;
         }
@@ -283,19 +303,27 @@ duration_ms = 1000
         assert_eq!(s.params, Params::new(10, 1000));
         assert_eq!(s.start_ms, DEFAULT_START.0);
         assert_eq!(s.seed, 0);
-        let all = Scenario::from_toml(&GOOD.replace(r#"["fixed_window", "seed-token-bucket"]"#, "\"all\""), Path::new("s")).unwrap();
+        let all =
+            Scenario::from_toml(&GOOD.replace(r#"["fixed_window", "seed-token-bucket"]"#, "\"all\""), Path::new("s"))
+                .unwrap();
         assert_eq!(all.variants(), Variant::ALL);
     }
 
     #[test]
     fn errors_name_file_field_and_reason() {
-        assert_eq!(err(&GOOD.replace("limit = 10", "limit = 0")), "s.toml:3: field `limit`: must be a positive integer, got 0");
+        assert_eq!(
+            err(&GOOD.replace("limit = 10", "limit = 0")),
+            "s.toml:3: field `limit`: must be a positive integer, got 0"
+        );
         assert_eq!(
             err(&GOOD.replace("window_ms = 1000", "window_ms = -5")),
             "s.toml:4: field `window_ms`: must be a positive integer, got -5"
         );
         let e = err(&GOOD.replace("\"fixed_window\"", "\"leaky\""));
-        assert!(e.starts_with("s.toml:5: field `algorithms`: unknown algorithm `leaky`; valid names: fixed_window,"), "{e}");
+        assert!(
+            e.starts_with("s.toml:5: field `algorithms`: unknown algorithm `leaky`; valid names: fixed_window,"),
+            "{e}"
+        );
         let e = err(&GOOD.replace("limit = 10", "limit = \"ten\""));
         assert!(e.starts_with("s.toml:3: field `limit`: invalid type"), "{e}");
         let e = err(&GOOD.replace("limit = 10", "limt = 10"));
@@ -306,7 +334,8 @@ duration_ms = 1000
         assert!(e.starts_with("s.toml:6: [traffic]") && e.contains("field `rate`"), "{e}");
         let e = err(&GOOD.replace("algorithms = [\"fixed_window\", \"seed-token-bucket\"]", "algorithms = []"));
         assert!(e.contains("field `algorithms`: names no algorithm"), "{e}");
-        let e = err(&GOOD.replace("algorithms = [\"fixed_window\", \"seed-token-bucket\"]", "scripts = [\"nope.toml\"]"));
+        let e =
+            err(&GOOD.replace("algorithms = [\"fixed_window\", \"seed-token-bucket\"]", "scripts = [\"nope.toml\"]"));
         assert!(e.starts_with("s.toml:5: field `scripts`: nope.toml: No such file"), "{e}");
         let e = err(&GOOD.replace("algorithms = [\"fixed_window\", \"seed-token-bucket\"]", ""));
         assert!(e.contains("field `algorithms`: names no script"), "{e}");

@@ -208,8 +208,11 @@ pub fn compare_jobs(opts: CompareOptions, jobs: usize) -> Result<Comparison> {
         let arrivals = s.arrivals(seed)?;
         scenarios.push((s, seed, arrivals));
     }
-    let scripts: Vec<SharedSpec> =
-        if opts.scripts.is_empty() { Variant::ALL.iter().map(|&v| builtin_spec(v)).collect() } else { opts.scripts.clone() };
+    let scripts: Vec<SharedSpec> = if opts.scripts.is_empty() {
+        Variant::ALL.iter().map(|&v| builtin_spec(v)).collect()
+    } else {
+        opts.scripts.clone()
+    };
     let n = scripts.len();
     let memory_scenario = STANDARD.len() - 1;
     // Each run streams, as `run`'s and `sweep`'s do: the same metrics, and a spec without a model
@@ -221,7 +224,11 @@ pub fn compare_jobs(opts: CompareOptions, jobs: usize) -> Result<Comparison> {
         backend.set_time_ms(s.start_ms);
         let feed = Feed::arrivals(arrivals).judged(s.params, &[limiter.takes_cost()]);
         let run = run_streaming(&limiter, &mut backend, feed, None)?;
-        let memory = if j / n == memory_scenario { Some((memory_usage(&mut backend)?, run.subjects.len().max(1) as u64)) } else { None };
+        let memory = if j / n == memory_scenario {
+            Some((memory_usage(&mut backend)?, run.subjects.len().max(1) as u64))
+        } else {
+            None
+        };
         Ok(Done { decisions: run.metrics.calls, secs: run.elapsed_secs, metrics: run.metrics, memory })
     });
     let done: Vec<Done> = done.into_iter().collect::<Result<_>>()?;

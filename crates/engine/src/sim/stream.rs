@@ -104,7 +104,13 @@ fn fold<C: std::borrow::Borrow<Chunk>>(
 
 /// Counts one decision into `acc`, its promises judged on the script's model or, without one, by
 /// asking the script on the run's emulator ([`crate::limiter::honesty`]).
-fn judge(acc: &mut MetricsAcc, r: &super::Record, exact: bool, subject: &str, prober: &mut super::Prober<'_>) -> Result<Judged> {
+fn judge(
+    acc: &mut MetricsAcc,
+    r: &super::Record,
+    exact: bool,
+    subject: &str,
+    prober: &mut super::Prober<'_>,
+) -> Result<Judged> {
     if !prober.can_ask() {
         return acc.push(r, exact, subject);
     }
@@ -153,7 +159,13 @@ fn fold_on_emulator<C: std::borrow::Borrow<Chunk>>(
 /// each, up to `jobs` at a time (0: the cores available), one thread each. The scripts run in
 /// waves of `jobs`; each wave reads one feed, produced once on this thread. Results come in the
 /// order of `scripts`, whatever `jobs` is.
-pub fn run_variants(s: &Scenario, seed: u64, scripts: &[SharedSpec], jobs: usize, progress: Progress) -> Result<Vec<StreamRun>> {
+pub fn run_variants(
+    s: &Scenario,
+    seed: u64,
+    scripts: &[SharedSpec],
+    jobs: usize,
+    progress: Progress,
+) -> Result<Vec<StreamRun>> {
     run_variants_with(s, seed, scripts, jobs, progress, &RunOptions::default())
 }
 
@@ -192,14 +204,15 @@ fn run_variants_inner(
     // The first wave's feed, built first so that traffic errors come before anything runs.
     let mut first = Some(Feed::scenario(s, seed)?);
     let total = first.as_ref().map_or(0, Feed::len);
-    let multi =
-        (progress == Progress::Auto && total >= PROGRESS_MIN && std::io::stderr().is_terminal()).then(indicatif::MultiProgress::new);
+    let multi = (progress == Progress::Auto && total >= PROGRESS_MIN && std::io::stderr().is_terminal())
+        .then(indicatif::MultiProgress::new);
     let bars: Vec<Option<indicatif::ProgressBar>> = variants
         .iter()
         .map(|v| {
             multi.as_ref().map(|m| {
                 let b = m.add(indicatif::ProgressBar::new(total as u64));
-                if let Ok(style) = indicatif::ProgressStyle::with_template("{prefix:>20} {bar:40} {pos}/{len} ({eta})") {
+                if let Ok(style) = indicatif::ProgressStyle::with_template("{prefix:>20} {bar:40} {pos}/{len} ({eta})")
+                {
                     b.set_style(style);
                 }
                 b.set_prefix(v.name().to_string());
@@ -362,7 +375,8 @@ mod tests {
                     a streaming run needs arrivals in time order";
         let variants = [Variant::FIXED_WINDOW, Variant::SEED_TOKEN_BUCKET];
         let weights = [true, false];
-        let limiters: Vec<Limiter> = variants.iter().map(|v| Limiter::new(*v, Params::new(10, 1000)).unwrap()).collect();
+        let limiters: Vec<Limiter> =
+            variants.iter().map(|v| Limiter::new(*v, Params::new(10, 1000)).unwrap()).collect();
         for l in &limiters {
             let mut backend = EmulatedBackend::default();
             let feed = Feed::arrivals(&arrivals).judged(l.params(), &weights);

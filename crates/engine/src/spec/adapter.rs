@@ -74,7 +74,8 @@ fn lua_err(path: &Path, e: mlua::Error) -> Error {
 impl AdapterState {
     /// Loads the adapter; a syntax error or a missing `request` names the file.
     pub fn new(path: &Path, source: &str) -> Result<AdapterState> {
-        let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default()).map_err(|e| lua_err(path, e))?;
+        let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())
+            .map_err(|e| lua_err(path, e))?;
         let chunk_name = format!("@{}", path.display());
         lua.load(DEEP_COPY).set_name("=limitlab").exec().map_err(|e| lua_err(path, e))?;
         lua.load(source).set_name(chunk_name).exec().map_err(|e| lua_err(path, e))?;
@@ -186,7 +187,13 @@ impl AdapterState {
             if let mlua::Error::CallbackError { cause, .. } = &e {
                 if let mlua::Error::ExternalError(inner) = cause.as_ref() {
                     if let Some(err) = inner.downcast_ref::<ErrBox>() {
-                        return err.0.lock().map(|mut g| g.take()).ok().flatten().unwrap_or_else(|| lua_err(path, e.clone()));
+                        return err
+                            .0
+                            .lock()
+                            .map(|mut g| g.take())
+                            .ok()
+                            .flatten()
+                            .unwrap_or_else(|| lua_err(path, e.clone()));
                     }
                 }
             }
@@ -240,74 +247,76 @@ impl AdapterState {
                     let backend = &backend;
                     let record = &record;
                     let prefix = &prefix;
-                    scope.create_function_mut(move |lua, (name, keys, args): (mlua::LuaString, Option<Table>, Option<Table>)| {
-                        let name_s = name.to_str()?.to_string();
-                        let mut kv: Vec<String> = Vec::new();
-                        let mut av: Vec<String> = Vec::new();
-                        for (tbl, out, pre) in [(&keys, &mut kv, prefix.as_str()), (&args, &mut av, "")] {
-                            if let Some(tb) = tbl {
-                                for v in tb.clone().sequence_values::<LuaValue>() {
-                                    let v = v?;
-                                    let s = match &v {
-                                        LuaValue::String(s) => s.to_str()?.to_string(),
-                                        LuaValue::Integer(i) => i.to_string(),
-                                        LuaValue::Number(_) => lua
-                                            .coerce_string(v.clone())?
-                                            .map(|s| s.to_str().map(|x| x.to_string()))
-                                            .transpose()?
-                                            .unwrap_or_default(),
-                                        other => {
-                                            return Err(mlua::Error::runtime(format!(
-                                                "{kind}: keys and args are strings or numbers, got a {}",
-                                                other.type_name()
-                                            )))
-                                        }
-                                    };
-                                    out.push(format!("{pre}{s}"));
+                    scope.create_function_mut(
+                        move |lua, (name, keys, args): (mlua::LuaString, Option<Table>, Option<Table>)| {
+                            let name_s = name.to_str()?.to_string();
+                            let mut kv: Vec<String> = Vec::new();
+                            let mut av: Vec<String> = Vec::new();
+                            for (tbl, out, pre) in [(&keys, &mut kv, prefix.as_str()), (&args, &mut av, "")] {
+                                if let Some(tb) = tbl {
+                                    for v in tb.clone().sequence_values::<LuaValue>() {
+                                        let v = v?;
+                                        let s = match &v {
+                                            LuaValue::String(s) => s.to_str()?.to_string(),
+                                            LuaValue::Integer(i) => i.to_string(),
+                                            LuaValue::Number(_) => lua
+                                                .coerce_string(v.clone())?
+                                                .map(|s| s.to_str().map(|x| x.to_string()))
+                                                .transpose()?
+                                                .unwrap_or_default(),
+                                            other => {
+                                                return Err(mlua::Error::runtime(format!(
+                                                    "{kind}: keys and args are strings or numbers, got a {}",
+                                                    other.type_name()
+                                                )))
+                                            }
+                                        };
+                                        out.push(format!("{pre}{s}"));
+                                    }
                                 }
                             }
-                        }
-                        let kb: Vec<&[u8]> = kv.iter().map(|s| s.as_bytes()).collect();
-                        let ab: Vec<&[u8]> = av.iter().map(|s| s.as_bytes()).collect();
-                        let mut b = backend.borrow_mut();
-                        let reply = if kind == "eval" {
-                            let Some(sc) = spec.scripts.iter().find(|s| s.name == name_s) else {
-                                let known: Vec<&str> = spec.scripts.iter().map(|s| s.name.as_str()).collect();
-                                return Err(mlua::Error::runtime(format!(
-                                    "eval: no script named `{name_s}` in the spec's [scripts] (known: {})",
-                                    known.join(", ")
-                                )));
+                            let kb: Vec<&[u8]> = kv.iter().map(|s| s.as_bytes()).collect();
+                            let ab: Vec<&[u8]> = av.iter().map(|s| s.as_bytes()).collect();
+                            let mut b = backend.borrow_mut();
+                            let reply = if kind == "eval" {
+                                let Some(sc) = spec.scripts.iter().find(|s| s.name == name_s) else {
+                                    let known: Vec<&str> = spec.scripts.iter().map(|s| s.name.as_str()).collect();
+                                    return Err(mlua::Error::runtime(format!(
+                                        "eval: no script named `{name_s}` in the spec's [scripts] (known: {})",
+                                        known.join(", ")
+                                    )));
+                                };
+                                let r = b.eval(&sc.script, &kb, &ab).map_err(external)?;
+                                if let Reply::Error(e) = &r {
+                                    return Err(external(script_error(&sc.path, &sc.script.body, e, describe())));
+                                }
+                                r
+                            } else {
+                                let mut argv: Vec<&[u8]> = vec![name_s.as_bytes()];
+                                argv.extend(kb.iter().copied());
+                                argv.extend(ab.iter().copied());
+                                let r = b.command(&argv).map_err(external)?;
+                                if let Reply::Error(e) = &r {
+                                    return Err(external(Error::Script {
+                                        reply: e.clone(),
+                                        at: format!("{} (command {name_s})", path.display()),
+                                        request: describe(),
+                                    }));
+                                }
+                                r
                             };
-                            let r = b.eval(&sc.script, &kb, &ab).map_err(external)?;
-                            if let Reply::Error(e) = &r {
-                                return Err(external(script_error(&sc.path, &sc.script.body, e, describe())));
+                            if let Some(rec) = record.borrow_mut().as_mut() {
+                                rec.push(CallRecord {
+                                    name: name_s.clone(),
+                                    target: name_s.clone(),
+                                    keys: kv.clone(),
+                                    args: av.clone(),
+                                    reply: reply.clone(),
+                                });
                             }
-                            r
-                        } else {
-                            let mut argv: Vec<&[u8]> = vec![name_s.as_bytes()];
-                            argv.extend(kb.iter().copied());
-                            argv.extend(ab.iter().copied());
-                            let r = b.command(&argv).map_err(external)?;
-                            if let Reply::Error(e) = &r {
-                                return Err(external(Error::Script {
-                                    reply: e.clone(),
-                                    at: format!("{} (command {name_s})", path.display()),
-                                    request: describe(),
-                                }));
-                            }
-                            r
-                        };
-                        if let Some(rec) = record.borrow_mut().as_mut() {
-                            rec.push(CallRecord {
-                                name: name_s.clone(),
-                                target: name_s.clone(),
-                                keys: kv.clone(),
-                                args: av.clone(),
-                                reply: reply.clone(),
-                            });
-                        }
-                        to_lua(lua, &reply, true)
-                    })
+                            to_lua(lua, &reply, true)
+                        },
+                    )
                 };
                 lua.globals().set("eval", run("eval")?)?;
                 lua.globals().set("command", run("command")?)?;

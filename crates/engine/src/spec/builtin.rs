@@ -61,7 +61,8 @@ pub fn spec(v: Variant) -> Arc<Spec> {
                 let p = path(v);
                 let text = Embedded.read(&p).expect("every shipped spec is embedded");
                 let dir = p.parent().unwrap_or(Path::new("")).to_path_buf();
-                let spec = Spec::from_toml(&text, &p, &dir, &Embedded).unwrap_or_else(|e| panic!("shipped spec {}: {e}", p.display()));
+                let spec = Spec::from_toml(&text, &p, &dir, &Embedded)
+                    .unwrap_or_else(|e| panic!("shipped spec {}: {e}", p.display()));
                 assert_eq!(spec.model, Some(v), "{} names its own model", p.display());
                 Arc::new(spec)
             })

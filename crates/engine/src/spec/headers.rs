@@ -47,7 +47,13 @@ mod tests {
 
     #[test]
     fn headers_round_waits_up_to_whole_seconds() {
-        let all = Reports { remaining: true, retry_after: true, reset: true, granted: false, reset_means: crate::spec::ResetMeans::Quota };
+        let all = Reports {
+            remaining: true,
+            retry_after: true,
+            reset: true,
+            granted: false,
+            reset_means: crate::spec::ResetMeans::Quota,
+        };
         let p = Params::new(100, 60_000);
         let ok = Decision { allowed: true, remaining: 50, retry_after_ms: -1, reset_after_ms: 29_001, granted: -1 };
         let h = headers(&ok, all, &p);

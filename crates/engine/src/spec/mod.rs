@@ -321,7 +321,13 @@ type Registered = Vec<(String, usize)>;
 /// Reads a spec's function libraries (`library = "file.lua"` and `[functions]`), loads each into a
 /// scratch emulator to check it as FUNCTION LOAD would (its errors point at the file), and returns
 /// them with the functions they register (name, library index).
-fn load_libraries(raw: &RawSpec, text: &str, origin: &Path, dir: &Path, files: &dyn Files) -> Result<(Vec<SpecScript>, Registered)> {
+fn load_libraries(
+    raw: &RawSpec,
+    text: &str,
+    origin: &Path,
+    dir: &Path,
+    files: &dyn Files,
+) -> Result<(Vec<SpecScript>, Registered)> {
     let mut wanted: Vec<(String, &Spanned<String>)> = Vec::new();
     if let Some(l) = &raw.library {
         wanted.push(("library".into(), l));
@@ -343,9 +349,15 @@ fn load_libraries(raw: &RawSpec, text: &str, origin: &Path, dir: &Path, files: &
         let name = match emu.execute(&[b"FUNCTION", b"LOAD", body.as_bytes()]) {
             limitlab_emulator::Reply::Bulk(n) => String::from_utf8_lossy(&n).into_owned(),
             limitlab_emulator::Reply::Error(e) => {
-                return Err(Error::Invalid { context: at, field, reason: format!("{}: FUNCTION LOAD fails: {e}", full.display()) })
+                return Err(Error::Invalid {
+                    context: at,
+                    field,
+                    reason: format!("{}: FUNCTION LOAD fails: {e}", full.display()),
+                })
             }
-            other => return Err(Error::Invalid { context: at, field, reason: format!("FUNCTION LOAD replied {other:?}") }),
+            other => {
+                return Err(Error::Invalid { context: at, field, reason: format!("FUNCTION LOAD replied {other:?}") })
+            }
         };
         let list = emu.execute(&[b"FUNCTION", b"LIST", b"LIBRARYNAME", name.as_bytes()]);
         if let limitlab_emulator::Reply::Array(libs) = list {
@@ -448,7 +460,10 @@ impl Spec {
                 invalid(
                     f.span(),
                     "family",
-                    format!("unknown family `{}`; one of fixed_window, sliding_window, sliding_log, token_bucket, gcra", f.get_ref()),
+                    format!(
+                        "unknown family `{}`; one of fixed_window, sliding_window, sliding_log, token_bucket, gcra",
+                        f.get_ref()
+                    ),
                 )
             })?),
             None => None,
@@ -466,12 +481,20 @@ impl Spec {
         let max_false_rejection_rate = positive_f(&raw.max_false_rejection_rate, "max_false_rejection_rate")?;
         if let (Some(r), Some(x)) = (&raw.max_false_rejection_rate, max_false_rejection_rate) {
             if x > 1.0 {
-                return Err(invalid(r.span(), "max_false_rejection_rate", format!("is a share of calls, from 0 to 1; got {x}")));
+                return Err(invalid(
+                    r.span(),
+                    "max_false_rejection_rate",
+                    format!("is a share of calls, from 0 to 1; got {x}"),
+                ));
             }
         }
         let model = match &raw.model {
             Some(m) => Some(m.get_ref().parse::<Variant>().map_err(|e| {
-                invalid(m.span(), "model", format!("{e} (a model is limitlab's exact Rust twin of one of its own scripts)"))
+                invalid(
+                    m.span(),
+                    "model",
+                    format!("{e} (a model is limitlab's exact Rust twin of one of its own scripts)"),
+                )
             })?),
             None => None,
         };
@@ -484,8 +507,15 @@ impl Spec {
             Ok(x as u64)
         };
         // `limit`, `window_ms` and the optional `burst` of `[policy]` or a `[[policy.and]]`.
-        let params = |limit: &Spanned<i64>, window: &Spanned<i64>, burst: &Option<Spanned<i64>>, field: &str| -> Result<Params> {
-            let p = Params::new(positive(limit, &format!("{field}.limit"))?, positive(window, &format!("{field}.window_ms"))?);
+        let params = |limit: &Spanned<i64>,
+                      window: &Spanned<i64>,
+                      burst: &Option<Spanned<i64>>,
+                      field: &str|
+         -> Result<Params> {
+            let p = Params::new(
+                positive(limit, &format!("{field}.limit"))?,
+                positive(window, &format!("{field}.window_ms"))?,
+            );
             Ok(match burst {
                 Some(b) => p.with_burst(positive(b, &format!("{field}.burst"))?),
                 None => p,
@@ -530,9 +560,9 @@ impl Spec {
         for (sname, path) in &raw.scripts {
             let rel = PathBuf::from(path.get_ref());
             let full = dir.join(&rel);
-            let body = files
-                .read(&full)
-                .map_err(|e| invalid(path.span(), &format!("scripts.{sname}"), format!("cannot read {}: {e}", full.display())))?;
+            let body = files.read(&full).map_err(|e| {
+                invalid(path.span(), &format!("scripts.{sname}"), format!("cannot read {}: {e}", full.display()))
+            })?;
             if let Err(reason) = compiles(scratch.get_or_insert_with(limitlab_emulator::Emulator::new), &full, &body) {
                 return Err(invalid(path.span(), &format!("scripts.{sname}"), reason));
             }
@@ -547,10 +577,20 @@ impl Spec {
                 || POLICY_NAMES.contains(&vname.as_str())
                 || also_names(&also).any(|n| n == *vname)
             {
-                return Err(invalid(v.span(), &format!("vars.{vname}"), format!("`{vname}` is a built-in variable; choose another name")));
+                return Err(invalid(
+                    v.span(),
+                    &format!("vars.{vname}"),
+                    format!("`{vname}` is a built-in variable; choose another name"),
+                ));
             }
-            if !vname.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || vname.starts_with(|c: char| c.is_ascii_digit()) {
-                return Err(invalid(v.span(), &format!("vars.{vname}"), "a variable's name is letters, digits and `_`".into()));
+            if !vname.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                || vname.starts_with(|c: char| c.is_ascii_digit())
+            {
+                return Err(invalid(
+                    v.span(),
+                    &format!("vars.{vname}"),
+                    "a variable's name is letters, digits and `_`".into(),
+                ));
             }
             let c = match v.get_ref() {
                 toml::Value::Integer(i) => Const::Int(*i),
@@ -574,7 +614,10 @@ impl Spec {
                 || POLICY_NAMES.contains(&lname.as_str())
                 || vars.iter().any(|(v, _)| v == lname)
                 || lname == "reply";
-            if taken || !lname.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || lname.starts_with(|c: char| c.is_ascii_digit()) {
+            if taken
+                || !lname.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                || lname.starts_with(|c: char| c.is_ascii_digit())
+            {
                 return Err(invalid(
                     e.span(),
                     &format!("let.{lname}"),
@@ -583,7 +626,11 @@ impl Spec {
             }
             lets.push((lname.clone(), e.get_ref().clone()));
         }
-        let src = |s: &Spanned<String>, field: String| Src { text: s.get_ref().clone(), line: line_of(text, s.span().start), field };
+        let src = |s: &Spanned<String>, field: String| Src {
+            text: s.get_ref().clone(),
+            line: line_of(text, s.span().start),
+            field,
+        };
         let parse_calls = |list: &Vec<Spanned<RawCall>>, field: &str| -> Result<Vec<CallSrc>> {
             let mut calls = Vec::new();
             for (i, c) in list.iter().enumerate() {
@@ -596,7 +643,11 @@ impl Spec {
                         let valid = !s.is_empty()
                             && s.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
                             && !s.starts_with(|ch: char| ch.is_ascii_digit());
-                        if !valid || s == "reply" || expr::Var::ALL.iter().any(|(v, _)| *v == s) || POLICY_NAMES.contains(&s.as_str()) {
+                        if !valid
+                            || s == "reply"
+                            || expr::Var::ALL.iter().any(|(v, _)| *v == s)
+                            || POLICY_NAMES.contains(&s.as_str())
+                        {
                             return Err(invalid(
                                 nm.span(),
                                 &format!("{field}[{n}].name"),
@@ -607,7 +658,11 @@ impl Spec {
                             || vars.iter().any(|(v, _)| *v == s)
                             || lets.iter().any(|(v, _)| *v == s)
                         {
-                            return Err(invalid(nm.span(), &format!("{field}[{n}].name"), format!("`{s}` is already used")));
+                            return Err(invalid(
+                                nm.span(),
+                                &format!("{field}[{n}].name"),
+                                format!("`{s}` is already used"),
+                            ));
                         }
                         s
                     }
@@ -690,8 +745,18 @@ impl Spec {
                     raw_keys,
                     name: cname,
                     target,
-                    keys: cr.keys.iter().enumerate().map(|(j, k)| src(k, format!("{field}[{n}].keys[{}]", j + 1))).collect(),
-                    args: cr.args.iter().enumerate().map(|(j, k)| src(k, format!("{field}[{n}].args[{}]", j + 1))).collect(),
+                    keys: cr
+                        .keys
+                        .iter()
+                        .enumerate()
+                        .map(|(j, k)| src(k, format!("{field}[{n}].keys[{}]", j + 1)))
+                        .collect(),
+                    args: cr
+                        .args
+                        .iter()
+                        .enumerate()
+                        .map(|(j, k)| src(k, format!("{field}[{n}].args[{}]", j + 1)))
+                        .collect(),
                     when: cr.when.as_ref().map(|w| src(w, format!("{field}[{n}].when"))),
                     line,
                 });
@@ -787,7 +852,11 @@ impl Spec {
                 ));
             }
             if reason.get_ref().trim().is_empty() {
-                return Err(invalid(reason.span(), &format!("waive.{check}"), "give the reason (the report prints it)".into()));
+                return Err(invalid(
+                    reason.span(),
+                    &format!("waive.{check}"),
+                    "give the reason (the report prints it)".into(),
+                ));
             }
             waive.push((check.clone(), reason.get_ref().trim().to_string()));
         }
@@ -881,16 +950,27 @@ impl Spec {
                 let tmpl = |s: &Src| Template::compile(&s.text, &scope).map_err(|e| err(s, e));
                 let keys = c.keys.iter().map(tmpl).collect::<Result<Vec<_>>>()?;
                 let args = c.args.iter().map(tmpl).collect::<Result<Vec<_>>>()?;
-                let when = c.when.as_ref().map(|w| expr::compile(&w.text, &scope).map_err(|e| err(w, e))).transpose()?;
+                let when =
+                    c.when.as_ref().map(|w| expr::compile(&w.text, &scope).map_err(|e| err(w, e))).transpose()?;
                 let layout = expr::Layout::with_raw(&keys, &args, &c.raw_keys);
-                out.push(CompiledCall { name: c.name.clone(), target: c.target.clone(), keys, args, layout, when, srcs: c.clone() });
+                out.push(CompiledCall {
+                    name: c.name.clone(),
+                    target: c.target.clone(),
+                    keys,
+                    args,
+                    layout,
+                    when,
+                    srcs: c.clone(),
+                });
                 names.push(c.name.clone());
             }
             Ok((out, names))
         };
         let (out, names) = list(calls)?;
         let scope = Scope { consts: &consts, calls: &names, lets: &self.lets, depth: 0 };
-        let ex = |s: &Src| -> Result<(Expr, Src)> { Ok((expr::compile(&s.text, &scope).map_err(|e| err(s, e))?, s.clone())) };
+        let ex = |s: &Src| -> Result<(Expr, Src)> {
+            Ok((expr::compile(&s.text, &scope).map_err(|e| err(s, e))?, s.clone()))
+        };
         Ok(Compiled {
             calls: out,
             allowed: Some(ex(allowed)?),
@@ -920,7 +1000,10 @@ impl Spec {
                 let Declarative { calls, allowed, remaining, retry_after_ms, reset_ms, granted, ops } = &**d;
                 let has = |s: &Src| s.text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|w| w == name);
                 calls.iter().chain(ops.iter().flatten()).any(|c| c.keys.iter().chain(&c.args).chain(&c.when).any(has))
-                    || self.lets.iter().any(|(_, t)| t.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|w| w == name))
+                    || self
+                        .lets
+                        .iter()
+                        .any(|(_, t)| t.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|w| w == name))
                     || has(allowed)
                     || [remaining, retry_after_ms, reset_ms, granted].into_iter().flatten().any(has)
             }

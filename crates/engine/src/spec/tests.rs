@@ -43,7 +43,13 @@ fn a_good_spec_parses() {
     assert!(!s.uses_burst());
     assert_eq!(
         s.reports(),
-        Reports { remaining: true, retry_after: false, reset: false, granted: false, reset_means: crate::spec::ResetMeans::Quota }
+        Reports {
+            remaining: true,
+            retry_after: false,
+            reset: false,
+            granted: false,
+            reset_means: crate::spec::ResetMeans::Quota
+        }
     );
     assert_eq!(s.overshoot_bound(&s.policy), Some(2.0));
 }
@@ -54,7 +60,11 @@ fn mistakes_name_file_line_and_field() {
     let cases: [(&str, &str, &str); 8] = [
         ("limit = 10", "limit = 10\ncolour = 3", "colour"),
         ("fw.lua", "nope.lua", "my.toml:7: field `scripts.main`: cannot read nope.lua"),
-        ("${window_index}", "${window_idx}", "my.toml:11: field `call[1].keys[1]`: in `${window_idx}`: unknown variable `window_idx`"),
+        (
+            "${window_index}",
+            "${window_idx}",
+            "my.toml:11: field `call[1].keys[1]`: in `${window_idx}`: unknown variable `window_idx`",
+        ),
         ("script = \"main\"", "script = \"other\"", "my.toml:10: field `call[1].script`: no script named `other`"),
         ("hits <= limit", "hits <= ", "my.toml:14: field `decision.allowed`: the expression ends too early"),
         ("family = \"fixed_window\"", "family = \"leaky\"", "my.toml:2: field `family`: unknown family `leaky`"),
@@ -86,14 +96,18 @@ fn a_script_error_names_the_users_file_line_and_the_request() {
     use crate::backend::emulated::EmulatedBackend;
     let text = GOOD.replace("hits <= limit", "hits[1] <= limit").replace("max(limit - hits, 0)", "limit - hits[1]");
     let body = "local n = redis.call('INCR', KEYS[1])\nif n > 1 then\n  return nope + 1\nend\nreturn {n}\n";
-    let spec = Spec::from_toml(&text, Path::new("dir/my.toml"), Path::new("dir"), &Mem(vec![("dir/fw.lua", body)])).unwrap();
+    let spec =
+        Spec::from_toml(&text, Path::new("dir/my.toml"), Path::new("dir"), &Mem(vec![("dir/fw.lua", body)])).unwrap();
     let l = crate::limiter::Limiter::from_spec(Arc::new(spec), Params::new(10, 1000)).unwrap();
     let mut b = EmulatedBackend::default();
     let mut s = l.session();
     assert!(l.call(&mut b, &mut s, "u1", 1_000, 1).unwrap().allowed);
     let e = l.call(&mut b, &mut s, "u1", 1_001, 1).unwrap_err();
     let Error::Script { reply, at, request } = &e else { panic!("{e}") };
-    assert!(reply.starts_with("ERR user_script:3: Script attempted to access nonexistent global variable 'nope'"), "{reply}");
+    assert!(
+        reply.starts_with("ERR user_script:3: Script attempted to access nonexistent global variable 'nope'"),
+        "{reply}"
+    );
     assert_eq!(at, "dir/fw.lua:3: return nope + 1");
     assert_eq!(request, "request (subject `u1`, now_ms 1001, cost 1)");
 }
@@ -107,11 +121,23 @@ fn an_adapter_says_which_fields_it_reports() {
     };
     assert_eq!(
         spec("").unwrap().reports(),
-        Reports { remaining: true, retry_after: true, reset: true, granted: false, reset_means: crate::spec::ResetMeans::Quota }
+        Reports {
+            remaining: true,
+            retry_after: true,
+            reset: true,
+            granted: false,
+            reset_means: crate::spec::ResetMeans::Quota
+        }
     );
     assert_eq!(
         spec("reports = [\"remaining\"]").unwrap().reports(),
-        Reports { remaining: true, retry_after: false, reset: false, granted: false, reset_means: crate::spec::ResetMeans::Quota }
+        Reports {
+            remaining: true,
+            retry_after: false,
+            reset: false,
+            granted: false,
+            reset_means: crate::spec::ResetMeans::Quota
+        }
     );
     let e = spec("reports = [\"left\"]").unwrap_err().to_string();
     assert!(e.starts_with("a.toml:3: field `reports`: unknown decision field `left`"), "{e}");
@@ -123,7 +149,8 @@ fn an_adapter_says_which_fields_it_reports() {
 fn raw_keys_reach_the_script_as_given_and_the_others_get_the_prefix() {
     use crate::backend::emulated::EmulatedBackend;
     // KEYS[2] is "" when the client has no dynamic limit: passed as given, not as "ll:...:".
-    let text = GOOD.replace("keys = [\"rl:{${subject}}:${window_index}\"]", "keys = [\"rl:{${subject}}\", \"\"]\nraw_keys = [2]");
+    let text = GOOD
+        .replace("keys = [\"rl:{${subject}}:${window_index}\"]", "keys = [\"rl:{${subject}}\", \"\"]\nraw_keys = [2]");
     let body = "return {KEYS[1], KEYS[2], #KEYS[2]}";
     let files = Mem(vec![("fw.lua", body)]);
     let spec = Spec::from_toml(

@@ -87,7 +87,14 @@ impl BoundaryBurst {
             key: defaults::key(),
             cost: 1,
             bursts: vec![
-                Burst { count: 200, spacing_us: 500, offset_us: -50_000, anchor: Anchor::Last, phase: "end of window".into(), key: None },
+                Burst {
+                    count: 200,
+                    spacing_us: 500,
+                    offset_us: -50_000,
+                    anchor: Anchor::Last,
+                    phase: "end of window".into(),
+                    key: None,
+                },
                 Burst {
                     count: 200,
                     spacing_us: 500,
@@ -116,7 +123,11 @@ impl BoundaryBurst {
             return Err(invalid(CONTEXT, "bursts", "needs at least one burst"));
         }
         if self.bursts.len() > MAX_BURSTS {
-            return Err(invalid(CONTEXT, "bursts", format!("{} bursts, more than the maximum {MAX_BURSTS}", self.bursts.len())));
+            return Err(invalid(
+                CONTEXT,
+                "bursts",
+                format!("{} bursts, more than the maximum {MAX_BURSTS}", self.bursts.len()),
+            ));
         }
         let total: u64 = self.bursts.iter().map(|b| b.count).fold(0, u64::saturating_add);
         check_count(CONTEXT, "bursts", total as f64)?;
@@ -232,12 +243,28 @@ mod tests {
             cost: 3,
             bursts: vec![
                 Burst { count: 3, spacing_us: 0, offset_us: 0, anchor: Anchor::First, phase: "a".into(), key: None },
-                Burst { count: 2, spacing_us: 10, offset_us: -10, anchor: Anchor::First, phase: "b".into(), key: Some("other".into()) },
+                Burst {
+                    count: 2,
+                    spacing_us: 10,
+                    offset_us: -10,
+                    anchor: Anchor::First,
+                    phase: "b".into(),
+                    key: Some("other".into()),
+                },
             ],
         };
         let v = g.arrivals(Micros(0), 0);
         let got: Vec<_> = v.iter().map(|a| (a.at.0, a.phase.as_str(), a.key.as_str())).collect();
-        assert_eq!(got, [(99_990, "b", "other"), (100_000, "a", "k"), (100_000, "a", "k"), (100_000, "a", "k"), (100_000, "b", "other")]);
+        assert_eq!(
+            got,
+            [
+                (99_990, "b", "other"),
+                (100_000, "a", "k"),
+                (100_000, "a", "k"),
+                (100_000, "a", "k"),
+                (100_000, "b", "other")
+            ]
+        );
         assert!(v.iter().all(|a| a.cost == 3));
     }
 

@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    check_count, check_keys, check_span_max, check_span_ms, check_span_us, constant_rate_offsets, defaults, invalid, Arrival, MAX_RATE,
+    check_count, check_keys, check_span_max, check_span_ms, check_span_us, constant_rate_offsets, defaults, invalid,
+    Arrival, MAX_RATE,
 };
 use crate::Result;
 use limitlab_emulator::clock::Micros;
@@ -70,11 +71,17 @@ impl IdleThenBurst {
         check_span_max(CONTEXT, "warmup_ms", self.warmup_ms)?;
         let rate = self.warmup_rate;
         if !(0.0..=MAX_RATE).contains(&rate) {
-            return Err(invalid(CONTEXT, "warmup_rate", format!("must be between 0 and {MAX_RATE} requests per second, not {rate}")));
+            return Err(invalid(
+                CONTEXT,
+                "warmup_rate",
+                format!("must be between 0 and {MAX_RATE} requests per second, not {rate}"),
+            ));
         }
         match (self.warmup_ms, rate > 0.0) {
             (0, true) => return Err(invalid(CONTEXT, "warmup_ms", "must be positive when `warmup_rate` is set")),
-            (w, false) if w > 0 => return Err(invalid(CONTEXT, "warmup_rate", "must be positive when `warmup_ms` is set")),
+            (w, false) if w > 0 => {
+                return Err(invalid(CONTEXT, "warmup_rate", "must be positive when `warmup_ms` is set"))
+            }
             _ => {}
         }
         check_span_ms(CONTEXT, "idle_ms", self.idle_ms)?;
@@ -83,14 +90,22 @@ impl IdleThenBurst {
             return Err(invalid(CONTEXT, "burst", "must be at least 1"));
         }
         check_count(CONTEXT, "burst", self.burst as f64 + rate * self.warmup_ms as f64 / 1000.0)?;
-        check_span_us(CONTEXT, "spacing_us", self.spacing_us.saturating_mul(self.burst - 1).min(i64::MAX as u64) as i64)?;
+        check_span_us(
+            CONTEXT,
+            "spacing_us",
+            self.spacing_us.saturating_mul(self.burst - 1).min(i64::MAX as u64) as i64,
+        )?;
         check_keys(CONTEXT, &self.key, 1)?;
         Ok(())
     }
 
     /// The burst's first request's time.
     pub fn burst_at(&self, start: Micros) -> Micros {
-        Micros(start.0.saturating_add(self.warmup_ms.saturating_add(self.idle_ms).min(i64::MAX as u64 / 1000) as i64 * 1000))
+        Micros(
+            start
+                .0
+                .saturating_add(self.warmup_ms.saturating_add(self.idle_ms).min(i64::MAX as u64 / 1000) as i64 * 1000),
+        )
     }
 
     /// The arrivals, sorted by time. Invalid parameters give no arrivals (see
@@ -99,7 +114,8 @@ impl IdleThenBurst {
         if self.validate().is_err() {
             return Vec::new();
         }
-        let warm = if self.warmup_ms > 0 { (self.warmup_rate * self.warmup_ms as f64 / 1000.0).ceil() as usize } else { 0 };
+        let warm =
+            if self.warmup_ms > 0 { (self.warmup_rate * self.warmup_ms as f64 / 1000.0).ceil() as usize } else { 0 };
         let mut out = Vec::with_capacity(warm + self.burst as usize);
         if self.warmup_ms > 0 {
             for (_, offset) in constant_rate_offsets(self.warmup_rate, self.warmup_ms as i64 * 1000) {
@@ -114,7 +130,13 @@ impl IdleThenBurst {
     }
 
     fn arrival(&self, at: i64, phase: &str) -> Arrival {
-        Arrival { at: Micros(at), key: self.key.clone(), cost: self.cost, phase: phase.to_owned(), op: crate::traffic::Op::Request }
+        Arrival {
+            at: Micros(at),
+            key: self.key.clone(),
+            cost: self.cost,
+            phase: phase.to_owned(),
+            op: crate::traffic::Op::Request,
+        }
     }
 }
 
@@ -176,7 +198,8 @@ mod tests {
     #[test]
     fn toml_form() {
         let g: IdleThenBurst =
-            toml::from_str("warmup_rate = 2.0\nwarmup_ms = 3000\nidle_ms = 10000\nburst = 100\nspacing_us = 1000\n").unwrap();
+            toml::from_str("warmup_rate = 2.0\nwarmup_ms = 3000\nidle_ms = 10000\nburst = 100\nspacing_us = 1000\n")
+                .unwrap();
         assert_eq!(g.arrivals(Micros(0), 0).len(), 106);
     }
 }

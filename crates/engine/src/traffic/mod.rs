@@ -333,7 +333,11 @@ pub(crate) fn check_span_ms(context: &str, field: &str, ms: u64) -> Result<()> {
 /// At most [`MAX_SPAN_MS`] (zero allowed).
 pub(crate) fn check_span_max(context: &str, field: &str, ms: u64) -> Result<()> {
     if ms > MAX_SPAN_MS {
-        return Err(invalid(context, field, format!("{ms} ms is longer than the maximum {MAX_SPAN_MS} ms (ten years)")));
+        return Err(invalid(
+            context,
+            field,
+            format!("{ms} ms is longer than the maximum {MAX_SPAN_MS} ms (ten years)"),
+        ));
     }
     Ok(())
 }
@@ -363,7 +367,11 @@ pub(crate) fn check_keys(context: &str, key: &str, keys: u64) -> Result<()> {
 /// An (expected) number of arrivals: at most [`MAX_ARRIVALS`].
 pub(crate) fn check_count(context: &str, field: &str, n: f64) -> Result<()> {
     if n.is_nan() || n > MAX_ARRIVALS as f64 {
-        return Err(invalid(context, field, format!("gives about {n:.0} arrivals, more than the maximum {MAX_ARRIVALS}")));
+        return Err(invalid(
+            context,
+            field,
+            format!("gives about {n:.0} arrivals, more than the maximum {MAX_ARRIVALS}"),
+        ));
     }
     Ok(())
 }
@@ -531,7 +539,12 @@ mod tests {
             TrafficSpec::Uniform(Uniform { jitter: 0.5, ..Uniform::new(100.0, 1000) }),
             TrafficSpec::Poisson(Poisson::new(100.0, 1000)),
             TrafficSpec::BoundaryBurst(BoundaryBurst::classic(1000)),
-            TrafficSpec::IdleThenBurst(IdleThenBurst { warmup_rate: 10.0, warmup_ms: 1000, spacing_us: 10, ..IdleThenBurst::new(100, 10) }),
+            TrafficSpec::IdleThenBurst(IdleThenBurst {
+                warmup_rate: 10.0,
+                warmup_ms: 1000,
+                spacing_us: 10,
+                ..IdleThenBurst::new(100, 10)
+            }),
             TrafficSpec::PeriodicBursts(PeriodicBursts { spacing_us: 10, ..PeriodicBursts::new(5, 100, 1000) }),
             TrafficSpec::ZipfUsers(ZipfUsers::new(10, 1.0, 100, 1000)),
         ];

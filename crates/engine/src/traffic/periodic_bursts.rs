@@ -33,7 +33,16 @@ pub struct PeriodicBursts {
 impl PeriodicBursts {
     /// `count` simultaneous requests every `period_ms` for `duration_ms`, on the key `user`.
     pub fn new(count: u64, period_ms: u64, duration_ms: u64) -> PeriodicBursts {
-        PeriodicBursts { count, period_ms, duration_ms, spacing_us: 0, key: defaults::key(), keys: 1, cost: 1, phase: String::new() }
+        PeriodicBursts {
+            count,
+            period_ms,
+            duration_ms,
+            spacing_us: 0,
+            key: defaults::key(),
+            keys: 1,
+            cost: 1,
+            phase: String::new(),
+        }
     }
 
     /// How many bursts start before the end.
@@ -93,7 +102,10 @@ mod tests {
         let g = PeriodicBursts { spacing_us: 1000, ..PeriodicBursts::new(3, 250, 1000) };
         let v = g.arrivals(Micros(10), 0);
         let at: Vec<_> = v.iter().map(|a| a.at.0).collect();
-        assert_eq!(at, [10, 1010, 2010, 250_010, 251_010, 252_010, 500_010, 501_010, 502_010, 750_010, 751_010, 752_010]);
+        assert_eq!(
+            at,
+            [10, 1010, 2010, 250_010, 251_010, 252_010, 500_010, 501_010, 502_010, 750_010, 751_010, 752_010]
+        );
         assert!(v.iter().all(|a| a.key == "user" && a.cost == 1 && a.phase.is_empty()));
         assert_eq!(v, g.arrivals(Micros(10), 5), "the seed is not used");
         // A duration that is not a multiple of the period: the last burst starts before the end.

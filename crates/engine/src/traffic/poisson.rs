@@ -2,7 +2,9 @@
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use super::{check_count, check_keys, check_rate, check_span_ms, defaults, key_name, math, rng, rng_stream, unit_open0, Arrival};
+use super::{
+    check_count, check_keys, check_rate, check_span_ms, defaults, key_name, math, rng, rng_stream, unit_open0, Arrival,
+};
 use crate::Result;
 use limitlab_emulator::clock::Micros;
 
@@ -64,7 +66,11 @@ impl Poisson {
             if offset >= duration_us as f64 {
                 break;
             }
-            let key = if self.keys > 1 { key_name(&self.key, self.keys, picks.random_range(0..self.keys)) } else { self.key.clone() };
+            let key = if self.keys > 1 {
+                key_name(&self.key, self.keys, picks.random_range(0..self.keys))
+            } else {
+                self.key.clone()
+            };
             out.push(Arrival {
                 at: Micros(start.0.saturating_add(offset as i64)),
                 key,

@@ -241,8 +241,11 @@ impl TickCount {
         let written_us = self.written.max(1);
         // One instant (or none) says nothing of a tick beyond how finely it is written: the gcd of a
         // single time is the time itself, a "tick" of decades.
-        let tick_us =
-            if self.gcd == 0 || self.distinct < 2 { written_us } else { i64::try_from(self.gcd).unwrap_or(i64::MAX).min(MAX_TICK_US) };
+        let tick_us = if self.gcd == 0 || self.distinct < 2 {
+            written_us
+        } else {
+            i64::try_from(self.gcd).unwrap_or(i64::MAX).min(MAX_TICK_US)
+        };
         Ticks { requests: self.requests, tick_us, written_us, sharing: self.sharing, busiest: self.busiest }
     }
 }
@@ -277,7 +280,13 @@ impl Raw {
         at: 0,
         res: 1,
         line: 0,
-        arrival: Arrival { at: Micros(0), key: String::new(), cost: 0, phase: String::new(), op: crate::traffic::Op::Request },
+        arrival: Arrival {
+            at: Micros(0),
+            key: String::new(),
+            cost: 0,
+            phase: String::new(),
+            op: crate::traffic::Op::Request,
+        },
     };
 }
 
@@ -302,7 +311,11 @@ impl TraceSpec {
     /// The format to read: `format` if set, else from the extension.
     pub fn resolved_format(&self) -> Result<TraceFormat> {
         self.format.or_else(|| TraceFormat::from_path(&self.path)).ok_or_else(|| {
-            invalid(CONTEXT, "format", format!("cannot tell the format of {} from its name; set `format`", self.path.display()))
+            invalid(
+                CONTEXT,
+                "format",
+                format!("cannot tell the format of {} from its name; set `format`", self.path.display()),
+            )
         })
     }
 
@@ -352,7 +365,13 @@ impl TraceSpec {
 
     /// Parses `text`, whole records of the file starting at line `first_line`, onto `out`. For CSV
     /// and TSV the first chunk starts with the header, which fills `columns` for the chunks after it.
-    fn parse_chunk(&self, text: &str, first_line: usize, columns: &mut Option<Columns>, out: &mut Vec<Raw>) -> Result<()> {
+    fn parse_chunk(
+        &self,
+        text: &str,
+        first_line: usize,
+        columns: &mut Option<Columns>,
+        out: &mut Vec<Raw>,
+    ) -> Result<()> {
         let delimiter = match self.resolved_format()? {
             TraceFormat::Csv => b',',
             TraceFormat::Tsv => b'\t',
@@ -373,7 +392,8 @@ impl TraceSpec {
             Rebase::First => raws.iter().map(|r| r.at).min().map_or(0, |first| start.0.saturating_sub(first)),
         };
         for r in &mut raws {
-            r.at = r.at.checked_add(shift).ok_or_else(|| invalid(CONTEXT, "rebase", "a shifted time is out of range"))?;
+            r.at =
+                r.at.checked_add(shift).ok_or_else(|| invalid(CONTEXT, "rebase", "a shifted time is out of range"))?;
         }
         raws.sort_by_key(|r| r.at);
         self.place_ties(&mut raws);
@@ -461,7 +481,17 @@ mod tests {
         assert_eq!(times(&same), [10_000_000, 10_000_000, 10_000_000, 10_000_000, 10_500_000, 11_000_000]);
         let spread = TraceSpec { ties: TieRule::Spread, ..spec("t.csv") }.parse(text, Micros(0)).unwrap();
         let got: Vec<_> = spread.iter().map(|a| (a.at.0, a.key.as_str())).collect();
-        assert_eq!(got, [(10_000_000, "a"), (10_250_000, "b"), (10_500_000, "c"), (10_500_000, "f"), (10_750_000, "d"), (11_000_000, "e")]);
+        assert_eq!(
+            got,
+            [
+                (10_000_000, "a"),
+                (10_250_000, "b"),
+                (10_500_000, "c"),
+                (10_500_000, "f"),
+                (10_750_000, "d"),
+                (11_000_000, "e")
+            ]
+        );
         let jitter = |seed| TraceSpec { ties: TieRule::Jitter(seed), ..spec("t.csv") }.parse(text, Micros(0)).unwrap();
         let j = jitter(1);
         assert_eq!(j, jitter(1));
@@ -489,7 +519,9 @@ mod tests {
         let t = spec("t.csv").parse_ticks("time_ms,key\n1704067200000,a\n1704067201000,b\n").unwrap();
         assert_eq!((t.tick_us, t.written_us, t.sharing, t.busiest), (1_000_000, 1000, 0, 1));
         // A burst pattern written to the µs (as `attack` saves them) is as fine as its times.
-        let t = spec("t.csv").parse_ticks("time,key\n1704067200.000000,a\n1704067200.000000,a\n1704067201.001000,a\n").unwrap();
+        let t = spec("t.csv")
+            .parse_ticks("time,key\n1704067200.000000,a\n1704067200.000000,a\n1704067201.001000,a\n")
+            .unwrap();
         assert_eq!((t.tick_us, t.written_us, t.sharing), (11_000, 1, 2));
         assert!(!t.coarse_for(1000));
         // One instant, at zero or not: its written resolution; nothing at all: never coarse.
@@ -511,7 +543,9 @@ mod tests {
         assert_eq!(times(&s.parse(text, Micros(0)).unwrap()), [1_000_000, 1_500_000, 2_000_000]);
         let j = TraceSpec { ties: TieRule::Jitter(3), ..s.clone() }.parse(text, Micros(0)).unwrap();
         assert!(j.iter().filter(|a| a.key != "c").all(|a| (1_000_000..2_000_000).contains(&a.at.0)), "{j:?}");
-        assert!(matches!(TraceSpec { tick_ms: Some(0), ..s.clone() }.validate(), Err(Error::Invalid { field, .. }) if field == "tick_ms"));
+        assert!(
+            matches!(TraceSpec { tick_ms: Some(0), ..s.clone() }.validate(), Err(Error::Invalid { field, .. }) if field == "tick_ms")
+        );
         assert!(TraceSpec { tick_ms: Some(86_400_001), ..s }.validate().is_err());
     }
 
@@ -540,7 +574,9 @@ mod tests {
 
     #[test]
     fn toml_forms() {
-        let s: TraceSpec = toml::from_str("path = \"a.log\"\nformat = \"combined\"\nties = \"spread\"\nrebase = \"offset\"\n").unwrap();
+        let s: TraceSpec =
+            toml::from_str("path = \"a.log\"\nformat = \"combined\"\nties = \"spread\"\nrebase = \"offset\"\n")
+                .unwrap();
         assert_eq!((s.format, s.ties, s.rebase), (Some(TraceFormat::Clf), TieRule::Spread, Rebase::Offset));
         let s: TraceSpec = toml::from_str("path = \"a.csv\"\ntime_format = \"ms\"\nties = { jitter = 3 }\n").unwrap();
         assert_eq!((s.time_format, s.ties), (TimeFormat::Millis, TieRule::Jitter(3)));

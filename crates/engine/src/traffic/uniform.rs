@@ -3,7 +3,10 @@
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use super::{check_count, check_keys, check_rate, check_span_ms, constant_rate_offsets, defaults, invalid, key_name, rng, Arrival};
+use super::{
+    check_count, check_keys, check_rate, check_span_ms, constant_rate_offsets, defaults, invalid, key_name, rng,
+    Arrival,
+};
 use crate::Result;
 use limitlab_emulator::clock::Micros;
 
@@ -46,7 +49,11 @@ impl Uniform {
         check_count(CONTEXT, "rate", self.rate * self.duration_ms as f64 / 1000.0)?;
         check_keys(CONTEXT, &self.key, self.keys)?;
         if !(0.0..=1.0).contains(&self.jitter) {
-            return Err(invalid(CONTEXT, "jitter", format!("must be between 0 and 1 (a fraction of the gap), not {}", self.jitter)));
+            return Err(invalid(
+                CONTEXT,
+                "jitter",
+                format!("must be between 0 and 1 (a fraction of the gap), not {}", self.jitter),
+            ));
         }
         Ok(())
     }

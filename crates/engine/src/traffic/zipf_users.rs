@@ -68,7 +68,16 @@ fn default_prefix() -> String {
 impl ZipfUsers {
     /// `requests` over `duration_ms` from `users` users with exponent `s`, random timing, keys `u1`...
     pub fn new(users: u64, s: f64, requests: u64, duration_ms: u64) -> ZipfUsers {
-        ZipfUsers { users, s, requests, duration_ms, timing: Timing::Random, key_prefix: default_prefix(), cost: 1, phase: String::new() }
+        ZipfUsers {
+            users,
+            s,
+            requests,
+            duration_ms,
+            timing: Timing::Random,
+            key_prefix: default_prefix(),
+            cost: 1,
+            phase: String::new(),
+        }
     }
 
     pub fn validate(&self) -> Result<()> {
@@ -79,7 +88,11 @@ impl ZipfUsers {
             return Err(invalid(CONTEXT, "users", format!("{} is above the maximum {MAX_KEYS}", self.users)));
         }
         if !(self.s > 0.0 && self.s <= MAX_EXPONENT) {
-            return Err(invalid(CONTEXT, "s", format!("the exponent must be above 0 and at most {MAX_EXPONENT}, not {}", self.s)));
+            return Err(invalid(
+                CONTEXT,
+                "s",
+                format!("the exponent must be above 0 and at most {MAX_EXPONENT}, not {}", self.s),
+            ));
         }
         if self.requests == 0 {
             return Err(invalid(CONTEXT, "requests", "must be at least 1"));
@@ -190,7 +203,13 @@ impl Iterator for ZipfIter {
 
     fn next(&mut self) -> Option<Arrival> {
         let (at, rank) = self.next_rank()?;
-        Some(Arrival { at, key: numbered(&self.prefix, rank), cost: self.cost, phase: self.phase.clone(), op: crate::traffic::Op::Request })
+        Some(Arrival {
+            at,
+            key: numbered(&self.prefix, rank),
+            cost: self.cost,
+            phase: self.phase.clone(),
+            op: crate::traffic::Op::Request,
+        })
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -293,7 +312,11 @@ mod tests {
         let total: f64 = weights.iter().sum();
         let mut chi2 = 0.0;
         for (i, &c) in counts.iter().enumerate() {
-            let p = if i < check as usize { weights[i] / total } else { weights[check as usize..].iter().sum::<f64>() / total };
+            let p = if i < check as usize {
+                weights[i] / total
+            } else {
+                weights[check as usize..].iter().sum::<f64>() / total
+            };
             let e = p * draws as f64;
             if e > 0.0 {
                 chi2 += (c as f64 - e).powi(2) / e;
@@ -329,7 +352,9 @@ mod tests {
         assert_ne!(a, g.arrivals(T0, 2));
         assert!(a.is_sorted_by_key(|x| x.at));
         assert!(a.iter().all(|x| x.at >= T0 && x.at.0 < T0.0 + 10_000_000));
-        assert!(a.iter().all(|x| x.key.starts_with('u') && x.key[1..].parse::<u64>().is_ok_and(|k| (1..=1000).contains(&k))));
+        assert!(a
+            .iter()
+            .all(|x| x.key.starts_with('u') && x.key[1..].parse::<u64>().is_ok_and(|k| (1..=1000).contains(&k))));
         assert!(a.iter().filter(|x| x.key == "u1").count() as f64 / 5000.0 > 0.1);
         // Pinned across machines.
         let first: Vec<(i64, &str)> = a.iter().take(3).map(|x| (x.at.0 - T0.0, x.key.as_str())).collect();

@@ -407,7 +407,8 @@ impl<R: RngCore> Gen<'_, R> {
     /// does not follow) and `<ms>-*`, trimming exact and approximate, ranges and deletes. MEMORY USAGE
     /// of a stream is only estimated, so every write marks the key unmeasurable.
     pub(super) fn stream_cmd(&mut self) -> Command {
-        const IDS: &[&str] = &["-", "+", "0", "0-0", "1", "1-1", "5", "5-*", "18446744073709551615", "x", "1-x", "(1", "(5-1", "("];
+        const IDS: &[&str] =
+            &["-", "+", "0", "0-0", "1", "1-1", "5", "5-*", "18446744073709551615", "x", "1-x", "(1", "(5-1", "("];
         let k = self.key(Family::Stream);
         let id = |g: &mut Self, star: bool| -> String {
             match g.rng.random_range(0..10) {

@@ -42,7 +42,9 @@ impl<R: RngCore> Gen<'_, R> {
                 // GT and LT compare the new deadline with the key's: two deadlines relative to "now"
                 // compare by how much time passed between them, so with a relative one the key may
                 // only have had an absolute TTL (or none).
-                if kind != TtlKind::Abs && opts.iter().any(|o| o.eq_ignore_ascii_case("gt") || o.eq_ignore_ascii_case("lt")) {
+                if kind != TtlKind::Abs
+                    && opts.iter().any(|o| o.eq_ignore_ascii_case("gt") || o.eq_ignore_ascii_case("lt"))
+                {
                     b = b.fx(Fx::ReadTtl(k.clone(), TtlRead::Abs));
                 }
                 for o in opts {
@@ -70,8 +72,11 @@ impl<R: RngCore> Gen<'_, R> {
                     b = b.lit("REPLACE");
                 }
                 if self.chance(15) {
-                    let db =
-                        if self.private { self.pick(&["0", "1", "2", "3", "15", "16", "-1", "x"]) } else { self.pick(&["16", "-1", "x"]) };
+                    let db = if self.private {
+                        self.pick(&["0", "1", "2", "3", "15", "16", "-1", "x"])
+                    } else {
+                        self.pick(&["16", "-1", "x"])
+                    };
                     b = b.lit("DB").lit(db);
                 }
                 b.build()

@@ -210,7 +210,8 @@ mod tests {
             assert!(Model::check(false, a.commands.iter().map(|c| c.fx.as_slice())), "seed {seed}");
             for c in &a.commands {
                 let name = c.name();
-                assert!(!["flushall", "flushdb", "dbsize", "scan", "time", "randomkey", "swapdb", "move"].contains(&name.as_str()));
+                assert!(!["flushall", "flushdb", "dbsize", "scan", "time", "randomkey", "swapdb", "move"]
+                    .contains(&name.as_str()));
             }
         }
     }
@@ -224,7 +225,10 @@ mod tests {
             for c in case(&mut ChaCha8Rng::seed_from_u64(seed), false).commands {
                 let line = c.line().to_ascii_lowercase();
                 let name = c.name();
-                assert!(!["publish", "config", "sort", "sort_ro"].contains(&name.as_str()) && !line.contains("'publish'"), "{line}");
+                assert!(
+                    !["publish", "config", "sort", "sort_ro"].contains(&name.as_str()) && !line.contains("'publish'"),
+                    "{line}"
+                );
                 assert!(!(name == "client" && line.contains("no-evict")), "{line}");
             }
         }
@@ -265,7 +269,11 @@ mod tests {
                         }
                     }
                     for i in key_at {
-                        assert!(matches!(c.args[i], Arg::Key(_)), "seed {seed}: argument {i} of `{}` is read as a key", c.line());
+                        assert!(
+                            matches!(c.args[i], Arg::Key(_)),
+                            "seed {seed}: argument {i} of `{}` is read as a key",
+                            c.line()
+                        );
                     }
                 }
             }
@@ -293,7 +301,9 @@ mod tests {
                 }
             }
         }
-        println!("EXEC ran {ran}, aborted by WATCH {watch_aborted}, by EXECABORT {exec_aborted}; database switches {moved}");
+        println!(
+            "EXEC ran {ran}, aborted by WATCH {watch_aborted}, by EXECABORT {exec_aborted}; database switches {moved}"
+        );
         assert!(ran > 200 && watch_aborted > 20 && exec_aborted > 20 && moved > 200);
     }
 }

@@ -134,7 +134,11 @@ impl<R: RngCore> Gen<'_, R> {
             _ => {
                 let mut b = B::new("SCRIPT").lit("EXISTS");
                 for _ in 0..self.rng.random_range(1..3) {
-                    let sha = if !self.loaded.is_empty() && self.chance(60) { self.pick_loaded() } else { JUNK_SHA.to_string() };
+                    let sha = if !self.loaded.is_empty() && self.chance(60) {
+                        self.pick_loaded()
+                    } else {
+                        JUNK_SHA.to_string()
+                    };
                     if sha != JUNK_SHA {
                         b = b.fx(Fx::NeedLoaded(sha.clone()));
                     }
@@ -186,8 +190,19 @@ impl<R: RngCore> Gen<'_, R> {
             4 => B::new("CLIENT").lit("NO-EVICT").lit(self.pick(&["on", "OFF", "maybe"])).build(),
             5 | 6 => {
                 let sub = self.pick(&["INFO", "DOCS", "info"]);
-                let name =
-                    self.pick(&["get", "set", "incrby", "pexpire", "zadd", "lpos", "sort", "zunionstore", "publish", "nosuch", "hmget"]);
+                let name = self.pick(&[
+                    "get",
+                    "set",
+                    "incrby",
+                    "pexpire",
+                    "zadd",
+                    "lpos",
+                    "sort",
+                    "zunionstore",
+                    "publish",
+                    "nosuch",
+                    "hmget",
+                ]);
                 B::new("COMMAND").lit(sub).lit(name).build()
             }
             _ => B::new("CONFIG").lit(self.pick(&["HELP", "REWRITE", "NOPE", "GET"])).build(),

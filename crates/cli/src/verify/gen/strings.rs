@@ -144,8 +144,21 @@ impl<R: RngCore> Gen<'_, R> {
         const OFFSETS: &[&str] = &["0", "1", "7", "8", "15", "63", "64", "100", "-1", "x", "", "4294967296", "01"];
         const BIT_TYPES: &[&str] = &["u1", "u8", "i8", "u16", "i5", "u63", "i64", "u64", "i65", "x8", "u0", "U8"];
         const FIELD_OFFSETS: &[&str] = &["0", "3", "8", "#0", "#1", "#7", "100", "-1", "#-1", "x", "#"];
-        const FIELD_VALUES: &[&str] =
-            &["0", "1", "-1", "100", "127", "128", "255", "256", "-129", "9223372036854775807", "-9223372036854775808", "x", "1.5"];
+        const FIELD_VALUES: &[&str] = &[
+            "0",
+            "1",
+            "-1",
+            "100",
+            "127",
+            "128",
+            "255",
+            "256",
+            "-129",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "x",
+            "1.5",
+        ];
         let k = self.key(Family::String);
         let offset = |g: &mut Self| -> String {
             if g.chance(60) {
@@ -209,10 +222,16 @@ impl<R: RngCore> Gen<'_, R> {
                     } else {
                         self.pick(BIT_TYPES).to_string()
                     };
-                    let off =
-                        if self.chance(60) { self.rng.random_range(0i64..120).to_string() } else { self.pick(FIELD_OFFSETS).to_string() };
-                    let val =
-                        if self.chance(50) { self.rng.random_range(-300i64..300).to_string() } else { self.pick(FIELD_VALUES).to_string() };
+                    let off = if self.chance(60) {
+                        self.rng.random_range(0i64..120).to_string()
+                    } else {
+                        self.pick(FIELD_OFFSETS).to_string()
+                    };
+                    let val = if self.chance(50) {
+                        self.rng.random_range(-300i64..300).to_string()
+                    } else {
+                        self.pick(FIELD_VALUES).to_string()
+                    };
                     b = match self.rng.random_range(0..10) {
                         0..=3 => b.lit("GET").lit(ty).lit(off),
                         4 | 5 => b.lit("SET").lit(ty).lit(off).lit(val),

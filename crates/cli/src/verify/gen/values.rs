@@ -112,7 +112,8 @@ const INTS: &[&str] = &[
     "-0",
 ];
 
-pub(super) const INCRS: &[&str] = &["1", "-1", "0", "5", "100", "-100", "9223372036854775807", "-9223372036854775808", "a", "1.5", ""];
+pub(super) const INCRS: &[&str] =
+    &["1", "-1", "0", "5", "100", "-100", "9223372036854775807", "-9223372036854775808", "a", "1.5", ""];
 
 /// Increments for hash fields: a value past 64 bytes (HINCRBYFLOAT prints 1e308 in full) turns the
 /// hash into a hashtable, whose order Redis randomises per process.
@@ -196,7 +197,8 @@ pub(super) const LEX_BOUNDS: &[&str] = &["-", "+", "[a", "(a", "[b", "(c", "[m",
 
 const INDEXES: &[&str] = &["0", "1", "-1", "2", "-2", "3", "10", "-10", "100", "-100", "9223372036854775807", "x"];
 
-pub(super) const PATTERNS: &[&str] = &["*", "k*", "k?", "rate:*", "*{u1}*", "[a-k]*", "k[12]", "nomatch*", "\\*", "*1*", "?"];
+pub(super) const PATTERNS: &[&str] =
+    &["*", "k*", "k?", "rate:*", "*{u1}*", "[a-k]*", "k[12]", "nomatch*", "\\*", "*1*", "?"];
 
 /// Relative seconds: long enough to outlast a case, zero and negatives (delete), and errors.
 pub(super) const SECS: &[&str] = &[

@@ -3,7 +3,8 @@ use std::cell::RefCell;
 use std::os::raw::c_int;
 
 /// Script flags (`scripts_flags_def`), in Redis's order.
-pub(crate) const FLAG_NAMES: [&str; 5] = ["no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"];
+pub(crate) const FLAG_NAMES: [&str; 5] =
+    ["no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"];
 pub(crate) const NO_WRITES: u8 = 1;
 pub(crate) const NO_CLUSTER: u8 = 8;
 pub(crate) const ALLOW_CROSS_SLOT: u8 = 16;

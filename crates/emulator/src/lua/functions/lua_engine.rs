@@ -248,7 +248,10 @@ unsafe fn read_named(l: *mut ffi::lua_State) -> Result<Func, &'static str> {
             continue;
         } else if key.eq_ignore_ascii_case(b"flags") {
             if ffi::lua_type(l, -1) != ffi::LUA_TTABLE {
-                return fail(fref, "flags argument to redis.register_function must be a table representing function flags");
+                return fail(
+                    fref,
+                    "flags argument to redis.register_function must be a table representing function flags",
+                );
             }
             match read_flags(l) {
                 Some(f) => flags = f,

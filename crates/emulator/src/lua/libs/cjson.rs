@@ -265,9 +265,10 @@ unsafe fn cfg_decode_invalid_numbers(l: *mut lua_State) -> R<c_int> {
 /// How each byte is written inside a JSON string; `None` means as itself. Note '/' is escaped.
 fn escape(b: u8) -> Option<&'static [u8]> {
     const CTRL: [&[u8]; 32] = [
-        b"\\u0000", b"\\u0001", b"\\u0002", b"\\u0003", b"\\u0004", b"\\u0005", b"\\u0006", b"\\u0007", b"\\b", b"\\t", b"\\n", b"\\u000b",
-        b"\\f", b"\\r", b"\\u000e", b"\\u000f", b"\\u0010", b"\\u0011", b"\\u0012", b"\\u0013", b"\\u0014", b"\\u0015", b"\\u0016",
-        b"\\u0017", b"\\u0018", b"\\u0019", b"\\u001a", b"\\u001b", b"\\u001c", b"\\u001d", b"\\u001e", b"\\u001f",
+        b"\\u0000", b"\\u0001", b"\\u0002", b"\\u0003", b"\\u0004", b"\\u0005", b"\\u0006", b"\\u0007", b"\\b", b"\\t",
+        b"\\n", b"\\u000b", b"\\f", b"\\r", b"\\u000e", b"\\u000f", b"\\u0010", b"\\u0011", b"\\u0012", b"\\u0013",
+        b"\\u0014", b"\\u0015", b"\\u0016", b"\\u0017", b"\\u0018", b"\\u0019", b"\\u001a", b"\\u001b", b"\\u001c",
+        b"\\u001d", b"\\u001e", b"\\u001f",
     ];
     match b {
         0..=31 => Some(CTRL[b as usize]),
@@ -619,7 +620,11 @@ impl Parser<'_> {
     }
 
     fn number_token(&mut self) -> Token {
-        let end = self.data[self.pos.min(self.data.len())..].iter().position(|&b| b == 0).map(|p| self.pos + p).unwrap_or(self.data.len());
+        let end = self.data[self.pos.min(self.data.len())..]
+            .iter()
+            .position(|&b| b == 0)
+            .map(|p| self.pos + p)
+            .unwrap_or(self.data.len());
         let (n, used) = strtod(&self.data[self.pos.min(end)..end]);
         if used == 0 {
             return self.error_token("invalid number");
@@ -842,7 +847,10 @@ impl Parser<'_> {
                 };
                 let depth = open.len() as i64 + 1;
                 if depth > self.cfg.decode_max_depth as i64 || ffi::lua_checkstack(l, slots) == 0 {
-                    return Err(raw::error(l, format!("Found too many nested data structures ({depth}) at character {}", self.pos)));
+                    return Err(raw::error(
+                        l,
+                        format!("Found too many nested data structures ({depth}) at character {}", self.pos),
+                    ));
                 }
                 ffi::lua_newtable(l);
                 tok = self.next_token();
@@ -1159,13 +1167,25 @@ mod tests {
             ("return select(2, pcall(cjson.encode))", "bad argument #1 to '?' (expected 1 argument)"),
             ("return select(2, pcall(cjson.encode, 1, 2))", "bad argument #1 to '?' (expected 1 argument)"),
             ("return select(2, pcall(cjson.encode, function() end))", "Cannot serialise function: type not supported"),
-            ("return select(2, pcall(cjson.encode, {[true]=1}))", "Cannot serialise boolean: table key must be a number or string"),
-            ("return select(2, pcall(cjson.encode, {[1]=1,[100]=2}))", "Cannot serialise table: excessively sparse array"),
+            (
+                "return select(2, pcall(cjson.encode, {[true]=1}))",
+                "Cannot serialise boolean: table key must be a number or string",
+            ),
+            (
+                "return select(2, pcall(cjson.encode, {[1]=1,[100]=2}))",
+                "Cannot serialise table: excessively sparse array",
+            ),
             ("return select(2, pcall(cjson.encode, 0/0))", "Cannot serialise number: must not be NaN or Inf"),
             ("return select(2, pcall(cjson.encode, {a=-1/0}))", "Cannot serialise number: must not be NaN or Inf"),
             ("return select(2, pcall(cjson.encode, {[1/0]=1}))", "Cannot serialise number: must not be NaN or Inf"),
-            ("local t={} t[1]=t return select(2, pcall(cjson.encode, t))", "Cannot serialise, excessive nesting (1001)"),
-            ("return cjson.encode({[1]=1,[11]=2})", "ERR user_script:1: Cannot serialise table: excessively sparse array"),
+            (
+                "local t={} t[1]=t return select(2, pcall(cjson.encode, t))",
+                "Cannot serialise, excessive nesting (1001)",
+            ),
+            (
+                "return cjson.encode({[1]=1,[11]=2})",
+                "ERR user_script:1: Cannot serialise table: excessively sparse array",
+            ),
             (
                 "cjson.encode_max_depth(100000) local t={} t[1]=t return select(2, pcall(cjson.encode, t))",
                 "Cannot serialise, excessive nesting (7998)",
@@ -1190,29 +1210,59 @@ mod tests {
             ("return tostring(cjson.null)", "userdata: (nil)"),
             ("return select(2, pcall(cjson.encode_keep_buffer, 1))", "bad argument #1 to '?' (invalid option '1')"),
             ("return select(2, pcall(cjson.encode_keep_buffer, 'on'))", "true"),
-            ("return select(2, pcall(cjson.encode_keep_buffer, 1, 2))", "bad argument #2 to '?' (found too many arguments)"),
-            ("return select(2, pcall(cjson.encode_number_precision, 0))", "bad argument #1 to '?' (expected integer between 1 and 14)"),
-            ("return select(2, pcall(cjson.encode_number_precision, 'x'))", "bad argument #1 to '?' (number expected, got string)"),
+            (
+                "return select(2, pcall(cjson.encode_keep_buffer, 1, 2))",
+                "bad argument #2 to '?' (found too many arguments)",
+            ),
+            (
+                "return select(2, pcall(cjson.encode_number_precision, 0))",
+                "bad argument #1 to '?' (expected integer between 1 and 14)",
+            ),
+            (
+                "return select(2, pcall(cjson.encode_number_precision, 'x'))",
+                "bad argument #1 to '?' (number expected, got string)",
+            ),
             ("return select(2, pcall(cjson.encode_number_precision, 5.7))", "5"),
-            ("return select(2, pcall(cjson.encode_max_depth, 2^31))", "bad argument #1 to '?' (expected integer between 1 and 2147483647)"),
-            ("return select(2, pcall(cjson.encode_invalid_numbers, 'maybe'))", "bad argument #1 to '?' (invalid option 'maybe')"),
-            ("return select(2, pcall(cjson.decode_invalid_numbers, 'null'))", "bad argument #1 to '?' (invalid option 'null')"),
+            (
+                "return select(2, pcall(cjson.encode_max_depth, 2^31))",
+                "bad argument #1 to '?' (expected integer between 1 and 2147483647)",
+            ),
+            (
+                "return select(2, pcall(cjson.encode_invalid_numbers, 'maybe'))",
+                "bad argument #1 to '?' (invalid option 'maybe')",
+            ),
+            (
+                "return select(2, pcall(cjson.decode_invalid_numbers, 'null'))",
+                "bad argument #1 to '?' (invalid option 'null')",
+            ),
             (
                 "return select(2, pcall(cjson.encode_sparse_array, true, -1))",
                 "bad argument #1 to '?' (expected integer between 0 and 2147483647)",
             ),
-            ("return select(2, pcall(cjson.encode_sparse_array, 1,2,3,4))", "bad argument #4 to '?' (found too many arguments)"),
+            (
+                "return select(2, pcall(cjson.encode_sparse_array, 1,2,3,4))",
+                "bad argument #4 to '?' (found too many arguments)",
+            ),
         ]);
         check(&[
             ("return cjson.encode_number_precision(3) .. cjson.encode({1/3, 12345, 0.5})", "3[0.333,1.23e+04,0.5]"),
-            ("return cjson.encode_max_depth(2) .. select(2, pcall(cjson.encode, {{{1}}}))", "2Cannot serialise, excessive nesting (3)"),
+            (
+                "return cjson.encode_max_depth(2) .. select(2, pcall(cjson.encode, {{{1}}}))",
+                "2Cannot serialise, excessive nesting (3)",
+            ),
             ("return cjson.encode({{1}})", "[[1]]"),
             (
                 "return cjson.decode_max_depth(2) .. select(2, pcall(cjson.decode, '[[[1]]]'))",
                 "2Found too many nested data structures (3) at character 3",
             ),
-            ("return select(2, pcall(cjson.decode, '{\"a\":{\"b\":{}}}'))", "Found too many nested data structures (3) at character 11"),
-            ("return tostring(cjson.encode_invalid_numbers(true)) .. cjson.encode({0/0, 1/0, -1/0, -(0/0)})", "true[nan,inf,-inf,nan]"),
+            (
+                "return select(2, pcall(cjson.decode, '{\"a\":{\"b\":{}}}'))",
+                "Found too many nested data structures (3) at character 11",
+            ),
+            (
+                "return tostring(cjson.encode_invalid_numbers(true)) .. cjson.encode({0/0, 1/0, -1/0, -(0/0)})",
+                "true[nan,inf,-inf,nan]",
+            ),
             ("return cjson.encode_invalid_numbers('null') .. cjson.encode({0/0, 1/0, -1/0})", "null[null,null,null]"),
             (
                 "return tostring(cjson.decode_invalid_numbers(false)) .. select(2, pcall(cjson.decode, '0x10'))",
@@ -1295,7 +1345,10 @@ mod tests {
         let more: &[(&str, &str)] = &[
             ("return select(2, pcall(cjson.decode))", "bad argument #1 to '?' (expected 1 argument)"),
             ("return select(2, pcall(cjson.decode, {}))", "bad argument #1 to '?' (string expected, got table)"),
-            ("return cjson.decode('{')", "ERR user_script:1: Expected object key string but found T_END at character 2"),
+            (
+                "return cjson.decode('{')",
+                "ERR user_script:1: Expected object key string but found T_END at character 2",
+            ),
             (
                 "cjson.decode_max_depth(100000) return select(2, pcall(cjson.decode, string.rep('[', 20000)))",
                 "Found too many nested data structures (7999) at character 7999",

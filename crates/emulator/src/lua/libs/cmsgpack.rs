@@ -504,7 +504,10 @@ unsafe fn unpack_full(l: *mut lua_State, limit: i64, offset: i64) -> R<c_int> {
     let data = check_lstring(l, 1)?.to_vec();
     let len = data.len();
     if offset < 0 || limit < 0 {
-        return Err(raw::error(l, format!("Invalid request to unpack with offset of {} and limit of {}.", offset as i32, len as i32)));
+        return Err(raw::error(
+            l,
+            format!("Invalid request to unpack with offset of {} and limit of {}.", offset as i32, len as i32),
+        ));
     } else if offset as u64 > len as u64 {
         return Err(raw::error(l, format!("Start offset {} greater than input length {}.", offset as i32, len as i32)));
     }
@@ -566,7 +569,8 @@ unsafe fn unpack_limit(l: *mut lua_State) -> R<c_int> {
 mod tests {
     use super::super::testutil::{eval, new_lua};
 
-    const HEX: &str = "local function hex(s) return (s:gsub('.', function(c) return string.format('%02x', c:byte()) end)) end ";
+    const HEX: &str =
+        "local function hex(s) return (s:gsub('.', function(c) return string.format('%02x', c:byte()) end)) end ";
 
     fn check(cases: &[(&str, &str)]) {
         let lua = new_lua();
@@ -668,7 +672,10 @@ mod tests {
             ("return table.concat({cmsgpack.unpack_one(cmsgpack.pack(1, 2, 3))}, ',')", "1,1"),
             ("return table.concat({cmsgpack.unpack_one(cmsgpack.pack(1, 2, 3), 2)}, ',')", "-1,3"),
             ("return table.concat({cmsgpack.unpack_one(cmsgpack.pack(1, 2, 3), 3)}, ',')", "-1"),
-            ("return select(2, pcall(cmsgpack.unpack_one, cmsgpack.pack(1, 2, 3), 4))", "Start offset 4 greater than input length 3."),
+            (
+                "return select(2, pcall(cmsgpack.unpack_one, cmsgpack.pack(1, 2, 3), 4))",
+                "Start offset 4 greater than input length 3.",
+            ),
             (
                 "return select(2, pcall(cmsgpack.unpack_one, cmsgpack.pack(1, 2, 3), -1))",
                 "Invalid request to unpack with offset of -1 and limit of 3.",
@@ -688,7 +695,10 @@ mod tests {
             ("return select(2, pcall(cmsgpack.unpack_one, '\\1\\202\\0', 1))", "Missing bytes in input."),
             ("return table.concat({cmsgpack.unpack_one('\\1\\2', 1.7)}, ',')", "-1,2"),
             ("return table.concat({cmsgpack.unpack_one('\\1\\2', '1')}, ',')", "-1,2"),
-            ("return select(2, pcall(cmsgpack.unpack_one, '\\1\\2', 'x'))", "bad argument #2 to '?' (number expected, got string)"),
+            (
+                "return select(2, pcall(cmsgpack.unpack_one, '\\1\\2', 'x'))",
+                "bad argument #2 to '?' (number expected, got string)",
+            ),
             ("return table.concat({cmsgpack.unpack_limit('\\1\\2', 1, nil)}, ',')", "1,1"),
             (
                 "local r={} for k in pairs(cmsgpack) do r[#r+1]=k end return table.concat(r, ' ')",

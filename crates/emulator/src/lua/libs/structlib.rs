@@ -384,7 +384,8 @@ unsafe fn size(l: *mut lua_State) -> R<c_int> {
 mod tests {
     use super::super::testutil::{eval, new_lua};
 
-    const HEX: &str = "local function hex(s) return (s:gsub('.', function(c) return string.format('%02x', c:byte()) end)) end ";
+    const HEX: &str =
+        "local function hex(s) return (s:gsub('.', function(c) return string.format('%02x', c:byte()) end)) end ";
 
     fn check(cases: &[(&str, &str)]) {
         let lua = new_lua();
@@ -436,9 +437,18 @@ mod tests {
             ("return select(2, pcall(struct.unpack, 's', 'abcd'))", "unfinished string in data"),
             ("return select(2, pcall(struct.unpack, 'c0', 'abc'))", "format 'c0' needs a previous size"),
             ("return select(2, pcall(struct.unpack, 'i4', 'abc'))", "bad argument #2 to '?' (data string too short)"),
-            ("return select(2, pcall(struct.unpack, 'i4', 'abcd', 0))", "bad argument #3 to '?' (offset must be 1 or greater)"),
-            ("return select(2, pcall(struct.unpack, 'i4', 'abcd', 6))", "bad argument #2 to '?' (data string too short)"),
-            ("return select(2, pcall(struct.unpack, 'b', 'abcd', -1))", "bad argument #2 to '?' (data string too short)"),
+            (
+                "return select(2, pcall(struct.unpack, 'i4', 'abcd', 0))",
+                "bad argument #3 to '?' (offset must be 1 or greater)",
+            ),
+            (
+                "return select(2, pcall(struct.unpack, 'i4', 'abcd', 6))",
+                "bad argument #2 to '?' (data string too short)",
+            ),
+            (
+                "return select(2, pcall(struct.unpack, 'b', 'abcd', -1))",
+                "bad argument #2 to '?' (data string too short)",
+            ),
             ("return select(2, pcall(struct.size, 's'))", "bad argument #1 to '?' (option 's' has no fixed size)"),
             ("return select(2, pcall(struct.size, 'c0'))", "bad argument #1 to '?' (option 'c0' has no fixed size)"),
             ("return select(2, pcall(struct.size, '!3'))", "alignment 3 is not a power of 2"),

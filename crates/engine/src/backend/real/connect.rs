@@ -53,10 +53,11 @@ pub fn connection_info(url: &str, tls: Option<&TlsFiles>) -> Result<ConnectionIn
         ),
     };
     let client = match tls {
-        Some(t) if url.starts_with("rediss://") => {
-            redis::Client::build_with_tls(url, redis::TlsCertificates { client_tls: None, root_cert: Some(t.ca_pem.clone()) })
-                .map_err(bad)?
-        }
+        Some(t) if url.starts_with("rediss://") => redis::Client::build_with_tls(
+            url,
+            redis::TlsCertificates { client_tls: None, root_cert: Some(t.ca_pem.clone()) },
+        )
+        .map_err(bad)?,
         _ => redis::Client::open(url).map_err(bad)?,
     };
     Ok(client.get_connection_info().clone())
@@ -85,7 +86,11 @@ pub fn masters_of(info: &ConnectionInfo, timeout: Duration) -> redis::RedisResul
 }
 
 /// One connection to one server (TLS as its address says), with the timeouts set.
-pub fn open_connection(info: &ConnectionInfo, _tls: Option<&TlsFiles>, timeout: Duration) -> redis::RedisResult<redis::Connection> {
+pub fn open_connection(
+    info: &ConnectionInfo,
+    _tls: Option<&TlsFiles>,
+    timeout: Duration,
+) -> redis::RedisResult<redis::Connection> {
     open_single(info, timeout)
 }
 
@@ -99,8 +104,13 @@ pub(super) fn open_single(info: &ConnectionInfo, timeout: Duration) -> redis::Re
 }
 
 /// A cluster connection that never re-sends on its own (retries 0).
-pub(super) fn open_cluster(info: &ConnectionInfo, timeout: Duration, tls: Option<&TlsFiles>) -> redis::RedisResult<ClusterConnection> {
-    let mut builder = ClusterClient::builder(vec![info.clone()]).retries(0).connection_timeout(timeout).response_timeout(timeout);
+pub(super) fn open_cluster(
+    info: &ConnectionInfo,
+    timeout: Duration,
+    tls: Option<&TlsFiles>,
+) -> redis::RedisResult<ClusterConnection> {
+    let mut builder =
+        ClusterClient::builder(vec![info.clone()]).retries(0).connection_timeout(timeout).response_timeout(timeout);
     if let Some(t) = tls {
         builder = builder.certs(redis::TlsCertificates { client_tls: None, root_cert: Some(t.ca_pem.clone()) });
     }
@@ -112,7 +122,10 @@ pub(super) fn open_cluster(info: &ConnectionInfo, timeout: Duration, tls: Option
 }
 
 /// The masters of a cluster, from `CLUSTER SLOTS` (an empty host means the node we asked).
-pub(super) fn cluster_masters(conn: &mut redis::Connection, info: &ConnectionInfo) -> redis::RedisResult<Vec<(String, u16)>> {
+pub(super) fn cluster_masters(
+    conn: &mut redis::Connection,
+    info: &ConnectionInfo,
+) -> redis::RedisResult<Vec<(String, u16)>> {
     let v = conn.req_command(redis::cmd("CLUSTER").arg("SLOTS"))?.extract_error()?;
     let default_host = match info.addr() {
         ConnectionAddr::Tcp(h, _) | ConnectionAddr::TcpTls { host: h, .. } => h.clone(),
@@ -143,7 +156,8 @@ pub(super) fn cluster_masters(conn: &mut redis::Connection, info: &ConnectionInf
 /// `host:port` of the master, from `INFO replication` of a replica (`role:slave`).
 pub(super) fn replica_of(info: &str) -> Option<String> {
     let field = |name: &str| info.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
-    (field("role:")? == "slave").then(|| format!("{}:{}", field("master_host:").unwrap_or("?"), field("master_port:").unwrap_or("?")))
+    (field("role:")? == "slave")
+        .then(|| format!("{}:{}", field("master_host:").unwrap_or("?"), field("master_port:").unwrap_or("?")))
 }
 
 pub(super) fn connect_error(url: &str, e: &RedisError) -> Error {

@@ -189,8 +189,12 @@ impl RealRedis {
         };
         let (conn, masters) = if cluster {
             let masters = cluster_masters(&mut probe, &info).map_err(|e| connect_error(url, &e))?;
-            let masters = masters.into_iter().map(|(h, p)| info.clone().set_addr(same_kind(info.addr(), h, p))).collect();
-            (Conn::Cluster(Box::new(open_cluster(&info, options.timeout, tls).map_err(|e| connect_error(url, &e))?)), masters)
+            let masters =
+                masters.into_iter().map(|(h, p)| info.clone().set_addr(same_kind(info.addr(), h, p))).collect();
+            (
+                Conn::Cluster(Box::new(open_cluster(&info, options.timeout, tls).map_err(|e| connect_error(url, &e))?)),
+                masters,
+            )
         } else {
             (Conn::Single(probe), vec![info.clone()])
         };
@@ -268,7 +272,9 @@ impl RealRedis {
         self.time_ms?;
         self.shims
             .entry(script.sha.clone())
-            .or_insert_with(|| super::reads_time(&script.body).then(|| Script::new(format!("{TIME_SHIM}{}", script.body))))
+            .or_insert_with(|| {
+                super::reads_time(&script.body).then(|| Script::new(format!("{TIME_SHIM}{}", script.body)))
+            })
             .clone()
     }
 
@@ -355,7 +361,9 @@ impl RealRedis {
             // A single connection hands error replies over as values: those that mean "not run"
             // are taken out here to be followed like the cluster connection's errors.
             let res = match res {
-                Ok(Value::ServerError(se)) if not_run_code(se.code(), self.cluster).is_some() => Err(RedisError::from(se)),
+                Ok(Value::ServerError(se)) if not_run_code(se.code(), self.cluster).is_some() => {
+                    Err(RedisError::from(se))
+                }
                 other => other,
             };
             let e = match res {
@@ -385,7 +393,10 @@ impl RealRedis {
                     Err(e2) => return Err(self.fail(what, &e2)),
                 },
                 Resend::Ask => {
-                    ask = e.redirect_node().and_then(|(n, _)| n.rsplit_once(':')).and_then(|(h, p)| Some((h.to_string(), p.parse().ok()?)))
+                    ask = e
+                        .redirect_node()
+                        .and_then(|(n, _)| n.rsplit_once(':'))
+                        .and_then(|(h, p)| Some((h.to_string(), p.parse().ok()?)))
                 }
                 Resend::Later => {
                     std::thread::sleep(pause);
@@ -587,7 +598,9 @@ impl RealRedis {
         let mut keys = Vec::new();
         for info in self.masters.clone() {
             let found = open_single(&info, self.options.timeout).and_then(|mut c| self.scan_node(&mut c));
-            keys.extend(found.map_err(|e| Error::Connection(format!("{}: SCAN on {} failed: {e}", self.url, info.addr())))?);
+            keys.extend(
+                found.map_err(|e| Error::Connection(format!("{}: SCAN on {} failed: {e}", self.url, info.addr())))?,
+            );
         }
         keys.sort();
         keys.dedup();
@@ -607,7 +620,10 @@ impl RealRedis {
             let found = open_single(&info, self.options.timeout).and_then(|mut c| cluster_masters(&mut c, &info));
             if let Ok(masters) = found {
                 if !masters.is_empty() {
-                    self.masters = masters.into_iter().map(|(h, p)| self.info.clone().set_addr(ConnectionAddr::Tcp(h, p))).collect();
+                    self.masters = masters
+                        .into_iter()
+                        .map(|(h, p)| self.info.clone().set_addr(ConnectionAddr::Tcp(h, p)))
+                        .collect();
                     return;
                 }
             }

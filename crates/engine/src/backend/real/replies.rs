@@ -84,7 +84,13 @@ mod tests {
         ]);
         assert_eq!(
             to_reply(v),
-            Reply::Array(vec![Reply::ok(), Reply::Int(-2), Reply::Nil, Reply::Bulk(vec![0, 0xff]), Reply::Status("PONG".into())])
+            Reply::Array(vec![
+                Reply::ok(),
+                Reply::Int(-2),
+                Reply::Nil,
+                Reply::Bulk(vec![0, 0xff]),
+                Reply::Status("PONG".into())
+            ])
         );
     }
 }

@@ -245,7 +245,9 @@ fn binary(op: BinOp, x: &Value<'_>, y: &Value<'_>) -> Result<Value<'static>, Str
             (Value::Bool(a), Value::Bool(b)) => a == b,
             (Value::Str(a), Value::Str(b)) => a == b,
             _ => match (x.numeric(), y.numeric()) {
-                (Some(a), Some(b)) => a.f() == b.f() && !matches!((&a, &b), (Numeric::Int(p), Numeric::Int(q)) if p != q),
+                (Some(a), Some(b)) => {
+                    a.f() == b.f() && !matches!((&a, &b), (Numeric::Int(p), Numeric::Int(q)) if p != q)
+                }
                 _ => false,
             },
         };
@@ -431,7 +433,8 @@ mod tests {
     fn scope_eval(src: &str, replies: &[Option<Reply>]) -> Result<String, String> {
         let consts = vec![("limit".to_string(), Const::Int(10)), ("window_ms".to_string(), Const::Int(1000))];
         let calls = vec!["hits".to_string()];
-        let lets = vec![("used".to_string(), "limit - hits[1]".to_string()), ("loop".to_string(), "loop + 1".to_string())];
+        let lets =
+            vec![("used".to_string(), "limit - hits[1]".to_string()), ("loop".to_string(), "loop + 1".to_string())];
         let scope = Scope { consts: &consts, calls: &calls, lets: &lets, depth: 0 };
         let e = compile(src, &scope)?;
         let req = Request { subject: "u1", now_ms: 1_704_067_200_250, cost: 2, window_ms: 1000, seq: 0 };

@@ -23,7 +23,9 @@ impl Scope<'_> {
         }
         if let Some((_, text)) = self.lets.iter().find(|(n, _)| n == name) {
             if self.depth >= MAX_LET_DEPTH {
-                return Some(Err(format!("`{name}`: [let] names use one another in a cycle (or deeper than {MAX_LET_DEPTH})")));
+                return Some(Err(format!(
+                    "`{name}`: [let] names use one another in a cycle (or deeper than {MAX_LET_DEPTH})"
+                )));
             }
             let inner = Scope { depth: self.depth + 1, ..*self };
             return Some(compile(text, &inner).map_err(|e| format!("in [let] `{name}`: {e}")));
@@ -59,7 +61,8 @@ enum Tok {
 }
 
 fn tokenize(src: &str) -> Result<Vec<Tok>, String> {
-    const OPS: [&str; 19] = ["//", "==", "~=", "!=", "<=", ">=", "+", "-", "*", "/", "%", "<", ">", "(", ")", "[", "]", ",", "="];
+    const OPS: [&str; 19] =
+        ["//", "==", "~=", "!=", "<=", ">=", "+", "-", "*", "/", "%", "<", ">", "(", ")", "[", "]", ",", "="];
     let b = src.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -237,7 +240,11 @@ impl Parser<'_, '_> {
                         "abs" => Func::Abs,
                         "num" => Func::Num,
                         "round" => Func::Round,
-                        _ => return Err(format!("unknown function `{n}`; functions: floor, ceil, round, min, max, abs, num")),
+                        _ => {
+                            return Err(format!(
+                                "unknown function `{n}`; functions: floor, ceil, round, min, max, abs, num"
+                            ))
+                        }
                     };
                     self.pos += 1;
                     let mut args = Vec::new();

@@ -38,7 +38,9 @@ impl Template {
                 let end = body.find('}').ok_or_else(|| "`${` is not closed by `}`".to_string())?;
                 let e = compile(&body[..end], scope).map_err(|e| format!("in `${{{}}}`: {e}", &body[..end]))?;
                 match e {
-                    Expr::Const(c) => Value::write_to(&c.value(), &mut lit).map_err(|e| format!("in `${{{}}}`: {e}", &body[..end]))?,
+                    Expr::Const(c) => {
+                        Value::write_to(&c.value(), &mut lit).map_err(|e| format!("in `${{{}}}`: {e}", &body[..end]))?
+                    }
                     Expr::Nil => return Err(format!("in `${{{}}}`: the value is nil", &body[..end])),
                     e => {
                         if !lit.is_empty() {

@@ -41,7 +41,8 @@ struct Records<'a> {
 
 const NOT_CLOSED: &str = "a quoted field is not closed";
 const AFTER_QUOTE: &str = "text after the closing quote of a field";
-const BARE_QUOTE: &str = "a quote in a field that is not quoted (quote the whole field, with no space before the opening quote)";
+const BARE_QUOTE: &str =
+    "a quote in a field that is not quoted (quote the whole field, with no space before the opening quote)";
 
 impl<'a> Records<'a> {
     /// The records of `text`, whose first line is line `first_line` of the file.
@@ -53,7 +54,14 @@ impl<'a> Records<'a> {
             .flexible(true)
             .delimiter(delimiter)
             .from_reader(text.as_bytes());
-        Records { text, reader, record: csv::StringRecord::new(), delimiter: delimiter as char, pos: 0, line: first_line }
+        Records {
+            text,
+            reader,
+            record: csv::StringRecord::new(),
+            delimiter: delimiter as char,
+            pos: 0,
+            line: first_line,
+        }
     }
 
     /// Reads the next record that is not blank into `self.record`; returns the line it starts on,
@@ -155,14 +163,18 @@ impl TraceSpec {
             match wanted {
                 Some(name) => match header.iter().position(|h| h == name.trim()) {
                     Some(i) => Ok(Some(i)),
-                    None => Err(self.error(header_line, format!("no column `{name}` in the header (columns: {})", header.join(", ")))),
+                    None => Err(self.error(
+                        header_line,
+                        format!("no column `{name}` in the header (columns: {})", header.join(", ")),
+                    )),
                 },
                 None => {
                     let found = defaults.iter().find_map(|d| header.iter().position(|h| h.eq_ignore_ascii_case(d)));
                     if found.is_none() && !what.is_empty() {
-                        return Err(
-                            self.error(header_line, format!("no {what} column (looked for {}); set `{what}_column`", defaults.join(", ")))
-                        );
+                        return Err(self.error(
+                            header_line,
+                            format!("no {what} column (looked for {}); set `{what}_column`", defaults.join(", ")),
+                        ));
                     }
                     Ok(found)
                 }
@@ -174,7 +186,15 @@ impl TraceSpec {
         let phase_col = find(&self.phase_column, &[PHASE_NAME], "")?;
         let op_col = header.iter().position(|h| h.eq_ignore_ascii_case(OP_NAME));
         let millis = self.numbers_are_millis(&header[time_col]);
-        Ok(Columns { count: header.len(), time: time_col, key: key_col, cost: cost_col, phase: phase_col, op: op_col, millis })
+        Ok(Columns {
+            count: header.len(),
+            time: time_col,
+            key: key_col,
+            cost: cost_col,
+            phase: phase_col,
+            op: op_col,
+            millis,
+        })
     }
 
     /// The records after a CSV or TSV header, onto `out`.
@@ -258,7 +278,10 @@ mod tests {
         assert_eq!((line, reason.as_str()), (3, "time `soon` is not a number"));
         assert_eq!(parse_err(&s, "time,key\n1,\n").0, 2);
         // A cost of 0 is a read-only "peek" call; a negative one is an error on its line.
-        assert_eq!(s.parse("time,key,cost\n1,a,0\n2,a,3\n", Micros(0)).unwrap().iter().map(|a| a.cost).collect::<Vec<_>>(), [0, 3]);
+        assert_eq!(
+            s.parse("time,key,cost\n1,a,0\n2,a,3\n", Micros(0)).unwrap().iter().map(|a| a.cost).collect::<Vec<_>>(),
+            [0, 3]
+        );
         assert_eq!(parse_err(&s, "time,key,cost\n1,a,1\n2,a,-1\n").0, 3);
         let (line, reason) = parse_err(&s, "when,key\n1,a\n");
         assert_eq!(line, 1);

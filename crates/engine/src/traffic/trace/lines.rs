@@ -27,15 +27,16 @@ impl TraceSpec {
                 Some(name) => format!("no field `{name}`"),
                 None => format!("no {what} field (looked for {}); set `{what}_column`", defaults.join(", ")),
             };
-            let (time_name, time) =
-                pick(&self.time_column, &TIME_NAMES).ok_or_else(|| err(missing(&self.time_column, &TIME_NAMES, "time")))?;
+            let (time_name, time) = pick(&self.time_column, &TIME_NAMES)
+                .ok_or_else(|| err(missing(&self.time_column, &TIME_NAMES, "time")))?;
             let time_text = match time {
                 serde_json::Value::String(s) => s.clone(),
                 serde_json::Value::Number(n) => n.to_string(),
                 other => return Err(err(format!("`{time_name}` is {other}, not a time"))),
             };
             let (at, res) = self.parse_time(time_text.trim(), self.numbers_are_millis(time_name)).map_err(err)?;
-            let (key_name, key) = pick(&self.key_column, &KEY_NAMES).ok_or_else(|| err(missing(&self.key_column, &KEY_NAMES, "key")))?;
+            let (key_name, key) =
+                pick(&self.key_column, &KEY_NAMES).ok_or_else(|| err(missing(&self.key_column, &KEY_NAMES, "key")))?;
             let key = match key {
                 serde_json::Value::String(s) => parse_key(s.trim()).map_err(err)?,
                 serde_json::Value::Number(n) => n.to_string(),
@@ -76,7 +77,13 @@ impl TraceSpec {
                 at,
                 res: 1_000_000,
                 line: line.0,
-                arrival: Arrival { at: Micros(at), key, cost: 1, phase: String::new(), op: crate::traffic::Op::Request },
+                arrival: Arrival {
+                    at: Micros(at),
+                    key,
+                    cost: 1,
+                    phase: String::new(),
+                    op: crate::traffic::Op::Request,
+                },
             });
         }
         Ok(())
@@ -135,7 +142,10 @@ mod tests {
         let v = spec("access.log").parse(text, Micros(0)).unwrap();
         let got: Vec<_> = v.iter().map(|a| (a.at.0, a.key.as_str())).collect();
         let t = 804_571_201_000_000; // 1995-07-01T04:00:01Z
-        assert_eq!(got, [(t, "199.72.81.55"), (t, "10.1.1.1"), (t, "2001:db8::1"), (t + 5_000_000, "unicomp6.unicomp.net")]);
+        assert_eq!(
+            got,
+            [(t, "199.72.81.55"), (t, "10.1.1.1"), (t, "2001:db8::1"), (t + 5_000_000, "unicomp6.unicomp.net")]
+        );
         // Rebase to the start: the earliest line lands on it.
         let v = TraceSpec::new("access.log").parse(text, T0).unwrap();
         assert_eq!(times(&v), [T0.0, T0.0, T0.0, T0.0 + 5_000_000]);

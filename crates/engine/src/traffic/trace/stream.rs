@@ -62,7 +62,10 @@ impl Chunks {
         let mut open_quote = false;
         loop {
             let before = self.buf.len();
-            let n = self.reader.read_until(b'\n', &mut self.buf).map_err(|source| Error::Io { path: spec.path.clone(), source })?;
+            let n = self
+                .reader
+                .read_until(b'\n', &mut self.buf)
+                .map_err(|source| Error::Io { path: spec.path.clone(), source })?;
             if n == 0 {
                 self.done = true;
                 break;
@@ -115,7 +118,8 @@ impl TraceSpec {
     /// a file that is not sorted, the tie counts (`sharing`, `busiest`) are left at what the sorted
     /// part had; [`TraceSpec::ticks`] reads such a file whole instead.
     pub fn scan(&self) -> Result<Scan> {
-        let bytes = std::fs::metadata(&self.path).map_err(|source| Error::Io { path: self.path.clone(), source })?.len();
+        let bytes =
+            std::fs::metadata(&self.path).map_err(|source| Error::Io { path: self.path.clone(), source })?.len();
         let mut chunks = Chunks::open(self)?;
         let mut raws = Vec::new();
         let mut count = TickCount::default();
@@ -257,7 +261,9 @@ impl TraceStream {
                 ));
             }
             self.last_line = (r.line, r.at);
-            r.at = r.at.checked_add(self.shift).ok_or_else(|| invalid(CONTEXT, "rebase", "a shifted time is out of range"))?;
+            r.at =
+                r.at.checked_add(self.shift)
+                    .ok_or_else(|| invalid(CONTEXT, "rebase", "a shifted time is out of range"))?;
             if self.group.first().is_some_and(|g| g.at != r.at) {
                 self.flush_group();
                 self.safe_until = r.at;
@@ -305,7 +311,8 @@ mod tests {
         let mut t = 1_704_067_200_000u64;
         for i in 0..60_000u64 {
             t += [0, 0, 1, 7, 250, 1000][(i % 6) as usize];
-            let key = if i % 5 == 0 { format!("\"quoted, \"\"user\"\"\n{}\"", i % 7) } else { format!("user{}", i % 11) };
+            let key =
+                if i % 5 == 0 { format!("\"quoted, \"\"user\"\"\n{}\"", i % 7) } else { format!("user{}", i % 11) };
             csv.push_str(&format!("{t},{key},{},p{}\n", i % 3 + 1, i % 2));
             jsonl.push_str(&format!("{{\"time_ms\": {t}, \"key\": \"u{}\"}}\n", i % 13));
             log.push_str(&format!(
@@ -325,7 +332,8 @@ mod tests {
         for (name, text) in [("t.csv", &csv), ("t.jsonl", &jsonl), ("t.log", &log)] {
             let path = write(name, text);
             for ties in [TieRule::Same, TieRule::Spread, TieRule::Jitter(3)] {
-                for (rebase, tick_ms) in [(Rebase::Absolute, None), (Rebase::First, Some(1000)), (Rebase::Offset, None)] {
+                for (rebase, tick_ms) in [(Rebase::Absolute, None), (Rebase::First, Some(1000)), (Rebase::Offset, None)]
+                {
                     let spec = TraceSpec { ties, rebase, tick_ms, ..TraceSpec::new(&path) };
                     let start = Micros(5_000_000);
                     let whole = spec.read(start).unwrap();

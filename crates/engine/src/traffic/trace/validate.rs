@@ -17,7 +17,11 @@ impl TraceSpec {
             ("phase_column", &self.phase_column),
         ] {
             if v.is_some() && format == TraceFormat::Clf {
-                return Err(invalid(CONTEXT, field, "access logs have fixed fields; columns apply to CSV, TSV and JSONL"));
+                return Err(invalid(
+                    CONTEXT,
+                    field,
+                    "access logs have fixed fields; columns apply to CSV, TSV and JSONL",
+                ));
             }
             if v.as_deref().is_some_and(|c| c.trim().is_empty()) {
                 return Err(invalid(CONTEXT, field, "must not be empty"));
@@ -25,7 +29,11 @@ impl TraceSpec {
         }
         if let Some(t) = self.tick_ms {
             if t == 0 || t as i64 > MAX_TICK_US / 1000 {
-                return Err(invalid(CONTEXT, "tick_ms", format!("must be from 1 to {} (one day), got {t}", MAX_TICK_US / 1000)));
+                return Err(invalid(
+                    CONTEXT,
+                    "tick_ms",
+                    format!("must be from 1 to {} (one day), got {t}", MAX_TICK_US / 1000),
+                ));
             }
         }
         if format == TraceFormat::Clf && self.time_format != TimeFormat::Auto {

@@ -147,7 +147,15 @@ fn digits(s: &[u8], at: usize, n: usize) -> Option<u32> {
 }
 
 /// µs since the epoch of a civil date and time at a UTC offset in seconds, checking ranges.
-fn civil_to_micros(y: i64, mo: u32, d: u32, h: u32, mi: u32, sec: u32, offset_s: i64) -> std::result::Result<i64, String> {
+fn civil_to_micros(
+    y: i64,
+    mo: u32,
+    d: u32,
+    h: u32,
+    mi: u32,
+    sec: u32,
+    offset_s: i64,
+) -> std::result::Result<i64, String> {
     if !(1..=12).contains(&mo) {
         return Err(format!("month {mo} is not 1 to 12"));
     }
@@ -221,12 +229,19 @@ const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "au
 pub(super) fn parse_clf_time(s: &str) -> std::result::Result<i64, String> {
     let b = s.as_bytes();
     let bad = || format!("date `[{s}]` is not like [01/Jul/1995:00:00:01 -0400]");
-    if b.len() != 26 || b[2] != b'/' || b[6] != b'/' || b[11] != b':' || b[14] != b':' || b[17] != b':' || b[20] != b' ' {
+    if b.len() != 26 || b[2] != b'/' || b[6] != b'/' || b[11] != b':' || b[14] != b':' || b[17] != b':' || b[20] != b' '
+    {
         return Err(bad());
     }
-    let (Some(d), Some(y), Some(h), Some(mi), Some(sec), Some(oh), Some(om)) =
-        (digits(b, 0, 2), digits(b, 7, 4), digits(b, 12, 2), digits(b, 15, 2), digits(b, 18, 2), digits(b, 22, 2), digits(b, 24, 2))
-    else {
+    let (Some(d), Some(y), Some(h), Some(mi), Some(sec), Some(oh), Some(om)) = (
+        digits(b, 0, 2),
+        digits(b, 7, 4),
+        digits(b, 12, 2),
+        digits(b, 15, 2),
+        digits(b, 18, 2),
+        digits(b, 22, 2),
+        digits(b, 24, 2),
+    ) else {
         return Err(bad());
     };
     let month = b[3..6].to_ascii_lowercase();

@@ -42,10 +42,18 @@ pub fn write_csv_to<W: Write>(out: W, arrivals: &[Arrival], path: &Path) -> Resu
     w.write_record(&header).map_err(io)?;
     for (i, a) in arrivals.iter().enumerate() {
         if a.key.is_empty() || a.key.trim() != a.key {
-            return Err(invalid("write_csv", &format!("arrivals[{i}].key"), format!("{:?} would not read back the same", a.key)));
+            return Err(invalid(
+                "write_csv",
+                &format!("arrivals[{i}].key"),
+                format!("{:?} would not read back the same", a.key),
+            ));
         }
         if a.phase.trim() != a.phase {
-            return Err(invalid("write_csv", &format!("arrivals[{i}].phase"), format!("{:?} would not read back the same", a.phase)));
+            return Err(invalid(
+                "write_csv",
+                &format!("arrivals[{i}].phase"),
+                format!("{:?} would not read back the same", a.phase),
+            ));
         }
         w.write_field(format_seconds(a.at.0)).map_err(io)?;
         w.write_field(&a.key).map_err(io)?;
@@ -92,7 +100,9 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("round.csv");
         let mut arrivals = crate::traffic::BoundaryBurst::classic(1000).arrivals(T0, 0);
-        arrivals.extend(crate::traffic::Poisson { keys: 5, cost: 3, ..crate::traffic::Poisson::new(100.0, 3000) }.arrivals(T0, 9));
+        arrivals.extend(
+            crate::traffic::Poisson { keys: 5, cost: 3, ..crate::traffic::Poisson::new(100.0, 3000) }.arrivals(T0, 9),
+        );
         arrivals.push(Arrival {
             at: Micros(-1_500_001),
             key: "comma, \"quoted\" key".into(),
@@ -100,8 +110,20 @@ mod tests {
             phase: "x y".into(),
             op: Op::Request,
         });
-        arrivals.push(Arrival { at: Micros(0), key: "ünïcode\tkey".into(), cost: u64::MAX, phase: String::new(), op: Op::Request });
-        arrivals.push(Arrival { at: Micros(1), key: "two\r\nlines".into(), cost: 0, phase: "\"p\"".into(), op: Op::Request });
+        arrivals.push(Arrival {
+            at: Micros(0),
+            key: "ünïcode\tkey".into(),
+            cost: u64::MAX,
+            phase: String::new(),
+            op: Op::Request,
+        });
+        arrivals.push(Arrival {
+            at: Micros(1),
+            key: "two\r\nlines".into(),
+            cost: 0,
+            phase: "\"p\"".into(),
+            op: Op::Request,
+        });
         crate::traffic::sort_stable(&mut arrivals);
         write_csv(&path, &arrivals).unwrap();
         assert_eq!(read_csv(&path).unwrap(), arrivals);
