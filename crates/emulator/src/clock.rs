@@ -106,6 +106,28 @@ impl Stopwatch {
     pub fn elapsed_secs(&self) -> f64 {
         self.0.elapsed().as_secs_f64()
     }
+
+    /// The time since [`Stopwatch::start`].
+    pub fn elapsed(&self) -> std::time::Duration {
+        self.0.elapsed()
+    }
+}
+
+/// A point on the machine's monotonic clock after which waiting stops (a server's start-up, a
+/// process's exit): for managing processes, never for a limiter's decisions.
+#[derive(Clone, Copy, Debug)]
+pub struct Deadline(std::time::Instant);
+
+impl Deadline {
+    /// `within` from now.
+    pub fn after(within: std::time::Duration) -> Self {
+        Deadline(std::time::Instant::now() + within)
+    }
+
+    /// Whether the deadline has passed.
+    pub fn passed(&self) -> bool {
+        std::time::Instant::now() > self.0
+    }
 }
 
 #[cfg(test)]

@@ -20,7 +20,9 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use limitlab_emulator::clock::{Deadline, Stopwatch};
 
 use redis::ConnectionLike as _;
 
@@ -214,7 +216,7 @@ impl PrivateRedis {
     /// answering, or no answer within `within` is an error (and drops `self`, killing the child).
     fn adopted(mut self, within: Duration) -> std::result::Result<PrivateRedis, String> {
         let (port, pid) = (self.port, self.pid());
-        let deadline = Instant::now() + within;
+        let deadline = Deadline::after(within);
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
                 return Err(format!("redis-server exited ({status}) on port {port}{}", self.log_excerpt()));
@@ -236,7 +238,7 @@ impl PrivateRedis {
                         self.log_excerpt()
                     ));
                 }
-                Err(_) if Instant::now() <= deadline => {}
+                Err(_) if !deadline.passed() => {}
                 Err(last) => {
                     return Err(format!(
                         "redis-server (pid {pid}) on port {port} did not answer PING within {} s (last: {last}){}",
@@ -364,12 +366,12 @@ impl PrivateRedis {
         if !self.dir.join("dump.rdb").exists() {
             return Err(Error::Connection(format!("no dump.rdb after SHUTDOWN SAVE ({status}){}", self.log_excerpt())));
         }
-        let deadline = Instant::now() + self.launch.ready_within;
+        let deadline = Deadline::after(self.launch.ready_within);
         // The port was ours; spawning again right after the exit may need a few tries.
         let child = loop {
             match self.launch.spawn(&self.dir, self.port) {
                 Ok(c) => break c,
-                Err(e) if Instant::now() >= deadline => return Err(e),
+                Err(e) if deadline.passed() => return Err(e),
                 Err(_) => std::thread::sleep(Duration::from_millis(20)),
             }
         };
@@ -394,7 +396,7 @@ impl PrivateRedis {
                         self.log_excerpt()
                     )))
                 }
-                Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                Err(_) if !deadline.passed() => std::thread::sleep(Duration::from_millis(20)),
                 Err(e) => {
                     return Err(Error::Connection(format!(
                         "redis-server (pid {pid}) did not come back on port {port}: {e}{}",
@@ -538,7 +540,7 @@ impl PrivateCluster {
         for p in &ports[1..] {
             self.nodes[0].command(&["CLUSTER", "MEET", "127.0.0.1", p])?;
         }
-        let started = Instant::now();
+        let started = Stopwatch::start();
         let text = |v: redis::Value| redis::from_redis_value::<String>(v).unwrap_or_default();
         let known = format!("cluster_known_nodes:{total}");
         if total > masters {
@@ -582,7 +584,7 @@ impl PrivateCluster {
     }
 
     /// Sleeps a little, or fails once the cluster has taken longer than [`READY_WITHIN`].
-    fn waited(started: Instant, port: u16, what: &str) -> Result<()> {
+    fn waited(started: Stopwatch, port: u16, what: &str) -> Result<()> {
         if started.elapsed() > READY_WITHIN {
             return Err(Error::Connection(format!("waited {} s for node {port} {what}", READY_WITHIN.as_secs())));
         }
@@ -663,8 +665,8 @@ mod tests {
                     .spawn()
                     .unwrap();
                 let mut t = Theirs { child, port, dir };
-                let deadline = Instant::now() + READY_WITHIN;
-                while t.child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+                let deadline = Deadline::after(READY_WITHIN);
+                while t.child.try_wait().unwrap().is_none() && !deadline.passed() {
                     match probe(port) {
                         Ok((_, who)) if who.pid == t.child.id() => return t,
                         Ok(_) => break,
