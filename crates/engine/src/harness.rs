@@ -268,16 +268,7 @@ impl Harness {
 
     /// The keys alive at the clock's time with their PTTL in ms (-1: no expiry), sorted.
     pub fn keys_with_ttl(&mut self) -> Result<Vec<(String, i64)>> {
-        let mut out = Vec::new();
-        for k in self.backend.keys_under_prefix()? {
-            if let Reply::Int(t) = self.backend.command(&[b"PTTL", k.as_bytes()])? {
-                if t != -2 {
-                    out.push((k, t));
-                }
-            }
-        }
-        out.sort();
-        Ok(out)
+        self.backend.keys_with_ttl()
     }
 
     /// `MEMORY USAGE` of every live key, summed: Redis 7.0's bytes for the limiter's state.

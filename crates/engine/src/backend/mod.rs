@@ -69,6 +69,19 @@ pub trait Backend {
     fn emulated(&mut self) -> Option<&mut emulated::EmulatedBackend> {
         None
     }
+    /// Every live key under [`Backend::key_prefix`] with its PTTL in ms (-1: no expiry), sorted by
+    /// key; a key that expires between the scan and its PTTL is left out.
+    fn keys_with_ttl(&mut self) -> Result<Vec<(String, i64)>> {
+        let mut out = Vec::new();
+        for k in self.keys_under_prefix()? {
+            if let Reply::Int(t) = self.command(&[b"PTTL", k.as_bytes()])? {
+                if t != -2 {
+                    out.push((k, t));
+                }
+            }
+        }
+        Ok(out)
+    }
     /// Every key under [`Backend::key_prefix`], sorted (SCAN with MATCH; the prefix never holds glob
     /// characters). A cluster scans every master.
     fn keys_under_prefix(&mut self) -> Result<Vec<String>> {

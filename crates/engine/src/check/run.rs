@@ -397,17 +397,7 @@ impl<'l> Replay<'l> {
 
     /// Every key of the emulator with its PTTL (-1: no TTL), sorted.
     pub fn keys_with_ttl(&mut self) -> Result<Vec<(String, i64)>> {
-        let mut out = Vec::new();
-        for k in self.backend.keys_under_prefix()? {
-            let t = match self.backend.command(&[b"PTTL", k.as_bytes()])? {
-                Reply::Int(t) => t,
-                _ => -2,
-            };
-            if t != -2 {
-                out.push((k, t));
-            }
-        }
-        Ok(out)
+        self.backend.keys_with_ttl()
     }
 
     /// MEMORY USAGE of every key, summed, and the number of keys.
