@@ -40,6 +40,8 @@ pub struct Core {
     next_client_id: u64,
     /// When the server started (virtual clock, ms): INFO's uptime.
     pub started_ms: i64,
+    /// The configuration parameters (CONFIG GET/SET).
+    pub settings: crate::settings::Settings,
 }
 
 impl Core {
@@ -58,6 +60,7 @@ impl Core {
             in_exec: false,
             next_client_id: 1,
             started_ms: 0,
+            settings: Default::default(),
         };
         core.started_ms = core.clock.now_millis().0;
         let first = core.new_client();

@@ -18,6 +18,7 @@ pub mod lua;
 pub mod multi;
 pub mod object_size;
 pub mod reply;
+pub mod settings;
 pub mod split_args;
 pub mod used_memory;
 

@@ -5,9 +5,8 @@
 //! `CONFIG GET *`, sorted); `cluster-enabled` follows the emulator's cluster mode. As in Redis, an
 //! exact name (no `*`, `?` or `[`) is answered under the spelling it was asked with, a pattern under
 //! the parameters' names (matched without regard to case); several parameters come in name order
-//! (Redis's order is its hash table's, which changes from run to run). CONFIG SET is not emulated:
-//! the emulator's behaviour does not follow these parameters.
-use std::sync::OnceLock;
+//! (Redis's order is its hash table's, which changes from run to run). CONFIG SET validates and
+//! stores them (`crate::settings`), and the commands whose behaviour a parameter changes read it there.
 
 use crate::command_spec::{eq_ic, CommandSpec, KeySpec};
 use crate::core::Core;
@@ -17,24 +16,7 @@ use crate::reply::Reply;
 pub static COMMANDS: &[CommandSpec] =
     &[CommandSpec { name: "config", arity: -2, flags: 0, keys: KeySpec::NONE, handler: config }];
 
-static CONFIG_RESP: &[u8] = include_bytes!("redis_config.resp");
-
-/// Redis 7.0.15's parameters and default values, by name.
-fn defaults() -> &'static [(String, Vec<u8>)] {
-    static TABLE: OnceLock<Vec<(String, Vec<u8>)>> = OnceLock::new();
-    TABLE.get_or_init(|| {
-        let (Reply::Map(kv), _) = super::command::parse_resp3(CONFIG_RESP).expect("the recorded CONFIG GET parses")
-        else {
-            panic!("the recorded CONFIG GET is a map")
-        };
-        kv.into_iter()
-            .filter_map(|(k, v)| match (k, v) {
-                (Reply::Bulk(k), Reply::Bulk(v)) => Some((String::from_utf8_lossy(&k).into_owned(), v)),
-                _ => None,
-            })
-            .collect()
-    })
-}
+use crate::settings::defaults;
 
 static HELP: &[&str] = &[
     "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -51,7 +33,7 @@ static HELP: &[&str] = &[
 ];
 
 /// A parameter's value on this server.
-fn value(core: &Core, name: &str, default: &[u8]) -> Vec<u8> {
+fn value(core: &Core, name: &str) -> Vec<u8> {
     match name {
         "cluster-enabled" => {
             if core.cluster {
@@ -60,7 +42,7 @@ fn value(core: &Core, name: &str, default: &[u8]) -> Vec<u8> {
                 b"no".to_vec()
             }
         }
-        _ => default.to_vec(),
+        _ => core.settings.get(crate::settings::canonical(name.as_bytes()).unwrap_or(name)).to_vec(),
     }
 }
 
@@ -77,7 +59,10 @@ fn config(core: &mut Core, a: &[&[u8]]) -> Reply {
         return Reply::err("ERR The server is running without a config file");
     }
     if eq_ic(sub, "set") {
-        return Reply::err("ERR limitlab: CONFIG SET is not emulated");
+        return match core.settings.config_set(&a[2..]) {
+            Ok(()) => Reply::ok(),
+            Err(e) => e,
+        };
     }
     // GET pattern [pattern ...]
     let mut out: Vec<(Vec<u8>, &'static str)> = Vec::new();
@@ -99,13 +84,5 @@ fn config(core: &mut Core, a: &[&[u8]]) -> Reply {
         }
     }
     out.sort();
-    let table = defaults();
-    Reply::Map(
-        out.into_iter()
-            .map(|(key, name)| {
-                let default = &table.iter().find(|(n, _)| n == name).expect("a known parameter").1;
-                (Reply::Bulk(key), Reply::Bulk(value(core, name, default)))
-            })
-            .collect(),
-    )
+    Reply::Map(out.into_iter().map(|(key, name)| (Reply::Bulk(key), Reply::Bulk(value(core, name)))).collect())
 }
