@@ -60,6 +60,13 @@ impl Emulator {
         self.scripting.set_budget(steps);
     }
 
+    /// Installs the handler a script or function calls once it has run for `busy-reply-threshold`
+    /// ms of real time, at every count-hook tick, as Redis serves its other clients then (see
+    /// [`lua::BusyScript`]); None removes it.
+    pub fn set_busy_handler(&mut self, h: Option<lua::BusyHandler>) {
+        self.scripting.set_busy_handler(h);
+    }
+
     /// Sets how many bytes of Lua memory one script run may add before it is killed with an error
     /// (default [`lua::DEFAULT_MEMORY`]; 0 for no cap, as in Redis). The emulator stays usable.
     pub fn set_script_memory(&mut self, bytes: usize) {

@@ -106,6 +106,7 @@ pub fn parse_canonical_i64(b: &[u8]) -> Option<i64> {
 
 pub mod dict_table;
 pub mod listpack;
+pub mod rng;
 mod small;
 pub mod stream;
 mod zset;
@@ -246,10 +247,14 @@ pub enum Value {
     Stream(Box<Stream>),
 }
 
+/// The members of a set: a hash set that is also indexable, so a random member is one draw away
+/// (SPOP, SRANDMEMBER) and a removal is a swap with the last one.
+pub type SetMembers = indexmap::IndexSet<Vec<u8>, rustc_hash::FxBuildHasher>;
+
 /// A set; integer-only small sets are kept sorted like Redis's intset, so SMEMBERS orders like Redis.
 #[derive(Clone, Debug, Default)]
 pub struct SetValue {
-    pub members: FxHashSet<Vec<u8>>,
+    pub members: SetMembers,
     /// False while Redis 7.0 would keep the set as an intset (every member a canonical i64, at most
     /// set-max-intset-entries = 512 of them); it then iterates in ascending numeric order. Once true
     /// (hashtable encoding) the order is undefined, and it never goes back.
@@ -262,7 +267,7 @@ impl SetValue {
     /// An empty set with the encoding Redis's `setTypeCreate` picks for its first member.
     pub fn for_first(member: &[u8]) -> SetValue {
         SetValue {
-            members: FxHashSet::default(),
+            members: SetMembers::default(),
             hashtable: parse_canonical_i64(member).is_none(),
             dict_table: Default::default(),
         }
@@ -303,14 +308,35 @@ impl SetValue {
     }
     pub fn remove(&mut self, m: &[u8]) -> bool {
         if !self.hashtable {
-            return self.members.remove(m);
+            return self.members.swap_remove(m);
         }
         self.dict_table.delete();
-        let removed = self.members.remove(m);
+        let removed = self.members.swap_remove(m);
         if removed {
             self.dict_table.resize_if_needed(self.members.len());
         }
         removed
+    }
+    /// A member drawn uniformly (`setTypeRandomElement`); `None` for an empty set.
+    pub fn random(&self, rng: &rng::Rng) -> Option<&[u8]> {
+        if self.members.is_empty() {
+            return None;
+        }
+        if self.hashtable {
+            self.dict_table.lookup();
+        }
+        self.members.get_index(rng.below(self.members.len())).map(Vec::as_slice)
+    }
+    /// Removes and returns a member drawn uniformly (SPOP).
+    pub fn pop_random(&mut self, rng: &rng::Rng) -> Option<Vec<u8>> {
+        let m = self.random(rng)?.to_vec();
+        self.remove(&m);
+        Some(m)
+    }
+    /// An empty set that starts as an intset and converts as members come (what SINTERSTORE,
+    /// SUNIONSTORE and SDIFFSTORE build: `createIntsetObject` then `setTypeAdd`).
+    pub fn new_intset() -> SetValue {
+        SetValue::default()
     }
     /// The members in the order Redis iterates them: ascending numbers for an intset, otherwise
     /// the hash table's (undefined) order.
@@ -378,6 +404,8 @@ pub struct Db {
     pub now_hint: i64,
     /// While a trial runs (see [`Db::begin_trial`]): the entries to put back when it ends.
     trial: Option<Box<Trial>>,
+    /// The draws of SPOP, SRANDMEMBER, HRANDFIELD, ZRANDMEMBER and RANDOMKEY (seeded: see its file).
+    pub rng: rng::Rng,
 }
 
 /// The undo log of a trial: each key's entry as it was before the trial first touched it (`None`:
@@ -413,7 +441,14 @@ impl KeyWatch {
 
 impl Default for Db {
     fn default() -> Self {
-        Db { map: FxHashMap::default(), expiry_enabled: true, watch: None, now_hint: 0, trial: None }
+        Db {
+            map: FxHashMap::default(),
+            expiry_enabled: true,
+            watch: None,
+            now_hint: 0,
+            trial: None,
+            rng: rng::Rng::default(),
+        }
     }
 }
 

@@ -45,6 +45,11 @@ fn own(name: &[u8]) -> Option<(Own, &'static str, i32, bool)> {
     TABLE.iter().find(|(_, n, _, _)| name.eq_ignore_ascii_case(n.as_bytes())).copied()
 }
 
+/// The name (as errors print it) and arity of a command the server answers itself.
+pub fn own_command(name: &[u8]) -> Option<(&'static str, i32)> {
+    own(name).map(|(_, n, arity, _)| (n, arity))
+}
+
 /// Replies of more elements than this are streamed.
 const STREAM_OVER: usize = 1024;
 
@@ -93,6 +98,10 @@ pub fn execute(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut Vec<u
     let mut emu = node.emu.borrow_mut();
     let r = emu.execute_as_with(conn.client, args, conn.resp3);
     drop(emu);
+    // A script that ran long served the other clients meanwhile (busy.rs); SHUTDOWN NOSAVE then.
+    if server.busy.after_command(server, conn) {
+        return None;
+    }
     // A reply of many elements (LRANGE, HGETALL, EXEC, a script's table) may hold millions: the
     // connection streams it to the socket (resp::Stream) after the replies before it.
     if resp::larger_than(&r, STREAM_OVER) {

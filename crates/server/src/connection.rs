@@ -6,7 +6,7 @@
 use std::rc::Rc;
 
 use bytes::{Buf, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use super::commands;
@@ -39,7 +39,10 @@ pub async fn handle(server: Rc<Server>, node: usize, mut stream: TcpStream) {
     let client = connect(&server, node, &addrs);
     let mut conn =
         Conn { node, client, addrs, resp3: false, authed: server.requirepass.is_none(), close: false, grew: false };
-    let _ = serve(&server, &mut conn, &mut stream).await;
+    // Declared after the stream, so dropped before it: the socket stays open while registered.
+    let busy = super::busy::Busy::register(&server, &stream, conn.authed);
+    let _ = serve(&server, &mut conn, &mut stream, &busy.entry).await;
+    drop(busy);
     server.nodes[conn.node].emu.borrow_mut().disconnect(conn.client);
     server.clients.set(server.clients.get() - 1);
     give_back_memory(&server, conn.grew);
@@ -88,7 +91,12 @@ async fn stream_reply(
     Ok(())
 }
 
-async fn serve(server: &Server, conn: &mut Conn, stream: &mut TcpStream) -> std::io::Result<()> {
+async fn serve(
+    server: &Server,
+    conn: &mut Conn,
+    stream: &mut TcpStream,
+    busy: &super::busy::Entry,
+) -> std::io::Result<()> {
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut out: Vec<u8> = Vec::new();
     let mut ranges = Vec::new();
@@ -141,8 +149,8 @@ async fn serve(server: &Server, conn: &mut Conn, stream: &mut TcpStream) -> std:
             inbuf = BytesMut::with_capacity(READ_CHUNK);
             collect();
         }
-        inbuf.reserve(READ_CHUNK);
-        if stream.read_buf(&mut inbuf).await? == 0 {
+        // Waits for more bytes; a script that runs long meanwhile may answer some (busy.rs).
+        if !super::busy::read(server, conn, busy, stream, &mut inbuf).await? {
             return Ok(());
         }
     }

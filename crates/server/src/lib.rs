@@ -15,6 +15,7 @@
 //! - [`client`]: a small blocking RESP client, for `limitlab cli -h HOST -p PORT`.
 //!
 //! Nothing is ever written to disk.
+pub mod busy;
 pub mod client;
 pub mod cluster;
 pub mod commands;
@@ -109,9 +110,9 @@ async fn serve(opts: Options, ready: impl FnOnce(&[SocketAddr])) -> Result<()> {
             let mut emu = Emulator::with_clock(clock.clone());
             emu.set_cluster(opts.cluster.is_some());
             emu.hide_default_client();
-            if let Some(b) = opts.script_budget {
-                emu.set_script_budget(b);
-            }
+            // As in Redis, a script runs until it ends or a client kills it (SCRIPT KILL, FUNCTION
+            // KILL, SHUTDOWN NOSAVE: busy.rs), unless a budget is given.
+            emu.set_script_budget(opts.script_budget.unwrap_or(u64::MAX));
             Node { emu: RefCell::new(emu), addr, id: cluster::node_id(i), slots: ranges[i] }
         })
         .collect();
@@ -126,10 +127,15 @@ async fn serve(opts: Options, ready: impl FnOnce(&[SocketAddr])) -> Result<()> {
         closed_since_collect: Cell::new(0),
         stopping: Cell::new(false),
         stop: tokio::sync::Notify::new(),
+        busy: busy::Busy::default(),
     });
+    for node in &server.nodes {
+        node.emu.borrow_mut().set_busy_handler(Some(busy::Busy::handler(&server)));
+    }
     server.sync_clock();
     ready(&addrs);
     for (node, l) in listeners.into_iter().enumerate() {
+        server.busy.add_listener(node, std::os::fd::AsRawFd::as_raw_fd(&l));
         tokio::task::spawn_local(accept_loop(server.clone(), node, l));
     }
     server.stop.notified().await;

@@ -33,6 +33,8 @@ pub struct Server {
     /// Set by SHUTDOWN.
     pub stopping: Cell<bool>,
     pub stop: tokio::sync::Notify,
+    /// The connections a script that runs long serves meanwhile.
+    pub busy: super::busy::Busy,
 }
 
 impl Server {

@@ -531,10 +531,11 @@ static void f_parser (lua_State *L, void *ud) {
   Proto *tf;
   Closure *cl;
   struct SParser *p = cast(struct SParser *, ud);
-  int c = luaZ_lookahead(p->z);
   luaC_checkGC(L);
-  tf = ((c == LUA_SIGNATURE[0]) ? luaU_undump : luaY_parser)(L, p->z,
-                                                             &p->buff, p->name);
+  /* limitlab: every chunk is parsed as source, as Redis 7.0's Lua does: loading bytecode
+  ** (`loadstring(string.dump(f))`) is refused, since crafted bytecode can break the VM's memory
+  ** safety. Bytecode then fails to parse ("unexpected symbol near 'char(27)'"), as on Redis. */
+  tf = luaY_parser(L, p->z, &p->buff, p->name);
   cl = luaF_newLclosure(L, tf->nups, hvalue(gt(L)));
   cl->l.p = tf;
   for (i = 0; i < tf->nups; i++)  /* initialize eventual upvalues */

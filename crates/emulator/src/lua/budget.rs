@@ -84,6 +84,9 @@ impl LiftedCap {
     }
 }
 
+/// Redis's error for a script stopped by SCRIPT KILL or FUNCTION KILL (the same words for both).
+pub(crate) const KILLED_BY_USER: &[u8] = b"Script killed by user with SCRIPT KILL...";
+
 /// The registry key under which the hook finds the run state (the address of a static).
 pub(crate) fn hook_key() -> *mut std::ffi::c_void {
     static KEY: u8 = 0;
@@ -116,7 +119,9 @@ pub(crate) unsafe extern "C-unwind" fn budget_hook(l: *mut mlua::ffi::lua_State,
     if !st.killed.get() {
         let left = st.budget_left.get() - HOOK_EVERY as i64;
         st.budget_left.set(left);
-        if left > 0 {
+        // With a busy handler installed, a run past busy-reply-threshold lets it serve the other
+        // clients (and maybe kill the run); a FUNCTION LOAD past its timeout is stopped.
+        if left > 0 && (st.busy.since.get().is_none() || !super::busy::tick(st)) {
             return;
         }
         st.killed.set(true);
@@ -124,6 +129,8 @@ pub(crate) unsafe extern "C-unwind" fn budget_hook(l: *mut mlua::ffi::lua_State,
     }
     if st.loading.get() {
         push_error_buff(l, b"FUNCTION LOAD timeout");
+    } else if st.busy.by_user.get() {
+        push_error_buff(l, KILLED_BY_USER);
     } else {
         ffi::lua_pushstring(l, c"Script killed".as_ptr());
     }

@@ -57,6 +57,10 @@ pub(crate) fn call_checked(
             Ok(None) => {}
         }
     }
+    if spec.has(flags::WRITE) {
+        // Redis's SCRIPT_WRITE_DIRTY: from now on SCRIPT KILL refuses (UNKILLABLE).
+        st.busy.wrote.set(true);
+    }
     core.resp3 = st.resp.get() == 3;
     if core.resp3 && (spec.name == "memory" || spec.name == "info") {
         if let Some(r) = memory_verbatim(&mut core, spec, argv, out) {

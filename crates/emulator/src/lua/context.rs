@@ -26,6 +26,8 @@ pub(crate) struct RunState {
     pub(crate) memory_room: Cell<usize>,
     /// The commands `redis.call` found lately (see [`cmd::LookupCache`]).
     pub(crate) commands: RefCell<cmd::LookupCache>,
+    /// The embedder's busy handler and what it is told of a long run (see [`super::busy`]).
+    pub(crate) busy: super::busy::BusyState,
 }
 
 /// What the C functions need; owned by the VM and handed to them as a light userdata upvalue.

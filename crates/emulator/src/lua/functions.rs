@@ -443,6 +443,8 @@ impl Functions {
         st.loading.set(true);
         st.killed.set(false);
         st.budget_left.set(self.budget.min(i64::MAX as u64) as i64);
+        // With a busy handler installed (a server), Redis's load timeout in real time applies too.
+        st.busy.since.set(st.busy.on().then(crate::clock::Stopwatch::start));
         // SAFETY: raw calls on the functions VM's live main state between calls, outside any protected
         // call; the stack is restored (the base level's LUA_MINSTACK slots are free: mlua leaves the
         // stack as it found it; this takes three at most). The code runs under lua_pcall, where its
@@ -468,6 +470,7 @@ impl Functions {
             r
         };
         st.loading.set(false);
+        st.busy.end();
         if st.killed.replace(false) {
             self.vm.rearm_hook();
         }
@@ -513,6 +516,12 @@ impl Functions {
         let name = String::from_utf8_lossy(&f.name).into_owned();
         let (fref, flags) = (f.fref, f.flags);
         let st = self.vm.ctx.state.clone();
+        if st.busy.on() {
+            // What FUNCTION STATS shows should the function run past busy-reply-threshold.
+            *st.busy.command.borrow_mut() = a.iter().map(|x| x.to_vec()).collect();
+            let fns = self.libraries.values().map(|l| l.functions.len()).sum();
+            st.busy.counts.set((self.libraries.len(), fns));
+        }
         st.cross_slot.set(flags & ALLOW_CROSS_SLOT != 0);
         let r = super::run::run_function(&self.vm, core, &st, budget, &name, fref, keys, argv, read_only, false);
         st.cross_slot.set(false);

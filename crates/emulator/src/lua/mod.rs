@@ -6,6 +6,7 @@
 // is sound, and each unsafe function what its caller must guarantee.
 #![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 mod budget;
+mod busy;
 mod call;
 mod context;
 mod cvt;
@@ -31,6 +32,7 @@ use crate::cmd::{self, eq_ic, CommandSpec};
 use crate::core::Core;
 use crate::reply::Reply;
 pub use budget::{default_budget, set_default_budget, DEFAULT_BUDGET};
+pub use busy::{BusyAction, BusyHandler, BusyScript};
 use call::SCRIPT_HELP;
 use context::RunState;
 use run::run_function;
@@ -70,6 +72,7 @@ impl Scripting {
             memory_room: Cell::new(DEFAULT_MEMORY),
             cross_slot: Cell::new(false),
             commands: RefCell::default(),
+            busy: Default::default(),
         });
         let rng = Rc::new(rand48::Rand48::default());
         let vm = Vm::new(&core, &state, &rng)?;
@@ -94,6 +97,12 @@ impl Scripting {
     /// with none declared, the slot of the first key it touched (`None`: it touched no key).
     pub fn last_slot(&self) -> Option<u16> {
         self.state.slot.get()
+    }
+
+    /// Installs (or removes) the handler a script that runs past `busy-reply-threshold` calls (see
+    /// [`busy`]).
+    pub fn set_busy_handler(&mut self, h: Option<BusyHandler>) {
+        *self.state.busy.handler.borrow_mut() = h;
     }
 
     /// Sets the budget of one script call, in loop iterations and Lua function calls.
@@ -207,7 +216,9 @@ impl Scripting {
     }
 
     fn compile(&self, body: &[u8]) -> Result<Function, Reply> {
-        self.vm.lua.load(body).set_name("@user_script").set_mode(mlua::chunk::ChunkMode::Text).into_function().map_err(
+        // No mode check: our Lua parses every chunk as source (vendor/lua-src), so a body that
+        // looks like bytecode fails to parse, with Redis's words.
+        self.vm.lua.load(body).set_name("@user_script").into_function().map_err(
             |e| {
                 let msg = match &e {
                     mlua::Error::SyntaxError { message, .. } => message.clone(),

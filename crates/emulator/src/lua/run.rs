@@ -55,6 +55,8 @@ pub(super) fn run_function(
         let mut core = core.borrow_mut();
         let now = core.now_ms();
         core.frozen_ms = Some(now);
+        let threshold = st.busy.on().then(|| core.settings.int("busy-reply-threshold"));
+        st.busy.begin(name, eval, threshold);
         core.selected
     };
     let l = vm.state;
@@ -97,6 +99,7 @@ pub(super) fn run_function(
         ffi::lua_settop(l, top);
         r
     };
+    st.busy.end();
     {
         let mut core = core.borrow_mut();
         core.frozen_ms = None;
@@ -128,7 +131,8 @@ pub(super) fn run_function(
         // Killed, whether or not the script caught the kill and went on to finish.
         vm.rearm_hook();
         let fail = outcome.err().unwrap_or_default();
-        return script_error(name, fail, Some(Kill::Budget(budget)));
+        let why = if st.busy.by_user.replace(false) { Kill::User } else { Kill::Budget(budget) };
+        return script_error(name, fail, Some(why));
     }
     outcome.unwrap_or_else(|fail| script_error(name, fail, None))
 }
@@ -148,11 +152,13 @@ unsafe fn push_array(l: *mut ffi::lua_State, items: &[&[u8]]) {
 }
 
 /// Why the emulator killed a script: it ran past its budget (loop iterations and calls) or past its
-/// memory cap (bytes).
+/// memory cap (bytes), or a client killed it.
 #[derive(Clone, Copy, Debug)]
 enum Kill {
     Budget(u64),
     Memory(usize),
+    /// SCRIPT KILL or FUNCTION KILL, through the embedder's busy handler.
+    User,
 }
 
 /// Formats a script's runtime error as Redis 7.0 does: `<err> script: <sha>, on <source>:<line>.`
@@ -168,6 +174,7 @@ fn script_error(sha: &str, fail: fast::ScriptFailure, killed: Option<Kill>) -> R
         Some(Kill::Budget(budget)) => {
             format!("ERR Script killed by limitlab: it ran past its budget of {budget} loop iterations and calls (an endless loop?)")
         }
+        Some(Kill::User) => format!("ERR {}", String::from_utf8_lossy(super::budget::KILLED_BY_USER)),
         Some(Kill::Memory(room)) => format!(
             "ERR Script killed by limitlab: it used more than {room} bytes of Lua memory in one run (the emulator's cap; Redis has none)"
         ),
