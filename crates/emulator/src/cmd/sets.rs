@@ -175,15 +175,7 @@ fn srandmember_with(core: &mut Core, a: &[&[u8]], rng: &Rng) -> Reply {
     }
     let count = match a.get(2) {
         None => None,
-        Some(c) => match arg_i64(c) {
-            Ok(i64::MIN) => {
-                return Reply::err(
-                    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
-                )
-            }
-            Ok(n) => Some(n),
-            Err(e) => return e,
-        },
+        Some(c) => Some(tri!(rand_count(c))),
     };
     let now = core.now_ms();
     let Some(entry) = core.db.get_mut(a[1], now) else {
@@ -209,6 +201,46 @@ fn srandmember_with(core: &mut Core, a: &[&[u8]], rng: &Rng) -> Reply {
             .map(|m| bulk(m))
             .collect(),
     )
+}
+
+/// The count of SRANDMEMBER, HRANDFIELD and ZRANDMEMBER: any integer but `i64::MIN` (Redis reads
+/// it in `-LONG_MAX..=LONG_MAX`).
+pub(crate) fn rand_count(c: &[u8]) -> Result<i64, Reply> {
+    match arg_i64(c)? {
+        i64::MIN => Err(Reply::err(
+            "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+        )),
+        n => Ok(n),
+    }
+}
+
+/// HRANDFIELD's and ZRANDMEMBER's arguments after the key (`hrandfieldCommand`): `None` without a
+/// count; else the count and whether `word` (WITHVALUES, WITHSCORES) follows it. The count is read
+/// first, then the syntax, then (with the word) a count whose doubled reply length would overflow.
+pub(crate) fn rand_with_args(a: &[&[u8]], word: &str) -> Result<Option<(i64, bool)>, Reply> {
+    let Some(c) = a.get(2) else { return Ok(None) };
+    let count = rand_count(c)?;
+    if a.len() > 4 || (a.len() == 4 && !eq_ic(a[3], word)) {
+        return Err(Reply::err(SYNTAX));
+    }
+    let with = a.len() == 4;
+    if with && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
+        return Err(Reply::err("ERR value is out of range"));
+    }
+    Ok(Some((count, with)))
+}
+
+/// The positions a random pick with `count` takes out of `len` items (`len > 0`, `count != 0`): a
+/// negative count draws `-count` positions that may repeat; a positive one draws distinct positions,
+/// at most `len` (all of them, in order, when it covers them).
+pub(crate) fn rand_positions(rng: &Rng, len: usize, count: i64) -> Vec<usize> {
+    if count < 0 || count == 1 {
+        return (0..count.unsigned_abs()).map(|_| rng.below(len)).collect();
+    }
+    if count as u64 >= len as u64 {
+        return (0..len).collect();
+    }
+    distinct_indexes(rng, len, count as usize)
 }
 
 /// `count` distinct positions out of `0..len`, drawn uniformly: by rejection when few are wanted,
