@@ -6,5 +6,6 @@
 mod common;
 
 mod serve;
+mod serve_busy;
 mod serve_clients;
 mod serve_cluster;

@@ -436,14 +436,24 @@ pub async fn read(
     stream: &mut TcpStream,
     inbuf: &mut BytesMut,
 ) -> std::io::Result<bool> {
-    std::mem::swap(&mut *entry.input.borrow_mut(), inbuf);
-    entry.authed.set(conn.authed);
-    entry.resp3.set(conn.resp3);
-    entry.in_multi.set(server.nodes[conn.node].emu.borrow().in_transaction(conn.client));
-    entry.idle.set(true);
-    let got = wait(entry, stream).await;
-    entry.idle.set(false);
-    std::mem::swap(&mut *entry.input.borrow_mut(), inbuf);
+    let early = !entry.input.borrow().is_empty();
+    let got = if early {
+        // A connection accepted during a busy phase: what the phase read before its task started.
+        let mut input = entry.input.borrow_mut();
+        inbuf.extend_from_slice(&input);
+        input.clear();
+        Ok(true)
+    } else {
+        std::mem::swap(&mut *entry.input.borrow_mut(), inbuf);
+        entry.authed.set(conn.authed);
+        entry.resp3.set(conn.resp3);
+        entry.in_multi.set(server.nodes[conn.node].emu.borrow().in_transaction(conn.client));
+        entry.idle.set(true);
+        let got = wait(entry, stream).await;
+        entry.idle.set(false);
+        std::mem::swap(&mut *entry.input.borrow_mut(), inbuf);
+        got
+    };
     if entry.flag_multi.replace(false) {
         server.nodes[conn.node].emu.borrow_mut().refuse_in_transaction(conn.client);
     }
