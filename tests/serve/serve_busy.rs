@@ -86,7 +86,9 @@ fn read_only_script_killed(port: u16) -> Vec<Reply> {
     let mut t = vec![a.call(&["CONFIG", "SET", "busy-reply-threshold", "50"])];
     t.push(b.call(&["SCRIPT", "KILL"]));
     // The script and a PING in one pipeline: the PING waits for the script's end.
-    a.send_raw(b"*3\r\n$4\r\nEVAL\r\n$22\r\nlocal i = 0 while true do i = i + 1 end\r\n$1\r\n0\r\n*1\r\n$4\r\nPING\r\n");
+    a.send_raw(
+        b"*3\r\n$4\r\nEVAL\r\n$22\r\nlocal i = 0 while true do i = i + 1 end\r\n$1\r\n0\r\n*1\r\n$4\r\nPING\r\n",
+    );
     t.push(wait_busy(&mut b));
     let mut fresh = Conn::open(port);
     t.push(fresh.call(&["GET", "x"]));
@@ -178,9 +180,9 @@ fn a_long_function_is_named_by_function_stats_and_killed_by_function_kill_as_on_
         Reply::Error("ERR Script killed by user with SCRIPT KILL... script: spin, on @user_function:3.".into()),
         "{ours:?}"
     );
-    if let Some(redis) = RedisServer::start_or_skip(
-        "a_long_function_is_named_by_function_stats_and_killed_by_function_kill_as_on_redis",
-    ) {
+    if let Some(redis) =
+        RedisServer::start_or_skip("a_long_function_is_named_by_function_stats_and_killed_by_function_kill_as_on_redis")
+    {
         assert_eq!(ours, function_killed(redis.port()));
     }
 }

@@ -45,7 +45,7 @@ const SECTIONS: &[(&str, bool)] = &[
 ];
 
 /// A fresh Redis 7.0.15's `used_memory` (the startup figure of a private server).
-const USED_MEMORY_STARTUP: u64 = 876_048;
+pub(crate) const USED_MEMORY_STARTUP: u64 = 876_048;
 
 fn info(core: &mut Core, a: &[&[u8]]) -> Reply {
     let mut wanted = [false; SECTIONS.len()];

@@ -409,7 +409,9 @@ fn bytecode_is_never_loaded() {
     };
     assert_eq!(
         e.execute(&[b"EVAL", &dumped, b"0"]),
-        Reply::Error("ERR Error compiling script (new function): user_script:1: unexpected symbol near 'char(27)'".into())
+        Reply::Error(
+            "ERR Error compiling script (new function): user_script:1: unexpected symbol near 'char(27)'".into()
+        )
     );
     // Source still loads.
     assert_eq!(eval(&mut e, "return loadstring('return 5')()"), Reply::Int(5));
@@ -439,10 +441,7 @@ fn a_busy_handler_sees_a_long_script_and_can_kill_it() {
     assert_eq!(eval(&mut e, "return 1"), Reply::Int(1));
     assert!(seen.borrow().is_empty());
     let body = "local i = 0 while true do i = i + 1 end";
-    assert_eq!(
-        eval(&mut e, body),
-        err_with_sha(body, "ERR Script killed by user with SCRIPT KILL...", 1)
-    );
+    assert_eq!(eval(&mut e, body), err_with_sha(body, "ERR Script killed by user with SCRIPT KILL...", 1));
     {
         let seen = seen.borrow();
         assert_eq!(seen.len(), 3);
@@ -480,4 +479,40 @@ fn function_load_times_out_with_a_busy_handler() {
         e.execute(&[b"FUNCTION", b"LOAD", lib.as_bytes()]),
         Reply::Error("ERR Error registering functions: ERR FUNCTION LOAD timeout".into())
     );
+}
+
+/// Scripts and functions past `maxmemory`, as Redis 7.0.15 answered them (`maxmemory 1`).
+#[test]
+fn out_of_memory_rules_for_scripts_and_functions() {
+    const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+    let mut e = Emulator::new();
+    let lib = "#!lua name=t\nredis.register_function('f', function() return redis.call('set','x',2) end)\n\
+               redis.register_function{function_name='g', callback=function() return redis.call('set','x',3) end, flags={'allow-oom'}}";
+    assert_eq!(e.execute(&[b"FUNCTION", b"LOAD", lib.as_bytes()]), Reply::Bulk(b"t".to_vec()));
+    let dump = e.execute(&[b"FUNCTION", b"DUMP"]);
+    e.execute(&[b"SET", b"x", b"123"]);
+    assert_eq!(e.execute(&[b"CONFIG", b"SET", b"maxmemory", b"1"]), Reply::ok());
+    // Without flags: the first command that may grow memory is refused, unless the script wrote.
+    let body = "redis.call('set','x',1)";
+    assert_eq!(eval(&mut e, body), err_with_sha(body, OOM, 1));
+    let body = "redis.call('lpush','l',1) return redis.call('set','x',1)";
+    assert_eq!(eval(&mut e, body), err_with_sha(body, OOM, 1));
+    assert_eq!(eval(&mut e, "return redis.call('get','x')"), Reply::Bulk(b"123".to_vec()));
+    assert_eq!(
+        eval(&mut e, "local t = redis.pcall('set','x',1) return t['err']"),
+        Reply::Bulk(OOM.as_bytes().to_vec())
+    );
+    assert_eq!(eval(&mut e, "redis.call('del','zz') return redis.call('set','x',1)"), Reply::ok());
+    // With flags: refused before it runs, unless it cannot write or allows it.
+    assert_eq!(eval(&mut e, "#!lua\nreturn 1"), Reply::err(OOM));
+    assert_eq!(eval(&mut e, "#!lua flags=no-writes\nreturn 1"), Reply::Int(1));
+    assert_eq!(eval(&mut e, "#!lua flags=allow-oom\nreturn redis.call('set','x',1)"), Reply::ok());
+    assert_eq!(e.execute(&[b"FCALL", b"f", b"0"]), Reply::err(OOM));
+    assert_eq!(e.execute(&[b"FCALL", b"g", b"0"]), Reply::ok());
+    // FUNCTION LOAD and RESTORE may grow memory.
+    assert_eq!(e.execute(&[b"FUNCTION", b"LOAD", b"REPLACE", lib.as_bytes()]), Reply::err(OOM));
+    let Reply::Bulk(dump) = dump else { panic!("FUNCTION DUMP: {dump:?}") };
+    assert_eq!(e.execute(&[b"FUNCTION", b"RESTORE", &dump, b"REPLACE"]), Reply::err(OOM));
+    assert_eq!(e.execute(&[b"CONFIG", b"SET", b"maxmemory", b"0"]), Reply::ok());
+    assert_eq!(e.execute(&[b"FCALL", b"f", b"0"]), Reply::ok());
 }
