@@ -202,6 +202,11 @@ impl Functions {
             .find_map(|lib| lib.functions.iter().position(|f| f.name.eq_ignore_ascii_case(name)).map(|i| (lib, i)))
     }
 
+    /// The functions and libraries loaded.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        (self.libraries.values().map(|l| l.functions.len()).sum(), self.libraries.len())
+    }
+
     /// FUNCTION ... from a client.
     pub(crate) fn command(&mut self, a: &[&[u8]]) -> Reply {
         let sub = a[1];

@@ -87,6 +87,7 @@ impl Scripting {
     /// settings such as cjson's are reset too).
     pub fn flush(&mut self) -> mlua::Result<()> {
         self.scripts.clear();
+        self.core.borrow_mut().scripting_counts.0 = 0;
         self.vm = Vm::new(&self.core, &self.state, &self.rng)?;
         Ok(())
     }
@@ -138,7 +139,14 @@ impl Scripting {
                 }
             }
             "script" => self.script_command(a),
-            "function" => self.functions.command(a),
+            "function" => {
+                let r = self.functions.command(a);
+                let (fns, libs) = self.functions.counts();
+                let mut core = self.core.borrow_mut();
+                core.scripting_counts.1 = fns;
+                core.scripting_counts.2 = libs;
+                r
+            }
             "fcall" | "fcall_ro" => self.functions.fcall(&self.core, a, spec.name == "fcall_ro", self.budget),
             _ => cmd::unknown_command(a),
         }
@@ -214,6 +222,7 @@ impl Scripting {
             let f = self.compile(code)?;
             let (_, fref) = registry_ref(&self.vm.lua, &f).map_err(|e| Reply::Error(format!("ERR {e}")))?;
             self.scripts.insert(sha.clone(), Cached { f, fref, shebang });
+            self.core.borrow_mut().scripting_counts.0 = self.scripts.len();
         }
         Ok(sha)
     }
