@@ -7,5 +7,6 @@ mod common;
 
 mod redis_suite;
 mod serve;
+mod serve_busy;
 mod serve_clients;
 mod serve_cluster;

@@ -42,6 +42,8 @@ pub struct Core {
     pub started_ms: i64,
     /// The configuration parameters (CONFIG GET/SET).
     pub settings: crate::settings::Settings,
+    /// INFO's scripting counts (kept by the scripting engine): cached scripts, functions, libraries.
+    pub scripting_counts: (usize, usize, usize),
 }
 
 impl Core {
@@ -61,6 +63,7 @@ impl Core {
             next_client_id: 1,
             started_ms: 0,
             settings: Default::default(),
+            scripting_counts: (0, 0, 0),
         };
         core.started_ms = core.clock.now_millis().0;
         let first = core.new_client();

@@ -40,8 +40,7 @@ use super::state::Server;
 /// Redis's `slowevalerr`: what every client gets while a script (EVAL family) runs long.
 const SLOW_EVAL: &str = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
 /// Redis's `slowscripterr`: the same while a function runs long.
-const SLOW_FUNCTION: &str =
-    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+const SLOW_FUNCTION: &str = "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
 const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
 /// How often a busy phase looks at the sockets (Redis's hook runs every 100,000 instructions, about
 /// as often).
@@ -202,7 +201,12 @@ impl Busy {
                 // SAFETY: `lfd` is a listening socket the server owns for as long as it runs
                 // (registered by the accept loop's setup); null address arguments are allowed.
                 let fd = unsafe {
-                    libc::accept4(lfd, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC)
+                    libc::accept4(
+                        lfd,
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                        libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                    )
                 };
                 if fd < 0 {
                     break;
@@ -319,7 +323,8 @@ fn decide(server: &Server, e: &Entry, args: &[&[u8]], s: &BusyScript<'_>, action
     let busy = || Reply::err(if s.eval { SLOW_EVAL } else { SLOW_FUNCTION });
     let is = |i: usize, w: &str| args.len() > i && args[i].eq_ignore_ascii_case(w.as_bytes());
     let kill = is(0, "script") || is(0, "function");
-    let allowed = (kill && args.len() == 2 && is(1, "kill")) || (is(0, "function") && args.len() == 2 && is(1, "stats"));
+    let allowed =
+        (kill && args.len() == 2 && is(1, "kill")) || (is(0, "function") && args.len() == 2 && is(1, "stats"));
     if !allowed && !is(0, "shutdown") {
         return Some(busy());
     }
@@ -436,14 +441,24 @@ pub async fn read(
     stream: &mut TcpStream,
     inbuf: &mut BytesMut,
 ) -> std::io::Result<bool> {
-    std::mem::swap(&mut *entry.input.borrow_mut(), inbuf);
-    entry.authed.set(conn.authed);
-    entry.resp3.set(conn.resp3);
-    entry.in_multi.set(server.nodes[conn.node].emu.borrow().in_transaction(conn.client));
-    entry.idle.set(true);
-    let got = wait(entry, stream).await;
-    entry.idle.set(false);
-    std::mem::swap(&mut *entry.input.borrow_mut(), inbuf);
+    let early = !entry.input.borrow().is_empty();
+    let got = if early {
+        // A connection accepted during a busy phase: what the phase read before its task started.
+        let mut input = entry.input.borrow_mut();
+        inbuf.extend_from_slice(&input);
+        input.clear();
+        Ok(true)
+    } else {
+        std::mem::swap(&mut *entry.input.borrow_mut(), inbuf);
+        entry.authed.set(conn.authed);
+        entry.resp3.set(conn.resp3);
+        entry.in_multi.set(server.nodes[conn.node].emu.borrow().in_transaction(conn.client));
+        entry.idle.set(true);
+        let got = wait(entry, stream).await;
+        entry.idle.set(false);
+        std::mem::swap(&mut *entry.input.borrow_mut(), inbuf);
+        got
+    };
     if entry.flag_multi.replace(false) {
         server.nodes[conn.node].emu.borrow_mut().refuse_in_transaction(conn.client);
     }

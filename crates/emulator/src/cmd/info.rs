@@ -45,7 +45,7 @@ const SECTIONS: &[(&str, bool)] = &[
 ];
 
 /// A fresh Redis 7.0.15's `used_memory` (the startup figure of a private server).
-const USED_MEMORY_STARTUP: u64 = 876_048;
+pub(crate) const USED_MEMORY_STARTUP: u64 = 876_048;
 
 fn info(core: &mut Core, a: &[&[u8]]) -> Reply {
     let mut wanted = [false; SECTIONS.len()];
@@ -179,9 +179,9 @@ fn section(core: &mut Core, name: &str, out: &mut String) {
                 ("used_memory_vm_eval", "31744".into()),
                 ("used_memory_lua_human", "31.00K".into()),
                 ("used_memory_scripts_eval", "0".into()),
-                ("number_of_cached_scripts", "0".into()),
-                ("number_of_functions", "0".into()),
-                ("number_of_libraries", "0".into()),
+                ("number_of_cached_scripts", core.scripting_counts.0.to_string()),
+                ("number_of_functions", core.scripting_counts.1.to_string()),
+                ("number_of_libraries", core.scripting_counts.2.to_string()),
                 ("used_memory_vm_functions", "32768".into()),
                 ("used_memory_vm_total", "64512".into()),
                 ("used_memory_vm_total_human", "63.00K".into()),

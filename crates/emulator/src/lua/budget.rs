@@ -104,7 +104,7 @@ pub(crate) fn hook_key() -> *mut std::ffi::c_void {
 /// coroutines inherit it), with LUA_MINSTACK free slots. The registry then holds, under
 /// [`hook_key`], the address of the VM's run state, which outlives the Lua state (the VM's call
 /// context holds an Rc of it). It raises with nothing alive but that shared reference.
-pub(crate) unsafe extern "C-unwind" fn budget_hook(l: *mut mlua::ffi::lua_State, _ar: *mut mlua::ffi::lua_Debug) {
+pub(crate) unsafe extern "C-unwind" fn budget_hook(l: *mut mlua::ffi::lua_State, ar: *mut mlua::ffi::lua_Debug) {
     use mlua::ffi;
     ffi::lua_pushlightuserdata(l, hook_key());
     ffi::lua_rawget(l, ffi::LUA_REGISTRYINDEX);
@@ -127,6 +127,11 @@ pub(crate) unsafe extern "C-unwind" fn budget_hook(l: *mut mlua::ffi::lua_State,
         st.killed.set(true);
         ffi::lua_sethook(l, Some(budget_hook), ffi::LUA_MASKCOUNT, 1);
     }
+    // The error handler turns the kill into the error table: raising again inside it would report
+    // the handler's own line (or fail the handling), so it runs to its end.
+    if in_error_handler(l, ar) {
+        return;
+    }
     if st.loading.get() {
         push_error_buff(l, b"FUNCTION LOAD timeout");
     } else if st.busy.by_user.get() {
@@ -135,6 +140,19 @@ pub(crate) unsafe extern "C-unwind" fn budget_hook(l: *mut mlua::ffi::lua_State,
         ffi::lua_pushstring(l, c"Script killed".as_ptr());
     }
     ffi::lua_error(l);
+}
+
+/// Whether the function the hook fired in is the error handler (`@err_handler_def`, see
+/// [`super::vm`]).
+///
+/// # Safety
+///
+/// `l` and `ar` are what Lua passed the hook.
+unsafe fn in_error_handler(l: *mut mlua::ffi::lua_State, ar: *mut mlua::ffi::lua_Debug) -> bool {
+    if mlua::ffi::lua_getinfo(l, c"S".as_ptr(), ar) == 0 || (*ar).source.is_null() {
+        return false;
+    }
+    std::ffi::CStr::from_ptr((*ar).source).to_bytes() == b"@err_handler_def"
 }
 
 /// Whether the state's memory cap refused an allocation during this run.

@@ -40,6 +40,15 @@ pub(crate) fn call_checked(
     if st.read_only.get() && spec.has(flags::WRITE | flags::MAY_REPLICATE) {
         return Some(Reply::err("ERR Write commands are not allowed from read-only scripts."));
     }
+    if st.oom_at_start.get() && spec.has(flags::DENYOOM) && !st.allow_oom.get() && !st.busy.wrote.get() {
+        // Out of memory when the script started, and it has not written yet (so it can still be
+        // stopped cleanly): a command that may grow memory is refused (Redis's scriptVerifyOOM).
+        return Some(Reply::err(super::oom::OOM));
+    }
+    if spec.has(flags::WRITE) {
+        // Redis's SCRIPT_WRITE_DIRTY: from now on SCRIPT KILL refuses (UNKILLABLE).
+        st.busy.wrote.set(true);
+    }
     let mut core = core.borrow_mut();
     if core.cluster {
         let keys = spec.keys.keys(argv);
@@ -56,10 +65,6 @@ pub(crate) fn call_checked(
             },
             Ok(None) => {}
         }
-    }
-    if spec.has(flags::WRITE) {
-        // Redis's SCRIPT_WRITE_DIRTY: from now on SCRIPT KILL refuses (UNKILLABLE).
-        st.busy.wrote.set(true);
     }
     core.resp3 = st.resp.get() == 3;
     if core.resp3 && (spec.name == "memory" || spec.name == "info") {

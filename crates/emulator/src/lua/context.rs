@@ -26,6 +26,10 @@ pub(crate) struct RunState {
     pub(crate) memory_room: Cell<usize>,
     /// The commands `redis.call` found lately (see [`cmd::LookupCache`]).
     pub(crate) commands: RefCell<cmd::LookupCache>,
+    /// `maxmemory` was set and passed when the run started (Redis's `pre_command_oom_state`).
+    pub(crate) oom_at_start: Cell<bool>,
+    /// The script or function has the `allow-oom` flag.
+    pub(crate) allow_oom: Cell<bool>,
     /// The embedder's busy handler and what it is told of a long run (see [`super::busy`]).
     pub(crate) busy: super::busy::BusyState,
 }

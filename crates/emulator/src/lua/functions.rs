@@ -32,7 +32,7 @@ use crate::cmd::eq_ic;
 use crate::core::Core;
 use crate::keyspace::glob_match;
 use crate::reply::Reply;
-use library::{valid_name, Func, LoadCtx, ALLOW_CROSS_SLOT, BAD_NAME, FLAG_NAMES, NO_CLUSTER, NO_WRITES};
+use library::{valid_name, Func, LoadCtx, ALLOW_CROSS_SLOT, ALLOW_OOM, BAD_NAME, FLAG_NAMES, NO_CLUSTER, NO_WRITES};
 use lua_engine::{extract_error, install_globals, set_globals_index, string_or_empty};
 use rdb::{
     crc64, rdb_load_len, rdb_load_string, rdb_save_string, RDB_OPCODE_FUNCTION2, RDB_OPCODE_FUNCTION_PRE_GA,
@@ -202,6 +202,11 @@ impl Functions {
             .find_map(|lib| lib.functions.iter().position(|f| f.name.eq_ignore_ascii_case(name)).map(|i| (lib, i)))
     }
 
+    /// The functions and libraries loaded.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        (self.libraries.values().map(|l| l.functions.len()).sum(), self.libraries.len())
+    }
+
     /// FUNCTION ... from a client.
     pub(crate) fn command(&mut self, a: &[&[u8]]) -> Reply {
         let sub = a[1];
@@ -222,6 +227,10 @@ impl Functions {
                 stack::one_line(&String::from_utf8_lossy(&sub[..end]))
             ))
         };
+        if (s.name == "load" || s.name == "restore") && super::oom::out_of_memory(&mut self.vm.ctx.core.borrow_mut()) {
+            // Both may grow memory (`denyoom`).
+            return Reply::err(super::oom::OOM);
+        }
         match s.name {
             "load" => {
                 let mut replace = false;
@@ -490,6 +499,11 @@ impl Functions {
     pub(crate) fn fcall(&mut self, core: &Rc<RefCell<Core>>, a: &[&[u8]], ro: bool, budget: u64) -> Reply {
         let Some((lib, i)) = self.find(a[1]) else { return Reply::err("ERR Function not found") };
         let f = &lib.functions[i];
+        // A function that may write is denied when out of memory, before its arguments are read
+        // (Redis's processCommand gives FCALL the function's flags).
+        if f.flags & (NO_WRITES | ALLOW_OOM) == 0 && super::oom::out_of_memory(&mut core.borrow_mut()) {
+            return Reply::err(super::oom::OOM);
+        }
         let Some(n) = crate::keyspace::parse_canonical_i64(a[2]) else {
             return Reply::err("ERR Bad number of keys provided");
         };
@@ -523,6 +537,7 @@ impl Functions {
             st.busy.counts.set((self.libraries.len(), fns));
         }
         st.cross_slot.set(flags & ALLOW_CROSS_SLOT != 0);
+        st.allow_oom.set(flags & ALLOW_OOM != 0);
         let r = super::run::run_function(&self.vm, core, &st, budget, &name, fref, keys, argv, read_only, false);
         st.cross_slot.set(false);
         r

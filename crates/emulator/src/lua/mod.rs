@@ -15,6 +15,7 @@ mod fast;
 mod functions;
 mod helpers;
 pub mod libs;
+mod oom;
 mod rand48;
 mod raw;
 mod run;
@@ -73,6 +74,8 @@ impl Scripting {
             cross_slot: Cell::new(false),
             commands: RefCell::default(),
             busy: Default::default(),
+            oom_at_start: Cell::new(false),
+            allow_oom: Cell::new(false),
         });
         let rng = Rc::new(rand48::Rand48::default());
         let vm = Vm::new(&core, &state, &rng)?;
@@ -84,6 +87,7 @@ impl Scripting {
     /// settings such as cjson's are reset too).
     pub fn flush(&mut self) -> mlua::Result<()> {
         self.scripts.clear();
+        self.core.borrow_mut().scripting_counts.0 = 0;
         self.vm = Vm::new(&self.core, &self.state, &self.rng)?;
         Ok(())
     }
@@ -135,7 +139,14 @@ impl Scripting {
                 }
             }
             "script" => self.script_command(a),
-            "function" => self.functions.command(a),
+            "function" => {
+                let r = self.functions.command(a);
+                let (fns, libs) = self.functions.counts();
+                let mut core = self.core.borrow_mut();
+                core.scripting_counts.1 = fns;
+                core.scripting_counts.2 = libs;
+                r
+            }
             "fcall" | "fcall_ro" => self.functions.fcall(&self.core, a, spec.name == "fcall_ro", self.budget),
             _ => cmd::unknown_command(a),
         }
@@ -211,6 +222,7 @@ impl Scripting {
             let f = self.compile(code)?;
             let (_, fref) = registry_ref(&self.vm.lua, &f).map_err(|e| Reply::Error(format!("ERR {e}")))?;
             self.scripts.insert(sha.clone(), Cached { f, fref, shebang });
+            self.core.borrow_mut().scripting_counts.0 = self.scripts.len();
         }
         Ok(sha)
     }
@@ -218,15 +230,13 @@ impl Scripting {
     fn compile(&self, body: &[u8]) -> Result<Function, Reply> {
         // No mode check: our Lua parses every chunk as source (vendor/lua-src), so a body that
         // looks like bytecode fails to parse, with Redis's words.
-        self.vm.lua.load(body).set_name("@user_script").into_function().map_err(
-            |e| {
-                let msg = match &e {
-                    mlua::Error::SyntaxError { message, .. } => message.clone(),
-                    other => other.to_string(),
-                };
-                Reply::Error(format!("ERR Error compiling script (new function): {}", one_line(&msg)))
-            },
-        )
+        self.vm.lua.load(body).set_name("@user_script").into_function().map_err(|e| {
+            let msg = match &e {
+                mlua::Error::SyntaxError { message, .. } => message.clone(),
+                other => other.to_string(),
+            };
+            Reply::Error(format!("ERR Error compiling script (new function): {}", one_line(&msg)))
+        })
     }
 
     /// EVAL: compiles the body if it is not cached, then runs it.
@@ -257,7 +267,13 @@ impl Scripting {
         let (fref, shebang) = (c.fref, c.shebang);
         // Redis 7.0: a script with a shebang declares whether it writes; without one it may write.
         let mut read_only = read_only;
+        self.state.allow_oom.set(shebang.is_some_and(|sb| sb.allow_oom));
         if let Some(sb) = shebang {
+            // A script that declared flags may write unless it said otherwise: denied when out of
+            // memory, before anything else, unless it allows that.
+            if !sb.no_writes && !sb.allow_oom && oom::out_of_memory(&mut self.core.borrow_mut()) {
+                return Reply::err(oom::OOM);
+            }
             if read_only && !sb.no_writes {
                 return Reply::err("ERR Can not execute a script with write flag using *_ro command.");
             }
@@ -295,6 +311,7 @@ struct Shebang {
     no_writes: bool,
     no_cluster: bool,
     cross_slot: bool,
+    allow_oom: bool,
 }
 
 impl Shebang {
@@ -333,7 +350,8 @@ impl Shebang {
                     b"no-writes" => sb.no_writes = true,
                     b"no-cluster" => sb.no_cluster = true,
                     b"allow-cross-slot-keys" => sb.cross_slot = true,
-                    b"allow-oom" | b"allow-stale" => {}
+                    b"allow-oom" => sb.allow_oom = true,
+                    b"allow-stale" => {}
                     other => {
                         return Err(Reply::Error(one_line(&format!(
                             "ERR Unexpected flag in script shebang: {}",

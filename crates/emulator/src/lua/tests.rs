@@ -375,3 +375,144 @@ fn register_function_reads_named_arguments_with_nothing_to_lose_on_a_raise() {
     ]);
     assert_eq!(e.execute(&[b"FUNCTION", b"LIST"]), Reply::Array(vec![library]));
 }
+
+/// Redis 7.0 never loads Lua bytecode (crafted bytecode can break the VM's memory safety): the
+/// chunk is parsed as source and fails at its first byte. Texts recorded from Redis 7.0.15.
+#[test]
+fn bytecode_is_never_loaded() {
+    let mut e = Emulator::new();
+    let body = "return loadstring(string.dump(function() return 1 end))()";
+    assert_eq!(eval(&mut e, body), err_with_sha(body, "ERR user_script:1: attempt to call a nil value", 1));
+    let body = "local f, e = loadstring(string.dump(function() return 1 end)) return {tostring(f), e}";
+    assert_eq!(
+        eval(&mut e, body),
+        Reply::Array(vec![
+            Reply::Bulk(b"nil".to_vec()),
+            Reply::Bulk(b"[string \"\x1bLuaQ\"]:1: unexpected symbol near 'char(27)'".to_vec()),
+        ])
+    );
+    // `load` with a reader function: the same refusal, named after its default chunk name.
+    let body = "local s = string.dump(function() return 1 end) local i = 0 \
+                local f, e = load(function() i = i + 1 if i == 1 then return s end return nil end) \
+                return {tostring(f), e}";
+    assert_eq!(
+        eval(&mut e, body),
+        Reply::Array(vec![
+            Reply::Bulk(b"nil".to_vec()),
+            Reply::Bulk(b"=(load):1: unexpected symbol near 'char(27)'"[1..].to_vec()),
+        ])
+    );
+    // A script body that is bytecode does not compile either.
+    let dumped = match eval(&mut e, "return string.dump(function() return 1 end)") {
+        Reply::Bulk(b) => b,
+        other => panic!("string.dump: {other:?}"),
+    };
+    assert_eq!(
+        e.execute(&[b"EVAL", &dumped, b"0"]),
+        Reply::Error(
+            "ERR Error compiling script (new function): user_script:1: unexpected symbol near 'char(27)'".into()
+        )
+    );
+    // Source still loads.
+    assert_eq!(eval(&mut e, "return loadstring('return 5')()"), Reply::Int(5));
+}
+
+/// The busy handler: called once the run has passed busy-reply-threshold (real time), told what
+/// runs and whether it wrote; its kill ends the script with Redis's error, and the VM goes on.
+#[test]
+fn a_busy_handler_sees_a_long_script_and_can_kill_it() {
+    use super::{BusyAction, BusyScript};
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    let mut e = Emulator::new();
+    e.execute(&[b"CONFIG", b"SET", b"busy-reply-threshold", b"20"]);
+    let seen: Rc<RefCell<Vec<(bool, bool, String, u64)>>> = Rc::default();
+    let log = seen.clone();
+    e.set_busy_handler(Some(Rc::new(move |s: &BusyScript<'_>| {
+        log.borrow_mut().push((s.eval, s.wrote, s.name.to_string(), s.duration_ms));
+        // Kill once it has been seen a few times.
+        if log.borrow().len() >= 3 {
+            BusyAction::Kill
+        } else {
+            BusyAction::Continue
+        }
+    })));
+    // A short script never reaches the handler.
+    assert_eq!(eval(&mut e, "return 1"), Reply::Int(1));
+    assert!(seen.borrow().is_empty());
+    let body = "local i = 0 while true do i = i + 1 end";
+    assert_eq!(eval(&mut e, body), err_with_sha(body, "ERR Script killed by user with SCRIPT KILL...", 1));
+    {
+        let seen = seen.borrow();
+        assert_eq!(seen.len(), 3);
+        let sha = super::sha1_hex(body.as_bytes());
+        assert!(seen.iter().all(|(ev, wrote, name, ms)| *ev && !*wrote && *name == sha && *ms >= 20), "{seen:?}");
+    }
+    // A kill caught by pcall still ends the script.
+    seen.borrow_mut().clear();
+    let body = "redis.call('set','k','v') while true do pcall(function() while true do end end) end";
+    assert_eq!(eval(&mut e, body), err_with_sha(body, "ERR Script killed by user with SCRIPT KILL...", 1));
+    assert!(seen.borrow().iter().all(|s| s.1), "the script wrote");
+    // A function: named, with its command.
+    let lib = "#!lua name=lib\nredis.register_function('spin', function() while true do end end)";
+    assert_eq!(e.execute(&[b"FUNCTION", b"LOAD", lib.as_bytes()]), Reply::Bulk(b"lib".to_vec()));
+    seen.borrow_mut().clear();
+    assert_eq!(
+        e.execute(&[b"FCALL", b"spin", b"0"]),
+        Reply::Error("ERR Script killed by user with SCRIPT KILL... script: spin, on @user_function:2.".into())
+    );
+    assert!(seen.borrow().iter().all(|s| !s.0 && s.2 == "spin"));
+    // The VM is fine afterwards.
+    assert_eq!(eval(&mut e, "return 2"), Reply::Int(2));
+}
+
+/// With a busy handler installed, a library whose load-time code never ends is stopped after Redis's
+/// 500 ms, with Redis's error.
+#[test]
+fn function_load_times_out_with_a_busy_handler() {
+    use std::rc::Rc;
+    let mut e = Emulator::new();
+    e.set_script_budget(u64::MAX);
+    e.set_busy_handler(Some(Rc::new(|_: &super::BusyScript<'_>| super::BusyAction::Continue)));
+    let lib = "#!lua name=lib\nlocal a = 1 while true do a = a + 1 end";
+    assert_eq!(
+        e.execute(&[b"FUNCTION", b"LOAD", lib.as_bytes()]),
+        Reply::Error("ERR Error registering functions: ERR FUNCTION LOAD timeout".into())
+    );
+}
+
+/// Scripts and functions past `maxmemory`, as Redis 7.0.15 answered them (`maxmemory 1`).
+#[test]
+fn out_of_memory_rules_for_scripts_and_functions() {
+    const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+    let mut e = Emulator::new();
+    let lib = "#!lua name=t\nredis.register_function('f', function() return redis.call('set','x',2) end)\n\
+               redis.register_function{function_name='g', callback=function() return redis.call('set','x',3) end, flags={'allow-oom'}}";
+    assert_eq!(e.execute(&[b"FUNCTION", b"LOAD", lib.as_bytes()]), Reply::Bulk(b"t".to_vec()));
+    let dump = e.execute(&[b"FUNCTION", b"DUMP"]);
+    e.execute(&[b"SET", b"x", b"123"]);
+    assert_eq!(e.execute(&[b"CONFIG", b"SET", b"maxmemory", b"1"]), Reply::ok());
+    // Without flags: the first command that may grow memory is refused, unless the script wrote.
+    let body = "redis.call('set','x',1)";
+    assert_eq!(eval(&mut e, body), err_with_sha(body, OOM, 1));
+    let body = "redis.call('lpush','l',1) return redis.call('set','x',1)";
+    assert_eq!(eval(&mut e, body), err_with_sha(body, OOM, 1));
+    assert_eq!(eval(&mut e, "return redis.call('get','x')"), Reply::Bulk(b"123".to_vec()));
+    assert_eq!(
+        eval(&mut e, "local t = redis.pcall('set','x',1) return t['err']"),
+        Reply::Bulk(OOM.as_bytes().to_vec())
+    );
+    assert_eq!(eval(&mut e, "redis.call('del','zz') return redis.call('set','x',1)"), Reply::ok());
+    // With flags: refused before it runs, unless it cannot write or allows it.
+    assert_eq!(eval(&mut e, "#!lua\nreturn 1"), Reply::err(OOM));
+    assert_eq!(eval(&mut e, "#!lua flags=no-writes\nreturn 1"), Reply::Int(1));
+    assert_eq!(eval(&mut e, "#!lua flags=allow-oom\nreturn redis.call('set','x',1)"), Reply::ok());
+    assert_eq!(e.execute(&[b"FCALL", b"f", b"0"]), Reply::err(OOM));
+    assert_eq!(e.execute(&[b"FCALL", b"g", b"0"]), Reply::ok());
+    // FUNCTION LOAD and RESTORE may grow memory.
+    assert_eq!(e.execute(&[b"FUNCTION", b"LOAD", b"REPLACE", lib.as_bytes()]), Reply::err(OOM));
+    let Reply::Bulk(dump) = dump else { panic!("FUNCTION DUMP: {dump:?}") };
+    assert_eq!(e.execute(&[b"FUNCTION", b"RESTORE", &dump, b"REPLACE"]), Reply::err(OOM));
+    assert_eq!(e.execute(&[b"CONFIG", b"SET", b"maxmemory", b"0"]), Reply::ok());
+    assert_eq!(e.execute(&[b"FCALL", b"f", b"0"]), Reply::ok());
+}

@@ -6,6 +6,7 @@ use std::os::raw::c_int;
 pub(crate) const FLAG_NAMES: [&str; 5] =
     ["no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"];
 pub(crate) const NO_WRITES: u8 = 1;
+pub(crate) const ALLOW_OOM: u8 = 2;
 pub(crate) const NO_CLUSTER: u8 = 8;
 pub(crate) const ALLOW_CROSS_SLOT: u8 = 16;
 
