@@ -376,6 +376,8 @@ pub struct Db {
     /// The time of the latest lookup or command (unix ms): what a write stamps on an entry as its
     /// last use (see [`Entry::lru_ms`]).
     pub now_hint: i64,
+    /// Keys removed because their deadline had passed (INFO's `expired_keys`).
+    pub expired: u64,
     /// While a trial runs (see [`Db::begin_trial`]): the entries to put back when it ends.
     trial: Option<Box<Trial>>,
 }
@@ -413,7 +415,7 @@ impl KeyWatch {
 
 impl Default for Db {
     fn default() -> Self {
-        Db { map: FxHashMap::default(), expiry_enabled: true, watch: None, now_hint: 0, trial: None }
+        Db { map: FxHashMap::default(), expiry_enabled: true, watch: None, now_hint: 0, expired: 0, trial: None }
     }
 }
 
@@ -477,6 +479,7 @@ impl Db {
             Some(e) if self.expired(e.expire_at, now) => {
                 self.note(key);
                 self.map.remove(key);
+                self.expired += 1;
                 false
             }
             Some(_) => true,
@@ -503,6 +506,7 @@ impl Db {
         let expire_at = unsafe { (*entry).expire_at };
         if matches!(expire_at, Some(t) if t < now && expiry_enabled) {
             self.map.remove(key);
+            self.expired += 1;
             return None;
         }
         self.now_hint = now;
@@ -584,7 +588,9 @@ impl Db {
                 self.note(&k);
             }
         }
+        let before = self.map.len();
         self.map.retain(|_, e| e.expire_at.is_none_or(|t| t >= now));
+        self.expired += (before - self.map.len()) as u64;
     }
     pub fn len(&self) -> usize {
         self.map.len()

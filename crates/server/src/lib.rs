@@ -109,6 +109,9 @@ async fn serve(opts: Options, ready: impl FnOnce(&[SocketAddr])) -> Result<()> {
             let mut emu = Emulator::with_clock(clock.clone());
             emu.set_cluster(opts.cluster.is_some());
             emu.hide_default_client();
+            emu.set_port(addr.port());
+            emu.declare_server_commands(&commands::own_names());
+            emu.set_wall_offset(opts.wall.then_some(0));
             if let Some(b) = opts.script_budget {
                 emu.set_script_budget(b);
             }

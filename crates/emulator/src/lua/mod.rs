@@ -102,6 +102,11 @@ impl Scripting {
         self.functions.budget = b;
     }
 
+    /// How many scripts are cached (INFO's `number_of_cached_scripts`).
+    pub fn cached_scripts(&self) -> usize {
+        self.scripts.len()
+    }
+
     /// EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT, from a client (arity already checked).
     pub fn command(&mut self, spec: &CommandSpec, a: &[&[u8]]) -> Reply {
         match spec.name {
