@@ -402,6 +402,8 @@ pub struct Db {
     /// The time of the latest lookup or command (unix ms): what a write stamps on an entry as its
     /// last use (see [`Entry::lru_ms`]).
     pub now_hint: i64,
+    /// Keys removed because their deadline had passed (INFO's `expired_keys`).
+    pub expired: u64,
     /// While a trial runs (see [`Db::begin_trial`]): the entries to put back when it ends.
     trial: Option<Box<Trial>>,
     /// The draws of SPOP, SRANDMEMBER, HRANDFIELD, ZRANDMEMBER and RANDOMKEY (seeded: see its file).
@@ -446,6 +448,7 @@ impl Default for Db {
             expiry_enabled: true,
             watch: None,
             now_hint: 0,
+            expired: 0,
             trial: None,
             rng: rng::Rng::default(),
         }
@@ -512,6 +515,7 @@ impl Db {
             Some(e) if self.expired(e.expire_at, now) => {
                 self.note(key);
                 self.map.remove(key);
+                self.expired += 1;
                 false
             }
             Some(_) => true,
@@ -538,6 +542,7 @@ impl Db {
         let expire_at = unsafe { (*entry).expire_at };
         if matches!(expire_at, Some(t) if t < now && expiry_enabled) {
             self.map.remove(key);
+            self.expired += 1;
             return None;
         }
         self.now_hint = now;
@@ -619,7 +624,9 @@ impl Db {
                 self.note(&k);
             }
         }
+        let before = self.map.len();
         self.map.retain(|_, e| e.expire_at.is_none_or(|t| t >= now));
+        self.expired += (before - self.map.len()) as u64;
     }
     pub fn len(&self) -> usize {
         self.map.len()

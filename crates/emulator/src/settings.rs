@@ -247,6 +247,9 @@ pub struct Settings {
     /// Cached readers of the parameters consulted on hot paths.
     notify: u32,
     maxmemory: i64,
+    /// `min-replicas-to-write` and `min-replicas-max-lag` both set: a master without replicas
+    /// refuses writes (NOREPLICAS).
+    min_replicas: bool,
 }
 
 impl Settings {
@@ -289,6 +292,13 @@ impl Settings {
     fn refresh(&mut self) {
         self.notify = notify_flags_from(self.get("notify-keyspace-events")).unwrap_or(0);
         self.maxmemory = self.int("maxmemory");
+        self.min_replicas = self.int("min-replicas-to-write") > 0 && self.int("min-replicas-max-lag") > 0;
+    }
+
+    /// Whether writes need good replicas (`min-replicas-to-write` with a `min-replicas-max-lag`).
+    #[inline]
+    pub fn min_replicas(&self) -> bool {
+        self.min_replicas
     }
 
     /// CONFIG SET's arguments (`name value [name value ...]`): every pair validated first, then all

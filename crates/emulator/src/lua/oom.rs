@@ -9,31 +9,18 @@
 //! usage); with `maxmemory` below the startup figure (the suite's `maxmemory 1`) the keyspace need
 //! not be walked. The emulator evicts nothing: a `maxmemory-policy` other than `noeviction` would
 //! make room on Redis first.
-use crate::core::{Core, DATABASES};
+use crate::core::Core;
 
 /// Redis's `shared.oomerr`.
-pub(crate) const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+pub(crate) use crate::admission::OOM;
 
-/// Whether `maxmemory` is set and the memory used is past it.
+/// Whether `maxmemory` is set and the memory used is past it (no key is evicted here: Redis judges a
+/// script by the state before it started, after `processCommand`'s evictions).
 pub(crate) fn out_of_memory(core: &mut Core) -> bool {
     let max = core.settings.maxmemory();
     if max <= 0 {
         return false;
     }
     let max = max as u64;
-    let startup = crate::cmd::info::USED_MEMORY_STARTUP;
-    if startup > max {
-        return true;
-    }
-    let cluster = core.cluster;
-    let mut used = startup;
-    for db in 0..DATABASES {
-        for (k, e) in core.db_at(db).map.iter() {
-            used += crate::object_size::key_usage(k.as_slice(), e, 5, cluster);
-            if used > max {
-                return true;
-            }
-        }
-    }
-    false
+    max < crate::admission::USED_MEMORY_STARTUP || core.used_memory() > max
 }
