@@ -12,7 +12,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "pfadd", arity: -2, flags: WRITE | DENYOOM, keys: KeySpec::ONE, handler: pfadd },
     CommandSpec { name: "pfcount", arity: -2, flags: READONLY | MAY_REPLICATE, keys: KeySpec::ALL, handler: pfcount },
     CommandSpec { name: "pfmerge", arity: -2, flags: WRITE | DENYOOM, keys: KeySpec::ALL, handler: pfmerge },
-    CommandSpec { name: "pfdebug", arity: -3, flags: WRITE, keys: KeySpec::at(2, 2, 1), handler: pfdebug },
+    CommandSpec { name: "pfdebug", arity: 3, flags: WRITE | DENYOOM, keys: KeySpec::at(2, 2, 1), handler: pfdebug },
     CommandSpec { name: "pfselftest", arity: 1, flags: 0, keys: KeySpec::NONE, handler: pfselftest },
 ];
 
@@ -36,12 +36,6 @@ fn pfdebug(core: &mut Core, a: &[&[u8]]) -> Reply {
     }
     let Value::Str(s) = &mut e.value else { return Reply::err(WRONGTYPE) };
     let sub = String::from_utf8_lossy(a[1]).to_ascii_lowercase();
-    if a.len() != 3 && matches!(sub.as_str(), "getreg" | "decode" | "encoding" | "todense") {
-        return Reply::Error(format!(
-            "ERR Wrong number of arguments for the '{}' subcommand",
-            String::from_utf8_lossy(a[1])
-        ));
-    }
     let sparse = bytes(s).get(4) == Some(&hll::SPARSE);
     match sub.as_str() {
         "getreg" | "todense" => {
