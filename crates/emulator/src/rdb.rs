@@ -217,21 +217,16 @@ fn intset(members: &[i64]) -> Vec<u8> {
     out
 }
 
-/// The elements of a list grouped into quicklist nodes as RPUSH fills them (`_quicklistNodeAllowInsert`
-/// with `list-max-listpack-size -2`).
+/// The elements of a list grouped into quicklist nodes as RPUSH fills them: an element joins the
+/// tail node while the node's listpack bytes, the element's length and an 8-byte estimate of an
+/// entry's overhead stay within `list-max-listpack-size -2`'s 8 KB (`_quicklistNodeAllowInsert`).
 fn quicklist_groups(list: &VecDeque<Vec<u8>>) -> Vec<Vec<&[u8]>> {
+    const OVERHEAD_ESTIMATE: usize = 8;
     let mut groups: Vec<(usize, Vec<&[u8]>)> = Vec::new();
     for e in list {
-        let sz = e.len();
-        let overhead = if sz < 254 { 1 } else { 5 }
-            + match sz {
-                0..=63 => 1,
-                64..=16_383 => 2,
-                _ => 5,
-            };
         let entry = crate::keyspace::listpack::lp_entry(e);
         match groups.last_mut() {
-            Some((bytes, g)) if *bytes + sz + overhead <= LIST_NODE_BYTES => {
+            Some((bytes, g)) if *bytes + e.len() + OVERHEAD_ESTIMATE <= LIST_NODE_BYTES => {
                 *bytes += entry;
                 g.push(e);
             }
