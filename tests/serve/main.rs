@@ -10,3 +10,4 @@ mod serve;
 mod serve_busy;
 mod serve_clients;
 mod serve_cluster;
+mod serve_types;

@@ -232,6 +232,54 @@ pub fn sparse_to_dense(s: &mut RStr) -> Result<(), Corrupt> {
     Ok(())
 }
 
+/// The 16,384 registers of a dense HLL `v` (PFDEBUG GETREG).
+pub fn dense_registers(v: &[u8]) -> Vec<u8> {
+    let regs = &v[HDR..];
+    (0..REGISTERS).map(|i| dense_get(regs, i)).collect()
+}
+
+/// PFDEBUG DECODE's text for a sparse HLL: `z:len` for ZERO, `Z:len` for XZERO, `v:value,len` for
+/// VAL, separated by spaces.
+pub fn decode_sparse(v: &[u8]) -> String {
+    let mut out = Vec::new();
+    let mut p = HDR;
+    while p < v.len() {
+        let b = v[p];
+        if is_zero(b) {
+            out.push(format!("z:{}", zero_len(b)));
+            p += 1;
+        } else if is_xzero(b) {
+            out.push(format!("Z:{}", xzero_len(b, v.get(p + 1).copied().unwrap_or(0))));
+            p += 2;
+        } else {
+            out.push(format!("v:{},{}", val_value(b), val_len(b)));
+            p += 1;
+        }
+    }
+    out.join(" ")
+}
+
+/// PFSELFTEST's register check: every register of a dense representation holds what was written
+/// to it, whatever its neighbours hold (the 6-bit registers straddle bytes).
+pub fn self_test() -> bool {
+    let mut regs = vec![0u8; DENSE_SIZE - HDR];
+    let mut x: u32 = 0x2545_f491;
+    let mut want = vec![0u8; REGISTERS];
+    for round in 0..4 {
+        for (i, w) in want.iter_mut().enumerate() {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            *w = if round == 3 { 63 } else { (x % 64) as u8 };
+            dense_put(&mut regs, i, *w);
+        }
+        if (0..REGISTERS).any(|i| dense_get(&regs, i) != want[i]) {
+            return false;
+        }
+    }
+    true
+}
+
 /// `hllSparseSet`: raises register `index` to `count` in a sparse HLL, in place. Ok(true) when it
 /// changed; may promote the value to dense.
 pub fn sparse_set(s: &mut RStr, index: usize, count: u8, max_bytes: usize) -> Result<bool, Corrupt> {

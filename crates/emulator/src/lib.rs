@@ -18,6 +18,7 @@ pub mod longdouble;
 pub mod lua;
 pub mod multi;
 pub mod object_size;
+pub mod rdb;
 pub mod reply;
 pub mod settings;
 pub mod split_args;

@@ -12,7 +12,50 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "pfadd", arity: -2, flags: WRITE | DENYOOM, keys: KeySpec::ONE, handler: pfadd },
     CommandSpec { name: "pfcount", arity: -2, flags: READONLY | MAY_REPLICATE, keys: KeySpec::ALL, handler: pfcount },
     CommandSpec { name: "pfmerge", arity: -2, flags: WRITE | DENYOOM, keys: KeySpec::ALL, handler: pfmerge },
+    CommandSpec { name: "pfdebug", arity: 3, flags: WRITE | DENYOOM, keys: KeySpec::at(2, 2, 1), handler: pfdebug },
+    CommandSpec { name: "pfselftest", arity: 1, flags: 0, keys: KeySpec::NONE, handler: pfselftest },
 ];
+
+/// PFSELFTEST: Redis checks its register access and its estimator's error; the register check is
+/// the part that concerns an implementation of the same representation.
+fn pfselftest(_: &mut Core, _: &[&[u8]]) -> Reply {
+    if hll::self_test() {
+        Reply::ok()
+    } else {
+        Reply::err("ERR TESTFAILED Register error")
+    }
+}
+
+/// PFDEBUG GETREG|DECODE|ENCODING|TODENSE key (`pfdebugCommand`): the key must exist and hold an
+/// HLL; GETREG and TODENSE convert a sparse HLL to dense first.
+fn pfdebug(core: &mut Core, a: &[&[u8]]) -> Reply {
+    let now = core.now_ms();
+    let Some(e) = core.db.get_mut(a[2], now) else { return Reply::err("ERR The specified key does not exist") };
+    if let Err(r) = check(&e.value) {
+        return r;
+    }
+    let Value::Str(s) = &mut e.value else { return Reply::err(WRONGTYPE) };
+    let sub = String::from_utf8_lossy(a[1]).to_ascii_lowercase();
+    let sparse = bytes(s).get(4) == Some(&hll::SPARSE);
+    match sub.as_str() {
+        "getreg" | "todense" => {
+            if sparse {
+                bytes_mut(s);
+                if let Err(c) = hll::sparse_to_dense(s) {
+                    return corrupt(c);
+                }
+            }
+            if sub == "todense" {
+                return Reply::Int(sparse as i64);
+            }
+            Reply::Array(hll::dense_registers(bytes(s)).into_iter().map(|r| Reply::Int(r as i64)).collect())
+        }
+        "decode" if !sparse => Reply::err("ERR HLL encoding is not sparse"),
+        "decode" => Reply::Status(hll::decode_sparse(bytes(s))),
+        "encoding" => Reply::Status(if sparse { "sparse" } else { "dense" }.into()),
+        _ => Reply::Error(format!("ERR Unknown PFDEBUG subcommand '{}'", String::from_utf8_lossy(a[1]))),
+    }
+}
 
 const NOT_HLL: &str = "WRONGTYPE Key is not a valid HyperLogLog string value.";
 const CORRUPT: &str = "INVALIDOBJ Corrupted HLL object detected";

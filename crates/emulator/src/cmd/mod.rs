@@ -12,6 +12,7 @@ pub mod client;
 pub mod command;
 pub mod config;
 pub mod databases;
+pub mod dump;
 pub mod hashes;
 pub mod hyperloglog;
 pub mod info;
@@ -47,6 +48,7 @@ fn table() -> &'static FxHashMap<&'static [u8], CommandSpec> {
             hyperloglog::COMMANDS,
             streams::COMMANDS,
             keys::COMMANDS,
+            dump::COMMANDS,
             hashes::COMMANDS,
             zsets::COMMANDS,
             zsets_store::COMMANDS,

@@ -461,6 +461,19 @@ mod tests {
     fn bulks(v: &[&str]) -> Reply {
         Reply::Array(v.iter().map(|s| Reply::Bulk(s.as_bytes().to_vec())).collect())
     }
+    trait Sorted {
+        fn sorted_by_len_then_bytes(self) -> Reply;
+    }
+    impl Sorted for Reply {
+        fn sorted_by_len_then_bytes(self) -> Reply {
+            let Reply::Array(mut v) = self else { return self };
+            v.sort_by_key(|r| match r {
+                Reply::Bulk(b) => (b.len(), b.clone()),
+                _ => (0, Vec::new()),
+            });
+            Reply::Array(v)
+        }
+    }
     fn ints(v: &[i64]) -> Reply {
         Reply::Array(v.iter().map(|&i| Reply::Int(i)).collect())
     }
@@ -506,6 +519,41 @@ mod tests {
         assert!(!is_ht(&mut e, "c"));
         run(&mut e, "SADD c 512");
         assert!(is_ht(&mut e, "c"));
+    }
+
+    /// SINTER/SUNION/SDIFF and their STORE forms, SMOVE's cases, SPOP and SRANDMEMBER's counts.
+    #[test]
+    fn algebra_moves_and_draws() {
+        let mut e = Emulator::new();
+        run(&mut e, "SADD a 3 1 2 x");
+        run(&mut e, "SADD b 2 3 4");
+        assert_eq!(run(&mut e, "SINTER a b"), bulks(&["3", "2"]).sorted_by_len_then_bytes());
+        assert_eq!(run(&mut e, "SINTERSTORE d a b"), Reply::Int(2));
+        assert_eq!(run(&mut e, "SMEMBERS d"), bulks(&["2", "3"]));
+        assert_eq!(run(&mut e, "SUNIONSTORE d b nokey"), Reply::Int(3));
+        assert_eq!(run(&mut e, "SMEMBERS d"), bulks(&["2", "3", "4"]));
+        assert_eq!(run(&mut e, "SDIFF b a"), bulks(&["4"]));
+        assert_eq!(run(&mut e, "SDIFF nokey a"), bulks(&[]));
+        assert_eq!(run(&mut e, "SINTERSTORE d a nokey"), Reply::Int(0));
+        assert_eq!(run(&mut e, "EXISTS d"), Reply::Int(0));
+        run(&mut e, "SET str v");
+        assert_eq!(run(&mut e, "SINTER nokey str"), Reply::Error(WT.into()));
+        assert_eq!(run(&mut e, "SMOVE nokey str m"), Reply::Int(0));
+        assert_eq!(run(&mut e, "SMOVE a str 1"), Reply::Error(WT.into()));
+        assert_eq!(run(&mut e, "SMOVE a a 1"), Reply::Int(1));
+        assert_eq!(run(&mut e, "SMOVE a c 1"), Reply::Int(1));
+        assert_eq!(run(&mut e, "SMOVE a c 1"), Reply::Int(0));
+        assert_eq!(run(&mut e, "SMEMBERS c"), bulks(&["1"]));
+        assert_eq!(run(&mut e, "SPOP b 0"), bulks(&[]));
+        assert_eq!(run(&mut e, "SPOP b -1"), Reply::err("ERR value is out of range, must be positive"));
+        let Reply::Array(two) = run(&mut e, "SPOP b 2") else { panic!() };
+        assert_eq!((two.len(), run(&mut e, "SCARD b")), (2, Reply::Int(1)));
+        run(&mut e, "SPOP b");
+        assert_eq!(run(&mut e, "EXISTS b"), Reply::Int(0));
+        let Reply::Array(many) = run(&mut e, "SRANDMEMBER a -20") else { panic!() };
+        assert_eq!(many.len(), 20);
+        let Reply::Array(all) = run(&mut e, "SRANDMEMBER a 20") else { panic!() };
+        assert_eq!(all.len(), 3);
     }
 
     #[test]

@@ -28,7 +28,7 @@ fn zrandmember(core: &mut Core, a: &[&[u8]]) -> Reply {
         };
         let len = z.len();
         let Some((count, with)) = args else {
-            return z.by_rank(rng.below(len)).map_or(Reply::Nil, |r| Reply::Bulk(z.member_at(r).to_vec()));
+            return z.by_rank(rng.below(len) + 1).map_or(Reply::Nil, |r| Reply::Bulk(z.member_at(r).to_vec()));
         };
         if count == 0 {
             return Reply::Array(Vec::new());
@@ -40,7 +40,7 @@ fn zrandmember(core: &mut Core, a: &[&[u8]]) -> Reply {
         };
         let mut out = Vec::with_capacity(picks.len() * (1 + with as usize));
         for i in picks {
-            let Some(r) = z.by_rank(i) else { continue };
+            let Some(r) = z.by_rank(i + 1) else { continue };
             let m = Reply::Bulk(z.member_at(r).to_vec());
             let score = Reply::Double(z.score_at(r));
             match (with, resp3) {

@@ -12,7 +12,7 @@ pub struct Rng {
 
 impl Default for Rng {
     fn default() -> Self {
-        Rng::seeded(0x5eed_1ab5_0f_7e57)
+        Rng::seeded(0x005e_ed1a_b50f_7e57)
     }
 }
 

@@ -15,7 +15,7 @@
 //! from run to run (and from ours), and so do the bytes of a dump of several libraries.
 mod library;
 mod lua_engine;
-mod rdb;
+pub(crate) mod rdb;
 
 use std::cell::RefCell;
 use std::os::raw::c_int;

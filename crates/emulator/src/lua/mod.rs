@@ -12,7 +12,7 @@ mod context;
 mod cvt;
 pub(crate) mod ext;
 mod fast;
-mod functions;
+pub(crate) mod functions;
 mod helpers;
 pub mod libs;
 mod oom;

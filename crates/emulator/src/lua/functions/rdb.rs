@@ -116,7 +116,6 @@ pub(crate) fn lzf_compress(input: &[u8], out: &mut [u8]) -> usize {
             let rf = r - 1;
             rf < ip
                 && ip - rf - 1 < MAX_OFF
-                && ip + 4 < in_len
                 && rf > 0
                 && input[rf] == input[ip]
                 && input[rf + 1] == input[ip + 1]
