@@ -517,6 +517,14 @@ fn getkeys(core: &Core, call: &[&[u8]], with_flags: bool) -> Reply {
 
 /// COMMAND LIST [FILTERBY MODULE name | ACLCAT cat | PATTERN pattern].
 fn list(names: &[&'static str], a: &[&[u8]]) -> Reply {
+    let filter = match a.len() {
+        5 if eq_ic(a[3], "module") => Filter::Module,
+        5 if eq_ic(a[3], "aclcat") => {
+            Filter::AclCat(format!("@{}", String::from_utf8_lossy(a[4]).to_ascii_lowercase()))
+        }
+        5 if eq_ic(a[3], "pattern") => Filter::Pattern(a[4].to_vec()),
+        _ => Filter::All,
+    };
     let keep: Box<dyn Fn(&str) -> bool> = match a.len() {
         2 => Box::new(|_| true),
         5 if eq_ic(a[2], "filterby") => {
@@ -530,8 +538,7 @@ fn list(names: &[&'static str], a: &[&[u8]]) -> Reply {
                 let cat = format!("@{}", String::from_utf8_lossy(&arg).to_ascii_lowercase());
                 Box::new(move |n: &str| {
                     let info = redis_table().get(n).map(|c| c.info.clone()).or_else(|| limitlab_info(n));
-                    matches!(info, Some(Reply::Array(f)) if matches!(f.get(6), Some(Reply::Set(v)) | Some(Reply::Array(v))
-                            if v.iter().any(|x| matches!(x, Reply::Status(s) if *s == cat))))
+                    info.is_some_and(|i| in_acl_category(&i, &cat))
                 })
             } else if eq_ic(how, "pattern") {
                 Box::new(move |n: &str| glob_match(&arg, n.as_bytes(), true))
@@ -541,7 +548,40 @@ fn list(names: &[&'static str], a: &[&[u8]]) -> Reply {
         }
         _ => return Reply::err(crate::command_spec::SYNTAX),
     };
-    Reply::Array(names.iter().filter(|n| keep(n)).map(|n| Reply::Bulk(n.as_bytes().to_vec())).collect())
+    // Containers are followed by their subcommands (`config|get`), as Redis lists them.
+    let mut out = Vec::new();
+    for n in names {
+        if keep(n) {
+            out.push(Reply::Bulk(n.as_bytes().to_vec()));
+        }
+        for sub in redis_table().get(*n).map(|c| c.subcommands.as_slice()).unwrap_or(&[]) {
+            let in_cat = |cat: &str| in_acl_category(&sub.info, cat);
+            let keep_sub = match &filter {
+                Filter::All => true,
+                Filter::Module => false,
+                Filter::AclCat(cat) => in_cat(cat),
+                Filter::Pattern(p) => glob_match(p, sub.name.as_bytes(), true),
+            };
+            if keep_sub {
+                out.push(Reply::Bulk(sub.name.as_bytes().to_vec()));
+            }
+        }
+    }
+    Reply::Array(out)
+}
+
+/// Whether a COMMAND INFO entry lists ACL category `cat` (`@read`).
+fn in_acl_category(info: &Reply, cat: &str) -> bool {
+    let Reply::Array(f) = info else { return false };
+    items(f.get(6)).iter().any(|x| matches!(x, Reply::Status(s) if s == cat))
+}
+
+/// What COMMAND LIST keeps.
+enum Filter {
+    All,
+    Module,
+    AclCat(String),
+    Pattern(Vec<u8>),
 }
 
 /// A subcommand of a command that has them (Redis 7.0's `<command>|<subcommand>` entries): its
