@@ -458,6 +458,46 @@ fn keys_by_specs(specs: &[Reply], args: &[&[u8]], arity: i64) -> Option<Vec<Foun
     Some(out)
 }
 
+/// The key of SET and BITFIELD, whose flags depend on the arguments (their key specs say
+/// `variable_flags`): Redis's `setGetKeys` and `bitfieldGetKeys`.
+fn variable_flag_keys(name: &str, call: &[&[u8]]) -> Option<Vec<FoundKey>> {
+    let flags = |f: &[&str]| f.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let rw = flags(&["RW", "access", "update"]);
+    let key_flags = match name {
+        "set" => {
+            if call.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get")) {
+                rw
+            } else {
+                flags(&["OW", "update"])
+            }
+        }
+        "bitfield" => {
+            let mut read_only = true;
+            let mut i = 2;
+            while i < call.len() {
+                let left = call.len() - i - 1;
+                let a = call[i];
+                if a.eq_ignore_ascii_case(b"get") && left >= 2 {
+                    i += 2;
+                } else if a.eq_ignore_ascii_case(b"overflow") && left >= 1 {
+                    i += 1;
+                } else {
+                    read_only = false;
+                    break;
+                }
+                i += 1;
+            }
+            if read_only {
+                flags(&["RO", "access"])
+            } else {
+                rw
+            }
+        }
+        _ => return None,
+    };
+    (call.len() > 1).then(|| vec![(1, key_flags)])
+}
+
 /// COMMAND GETKEYS / GETKEYSANDFLAGS of a full command (Redis's `getKeysSubcommandImpl`): by the
 /// command's key specs, else by the emulator's own key finder for the command.
 fn getkeys(core: &Core, call: &[&[u8]], with_flags: bool) -> Reply {
@@ -483,7 +523,9 @@ fn getkeys(core: &Core, call: &[&[u8]], with_flags: bool) -> Reply {
     if !cmd.arity_ok(call.len()) {
         return Reply::err("ERR Invalid number of arguments specified for command");
     }
-    let keys = match keys_by_specs(specs, call, cmd.arity) {
+    let variable = specs.iter().any(|s| spec_flags(s).iter().any(|f| f == "variable_flags"));
+    let found = if variable { variable_flag_keys(name, call) } else { keys_by_specs(specs, call, cmd.arity) };
+    let keys = match found {
         Some(k) => k,
         None => {
             // Redis's own key finder for the command; its flags are the first spec's.
