@@ -179,9 +179,13 @@ fn served(core: &Core, name: &[u8]) -> Option<&'static str> {
     core.server_commands.iter().copied().find(|n| name.eq_ignore_ascii_case(n.as_bytes()))
 }
 
+/// `(name, arity, flags, summary, arguments as (name, type))`.
+type LimitlabCommand =
+    (&'static str, i64, &'static [&'static str], &'static str, &'static [(&'static str, &'static str)]);
+
 /// limitlab's own commands (the virtual clock's), as COMMAND describes them: `(name, arity, flags,
 /// summary, arguments)`. Keyless, so a cluster client may send them to any node.
-const LIMITLAB_COMMANDS: &[(&str, i64, &[&str], &str, &[(&str, &str)])] = &[
+const LIMITLAB_COMMANDS: &[LimitlabCommand] = &[
     (
         "clock.advance",
         2,
