@@ -10,4 +10,5 @@ mod serve;
 mod serve_busy;
 mod serve_clients;
 mod serve_cluster;
+mod serve_infra;
 mod serve_types;

@@ -86,6 +86,19 @@ fn python_limits_through_a_window() {
     run(Command::new(python()).arg(root().join("examples/clients/limits_test.py")).env("REDIS_URL", serve.url()));
 }
 
+/// redis-py's RedisCluster sends CLOCK.ADVANCE through `execute_command` to a node of
+/// `serve --cluster 3` of its choosing (COMMAND lists CLOCK.* keyless), and the clock moves.
+#[test]
+fn python_cluster_client_moves_the_clock() {
+    if !have_python("python_cluster_client_moves_the_clock") {
+        return;
+    }
+    let serve = LimitlabServe::start(&["--cluster", "3"]);
+    let out =
+        run(Command::new(python()).arg(root().join("tests/clients/cluster_clock.py")).arg(serve.port().to_string()));
+    assert_eq!(out.lines().collect::<Vec<_>>(), ["moved 1000", "expired True"], "{out}");
+}
+
 #[test]
 fn node_rate_limiter_flexible_through_a_window() {
     if !have_node("node_rate_limiter_flexible_through_a_window") {

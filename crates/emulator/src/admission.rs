@@ -84,6 +84,7 @@ impl Core {
         let is_write = flags & rflags::WRITE != 0;
         if self.settings.maxmemory() != 0 && !self.in_script() {
             let out_of_memory = !self.perform_evictions();
+            self.pre_command_oom = out_of_memory;
             let reject = flags & rflags::DENYOOM != 0 || (in_multi && kind == Kind::Plain);
             if out_of_memory && reject {
                 return Some(OOM);
@@ -177,3 +178,74 @@ impl Core {
 
 /// A fresh Redis 7.0.15's `used_memory` (the startup figure of a private server).
 pub const USED_MEMORY_STARTUP: u64 = 876_048;
+
+#[cfg(test)]
+mod tests {
+    use crate::reply::Reply;
+    use crate::Emulator;
+
+    fn run(emu: &mut Emulator, line: &str) -> Reply {
+        let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+        emu.execute(&args)
+    }
+
+    /// Over `maxmemory`, `noeviction` refuses commands that may use memory (not reads, not DEL);
+    /// an `allkeys-lru` policy evicts the least recently used keys until the data fits, and
+    /// counts them.
+    #[test]
+    fn maxmemory_refuses_or_evicts() {
+        let mut emu = Emulator::new();
+        for i in 0..50 {
+            run(&mut emu, &format!("SET key{i} {}", "x".repeat(100)));
+            emu.clock().advance_millis(1);
+        }
+        let used = emu.core().used_memory();
+        run(&mut emu, &format!("CONFIG SET maxmemory {}", used - 1000));
+        assert_eq!(run(&mut emu, "SET another v"), Reply::err(super::OOM));
+        assert_eq!(run(&mut emu, "GET key0"), Reply::Bulk("x".repeat(100).into_bytes()));
+        assert_eq!(run(&mut emu, "DEL key49"), Reply::Int(1));
+        run(&mut emu, "CONFIG SET maxmemory-policy allkeys-lru");
+        run(&mut emu, &format!("CONFIG SET maxmemory {}", used - 3000));
+        assert_eq!(run(&mut emu, "SET another v"), Reply::ok());
+        assert!(emu.core().used_memory() <= (used - 3000) + 200);
+        // key0 was read last, so keys 1.. went first.
+        assert_ne!(run(&mut emu, "EXISTS key0"), Reply::Int(0));
+        assert_eq!(run(&mut emu, "EXISTS key1"), Reply::Int(0));
+        let evicted = emu.core().stats.evicted_keys;
+        assert!(evicted >= 10, "{evicted}");
+    }
+
+    /// `min-replicas-to-write` refuses writes (not reads); REPLICAOF makes writes READONLY and,
+    /// with `replica-serve-stale-data no`, most commands MASTERDOWN; EXEC is refused for what
+    /// it queued.
+    #[test]
+    fn replicas_and_replica_states() {
+        let mut emu = Emulator::new();
+        let c = emu.connect();
+        let on = |emu: &mut Emulator, line: &str| {
+            let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+            emu.execute_as(c, &args)
+        };
+        run(&mut emu, "CONFIG SET min-replicas-to-write 1");
+        assert_eq!(on(&mut emu, "SET k v"), Reply::err(super::NOREPLICAS));
+        assert_eq!(on(&mut emu, "GET k"), Reply::Nil);
+        run(&mut emu, "CONFIG SET min-replicas-to-write 0");
+        on(&mut emu, "MULTI");
+        on(&mut emu, "SET k v");
+        run(&mut emu, "CONFIG SET min-replicas-to-write 1");
+        assert_eq!(
+            on(&mut emu, "EXEC"),
+            Reply::err("EXECABORT Transaction discarded because of: NOREPLICAS Not enough good replicas to write.")
+        );
+        run(&mut emu, "CONFIG SET min-replicas-to-write 0");
+        assert_eq!(run(&mut emu, "REPLICAOF localhost 1"), Reply::ok());
+        assert_eq!(on(&mut emu, "SET k v"), Reply::err(super::READONLY));
+        run(&mut emu, "CONFIG SET replica-serve-stale-data no");
+        assert_eq!(on(&mut emu, "GET k"), Reply::err(super::MASTERDOWN));
+        assert_eq!(run(&mut emu, "REPLICAOF no one"), Reply::ok());
+        assert_eq!(on(&mut emu, "SET k v"), Reply::ok());
+        on(&mut emu, "MULTI");
+        assert_eq!(on(&mut emu, "SAVE"), Reply::err(super::NO_MULTI));
+        assert_eq!(on(&mut emu, "EXEC"), Reply::err("EXECABORT Transaction discarded because of previous errors."));
+    }
+}

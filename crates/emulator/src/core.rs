@@ -58,6 +58,9 @@ pub struct Core {
     /// The commands a server in front of the emulator answers itself (HELLO, AUTH, CLOCK.ADVANCE,
     /// ...): COMMAND lists them with the emulator's own.
     pub server_commands: Vec<&'static str>,
+    /// Whether the server was over `maxmemory` (after evicting) when the running command started
+    /// (Redis's `pre_command_oom_state`): a script may then not call commands that use memory.
+    pub pre_command_oom: bool,
 }
 
 impl Core {
@@ -83,6 +86,7 @@ impl Core {
             mark_us: 0,
             master: None,
             server_commands: Vec::new(),
+            pre_command_oom: false,
         };
         core.started_ms = core.clock.now_millis().0;
         let first = core.new_client();

@@ -199,6 +199,7 @@ impl Emulator {
             let mut core = self.core.borrow_mut();
             let now = core.now_ms();
             core.mark_us = core.now_us();
+            core.stats.command_starts();
             let Some(c) = core.client(id) else { return Reply::err("ERR no such client connection") };
             let (db, in_multi) = (c.db, c.multi.is_some());
             c.last_ms = now;
@@ -211,7 +212,7 @@ impl Emulator {
         let reply = if in_multi { self.queue(id, spec, args) } else { self.run_as(id, spec, args) };
         let mut core = self.core.borrow_mut();
         if let Reply::Error(e) = &reply {
-            core.stats.error_reply(e);
+            core.stats.reply_error(e);
         }
         let db = core.selected;
         if let Some(c) = core.client(id) {

@@ -57,6 +57,9 @@ pub struct Stats {
     pub evicted_keys: u64,
     pub keyspace_hits: u64,
     pub keyspace_misses: u64,
+    /// The errors of the commands a script called during the current command: counted when they
+    /// happened, so the script's own error reply, when it is one of them, is not counted again.
+    script_errors: Vec<String>,
 }
 
 fn addr(s: &'static str) -> usize {
@@ -100,6 +103,29 @@ impl Stats {
                 self.errors.insert(code.to_string(), 1);
             }
             None => {}
+        }
+    }
+
+    /// A command called by a script replied an error: counted now, and remembered (see
+    /// [`Stats::reply_error`]).
+    pub fn script_error(&mut self, text: &str) {
+        self.error_reply(text);
+        self.script_errors.push(text.to_string());
+    }
+
+    /// A client command's error reply: counted, unless it passes on the error of a command its
+    /// script called, which was counted then (Redis's `ERR_REPLY_FLAG_NO_STATS_UPDATE`).
+    pub fn reply_error(&mut self, text: &str) {
+        if !self.script_errors.iter().any(|e| text.starts_with(e.as_str())) {
+            self.error_reply(text);
+        }
+    }
+
+    /// A client command starts.
+    #[inline]
+    pub fn command_starts(&mut self) {
+        if !self.script_errors.is_empty() {
+            self.script_errors.clear();
         }
     }
 

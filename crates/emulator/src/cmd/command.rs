@@ -179,9 +179,13 @@ fn served(core: &Core, name: &[u8]) -> Option<&'static str> {
     core.server_commands.iter().copied().find(|n| name.eq_ignore_ascii_case(n.as_bytes()))
 }
 
+/// `(name, arity, flags, summary, arguments as (name, type))`.
+type LimitlabCommand =
+    (&'static str, i64, &'static [&'static str], &'static str, &'static [(&'static str, &'static str)]);
+
 /// limitlab's own commands (the virtual clock's), as COMMAND describes them: `(name, arity, flags,
 /// summary, arguments)`. Keyless, so a cluster client may send them to any node.
-const LIMITLAB_COMMANDS: &[(&str, i64, &[&str], &str, &[(&str, &str)])] = &[
+const LIMITLAB_COMMANDS: &[LimitlabCommand] = &[
     (
         "clock.advance",
         2,
@@ -458,6 +462,46 @@ fn keys_by_specs(specs: &[Reply], args: &[&[u8]], arity: i64) -> Option<Vec<Foun
     Some(out)
 }
 
+/// The key of SET and BITFIELD, whose flags depend on the arguments (their key specs say
+/// `variable_flags`): Redis's `setGetKeys` and `bitfieldGetKeys`.
+fn variable_flag_keys(name: &str, call: &[&[u8]]) -> Option<Vec<FoundKey>> {
+    let flags = |f: &[&str]| f.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let rw = flags(&["RW", "access", "update"]);
+    let key_flags = match name {
+        "set" => {
+            if call.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get")) {
+                rw
+            } else {
+                flags(&["OW", "update"])
+            }
+        }
+        "bitfield" => {
+            let mut read_only = true;
+            let mut i = 2;
+            while i < call.len() {
+                let left = call.len() - i - 1;
+                let a = call[i];
+                if a.eq_ignore_ascii_case(b"get") && left >= 2 {
+                    i += 2;
+                } else if a.eq_ignore_ascii_case(b"overflow") && left >= 1 {
+                    i += 1;
+                } else {
+                    read_only = false;
+                    break;
+                }
+                i += 1;
+            }
+            if read_only {
+                flags(&["RO", "access"])
+            } else {
+                rw
+            }
+        }
+        _ => return None,
+    };
+    (call.len() > 1).then(|| vec![(1, key_flags)])
+}
+
 /// COMMAND GETKEYS / GETKEYSANDFLAGS of a full command (Redis's `getKeysSubcommandImpl`): by the
 /// command's key specs, else by the emulator's own key finder for the command.
 fn getkeys(core: &Core, call: &[&[u8]], with_flags: bool) -> Reply {
@@ -483,7 +527,9 @@ fn getkeys(core: &Core, call: &[&[u8]], with_flags: bool) -> Reply {
     if !cmd.arity_ok(call.len()) {
         return Reply::err("ERR Invalid number of arguments specified for command");
     }
-    let keys = match keys_by_specs(specs, call, cmd.arity) {
+    let variable = specs.iter().any(|s| spec_flags(s).iter().any(|f| f == "variable_flags"));
+    let found = if variable { variable_flag_keys(name, call) } else { keys_by_specs(specs, call, cmd.arity) };
+    let keys = match found {
         Some(k) => k,
         None => {
             // Redis's own key finder for the command; its flags are the first spec's.
@@ -517,6 +563,14 @@ fn getkeys(core: &Core, call: &[&[u8]], with_flags: bool) -> Reply {
 
 /// COMMAND LIST [FILTERBY MODULE name | ACLCAT cat | PATTERN pattern].
 fn list(names: &[&'static str], a: &[&[u8]]) -> Reply {
+    let filter = match a.len() {
+        5 if eq_ic(a[3], "module") => Filter::Module,
+        5 if eq_ic(a[3], "aclcat") => {
+            Filter::AclCat(format!("@{}", String::from_utf8_lossy(a[4]).to_ascii_lowercase()))
+        }
+        5 if eq_ic(a[3], "pattern") => Filter::Pattern(a[4].to_vec()),
+        _ => Filter::All,
+    };
     let keep: Box<dyn Fn(&str) -> bool> = match a.len() {
         2 => Box::new(|_| true),
         5 if eq_ic(a[2], "filterby") => {
@@ -530,8 +584,7 @@ fn list(names: &[&'static str], a: &[&[u8]]) -> Reply {
                 let cat = format!("@{}", String::from_utf8_lossy(&arg).to_ascii_lowercase());
                 Box::new(move |n: &str| {
                     let info = redis_table().get(n).map(|c| c.info.clone()).or_else(|| limitlab_info(n));
-                    matches!(info, Some(Reply::Array(f)) if matches!(f.get(6), Some(Reply::Set(v)) | Some(Reply::Array(v))
-                            if v.iter().any(|x| matches!(x, Reply::Status(s) if *s == cat))))
+                    info.is_some_and(|i| in_acl_category(&i, &cat))
                 })
             } else if eq_ic(how, "pattern") {
                 Box::new(move |n: &str| glob_match(&arg, n.as_bytes(), true))
@@ -541,7 +594,40 @@ fn list(names: &[&'static str], a: &[&[u8]]) -> Reply {
         }
         _ => return Reply::err(crate::command_spec::SYNTAX),
     };
-    Reply::Array(names.iter().filter(|n| keep(n)).map(|n| Reply::Bulk(n.as_bytes().to_vec())).collect())
+    // Containers are followed by their subcommands (`config|get`), as Redis lists them.
+    let mut out = Vec::new();
+    for n in names {
+        if keep(n) {
+            out.push(Reply::Bulk(n.as_bytes().to_vec()));
+        }
+        for sub in redis_table().get(*n).map(|c| c.subcommands.as_slice()).unwrap_or(&[]) {
+            let in_cat = |cat: &str| in_acl_category(&sub.info, cat);
+            let keep_sub = match &filter {
+                Filter::All => true,
+                Filter::Module => false,
+                Filter::AclCat(cat) => in_cat(cat),
+                Filter::Pattern(p) => glob_match(p, sub.name.as_bytes(), true),
+            };
+            if keep_sub {
+                out.push(Reply::Bulk(sub.name.as_bytes().to_vec()));
+            }
+        }
+    }
+    Reply::Array(out)
+}
+
+/// Whether a COMMAND INFO entry lists ACL category `cat` (`@read`).
+fn in_acl_category(info: &Reply, cat: &str) -> bool {
+    let Reply::Array(f) = info else { return false };
+    items(f.get(6)).iter().any(|x| matches!(x, Reply::Status(s) if s == cat))
+}
+
+/// What COMMAND LIST keeps.
+enum Filter {
+    All,
+    Module,
+    AclCat(String),
+    Pattern(Vec<u8>),
 }
 
 /// A subcommand of a command that has them (Redis 7.0's `<command>|<subcommand>` entries): its

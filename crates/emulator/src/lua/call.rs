@@ -5,10 +5,12 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use super::context::RunState;
+use crate::admission;
 use crate::cluster;
 use crate::cmd::{self, eq_ic, flags, CommandSpec};
 use crate::core::Core;
 use crate::reply::{Reply, ReplySink};
+use crate::stats::StatKey;
 
 /// `redis.call`/`redis.pcall` after argument conversion: applies the scripting rules (unknown command,
 /// arity, commands scripts may not call, writes in read-only scripts, cluster slots), then runs it.
@@ -20,25 +22,54 @@ pub(crate) fn call_checked(
     argv: &[&[u8]],
     out: &mut dyn ReplySink,
 ) -> Option<Reply> {
+    let r = call_counted(core, st, argv, out);
+    if let Some(Reply::Error(e)) = &r {
+        core.borrow_mut().stats.script_error(e);
+    }
+    r
+}
+
+/// [`call_checked`] without the error count: a command refused here is a rejected call of it, one
+/// that runs is a call (failed when it replies an error), as INFO commandstats counts them.
+fn call_counted(core: &Rc<RefCell<Core>>, st: &RunState, argv: &[&[u8]], out: &mut dyn ReplySink) -> Option<Reply> {
     let Some(found) = st.commands.borrow_mut().find(argv[0]) else {
         return Some(not_emulated(argv));
     };
+    let r = call_found(core, st, found, argv, out);
+    let spec = found.spec;
+    let key = || StatKey::of(spec, crate::emulator::subcommand_name(spec, argv));
+    match &r {
+        Err(_) => core.borrow_mut().stats.rejected(key()),
+        Ok(reply) => core.borrow_mut().stats.call(key(), 0, matches!(reply, Some(Reply::Error(_)))),
+    }
+    r.unwrap_or_else(Some)
+}
+
+/// Runs a command a script called: `Err` when the scripting rules or the server's state refuse it
+/// (with the error), else what [`call_checked`] returns.
+fn call_found(
+    core: &Rc<RefCell<Core>>,
+    st: &RunState,
+    found: cmd::Found,
+    argv: &[&[u8]],
+    out: &mut dyn ReplySink,
+) -> Result<Option<Reply>, Reply> {
     let spec = found.spec;
     // Every command with subcommands has arity -2 (COMMAND: -1); with a subcommand given, the subcommand is what
     // Redis looks up and checks (`lookupCommand`). Out of line: rate limiters never get here.
     if (spec.arity == -2 || spec.arity == -1) && argv.len() >= 2 {
         if let Some(r) = subcommand_rules(spec, argv) {
-            return Some(r);
+            return Err(r);
         }
     }
     if !spec.arity_ok(argv.len()) {
-        return Some(Reply::err(cmd::SCRIPT_ARITY));
+        return Err(Reply::err(cmd::SCRIPT_ARITY));
     }
     if spec.has(flags::NOSCRIPT) || spec.has(flags::SCRIPTING) {
-        return Some(Reply::err("ERR This Redis command is not allowed from script"));
+        return Err(Reply::err("ERR This Redis command is not allowed from script"));
     }
     if st.read_only.get() && spec.has(flags::WRITE | flags::MAY_REPLICATE) {
-        return Some(Reply::err("ERR Write commands are not allowed from read-only scripts."));
+        return Err(Reply::err("ERR Write commands are not allowed from read-only scripts."));
     }
     if st.oom_at_start.get() && spec.has(flags::DENYOOM) && !st.allow_oom.get() && !st.busy.wrote.get() {
         // Out of memory when the script started, and it has not written yet (so it can still be
@@ -50,16 +81,21 @@ pub(crate) fn call_checked(
         st.busy.wrote.set(true);
     }
     let mut core = core.borrow_mut();
+    if core.guarded() {
+        if let Some(e) = script_state_refusal(&core, spec, argv) {
+            return Err(Reply::err(e));
+        }
+    }
     if core.cluster {
         let keys = spec.keys.keys(argv);
         match cluster::common_slot(keys.iter().copied()) {
             Err(cluster::CrossSlot) => {
-                return Some(Reply::err("ERR Script attempted to access a non local key in a cluster node"))
+                return Err(Reply::err("ERR Script attempted to access a non local key in a cluster node"))
             }
             Ok(Some(slot)) => match st.slot.get() {
                 None => st.slot.set(Some(slot)),
                 Some(s) if s != slot && !st.cross_slot.get() => {
-                    return Some(Reply::err("ERR Script attempted to access keys that do not hash to the same slot"))
+                    return Err(Reply::err("ERR Script attempted to access keys that do not hash to the same slot"))
                 }
                 _ => {}
             },
@@ -70,7 +106,7 @@ pub(crate) fn call_checked(
     if core.resp3 && (spec.name == "memory" || spec.name == "info") {
         if let Some(r) = memory_verbatim(&mut core, spec, argv, out) {
             core.resp3 = false;
-            return r;
+            return Ok(r);
         }
     }
     let reply = match found.direct {
@@ -81,7 +117,28 @@ pub(crate) fn call_checked(
         None => Some(spec.run(&mut core, argv)),
     };
     core.resp3 = false;
-    reply
+    Ok(reply)
+}
+
+/// What the server's state refuses a script's command (Redis's `scriptVerifyOOM` and
+/// `scriptVerifyWriteCommandAllow`): a command that may use memory while the server was over
+/// `maxmemory` when the script started; a write on a read-only replica or without enough replicas.
+#[cold]
+#[inline(never)]
+fn script_state_refusal(core: &Core, spec: &CommandSpec, argv: &[&[u8]]) -> Option<&'static str> {
+    let rf = admission::redis_flags(spec, crate::emulator::subcommand_name(spec, argv));
+    if core.settings.maxmemory() != 0 && core.pre_command_oom && rf & admission::rflags::DENYOOM != 0 {
+        return Some(admission::OOM);
+    }
+    if rf & admission::rflags::WRITE != 0 {
+        if core.master.is_some() && core.settings.flag("replica-read-only") {
+            return Some(admission::READONLY);
+        }
+        if core.master.is_none() && core.settings.min_replicas() {
+            return Some(admission::NOREPLICAS);
+        }
+    }
+    None
 }
 
 /// A script's call of a command the emulator does not implement: what Redis 7.0.15 says before
