@@ -247,6 +247,7 @@ pub struct Settings {
     /// Cached readers of the parameters consulted on hot paths.
     notify: u32,
     maxmemory: i64,
+    no_good_replicas: bool,
 }
 
 impl Settings {
@@ -280,6 +281,13 @@ impl Settings {
         self.maxmemory
     }
 
+    /// Whether `min-replicas-to-write` asks for replicas a server without any never has: writes
+    /// are refused (`NOREPLICAS`).
+    #[inline]
+    pub fn no_good_replicas(&self) -> bool {
+        self.no_good_replicas
+    }
+
     /// Sets a parameter without validation (the server's own settings: its port, say).
     pub fn force(&mut self, name: &'static str, value: Vec<u8>) {
         self.set.insert(name, value);
@@ -289,6 +297,7 @@ impl Settings {
     fn refresh(&mut self) {
         self.notify = notify_flags_from(self.get("notify-keyspace-events")).unwrap_or(0);
         self.maxmemory = self.int("maxmemory");
+        self.no_good_replicas = self.int("min-replicas-to-write") > 0 && self.int("min-replicas-max-lag") > 0;
     }
 
     /// CONFIG SET's arguments (`name value [name value ...]`): every pair validated first, then all

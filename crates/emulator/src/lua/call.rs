@@ -40,16 +40,22 @@ pub(crate) fn call_checked(
     if st.read_only.get() && spec.has(flags::WRITE | flags::MAY_REPLICATE) {
         return Some(Reply::err("ERR Write commands are not allowed from read-only scripts."));
     }
-    if st.oom_at_start.get() && spec.has(flags::DENYOOM) && !st.allow_oom.get() && !st.busy.wrote.get() {
-        // Out of memory when the script started, and it has not written yet (so it can still be
-        // stopped cleanly): a command that may grow memory is refused (Redis's scriptVerifyOOM).
-        return Some(Reply::err(super::oom::OOM));
+    let mut core = core.borrow_mut();
+    // Until the script's first write, the server's state may still refuse a command (Redis's
+    // scriptVerifyWriteCommandAllow, then scriptVerifyOOM); after it, the script cannot be stopped
+    // half-way.
+    if !st.busy.wrote.get() {
+        if spec.has(flags::WRITE) && core.settings.no_good_replicas() {
+            return Some(Reply::err(super::refusals::NOREPLICAS));
+        }
+        if st.oom_at_start.get() && spec.has(flags::DENYOOM) && !st.allow_oom.get() {
+            return Some(Reply::err(super::refusals::OOM));
+        }
     }
     if spec.has(flags::WRITE) {
         // Redis's SCRIPT_WRITE_DIRTY: from now on SCRIPT KILL refuses (UNKILLABLE).
         st.busy.wrote.set(true);
     }
-    let mut core = core.borrow_mut();
     if core.cluster {
         let keys = spec.keys.keys(argv);
         match cluster::common_slot(keys.iter().copied()) {

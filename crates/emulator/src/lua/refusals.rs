@@ -1,5 +1,6 @@
-//! Redis 7.0's out-of-memory rules for scripts and functions, with `maxmemory` set and the memory
-//! used past it: a script or function that may write (a shebang or function flags without
+//! Redis 7.0's refusals of scripts and functions on the server's state.
+//!
+//! Out of memory (`maxmemory` set and the memory used past it): a script or function that may write (a shebang or function flags without
 //! `no-writes` or `allow-oom`) and FUNCTION LOAD / RESTORE are refused before they run (Redis's
 //! `processCommand` gives them the `denyoom` flag); a script without flags is refused its first
 //! `denyoom` command (a write that may grow memory) unless it already wrote (`scriptVerifyOOM`:
@@ -10,6 +11,11 @@
 //! not be walked. The emulator evicts nothing: a `maxmemory-policy` other than `noeviction` would
 //! make room on Redis first.
 use crate::core::{Core, DATABASES};
+
+/// Redis's `shared.noreplicaserr`: `min-replicas-to-write` is set (the emulator has no replicas),
+/// and a script that may write (flags without `no-writes`) is refused before it runs, one without
+/// flags at its first write command unless it already wrote.
+pub(crate) const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 
 /// Redis's `shared.oomerr`.
 pub(crate) const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
