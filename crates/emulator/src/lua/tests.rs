@@ -532,3 +532,19 @@ fn scripts_that_may_write_need_good_replicas() {
     assert_eq!(e.execute(&[b"CONFIG", b"SET", b"min-replicas-to-write", b"0"]), Reply::ok());
     assert_eq!(eval(&mut e, body), Reply::ok());
 }
+
+/// COMMAND GETKEYS reads the `numkeys` keys of the scripting commands (Redis 7.0.15's answers).
+#[test]
+fn command_getkeys_finds_the_keys_of_scripts_and_functions() {
+    let mut e = Emulator::new();
+    assert_eq!(
+        e.execute(&[b"COMMAND", b"GETKEYS", b"EVAL", b"return 1", b"2", b"a", b"b", b"c"]),
+        Reply::Array(vec![Reply::Bulk(b"a".to_vec()), Reply::Bulk(b"b".to_vec())])
+    );
+    for name in [&b"FCALL"[..], b"FCALL_RO", b"EVALSHA", b"EVAL_RO", b"EVALSHA_RO"] {
+        assert_eq!(
+            e.execute(&[b"COMMAND", b"GETKEYS", name, b"f", b"1", b"x", b"foo"]),
+            Reply::Array(vec![Reply::Bulk(b"x".to_vec())])
+        );
+    }
+}
