@@ -52,7 +52,8 @@ pub struct Options {
     pub cluster: Option<usize>,
     /// The default user's password (Redis's `requirepass`).
     pub requirepass: Option<Vec<u8>>,
-    /// The script budget (loop iterations and calls) of every node's emulator.
+    /// The script budget (loop iterations and calls) of every node's emulator; None: no budget, as in
+    /// Redis (SCRIPT KILL and FUNCTION KILL stop a long script).
     pub script_budget: Option<u64>,
     /// Connections beyond this many are refused with Redis's text.
     pub max_clients: usize,
