@@ -11,6 +11,8 @@
 //! - [`connection`]: one client's loop; [`conn`]: its state;
 //! - [`commands`]: what the server answers itself (HELLO, AUTH, QUIT, RESET, SHUTDOWN, DEBUG SLEEP,
 //!   CLOCK.*) and the order of Redis's checks before a command reaches the emulator;
+//! - [`busy`]: while a script runs past `busy-reply-threshold`, the other clients answered from the
+//!   emulator's count hook (BUSY, SCRIPT KILL, FUNCTION KILL, SHUTDOWN NOSAVE), as Redis does;
 //! - [`cluster`]: `--cluster N`, N ports answering as an N-master Redis Cluster (one emulator per node);
 //! - [`client`]: a small blocking RESP client, for `limitlab cli -h HOST -p PORT`.
 //!
