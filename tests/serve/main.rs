@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod redis_suite;
 mod serve;
 mod serve_busy;
 mod serve_clients;

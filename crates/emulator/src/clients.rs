@@ -49,6 +49,8 @@ pub struct Client {
     /// While EXEC runs this client's transaction: how many commands it queued (Redis keeps the
     /// client in MULTI until EXEC returns, as CLIENT INFO shows from inside).
     pub executing: Option<usize>,
+    /// The protocol it speaks (`HELLO 3`): CLIENT LIST's `resp=`.
+    pub resp3: bool,
     /// The peer's and the server's address as a server gives them (`addr=`, `laddr=`); None for
     /// an in-process client.
     pub addr: Option<(String, String)>,
@@ -64,6 +66,10 @@ pub struct Multi {
     pub slot: Option<u16>,
     /// ...and whether a queued command's keys were in another one (EXEC then replies CROSSSLOT).
     pub cross_slot: bool,
+    /// The union of the queued commands' Redis flags ([`crate::admission::rflags`]), and whether
+    /// one of them lacks `stale`: what EXEC is checked as (Redis's `mstate.cmd_flags`/`cmd_inv_flags`).
+    pub flags: u8,
+    pub any_not_stale: bool,
 }
 
 /// One WATCHed key.

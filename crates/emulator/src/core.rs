@@ -44,6 +44,20 @@ pub struct Core {
     pub settings: crate::settings::Settings,
     /// INFO's scripting counts (kept by the scripting engine): cached scripts, functions, libraries.
     pub scripting_counts: (usize, usize, usize),
+    /// INFO's counters (CONFIG RESETSTAT zeroes them).
+    pub stats: crate::stats::Stats,
+    /// When the virtual clock follows the machine's (a server's `--clock wall`): the clock's distance
+    /// from the machine's time, in microseconds. Commands are then timed for INFO commandstats
+    /// (one reading of the machine's clock as each command ends); otherwise they take no time.
+    pub wall_offset: Option<i64>,
+    /// Where the time of the running command is counted from (unix µs, see [`Core::lap_us`]).
+    pub mark_us: i64,
+    /// REPLICAOF host port: the master this server was told to follow (its link is always down:
+    /// there is no replication). Writes are then refused as on a read-only replica.
+    pub master: Option<(String, String)>,
+    /// The commands a server in front of the emulator answers itself (HELLO, AUTH, CLOCK.ADVANCE,
+    /// ...): COMMAND lists them with the emulator's own.
+    pub server_commands: Vec<&'static str>,
 }
 
 impl Core {
@@ -64,6 +78,11 @@ impl Core {
             started_ms: 0,
             settings: Default::default(),
             scripting_counts: (0, 0, 0),
+            stats: Default::default(),
+            wall_offset: None,
+            mark_us: 0,
+            master: None,
+            server_commands: Vec::new(),
         };
         core.started_ms = core.clock.now_millis().0;
         let first = core.new_client();
@@ -151,6 +170,7 @@ impl Core {
 
     /// A new client, on database 0.
     pub fn connect(&mut self) -> ClientId {
+        self.stats.total_connections += 1;
         match self.clients.iter().position(Option::is_none) {
             Some(i) => {
                 self.clients[i] = Some(self.new_client());
@@ -268,6 +288,17 @@ impl Core {
     }
 
     // ---- running commands ------------------------------------------------------------------------
+
+    /// The microseconds since the last lap (or the start of the command), for INFO commandstats:
+    /// one reading of the machine's clock when the clock follows it ([`Core::wall_offset`]), else 0.
+    #[inline]
+    pub fn lap_us(&mut self) -> u64 {
+        let Some(off) = self.wall_offset else { return 0 };
+        let now = crate::clock::SystemClock.now_micros().0 + off;
+        let d = now - self.mark_us;
+        self.mark_us = now;
+        d.max(0) as u64
+    }
 }
 
 impl Db {

@@ -3,14 +3,15 @@
 use crate::clients::ClientId;
 use crate::core::Core;
 use crate::reply::Reply;
-use crate::{cluster, cmd, keyspace, lua};
+use crate::stats::StatKey;
+use crate::{admission, cluster, cmd, keyspace, lua};
 use std::cell::RefCell;
 use std::rc::Rc;
 
 use crate::clock::VirtualClock;
 
 /// The subcommand of a call of a container command, as Redis's table spells it (for `cmd=`).
-fn subcommand_name(spec: &cmd::CommandSpec, args: &[&[u8]]) -> Option<&'static str> {
+pub(crate) fn subcommand_name(spec: &cmd::CommandSpec, args: &[&[u8]]) -> Option<&'static str> {
     if spec.arity > -1 || spec.arity < -2 || args.len() < 2 {
         return None;
     }
@@ -137,6 +138,30 @@ impl Emulator {
         r
     }
 
+    /// Says how far the virtual clock is from the machine's when it follows it (a server's `--clock
+    /// wall`, see [`Core::wall_offset`]): commands are then timed for INFO commandstats.
+    pub fn set_wall_offset(&mut self, offset_us: Option<i64>) {
+        self.core.borrow_mut().wall_offset = offset_us;
+    }
+
+    /// Tells the emulator the TCP port a server listens on (INFO's `tcp_port`, CONFIG GET port).
+    pub fn set_port(&mut self, port: u16) {
+        self.core.borrow_mut().settings.force("port", port.to_string().into_bytes());
+    }
+
+    /// Names the commands a server answers before they reach the emulator (lower case), so that
+    /// COMMAND lists them: Redis's entries for Redis's commands, limitlab's for CLOCK.*.
+    pub fn declare_server_commands(&mut self, names: &[&'static str]) {
+        self.core.borrow_mut().server_commands = names.to_vec();
+    }
+
+    /// Says which protocol client `id` speaks (a server's HELLO): CLIENT LIST's `resp=`.
+    pub fn set_client_resp3(&mut self, id: ClientId, resp3: bool) {
+        if let Some(c) = self.core.borrow_mut().client(id) {
+            c.resp3 = resp3;
+        }
+    }
+
     /// The number CLIENT LIST shows for client `id` (0 when it is gone).
     pub fn client_number(&self, id: ClientId) -> u64 {
         self.core.borrow_mut().client(id).map_or(0, |c| c.id)
@@ -173,6 +198,7 @@ impl Emulator {
         let in_multi = {
             let mut core = self.core.borrow_mut();
             let now = core.now_ms();
+            core.mark_us = core.now_us();
             let Some(c) = core.client(id) else { return Reply::err("ERR no such client connection") };
             let (db, in_multi) = (c.db, c.multi.is_some());
             c.last_ms = now;
@@ -184,6 +210,9 @@ impl Emulator {
         };
         let reply = if in_multi { self.queue(id, spec, args) } else { self.run_as(id, spec, args) };
         let mut core = self.core.borrow_mut();
+        if let Reply::Error(e) = &reply {
+            core.stats.error_reply(e);
+        }
         let db = core.selected;
         if let Some(c) = core.client(id) {
             c.db = db;
@@ -191,31 +220,63 @@ impl Emulator {
         reply
     }
 
-    /// Runs a command for client `id` (its database selected), outside a transaction's queue.
+    /// Runs a command for client `id` (its database selected), outside a transaction's queue:
+    /// Redis's checks (arity, subcommand, the server's state), the command, and its statistics.
     pub(crate) fn run_as(&mut self, id: ClientId, spec: Option<&'static cmd::CommandSpec>, args: &[&[u8]]) -> Reply {
         let Some(spec) = spec else {
             return cmd::unknown_command(args);
         };
+        let sub = subcommand_name(spec, args);
+        let key = StatKey::of(spec, sub);
         if !spec.arity_ok(args.len()) {
+            self.core.borrow_mut().stats.rejected(key);
             return self.arity_error(id, spec);
         }
         if spec.arity < 0 && spec.arity >= -2 {
             if let Some(r) = cmd::command::subcommand_refusal(spec, args) {
+                if sub.is_some() {
+                    self.core.borrow_mut().stats.rejected(key);
+                }
                 return r;
             }
         }
-        if spec.has(cmd::flags::CONNECTION) {
-            if self.core.borrow().cluster {
-                if let Some(r) = cluster::check_command_slots(spec, args) {
-                    return r;
-                }
+        let guarded = self.core.borrow().guarded();
+        if guarded {
+            let flags = admission::redis_flags(spec, sub);
+            let refused = self.core.borrow_mut().refusal(flags, admission::Kind::Plain, false);
+            if let Some(e) = refused {
+                self.core.borrow_mut().stats.rejected(key);
+                return Reply::err(e);
             }
-            return self.connection_command(id, spec, args);
         }
-        if spec.has(cmd::flags::SCRIPTING) {
-            return self.scripting.command(spec, args);
-        }
-        cmd::dispatch_spec(&mut self.core.borrow_mut(), spec, args)
+        self.run_checked(id, spec, key, args)
+    }
+
+    /// Runs a command that passed Redis's checks, and counts it (INFO commandstats).
+    pub(crate) fn run_checked(
+        &mut self,
+        id: ClientId,
+        spec: &'static cmd::CommandSpec,
+        key: StatKey,
+        args: &[&[u8]],
+    ) -> Reply {
+        let reply = if spec.has(cmd::flags::CONNECTION) {
+            let cluster_refusal =
+                if self.core.borrow().cluster { cluster::check_command_slots(spec, args) } else { None };
+            match cluster_refusal {
+                Some(r) => r,
+                None => self.connection_command(id, spec, args),
+            }
+        } else if spec.has(cmd::flags::SCRIPTING) {
+            self.scripting.command(spec, args)
+        } else {
+            cmd::dispatch_spec(&mut self.core.borrow_mut(), spec, args)
+        };
+        let mut core = self.core.borrow_mut();
+        let usec = core.lap_us();
+        core.stats.call(key, usec, reply.is_error());
+        core.stats.total_commands += 1;
+        reply
     }
 
     /// Gives client `id` the addresses CLIENT LIST shows (`addr=` the peer's, `laddr=` the server's),

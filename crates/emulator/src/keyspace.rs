@@ -106,6 +106,7 @@ pub fn parse_canonical_i64(b: &[u8]) -> Option<i64> {
 
 pub mod dict_table;
 pub mod listpack;
+pub mod rng;
 mod small;
 pub mod stream;
 mod zset;
@@ -246,10 +247,14 @@ pub enum Value {
     Stream(Box<Stream>),
 }
 
+/// The members of a set: a hash set that is also indexable, so a random member is one draw away
+/// (SPOP, SRANDMEMBER) and a removal is a swap with the last one.
+pub type SetMembers = indexmap::IndexSet<Vec<u8>, rustc_hash::FxBuildHasher>;
+
 /// A set; integer-only small sets are kept sorted like Redis's intset, so SMEMBERS orders like Redis.
 #[derive(Clone, Debug, Default)]
 pub struct SetValue {
-    pub members: FxHashSet<Vec<u8>>,
+    pub members: SetMembers,
     /// False while Redis 7.0 would keep the set as an intset (every member a canonical i64, at most
     /// set-max-intset-entries = 512 of them); it then iterates in ascending numeric order. Once true
     /// (hashtable encoding) the order is undefined, and it never goes back.
@@ -262,7 +267,7 @@ impl SetValue {
     /// An empty set with the encoding Redis's `setTypeCreate` picks for its first member.
     pub fn for_first(member: &[u8]) -> SetValue {
         SetValue {
-            members: FxHashSet::default(),
+            members: SetMembers::default(),
             hashtable: parse_canonical_i64(member).is_none(),
             dict_table: Default::default(),
         }
@@ -303,14 +308,35 @@ impl SetValue {
     }
     pub fn remove(&mut self, m: &[u8]) -> bool {
         if !self.hashtable {
-            return self.members.remove(m);
+            return self.members.swap_remove(m);
         }
         self.dict_table.delete();
-        let removed = self.members.remove(m);
+        let removed = self.members.swap_remove(m);
         if removed {
             self.dict_table.resize_if_needed(self.members.len());
         }
         removed
+    }
+    /// A member drawn uniformly (`setTypeRandomElement`); `None` for an empty set.
+    pub fn random(&self, rng: &rng::Rng) -> Option<&[u8]> {
+        if self.members.is_empty() {
+            return None;
+        }
+        if self.hashtable {
+            self.dict_table.lookup();
+        }
+        self.members.get_index(rng.below(self.members.len())).map(Vec::as_slice)
+    }
+    /// Removes and returns a member drawn uniformly (SPOP).
+    pub fn pop_random(&mut self, rng: &rng::Rng) -> Option<Vec<u8>> {
+        let m = self.random(rng)?.to_vec();
+        self.remove(&m);
+        Some(m)
+    }
+    /// An empty set that starts as an intset and converts as members come (what SINTERSTORE,
+    /// SUNIONSTORE and SDIFFSTORE build: `createIntsetObject` then `setTypeAdd`).
+    pub fn new_intset() -> SetValue {
+        SetValue::default()
     }
     /// The members in the order Redis iterates them: ascending numbers for an intset, otherwise
     /// the hash table's (undefined) order.
@@ -376,8 +402,12 @@ pub struct Db {
     /// The time of the latest lookup or command (unix ms): what a write stamps on an entry as its
     /// last use (see [`Entry::lru_ms`]).
     pub now_hint: i64,
+    /// Keys removed because their deadline had passed (INFO's `expired_keys`).
+    pub expired: u64,
     /// While a trial runs (see [`Db::begin_trial`]): the entries to put back when it ends.
     trial: Option<Box<Trial>>,
+    /// The draws of SPOP, SRANDMEMBER, HRANDFIELD, ZRANDMEMBER and RANDOMKEY (seeded: see its file).
+    pub rng: rng::Rng,
 }
 
 /// The undo log of a trial: each key's entry as it was before the trial first touched it (`None`:
@@ -413,7 +443,15 @@ impl KeyWatch {
 
 impl Default for Db {
     fn default() -> Self {
-        Db { map: FxHashMap::default(), expiry_enabled: true, watch: None, now_hint: 0, trial: None }
+        Db {
+            map: FxHashMap::default(),
+            expiry_enabled: true,
+            watch: None,
+            now_hint: 0,
+            expired: 0,
+            trial: None,
+            rng: rng::Rng::default(),
+        }
     }
 }
 
@@ -477,6 +515,7 @@ impl Db {
             Some(e) if self.expired(e.expire_at, now) => {
                 self.note(key);
                 self.map.remove(key);
+                self.expired += 1;
                 false
             }
             Some(_) => true,
@@ -503,6 +542,7 @@ impl Db {
         let expire_at = unsafe { (*entry).expire_at };
         if matches!(expire_at, Some(t) if t < now && expiry_enabled) {
             self.map.remove(key);
+            self.expired += 1;
             return None;
         }
         self.now_hint = now;
@@ -584,7 +624,9 @@ impl Db {
                 self.note(&k);
             }
         }
+        let before = self.map.len();
         self.map.retain(|_, e| e.expire_at.is_none_or(|t| t >= now));
+        self.expired += (before - self.map.len()) as u64;
     }
     pub fn len(&self) -> usize {
         self.map.len()
@@ -615,110 +657,113 @@ impl Db {
     }
 }
 
-/// Redis's glob matching (`stringmatchlen`): `*`, `?`, `[...]` with ranges and `^`, and `\` escapes.
+/// Redis's glob matching (`stringmatchlen`): `*`, `?`, `[...]` with ranges and `^`, and `\` escapes,
+/// case-folded (ASCII) when `nocase`.
+///
+/// Like Redis 7.0.15 it stops early on patterns with many stars: once the rest of the pattern after a
+/// star matches nowhere in the rest of the string, no earlier star can help by matching more (a longer
+/// match leaves less string for the same rest), so every level gives up at once. Without that,
+/// `a*a*a*...b` against a long run of `a`s takes exponential time. Past 1000 nested stars a pattern
+/// matches nothing, as in Redis.
 pub fn glob_match(pattern: &[u8], s: &[u8], nocase: bool) -> bool {
-    fn lower(c: u8, nocase: bool) -> u8 {
-        if nocase {
-            c.to_ascii_lowercase()
-        } else {
-            c
-        }
+    let mut skip_longer = false;
+    glob_from(pattern, s, nocase, &mut skip_longer, 0)
+}
+
+/// Byte `i` of `b`, or NUL past its end: Redis's strings end with a NUL that its loops read.
+#[inline]
+fn at(b: &[u8], i: usize) -> u8 {
+    b.get(i).copied().unwrap_or(0)
+}
+
+fn glob_from(p: &[u8], s: &[u8], nocase: bool, skip_longer: &mut bool, nesting: u32) -> bool {
+    if nesting > 1000 {
+        return false;
     }
-    fn m(p: &[u8], s: &[u8], nocase: bool) -> bool {
-        let (mut pi, mut si) = (0usize, 0usize);
-        while pi < p.len() && si <= s.len() {
-            match p[pi] {
-                b'*' => {
-                    while pi + 1 < p.len() && p[pi + 1] == b'*' {
-                        pi += 1;
-                    }
-                    if pi + 1 == p.len() {
+    let fold = |c: u8| if nocase { c.to_ascii_lowercase() } else { c };
+    let (mut pi, mut si) = (0usize, 0usize);
+    while pi < p.len() && si < s.len() {
+        match p[pi] {
+            b'*' => {
+                while pi + 1 < p.len() && p[pi + 1] == b'*' {
+                    pi += 1;
+                }
+                if pi + 1 == p.len() {
+                    return true;
+                }
+                while si < s.len() {
+                    if glob_from(&p[pi + 1..], &s[si..], nocase, skip_longer, nesting + 1) {
                         return true;
                     }
-                    for k in si..=s.len() {
-                        if m(&p[pi + 1..], &s[k..], nocase) {
-                            return true;
-                        }
-                    }
-                    return false;
-                }
-                b'?' => {
-                    if si >= s.len() {
+                    if *skip_longer {
                         return false;
                     }
                     si += 1;
                 }
-                b'[' => {
-                    if si >= s.len() {
-                        return false;
-                    }
+                *skip_longer = true;
+                return false;
+            }
+            b'?' => si += 1,
+            b'[' => {
+                pi += 1;
+                let not = at(p, pi) == b'^';
+                if not {
                     pi += 1;
-                    let not = pi < p.len() && p[pi] == b'^';
-                    if not {
+                }
+                let c = s[si];
+                let mut matched = false;
+                loop {
+                    if at(p, pi) == b'\\' && p.len() - pi >= 2 {
                         pi += 1;
-                    }
-                    let mut matched = false;
-                    loop {
-                        if pi >= p.len() {
-                            pi -= 1;
-                            break;
-                        }
-                        if p[pi] == b'\\' && pi + 2 < p.len() {
-                            pi += 1;
-                            if p[pi] == s[si] {
-                                matched = true;
-                            }
-                        } else if p[pi] == b']' {
-                            break;
-                        } else if pi + 2 < p.len() && p[pi + 1] == b'-' {
-                            let (mut a, mut b) = (p[pi], p[pi + 2]);
-                            let c = lower(s[si], nocase);
-                            if a > b {
-                                std::mem::swap(&mut a, &mut b);
-                            }
-                            let (a, b) = (lower(a, nocase), lower(b, nocase));
-                            pi += 2;
-                            if c >= a && c <= b {
-                                matched = true;
-                            }
-                        } else if lower(p[pi], nocase) == lower(s[si], nocase) {
+                        if p[pi] == c {
                             matched = true;
                         }
-                        pi += 1;
+                    } else if at(p, pi) == b']' {
+                        break;
+                    } else if pi >= p.len() {
+                        pi -= 1;
+                        break;
+                    } else if p.len() - pi >= 3 && p[pi + 1] == b'-' {
+                        let (mut lo, mut hi) = (p[pi], p[pi + 2]);
+                        if lo > hi {
+                            std::mem::swap(&mut lo, &mut hi);
+                        }
+                        let (lo, hi, c) = (fold(lo), fold(hi), fold(c));
+                        pi += 2;
+                        if c >= lo && c <= hi {
+                            matched = true;
+                        }
+                    } else if fold(p[pi]) == fold(c) {
+                        matched = true;
                     }
-                    if not {
-                        matched = !matched;
-                    }
-                    if !matched {
-                        return false;
-                    }
-                    si += 1;
-                }
-                b'\\' if pi + 1 < p.len() => {
                     pi += 1;
-                    if si >= s.len() || lower(p[pi], nocase) != lower(s[si], nocase) {
-                        return false;
-                    }
-                    si += 1;
                 }
-                c => {
-                    if si >= s.len() || lower(c, nocase) != lower(s[si], nocase) {
-                        return false;
-                    }
-                    si += 1;
+                if matched == not {
+                    return false;
                 }
+                si += 1;
             }
-            pi += 1;
-            if si == s.len() {
-                while pi < p.len() && p[pi] == b'*' {
+            b => {
+                let mut want = b;
+                if b == b'\\' && p.len() - pi >= 2 {
                     pi += 1;
+                    want = p[pi];
                 }
-                break;
+                if fold(want) != fold(s[si]) {
+                    return false;
+                }
+                si += 1;
             }
         }
-        pi == p.len() && si == s.len()
+        pi += 1;
+        if si == s.len() {
+            while pi < p.len() && p[pi] == b'*' {
+                pi += 1;
+            }
+            break;
+        }
     }
-    m(pattern, s, nocase)
+    pi == p.len() && si == s.len()
 }
 
 /// A stable 64-bit hash of a key (FNV-1a), used to order SCAN so a cursor survives inserts and deletes.
@@ -752,9 +797,32 @@ mod tests {
         assert!(glob_match(b"h[ae]llo", b"hallo", false));
         assert!(!glob_match(b"h[^e]llo", b"hello", false));
         assert!(glob_match(b"h[a-b]llo", b"hbllo", false));
-        assert!(glob_match(b"*", b"", false));
+        // As `stringmatchlen`: nothing matches the empty string (KEYS and SCAN never ask for `*`).
+        assert!(!glob_match(b"*", b"", false));
         assert!(glob_match(b"a\\*b", b"a*b", false));
         assert!(!glob_match(b"a\\*b", b"axb", false));
         assert!(glob_match(b"*:*:*", b"a:b:c", false));
+        assert!(glob_match(b"H[A-C]LLO", b"hbllo", true));
+        assert!(!glob_match(b"H[A-C]LLO", b"hbllo", false));
+        assert!(glob_match(b"a[\\]]b", b"a]b", false));
+        assert!(!glob_match(b"a[]b", b"a]b", false));
+        assert!(!glob_match(b"*a", b"", false));
+        assert!(glob_match(b"a[bc", b"ab", false));
+        assert!(glob_match(b"a\\", b"a\\", false));
+    }
+
+    /// A pattern of many stars against a long string that it cannot match answers at once (the
+    /// skip-longer rule) and answers as plain backtracking does.
+    #[test]
+    fn many_stars_are_not_exponential() {
+        let key = vec![b'a'; 4000];
+        let mut pat = b"a*".repeat(40);
+        pat.push(b'b');
+        let watch = crate::clock::Stopwatch::start();
+        assert!(!glob_match(&pat, &key, false));
+        assert!(watch.elapsed() < std::time::Duration::from_millis(100), "{:?}", watch.elapsed());
+        assert!(glob_match(&b"a*".repeat(40), &key, false));
+        assert!(glob_match(b"*a*b*c", b"xxaxxbxxcc", false));
+        assert!(!glob_match(b"*a*b*c", b"xxaxxbxxcd", false));
     }
 }

@@ -19,7 +19,9 @@ use super::clients::ClientId;
 use super::cmd;
 use super::command_spec::{flags, CommandSpec};
 use super::reply::Reply;
+use crate::admission::{self, rflags, Kind};
 use crate::emulator::Emulator;
+use crate::stats::StatKey;
 
 const QUEUED: &str = "QUEUED";
 const EXECABORT: &str = "EXECABORT Transaction discarded because of previous errors.";
@@ -32,15 +34,50 @@ impl Emulator {
             self.flag_transaction(id);
             return cmd::unknown_command(args);
         };
+        let sub = crate::emulator::subcommand_name(spec, args);
+        let key = StatKey::of(spec, sub);
         if !spec.arity_ok(args.len()) {
+            self.core.borrow_mut().stats.rejected(key);
             return self.arity_error(id, spec);
         }
         if let Some(r) = crate::cmd::command::subcommand_refusal(spec, args) {
+            if sub.is_some() {
+                self.core.borrow_mut().stats.rejected(key);
+            }
             self.flag_transaction(id);
             return r;
         }
+        let flags = admission::redis_flags(spec, sub);
+        if flags & rflags::NO_MULTI != 0 {
+            self.core.borrow_mut().stats.rejected(key);
+            self.flag_transaction(id);
+            return Reply::err(admission::NO_MULTI);
+        }
+        let guarded = self.core.borrow().guarded();
+        if guarded {
+            let kind = match spec.name {
+                "exec" => {
+                    let mut core = self.core.borrow_mut();
+                    let m = core.client(id).and_then(|c| c.multi.as_ref()).expect("queueing in MULTI");
+                    (m.flags, Kind::Exec { any_not_stale: m.any_not_stale })
+                }
+                "discard" => (flags, Kind::Discard),
+                _ => (flags, Kind::Plain),
+            };
+            let refused = self.core.borrow_mut().refusal(kind.0, kind.1, true);
+            if let Some(e) = refused {
+                self.core.borrow_mut().stats.rejected(key);
+                if spec.name == "exec" {
+                    // Redis's `execCommandAbort`: the transaction ends with the reason.
+                    self.discard_transaction(id);
+                    return Reply::Error(format!("EXECABORT Transaction discarded because of: {e}"));
+                }
+                self.flag_transaction(id);
+                return Reply::err(e);
+            }
+        }
         if matches!(spec.name, "exec" | "discard" | "multi" | "watch") {
-            return self.connection_command(id, spec, args);
+            return self.run_checked(id, spec, key, args);
         }
         let mut core = self.core.borrow_mut();
         if core.cluster {
@@ -62,6 +99,8 @@ impl Emulator {
             }
         }
         let multi = core.client(id).and_then(|c| c.multi.as_mut()).expect("queueing in MULTI");
+        multi.flags |= flags;
+        multi.any_not_stale |= flags & rflags::STALE == 0;
         multi.queue.push(args.iter().map(|a| a.to_vec()).collect());
         Reply::Status(QUEUED.into())
     }
@@ -173,7 +212,18 @@ impl Emulator {
         let mut replies = Vec::with_capacity(multi.queue.len());
         for cmd in &multi.queue {
             let refs: Vec<&[u8]> = cmd.iter().map(Vec::as_slice).collect();
-            replies.push(self.run_as(id, cmd::lookup(refs[0]), &refs));
+            // Queued commands passed Redis's checks when queued (and EXEC for all of them).
+            let r = match cmd::lookup(refs[0]) {
+                Some(spec) => {
+                    let key = StatKey::of(spec, crate::emulator::subcommand_name(spec, &refs));
+                    self.run_checked(id, spec, key, &refs)
+                }
+                None => cmd::unknown_command(&refs),
+            };
+            if let Reply::Error(e) = &r {
+                self.core.borrow_mut().stats.error_reply(e);
+            }
+            replies.push(r);
         }
         self.core.borrow_mut().in_exec = was;
         if let Some(c) = self.core.borrow_mut().client(id) {

@@ -247,7 +247,9 @@ pub struct Settings {
     /// Cached readers of the parameters consulted on hot paths.
     notify: u32,
     maxmemory: i64,
-    no_good_replicas: bool,
+    /// `min-replicas-to-write` and `min-replicas-max-lag` both set: a master without replicas
+    /// refuses writes (NOREPLICAS).
+    min_replicas: bool,
 }
 
 impl Settings {
@@ -281,13 +283,6 @@ impl Settings {
         self.maxmemory
     }
 
-    /// Whether `min-replicas-to-write` asks for replicas a server without any never has: writes
-    /// are refused (`NOREPLICAS`).
-    #[inline]
-    pub fn no_good_replicas(&self) -> bool {
-        self.no_good_replicas
-    }
-
     /// Sets a parameter without validation (the server's own settings: its port, say).
     pub fn force(&mut self, name: &'static str, value: Vec<u8>) {
         self.set.insert(name, value);
@@ -297,7 +292,13 @@ impl Settings {
     fn refresh(&mut self) {
         self.notify = notify_flags_from(self.get("notify-keyspace-events")).unwrap_or(0);
         self.maxmemory = self.int("maxmemory");
-        self.no_good_replicas = self.int("min-replicas-to-write") > 0 && self.int("min-replicas-max-lag") > 0;
+        self.min_replicas = self.int("min-replicas-to-write") > 0 && self.int("min-replicas-max-lag") > 0;
+    }
+
+    /// Whether writes need good replicas (`min-replicas-to-write` with a `min-replicas-max-lag`).
+    #[inline]
+    pub fn min_replicas(&self) -> bool {
+        self.min_replicas
     }
 
     /// CONFIG SET's arguments (`name value [name value ...]`): every pair validated first, then all

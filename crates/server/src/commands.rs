@@ -26,23 +26,29 @@ enum Own {
 }
 
 /// `(command, its name as errors print it, Redis arity, allowed before AUTH)`.
+const OWN: &[(Own, &str, i32, bool)] = &[
+    (Own::Hello, "hello", -1, true),
+    (Own::Auth, "auth", -2, true),
+    (Own::Quit, "quit", -1, true),
+    (Own::Reset, "reset", 1, true),
+    (Own::Shutdown, "shutdown", -1, false),
+    (Own::Debug, "debug", -2, false),
+    (Own::Clock, "clock.advance", -1, false),
+    (Own::Clock, "clock.set", -1, false),
+    (Own::Clock, "clock.get", -1, false),
+    (Own::Cluster, "cluster", -2, false),
+    (Own::Asking, "asking", 1, false),
+    (Own::ReadOnly, "readonly", 1, false),
+    (Own::ReadWrite, "readwrite", 1, false),
+];
+
 fn own(name: &[u8]) -> Option<(Own, &'static str, i32, bool)> {
-    const TABLE: &[(Own, &str, i32, bool)] = &[
-        (Own::Hello, "hello", -1, true),
-        (Own::Auth, "auth", -2, true),
-        (Own::Quit, "quit", -1, true),
-        (Own::Reset, "reset", 1, true),
-        (Own::Shutdown, "shutdown", -1, false),
-        (Own::Debug, "debug", -2, false),
-        (Own::Clock, "clock.advance", -1, false),
-        (Own::Clock, "clock.set", -1, false),
-        (Own::Clock, "clock.get", -1, false),
-        (Own::Cluster, "cluster", -2, false),
-        (Own::Asking, "asking", 1, false),
-        (Own::ReadOnly, "readonly", 1, false),
-        (Own::ReadWrite, "readwrite", 1, false),
-    ];
-    TABLE.iter().find(|(_, n, _, _)| name.eq_ignore_ascii_case(n.as_bytes())).copied()
+    OWN.iter().find(|(_, n, _, _)| name.eq_ignore_ascii_case(n.as_bytes())).copied()
+}
+
+/// The names of the commands the server answers itself (COMMAND lists them).
+pub fn own_names() -> Vec<&'static str> {
+    OWN.iter().map(|(_, n, _, _)| *n).collect()
 }
 
 /// The name (as errors print it) and arity of a command the server answers itself.
@@ -75,7 +81,12 @@ pub fn execute(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut Vec<u
         let in_multi = server.nodes[conn.node].emu.borrow().in_transaction(conn.client);
         if in_multi && !matches!(which, Own::Quit | Own::Reset) {
             server.nodes[conn.node].emu.borrow_mut().refuse_in_transaction(conn.client);
-            let r = Reply::Error(format!("ERR '{name}' is not allowed in a transaction by limitlab serve"));
+            // SHUTDOWN is one of Redis's `no-multi` commands; the others Redis would queue.
+            let r = if which == Own::Shutdown {
+                Reply::err("ERR Command not allowed inside a transaction")
+            } else {
+                Reply::Error(format!("ERR '{name}' is not allowed in a transaction by limitlab serve"))
+            };
             return reply(conn, out, &r);
         }
         return run_own(server, conn, which, args, out);
@@ -247,6 +258,7 @@ fn hello(server: &Server, conn: &mut Conn, args: &[&[u8]]) -> Reply {
     }
     if let Some(v) = ver {
         conn.resp3 = v == 3;
+        server.nodes[conn.node].emu.borrow_mut().set_client_resp3(conn.client, conn.resp3);
     }
     let id = server.nodes[conn.node].emu.borrow().client_number(conn.client);
     let b = |s: &str| Reply::bulk(s.as_bytes().to_vec());

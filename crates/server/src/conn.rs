@@ -23,6 +23,8 @@ pub struct Conn {
 
 /// A new client of node `node`'s emulator, with the connection's addresses.
 pub fn connect(server: &Server, node: usize, addrs: &Option<(String, String)>) -> ClientId {
+    // The client's creation time (CLIENT LIST's `age`) is now, not the last command's time.
+    server.sync_clock();
     let mut emu = server.nodes[node].emu.borrow_mut();
     let client = emu.connect();
     if let Some((peer, local)) = addrs {

@@ -113,6 +113,9 @@ async fn serve(opts: Options, ready: impl FnOnce(&[SocketAddr])) -> Result<()> {
             let mut emu = Emulator::with_clock(clock.clone());
             emu.set_cluster(opts.cluster.is_some());
             emu.hide_default_client();
+            emu.set_port(addr.port());
+            emu.declare_server_commands(&commands::own_names());
+            emu.set_wall_offset(opts.wall.then_some(0));
             // As in Redis, a script runs until it ends or a client kills it (SCRIPT KILL, FUNCTION
             // KILL, SHUTDOWN NOSAVE: busy.rs), unless a budget is given.
             emu.set_script_budget(opts.script_budget.unwrap_or(u64::MAX));

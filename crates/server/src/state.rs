@@ -50,6 +50,9 @@ impl Server {
     pub fn clock_moved(&self) {
         if let Some(off) = &self.wall_offset {
             off.set(self.clock.now_micros().0 - SystemClock.now_micros().0);
+            for node in &self.nodes {
+                node.emu.borrow_mut().set_wall_offset(Some(off.get()));
+            }
         }
     }
 }

@@ -205,10 +205,11 @@ fn info_line(out: &mut String, c: &Client, now: i64) {
         out,
         "id={} addr={addr} laddr={laddr} fd=8 name={name} age={} idle={} flags={flags} db={} sub=0 psub=0 ssub=0 multi={multi} \
          qbuf=26 qbuf-free=20448 argv-mem=10 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 tot-mem=22426 events=r cmd={cmd} \
-         user=default redir=-1 resp=2",
+         user=default redir=-1 resp={}",
         c.id,
         (now - c.created_ms).max(0) / 1000,
         (now - c.last_ms).max(0) / 1000,
         c.db,
+        if c.resp3 { 3 } else { 2 },
     );
 }

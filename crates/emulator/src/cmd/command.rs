@@ -161,11 +161,92 @@ pub fn parse_resp3(b: &[u8]) -> Option<(Reply, usize)> {
     Some((reply, at))
 }
 
-/// The emulated commands (their names), sorted.
-fn emulated() -> Vec<&'static str> {
+/// The commands this server runs (their names), sorted: the emulator's table and the commands a
+/// server in front of it answers itself ([`Core::server_commands`]).
+fn emulated(core: &Core) -> Vec<&'static str> {
     let mut v: Vec<&'static str> = super::all().map(|s| s.name).collect();
+    v.extend(core.server_commands.iter().copied().filter(|n| super::lookup(n.as_bytes()).is_none()));
     v.sort_unstable();
+    v.dedup();
     v
+}
+
+/// The name under which this server runs `name` (any case), if it does.
+fn served(core: &Core, name: &[u8]) -> Option<&'static str> {
+    if let Some(spec) = super::lookup(name) {
+        return Some(spec.name);
+    }
+    core.server_commands.iter().copied().find(|n| name.eq_ignore_ascii_case(n.as_bytes()))
+}
+
+/// limitlab's own commands (the virtual clock's), as COMMAND describes them: `(name, arity, flags,
+/// summary, arguments)`. Keyless, so a cluster client may send them to any node.
+const LIMITLAB_COMMANDS: &[(&str, i64, &[&str], &str, &[(&str, &str)])] = &[
+    (
+        "clock.advance",
+        2,
+        &["fast"],
+        "Moves the virtual clock forward (or back) by a number of milliseconds.",
+        &[("milliseconds", "integer")],
+    ),
+    ("clock.get", 1, &["readonly", "fast"], "Returns the virtual clock's time in unix milliseconds.", &[]),
+    (
+        "clock.set",
+        2,
+        &["fast"],
+        "Sets the virtual clock to a unix time in milliseconds.",
+        &[("unix-time-milliseconds", "integer")],
+    ),
+];
+
+/// The COMMAND INFO entry of one of limitlab's own commands.
+fn limitlab_info(name: &str) -> Option<Reply> {
+    let (name, arity, flags, _, _) = LIMITLAB_COMMANDS.iter().find(|c| c.0 == name)?;
+    let status = |s: &str| Reply::Status(s.to_string());
+    Some(Reply::Array(vec![
+        Reply::Bulk(name.as_bytes().to_vec()),
+        Reply::Int(*arity),
+        Reply::Set(flags.iter().map(|f| status(f)).collect()),
+        Reply::Int(0),
+        Reply::Int(0),
+        Reply::Int(0),
+        Reply::Set(vec![status("@fast")]),
+        Reply::Set(vec![]),
+        Reply::Set(vec![]),
+        Reply::Set(vec![]),
+    ]))
+}
+
+/// The COMMAND DOCS entry of one of limitlab's own commands.
+fn limitlab_docs(name: &str) -> Option<Reply> {
+    let (_, _, _, summary, args) = LIMITLAB_COMMANDS.iter().find(|c| c.0 == name)?;
+    let b = |s: &str| Reply::Bulk(s.as_bytes().to_vec());
+    let mut doc = vec![
+        (b("summary"), b(summary)),
+        (b("since"), b("0.1.0")),
+        (b("group"), b("module")),
+        (b("complexity"), b("O(1)")),
+        (b("module"), b("limitlab")),
+    ];
+    if !args.is_empty() {
+        let arguments = args
+            .iter()
+            .map(|(n, t)| Reply::Map(vec![(b("name"), b(n)), (b("type"), b(t)), (b("display_text"), b(n))]))
+            .collect();
+        doc.push((b("arguments"), Reply::Array(arguments)));
+    }
+    Some(Reply::Map(doc))
+}
+
+/// The COMMAND INFO entry of a command this server runs (nil for others).
+fn info_of(core: &Core, name: &[u8]) -> Reply {
+    let Some(n) = served(core, name) else { return Reply::Nil };
+    redis_table().get(n).map(|c| c.info.clone()).or_else(|| limitlab_info(n)).unwrap_or(Reply::Nil)
+}
+
+/// The COMMAND DOCS entry of a command this server runs.
+fn docs_of(name: &str) -> Option<Reply> {
+    docs_table().get(name).cloned().or_else(|| limitlab_docs(name))
 }
 
 static HELP: &[&str] = &[
@@ -192,19 +273,12 @@ static HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
-/// The COMMAND INFO entry of an emulated command (nil for others).
-fn info_of(name: &[u8]) -> Reply {
-    match super::lookup(name) {
-        Some(spec) => redis_table().get(spec.name).map_or(Reply::Nil, |c| c.info.clone()),
-        None => Reply::Nil,
-    }
-}
-
-/// COMMAND [COUNT | LIST [FILTERBY ...] | INFO [name ...] | DOCS [name ...] | GETKEYS cmd... | HELP].
+/// COMMAND [COUNT | LIST [FILTERBY ...] | INFO [name ...] | DOCS [name ...] | GETKEYS cmd... |
+/// GETKEYSANDFLAGS cmd... | HELP].
 fn command(core: &mut Core, a: &[&[u8]]) -> Reply {
-    let _ = core;
+    let all = emulated(core);
     if a.len() == 1 {
-        return Reply::Array(emulated().into_iter().map(|n| info_of(n.as_bytes())).collect());
+        return Reply::Array(all.iter().map(|n| info_of(core, n.as_bytes())).collect());
     }
     let sub = a[1];
     let arity_err = |s: &str| super::arity_error(&format!("command|{s}"));
@@ -212,7 +286,7 @@ fn command(core: &mut Core, a: &[&[u8]]) -> Reply {
         if a.len() != 2 {
             return arity_err("count");
         }
-        return Reply::Int(emulated().len() as i64);
+        return Reply::Int(all.len() as i64);
     }
     if eq_ic(sub, "help") {
         if a.len() != 2 {
@@ -222,64 +296,242 @@ fn command(core: &mut Core, a: &[&[u8]]) -> Reply {
     }
     if eq_ic(sub, "info") {
         if a.len() == 2 {
-            return Reply::Array(emulated().into_iter().map(|n| info_of(n.as_bytes())).collect());
+            return Reply::Array(all.iter().map(|n| info_of(core, n.as_bytes())).collect());
         }
-        return Reply::Array(a[2..].iter().map(|n| info_of(n)).collect());
+        return Reply::Array(a[2..].iter().map(|n| info_of(core, n)).collect());
     }
     if eq_ic(sub, "docs") {
-        let names: Vec<Vec<u8>> = if a.len() == 2 {
-            emulated().into_iter().map(|n| n.as_bytes().to_vec()).collect()
-        } else {
-            a[2..].iter().map(|n| n.to_vec()).collect()
-        };
+        let names: Vec<&'static str> =
+            if a.len() == 2 { all } else { a[2..].iter().filter_map(|n| served(core, n)).collect() };
         let mut out = Vec::new();
         for n in names {
-            if let Some(spec) = super::lookup(&n) {
-                if let Some(d) = docs_table().get(spec.name) {
-                    out.push((Reply::Bulk(spec.name.as_bytes().to_vec()), d.clone()));
-                }
+            if let Some(d) = docs_of(n) {
+                out.push((Reply::Bulk(n.as_bytes().to_vec()), d));
             }
         }
         return Reply::Map(out);
     }
     if eq_ic(sub, "list") {
-        return list(a);
+        return list(&all, a);
     }
-    if eq_ic(sub, "getkeys") {
+    if eq_ic(sub, "getkeys") || eq_ic(sub, "getkeysandflags") {
+        let with_flags = eq_ic(sub, "getkeysandflags");
         if a.len() < 3 {
-            return arity_err("getkeys");
+            return arity_err(if with_flags { "getkeysandflags" } else { "getkeys" });
         }
-        let Some(spec) = super::lookup(a[2]) else { return Reply::err("ERR Invalid command specified") };
-        if !spec.arity_ok(a.len() - 2) {
-            return Reply::err("ERR Invalid number of arguments specified for command");
-        }
-        let keys = spec.keys.keys(&a[2..]);
-        if keys.is_empty() {
-            return Reply::err("ERR The command has no key arguments");
-        }
-        return Reply::Array(keys.into_iter().map(|k| Reply::Bulk(k.to_vec())).collect());
+        return getkeys(core, &a[2..], with_flags);
     }
     let end = sub.iter().take(128).position(|&c| c == 0).unwrap_or(sub.len().min(128));
     Reply::Error(format!("ERR unknown subcommand '{}'. Try COMMAND HELP.", String::from_utf8_lossy(&sub[..end])))
 }
 
+/// A field of a RESP3 map reply.
+fn field<'a>(m: &'a Reply, name: &str) -> Option<&'a Reply> {
+    match m {
+        Reply::Map(kv) => kv.iter().find(|(k, _)| matches!(k, Reply::Bulk(b) if b == name.as_bytes())).map(|(_, v)| v),
+        _ => None,
+    }
+}
+
+fn int_field(m: &Reply, name: &str) -> Option<i64> {
+    match field(m, name)? {
+        Reply::Int(i) => Some(*i),
+        _ => None,
+    }
+}
+
+fn str_field(m: &Reply, name: &str) -> Option<String> {
+    match field(m, name)? {
+        Reply::Bulk(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        Reply::Status(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+fn items(r: Option<&Reply>) -> &[Reply] {
+    match r {
+        Some(Reply::Array(v)) | Some(Reply::Set(v)) => v,
+        _ => &[],
+    }
+}
+
+fn spec_flags(spec: &Reply) -> Vec<String> {
+    items(field(spec, "flags"))
+        .iter()
+        .filter_map(|f| match f {
+            Reply::Status(s) => Some(s.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A key found in a call: its position and its key spec's flags.
+type FoundKey = (usize, Vec<String>);
+
+/// The keys of a call by a command's key specs, as Redis 7.0's `getKeysUsingKeySpecs` finds them;
+/// None when a spec does not apply to the arguments (a count out of range, an incomplete spec),
+/// where Redis falls back to the command's own key finder.
+fn keys_by_specs(specs: &[Reply], args: &[&[u8]], arity: i64) -> Option<Vec<FoundKey>> {
+    let argc = args.len() as i64;
+    let mut out = Vec::new();
+    for spec in specs {
+        let flags = spec_flags(spec);
+        if flags.iter().any(|f| f == "not_key") {
+            continue;
+        }
+        let bs = field(spec, "begin_search")?;
+        let bs_spec = field(bs, "spec")?;
+        let first = match str_field(bs, "type")?.as_str() {
+            "index" => int_field(bs_spec, "index")?,
+            "keyword" => {
+                let keyword = str_field(bs_spec, "keyword")?;
+                let from = int_field(bs_spec, "startfrom")?;
+                let (start, end) = if from > 0 { (from, argc - 1) } else { (argc + from, 1) };
+                let mut found = 0;
+                let mut i = start;
+                loop {
+                    if i >= argc || i < 1 {
+                        break;
+                    }
+                    if args[i as usize].eq_ignore_ascii_case(keyword.as_bytes()) {
+                        found = i + 1;
+                        break;
+                    }
+                    if i == end {
+                        break;
+                    }
+                    i = if start <= end { i + 1 } else { i - 1 };
+                }
+                if found == 0 {
+                    continue;
+                }
+                found
+            }
+            _ => return None,
+        };
+        let fk = field(spec, "find_keys")?;
+        let fk_spec = field(fk, "spec")?;
+        let (first, last, step) = match str_field(fk, "type")?.as_str() {
+            "range" => {
+                let lastkey = int_field(fk_spec, "lastkey")?;
+                let step = int_field(fk_spec, "keystep")?;
+                let limit = int_field(fk_spec, "limit")?;
+                let last = if lastkey >= 0 {
+                    first + lastkey
+                } else if limit == 0 {
+                    argc + lastkey
+                } else {
+                    first + ((argc - first) / limit + lastkey)
+                };
+                (first, last, step)
+            }
+            "keynum" => {
+                let idx = int_field(fk_spec, "keynumidx")?;
+                if idx >= argc - first {
+                    return None;
+                }
+                let n = crate::keyspace::parse_canonical_i64(args[(first + idx) as usize]).filter(|n| *n >= 0)?;
+                let first = first + int_field(fk_spec, "firstkey")?;
+                (first, first + n - 1, int_field(fk_spec, "keystep")?)
+            }
+            _ => return None,
+        };
+        if last >= argc || last < first || first >= argc {
+            return None;
+        }
+        let mut i = first;
+        while i <= last {
+            if i >= argc || i < first {
+                if arity < 0 {
+                    i += step.max(1);
+                    continue;
+                }
+                return None;
+            }
+            out.push((i as usize, flags.clone()));
+            i += step.max(1);
+        }
+        if flags.iter().any(|f| f == "incomplete") {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+/// COMMAND GETKEYS / GETKEYSANDFLAGS of a full command (Redis's `getKeysSubcommandImpl`): by the
+/// command's key specs, else by the emulator's own key finder for the command.
+fn getkeys(core: &Core, call: &[&[u8]], with_flags: bool) -> Reply {
+    let Some(name) = served(core, call[0]) else { return Reply::err("ERR Invalid command specified") };
+    let Some(top) = redis_table().get(name) else {
+        return Reply::err("ERR The command has no key arguments");
+    };
+    let cmd = match (top.subcommands.is_empty(), call.get(1)) {
+        (false, Some(sub)) => match top.subcommand(sub) {
+            Some(s) => s,
+            None => return Reply::err("ERR Invalid command specified"),
+        },
+        _ => top,
+    };
+    let Reply::Array(info) = &cmd.info else { return Reply::err("ERR Invalid command specified") };
+    let specs = items(info.get(8));
+    let emulated_keys = super::lookup(name.as_bytes()).filter(|s| s.keys.first > 0 || s.keys.movable.is_some());
+    let has_keys = specs.iter().any(|s| !spec_flags(s).iter().any(|f| f == "not_key"))
+        || (cmd.has_flag("movablekeys") && emulated_keys.is_some());
+    if !has_keys {
+        return Reply::err("ERR The command has no key arguments");
+    }
+    if !cmd.arity_ok(call.len()) {
+        return Reply::err("ERR Invalid number of arguments specified for command");
+    }
+    let keys = match keys_by_specs(specs, call, cmd.arity) {
+        Some(k) => k,
+        None => {
+            // Redis's own key finder for the command; its flags are the first spec's.
+            let flags = specs.first().map(spec_flags).unwrap_or_default();
+            let found = emulated_keys.map(|s| s.keys.keys(call)).unwrap_or_default();
+            found
+                .into_iter()
+                .filter_map(|k| call.iter().position(|a| std::ptr::eq(*a, k)).map(|p| (p, flags.clone())))
+                .collect()
+        }
+    };
+    if keys.is_empty() {
+        if cmd.has_flag("no_mandatory_keys") {
+            return Reply::Array(vec![]);
+        }
+        return Reply::err("ERR Invalid arguments specified for command");
+    }
+    Reply::Array(
+        keys.into_iter()
+            .map(|(pos, flags)| {
+                let key = Reply::Bulk(call[pos].to_vec());
+                if with_flags {
+                    Reply::Array(vec![key, Reply::Set(flags.into_iter().map(Reply::Status).collect())])
+                } else {
+                    key
+                }
+            })
+            .collect(),
+    )
+}
+
 /// COMMAND LIST [FILTERBY MODULE name | ACLCAT cat | PATTERN pattern].
-fn list(a: &[&[u8]]) -> Reply {
-    let names = emulated();
+fn list(names: &[&'static str], a: &[&[u8]]) -> Reply {
     let keep: Box<dyn Fn(&str) -> bool> = match a.len() {
         2 => Box::new(|_| true),
         5 if eq_ic(a[2], "filterby") => {
             let (how, arg) = (a[3], a[4].to_vec());
             if eq_ic(how, "module") {
-                Box::new(|_| false)
+                let module = arg.clone();
+                Box::new(move |n: &str| {
+                    module.eq_ignore_ascii_case(b"limitlab") && LIMITLAB_COMMANDS.iter().any(|c| c.0 == n)
+                })
             } else if eq_ic(how, "aclcat") {
                 let cat = format!("@{}", String::from_utf8_lossy(&arg).to_ascii_lowercase());
                 Box::new(move |n: &str| {
-                    redis_table().get(n).is_some_and(|c| match &c.info {
-                        Reply::Array(f) => matches!(f.get(6), Some(Reply::Set(v)) | Some(Reply::Array(v))
-                            if v.iter().any(|x| matches!(x, Reply::Status(s) if *s == cat))),
-                        _ => false,
-                    })
+                    let info = redis_table().get(n).map(|c| c.info.clone()).or_else(|| limitlab_info(n));
+                    matches!(info, Some(Reply::Array(f)) if matches!(f.get(6), Some(Reply::Set(v)) | Some(Reply::Array(v))
+                            if v.iter().any(|x| matches!(x, Reply::Status(s) if *s == cat))))
                 })
             } else if eq_ic(how, "pattern") {
                 Box::new(move |n: &str| glob_match(&arg, n.as_bytes(), true))
@@ -289,7 +541,7 @@ fn list(a: &[&[u8]]) -> Reply {
         }
         _ => return Reply::err(crate::command_spec::SYNTAX),
     };
-    Reply::Array(names.into_iter().filter(|n| keep(n)).map(|n| Reply::Bulk(n.as_bytes().to_vec())).collect())
+    Reply::Array(names.iter().filter(|n| keep(n)).map(|n| Reply::Bulk(n.as_bytes().to_vec())).collect())
 }
 
 /// A subcommand of a command that has them (Redis 7.0's `<command>|<subcommand>` entries): its

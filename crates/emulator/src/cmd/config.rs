@@ -53,6 +53,10 @@ fn config(core: &mut Core, a: &[&[u8]]) -> Reply {
         return Reply::Array(HELP.iter().map(|l| Reply::Status((*l).into())).collect());
     }
     if eq_ic(sub, "resetstat") {
+        core.stats.reset();
+        for db in 0..crate::core::DATABASES {
+            core.db_at(db).expired = 0;
+        }
         return Reply::ok();
     }
     if eq_ic(sub, "rewrite") {

@@ -25,7 +25,41 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "hlen", arity: 2, flags: READONLY, keys: KeySpec::ONE, handler: hlen },
     CommandSpec { name: "hexists", arity: 3, flags: READONLY, keys: KeySpec::ONE, handler: hexists },
     CommandSpec { name: "hstrlen", arity: 3, flags: READONLY, keys: KeySpec::ONE, handler: hstrlen },
+    CommandSpec { name: "hrandfield", arity: -2, flags: READONLY, keys: KeySpec::ONE, handler: hrandfield },
 ];
+
+/// HRANDFIELD key [count [WITHVALUES]] (`hrandfieldCommand`): the arguments are checked before the
+/// key; a negative count may repeat fields; WITHVALUES nests `[field, value]` pairs under RESP3.
+fn hrandfield(core: &mut Core, a: &[&[u8]]) -> Reply {
+    let args = tri!(super::sets::rand_with_args(a, "withvalues"));
+    let resp3 = core.resp3;
+    super::sets::with_rng(core, |core, rng| {
+        let h = match hash_of(core, a[1]) {
+            Err(e) => return e,
+            Ok(None) if args.is_none() => return Reply::Nil,
+            Ok(None) => return Reply::Array(Vec::new()),
+            Ok(Some(h)) => h,
+        };
+        let Some((count, with)) = args else {
+            return Reply::Bulk(h.fields[rng.below(h.len())].0.to_vec());
+        };
+        if count == 0 {
+            return Reply::Array(Vec::new());
+        }
+        let picks = super::sets::rand_positions(rng, h.len(), count);
+        let mut out = Vec::with_capacity(picks.len() * (1 + with as usize));
+        for i in picks {
+            let (f, v) = &h.fields[i];
+            let f = Reply::Bulk(f.to_vec());
+            match (with, resp3) {
+                (false, _) => out.push(f),
+                (true, false) => out.extend([f, Reply::Bulk(v.to_vec())]),
+                (true, true) => out.push(Reply::Array(vec![f, Reply::Bulk(v.to_vec())])),
+            }
+        }
+        Reply::Array(out)
+    })
+}
 
 fn pick_hash(v: &mut Value) -> Option<&mut Hash> {
     match v {

@@ -27,7 +27,8 @@ fn publish(_: &mut Core, _: &[&[u8]]) -> Reply {
     Reply::Int(0)
 }
 
-/// The sections in the order Redis prints them, and whether `INFO` / `INFO default` includes each.
+/// The sections in the order Redis prints them, and whether `INFO` / `INFO default` includes each
+/// (`INFO all` is every one of them, `INFO everything` too: there are no module sections).
 const SECTIONS: &[(&str, bool)] = &[
     ("server", true),
     ("clients", true),
@@ -44,25 +45,25 @@ const SECTIONS: &[(&str, bool)] = &[
     ("keyspace", true),
 ];
 
-/// A fresh Redis 7.0.15's `used_memory` (the startup figure of a private server).
-pub(crate) const USED_MEMORY_STARTUP: u64 = 876_048;
+use crate::admission::USED_MEMORY_STARTUP;
 
+/// INFO [section ...]: no section is `default`; `all` and `everything` are every section; names are
+/// matched without regard to case and unknown ones are ignored (Redis 7.0's `genInfoSectionDict`).
 fn info(core: &mut Core, a: &[&[u8]]) -> Reply {
     let mut wanted = [false; SECTIONS.len()];
-    if a.len() == 1 {
-        for (i, (_, default)) in SECTIONS.iter().enumerate() {
-            wanted[i] = *default;
-        }
-    }
+    let mut add_default = a.len() == 1;
     for arg in &a[1..] {
         if eq_ic(arg, "default") {
-            for (i, (_, default)) in SECTIONS.iter().enumerate() {
-                wanted[i] |= *default;
-            }
+            add_default = true;
         } else if eq_ic(arg, "all") || eq_ic(arg, "everything") {
             wanted = [true; SECTIONS.len()];
         } else if let Some(i) = SECTIONS.iter().position(|(n, _)| eq_ic(arg, n)) {
             wanted[i] = true;
+        }
+    }
+    if add_default {
+        for (i, (_, default)) in SECTIONS.iter().enumerate() {
+            wanted[i] |= *default;
         }
     }
     let mut out = String::new();
@@ -118,10 +119,10 @@ fn section(core: &mut Core, name: &str, out: &mut String) {
                 ("process_id", "1"),
                 ("process_supervised", "no"),
                 ("run_id", "0000000000000000000000000000000000000000"),
-                ("tcp_port", "6379"),
             ] {
                 kv(out, k, v);
             }
+            kv(out, "tcp_port", String::from_utf8_lossy(core.settings.get("port")));
             kv(out, "server_time_usec", core.now_us());
             kv(out, "uptime_in_seconds", uptime);
             kv(out, "uptime_in_days", uptime / 86400);
@@ -149,15 +150,10 @@ fn section(core: &mut Core, name: &str, out: &mut String) {
         }
         "memory" => {
             out.push_str("# Memory\r\n");
-            let mut dataset = 0u64;
-            for db in 0..DATABASES {
-                let cluster = core.cluster;
-                let d = core.db_at(db);
-                for (k, e) in d.map.iter() {
-                    dataset += crate::object_size::key_usage(k.as_slice(), e, 5, cluster);
-                }
-            }
-            let used = USED_MEMORY_STARTUP + dataset;
+            let used = core.used_memory();
+            let dataset = used - USED_MEMORY_STARTUP;
+            let maxmemory = core.settings.maxmemory().max(0) as u64;
+            let policy = String::from_utf8_lossy(core.settings.get("maxmemory-policy")).into_owned();
             kv(out, "used_memory", used);
             kv(out, "used_memory_human", human(used));
             kv(out, "used_memory_rss", used);
@@ -188,9 +184,9 @@ fn section(core: &mut Core, name: &str, out: &mut String) {
                 ("used_memory_functions", "184".into()),
                 ("used_memory_scripts", "184".into()),
                 ("used_memory_scripts_human", "184B".into()),
-                ("maxmemory", "0".into()),
-                ("maxmemory_human", "0B".into()),
-                ("maxmemory_policy", "noeviction".into()),
+                ("maxmemory", maxmemory.to_string()),
+                ("maxmemory_human", human(maxmemory)),
+                ("maxmemory_policy", policy.clone()),
                 ("allocator_frag_ratio", "1.00".into()),
                 ("allocator_frag_bytes", "0".into()),
                 ("allocator_rss_ratio", "1.00".into()),
@@ -254,15 +250,14 @@ fn section(core: &mut Core, name: &str, out: &mut String) {
         }
         "stats" => {
             out.push_str("# Stats\r\n");
-            for k in [
-                "total_connections_received",
-                "total_commands_processed",
-                "instantaneous_ops_per_sec",
-                "total_net_input_bytes",
-                "total_net_output_bytes",
-                "total_net_repl_input_bytes",
-                "total_net_repl_output_bytes",
-            ] {
+            let expired = core.stats.expired_keys + (0..DATABASES).map(|d| core.db_at(d).expired).sum::<u64>();
+            let st = &core.stats;
+            kv(out, "total_connections_received", st.total_connections);
+            kv(out, "total_commands_processed", st.total_commands);
+            for k in ["instantaneous_ops_per_sec", "total_net_input_bytes", "total_net_output_bytes"] {
+                kv(out, k, 0);
+            }
+            for k in ["total_net_repl_input_bytes", "total_net_repl_output_bytes"] {
                 kv(out, k, 0);
             }
             for k in [
@@ -273,19 +268,20 @@ fn section(core: &mut Core, name: &str, out: &mut String) {
             ] {
                 kv(out, k, "0.00");
             }
-            for k in ["rejected_connections", "sync_full", "sync_partial_ok", "sync_partial_err", "expired_keys"] {
+            for k in ["rejected_connections", "sync_full", "sync_partial_ok", "sync_partial_err"] {
                 kv(out, k, 0);
             }
+            kv(out, "expired_keys", expired);
             kv(out, "expired_stale_perc", "0.00");
+            kv(out, "expired_time_cap_reached_count", 0);
+            kv(out, "expire_cycle_cpu_milliseconds", 0);
+            kv(out, "evicted_keys", st.evicted_keys);
+            for k in ["evicted_clients", "total_eviction_exceeded_time", "current_eviction_exceeded_time"] {
+                kv(out, k, 0);
+            }
+            kv(out, "keyspace_hits", st.keyspace_hits);
+            kv(out, "keyspace_misses", st.keyspace_misses);
             for k in [
-                "expired_time_cap_reached_count",
-                "expire_cycle_cpu_milliseconds",
-                "evicted_keys",
-                "evicted_clients",
-                "total_eviction_exceeded_time",
-                "current_eviction_exceeded_time",
-                "keyspace_hits",
-                "keyspace_misses",
                 "pubsub_channels",
                 "pubsub_patterns",
                 "pubsubshard_channels",
@@ -303,7 +299,11 @@ fn section(core: &mut Core, name: &str, out: &mut String) {
                 "tracking_total_items",
                 "tracking_total_prefixes",
                 "unexpected_error_replies",
-                "total_error_replies",
+            ] {
+                kv(out, k, 0);
+            }
+            kv(out, "total_error_replies", st.total_error_replies);
+            for k in [
                 "dump_payload_sanitizations",
                 "total_reads_processed",
                 "total_writes_processed",
@@ -317,8 +317,27 @@ fn section(core: &mut Core, name: &str, out: &mut String) {
         }
         "replication" => {
             out.push_str("# Replication\r\n");
+            if let Some((host, port)) = &core.master {
+                kv(out, "role", "slave");
+                kv(out, "master_host", host);
+                kv(out, "master_port", port);
+                for (k, v) in [
+                    ("master_link_status", "down"),
+                    ("master_last_io_seconds_ago", "-1"),
+                    ("master_sync_in_progress", "0"),
+                    ("slave_read_repl_offset", "0"),
+                    ("slave_repl_offset", "0"),
+                    ("master_link_down_since_seconds", "-1"),
+                    ("slave_priority", "100"),
+                    ("slave_read_only", if core.settings.flag("replica-read-only") { "1" } else { "0" }),
+                    ("replica_announced", "1"),
+                ] {
+                    kv(out, k, v);
+                }
+            } else {
+                kv(out, "role", "master");
+            }
             for (k, v) in [
-                ("role", "master"),
                 ("connected_slaves", "0"),
                 ("master_failover_state", "no-failover"),
                 ("master_replid", "0000000000000000000000000000000000000000"),
@@ -347,9 +366,38 @@ fn section(core: &mut Core, name: &str, out: &mut String) {
             }
         }
         "modules" => out.push_str("# Modules\r\n"),
-        "commandstats" => out.push_str("# Commandstats\r\n"),
-        "errorstats" => out.push_str("# Errorstats\r\n"),
-        "latencystats" => out.push_str("# Latencystats\r\n"),
+        "commandstats" => {
+            out.push_str("# Commandstats\r\n");
+            for (name, c) in core.stats.commands() {
+                let per_call = if c.calls == 0 { 0.0 } else { c.usec as f64 / c.calls as f64 };
+                let _ = write!(
+                    out,
+                    "cmdstat_{name}:calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}\r\n",
+                    c.calls, c.usec, c.rejected, c.failed
+                );
+            }
+        }
+        "errorstats" => {
+            out.push_str("# Errorstats\r\n");
+            let mut errors: Vec<(&String, &u64)> = core.stats.errors.iter().collect();
+            errors.sort();
+            for (code, n) in errors {
+                let _ = write!(out, "errorstat_{code}:count={n}\r\n");
+            }
+        }
+        "latencystats" => {
+            out.push_str("# Latencystats\r\n");
+            for (name, c) in core.stats.commands() {
+                if c.calls == 0 {
+                    continue;
+                }
+                let per_call = c.usec as f64 / c.calls as f64;
+                let _ = write!(
+                    out,
+                    "latency_percentiles_usec_{name}:p50={per_call:.3},p99={per_call:.3},p99.9={per_call:.3}\r\n"
+                );
+            }
+        }
         "cluster" => {
             out.push_str("# Cluster\r\n");
             kv(out, "cluster_enabled", core.cluster as u8);

@@ -381,11 +381,21 @@ fn scan(core: &mut Core, a: &[&[u8]]) -> Reply {
     done(keys, next)
 }
 
-/// RANDOMKEY: limitlab picks deterministically, the first live key in SCAN order.
+/// RANDOMKEY (`dbRandomKey`): a key drawn uniformly from the database's seeded stream; a drawn key
+/// that has expired is deleted and another is drawn.
 fn randomkey(core: &mut Core, _: &[&[u8]]) -> Reply {
-    match live_keys(core, 0).into_iter().min_by(scan_cmp) {
-        Some((_, k, _)) => Reply::Bulk(k.to_vec()),
-        None => Reply::Nil,
+    let now = core.now_ms();
+    loop {
+        let n = core.db.map.len();
+        if n == 0 {
+            return Reply::Nil;
+        }
+        let i = core.db.rng.below(n);
+        let Some((key, _)) = core.db.map.iter().nth(i) else { return Reply::Nil };
+        let key = key.to_vec();
+        if core.db.get_notouch(&key, now).is_some() {
+            return Reply::Bulk(key);
+        }
     }
 }
 

@@ -26,6 +26,7 @@ pub mod streams;
 pub mod strings;
 pub mod transactions;
 pub mod zsets;
+pub mod zsets_random;
 pub mod zsets_store;
 
 /// The [`Direct`] form of a command, for those that have one.
@@ -49,6 +50,7 @@ fn table() -> &'static FxHashMap<&'static [u8], CommandSpec> {
             hashes::COMMANDS,
             zsets::COMMANDS,
             zsets_store::COMMANDS,
+            zsets_random::COMMANDS,
             lists::COMMANDS,
             sets::COMMANDS,
             sort::COMMANDS,

@@ -1,4 +1,5 @@
-//! Server commands: PING, ECHO, TIME and WAIT (the databases' commands are in [`super::databases`]).
+//! Server commands: PING, ECHO, TIME, WAIT, SAVE and REPLICAOF (the databases' commands are in
+//! [`super::databases`]).
 use crate::command_spec::flags::*;
 use crate::command_spec::{arg_i64, CommandSpec, KeySpec};
 use crate::core::Core;
@@ -10,7 +11,38 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "echo", arity: 2, flags: 0, keys: KeySpec::NONE, handler: echo },
     CommandSpec { name: "time", arity: 1, flags: 0, keys: KeySpec::NONE, handler: time },
     CommandSpec { name: "wait", arity: 3, flags: NOSCRIPT, keys: KeySpec::NONE, handler: wait },
+    CommandSpec { name: "save", arity: 1, flags: NOSCRIPT, keys: KeySpec::NONE, handler: save },
+    CommandSpec { name: "replicaof", arity: 3, flags: NOSCRIPT, keys: KeySpec::NONE, handler: replicaof },
+    CommandSpec { name: "slaveof", arity: 3, flags: NOSCRIPT, keys: KeySpec::NONE, handler: replicaof },
 ];
+
+/// SAVE: nothing is ever written to disk, so there is nothing to save; Redis's reply.
+fn save(_: &mut Core, _: &[&[u8]]) -> Reply {
+    Reply::ok()
+}
+
+/// REPLICAOF host port | NO ONE: the server takes the role a replica would have while its link to
+/// the master is down (there is no replication): writes are refused as on a read-only replica,
+/// and with `replica-serve-stale-data no` most commands too (see [`crate::admission`]).
+fn replicaof(core: &mut Core, a: &[&[u8]]) -> Reply {
+    if core.cluster {
+        return Reply::err("ERR REPLICAOF not allowed in cluster mode.");
+    }
+    if a[1].eq_ignore_ascii_case(b"no") && a[2].eq_ignore_ascii_case(b"one") {
+        core.master = None;
+        return Reply::ok();
+    }
+    match crate::keyspace::parse_canonical_i64(a[2]) {
+        Some(p) if (0..=65535).contains(&p) => {}
+        _ => return Reply::err("ERR Invalid master port"),
+    }
+    let master = (String::from_utf8_lossy(a[1]).into_owned(), String::from_utf8_lossy(a[2]).into_owned());
+    if core.master.as_ref() == Some(&master) {
+        return Reply::Status("OK Already connected to specified master".into());
+    }
+    core.master = Some(master);
+    Reply::ok()
+}
 
 /// PING [message]: more than one argument is an arity error, as in Redis.
 fn ping(_: &mut Core, a: &[&[u8]]) -> Reply {

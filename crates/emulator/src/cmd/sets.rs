@@ -1,11 +1,13 @@
-//! Set commands (SADD, SREM, SCARD, SISMEMBER, SMISMEMBER, SMEMBERS) with Redis 7.0's replies.
+//! Set commands (SADD, SREM, SCARD, SISMEMBER, SMISMEMBER, SMEMBERS, SPOP, SRANDMEMBER, SMOVE, the
+//! SINTER/SUNION/SDIFF family and SINTERCARD) with Redis 7.0's replies.
 //!
 //! Sets of integers stay intset-encoded (sorted) as in Redis, so SMEMBERS of such a set is in
 //! ascending numeric order; other sets have no defined order.
 use crate::command_spec::flags::*;
 use crate::command_spec::{arg_i64, eq_ic, CommandSpec, KeySpec, SYNTAX};
 use crate::core::Core;
-use crate::keyspace::{SetValue, Value};
+use crate::keyspace::rng::Rng;
+use crate::keyspace::{SetValue, Value, WRONGTYPE};
 use crate::reply::Reply;
 use crate::tri;
 
@@ -16,6 +18,15 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "sismember", arity: 3, flags: READONLY, keys: KeySpec::ONE, handler: sismember },
     CommandSpec { name: "smismember", arity: -3, flags: READONLY, keys: KeySpec::ONE, handler: smismember },
     CommandSpec { name: "smembers", arity: 2, flags: READONLY, keys: KeySpec::ONE, handler: smembers },
+    CommandSpec { name: "spop", arity: -2, flags: WRITE, keys: KeySpec::ONE, handler: spop },
+    CommandSpec { name: "srandmember", arity: -2, flags: READONLY, keys: KeySpec::ONE, handler: srandmember },
+    CommandSpec { name: "smove", arity: 4, flags: WRITE, keys: KeySpec::TWO, handler: smove },
+    CommandSpec { name: "sinter", arity: -2, flags: READONLY, keys: KeySpec::ALL, handler: sinter },
+    CommandSpec { name: "sinterstore", arity: -3, flags: WRITE | DENYOOM, keys: KeySpec::ALL, handler: sinterstore },
+    CommandSpec { name: "sunion", arity: -2, flags: READONLY, keys: KeySpec::ALL, handler: sunion },
+    CommandSpec { name: "sunionstore", arity: -3, flags: WRITE | DENYOOM, keys: KeySpec::ALL, handler: sunionstore },
+    CommandSpec { name: "sdiff", arity: -2, flags: READONLY, keys: KeySpec::ALL, handler: sdiff },
+    CommandSpec { name: "sdiffstore", arity: -3, flags: WRITE | DENYOOM, keys: KeySpec::ALL, handler: sdiffstore },
     CommandSpec {
         name: "sintercard",
         arity: -3,
@@ -94,6 +105,299 @@ fn smembers(core: &mut Core, a: &[&[u8]]) -> Reply {
         None => Reply::Set(Vec::new()),
         Some(s) => Reply::Set(s.ordered().into_iter().map(|m| Reply::Bulk(m.to_vec())).collect()),
     }
+}
+
+/// The members of a set as replies, in Redis's iteration order, as a RESP3 set.
+fn set_reply(s: &SetValue) -> Reply {
+    Reply::Set(s.ordered().into_iter().map(|m| Reply::Bulk(m.to_vec())).collect())
+}
+
+/// SPOP key [count] (`spopCommand`, `spopWithCountCommand`): without a count a nil for a missing key;
+/// with one the count is checked first, then the key, and the reply is a set (the whole set when the
+/// count covers it, which deletes the key).
+fn spop(core: &mut Core, a: &[&[u8]]) -> Reply {
+    with_rng(core, |core, rng| spop_with(core, a, rng))
+}
+
+/// Runs `f` with the selected database's random stream, taken out of it for the while (so that the
+/// stream and a value of the database can be borrowed at once).
+pub(crate) fn with_rng<R>(core: &mut Core, f: impl FnOnce(&mut Core, &Rng) -> R) -> R {
+    let rng = std::mem::take(&mut core.db.rng);
+    let r = f(core, &rng);
+    core.db.rng = rng;
+    r
+}
+
+fn spop_with(core: &mut Core, a: &[&[u8]], rng: &Rng) -> Reply {
+    if a.len() > 3 {
+        return Reply::err(SYNTAX);
+    }
+    let count = match a.get(2) {
+        None => None,
+        Some(c) => match arg_i64(c) {
+            Ok(n) if n >= 0 => Some(n as u64),
+            Ok(_) => return Reply::err("ERR value is out of range, must be positive"),
+            Err(e) => return e,
+        },
+    };
+    let now = core.now_ms();
+    let Some(entry) = core.db.get_mut(a[1], now) else {
+        return if count.is_some() { Reply::Set(Vec::new()) } else { Reply::Nil };
+    };
+    let Value::Set(s) = &mut entry.value else { return Reply::err(WRONGTYPE) };
+    let reply = match count {
+        None => Reply::Bulk(s.pop_random(rng).unwrap_or_default()),
+        Some(0) => return Reply::Set(Vec::new()),
+        Some(n) if n >= s.len() as u64 => {
+            let r = set_reply(s);
+            core.db.remove(a[1], now);
+            return r;
+        }
+        Some(n) => Reply::Set((0..n).filter_map(|_| s.pop_random(rng)).map(Reply::Bulk).collect()),
+    };
+    if let Some(Value::Set(s)) = core.db.get_mut(a[1], now).map(|e| &e.value) {
+        if s.is_empty() {
+            core.db.remove(a[1], now);
+        }
+    }
+    reply
+}
+
+/// SRANDMEMBER key [count] (`srandmemberWithCountCommand`): a negative count may repeat members,
+/// a positive one never does (and is capped at the set's size); both reply with an array.
+fn srandmember(core: &mut Core, a: &[&[u8]]) -> Reply {
+    with_rng(core, |core, rng| srandmember_with(core, a, rng))
+}
+
+fn srandmember_with(core: &mut Core, a: &[&[u8]], rng: &Rng) -> Reply {
+    if a.len() > 3 {
+        return Reply::err(SYNTAX);
+    }
+    let count = match a.get(2) {
+        None => None,
+        Some(c) => Some(tri!(rand_count(c))),
+    };
+    let now = core.now_ms();
+    let Some(entry) = core.db.get_mut(a[1], now) else {
+        return if count.is_some() { Reply::Array(Vec::new()) } else { Reply::Nil };
+    };
+    let Value::Set(s) = &entry.value else { return Reply::err(WRONGTYPE) };
+    let Some(count) = count else { return s.random(rng).map_or(Reply::Nil, |m| Reply::Bulk(m.to_vec())) };
+    let bulk = |m: &[u8]| Reply::Bulk(m.to_vec());
+    if count == 0 {
+        return Reply::Array(Vec::new());
+    }
+    if count < 0 || count == 1 {
+        return Reply::Array((0..count.unsigned_abs()).filter_map(|_| s.random(rng).map(bulk)).collect());
+    }
+    let count = count as usize;
+    if count >= s.len() {
+        return Reply::Array(s.ordered().into_iter().map(bulk).collect());
+    }
+    Reply::Array(
+        distinct_indexes(rng, s.len(), count)
+            .into_iter()
+            .filter_map(|i| s.members.get_index(i))
+            .map(|m| bulk(m))
+            .collect(),
+    )
+}
+
+/// The count of SRANDMEMBER, HRANDFIELD and ZRANDMEMBER: any integer but `i64::MIN` (Redis reads
+/// it in `-LONG_MAX..=LONG_MAX`).
+pub(crate) fn rand_count(c: &[u8]) -> Result<i64, Reply> {
+    match arg_i64(c)? {
+        i64::MIN => Err(Reply::err(
+            "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+        )),
+        n => Ok(n),
+    }
+}
+
+/// HRANDFIELD's and ZRANDMEMBER's arguments after the key (`hrandfieldCommand`): `None` without a
+/// count; else the count and whether `word` (WITHVALUES, WITHSCORES) follows it. The count is read
+/// first, then the syntax, then (with the word) a count whose doubled reply length would overflow.
+pub(crate) fn rand_with_args(a: &[&[u8]], word: &str) -> Result<Option<(i64, bool)>, Reply> {
+    let Some(c) = a.get(2) else { return Ok(None) };
+    let count = rand_count(c)?;
+    if a.len() > 4 || (a.len() == 4 && !eq_ic(a[3], word)) {
+        return Err(Reply::err(SYNTAX));
+    }
+    let with = a.len() == 4;
+    if with && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
+        return Err(Reply::err("ERR value is out of range"));
+    }
+    Ok(Some((count, with)))
+}
+
+/// The positions a random pick with `count` takes out of `len` items (`len > 0`, `count != 0`): a
+/// negative count draws `-count` positions that may repeat; a positive one draws distinct positions,
+/// at most `len` (all of them, in order, when it covers them).
+pub(crate) fn rand_positions(rng: &Rng, len: usize, count: i64) -> Vec<usize> {
+    if count < 0 || count == 1 {
+        return (0..count.unsigned_abs()).map(|_| rng.below(len)).collect();
+    }
+    if count as u64 >= len as u64 {
+        return (0..len).collect();
+    }
+    distinct_indexes(rng, len, count as usize)
+}
+
+/// `count` distinct positions out of `0..len`, drawn uniformly: by rejection when few are wanted,
+/// otherwise by removing random ones from all of them (Redis's CASE 3 and CASE 4).
+pub(crate) fn distinct_indexes(rng: &Rng, len: usize, count: usize) -> Vec<usize> {
+    if count * 3 > len {
+        let mut all: Vec<usize> = (0..len).collect();
+        while all.len() > count {
+            let i = rng.below(all.len());
+            all.swap_remove(i);
+        }
+        all
+    } else {
+        let mut picked = rustc_hash::FxHashSet::default();
+        let mut out = Vec::with_capacity(count);
+        while out.len() < count {
+            let i = rng.below(len);
+            if picked.insert(i) {
+                out.push(i);
+            }
+        }
+        out
+    }
+}
+
+/// SMOVE src dst member (`smoveCommand`): a missing source answers 0 before the types are checked;
+/// the same key answers whether the member is there.
+fn smove(core: &mut Core, a: &[&[u8]]) -> Reply {
+    let now = core.now_ms();
+    let src_type = core.db.get_mut(a[1], now).map(|e| matches!(e.value, Value::Set(_)));
+    let dst_type = core.db.get_mut(a[2], now).map(|e| matches!(e.value, Value::Set(_)));
+    let Some(src_is_set) = src_type else { return Reply::Int(0) };
+    if !src_is_set || dst_type == Some(false) {
+        return Reply::err(WRONGTYPE);
+    }
+    let member = a[3];
+    if a[1] == a[2] {
+        return Reply::Int(tri!(set_of(core, a[1])).is_some_and(|s| s.contains(member)) as i64);
+    }
+    let Some(src) = tri!(set_of(core, a[1])) else { return Reply::Int(0) };
+    if !src.remove(member) {
+        return Reply::Int(0);
+    }
+    if src.is_empty() {
+        core.db.remove(a[1], now);
+    }
+    match tri!(set_of(core, a[2])) {
+        Some(dst) => {
+            dst.insert(member);
+        }
+        None => {
+            let mut s = SetValue::for_first(member);
+            s.insert(member);
+            core.db.set(a[2], Value::Set(s), None);
+        }
+    }
+    Reply::Int(1)
+}
+
+/// The sets under `keys` (`None` for a missing key), WRONGTYPE if any key holds another type: every
+/// key's type is checked before any answer, as Redis's loops do.
+fn sets_of(core: &mut Core, keys: &[&[u8]]) -> Result<Vec<Option<SetValue>>, Reply> {
+    let now = core.now_ms();
+    let mut out = Vec::with_capacity(keys.len());
+    for k in keys {
+        match core.db.get_mut(k, now) {
+            None => out.push(None),
+            Some(e) => match &e.value {
+                Value::Set(s) => out.push(Some(s.clone())),
+                _ => return Err(Reply::err(WRONGTYPE)),
+            },
+        }
+    }
+    Ok(out)
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum SetOp {
+    Inter,
+    Union,
+    Diff,
+}
+
+/// The result of SINTER/SUNION/SDIFF over `keys`, built as Redis builds it (an intset that converts
+/// as members come), or the error.
+fn set_op(core: &mut Core, keys: &[&[u8]], op: SetOp) -> Result<SetValue, Reply> {
+    let sets = sets_of(core, keys)?;
+    let mut out = SetValue::new_intset();
+    match op {
+        SetOp::Inter => {
+            if sets.iter().any(Option::is_none) {
+                return Ok(out);
+            }
+            let mut sets: Vec<&SetValue> = sets.iter().flatten().collect();
+            sets.sort_by_key(|s| s.len());
+            for m in sets[0].ordered() {
+                if sets[1..].iter().all(|o| o.members.contains(m)) {
+                    out.insert(m);
+                }
+            }
+        }
+        SetOp::Union => {
+            for s in sets.iter().flatten() {
+                for m in s.ordered() {
+                    out.insert(m);
+                }
+            }
+        }
+        SetOp::Diff => {
+            let Some(Some(first)) = sets.first() else { return Ok(out) };
+            for m in first.ordered() {
+                if !sets[1..].iter().flatten().any(|o| o.members.contains(m)) {
+                    out.insert(m);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn set_op_reply(core: &mut Core, keys: &[&[u8]], op: SetOp) -> Reply {
+    match set_op(core, keys, op) {
+        Ok(s) => set_reply(&s),
+        Err(e) => e,
+    }
+}
+
+/// The STORE forms: the result replaces `dst` (deleted when the result is empty); the reply is its size.
+fn set_op_store(core: &mut Core, a: &[&[u8]], op: SetOp) -> Reply {
+    let s = tri!(set_op(core, &a[2..], op));
+    let now = core.now_ms();
+    let n = s.len() as i64;
+    if s.is_empty() {
+        core.db.remove(a[1], now);
+    } else {
+        core.db.set(a[1], Value::Set(s), None);
+    }
+    Reply::Int(n)
+}
+
+fn sinter(core: &mut Core, a: &[&[u8]]) -> Reply {
+    set_op_reply(core, &a[1..], SetOp::Inter)
+}
+fn sunion(core: &mut Core, a: &[&[u8]]) -> Reply {
+    set_op_reply(core, &a[1..], SetOp::Union)
+}
+fn sdiff(core: &mut Core, a: &[&[u8]]) -> Reply {
+    set_op_reply(core, &a[1..], SetOp::Diff)
+}
+fn sinterstore(core: &mut Core, a: &[&[u8]]) -> Reply {
+    set_op_store(core, a, SetOp::Inter)
+}
+fn sunionstore(core: &mut Core, a: &[&[u8]]) -> Reply {
+    set_op_store(core, a, SetOp::Union)
+}
+fn sdiffstore(core: &mut Core, a: &[&[u8]]) -> Reply {
+    set_op_store(core, a, SetOp::Diff)
 }
 
 /// SINTERCARD numkeys key... [LIMIT n] (`sinterCardCommand`): the count, the options, then every

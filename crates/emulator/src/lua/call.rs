@@ -45,7 +45,7 @@ pub(crate) fn call_checked(
     // scriptVerifyWriteCommandAllow, then scriptVerifyOOM); after it, the script cannot be stopped
     // half-way.
     if !st.busy.wrote.get() {
-        if spec.has(flags::WRITE) && core.settings.no_good_replicas() {
+        if spec.has(flags::WRITE) && core.settings.min_replicas() {
             return Some(Reply::err(super::refusals::NOREPLICAS));
         }
         if st.oom_at_start.get() && spec.has(flags::DENYOOM) && !st.allow_oom.get() {

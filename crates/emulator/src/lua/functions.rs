@@ -506,7 +506,7 @@ impl Functions {
         if f.flags & (NO_WRITES | ALLOW_OOM) == 0 && super::refusals::out_of_memory(&mut core.borrow_mut()) {
             return Reply::err(super::refusals::OOM);
         }
-        if f.flags & NO_WRITES == 0 && core.borrow().settings.no_good_replicas() {
+        if f.flags & NO_WRITES == 0 && core.borrow().settings.min_replicas() {
             return Reply::err(super::refusals::NOREPLICAS);
         }
         let Some(n) = crate::keyspace::parse_canonical_i64(a[2]) else {

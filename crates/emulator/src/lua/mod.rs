@@ -274,7 +274,7 @@ impl Scripting {
             if !sb.no_writes && !sb.allow_oom && refusals::out_of_memory(&mut self.core.borrow_mut()) {
                 return Reply::err(refusals::OOM);
             }
-            if !sb.no_writes && self.core.borrow().settings.no_good_replicas() {
+            if !sb.no_writes && self.core.borrow().settings.min_replicas() {
                 return Reply::err(refusals::NOREPLICAS);
             }
             if read_only && !sb.no_writes {

@@ -1,0 +1,85 @@
+//! Redis 7.0.15's own Tcl test units against `limitlab serve`: a fast subset, so that a regression in
+//! the server's fidelity shows in `cargo test`. Each unit runs on a fresh `serve --clock wall` (the
+//! suite sleeps and expects keys to expire), through the suite's own runner, which compares every
+//! test's outcome with the one recorded on a real Redis 7.0.15; a test that passes there and not here
+//! fails this one. The whole set runs with `tests/redis_suite/run.sh all` (docs/fidelity.md).
+//!
+//! The suite is not part of this repository: `LIMITLAB_REDIS_SUITE` names its folder (the one holding
+//! `run_units.sh`); otherwise `../shared/redis-tests` beside the repository. Without it, or without
+//! `tclsh`, these tests skip with a reason, and fail when `CI` is set.
+use std::path::PathBuf;
+use std::process::Command;
+
+use super::common::{have_binary, LimitlabServe, TempDir};
+
+/// Units that run in seconds on serve and cover the protocol, INFO, transactions, pub/sub, scripts'
+/// neighbours and the data types most limiters touch.
+const FAST_UNITS: &[&str] =
+    &["type/incr", "info-command", "protocol", "bitfield", "hyperloglog", "pubsub", "type/list-3", "type/string"];
+
+/// The suite's folder, or why there is none.
+fn suite() -> Result<PathBuf, String> {
+    let dir = match std::env::var_os("LIMITLAB_REDIS_SUITE") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/redis-tests"),
+    };
+    if !dir.join("run_units.sh").is_file() {
+        return Err(format!("no Redis 7.0.15 test suite at {} (set LIMITLAB_REDIS_SUITE)", dir.display()));
+    }
+    if !have_binary("tclsh") {
+        return Err("tclsh is not installed (Debian package tcl)".into());
+    }
+    if !have_binary("redis-cli") {
+        return Err("redis-cli is not installed".into());
+    }
+    Ok(dir)
+}
+
+fn run_unit(unit: &str) {
+    let dir = match suite() {
+        Ok(d) => d,
+        Err(why) if std::env::var_os("CI").is_some() => panic!("{unit}: {why}, and CI is set"),
+        Err(why) => {
+            eprintln!("skipping Redis's own unit {unit}: {why}");
+            return;
+        }
+    };
+    let serve = LimitlabServe::start(&["--clock", "wall"]);
+    let out = TempDir::new(&format!("redis-suite-{}", unit.replace('/', "_")));
+    let run = Command::new(dir.join("run_units.sh"))
+        .arg(serve.port().to_string())
+        .arg(unit)
+        .env("OUTDIR", out.path())
+        .env("UNIT_TIMEOUT", "600")
+        .output()
+        .expect("run_units.sh starts");
+    let name = unit.replace('/', "_");
+    let diff = std::fs::read_to_string(out.0.join(format!("{name}.diff.txt"))).unwrap_or_default();
+    let outcomes = std::fs::read_to_string(out.0.join(format!("{name}.target.txt"))).unwrap_or_default();
+    assert!(
+        !outcomes.trim().is_empty(),
+        "{unit}: the suite recorded no outcome at all\n{}\n{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    if !run.status.success() {
+        let log = std::fs::read_to_string(out.0.join(format!("{name}.log"))).unwrap_or_default();
+        let failures: Vec<&str> =
+            log.lines().filter(|l| l.starts_with("[err]") || l.starts_with("[exception]")).take(20).collect();
+        panic!(
+            "{unit}: tests that pass on Redis 7.0.15 failed on serve\n{}\n{diff}\nfirst failures:\n{}\nserve's stderr:\n{}",
+            String::from_utf8_lossy(&run.stdout),
+            failures.join("\n"),
+            serve.stderr()
+        );
+    }
+}
+
+#[test]
+fn redis_own_units_pass_on_serve() {
+    // One unit after another: each starts its own server and clients, and the units' timing-sensitive
+    // tests (expiry, blocking timeouts) are steadier without the others running beside them.
+    for unit in FAST_UNITS {
+        run_unit(unit);
+    }
+}
