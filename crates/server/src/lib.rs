@@ -166,6 +166,7 @@ async fn accept_loop(server: Rc<Server>, node: usize, listener: tokio::net::TcpL
             tokio::task::spawn_local(connection::refuse(stream));
             continue;
         }
+        server.busy.adopt(&stream, server.requirepass.is_none());
         tokio::task::spawn_local(connection::handle(server.clone(), node, stream));
     }
 }
