@@ -13,9 +13,19 @@ use std::process::Command;
 use super::common::{have_binary, LimitlabServe, TempDir};
 
 /// Units that run in seconds on serve and cover the protocol, INFO, transactions, pub/sub, scripts'
-/// neighbours and the data types most limiters touch.
-const FAST_UNITS: &[&str] =
-    &["type/incr", "info-command", "protocol", "bitfield", "hyperloglog", "pubsub", "type/list-3", "type/string"];
+/// neighbours, functions (with a function that runs long, killed from another connection) and the
+/// data types most limiters touch.
+const FAST_UNITS: &[&str] = &[
+    "type/incr",
+    "info-command",
+    "protocol",
+    "bitfield",
+    "hyperloglog",
+    "pubsub",
+    "type/list-3",
+    "type/string",
+    "functions",
+];
 
 /// The suite's folder, or why there is none.
 fn suite() -> Result<PathBuf, String> {

@@ -134,6 +134,12 @@ impl Busy {
         Registration { server: server.clone(), entry }
     }
 
+    /// Makes the entry of a connection just accepted, before its task first runs: a script that runs
+    /// long before then (the task waits behind it) still serves it.
+    pub fn adopt(&self, stream: &TcpStream, authed: bool) {
+        self.entries.borrow_mut().push(Rc::new(Entry::new(stream.as_raw_fd(), authed)));
+    }
+
     /// Registers a listening socket, for the connections that arrive while a script runs long.
     pub fn add_listener(&self, node: usize, fd: RawFd) {
         self.listeners.borrow_mut().push((node, fd));
@@ -220,7 +226,7 @@ impl Busy {
                     tokio::task::spawn_local(super::connection::refuse(stream));
                     continue;
                 }
-                self.entries.borrow_mut().push(Rc::new(Entry::new(fd, server.requirepass.is_none())));
+                self.adopt(&stream, server.requirepass.is_none());
                 tokio::task::spawn_local(super::connection::handle(server.clone(), node, stream));
             }
         }

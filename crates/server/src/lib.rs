@@ -11,6 +11,8 @@
 //! - [`connection`]: one client's loop; [`conn`]: its state;
 //! - [`commands`]: what the server answers itself (HELLO, AUTH, QUIT, RESET, SHUTDOWN, DEBUG SLEEP,
 //!   CLOCK.*) and the order of Redis's checks before a command reaches the emulator;
+//! - [`busy`]: while a script runs past `busy-reply-threshold`, the other clients answered from the
+//!   emulator's count hook (BUSY, SCRIPT KILL, FUNCTION KILL, SHUTDOWN NOSAVE), as Redis does;
 //! - [`cluster`]: `--cluster N`, N ports answering as an N-master Redis Cluster (one emulator per node);
 //! - [`client`]: a small blocking RESP client, for `limitlab cli -h HOST -p PORT`.
 //!
@@ -52,7 +54,8 @@ pub struct Options {
     pub cluster: Option<usize>,
     /// The default user's password (Redis's `requirepass`).
     pub requirepass: Option<Vec<u8>>,
-    /// The script budget (loop iterations and calls) of every node's emulator.
+    /// The script budget (loop iterations and calls) of every node's emulator; None: no budget, as in
+    /// Redis (SCRIPT KILL and FUNCTION KILL stop a long script).
     pub script_budget: Option<u64>,
     /// Connections beyond this many are refused with Redis's text.
     pub max_clients: usize,
@@ -163,6 +166,7 @@ async fn accept_loop(server: Rc<Server>, node: usize, listener: tokio::net::TcpL
             tokio::task::spawn_local(connection::refuse(stream));
             continue;
         }
+        server.busy.adopt(&stream, server.requirepass.is_none());
         tokio::task::spawn_local(connection::handle(server.clone(), node, stream));
     }
 }

@@ -30,7 +30,8 @@ pub struct Args {
     /// The password every connection must give with AUTH or HELLO ... AUTH first.
     #[arg(long, value_name = "PASSWORD")]
     pub requirepass: Option<String>,
-    /// Kill a script after this many loop iterations and function calls.
+    /// Kill a script after this many loop iterations and function calls (default: none, as in Redis:
+    /// a long script is stopped with SCRIPT KILL or FUNCTION KILL from another connection).
     #[arg(long, value_name = "N")]
     pub script_budget: Option<u64>,
     /// Refuse connections beyond this many ("max number of clients reached").

@@ -1,6 +1,6 @@
 //! A script's budget and memory cap while it runs: the process-wide default budget, the count hook
-//! that spends the budget and kills a runaway script (or one past its memory cap), and the memory
-//! cap lifted around pushes that must not fail.
+//! that spends the budget and kills a runaway script (or one past its memory cap, or one a client
+//! killed through the busy handler), and the memory cap lifted around pushes that must not fail.
 use super::context::RunState;
 use super::ext::{memcap, MemCap};
 use super::stack::push_error_buff;
@@ -95,8 +95,10 @@ pub(crate) fn hook_key() -> *mut std::ffi::c_void {
 
 /// The budget hook: every [`HOOK_EVERY`] loop iterations and calls it takes them off the budget;
 /// once the budget is spent the script is killed, and from then on the hook fires and raises at
-/// every chance, so `pcall` cannot keep a killed script alive. During FUNCTION LOAD it raises Redis's
-/// load timeout instead.
+/// every chance, so `pcall` cannot keep a killed script alive (but in the error handler, which makes
+/// the kill's error). During FUNCTION LOAD it raises Redis's load timeout instead. With a busy
+/// handler installed, a run past `busy-reply-threshold` calls it at every tick ([`super::busy`]),
+/// and it may kill the script too; the handler's values are all gone before anything is raised.
 ///
 /// # Safety
 ///

@@ -71,20 +71,24 @@ fn call_found(
     if st.read_only.get() && spec.has(flags::WRITE | flags::MAY_REPLICATE) {
         return Err(Reply::err("ERR Write commands are not allowed from read-only scripts."));
     }
-    if st.oom_at_start.get() && spec.has(flags::DENYOOM) && !st.allow_oom.get() && !st.busy.wrote.get() {
-        // Out of memory when the script started, and it has not written yet (so it can still be
-        // stopped cleanly): a command that may grow memory is refused (Redis's scriptVerifyOOM).
-        return Some(Reply::err(super::oom::OOM));
+    let mut core = core.borrow_mut();
+    // Until the script's first write, the server's state may still refuse a command (Redis's
+    // scriptVerifyWriteCommandAllow, then scriptVerifyOOM); after it, the script cannot be stopped
+    // half-way.
+    if !st.busy.wrote.get() {
+        if spec.has(flags::WRITE) && core.master.is_none() && core.settings.min_replicas() {
+            return Err(Reply::err(super::refusals::NOREPLICAS));
+        }
+        if st.oom_at_start.get() && spec.has(flags::DENYOOM) && !st.allow_oom.get() {
+            return Err(Reply::err(super::refusals::OOM));
+        }
+    }
+    if spec.has(flags::WRITE) && core.master.is_some() && core.settings.flag("replica-read-only") {
+        return Err(Reply::err(admission::READONLY));
     }
     if spec.has(flags::WRITE) {
         // Redis's SCRIPT_WRITE_DIRTY: from now on SCRIPT KILL refuses (UNKILLABLE).
         st.busy.wrote.set(true);
-    }
-    let mut core = core.borrow_mut();
-    if core.guarded() {
-        if let Some(e) = script_state_refusal(&core, spec, argv) {
-            return Err(Reply::err(e));
-        }
     }
     if core.cluster {
         let keys = spec.keys.keys(argv);
@@ -123,23 +127,6 @@ fn call_found(
 /// What the server's state refuses a script's command (Redis's `scriptVerifyOOM` and
 /// `scriptVerifyWriteCommandAllow`): a command that may use memory while the server was over
 /// `maxmemory` when the script started; a write on a read-only replica or without enough replicas.
-#[cold]
-#[inline(never)]
-fn script_state_refusal(core: &Core, spec: &CommandSpec, argv: &[&[u8]]) -> Option<&'static str> {
-    let rf = admission::redis_flags(spec, crate::emulator::subcommand_name(spec, argv));
-    if core.settings.maxmemory() != 0 && core.pre_command_oom && rf & admission::rflags::DENYOOM != 0 {
-        return Some(admission::OOM);
-    }
-    if rf & admission::rflags::WRITE != 0 {
-        if core.master.is_some() && core.settings.flag("replica-read-only") {
-            return Some(admission::READONLY);
-        }
-        if core.master.is_none() && core.settings.min_replicas() {
-            return Some(admission::NOREPLICAS);
-        }
-    }
-    None
-}
 
 /// A script's call of a command the emulator does not implement: what Redis 7.0.15 says before
 /// running it (unknown, wrong number of arguments, not allowed from scripts), from its own table;

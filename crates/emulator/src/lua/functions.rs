@@ -227,9 +227,11 @@ impl Functions {
                 stack::one_line(&String::from_utf8_lossy(&sub[..end]))
             ))
         };
-        if (s.name == "load" || s.name == "restore") && super::oom::out_of_memory(&mut self.vm.ctx.core.borrow_mut()) {
+        if (s.name == "load" || s.name == "restore")
+            && super::refusals::out_of_memory(&mut self.vm.ctx.core.borrow_mut())
+        {
             // Both may grow memory (`denyoom`).
-            return Reply::err(super::oom::OOM);
+            return Reply::err(super::refusals::OOM);
         }
         match s.name {
             "load" => {
@@ -501,8 +503,11 @@ impl Functions {
         let f = &lib.functions[i];
         // A function that may write is denied when out of memory, before its arguments are read
         // (Redis's processCommand gives FCALL the function's flags).
-        if f.flags & (NO_WRITES | ALLOW_OOM) == 0 && super::oom::out_of_memory(&mut core.borrow_mut()) {
-            return Reply::err(super::oom::OOM);
+        if f.flags & (NO_WRITES | ALLOW_OOM) == 0 && super::refusals::out_of_memory(&mut core.borrow_mut()) {
+            return Reply::err(super::refusals::OOM);
+        }
+        if f.flags & NO_WRITES == 0 && core.borrow().settings.min_replicas() {
+            return Reply::err(super::refusals::NOREPLICAS);
         }
         let Some(n) = crate::keyspace::parse_canonical_i64(a[2]) else {
             return Reply::err("ERR Bad number of keys provided");

@@ -15,9 +15,9 @@ mod fast;
 pub(crate) mod functions;
 mod helpers;
 pub mod libs;
-mod oom;
 mod rand48;
 mod raw;
+mod refusals;
 mod run;
 mod stack;
 mod vm;
@@ -271,8 +271,11 @@ impl Scripting {
         if let Some(sb) = shebang {
             // A script that declared flags may write unless it said otherwise: denied when out of
             // memory, before anything else, unless it allows that.
-            if !sb.no_writes && !sb.allow_oom && oom::out_of_memory(&mut self.core.borrow_mut()) {
-                return Reply::err(oom::OOM);
+            if !sb.no_writes && !sb.allow_oom && refusals::out_of_memory(&mut self.core.borrow_mut()) {
+                return Reply::err(refusals::OOM);
+            }
+            if !sb.no_writes && self.core.borrow().settings.min_replicas() {
+                return Reply::err(refusals::NOREPLICAS);
             }
             if read_only && !sb.no_writes {
                 return Reply::err("ERR Can not execute a script with write flag using *_ro command.");

@@ -55,7 +55,7 @@ pub(super) fn run_function(
         let mut core = core.borrow_mut();
         let now = core.now_ms();
         core.frozen_ms = Some(now);
-        let oom = core.settings.maxmemory() > 0 && super::oom::out_of_memory(&mut core);
+        let oom = core.settings.maxmemory() > 0 && super::refusals::out_of_memory(&mut core);
         st.oom_at_start.set(oom);
         let threshold = st.busy.on().then(|| core.settings.int("busy-reply-threshold"));
         st.busy.begin(name, eval, threshold);

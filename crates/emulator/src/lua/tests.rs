@@ -516,3 +516,35 @@ fn out_of_memory_rules_for_scripts_and_functions() {
     assert_eq!(e.execute(&[b"CONFIG", b"SET", b"maxmemory", b"0"]), Reply::ok());
     assert_eq!(e.execute(&[b"FCALL", b"f", b"0"]), Reply::ok());
 }
+
+/// `min-replicas-to-write` on a server without replicas, as Redis 7.0.15 answers scripts then.
+#[test]
+fn scripts_that_may_write_need_good_replicas() {
+    const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+    let mut e = Emulator::new();
+    e.execute(&[b"SET", b"x", b"v"]);
+    assert_eq!(e.execute(&[b"CONFIG", b"SET", b"min-replicas-to-write", b"1"]), Reply::ok());
+    assert_eq!(eval(&mut e, "#!lua flags=no-writes\nreturn redis.call('get','x')"), Reply::Bulk(b"v".to_vec()));
+    assert_eq!(eval(&mut e, "return redis.call('get','x')"), Reply::Bulk(b"v".to_vec()));
+    assert_eq!(eval(&mut e, "#!lua\nreturn redis.call('get','x')"), Reply::err(NOREPLICAS));
+    let body = "return redis.call('set','x', 1)";
+    assert_eq!(eval(&mut e, body), err_with_sha(body, NOREPLICAS, 1));
+    assert_eq!(e.execute(&[b"CONFIG", b"SET", b"min-replicas-to-write", b"0"]), Reply::ok());
+    assert_eq!(eval(&mut e, body), Reply::ok());
+}
+
+/// COMMAND GETKEYS reads the `numkeys` keys of the scripting commands (Redis 7.0.15's answers).
+#[test]
+fn command_getkeys_finds_the_keys_of_scripts_and_functions() {
+    let mut e = Emulator::new();
+    assert_eq!(
+        e.execute(&[b"COMMAND", b"GETKEYS", b"EVAL", b"return 1", b"2", b"a", b"b", b"c"]),
+        Reply::Array(vec![Reply::Bulk(b"a".to_vec()), Reply::Bulk(b"b".to_vec())])
+    );
+    for name in [&b"FCALL"[..], b"FCALL_RO", b"EVALSHA", b"EVAL_RO", b"EVALSHA_RO"] {
+        assert_eq!(
+            e.execute(&[b"COMMAND", b"GETKEYS", name, b"f", b"1", b"x", b"foo"]),
+            Reply::Array(vec![Reply::Bulk(b"x".to_vec())])
+        );
+    }
+}
