@@ -8,3 +8,4 @@ mod common;
 mod serve;
 mod serve_clients;
 mod serve_cluster;
+mod serve_pubsub;

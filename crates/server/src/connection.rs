@@ -11,6 +11,7 @@ use tokio::net::TcpStream;
 
 use super::commands;
 use super::conn::{connect, Conn};
+use super::outbox::{self, Outbox};
 use super::parse::{self, Frame};
 use super::state::Server;
 
@@ -37,9 +38,23 @@ pub async fn handle(server: Rc<Server>, node: usize, mut stream: TcpStream) {
         _ => None,
     };
     let client = connect(&server, node, &addrs);
-    let mut conn =
-        Conn { node, client, addrs, resp3: false, authed: server.requirepass.is_none(), close: false, grew: false };
+    let outbox = Rc::new(Outbox::default());
+    outbox::register(&server, node, client, &outbox);
+    let mut conn = Conn {
+        node,
+        client,
+        addrs,
+        resp3: false,
+        authed: server.requirepass.is_none(),
+        close: false,
+        grew: false,
+        outbox,
+        blocked: false,
+        subscribed: false,
+        mute: 0,
+    };
     let _ = serve(&server, &mut conn, &mut stream).await;
+    outbox::unregister(&server, conn.node, conn.client);
     server.nodes[conn.node].emu.borrow_mut().disconnect(conn.client);
     server.clients.set(server.clients.get() - 1);
     give_back_memory(&server, conn.grew);
@@ -93,8 +108,9 @@ async fn serve(server: &Server, conn: &mut Conn, stream: &mut TcpStream) -> std:
     let mut out: Vec<u8> = Vec::new();
     let mut ranges = Vec::new();
     loop {
+        outbox::drain(conn, &mut out);
         let mut used = 0;
-        while used < inbuf.len() && !conn.close {
+        while used < inbuf.len() && !conn.close && !conn.blocked {
             let buf = &inbuf[used..];
             // A request's length, and its arguments when inline (multibulk ones are in `ranges`).
             let (n, inline) = match parse::next(buf, conn.authed, &mut ranges) {
@@ -142,8 +158,31 @@ async fn serve(server: &Server, conn: &mut Conn, stream: &mut TcpStream) -> std:
             collect();
         }
         inbuf.reserve(READ_CHUNK);
-        if stream.read_buf(&mut inbuf).await? == 0 {
-            return Ok(());
+        if let Some(n) = read_or_delivery(stream, &mut inbuf, &conn.outbox).await {
+            if n? == 0 {
+                return Ok(());
+            }
         }
     }
+}
+
+/// Waits for the client's next bytes (read into `inbuf`: `Some` with the count, 0 at its end) or for
+/// a delivery from another client (`None`), whichever comes first. A blocked client is read as
+/// well, so that it is seen to go away.
+async fn read_or_delivery(
+    stream: &mut TcpStream,
+    inbuf: &mut BytesMut,
+    outbox: &Outbox,
+) -> Option<std::io::Result<usize>> {
+    use std::future::Future;
+    use std::task::Poll;
+    let mut delivered = std::pin::pin!(outbox.ready.notified());
+    let mut read = std::pin::pin!(stream.read_buf(inbuf));
+    std::future::poll_fn(|cx| {
+        if delivered.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(None);
+        }
+        read.as_mut().poll(cx).map(Some)
+    })
+    .await
 }

@@ -8,6 +8,7 @@ pub use crate::command_spec::*;
 use rustc_hash::FxHashMap;
 
 pub mod bitmaps;
+pub mod blocking;
 pub mod client;
 pub mod command;
 pub mod config;
@@ -18,6 +19,7 @@ pub mod info;
 pub mod keys;
 pub mod lists;
 pub mod memory;
+pub mod pubsub;
 pub mod scripting;
 pub mod server;
 pub mod sets;
@@ -50,6 +52,8 @@ fn table() -> &'static FxHashMap<&'static [u8], CommandSpec> {
             zsets::COMMANDS,
             zsets_store::COMMANDS,
             lists::COMMANDS,
+            blocking::COMMANDS,
+            pubsub::COMMANDS,
             sets::COMMANDS,
             sort::COMMANDS,
             server::COMMANDS,
