@@ -146,7 +146,10 @@ fn pubsub_transcript(port: u16, resp3: bool) -> Vec<u8> {
     let mut out = sub.bytes_until(end);
     assert_eq!(p.call(&["PUBLISH", "ch1", "hello"]), Reply::Int(2));
     assert_eq!(p.call(&["PUBLISH", "other", "x"]), Reply::Int(0));
-    assert_eq!(p.call(&["PUBSUB", "NUMSUB", "ch1", "nope"]), Reply::Array(vec![bulk("ch1"), Reply::Int(1), bulk("nope"), Reply::Int(0)]));
+    assert_eq!(
+        p.call(&["PUBSUB", "NUMSUB", "ch1", "nope"]),
+        Reply::Array(vec![bulk("ch1"), Reply::Int(1), bulk("nope"), Reply::Int(0)])
+    );
     assert_eq!(p.call(&["PUBSUB", "NUMPAT"]), Reply::Int(2));
     p.call(&["SET", "k", "v"]);
     p.call(&["RPUSH", "l", "a"]);

@@ -323,10 +323,57 @@ impl Core {
         self.select(selected);
     }
 
+    /// Redis's `performEvictions`, run after every command while `maxmemory` is set: when the
+    /// dataset (MEMORY USAGE of every key, plus a fresh server's memory) is over it and the policy
+    /// evicts, keys go, least recently used first (`allkeys-*`; `volatile-*`: those with a TTL), each
+    /// with its `evicted` notification, until it fits.
+    pub fn evict_if_needed(&mut self) {
+        const STARTUP: u64 = 876_048;
+        let max = self.settings.maxmemory();
+        if max <= 0 || self.in_script() {
+            return;
+        }
+        let policy = self.settings.get("maxmemory-policy");
+        let volatile = policy.starts_with(b"volatile-");
+        if !volatile && !policy.starts_with(b"allkeys-") {
+            return;
+        }
+        let cluster = self.cluster;
+        let mut used = STARTUP;
+        let mut candidates: Vec<(i64, usize, Vec<u8>, u64)> = Vec::new();
+        for i in 0..DATABASES {
+            for (k, e) in self.db_at(i).map.iter() {
+                let size = crate::object_size::key_usage(k.as_slice(), e, 5, cluster);
+                used += size;
+                if !volatile || e.expire_at.is_some() {
+                    candidates.push((e.lru_ms, i, k.as_slice().to_vec(), size));
+                }
+            }
+        }
+        if used <= max as u64 {
+            return;
+        }
+        candidates.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        let selected = self.selected;
+        let now = self.now_ms();
+        for (_, db, key, size) in candidates {
+            if used <= max as u64 {
+                break;
+            }
+            self.select(db);
+            self.db.remove(&key, now);
+            self.touch(&key);
+            self.notify(crate::settings::notify::EVICTED, "evicted", &key);
+            used -= size;
+        }
+        self.select(selected);
+    }
+
     /// Removes `key` (selected database) if it has expired at `now`, with its `expired`
     /// notification.
     pub fn expire_key(&mut self, key: &[u8], now: i64) {
-        let expired = self.db.expiry_enabled && self.db.map.get(key).is_some_and(|e| e.expire_at.is_some_and(|t| t < now));
+        let expired =
+            self.db.expiry_enabled && self.db.map.get(key).is_some_and(|e| e.expire_at.is_some_and(|t| t < now));
         if expired {
             self.db.remove(key, now);
             self.notify(crate::settings::notify::EXPIRED, "expired", key);

@@ -178,6 +178,9 @@ impl Emulator {
         };
         let reply = if in_multi { self.queue(id, spec, args) } else { self.run_as(id, spec, args) };
         let mut core = self.core.borrow_mut();
+        if core.settings.maxmemory() > 0 {
+            core.evict_if_needed();
+        }
         let db = core.selected;
         if let Some(c) = core.client(id) {
             c.db = db;

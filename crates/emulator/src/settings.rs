@@ -222,10 +222,18 @@ fn default_of(name: &str) -> &'static [u8] {
 /// Parses a memory value as Redis's `memtoull` does (`100`, `1k`, `2mb`, `1gb`; case-insensitive).
 pub fn parse_memory(v: &[u8]) -> Option<i64> {
     let s = std::str::from_utf8(v).ok()?.to_ascii_lowercase();
-    let (digits, mul) = [("gb", 1i64 << 30), ("mb", 1 << 20), ("kb", 1 << 10), ("g", 1_000_000_000), ("m", 1_000_000), ("k", 1000), ("b", 1)]
-        .iter()
-        .find_map(|(suf, mul)| s.strip_suffix(suf).map(|d| (d.to_string(), *mul)))
-        .unwrap_or((s.clone(), 1));
+    let (digits, mul) = [
+        ("gb", 1i64 << 30),
+        ("mb", 1 << 20),
+        ("kb", 1 << 10),
+        ("g", 1_000_000_000),
+        ("m", 1_000_000),
+        ("k", 1000),
+        ("b", 1),
+    ]
+    .iter()
+    .find_map(|(suf, mul)| s.strip_suffix(suf).map(|d| (d.to_string(), *mul)))
+    .unwrap_or((s.clone(), 1));
     if digits.is_empty() || !digits.bytes().enumerate().all(|(i, c)| c.is_ascii_digit() || (i == 0 && c == b'-')) {
         return None;
     }
@@ -294,9 +302,13 @@ impl Settings {
             let (name, value) = (p[0], p[1]);
             let shown = String::from_utf8_lossy(name);
             let Some(c) = canonical(name) else {
-                return Err(Reply::Error(format!("ERR Unknown option or number of arguments for CONFIG SET - '{shown}'")));
+                return Err(Reply::Error(format!(
+                    "ERR Unknown option or number of arguments for CONFIG SET - '{shown}'"
+                )));
             };
-            let failed = |why: &str| Reply::Error(format!("ERR CONFIG SET failed (possibly related to argument '{shown}') - {why}"));
+            let failed = |why: &str| {
+                Reply::Error(format!("ERR CONFIG SET failed (possibly related to argument '{shown}') - {why}"))
+            };
             if IMMUTABLE.contains(&c) {
                 return Err(failed("can't set immutable config"));
             }
@@ -330,7 +342,9 @@ fn normalize(name: &'static str, v: &[u8]) -> Result<Vec<u8>, String> {
     }
     match name {
         "notify-keyspace-events" => {
-            return notify_flags_from(v).map(notify_flags_to).ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmd'.".into())
+            return notify_flags_from(v)
+                .map(notify_flags_to)
+                .ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmd'.".into())
         }
         "save" => {
             let words: Vec<&[u8]> = v.split(|&c| c == b' ').filter(|w| !w.is_empty()).collect();
@@ -343,7 +357,11 @@ fn normalize(name: &'static str, v: &[u8]) -> Result<Vec<u8>, String> {
     }
     if default == b"yes" || default == b"no" {
         let lower = v.to_ascii_lowercase();
-        return if lower == b"yes" || lower == b"no" { Ok(lower) } else { Err("argument must be 'yes' or 'no'".into()) };
+        return if lower == b"yes" || lower == b"no" {
+            Ok(lower)
+        } else {
+            Err("argument must be 'yes' or 'no'".into())
+        };
     }
     let numeric = !default.is_empty() && parse_int(default).is_some();
     if numeric {
@@ -380,7 +398,9 @@ mod tests {
         let e = s.config_set(&[b"appendonly", b"maybe"]).unwrap_err();
         assert_eq!(
             e,
-            Reply::err("ERR CONFIG SET failed (possibly related to argument 'appendonly') - argument must be 'yes' or 'no'")
+            Reply::err(
+                "ERR CONFIG SET failed (possibly related to argument 'appendonly') - argument must be 'yes' or 'no'"
+            )
         );
         let e = s.config_set(&[b"nosuch", b"1"]).unwrap_err();
         assert_eq!(e, Reply::err("ERR Unknown option or number of arguments for CONFIG SET - 'nosuch'"));

@@ -122,7 +122,11 @@ fn execute_request(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut V
             return reply(conn, out, &r);
         }
     }
-    if args[0].len() == 6 && args.len() == 3 && args[0].eq_ignore_ascii_case(b"client") && args[1].eq_ignore_ascii_case(b"reply") {
+    if args[0].len() == 6
+        && args.len() == 3
+        && args[0].eq_ignore_ascii_case(b"client")
+        && args[1].eq_ignore_ascii_case(b"reply")
+    {
         return client_reply(server, conn, args, out);
     }
     let node = &server.nodes[conn.node];
@@ -169,12 +173,19 @@ fn after_effects(server: &Server, conn: &mut Conn, r: Reply, out: &mut Vec<u8>) 
     let closing = dels.iter().any(|(to, d)| *to == conn.client && *d == limitlab_emulator::Deliver::Close);
     let node = conn.node;
     // A kill of this very connection closes it after its reply.
-    let dels: Vec<_> = dels.into_iter().filter(|(to, d)| !(*to == conn.client && *d == limitlab_emulator::Deliver::Close)).collect();
+    let dels: Vec<_> =
+        dels.into_iter().filter(|(to, d)| !(*to == conn.client && *d == limitlab_emulator::Deliver::Close)).collect();
     outbox::route(server, node, Some(conn), dels, out);
     if blocked {
         server.timer_kick.notify_one();
     }
-    let r = if silent { None } else if resp::larger_than(&r, STREAM_OVER) { Some(r) } else { reply(conn, out, &r) };
+    let r = if silent {
+        None
+    } else if resp::larger_than(&r, STREAM_OVER) {
+        Some(r)
+    } else {
+        reply(conn, out, &r)
+    };
     if closing {
         conn.close = true;
     }

@@ -44,8 +44,20 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: KeySpec::movable(blocking_mpop_keys),
         handler: blmpop,
     },
-    CommandSpec { name: "bzpopmin", arity: -3, flags: WRITE | NOSCRIPT, keys: KeySpec::at(1, -2, 1), handler: bzpopmin },
-    CommandSpec { name: "bzpopmax", arity: -3, flags: WRITE | NOSCRIPT, keys: KeySpec::at(1, -2, 1), handler: bzpopmax },
+    CommandSpec {
+        name: "bzpopmin",
+        arity: -3,
+        flags: WRITE | NOSCRIPT,
+        keys: KeySpec::at(1, -2, 1),
+        handler: bzpopmin,
+    },
+    CommandSpec {
+        name: "bzpopmax",
+        arity: -3,
+        flags: WRITE | NOSCRIPT,
+        keys: KeySpec::at(1, -2, 1),
+        handler: bzpopmax,
+    },
     CommandSpec {
         name: "bzmpop",
         arity: -5,
@@ -400,11 +412,8 @@ impl Core {
     /// when it was not blocked.
     pub fn unblock(&mut self, id: ClientId, error: bool) -> bool {
         let Some(w) = self.blocking.remove(id) else { return false };
-        let r = if error {
-            Reply::err("UNBLOCKED client unblocked via CLIENT UNBLOCK")
-        } else {
-            w.serve.timeout_reply()
-        };
+        let r =
+            if error { Reply::err("UNBLOCKED client unblocked via CLIENT UNBLOCK") } else { w.serve.timeout_reply() };
         self.outbox.push((id, Deliver::Unblock(r)));
         true
     }

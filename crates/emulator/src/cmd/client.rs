@@ -188,9 +188,10 @@ fn kill(core: &mut Core, me: ClientId, a: &[&[u8]]) -> Reply {
         }
     };
     if a.len() == 3 {
-        let target = core.clients.iter().enumerate().skip(skip).find_map(|(i, c)| {
-            c.as_ref().filter(|c| addr_of(c, false).as_bytes() == a[2]).map(|_| ClientId(i as u32))
-        });
+        let target =
+            core.clients.iter().enumerate().skip(skip).find_map(|(i, c)| {
+                c.as_ref().filter(|c| addr_of(c, false).as_bytes() == a[2]).map(|_| ClientId(i as u32))
+            });
         let Some(t) = target else { return Reply::err("ERR No such client") };
         core.outbox.push((t, crate::deliver::Deliver::Close));
         return Reply::ok();

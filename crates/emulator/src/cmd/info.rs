@@ -11,9 +11,8 @@ use crate::command_spec::{eq_ic, CommandSpec, KeySpec};
 use crate::core::{Core, DATABASES};
 use crate::reply::Reply;
 
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec { name: "info", arity: -1, flags: 0, keys: KeySpec::NONE, handler: info },
-];
+pub static COMMANDS: &[CommandSpec] =
+    &[CommandSpec { name: "info", arity: -1, flags: 0, keys: KeySpec::NONE, handler: info }];
 
 /// The sections in the order Redis prints them, and whether `INFO` / `INFO default` includes each.
 const SECTIONS: &[(&str, bool)] = &[

@@ -27,7 +27,13 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "lpos", arity: -3, flags: READONLY, keys: KeySpec::ONE, handler: lpos },
     CommandSpec { name: "lmove", arity: 5, flags: WRITE | DENYOOM, keys: KeySpec::TWO, handler: lmove },
     CommandSpec { name: "rpoplpush", arity: 3, flags: WRITE | DENYOOM, keys: KeySpec::TWO, handler: rpoplpush },
-    CommandSpec { name: "lmpop", arity: -4, flags: WRITE | MOVABLE_KEYS, keys: KeySpec::movable(lmpop_keys), handler: lmpop },
+    CommandSpec {
+        name: "lmpop",
+        arity: -4,
+        flags: WRITE | MOVABLE_KEYS,
+        keys: KeySpec::movable(lmpop_keys),
+        handler: lmpop,
+    },
 ];
 
 /// LMPOP's keys: `numkeys` at 1, then the keys.
@@ -572,6 +578,34 @@ mod tests {
         run(&mut e, "RPUSH l a a");
         assert_eq!(run(&mut e, "LREM l 0 a"), Reply::Int(2));
         assert_eq!(run(&mut e, "EXISTS l"), Reply::Int(0));
+    }
+
+    /// LMPOP and, without a server, BLPOP/BLMPOP: Redis 7.0.15's replies and errors in its order.
+    #[test]
+    fn lmpop_and_blocking_forms_without_a_server() {
+        let mut e = Emulator::new();
+        run(&mut e, "RPUSH b 1 2 3");
+        run(&mut e, "SET s v");
+        let pair = |k: &str, v: &[&str]| Reply::Array(vec![Reply::bulk(k), bulks(v)]);
+        assert_eq!(run(&mut e, "LMPOP 2 a b LEFT COUNT 2"), pair("b", &["1", "2"]));
+        assert_eq!(run(&mut e, "LMPOP 1 b RIGHT COUNT 10"), pair("b", &["3"]));
+        assert_eq!(run(&mut e, "LMPOP 1 b LEFT"), Reply::NilArray);
+        assert_eq!(run(&mut e, "LMPOP 2 a s LEFT"), err(WT));
+        assert_eq!(run(&mut e, "LMPOP 0 a LEFT"), err("ERR numkeys should be greater than 0"));
+        assert_eq!(run(&mut e, "LMPOP 2 a LEFT"), err("ERR syntax error"));
+        assert_eq!(run(&mut e, "LMPOP 1 a LEFT COUNT 0"), err("ERR count should be greater than 0"));
+        assert_eq!(run(&mut e, "LMPOP 1 a LEFT COUNT 1 COUNT 1"), err("ERR syntax error"));
+        assert_eq!(run(&mut e, "BLMPOP x 1 a LEFT"), err("ERR timeout is not a float or out of range"));
+        assert_eq!(run(&mut e, "BLMPOP x 0 a LEFT"), err("ERR numkeys should be greater than 0"));
+        assert_eq!(run(&mut e, "BLPOP a -1"), err("ERR timeout is negative"));
+        assert_eq!(run(&mut e, "BLPOP a 0x7FFFFFFFFFFFFF"), err("ERR timeout is negative"));
+        assert_eq!(run(&mut e, "BLPOP s 0"), err(WT));
+        // No server to wake it: nothing to pop answers the timeout reply at once.
+        assert_eq!(run(&mut e, "BLPOP a 0"), Reply::NilArray);
+        assert_eq!(run(&mut e, "BRPOPLPUSH a b 0"), Reply::Nil);
+        run(&mut e, "RPUSH a x");
+        assert_eq!(run(&mut e, "BRPOPLPUSH a s 0"), err(WT));
+        assert_eq!(run(&mut e, "BLMOVE a b RIGHT LEFT 0.5"), Reply::bulk("x"));
     }
 
     #[test]

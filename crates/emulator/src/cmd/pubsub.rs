@@ -287,11 +287,7 @@ fn pubsub(core: &mut Core, a: &[&[u8]]) -> Reply {
     let table = if shard { &ps.shard } else { &ps.channels };
     if eq_ic(sub, "channels") || eq_ic(sub, "shardchannels") {
         let pat = a.get(2).copied();
-        let v = table
-            .keys()
-            .filter(|c| pat.is_none_or(|p| glob_match(p, c, false)))
-            .map(|c| bulk(c))
-            .collect();
+        let v = table.keys().filter(|c| pat.is_none_or(|p| glob_match(p, c, false))).map(|c| bulk(c)).collect();
         return Reply::Array(v);
     }
     if eq_ic(sub, "numsub") || eq_ic(sub, "shardnumsub") {
@@ -305,10 +301,7 @@ fn pubsub(core: &mut Core, a: &[&[u8]]) -> Reply {
     if eq_ic(sub, "numpat") {
         return Reply::Int(ps.patterns.len() as i64);
     }
-    Reply::Error(format!(
-        "ERR unknown subcommand '{}'. Try PUBSUB HELP.",
-        String::from_utf8_lossy(sub)
-    ))
+    Reply::Error(format!("ERR unknown subcommand '{}'. Try PUBSUB HELP.", String::from_utf8_lossy(sub)))
 }
 
 impl Core {
@@ -491,10 +484,7 @@ impl Core {
         } else if which == Keys::First {
             keys.truncate(1);
         }
-        let keys = keys
-            .into_iter()
-            .map(|k| (k.to_vec(), crate::clients::fingerprint(self.db.peek(k, now))))
-            .collect();
+        let keys = keys.into_iter().map(|k| (k.to_vec(), crate::clients::fingerprint(self.db.peek(k, now)))).collect();
         Some(Before { keys })
     }
 

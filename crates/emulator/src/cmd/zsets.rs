@@ -31,7 +31,13 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "zpopmax", arity: -2, flags: WRITE, keys: KeySpec::ONE, handler: zpopmax },
     CommandSpec { name: "zrank", arity: 3, flags: READONLY, keys: KeySpec::ONE, handler: zrank },
     CommandSpec { name: "zrevrank", arity: 3, flags: READONLY, keys: KeySpec::ONE, handler: zrevrank },
-    CommandSpec { name: "zmpop", arity: -4, flags: WRITE | MOVABLE_KEYS, keys: KeySpec::movable(zmpop_keys_of), handler: zmpop },
+    CommandSpec {
+        name: "zmpop",
+        arity: -4,
+        flags: WRITE | MOVABLE_KEYS,
+        keys: KeySpec::movable(zmpop_keys_of),
+        handler: zmpop,
+    },
 ];
 
 const NOT_FLOAT_RANGE: &str = "ERR min or max is not a float";
