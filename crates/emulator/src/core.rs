@@ -353,7 +353,7 @@ impl Core {
         if used <= max as u64 {
             return;
         }
-        candidates.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        candidates.sort_by_key(|a| (a.0, a.1));
         let selected = self.selected;
         let now = self.now_ms();
         for (_, db, key, size) in candidates {

@@ -368,7 +368,7 @@ impl Core {
                 let first = (0..self.blocking.waiters.len())
                     .find(|&j| {
                         let w = &self.blocking.waiters[j];
-                        w.db == db && w.serve.zset() == zset && w.keys.iter().any(|x| *x == key)
+                        w.db == db && w.serve.zset() == zset && w.keys.contains(&key)
                     })
                     .unwrap_or(i);
                 let w = self.blocking.waiters.remove(first);
