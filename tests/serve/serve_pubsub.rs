@@ -72,7 +72,7 @@ fn blpop_times_out_when_the_virtual_clock_passes_its_deadline_and_is_served_by_a
     // Nothing to pop: the client waits; 1.5 s of virtual time is not its 2 s timeout.
     a.send(&["BLPOP", "q", "2"]);
     wait_blocked(&mut b, 1);
-    assert_eq!(b.call(&["CLOCK.ADVANCE", "1500"]), Reply::Int(1500));
+    assert_eq!(b.call(&["CLOCK.ADVANCE", "1500"]), Reply::ok());
     assert_eq!(b.call(&["LLEN", "q"]), Reply::Int(0));
     wait_blocked(&mut b, 1);
     b.call(&["CLOCK.ADVANCE", "600"]);
