@@ -176,10 +176,9 @@ async fn read_or_delivery(
 ) -> Option<std::io::Result<usize>> {
     use std::future::Future;
     use std::task::Poll;
-    let mut delivered = std::pin::pin!(outbox.ready.notified());
     let mut read = std::pin::pin!(stream.read_buf(inbuf));
     std::future::poll_fn(|cx| {
-        if delivered.as_mut().poll(cx).is_ready() {
+        if outbox.poll_signal(cx).is_ready() {
             return Poll::Ready(None);
         }
         read.as_mut().poll(cx).map(Some)

@@ -2,9 +2,10 @@
 //! it (a Pub/Sub message, the reply that ends its wait in BLPOP, CLIENT KILL). Every connection has
 //! an [`Outbox`] in its node's registry; a command's deliveries are queued there, and the
 //! connection's loop, which waits on its socket and its outbox at once, writes them.
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
 
 use limitlab_emulator::{ClientId, Deliver, Delivery};
 
@@ -13,11 +14,37 @@ use super::resp;
 use super::state::Server;
 
 /// What was delivered to one connection and not yet written.
+///
+/// The connection's loop waits on it beside its socket after every read, so waiting must cost
+/// nothing: a flag and the task's waker, kept between waits (one thread, no locks), rather than a
+/// `Notify` whose every wait takes a lock.
 #[derive(Default)]
 pub struct Outbox {
     pub queue: RefCell<VecDeque<Deliver>>,
-    /// Wakes the connection's loop (a permit is kept when it is not waiting).
-    pub ready: tokio::sync::Notify,
+    signaled: Cell<bool>,
+    waker: RefCell<Option<Waker>>,
+}
+
+impl Outbox {
+    /// Something was queued: wake the connection (or let its next wait end at once).
+    pub fn signal(&self) {
+        self.signaled.set(true);
+        if let Some(w) = self.waker.borrow().as_ref() {
+            w.wake_by_ref();
+        }
+    }
+
+    /// Ready once signaled since the last time it was ready.
+    pub fn poll_signal(&self, cx: &mut Context<'_>) -> Poll<()> {
+        if self.signaled.replace(false) {
+            return Poll::Ready(());
+        }
+        let mut w = self.waker.borrow_mut();
+        if !w.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            *w = Some(cx.waker().clone());
+        }
+        Poll::Pending
+    }
 }
 
 /// Writes a push: RESP3's `>` frame, or an array under RESP2.
@@ -44,11 +71,12 @@ pub fn write_delivery(conn: &mut Conn, d: Deliver, out: &mut Vec<u8>) {
 }
 
 /// Moves what other clients delivered to `conn` into `out`.
+#[inline]
 pub fn drain(conn: &mut Conn, out: &mut Vec<u8>) {
-    let outbox = conn.outbox.clone();
-    if outbox.queue.borrow().is_empty() {
+    if conn.outbox.queue.borrow().is_empty() {
         return;
     }
+    let outbox = conn.outbox.clone();
     loop {
         let Some(d) = outbox.queue.borrow_mut().pop_front() else { break };
         write_delivery(conn, d, out);
@@ -67,7 +95,7 @@ pub fn route(server: &Server, node: usize, me: Option<&mut Conn>, dels: Vec<Deli
         }
         if let Some(b) = boxes.get(&to) {
             b.queue.borrow_mut().push_back(d);
-            b.ready.notify_one();
+            b.signal();
         }
     }
 }
