@@ -11,4 +11,5 @@ mod serve_busy;
 mod serve_clients;
 mod serve_cluster;
 mod serve_infra;
+mod serve_pubsub;
 mod serve_types;

@@ -167,6 +167,10 @@ impl Core {
             self.db_at(db).remove(&key, now);
             self.touch_in(db, &key);
             self.stats.evicted_keys += 1;
+            let selected = self.selected;
+            self.select(db);
+            self.notify(crate::settings::notify::EVICTED, "evicted", &key);
+            self.select(selected);
             used = used.saturating_sub(cost);
             if used <= max {
                 return true;

@@ -4,6 +4,7 @@
 use crate::clients::fingerprint;
 use crate::core::Core;
 use crate::reply::{Reply, ReplySink};
+use crate::settings::notify;
 /// Runs a command: `args[0]` is the command name as sent.
 pub type Handler = fn(&mut Core, &[&[u8]]) -> Reply;
 
@@ -123,10 +124,48 @@ impl CommandSpec {
     pub fn run(&self, core: &mut Core, args: &[&[u8]]) -> Reply {
         debug_assert!(!self.has(flags::SCRIPTING));
         core.db.now_hint = core.now_ms();
+        if core.settings.notify_flags() != 0 {
+            return self.run_notifying(core, args);
+        }
         if !core.watches.is_empty() && self.has(flags::WRITE) {
             return self.run_watched(core, args);
         }
         (self.handler)(core, args)
+    }
+
+    /// [`CommandSpec::run`] while keyspace notifications are on: the command's keys that have
+    /// expired are removed first with their `expired` event (Redis's lazy expiry notifies), a
+    /// write's keys that do not exist are noted, for the `new` events of those it creates, and the
+    /// events of the families that do not publish their own are published after it
+    /// (`cmd::pubsub`'s table).
+    #[cold]
+    fn run_notifying(&self, core: &mut Core, args: &[&[u8]]) -> Reply {
+        let flags = core.settings.notify_flags();
+        let keys = if self.keys.first > 0 || self.keys.movable.is_some() { self.keys.keys(args) } else { Vec::new() };
+        let now = core.now_ms();
+        if flags & notify::EXPIRED != 0 && !core.in_script() {
+            for k in &keys {
+                core.expire_key(k, now);
+            }
+        }
+        if flags & notify::NEW != 0 && self.has(flags::WRITE) {
+            for k in &keys {
+                if core.db.peek(k, now).is_none() {
+                    core.new_keys.push(k.to_vec());
+                }
+            }
+        }
+        let before = if self.has(flags::WRITE) { core.table_events_before(self, args) } else { None };
+        let reply = if !core.watches.is_empty() && self.has(flags::WRITE) {
+            self.run_watched(core, args)
+        } else {
+            (self.handler)(core, args)
+        };
+        if let Some(before) = before {
+            core.table_events_after(self, before, &reply);
+        }
+        core.flush_new_keys(None);
+        reply
     }
 
     #[cold]

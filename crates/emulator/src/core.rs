@@ -61,6 +61,20 @@ pub struct Core {
     /// Whether the server was over `maxmemory` (after evicting) when the running command started
     /// (Redis's `pre_command_oom_state`): a script may then not call commands that use memory.
     pub pre_command_oom: bool,
+    /// The client whose command runs (a script's caller while it runs).
+    pub caller: ClientId,
+    /// Every Pub/Sub subscription.
+    pub pubsub: crate::cmd::pubsub::PubSub,
+    /// The clients blocked on keys.
+    pub blocking: crate::cmd::blocking::Blocking,
+    /// What commands left for connections: messages, unblocked clients' replies, kills (see
+    /// [`crate::deliver`]).
+    pub outbox: Vec<crate::deliver::Delivery>,
+    /// The running command answers only through the outbox (SUBSCRIBE and the like): its own reply
+    /// is not sent.
+    pub no_reply: bool,
+    /// Keys a write may create, noted before it runs while `new` notifications are on.
+    pub new_keys: Vec<Vec<u8>>,
 }
 
 impl Core {
@@ -87,6 +101,12 @@ impl Core {
             master: None,
             server_commands: Vec::new(),
             pre_command_oom: false,
+            caller: ClientId::DEFAULT,
+            pubsub: Default::default(),
+            blocking: Default::default(),
+            outbox: Vec::new(),
+            no_reply: false,
+            new_keys: Vec::new(),
         };
         core.started_ms = core.clock.now_millis().0;
         let first = core.new_client();
@@ -194,6 +214,9 @@ impl Core {
             return;
         }
         self.unwatch_all(id);
+        self.blocking.remove(id);
+        self.pubsub.drop_client(id);
+        self.outbox.retain(|(to, _)| *to != id);
         self.clients[id.index()] = if id == ClientId::DEFAULT { Some(self.new_client()) } else { None };
     }
 
@@ -302,6 +325,53 @@ impl Core {
         let d = now - self.mark_us;
         self.mark_us = now;
         d.max(0) as u64
+    }
+
+    // ---- expiry ----------------------------------------------------------------------------------
+
+    /// Redis's active expire cycle, whole: removes every key of every database whose deadline has
+    /// passed, with its `expired` notification. Only notifications make it visible (a lookup never
+    /// sees an expired key, and KEYS/SCAN/DBSIZE purge first), so it runs only while `expired`
+    /// events are on.
+    pub fn active_expire(&mut self) {
+        use crate::settings::notify;
+        let flags = self.settings.notify_flags();
+        if flags & notify::EXPIRED == 0 || flags & (notify::KEYSPACE | notify::KEYEVENT) == 0 || self.in_script() {
+            return;
+        }
+        let now = self.now_ms();
+        let selected = self.selected;
+        for i in 0..DATABASES {
+            let db = self.db_at(i);
+            if !db.expiry_enabled || db.is_empty() {
+                continue;
+            }
+            let gone: Vec<Vec<u8>> = db
+                .map
+                .iter()
+                .filter(|(_, e)| e.expire_at.is_some_and(|t| t < now))
+                .map(|(k, _)| k.as_slice().to_vec())
+                .collect();
+            if gone.is_empty() {
+                continue;
+            }
+            self.select(i);
+            for k in gone {
+                self.expire_key(&k, now);
+            }
+        }
+        self.select(selected);
+    }
+
+    /// Removes `key` (selected database) if it has expired at `now`, with its `expired`
+    /// notification.
+    pub fn expire_key(&mut self, key: &[u8], now: i64) {
+        let expired =
+            self.db.expiry_enabled && self.db.map.get(key).is_some_and(|e| e.expire_at.is_some_and(|t| t < now));
+        if expired {
+            self.db.remove(key, now);
+            self.notify(crate::settings::notify::EXPIRED, "expired", key);
+        }
     }
 }
 

@@ -207,6 +207,7 @@ impl Emulator {
                 c.last_cmd = Some((spec.name, subcommand_name(spec, args)));
             }
             core.select(db);
+            core.caller = id;
             in_multi
         };
         let reply = if in_multi { self.queue(id, spec, args) } else { self.run_as(id, spec, args) };
@@ -342,5 +343,64 @@ impl Emulator {
 
     pub fn script_load(&mut self, body: &[u8]) -> Result<String, Reply> {
         self.scripting.load(body)
+    }
+
+    // ---- what a server routes to other connections ------------------------------------------
+
+    /// Lets clients block (BLPOP and the like): a server in front of the emulator serves them when
+    /// another connection's command makes their keys ready. Off, a blocking command that finds
+    /// nothing answers its timeout reply at once.
+    pub fn enable_blocking(&mut self) {
+        self.core.borrow_mut().blocking.enabled = true;
+    }
+
+    /// Whether the last command left something beyond its reply: deliveries, blocked clients to
+    /// look at, a reply not to send. One test on the hot path; see [`Emulator::after_command`].
+    #[inline]
+    pub fn pending(&self) -> bool {
+        let core = self.core.borrow();
+        !core.outbox.is_empty() || core.blocking.any() || core.no_reply
+    }
+
+    /// After a top-level command (or a clock move): serves the blocked clients whose keys are ready
+    /// and moves every delivery into `out`. Returns whether the command's own reply must be dropped
+    /// (the caller blocked, or answered through deliveries).
+    pub fn after_command(&mut self, caller: ClientId, out: &mut Vec<crate::deliver::Delivery>) -> bool {
+        let mut core = self.core.borrow_mut();
+        let blocked = core.blocking.is_blocked(caller);
+        let silent = std::mem::take(&mut core.no_reply) || blocked;
+        core.serve_ready();
+        out.append(&mut core.outbox);
+        silent
+    }
+
+    /// The clock moved (or time passed): blocked clients past their deadline get their timeout
+    /// reply, and keys past theirs expire with their notifications; deliveries go to `out`.
+    pub fn tick(&mut self, out: &mut Vec<crate::deliver::Delivery>) {
+        let mut core = self.core.borrow_mut();
+        core.expire_waiters();
+        core.active_expire();
+        core.serve_ready();
+        out.append(&mut core.outbox);
+    }
+
+    /// When [`Emulator::tick`] has something to do next: the earliest deadline of a blocked client,
+    /// and whether keys expire actively (`expired` notifications are on).
+    pub fn next_wake(&self) -> (Option<i64>, bool) {
+        use crate::settings::notify;
+        let core = self.core.borrow();
+        let f = core.settings.notify_flags();
+        let active = f & notify::EXPIRED != 0 && f & (notify::KEYSPACE | notify::KEYEVENT) != 0;
+        (core.next_deadline(), active)
+    }
+
+    /// Whether client `id` waits in a blocking command.
+    pub fn is_blocked(&self, id: ClientId) -> bool {
+        self.core.borrow().blocking.is_blocked(id)
+    }
+
+    /// Whether client `id` subscribes to anything (RESP2 then allows only the Pub/Sub commands).
+    pub fn is_subscribed(&self, id: ClientId) -> bool {
+        self.core.borrow().pubsub.subscribed(id)
     }
 }

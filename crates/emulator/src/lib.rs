@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod cmd;
 pub mod command_spec;
 pub mod core;
+pub mod deliver;
 mod emulator;
 pub mod error;
 pub mod hll;
@@ -27,6 +28,7 @@ pub mod used_memory;
 
 pub use self::core::Core;
 pub use clients::ClientId;
+pub use deliver::{Deliver, Delivery};
 pub use emulator::Emulator;
 pub use error::{Error, Result};
 pub use reply::Reply;

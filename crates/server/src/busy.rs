@@ -460,7 +460,7 @@ pub async fn read(
         entry.resp3.set(conn.resp3);
         entry.in_multi.set(server.nodes[conn.node].emu.borrow().in_transaction(conn.client));
         entry.idle.set(true);
-        let got = wait(entry, stream).await;
+        let got = wait(entry, &conn.outbox, stream).await;
         entry.idle.set(false);
         std::mem::swap(&mut *entry.input.borrow_mut(), inbuf);
         got
@@ -475,12 +475,13 @@ pub async fn read(
     got
 }
 
-/// Waits until the socket has bytes (read into the entry) or a busy phase wakes the connection.
-async fn wait(entry: &Entry, stream: &mut TcpStream) -> std::io::Result<bool> {
+/// Waits until the socket has bytes (read into the entry), a busy phase wakes the connection, or
+/// another client's command left it a delivery (a message, the reply that unblocks it).
+async fn wait(entry: &Entry, outbox: &crate::outbox::Outbox, stream: &mut TcpStream) -> std::io::Result<bool> {
     loop {
         let mut woken = pin!(entry.wake.notified());
         let readable = std::future::poll_fn(|cx| {
-            if woken.as_mut().poll(cx).is_ready() {
+            if woken.as_mut().poll(cx).is_ready() || outbox.poll_signal(cx).is_ready() {
                 return Poll::Ready(Ok(false));
             }
             stream.poll_read_ready(cx).map_ok(|()| true)

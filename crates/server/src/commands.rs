@@ -3,7 +3,8 @@
 //! connection or to the server: HELLO, AUTH, QUIT, RESET, SHUTDOWN, DEBUG SLEEP, CLUSTER, ASKING,
 //! READONLY, READWRITE, and limitlab's CLOCK.ADVANCE/SET/GET) or by the node's emulator.
 use super::cluster;
-use super::conn::Conn;
+use super::conn::{Conn, MUTE_OFF, MUTE_SKIPPING, MUTE_SKIP_NEXT};
+use super::outbox;
 use super::resp;
 use super::state::Server;
 use limitlab_emulator::cmd;
@@ -64,7 +65,31 @@ const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is dis
 
 /// Runs one request of `conn`, appending its reply (if any) to `out`, or returning a reply of more
 /// than `STREAM_OVER` elements for the connection to stream after what `out` holds.
+#[inline]
 pub fn execute(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut Vec<u8>) -> Option<Reply> {
+    if conn.mute != 0 {
+        return execute_muted(server, conn, args, out);
+    }
+    execute_request(server, conn, args, out)
+}
+
+/// [`execute`] under CLIENT REPLY OFF or SKIP: the command runs, its reply is not sent (pushes are).
+#[cold]
+fn execute_muted(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut Vec<u8>) -> Option<Reply> {
+    if conn.mute & MUTE_SKIP_NEXT != 0 {
+        conn.mute = (conn.mute & !MUTE_SKIP_NEXT) | MUTE_SKIPPING;
+    }
+    let r = execute_request(server, conn, args, out);
+    let muted = conn.mute & (MUTE_OFF | MUTE_SKIPPING) != 0;
+    conn.mute &= !MUTE_SKIPPING;
+    if muted {
+        None
+    } else {
+        r
+    }
+}
+
+fn execute_request(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut Vec<u8>) -> Option<Reply> {
     server.sync_clock();
     if let Some((which, name, arity, no_auth)) = own(args[0]) {
         if !cmd::arity_ok(arity, args.len()) {
@@ -77,6 +102,9 @@ pub fn execute(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut Vec<u
         }
         if !conn.authed && !no_auth {
             return reply(conn, out, &Reply::err(NOAUTH));
+        }
+        if conn.subscribed && !conn.resp3 && !matches!(which, Own::Quit | Own::Reset) {
+            return reply(conn, out, &subscribed_refusal(name));
         }
         let in_multi = server.nodes[conn.node].emu.borrow().in_transaction(conn.client);
         if in_multi && !matches!(which, Own::Quit | Own::Reset) {
@@ -105,9 +133,25 @@ pub fn execute(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut Vec<u
             return reply(conn, out, &r);
         }
     }
+    if conn.subscribed && !conn.resp3 {
+        if let Some(r) = subscribed_context(args) {
+            return reply(conn, out, &r);
+        }
+    }
+    if args[0].len() == 6
+        && args.len() == 3
+        && args[0].eq_ignore_ascii_case(b"client")
+        && args[1].eq_ignore_ascii_case(b"reply")
+    {
+        return client_reply(server, conn, args, out);
+    }
     let node = &server.nodes[conn.node];
     let mut emu = node.emu.borrow_mut();
     let r = emu.execute_as_with(conn.client, args, conn.resp3);
+    if emu.pending() {
+        drop(emu);
+        return after_effects(server, conn, r, out);
+    }
     drop(emu);
     // A script that ran long served the other clients meanwhile (busy.rs); SHUTDOWN NOSAVE then.
     if server.busy.after_command(server, conn) {
@@ -123,9 +167,107 @@ pub fn execute(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut Vec<u
 }
 
 /// Writes `r` to `out` whole: nothing is left to stream.
+#[inline]
 fn reply(conn: &Conn, out: &mut Vec<u8>, r: &Reply) -> Option<Reply> {
-    resp::write(r, conn.resp3, out);
+    // CLIENT REPLY OFF or SKIP: nothing is sent.
+    if conn.mute & (MUTE_OFF | MUTE_SKIPPING) == 0 {
+        resp::write(r, conn.resp3, out);
+    }
     None
+}
+
+/// After a command that left deliveries, blocked its client, or runs while clients are blocked:
+/// blocked clients whose keys are now ready are served, every delivery is routed (this
+/// connection's own pushes go before its reply), and the reply is sent unless the client blocked
+/// or answered with pushes only.
+#[cold]
+fn after_effects(server: &Server, conn: &mut Conn, r: Reply, out: &mut Vec<u8>) -> Option<Reply> {
+    let mut dels = Vec::new();
+    let (silent, blocked, subscribed) = {
+        let mut emu = server.nodes[conn.node].emu.borrow_mut();
+        let silent = emu.after_command(conn.client, &mut dels);
+        (silent, emu.is_blocked(conn.client), emu.is_subscribed(conn.client))
+    };
+    conn.blocked = blocked;
+    conn.subscribed = subscribed;
+    let closing = dels.iter().any(|(to, d)| *to == conn.client && *d == limitlab_emulator::Deliver::Close);
+    let node = conn.node;
+    // A kill of this very connection closes it after its reply.
+    let dels: Vec<_> =
+        dels.into_iter().filter(|(to, d)| !(*to == conn.client && *d == limitlab_emulator::Deliver::Close)).collect();
+    outbox::route(server, node, Some(conn), dels, out);
+    if blocked {
+        server.timer_kick.notify_one();
+    }
+    let r = if silent {
+        None
+    } else if resp::larger_than(&r, STREAM_OVER) {
+        Some(r)
+    } else {
+        reply(conn, out, &r)
+    };
+    if closing {
+        conn.close = true;
+    }
+    r
+}
+
+/// Redis's refusal of a command other than the Pub/Sub ones, PING, QUIT and RESET from a RESP2
+/// client in Pub/Sub mode.
+fn subscribed_refusal(name: &str) -> Reply {
+    Reply::Error(format!(
+        "ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+    ))
+}
+
+/// A RESP2 client in Pub/Sub mode: PING answers `["pong", message]`, the (un)subscribe commands run,
+/// anything else is refused (`None`: run it).
+fn subscribed_context(args: &[&[u8]]) -> Option<Reply> {
+    const ALLOWED: &[&str] = &["subscribe", "ssubscribe", "unsubscribe", "sunsubscribe", "psubscribe", "punsubscribe"];
+    let name = args[0];
+    if ALLOWED.iter().any(|a| name.eq_ignore_ascii_case(a.as_bytes())) {
+        return None;
+    }
+    let spec = cmd::lookup(name)?;
+    if !spec.arity_ok(args.len()) {
+        return None;
+    }
+    if spec.name == "ping" {
+        if args.len() > 2 {
+            return None;
+        }
+        let msg = args.get(1).map_or(Vec::new(), |m| m.to_vec());
+        return Some(Reply::Array(vec![Reply::bulk(b"pong".to_vec()), Reply::Bulk(msg)]));
+    }
+    let full = match cmd::command::subcommands(spec.name) {
+        Some(subs) if args.len() > 1 => subs
+            .iter()
+            .find(|s| args[1].eq_ignore_ascii_case(s.name.as_bytes()))
+            .map_or(spec.name.to_string(), |s| format!("{}|{}", spec.name, s.name)),
+        _ => spec.name.to_string(),
+    };
+    Some(subscribed_refusal(&full))
+}
+
+/// CLIENT REPLY ON|OFF|SKIP: ON answers OK; OFF and SKIP answer nothing.
+fn client_reply(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut Vec<u8>) -> Option<Reply> {
+    let mode = args[2];
+    if mode.eq_ignore_ascii_case(b"on") {
+        conn.mute = 0;
+        return reply(conn, out, &Reply::ok());
+    }
+    if mode.eq_ignore_ascii_case(b"off") {
+        conn.mute |= MUTE_OFF;
+        return None;
+    }
+    if mode.eq_ignore_ascii_case(b"skip") {
+        if conn.mute & MUTE_OFF == 0 {
+            conn.mute |= MUTE_SKIP_NEXT;
+        }
+        return None;
+    }
+    let _ = server;
+    reply(conn, out, &Reply::err(cmd::SYNTAX))
 }
 
 fn run_own(server: &Server, conn: &mut Conn, which: Own, args: &[&[u8]], out: &mut Vec<u8>) -> Option<Reply> {
@@ -137,10 +279,14 @@ fn run_own(server: &Server, conn: &mut Conn, which: Own, args: &[&[u8]], out: &m
             Reply::ok()
         }
         Own::Reset => {
+            outbox::unregister(server, conn.node, conn.client);
             server.nodes[conn.node].emu.borrow_mut().disconnect(conn.client);
             conn.client = super::conn::connect(server, conn.node, &conn.addrs);
+            outbox::register(server, conn.node, conn.client, &conn.outbox);
             conn.resp3 = false;
             conn.authed = server.requirepass.is_none();
+            conn.subscribed = false;
+            conn.mute = 0;
             Reply::Status("RESET".into())
         }
         Own::Shutdown => {
@@ -167,6 +313,8 @@ fn run_own(server: &Server, conn: &mut Conn, which: Own, args: &[&[u8]], out: &m
                 .unwrap_or_else(|| cmd::unknown_command(args));
             drop(emu);
             server.clock_moved();
+            // Time moved: blocked clients time out and keys expire, with their notifications.
+            server.tick();
             r
         }
         Own::Cluster => {

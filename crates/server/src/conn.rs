@@ -1,7 +1,17 @@
 //! One client connection's state (its node, its emulator client, protocol and auth) and how a
 //! connection becomes a client of a node's emulator. The loop that serves it is [`crate::connection`].
+use std::rc::Rc;
+
+use super::outbox::Outbox;
 use super::state::Server;
 use limitlab_emulator::ClientId;
+
+/// [`Conn::mute`] bits: CLIENT REPLY OFF...
+pub const MUTE_OFF: u8 = 1;
+/// ...CLIENT REPLY SKIP (the next command's reply is not sent)...
+pub const MUTE_SKIP_NEXT: u8 = 2;
+/// ...and the command whose reply is being skipped runs.
+pub const MUTE_SKIPPING: u8 = 4;
 
 /// A connection's state.
 pub struct Conn {
@@ -19,6 +29,14 @@ pub struct Conn {
     pub close: bool,
     /// Its buffers grew past the size kept between requests at some point.
     pub grew: bool,
+    /// What other clients' commands deliver to it (see [`crate::outbox`]).
+    pub outbox: Rc<Outbox>,
+    /// Waits in a blocking command: its further requests wait too.
+    pub blocked: bool,
+    /// Subscribed to a channel or pattern (RESP2 then allows only the Pub/Sub commands).
+    pub subscribed: bool,
+    /// CLIENT REPLY: `MUTE_*` bits, 0 when replies are sent.
+    pub mute: u8,
 }
 
 /// A new client of node `node`'s emulator, with the connection's addresses.

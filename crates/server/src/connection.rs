@@ -11,6 +11,7 @@ use tokio::net::TcpStream;
 
 use super::commands;
 use super::conn::{connect, Conn};
+use super::outbox::{self, Outbox};
 use super::parse::{self, Frame};
 use super::state::Server;
 
@@ -37,12 +38,26 @@ pub async fn handle(server: Rc<Server>, node: usize, mut stream: TcpStream) {
         _ => None,
     };
     let client = connect(&server, node, &addrs);
-    let mut conn =
-        Conn { node, client, addrs, resp3: false, authed: server.requirepass.is_none(), close: false, grew: false };
+    let outbox = Rc::new(Outbox::default());
+    outbox::register(&server, node, client, &outbox);
+    let mut conn = Conn {
+        node,
+        client,
+        addrs,
+        resp3: false,
+        authed: server.requirepass.is_none(),
+        close: false,
+        grew: false,
+        outbox,
+        blocked: false,
+        subscribed: false,
+        mute: 0,
+    };
     // Declared after the stream, so dropped before it: the socket stays open while registered.
     let busy = super::busy::Busy::register(&server, &stream, conn.authed);
     let _ = serve(&server, &mut conn, &mut stream, &busy.entry).await;
     drop(busy);
+    outbox::unregister(&server, conn.node, conn.client);
     server.nodes[conn.node].emu.borrow_mut().disconnect(conn.client);
     server.clients.set(server.clients.get() - 1);
     give_back_memory(&server, conn.grew);
@@ -101,8 +116,9 @@ async fn serve(
     let mut out: Vec<u8> = Vec::new();
     let mut ranges = Vec::new();
     loop {
+        outbox::drain(conn, &mut out);
         let mut used = 0;
-        while used < inbuf.len() && !conn.close {
+        while used < inbuf.len() && !conn.close && !conn.blocked {
             let buf = &inbuf[used..];
             // A request's length, and its arguments when inline (multibulk ones are in `ranges`).
             let (n, inline) = match parse::next(buf, conn.authed, &mut ranges) {
@@ -149,7 +165,8 @@ async fn serve(
             inbuf = BytesMut::with_capacity(READ_CHUNK);
             collect();
         }
-        // Waits for more bytes; a script that runs long meanwhile may answer some (busy.rs).
+        // Waits for more bytes or a delivery from another client; a script that runs long meanwhile
+        // may answer some requests (busy.rs).
         if !super::busy::read(server, conn, busy, stream, &mut inbuf).await? {
             return Ok(());
         }

@@ -23,6 +23,7 @@ pub mod cluster;
 pub mod commands;
 pub mod conn;
 pub mod connection;
+pub mod outbox;
 pub mod parse;
 pub mod resp;
 pub mod state;
@@ -84,6 +85,7 @@ fn io_err(what: String, source: std::io::Error) -> Error {
 pub fn run(opts: Options, ready: impl FnOnce(&[SocketAddr])) -> Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
+        .enable_time()
         .build()
         .map_err(|e| io_err("the tokio runtime".into(), e))?;
     let local = tokio::task::LocalSet::new();
@@ -119,7 +121,14 @@ async fn serve(opts: Options, ready: impl FnOnce(&[SocketAddr])) -> Result<()> {
             // As in Redis, a script runs until it ends or a client kills it (SCRIPT KILL, FUNCTION
             // KILL, SHUTDOWN NOSAVE: busy.rs), unless a budget is given.
             emu.set_script_budget(opts.script_budget.unwrap_or(u64::MAX));
-            Node { emu: RefCell::new(emu), addr, id: cluster::node_id(i), slots: ranges[i] }
+            emu.enable_blocking();
+            Node {
+                emu: RefCell::new(emu),
+                addr,
+                id: cluster::node_id(i),
+                slots: ranges[i],
+                outboxes: RefCell::new(Default::default()),
+            }
         })
         .collect();
     let server = Rc::new(Server {
@@ -134,6 +143,7 @@ async fn serve(opts: Options, ready: impl FnOnce(&[SocketAddr])) -> Result<()> {
         stopping: Cell::new(false),
         stop: tokio::sync::Notify::new(),
         busy: busy::Busy::default(),
+        timer_kick: tokio::sync::Notify::new(),
     });
     for node in &server.nodes {
         node.emu.borrow_mut().set_busy_handler(Some(busy::Busy::handler(&server)));
@@ -144,8 +154,39 @@ async fn serve(opts: Options, ready: impl FnOnce(&[SocketAddr])) -> Result<()> {
         server.busy.add_listener(node, std::os::fd::AsRawFd::as_raw_fd(&l));
         tokio::task::spawn_local(accept_loop(server.clone(), node, l));
     }
+    if opts.wall {
+        tokio::task::spawn_local(wall_timer(server.clone()));
+    }
     server.stop.notified().await;
     Ok(())
+}
+
+/// `--clock wall`: time passes by itself, so blocked clients time out and keys expire (with their
+/// notifications) without a command to notice; this wakes for the next deadline, or every 100 ms.
+async fn wall_timer(server: Rc<Server>) {
+    loop {
+        let wait = std::time::Duration::from_millis(server.next_wake_ms());
+        {
+            let sleep = std::pin::pin!(tokio::time::sleep(wait));
+            let kick = std::pin::pin!(server.timer_kick.notified());
+            let mut sleep = sleep;
+            let mut kick = kick;
+            std::future::poll_fn(|cx| {
+                use std::future::Future;
+                if sleep.as_mut().poll(cx).is_ready() || kick.as_mut().poll(cx).is_ready() {
+                    std::task::Poll::Ready(())
+                } else {
+                    std::task::Poll::Pending
+                }
+            })
+            .await;
+        }
+        if server.stopping.get() {
+            return;
+        }
+        server.sync_clock();
+        server.tick();
+    }
 }
 
 async fn accept_loop(server: Rc<Server>, node: usize, listener: tokio::net::TcpListener) {

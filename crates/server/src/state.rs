@@ -1,10 +1,14 @@
 //! What every connection of `limitlab serve` shares: the nodes (one emulator each), the virtual
 //! clock and the server's settings and counters.
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::rc::Rc;
 
 use limitlab_emulator::clock::{Clock, SystemClock, VirtualClock};
-use limitlab_emulator::Emulator;
+use limitlab_emulator::{ClientId, Emulator};
+
+use super::outbox::Outbox;
 
 /// One listening port: in a cluster, one master with its own emulator (keyspace, scripts).
 pub struct Node {
@@ -14,6 +18,8 @@ pub struct Node {
     pub id: String,
     /// The hash slots it serves, first and last (cluster mode).
     pub slots: (u16, u16),
+    /// Every open connection's outbox, by its client in this node's emulator.
+    pub outboxes: RefCell<HashMap<ClientId, Rc<Outbox>>>,
 }
 
 /// What every connection shares.
@@ -35,6 +41,8 @@ pub struct Server {
     pub stop: tokio::sync::Notify,
     /// The connections a script that runs long serves meanwhile.
     pub busy: super::busy::Busy,
+    /// Wakes the `--clock wall` timer (a client blocked: its deadline may be the next one).
+    pub timer_kick: tokio::sync::Notify,
 }
 
 impl Server {
@@ -54,5 +62,32 @@ impl Server {
                 node.emu.borrow_mut().set_wall_offset(Some(off.get()));
             }
         }
+    }
+
+    /// Time passed: on every node, blocked clients past their deadline get their timeout reply and
+    /// keys past theirs expire (with their notifications); the deliveries go to their connections.
+    pub fn tick(&self) {
+        for (i, node) in self.nodes.iter().enumerate() {
+            let mut dels = Vec::new();
+            node.emu.borrow_mut().tick(&mut dels);
+            if !dels.is_empty() {
+                super::outbox::route(self, i, None, dels, &mut Vec::new());
+            }
+        }
+    }
+
+    /// How long the `--clock wall` timer may sleep: until the earliest deadline of a blocked client,
+    /// and at most 100 ms (Redis's active expire cycle runs ten times a second, and a change of
+    /// `notify-keyspace-events` is seen that soon).
+    pub fn next_wake_ms(&self) -> u64 {
+        let now = self.clock.now_millis().0;
+        let mut wait = 100;
+        for node in &self.nodes {
+            let (deadline, _) = node.emu.borrow().next_wake();
+            if let Some(d) = deadline {
+                wait = wait.min((d - now + 1).max(0) as u64);
+            }
+        }
+        wait
     }
 }

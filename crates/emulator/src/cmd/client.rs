@@ -137,8 +137,126 @@ pub fn run(core: &mut Core, id: ClientId, a: &[&[u8]]) -> Reply {
     if eq_ic(sub, "unpause") {
         return Reply::ok();
     }
+    if eq_ic(sub, "unblock") && (a.len() == 3 || a.len() == 4) {
+        return unblock(core, a);
+    }
+    if eq_ic(sub, "kill") {
+        return kill(core, id, a);
+    }
     let name = String::from_utf8_lossy(sub).to_ascii_uppercase();
     Reply::Error(format!("ERR limitlab: CLIENT {name} is not emulated"))
+}
+
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 when client `id` was blocked (and now is not).
+fn unblock(core: &mut Core, a: &[&[u8]]) -> Reply {
+    let mut error = false;
+    if a.len() == 4 {
+        if eq_ic(a[3], "error") {
+            error = true;
+        } else if !eq_ic(a[3], "timeout") {
+            return Reply::err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+        }
+    }
+    let Some(n) = crate::keyspace::parse_canonical_i64(a[2]) else {
+        return Reply::err(crate::command_spec::NOT_INTEGER);
+    };
+    let Some(target) = slot_of(core, n) else { return Reply::Int(0) };
+    Reply::Int(core.unblock(target, error) as i64)
+}
+
+/// The [`ClientId`] of the open connection whose CLIENT ID is `n`.
+fn slot_of(core: &Core, n: i64) -> Option<ClientId> {
+    let skip = core.default_client_hidden as usize;
+    core.clients
+        .iter()
+        .enumerate()
+        .skip(skip)
+        .find(|(_, c)| c.as_ref().is_some_and(|c| c.id as i64 == n))
+        .map(|(i, _)| ClientId(i as u32))
+}
+
+/// CLIENT KILL ip:port, or CLIENT KILL [ID id] [TYPE type] [USER user] [ADDR ip:port]
+/// [LADDR ip:port] [SKIPME yes|no]: the connections go (their server closes them); the old form
+/// replies OK or "No such client", the new one how many were killed.
+fn kill(core: &mut Core, me: ClientId, a: &[&[u8]]) -> Reply {
+    let skip = core.default_client_hidden as usize;
+    let addr_of = |c: &Client, local: bool| -> String {
+        match &c.addr {
+            Some((p, l)) => (if local { l } else { p }).clone(),
+            None if local => "127.0.0.1:6379".to_string(),
+            None => format!("127.0.0.1:{}", 40000 + c.id % 20000),
+        }
+    };
+    if a.len() == 3 {
+        let target =
+            core.clients.iter().enumerate().skip(skip).find_map(|(i, c)| {
+                c.as_ref().filter(|c| addr_of(c, false).as_bytes() == a[2]).map(|_| ClientId(i as u32))
+            });
+        let Some(t) = target else { return Reply::err("ERR No such client") };
+        core.outbox.push((t, crate::deliver::Deliver::Close));
+        return Reply::ok();
+    }
+    if a.len() % 2 != 0 {
+        return Reply::err(SYNTAX);
+    }
+    let (mut id, mut pubsub, mut normal, mut addr, mut laddr, mut skipme) = (None, None, None, None, None, true);
+    for pair in a[2..].chunks(2) {
+        let (opt, v) = (pair[0], pair[1]);
+        if eq_ic(opt, "id") {
+            match crate::keyspace::parse_canonical_i64(v) {
+                Some(n) if n > 0 => id = Some(n),
+                _ => return Reply::err("ERR client-id should be greater than 0"),
+            }
+        } else if eq_ic(opt, "type") {
+            if eq_ic(v, "normal") {
+                (normal, pubsub) = (Some(true), Some(false));
+            } else if eq_ic(v, "pubsub") {
+                (normal, pubsub) = (Some(false), Some(true));
+            } else if eq_ic(v, "master") || eq_ic(v, "replica") || eq_ic(v, "slave") {
+                (normal, pubsub) = (Some(false), Some(false));
+            } else {
+                return Reply::Error(format!("ERR Unknown client type '{}'", String::from_utf8_lossy(v)));
+            }
+        } else if eq_ic(opt, "user") {
+            if v != b"default" {
+                return Reply::Error(format!("ERR No such user '{}'", String::from_utf8_lossy(v)));
+            }
+        } else if eq_ic(opt, "addr") {
+            addr = Some(v);
+        } else if eq_ic(opt, "laddr") {
+            laddr = Some(v);
+        } else if eq_ic(opt, "skipme") {
+            if eq_ic(v, "yes") {
+                skipme = true;
+            } else if eq_ic(v, "no") {
+                skipme = false;
+            } else {
+                return Reply::err(SYNTAX);
+            }
+        } else {
+            return Reply::err(SYNTAX);
+        }
+    }
+    let mut killed = Vec::new();
+    for (i, c) in core.clients.iter().enumerate().skip(skip) {
+        let Some(c) = c else { continue };
+        let cid = ClientId(i as u32);
+        let sub = core.pubsub.subscribed(cid);
+        let ok = id.is_none_or(|n| c.id as i64 == n)
+            && addr.is_none_or(|x| addr_of(c, false).as_bytes() == x)
+            && laddr.is_none_or(|x| addr_of(c, true).as_bytes() == x)
+            && pubsub.is_none_or(|p| !p || sub)
+            && normal.is_none_or(|n| !n || !sub)
+            && normal.is_none_or(|n| n || pubsub == Some(true))
+            && !(skipme && cid == me);
+        if ok {
+            killed.push(cid);
+        }
+    }
+    for t in &killed {
+        core.outbox.push((*t, crate::deliver::Deliver::Close));
+    }
+    Reply::Int(killed.len() as i64)
 }
 
 /// CLIENT LIST [TYPE normal|master|replica|slave|pubsub] [ID id ...]: one line per client, by id

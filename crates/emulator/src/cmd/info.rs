@@ -1,4 +1,4 @@
-//! INFO [section ...] with Redis 7.0.15's sections, field names and order, and PUBLISH.
+//! INFO [section ...] with Redis 7.0.15's sections, field names and order.
 //!
 //! What the emulator knows is exact: the version and mode, the clients, the maxmemory settings,
 //! the keyspace (keys and keys with a TTL per database), the cluster flag, the virtual clock's time
@@ -11,21 +11,8 @@ use crate::command_spec::{eq_ic, CommandSpec, KeySpec};
 use crate::core::{Core, DATABASES};
 use crate::reply::Reply;
 
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec { name: "info", arity: -1, flags: 0, keys: KeySpec::NONE, handler: info },
-    CommandSpec {
-        name: "publish",
-        arity: 3,
-        flags: crate::command_spec::flags::MAY_REPLICATE,
-        keys: KeySpec::NONE,
-        handler: publish,
-    },
-];
-
-/// PUBLISH channel message: the emulator has no subscribers, so no one receives it.
-fn publish(_: &mut Core, _: &[&[u8]]) -> Reply {
-    Reply::Int(0)
-}
+pub static COMMANDS: &[CommandSpec] =
+    &[CommandSpec { name: "info", arity: -1, flags: 0, keys: KeySpec::NONE, handler: info }];
 
 /// The sections in the order Redis prints them, and whether `INFO` / `INFO default` includes each
 /// (`INFO all` is every one of them, `INFO everything` too: there are no module sections).
@@ -141,7 +128,7 @@ fn section(core: &mut Core, name: &str, out: &mut String) {
                 ("maxclients", 10000),
                 ("client_recent_max_input_buffer", 0),
                 ("client_recent_max_output_buffer", 0),
-                ("blocked_clients", 0),
+                ("blocked_clients", core.blocking.count()),
                 ("tracking_clients", 0),
                 ("clients_in_timeout_table", 0),
             ] {

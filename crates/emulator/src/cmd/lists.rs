@@ -7,6 +7,7 @@ use crate::command_spec::{arg_i64, eq_ic, CommandSpec, KeySpec, SYNTAX};
 use crate::core::Core;
 use crate::keyspace::Value;
 use crate::reply::Reply;
+use crate::settings::notify::{GENERIC, LIST};
 use crate::tri;
 
 pub static COMMANDS: &[CommandSpec] = &[
@@ -26,7 +27,19 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "lpos", arity: -3, flags: READONLY, keys: KeySpec::ONE, handler: lpos },
     CommandSpec { name: "lmove", arity: 5, flags: WRITE | DENYOOM, keys: KeySpec::TWO, handler: lmove },
     CommandSpec { name: "rpoplpush", arity: 3, flags: WRITE | DENYOOM, keys: KeySpec::TWO, handler: rpoplpush },
+    CommandSpec {
+        name: "lmpop",
+        arity: -4,
+        flags: WRITE | MOVABLE_KEYS,
+        keys: KeySpec::movable(lmpop_keys),
+        handler: lmpop,
+    },
 ];
+
+/// LMPOP's keys: `numkeys` at 1, then the keys.
+fn lmpop_keys<'a>(args: &[&'a [u8]]) -> Vec<&'a [u8]> {
+    crate::command_spec::numkeys_keys(args, false)
+}
 
 type List = VecDeque<Vec<u8>>;
 
@@ -48,6 +61,25 @@ fn drop_if_empty(core: &mut Core, key: &[u8], empty: bool) {
     if empty {
         let now = core.now_ms();
         core.db.remove(key, now);
+        core.notify(GENERIC, "del", key);
+    }
+}
+
+/// The event of a push at the head or the tail.
+fn push_event(front: bool) -> &'static str {
+    if front {
+        "lpush"
+    } else {
+        "rpush"
+    }
+}
+
+/// The event of a pop from the head or the tail.
+fn pop_event(front: bool) -> &'static str {
+    if front {
+        "lpop"
+    } else {
+        "rpop"
     }
 }
 
@@ -65,16 +97,18 @@ fn push(core: &mut Core, a: &[&[u8]], front: bool, only_existing: bool) -> Reply
         }
         l.len() as i64
     };
-    match tri!(list_of(core, a[1])) {
-        Some(l) => Reply::Int(add(l)),
-        None if only_existing => Reply::Int(0),
+    let n = match tri!(list_of(core, a[1])) {
+        Some(l) => add(l),
+        None if only_existing => return Reply::Int(0),
         None => {
             let mut l = VecDeque::with_capacity(elems.len());
             let n = add(&mut l);
             core.db.set(a[1], Value::List(l), None);
-            Reply::Int(n)
+            n
         }
-    }
+    };
+    core.notify(LIST, push_event(front), a[1]);
+    Reply::Int(n)
 }
 
 fn lpush(core: &mut Core, a: &[&[u8]]) -> Reply {
@@ -122,6 +156,9 @@ fn pop(core: &mut Core, a: &[&[u8]], front: bool) -> Reply {
         }
     };
     let empty = l.is_empty();
+    if count != Some(0) {
+        core.notify(LIST, pop_event(front), a[1]);
+    }
     drop_if_empty(core, a[1], empty);
     reply
 }
@@ -179,6 +216,7 @@ fn ltrim(core: &mut Core, a: &[&[u8]]) -> Reply {
         }
     }
     let empty = l.is_empty();
+    core.notify(LIST, "ltrim", a[1]);
     drop_if_empty(core, a[1], empty);
     // Touched even when nothing was trimmed.
     core.touch(a[1]);
@@ -242,7 +280,10 @@ fn lrem(core: &mut Core, a: &[&[u8]]) -> Reply {
         });
     }
     let empty = l.is_empty();
-    drop_if_empty(core, a[1], empty);
+    if removed > 0 {
+        core.notify(LIST, "lrem", a[1]);
+        drop_if_empty(core, a[1], empty);
+    }
     Reply::Int(removed as i64)
 }
 
@@ -254,6 +295,7 @@ fn lset(core: &mut Core, a: &[&[u8]]) -> Reply {
         Some(i) => {
             l[i] = a[3].to_vec();
             core.touch(a[1]);
+            core.notify(LIST, "lset", a[1]);
             Reply::ok()
         }
         None => Reply::err("ERR index out of range"),
@@ -274,7 +316,9 @@ fn linsert(core: &mut Core, a: &[&[u8]]) -> Reply {
         None => Reply::Int(-1),
         Some(p) => {
             l.insert(if after { p + 1 } else { p }, a[4].to_vec());
-            Reply::Int(l.len() as i64)
+            let n = l.len() as i64;
+            core.notify(LIST, "linsert", a[1]);
+            Reply::Int(n)
         }
     }
 }
@@ -380,10 +424,16 @@ fn move_generic(core: &mut Core, src: &[u8], dst: &[u8], from_head: bool, to_hea
         // The list rotates: it never empties, and keeps its TTL.
         put(l, elem.clone());
         core.touch(src);
+        core.notify(LIST, push_event(to_head), dst);
+        core.notify(LIST, pop_event(from_head), src);
         return Reply::Bulk(elem);
     }
     let empty = l.is_empty();
-    drop_if_empty(core, src, empty);
+    // The element leaves the source before it reaches the destination, which may be created.
+    if empty {
+        let now = core.now_ms();
+        core.db.remove(src, now);
+    }
     match tri!(list_of(core, dst)) {
         Some(l) => put(l, elem.clone()),
         None => {
@@ -392,9 +442,69 @@ fn move_generic(core: &mut Core, src: &[u8], dst: &[u8], from_head: bool, to_hea
             core.db.set(dst, Value::List(l), None);
         }
     }
+    core.notify(LIST, push_event(to_head), dst);
+    core.notify(LIST, pop_event(from_head), src);
+    if empty {
+        core.notify(GENERIC, "del", src);
+    }
     core.touch(src);
     core.touch(dst);
     Reply::Bulk(elem)
+}
+
+/// LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]: pops from the first non-empty list.
+fn lmpop(core: &mut Core, a: &[&[u8]]) -> Reply {
+    let m = tri!(super::blocking::parse_mpop(a, 1, ("left", "right")));
+    mpop(core, &a[m.first..m.first + m.n], !m.right, m.count)
+}
+
+/// The body of LMPOP (and of BLMPOP when a list has elements): the first key holding a list gives
+/// up to `count` elements, `[key, [elements]]`; a key of another type before it is WRONGTYPE; no
+/// list at all is a nil array.
+pub(crate) fn mpop(core: &mut Core, keys: &[&[u8]], front: bool, count: usize) -> Reply {
+    for key in keys {
+        let Some(l) = tri!(list_of(core, key)) else { continue };
+        if l.is_empty() {
+            continue;
+        }
+        let n = count.min(l.len());
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            if let Some(e) = if front { l.pop_front() } else { l.pop_back() } {
+                out.push(Reply::Bulk(e));
+            }
+        }
+        let empty = l.is_empty();
+        core.notify(LIST, pop_event(front), key);
+        drop_if_empty(core, key, empty);
+        return Reply::Array(vec![Reply::Bulk(key.to_vec()), Reply::Array(out)]);
+    }
+    Reply::NilArray
+}
+
+/// Pops one element for BLPOP/BRPOP from the list at `key`, if it holds one: `[key, element]`.
+pub(crate) fn pop_one(core: &mut Core, key: &[u8], front: bool) -> Result<Option<Reply>, Reply> {
+    let Some(l) = list_of(core, key)? else { return Ok(None) };
+    let Some(e) = (if front { l.pop_front() } else { l.pop_back() }) else { return Ok(None) };
+    let empty = l.is_empty();
+    core.notify(LIST, pop_event(front), key);
+    drop_if_empty(core, key, empty);
+    Ok(Some(Reply::Array(vec![Reply::Bulk(key.to_vec()), Reply::Bulk(e)])))
+}
+
+/// Whether `key` holds a non-empty list (`Err` for another type), for the blocking commands.
+pub(crate) fn has_elements(core: &mut Core, key: &[u8]) -> Result<bool, Reply> {
+    Ok(list_of(core, key)?.is_some_and(|l| !l.is_empty()))
+}
+
+/// LMOVE/RPOPLPUSH's body, for BLMOVE/BRPOPLPUSH.
+pub(crate) fn lmove_keys(core: &mut Core, src: &[u8], dst: &[u8], from_head: bool, to_head: bool) -> Reply {
+    move_generic(core, src, dst, from_head, to_head)
+}
+
+/// `LEFT`/`RIGHT` for BLMOVE (true for the head).
+pub(crate) fn parse_side(b: &[u8]) -> Result<bool, Reply> {
+    side(b)
 }
 
 #[cfg(test)]
@@ -468,6 +578,34 @@ mod tests {
         run(&mut e, "RPUSH l a a");
         assert_eq!(run(&mut e, "LREM l 0 a"), Reply::Int(2));
         assert_eq!(run(&mut e, "EXISTS l"), Reply::Int(0));
+    }
+
+    /// LMPOP and, without a server, BLPOP/BLMPOP: Redis 7.0.15's replies and errors in its order.
+    #[test]
+    fn lmpop_and_blocking_forms_without_a_server() {
+        let mut e = Emulator::new();
+        run(&mut e, "RPUSH b 1 2 3");
+        run(&mut e, "SET s v");
+        let pair = |k: &str, v: &[&str]| Reply::Array(vec![Reply::bulk(k), bulks(v)]);
+        assert_eq!(run(&mut e, "LMPOP 2 a b LEFT COUNT 2"), pair("b", &["1", "2"]));
+        assert_eq!(run(&mut e, "LMPOP 1 b RIGHT COUNT 10"), pair("b", &["3"]));
+        assert_eq!(run(&mut e, "LMPOP 1 b LEFT"), Reply::NilArray);
+        assert_eq!(run(&mut e, "LMPOP 2 a s LEFT"), err(WT));
+        assert_eq!(run(&mut e, "LMPOP 0 a LEFT"), err("ERR numkeys should be greater than 0"));
+        assert_eq!(run(&mut e, "LMPOP 2 a LEFT"), err("ERR syntax error"));
+        assert_eq!(run(&mut e, "LMPOP 1 a LEFT COUNT 0"), err("ERR count should be greater than 0"));
+        assert_eq!(run(&mut e, "LMPOP 1 a LEFT COUNT 1 COUNT 1"), err("ERR syntax error"));
+        assert_eq!(run(&mut e, "BLMPOP x 1 a LEFT"), err("ERR timeout is not a float or out of range"));
+        assert_eq!(run(&mut e, "BLMPOP x 0 a LEFT"), err("ERR numkeys should be greater than 0"));
+        assert_eq!(run(&mut e, "BLPOP a -1"), err("ERR timeout is negative"));
+        assert_eq!(run(&mut e, "BLPOP a 0x7FFFFFFFFFFFFF"), err("ERR timeout is negative"));
+        assert_eq!(run(&mut e, "BLPOP s 0"), err(WT));
+        // No server to wake it: nothing to pop answers the timeout reply at once.
+        assert_eq!(run(&mut e, "BLPOP a 0"), Reply::NilArray);
+        assert_eq!(run(&mut e, "BRPOPLPUSH a b 0"), Reply::Nil);
+        run(&mut e, "RPUSH a x");
+        assert_eq!(run(&mut e, "BRPOPLPUSH a s 0"), err(WT));
+        assert_eq!(run(&mut e, "BLMOVE a b RIGHT LEFT 0.5"), Reply::bulk("x"));
     }
 
     #[test]

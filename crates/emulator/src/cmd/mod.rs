@@ -8,6 +8,7 @@ pub use crate::command_spec::*;
 use rustc_hash::FxHashMap;
 
 pub mod bitmaps;
+pub mod blocking;
 pub mod client;
 pub mod command;
 pub mod config;
@@ -19,6 +20,7 @@ pub mod info;
 pub mod keys;
 pub mod lists;
 pub mod memory;
+pub mod pubsub;
 pub mod scripting;
 pub mod server;
 pub mod sets;
@@ -54,6 +56,8 @@ fn table() -> &'static FxHashMap<&'static [u8], CommandSpec> {
             zsets_store::COMMANDS,
             zsets_random::COMMANDS,
             lists::COMMANDS,
+            blocking::COMMANDS,
+            pubsub::COMMANDS,
             sets::COMMANDS,
             sort::COMMANDS,
             server::COMMANDS,

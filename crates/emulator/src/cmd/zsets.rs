@@ -31,6 +31,13 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "zpopmax", arity: -2, flags: WRITE, keys: KeySpec::ONE, handler: zpopmax },
     CommandSpec { name: "zrank", arity: 3, flags: READONLY, keys: KeySpec::ONE, handler: zrank },
     CommandSpec { name: "zrevrank", arity: 3, flags: READONLY, keys: KeySpec::ONE, handler: zrevrank },
+    CommandSpec {
+        name: "zmpop",
+        arity: -4,
+        flags: WRITE | MOVABLE_KEYS,
+        keys: KeySpec::movable(zmpop_keys_of),
+        handler: zmpop,
+    },
 ];
 
 const NOT_FLOAT_RANGE: &str = "ERR min or max is not a float";
@@ -684,6 +691,68 @@ fn pop_generic(core: &mut Core, a: &[&[u8]], max: bool) -> Reply {
     delete_if_empty(core, key, empty);
     // With an explicit count, a RESP3 caller gets [member, score] pairs.
     scored(core.resp3 && a.len() == 3, out)
+}
+
+/// ZMPOP's keys: `numkeys` at 1, then the keys.
+fn zmpop_keys_of<'a>(args: &[&'a [u8]]) -> Vec<&'a [u8]> {
+    crate::command_spec::numkeys_keys(args, false)
+}
+
+/// ZMPOP numkeys key [key ...] MIN|MAX [COUNT count].
+fn zmpop(core: &mut Core, a: &[&[u8]]) -> Reply {
+    let m = tri!(super::blocking::parse_mpop(a, 1, ("min", "max")));
+    zmpop_keys(core, &a[m.first..m.first + m.n], m.right, m.count)
+}
+
+/// The event of a pop of the lowest or highest members.
+fn zpop_event(max: bool) -> &'static str {
+    if max {
+        "zpopmax"
+    } else {
+        "zpopmin"
+    }
+}
+
+/// `genericZpopCommand` over several keys with a nested reply (ZMPOP, BZMPOP): the first existing
+/// key gives up to `count` members, `[key, [[member, score], ...]]`; a key of another type before
+/// it is WRONGTYPE; none is a nil array.
+pub(crate) fn zmpop_keys(core: &mut Core, keys: &[&[u8]], max: bool, count: usize) -> Reply {
+    for key in keys {
+        let Some(z) = tri!(write(core, key)) else { continue };
+        let n = count.min(z.len());
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            let Some((m, s)) = z.pop(max) else { break };
+            out.push(Reply::Array(vec![Reply::Bulk(m.to_vec()), Reply::Double(s)]));
+        }
+        let empty = z.is_empty();
+        core.notify(crate::settings::notify::ZSET, zpop_event(max), key);
+        if empty {
+            delete_if_empty(core, key, empty);
+            core.notify(crate::settings::notify::GENERIC, "del", key);
+        }
+        return Reply::Array(vec![Reply::Bulk(key.to_vec()), Reply::Array(out)]);
+    }
+    Reply::NilArray
+}
+
+/// One member for BZPOPMIN/BZPOPMAX from the set at `key`: `[key, member, score]` (a nil array when
+/// it has none).
+pub(crate) fn bzpop_one(core: &mut Core, key: &[u8], max: bool) -> Reply {
+    let Some(z) = tri!(write(core, key)) else { return Reply::NilArray };
+    let Some((m, s)) = z.pop(max) else { return Reply::NilArray };
+    let empty = z.is_empty();
+    core.notify(crate::settings::notify::ZSET, zpop_event(max), key);
+    if empty {
+        delete_if_empty(core, key, empty);
+        core.notify(crate::settings::notify::GENERIC, "del", key);
+    }
+    Reply::Array(vec![Reply::Bulk(key.to_vec()), Reply::Bulk(m.to_vec()), Reply::Double(s)])
+}
+
+/// Whether `key` holds a non-empty sorted set (`Err` for another type), for the blocking commands.
+pub(crate) fn has_members(core: &mut Core, key: &[u8]) -> Result<bool, Reply> {
+    Ok(write(core, key)?.is_some_and(|z| !z.is_empty()))
 }
 
 #[cfg(test)]

@@ -124,10 +124,6 @@ fn call_found(
     Ok(reply)
 }
 
-/// What the server's state refuses a script's command (Redis's `scriptVerifyOOM` and
-/// `scriptVerifyWriteCommandAllow`): a command that may use memory while the server was over
-/// `maxmemory` when the script started; a write on a read-only replica or without enough replicas.
-
 /// A script's call of a command the emulator does not implement: what Redis 7.0.15 says before
 /// running it (unknown, wrong number of arguments, not allowed from scripts), from its own table;
 /// a command Redis would run is unknown here.
