@@ -215,6 +215,11 @@ impl Emulator {
         if let Reply::Error(e) = &reply {
             core.stats.reply_error(e);
         }
+        if core.settings.maxmemory() > 0 && !core.in_script() {
+            // As Redis after CONFIG SET maxmemory (and its eviction cycle): a command that left the
+            // dataset over the limit evicts at once under an evicting policy.
+            core.perform_evictions();
+        }
         let db = core.selected;
         if let Some(c) = core.client(id) {
             c.db = db;

@@ -12,8 +12,8 @@
 //! requests are answered in order. Only a connection parked that way is served: the script's own
 //! connection, and one in the middle of a pipelined batch (writing replies, say), wait for the
 //! script's end, so a connection's requests are never answered out of order. The commands Redis
-//! allows while busy that change the connection itself (AUTH, HELLO, QUIT, RESET, MULTI, DISCARD,
-//! WATCH, UNWATCH), and every request of a connection not yet authenticated, also wait for the
+//! allows while busy that change the connection itself (AUTH, HELLO, QUIT, RESET, DISCARD, WATCH,
+//! UNWATCH; MULTI is answered, and opens the transaction at the script's end), and every request of a connection not yet authenticated, also wait for the
 //! script's end, and so does everything the connection sends after them.
 #![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 use std::cell::{Cell, RefCell};
@@ -70,6 +70,9 @@ pub struct Entry {
     /// A request refused during the busy phase inside MULTI: EXEC must fail (Redis flags the
     /// transaction on every rejected command).
     flag_multi: Cell<bool>,
+    /// MULTI was answered during the busy phase (Redis allows it while busy): the connection opens
+    /// the transaction once the script ends, before [`Entry::flag_multi`] applies.
+    begin_multi: Cell<bool>,
     /// Not served again in this phase: a request waits for the script's end, or the socket closed.
     held: Cell<bool>,
     /// The busy phase read, wrote or held it: its task is woken at the script's end.
@@ -88,6 +91,7 @@ impl Entry {
             resp3: Cell::new(false),
             in_multi: Cell::new(false),
             flag_multi: Cell::new(false),
+            begin_multi: Cell::new(false),
             held: Cell::new(false),
             touched: Cell::new(false),
             wake: Notify::new(),
@@ -312,6 +316,13 @@ impl Busy {
 /// checks; None when it must wait for the script's end.
 fn decide(server: &Server, e: &Entry, args: &[&[u8]], s: &BusyScript<'_>, action: &mut BusyAction) -> Option<Reply> {
     let name = args[0];
+    if e.authed.get() && args.len() == 1 && name.eq_ignore_ascii_case(b"multi") && !e.in_multi.get() {
+        // MULTI is allowed while busy (Redis's `allow_busy`): the commands after it are refused
+        // with BUSY and flag the transaction, so its EXEC fails and none of it runs half-way.
+        e.in_multi.set(true);
+        e.begin_multi.set(true);
+        return Some(Reply::ok());
+    }
     if !e.authed.get() || LATER.iter().any(|l| name.eq_ignore_ascii_case(l.as_bytes())) {
         return None;
     }
@@ -465,6 +476,9 @@ pub async fn read(
         std::mem::swap(&mut *entry.input.borrow_mut(), inbuf);
         got
     };
+    if entry.begin_multi.replace(false) {
+        let _ = server.nodes[conn.node].emu.borrow_mut().execute_as(conn.client, &[b"MULTI"]);
+    }
     if entry.flag_multi.replace(false) {
         server.nodes[conn.node].emu.borrow_mut().refuse_in_transaction(conn.client);
     }

@@ -426,6 +426,7 @@ fn a_busy_handler_sees_a_long_script_and_can_kill_it() {
     use std::rc::Rc;
     let mut e = Emulator::new();
     e.execute(&[b"CONFIG", b"SET", b"busy-reply-threshold", b"20"]);
+    #[allow(clippy::type_complexity)]
     let seen: Rc<RefCell<Vec<(bool, bool, String, u64)>>> = Rc::default();
     let log = seen.clone();
     e.set_busy_handler(Some(Rc::new(move |s: &BusyScript<'_>| {
