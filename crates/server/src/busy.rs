@@ -1,6 +1,6 @@
 //! The server while a script runs long, as Redis 7.0's `processEventsWhileBlocked` keeps serving
 //! its clients: once a script or function has run for `busy-reply-threshold` ms, the emulator's
-//! count hook calls [`Busy::tick`] (installed with `Emulator::set_busy_handler`), which accepts new
+//! count hook calls `Busy::tick` (installed with `Emulator::set_busy_handler`), which accepts new
 //! connections, reads what the other clients sent and answers it: `BUSY ...` for everything but
 //! the commands Redis allows then (SCRIPT KILL, FUNCTION KILL, FUNCTION STATS, SHUTDOWN NOSAVE),
 //! whose answer may kill the script or stop the server.
