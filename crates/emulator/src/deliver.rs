@@ -1,7 +1,7 @@
 //! What a command leaves for connections other than (or besides) the caller's reply: Pub/Sub
 //! messages, the replies of blocked clients served or timed out, connections to close. A command
 //! queues them in [`crate::Core::outbox`]; the server in front of the emulator drains them after the
-//! command ([`crate::Emulator::take_deliveries`]) and routes each to its connection.
+//! command ([`crate::Emulator::after_command`]) and routes each to its connection.
 use crate::clients::ClientId;
 use crate::reply::Reply;
 

@@ -104,7 +104,7 @@ impl Scripting {
     }
 
     /// Installs (or removes) the handler a script that runs past `busy-reply-threshold` calls (see
-    /// [`busy`]).
+    /// the `busy` module).
     pub fn set_busy_handler(&mut self, h: Option<BusyHandler>) {
         *self.state.busy.handler.borrow_mut() = h;
     }
