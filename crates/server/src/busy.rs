@@ -73,6 +73,9 @@ pub struct Entry {
     /// MULTI was answered during the busy phase (Redis allows it while busy): the connection opens
     /// the transaction once the script ends, before [`Entry::flag_multi`] applies.
     begin_multi: Cell<bool>,
+    /// EXEC was refused during the busy phase: Redis answers EXECABORT and discards the
+    /// transaction, which the connection does once the script ends.
+    end_multi: Cell<bool>,
     /// Not served again in this phase: a request waits for the script's end, or the socket closed.
     held: Cell<bool>,
     /// The busy phase read, wrote or held it: its task is woken at the script's end.
@@ -92,6 +95,7 @@ impl Entry {
             in_multi: Cell::new(false),
             flag_multi: Cell::new(false),
             begin_multi: Cell::new(false),
+            end_multi: Cell::new(false),
             held: Cell::new(false),
             touched: Cell::new(false),
             wake: Notify::new(),
@@ -343,6 +347,14 @@ fn decide(server: &Server, e: &Entry, args: &[&[u8]], s: &BusyScript<'_>, action
     let allowed =
         (kill && args.len() == 2 && is(1, "kill")) || (is(0, "function") && args.len() == 2 && is(1, "stats"));
     if !allowed && !is(0, "shutdown") {
+        if e.in_multi.get() && args.len() == 1 && is(0, "exec") {
+            // Redis's rejectCommand on EXEC: the transaction is aborted with the reason, and ends.
+            e.in_multi.set(false);
+            e.flag_multi.set(false);
+            e.end_multi.set(true);
+            let why = if s.eval { SLOW_EVAL } else { SLOW_FUNCTION };
+            return Some(Reply::Error(format!("EXECABORT Transaction discarded because of: {why}")));
+        }
         return Some(busy());
     }
     if e.in_multi.get() {
@@ -481,6 +493,9 @@ pub async fn read(
     }
     if entry.flag_multi.replace(false) {
         server.nodes[conn.node].emu.borrow_mut().refuse_in_transaction(conn.client);
+    }
+    if entry.end_multi.replace(false) {
+        let _ = server.nodes[conn.node].emu.borrow_mut().execute_as(conn.client, &[b"DISCARD"]);
     }
     let out = std::mem::take(&mut *entry.output.borrow_mut());
     if !out.is_empty() {
