@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 
 use crate::keyspace::{parse_canonical_i64, Hash, RStr, SetValue, Value, ZSet};
-use crate::lua::functions::rdb::{crc64, lzf_compress, lzf_decompress};
+use crate::lua::functions::rdb::{crc64, lzf_compress, lzf_decompress, rdb_save_len as save_len};
 use crate::reply::fmt_g;
 
 /// Redis 7.0's RDB version.
@@ -37,22 +37,6 @@ const CONTAINER_PACKED: u64 = 2;
 const LIST_NODE_BYTES: usize = 8192;
 
 // ---- writing ---------------------------------------------------------------------------------------
-
-/// `rdbSaveLen`.
-fn save_len(out: &mut Vec<u8>, len: u64) {
-    if len < 1 << 6 {
-        out.push(len as u8);
-    } else if len < 1 << 14 {
-        out.push(0x40 | (len >> 8) as u8);
-        out.push(len as u8);
-    } else if len <= u32::MAX as u64 {
-        out.push(0x80);
-        out.extend_from_slice(&(len as u32).to_be_bytes());
-    } else {
-        out.push(0x81);
-        out.extend_from_slice(&len.to_be_bytes());
-    }
-}
 
 /// `rdbEncodeInteger`: the 8, 16 or 32-bit integer encodings, when `v` fits one.
 fn encode_int(out: &mut Vec<u8>, v: i64) -> bool {

@@ -7,18 +7,18 @@ pub(super) const RDB_OPCODE_FUNCTION_PRE_GA: u8 = 246;
 pub(super) const RDB_VERSION: u16 = 10;
 
 /// `rdbSaveLen`.
-fn rdb_save_len(out: &mut Vec<u8>, len: usize) {
+pub(crate) fn rdb_save_len(out: &mut Vec<u8>, len: u64) {
     if len < 1 << 6 {
         out.push(len as u8);
     } else if len < 1 << 14 {
         out.push(0x40 | (len >> 8) as u8);
         out.push(len as u8);
-    } else if len <= u32::MAX as usize {
+    } else if len <= u32::MAX as u64 {
         out.push(0x80);
         out.extend_from_slice(&(len as u32).to_be_bytes());
     } else {
         out.push(0x81);
-        out.extend_from_slice(&(len as u64).to_be_bytes());
+        out.extend_from_slice(&len.to_be_bytes());
     }
 }
 
@@ -29,13 +29,13 @@ pub(super) fn rdb_save_string(out: &mut Vec<u8>, s: &[u8]) {
         let n = lzf_compress(s, &mut buf);
         if n > 0 {
             out.push(0xC3);
-            rdb_save_len(out, n);
-            rdb_save_len(out, s.len());
+            rdb_save_len(out, n as u64);
+            rdb_save_len(out, s.len() as u64);
             out.extend_from_slice(&buf[..n]);
             return;
         }
     }
-    rdb_save_len(out, s.len());
+    rdb_save_len(out, s.len() as u64);
     out.extend_from_slice(s);
 }
 
