@@ -9,6 +9,7 @@ mod attack;
 mod bench_cli;
 mod check_cli;
 mod cli;
+mod docs_figures;
 mod docs_specs;
 mod fixtures_cli;
 mod golden;
