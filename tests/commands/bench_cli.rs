@@ -207,3 +207,23 @@ fn bad_arguments_are_user_errors() {
     assert_eq!(out.status.code(), Some(3));
     assert!(text(&out.stderr).contains("127.0.0.1:1"), "{}", text(&out.stderr));
 }
+
+/// `--script` takes a spec or a name, repeatable, as on every other command (the README says a spec
+/// goes wherever a built-in name goes); `--only` is the same list comma-separated.
+#[test]
+fn script_takes_a_users_spec_as_on_the_other_commands() {
+    let r = bench_json(&[
+        "--no-redis",
+        "--script",
+        "tests/fixtures/upstash_fixed_window.toml",
+        "--script",
+        "gcra",
+        "--log-sizes",
+        "10",
+    ]);
+    let names: Vec<&str> = r["scripts"].as_array().unwrap().iter().map(|s| s["algorithm"].as_str().unwrap()).collect();
+    assert_eq!(names, ["upstash_fixed_window", "gcra"]);
+    let out = limitlab(&["bench", "--quick", "--no-redis", "--script", "tests/fixtures/nope.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--script"), "{}", text(&out.stderr));
+}

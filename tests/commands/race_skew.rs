@@ -129,3 +129,22 @@ fn bad_files_are_errors_not_panics() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("field `servers`"));
 }
+
+/// `race --help` names all three limiters its table has rows for, WATCH/MULTI included.
+#[test]
+fn race_help_names_the_watch_multi_rows() {
+    let out = limitlab(&["race", "--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    for what in ["GET+INCR", "WATCH/MULTI", "Lua script"] {
+        assert!(help.contains(what), "race --help does not mention {what}:\n{help}");
+    }
+}
+
+/// `compare`'s speed table says why its figures are below `bench`'s (a newcomer sees both).
+#[test]
+fn compare_says_why_its_speed_is_below_bench() {
+    let out = limitlab(&["compare"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let speed = text.split("Speed: decisions per second").nth(1).expect("a speed table");
+    assert!(speed.contains("`limitlab bench` times warm calls alone"), "{speed}");
+}

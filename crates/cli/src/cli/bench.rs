@@ -28,7 +28,11 @@ pub struct Args {
     /// among the scripts).
     #[arg(long, value_name = "L,L", value_delimiter = ',', default_values_t = bench::LOG_SIZES)]
     pub log_sizes: Vec<u64>,
-    /// Only these scripts (comma-separated names; default every one).
+    /// Measure this script only (repeatable, as on every other command): a spec file
+    /// (my_limiter.toml) or a built-in name. Default: the nine shipped scripts.
+    #[arg(long = "script", value_name = "NAME|SPEC")]
+    pub script: Vec<String>,
+    /// Only these scripts, comma-separated (the same as one --script per name).
     #[arg(long, value_name = "NAME,NAME", value_delimiter = ',')]
     pub only: Vec<String>,
     #[command(flatten)]
@@ -52,12 +56,14 @@ impl Plan {
         if a.log_sizes.iter().any(|&l| !(1..=1_000_000).contains(&l)) {
             return Err(invalid("--log-sizes", "each size must be from 1 to 1000000".into()));
         }
-        let scripts = if a.only.is_empty() {
+        let chosen: Vec<(&str, &String)> =
+            a.script.iter().map(|n| ("--script", n)).chain(a.only.iter().map(|n| ("--only", n))).collect();
+        let scripts = if chosen.is_empty() {
             Variant::ALL.iter().map(|&v| limitlab_engine::spec::builtin::spec(v)).collect()
         } else {
             let mut v: Vec<limitlab_engine::spec::SharedSpec> = Vec::new();
-            for n in &a.only {
-                let x = limitlab_engine::spec::resolve(n).map_err(|e| invalid("--only", e.to_string()))?;
+            for (flag, n) in chosen {
+                let x = limitlab_engine::spec::resolve(n).map_err(|e| invalid(flag, e.to_string()))?;
                 if !v.iter().any(|s| s.name == x.name) {
                     v.push(x);
                 }

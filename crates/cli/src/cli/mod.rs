@@ -69,8 +69,9 @@ pub enum Command {
     /// Search arrival patterns within a request budget for one script's highest overshoot and
     /// highest false-rejection rate; print them, save them as replayable traces, plot them.
     Attack(attack::Args),
-    /// N application servers with network latency: the non-atomic GET+INCR fixed window against the
-    /// Lua script, one row per (servers, latency).
+    /// N application servers with network latency: the non-atomic GET+INCR fixed window and the same
+    /// counter under WATCH/MULTI (optimistic locking, with retries) against the Lua script, one row
+    /// per (servers, latency).
     Race(race::Args),
     /// Application servers with skewed clocks passing their own now_ms: every production script
     /// against its variant that reads Redis's TIME.

@@ -144,6 +144,7 @@ pub fn tables(c: &Comparison) -> Vec<Table> {
             ]);
         }
         t.note("The emulator runs in-process, with no network: one call is a Lua run, not a round trip. Wall-clock figures vary from run to run (--no-timing leaves them out).");
+        t.note("These are the standard scenarios' decisions timed end to end: a few thousand per script, each scenario on a fresh emulator (its first calls load the script and find cold caches), with the bookkeeping of the accuracy figures in each decision. `limitlab bench` times warm calls alone, several times faster: quote bench for speed.");
         out.push(t);
     }
     out
