@@ -15,6 +15,7 @@
 //!   failure instead.
 #![allow(dead_code)]
 
+pub mod conn;
 mod proxy;
 #[allow(unused_imports)]
 pub use proxy::{Fault, FaultProxy, ProxyState, Rule};

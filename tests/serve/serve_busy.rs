@@ -6,55 +6,11 @@
 //! the same.
 use crate::common;
 
-use std::io::{BufReader, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
+use common::conn::Conn;
 use common::{LimitlabServe, RedisServer};
 use limitlab_emulator::Reply;
-
-/// A connection that sends raw requests and reads replies one at a time.
-struct Conn {
-    r: BufReader<TcpStream>,
-}
-
-impl Conn {
-    fn open(port: u16) -> Conn {
-        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        Conn { r: BufReader::new(s) }
-    }
-
-    /// Sends the requests in one write (a pipeline).
-    fn send_all(&mut self, requests: &[&[&str]]) {
-        let mut b = String::new();
-        for args in requests {
-            b.push_str(&format!("*{}\r\n", args.len()));
-            for a in *args {
-                b.push_str(&format!("${}\r\n{a}\r\n", a.len()));
-            }
-        }
-        self.r.get_mut().write_all(b.as_bytes()).expect("send");
-    }
-
-    fn send(&mut self, args: &[&str]) {
-        self.send_all(&[args]);
-    }
-
-    fn read(&mut self) -> Reply {
-        limitlab_server::client::read_reply(&mut self.r).expect("a reply")
-    }
-
-    fn call(&mut self, args: &[&str]) -> Reply {
-        self.send(args);
-        self.read()
-    }
-
-    /// Whether the server closed the connection (reads until then).
-    fn closed(&mut self) -> bool {
-        limitlab_server::client::read_reply(&mut self.r).is_err()
-    }
-}
 
 /// Asks PING on `c` until the answer is BUSY (the script has passed the threshold).
 fn wait_busy(c: &mut Conn) -> Reply {

@@ -4,46 +4,11 @@
 //! replica's states, commands a transaction may not hold), compared with a private redis-server.
 use crate::common;
 
-use std::io::{BufReader, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
+use common::conn::Conn;
 use common::{LimitlabServe, RedisServer};
 use limitlab_emulator::Reply;
-
-/// A connection sending one command at a time.
-struct Conn {
-    s: BufReader<TcpStream>,
-}
-
-impl Conn {
-    fn open(port: u16) -> Conn {
-        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        Conn { s: BufReader::new(s) }
-    }
-
-    fn cmd(&mut self, args: &[&str]) -> Reply {
-        let mut req = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            req.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
-        }
-        self.s.get_mut().write_all(&req).expect("send");
-        limitlab_server::client::read_reply(&mut self.s).expect("a reply")
-    }
-
-    fn line(&mut self, line: &str) -> Reply {
-        let args: Vec<&str> = line.split(' ').collect();
-        self.cmd(&args)
-    }
-
-    fn text(&mut self, line: &str) -> String {
-        match self.line(line) {
-            Reply::Bulk(b) => String::from_utf8(b).unwrap(),
-            other => panic!("{line}: {other:?}"),
-        }
-    }
-}
 
 /// Steps whose replies must be Redis's, in order, on one connection (with a second one for the
 /// settings a test changes while the first is in MULTI).
@@ -152,7 +117,7 @@ fn info_counts_what_commands_do() {
     c.line("GET");
     c.line("LPUSH k x");
     c.line("NOSUCH");
-    c.cmd(&["SCRIPT", "LOAD", "return 1"]);
+    c.call(&["SCRIPT", "LOAD", "return 1"]);
     c.line("SET e v PX 1");
     std::thread::sleep(Duration::from_millis(5));
     c.line("GET e");
@@ -213,31 +178,31 @@ fn command_lists_what_serve_runs() {
     let top: Vec<&Reply> = listed.iter().filter(|n| !matches!(n, Reply::Bulk(b) if b.contains(&b'|'))).collect();
     assert_eq!(top.len(), names.len());
     for name in &names {
-        let ours = s.cmd(&["COMMAND", "INFO", name]);
+        let ours = s.call(&["COMMAND", "INFO", name]);
         assert_ne!(ours, Reply::Array(vec![Reply::Nil]), "{name}");
         if name.starts_with("clock.") {
             let Reply::Array(e) = &ours else { panic!() };
             let Reply::Array(f) = &e[0] else { panic!() };
             assert_eq!(&f[3..6], &[Reply::Int(0), Reply::Int(0), Reply::Int(0)], "{name} is keyless");
-            assert_ne!(s.cmd(&["COMMAND", "DOCS", name]), Reply::Array(vec![]), "{name} has docs");
+            assert_ne!(s.call(&["COMMAND", "DOCS", name]), Reply::Array(vec![]), "{name} has docs");
         } else {
             // Redis lists a container's subcommands in its hash table's order.
             assert_eq!(
                 sorted_subcommands(ours.clone()),
-                sorted_subcommands(r.cmd(&["COMMAND", "INFO", name])),
+                sorted_subcommands(r.call(&["COMMAND", "INFO", name])),
                 "COMMAND INFO {name}"
             );
             let has_subcommands = matches!(&ours, Reply::Array(e) if matches!(&e[0], Reply::Array(f) if !matches!(f.get(9), Some(Reply::Array(v)) if v.is_empty())));
             if !has_subcommands {
-                let docs = s.cmd(&["COMMAND", "DOCS", name]);
-                assert_eq!(docs, r.cmd(&["COMMAND", "DOCS", name]), "COMMAND DOCS {name}");
+                let docs = s.call(&["COMMAND", "DOCS", name]);
+                assert_eq!(docs, r.call(&["COMMAND", "DOCS", name]), "COMMAND DOCS {name}");
             }
         }
         if ["quit", "shutdown", "reset", "debug", "monitor", "sync", "psync"].contains(&name.as_str()) {
             continue;
         }
         let mut probe = Conn::open(serve.port());
-        if let Reply::Error(e) = probe.cmd(&[name]) {
+        if let Reply::Error(e) = probe.call(&[name]) {
             assert!(!e.starts_with("ERR unknown command"), "{name}: {e}");
         }
     }

@@ -3,49 +3,11 @@
 //! as a private redis-server sends them in RESP2 and RESP3.
 use crate::common;
 
-use std::io::{BufReader, Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
+use common::conn::Conn;
 use common::{LimitlabServe, RedisServer};
 use limitlab_emulator::Reply;
-
-/// A connection that sends commands (as inline text) and reads replies.
-struct Conn {
-    r: BufReader<TcpStream>,
-}
-
-impl Conn {
-    fn open(port: u16) -> Conn {
-        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        Conn { r: BufReader::new(s) }
-    }
-    fn send(&mut self, args: &[&str]) {
-        let mut b = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            b.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
-        }
-        self.r.get_mut().write_all(&b).expect("send");
-    }
-    fn read(&mut self) -> Reply {
-        limitlab_server::client::read_reply(&mut self.r).expect("a reply")
-    }
-    fn call(&mut self, args: &[&str]) -> Reply {
-        self.send(args);
-        self.read()
-    }
-    /// The raw bytes the server sends until they end with `end`.
-    fn bytes_until(&mut self, end: &[u8]) -> Vec<u8> {
-        let mut got = Vec::new();
-        let mut b = [0u8; 1];
-        while !got.ends_with(end) {
-            self.r.read_exact(&mut b).unwrap_or_else(|e| panic!("{e} after {:?}", String::from_utf8_lossy(&got)));
-            got.push(b[0]);
-        }
-        got
-    }
-}
 
 fn bulk(s: &str) -> Reply {
     Reply::Bulk(s.as_bytes().to_vec())
