@@ -15,6 +15,7 @@ mod golden;
 mod init_cli;
 mod memory_cli;
 mod mutants;
+mod output_files;
 mod race_skew;
 mod run_decisions;
 mod sweep_cli;

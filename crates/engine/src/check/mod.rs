@@ -38,7 +38,7 @@ use probes::Probes;
 use run::Replay;
 
 pub use ctx::save_replay;
-pub use report::{CheckOptions, CheckReport, CheckResult, PatternTraffic, SearchTraffic, Status, Traffic};
+pub use report::{CheckOptions, CheckReport, CheckResult, NotWritten, PatternTraffic, SearchTraffic, Status, Traffic};
 pub use sizes::{
     search_size, DEFAULT_MAX_FALSE_REJECTION_RATE, DEFAULT_OVERSHOOT_BOUND, FLOOD_MAX, HEADER_PROBES_MIN,
     HEADER_PROBE_REQUESTS, PROBES, PROBE_UNITS, ROOM_PROBE, SEARCH_FULL_SIZE, SEARCH_FULL_SIZE_MODEL, TTL_PROBES,
@@ -131,7 +131,7 @@ pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
             arrivals,
         });
     }
-    let mut ctx = Ctx { limiter, opts, patterns: &patterns, checks: Vec::new() };
+    let mut ctx = Ctx { limiter, opts, patterns: &patterns, checks: Vec::new(), not_written: Default::default() };
     // Shown for a policy above the full size, whose check takes seconds.
     let stages = Stages::new(opts.progress && run::scaled(&p), patterns.len() + 5);
 
@@ -235,6 +235,7 @@ pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
         bound_source,
         traffic,
         checks: ctx.checks,
+        not_written: ctx.not_written.into_inner(),
     })
 }
 
