@@ -19,3 +19,4 @@ mod output_files;
 mod race_skew;
 mod run_decisions;
 mod sweep_cli;
+mod user_scripts;
