@@ -16,6 +16,7 @@ mod init_cli;
 mod memory_cli;
 mod mutants;
 mod output_files;
+mod progress;
 mod race_skew;
 mod run_decisions;
 mod sweep_cli;

@@ -58,7 +58,10 @@ impl Plan {
 /// Runs the search and writes its files into `files`.
 pub fn run(plan: Plan, files: &OutDir, out: &mut dyn Write) -> Result<()> {
     let s = &plan.settings;
+    let what = format!("searching {} patterns per goal", s.iterations);
+    let spinner = crate::progress::Spinner::start(plan.format == Format::Json, "attack", &what);
     let found = attack::attack(s)?;
+    drop(spinner);
     let mut report = AttackReport::new(s, &found);
     let name = s.limiter.name();
     let part = file_part(name);

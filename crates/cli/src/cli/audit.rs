@@ -1,7 +1,7 @@
 //! `limitlab audit --redis URL | --emulator --scenario FILE [--match PATTERN] [--rate OPS_PER_S]
 //! [--sample N] [--count N] [--json|--markdown] [--strict] [--tls-ca FILE]`: the seed article's
 //! thirty-second audit, read-only ([`crate::audit`]).
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -171,7 +171,7 @@ impl Progress for Bar {
 }
 
 fn bar(format: Format, label: &str) -> Bar {
-    if format == Format::Json || !std::io::stderr().is_terminal() {
+    if !crate::progress::wanted(format == Format::Json) {
         return Bar(None);
     }
     let b = indicatif::ProgressBar::new(1);

@@ -64,7 +64,7 @@ impl Plan {
                 timing: !a.no_timing,
                 out: (!a.no_save).then(|| files.dir().to_path_buf()),
                 iterations: a.iterations,
-                progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+                progress: crate::progress::wanted(a.json || a.junit),
             },
             format,
         })

@@ -45,8 +45,8 @@ pub use sizes::{
     TTL_WINDOWS,
 };
 
-/// Progress on stderr while `check` runs, one step per stage; only at a terminal, and only for a
-/// policy large enough for the wait to be noticed.
+/// Progress on stderr while `check` runs, one step per stage; only at a terminal, and only when
+/// the command line asks (`CheckOptions::progress`: not for `--json` or `--junit`).
 struct Stages(Option<indicatif::ProgressBar>);
 
 impl Stages {
@@ -133,7 +133,7 @@ pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
     }
     let mut ctx = Ctx { limiter, opts, patterns: &patterns, checks: Vec::new(), not_written: Default::default() };
     // Shown for a policy above the full size, whose check takes seconds.
-    let stages = Stages::new(opts.progress && run::scaled(&p), patterns.len() + 5);
+    let stages = Stages::new(opts.progress, patterns.len() + 5);
 
     // Every pattern once, with the probes the checks need.
     let mut runs = Vec::new();
