@@ -37,8 +37,6 @@ fn attack(script: &str, dir: &Path, extra: &[&str]) -> Value {
         "200",
         "--out",
         d,
-        "--plots",
-        d,
         "--json",
     ];
     args.extend_from_slice(extra);
@@ -108,8 +106,6 @@ fn the_same_seed_gives_the_same_bytes() {
         "--iterations",
         "150",
         "--out",
-        d,
-        "--plots",
         d,
     ];
     let files = [
@@ -181,7 +177,7 @@ fn bad_arguments_are_errors_not_panics() {
         (&["--script", "fixed_window", "--limit", "10", "--window", "1000", "--burst", "5"], "field `burst`"),
     ];
     for (args, want) in cases {
-        let all = [&["attack"][..], args, &["--out", d, "--plots", d]].concat();
+        let all = [&["attack"][..], args, &["--out", d]].concat();
         let out = limitlab(&all);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");

@@ -104,19 +104,7 @@ fn dbsize(url: &str) -> i64 {
 fn attack_memory_and_bench_on_the_emulator() {
     let dir = TempDir::new("fixtures-cli-emulator");
     for (spec, name) in fixtures() {
-        let s = ok(&[
-            "attack",
-            "--script",
-            &spec,
-            "--budget",
-            "40",
-            "--iterations",
-            "30",
-            "--out",
-            dir.path(),
-            "--plots",
-            dir.path(),
-        ]);
+        let s = ok(&["attack", "--script", &spec, "--budget", "40", "--iterations", "30", "--out", dir.path()]);
         assert!(s.contains(&name), "{spec}: {s}");
         for f in [
             format!("attack_{name}.svg"),

@@ -28,7 +28,10 @@ fn default_is_the_seed_setting_with_its_figures() {
     let out = limitlab(&["memory"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let s = text(&out.stdout);
-    assert!(s.starts_with("Memory per user: limit 1,000 per 60,000 ms, 1,000 calls in the window, key rate:{user42}\n"));
+    // The seed's fixed window and sliding window key a window index too: the title names the
+    // subject, a note those keys.
+    assert!(s.starts_with("Memory per user: limit 1,000 per 60,000 ms, 1,000 calls in the window, subject user42\n"));
+    assert!(s.contains("\nseed_fixed_window's key: rate:{user42}:28401120.\n"), "{s}");
     // Exact figures (integers and listpacks); a real Redis 7.0.15 gives the same.
     // used_memory growth: a 32-byte dict entry (24 in MEMORY USAGE), 32 for the expires entry,
     // 16.8 bytes of buckets (two tables of 2^20 for a million keys); shared integers cost nothing.
@@ -74,7 +77,8 @@ fn users_and_limit_change_the_totals() {
 
     let out = limitlab(&["memory", "--users", "5", "--limit", "100/250ms", "--subject", "a-much-longer-subject-name"]);
     let s = text(&out.stdout);
-    assert!(s.contains("key rate:{a-much-longer-subject-name}"), "{s}");
+    assert!(s.contains(", subject a-much-longer-subject-name\n"), "{s}");
+    assert!(s.contains("\nseed_fixed_window's key: rate:{a-much-longer-subject-name}:"), "{s}");
     // A 33-byte key needs a 48-byte allocation instead of 16.
     assert_eq!(row(&s, "gcra")[2], "88");
 }
@@ -151,4 +155,26 @@ fn real_redis_beside_the_model() {
     // Only the run's own keys were written, and they are gone.
     let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut conn).unwrap();
     assert_eq!(keys, ["someone:else"]);
+}
+
+/// A spec's row is labelled as the user's, and its own key is printed, not limitlab's.
+#[test]
+fn a_spec_shows_its_own_key_and_is_labelled_yours() {
+    let spec = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/upstash_fixed_window.toml");
+    let out = limitlab(&["memory", "--script", spec]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let s = text(&out.stdout);
+    assert!(
+        s.starts_with("Memory per user: limit 1,000 per 60,000 ms, 1,000 calls in the window, subject user42\n"),
+        "{s}"
+    );
+    assert!(!s.contains("rate:{user42}"), "{s}");
+    assert!(s.contains("\nupstash_fixed_window's key: ratelimit:{user42}:28401120.\n"), "{s}");
+    assert_eq!(row(&s, "upstash_fixed_window")[0], "upstash_fixed_window (your spec)");
+    assert!(s.contains("\nRows marked (your spec) run your spec files.\n"), "{s}");
+    // Beside a built-in one, whose key is limitlab's.
+    let out = limitlab(&["memory", "--script", spec, "--script", "gcra"]);
+    let s = text(&out.stdout);
+    assert!(s.contains("\nRows named after an algorithm (fixed_window, ...) are limitlab's production scripts; rows marked (your spec) run your spec files.\n"), "{s}");
+    assert!(!s.contains("gcra's key"), "{s}");
 }

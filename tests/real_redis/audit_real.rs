@@ -152,10 +152,14 @@ fn assert_mix(v: &serde_json::Value, mix: &Mix, minute: i64, extra_keys: u64) {
     let sl = get("sl:{*}");
     assert_eq!(sl["keys"], 30);
     assert_eq!(sl["types"]["zset"], 30);
-    assert_eq!(
-        (sl["size_min"].as_u64(), sl["size_median"].as_u64(), sl["size_max"].as_u64()),
-        (Some(5), Some(50), Some(200))
-    );
+    // Sizes are read only with --sizes (ZCARD resets a key's LRU clock).
+    let sizes = (sl["size_min"].as_u64(), sl["size_median"].as_u64(), sl["size_max"].as_u64());
+    if v["sizes_read"] == true {
+        assert_eq!(sizes, (Some(5), Some(50), Some(200)));
+    } else {
+        assert_eq!(sizes, (None, None, None));
+        assert_eq!(v["lru_touched"], 0);
+    }
     assert_eq!(sl["encodings"]["listpack"], 20);
     assert_eq!(sl["encodings"]["skiplist"], 10);
     let rl = get("rl:user*");
@@ -175,17 +179,34 @@ fn assert_mix(v: &serde_json::Value, mix: &Mix, minute: i64, extra_keys: u64) {
     assert_eq!(get("session:*")["keys"], 5);
     assert_eq!(get("cache:page:home")["no_ttl"], 1);
     assert_eq!(get("config")["no_ttl"], 1);
-    let want: BTreeSet<(String, String)> = [
-        ("no_ttl", "rl:user*"),
-        ("no_ttl", "cache:page:home"),
-        ("no_ttl", "config"),
-        ("long_ttl", "day:{*}:*"),
-        ("sliding_log", "sl:{*}"),
-        ("cross_slot", "sw:user*:*"),
-    ]
-    .iter()
-    .map(|(a, b)| (a.to_string(), b.to_string()))
-    .collect();
+    // Sessions, a cached page and a config key are no limiter's: no subjects, no limiter advice,
+    // one finding that lists them.
+    for other in ["session:*", "cache:page:home", "config"] {
+        assert_eq!(
+            (get(other)["limiter"].as_bool(), get(other)["subjects"].as_u64()),
+            (Some(false), Some(0)),
+            "{other}"
+        );
+    }
+    for limiter in ["fw:{*}:*", "tb:{*}", "sl:{*}", "rl:user*", "sw:user*:*", "day:{*}:*"] {
+        assert_eq!(get(limiter)["limiter"], true, "{limiter}");
+    }
+    let others: Vec<&serde_json::Value> =
+        v["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "other_keys").collect();
+    assert_eq!(others.len(), 1, "{v:#}");
+    assert_eq!(others[0]["severity"], "info");
+    let summary = others[0]["summary"].as_str().unwrap();
+    assert!(summary.contains(" patterns do not look like a rate limiter's"), "{summary}");
+    for other in ["session:*: 5 keys (string)", "cache:page:home: 1 key (string)", "config: 1 key (string)"] {
+        assert!(others[0]["evidence"].as_array().unwrap().iter().any(|e| e == other), "{other}: {:#}", others[0]);
+    }
+    assert!(v["findings"].as_array().unwrap().iter().all(|f| f["kind"] == "other_keys"
+        || !["session:*", "cache:page:home", "config"].contains(&f["pattern"].as_str().unwrap())));
+    let want: BTreeSet<(String, String)> =
+        [("no_ttl", "rl:user*"), ("long_ttl", "day:{*}:*"), ("sliding_log", "sl:{*}"), ("cross_slot", "sw:user*:*")]
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
     assert_eq!(warnings(v), want);
 }
 
@@ -233,6 +254,7 @@ fn audit_of_a_private_redis_is_exact_and_read_only() {
     );
     assert!(s.contains("WARN no_ttl") && s.contains("WARN cross_slot") && s.contains("what to do:"), "{s}");
     assert!(!s.contains(PASSWORD) && !text(&out.stderr).contains(PASSWORD));
+    assert!(s.contains("; no key's LRU clock touched (sizes not read: --sizes reads them)\n"), "{s}");
     let out = limitlab(&["audit", "--redis", &url, "--match", "fw:*", "--strict", "--markdown"]);
     assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
     assert!(text(&out.stdout).contains("| fw:{*}:* | 250 |"), "{}", text(&out.stdout));
@@ -244,6 +266,30 @@ fn audit_of_a_private_redis_is_exact_and_read_only() {
     let est = fw["memory_bytes"].as_u64().unwrap();
     let bound = fw["memory_error_bytes"].as_u64().unwrap();
     assert!(est.abs_diff(fw_memory) <= bound.max(1) * 2, "{est} ± {bound} against {fw_memory}");
+    // ... and never called exact: the table and the memory finding say it was sampled, and from how many.
+    for sample in ["20", "1"] {
+        let out = limitlab(&["audit", "--redis", &url, "--sample", sample, "--match", "fw:*"]);
+        let s = text(&out.stdout);
+        let row = s.lines().find(|l| l.starts_with("fw:{*}:*")).unwrap_or_else(|| panic!("{s}"));
+        assert!(!row.contains("exact") && !row.contains("all read"), "{row}");
+        assert!(row.contains(&format!(" (sampled {sample})")), "{row}");
+        assert!(!s.contains("every key read"), "{s}");
+        assert!(s.contains(&format!(" (95%, sampled: {sample} of 250 keys)")), "{s}");
+    }
+
+    // --sizes: the sizes, and the keys whose LRU clock it reset, said loudly.
+    let v = audit_json(&url, &["--sizes"]);
+    assert_eq!(v["sizes_read"], true);
+    assert_mix(&v, &mix, minute, 0);
+    let out = limitlab(&["audit", "--redis", &url, "--sizes", "--match", "sl:*"]);
+    assert!(
+        text(&out.stdout).contains(
+            "\nWARNING: --sizes reset the LRU clock (OBJECT IDLETIME) of the 30 keys whose size it read: they now look \
+             recently used to eviction and to the next audit\n"
+        ),
+        "{}",
+        text(&out.stdout)
+    );
 
     // A wrong password: the error names the server, never the password.
     let out = limitlab(&["audit", "--redis", &format!("redis://auditor:wrong-{PASSWORD}@127.0.0.1:{port}/")]);
@@ -409,4 +455,95 @@ fn audit_of_a_simulation_s_end_state() {
     ]);
     assert_eq!(out.status.code(), Some(1), "{}{}", text(&out.stdout), text(&out.stderr));
     assert!(text(&out.stdout).contains("WARN sliding_log"));
+}
+
+/// OBJECT IDLETIME of every key of `port`'s database 0 (reading it does not touch a key).
+fn idle_times(port: u16) -> BTreeMap<Vec<u8>, u64> {
+    let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap().get_connection().unwrap();
+    let keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(&mut c).unwrap();
+    keys.into_iter()
+        .map(|k| {
+            let idle: u64 = redis::cmd("OBJECT").arg("IDLETIME").arg(&k).query(&mut c).unwrap();
+            (k, idle)
+        })
+        .collect()
+}
+
+/// An audit leaves every key's LRU clock as it was: keys idle for at least 2 s (the clock counts
+/// whole seconds) are idle at least as long after it; a key it touched would read 0 or 1. With
+/// `--sizes`, the keys whose size was read are exactly those reset, as many as the report says.
+/// Keys from windows minutes old still tell their window (the long TTL is found); keys that are
+/// no limiter's get no limiter advice; counts of one are singular.
+#[test]
+fn audit_leaves_lru_clocks_alone_and_judges_only_limiter_keys() {
+    let Some(server) = common::RedisServer::start_or_skip("audit_leaves_lru_clocks_alone_and_judges_only_limiter_keys")
+    else {
+        return;
+    };
+    let port = server.port();
+    let url = format!("redis://127.0.0.1:{port}/");
+    let mut c = redis::Client::open(url.as_str()).unwrap().get_connection().unwrap();
+    let now = server_ms(&mut c);
+    // Window counters written 5 minutes ago with a day-long TTL, one sliding log, and others'.
+    let old_minute = now / 60_000 - 5;
+    for i in 0..3 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("rate:{{u{i}}}:{old_minute}"))
+            .arg(7)
+            .arg("EX")
+            .arg(86_400)
+            .query(&mut c)
+            .unwrap();
+    }
+    let _: () = redis::cmd("ZADD").arg("ratelog:{solo}").arg(1).arg("a").query(&mut c).unwrap();
+    let _: () = redis::cmd("RPUSH").arg("queue:jobs").arg("a").arg("b").query(&mut c).unwrap();
+    let _: () = redis::cmd("SADD").arg("tag:red").arg("x").query(&mut c).unwrap();
+    let _: () = redis::cmd("SET").arg("config:mode").arg("fast").query(&mut c).unwrap();
+    for i in 0..3 {
+        let _: () = redis::cmd("HSET").arg(format!("session:{i:08x}-77aa")).arg("u").arg(1).query(&mut c).unwrap();
+    }
+    common::wait_for("every key idle for 2 s", || idle_times(port).values().all(|&i| i >= 2));
+    let before = idle_times(port);
+    assert_eq!(before.len(), 10);
+
+    let out = limitlab(&["audit", "--redis", &url, "--rate", "1000000"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let after = idle_times(port);
+    for (k, b) in &before {
+        assert!(
+            after[k] >= *b,
+            "the audit touched {}: idle {b} s before, {} s after",
+            String::from_utf8_lossy(k),
+            after[k]
+        );
+    }
+    let s = text(&out.stdout);
+    assert!(
+        s.starts_with(&format!(
+            "limitlab audit of redis://127.0.0.1:{port}/ (standalone), MATCH *: 10 keys of 10 scanned"
+        )),
+        "{s}"
+    );
+    // The old windows are still read as minutes, and their day-long TTL found.
+    assert!(s.contains("\nWARN long_ttl     rate:{*}:*: TTLs up to 24 h on keys of a 1 min window"), "{s}");
+    // The sliding log: singular counts; no limiter advice to the queue, tags, config or sessions.
+    assert!(s.contains("WARN sliding_log  ratelog:{*}: sliding logs: 1 sorted set, 72 bytes in all\n"), "{s}");
+    assert!(s.contains("     - 1 of 1 key is a sorted set\n"), "{s}");
+    assert!(s.contains("INFO memory       ratelog:{*}: 1 subject, 72 bytes each"), "{s}");
+    assert!(s.contains("     - MEMORY USAGE of 1 key: 72 bytes (every key read)\n"), "{s}");
+    assert!(s.contains("\nFindings: 3 warnings, 3 figures\n"), "{s}");
+    assert!(!s.contains(" 1 keys") && !s.contains(" 1 subjects") && !s.contains(" 1 sorted sets"), "{s}");
+    for other in ["queue:jobs", "tag:red", "config:mode", "session:*"] {
+        assert!(!s.contains(&format!("WARN no_ttl       {other}")), "{other}: {s}");
+        assert!(!s.contains(&format!("INFO memory       {other}")), "{other}: {s}");
+    }
+    assert!(s.contains("INFO other_keys   *: 6 keys in 4 patterns do not look like a rate limiter's"), "{s}");
+    assert!(s.contains("     - queue:jobs: 1 key (list)\n"), "{s}");
+
+    // --sizes: the sampled keys' sizes were read, and each such key's clock reset (idle 0 or 1 now).
+    let v = audit_json(&url, &["--sizes"]);
+    let after = idle_times(port);
+    let reset: Vec<&Vec<u8>> = before.keys().filter(|k| after[*k] < 2).collect();
+    assert_eq!(v["lru_touched"].as_u64(), Some(reset.len() as u64));
+    assert_eq!(reset.len(), 10, "every key has a size command: {reset:?}");
 }

@@ -6,6 +6,8 @@ pub mod audit;
 pub mod bench;
 pub mod cli;
 pub mod init;
+pub mod output;
+pub mod progress;
 pub mod race;
 pub mod report;
 pub mod skew;

@@ -20,6 +20,8 @@ pub enum Kind {
     CrossSlot,
     /// Memory per subject, now and at ten times the subjects.
     Memory,
+    /// Keys that do not look like a rate limiter's: listed, without limiter advice.
+    OtherKeys,
 }
 
 impl Kind {
@@ -30,6 +32,7 @@ impl Kind {
             Kind::SlidingLog => "sliding_log",
             Kind::CrossSlot => "cross_slot",
             Kind::Memory => "memory",
+            Kind::OtherKeys => "other_keys",
         }
     }
 }
@@ -49,6 +52,26 @@ pub struct Finding {
     pub summary: String,
     pub evidence: Vec<String>,
     pub advice: String,
+}
+
+/// `1 key`, `2 keys`, `1,000 keys`: a count with its noun in the right number.
+pub fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", thousands(n), if n == 1 { one } else { many })
+}
+
+/// How a total extrapolated from a sample is qualified: `(every key read)`, or its error bound and
+/// the sample it comes from. Never "exact" for a sample, even when its keys were all alike.
+pub fn bound_of(p: &PatternReport) -> String {
+    if p.sampled >= p.keys {
+        " (every key read)".to_string()
+    } else {
+        format!(
+            " ± {} (95%, sampled: {} of {})",
+            size(p.memory_error_bytes),
+            thousands(p.sampled),
+            count(p.keys, "key", "keys")
+        )
+    }
 }
 
 /// TTLs longer than this many windows are "far longer than needed" (a window counter needs two).
@@ -109,9 +132,11 @@ pub fn utc(ms: i64) -> String {
 pub fn judge(patterns: &[PatternReport], now_ms: i64) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut infos = Vec::new();
-    for p in patterns {
+    let others: Vec<&PatternReport> = patterns.iter().filter(|p| !p.limiter).collect();
+    for p in patterns.iter().filter(|p| p.limiter) {
         if p.no_ttl > 0 {
-            let mut evidence = vec![format!("{} of {} keys: PTTL -1 (no TTL)", thousands(p.no_ttl), thousands(p.keys))];
+            let mut evidence =
+                vec![format!("{} of {}: PTTL -1 (no TTL)", thousands(p.no_ttl), count(p.keys, "key", "keys"))];
             evidence.push(format!("for example {}", p.examples_no_ttl.join(", ")));
             if let Some(idle) = p.idle_max_s {
                 evidence.push(format!(
@@ -135,9 +160,8 @@ pub fn judge(patterns: &[PatternReport], now_ms: i64) -> Vec<Finding> {
                 severity: Severity::Warning,
                 pattern: p.pattern.clone(),
                 summary: format!(
-                    "{} {} without a TTL: never removed, one more for every subject that ever called",
-                    thousands(p.no_ttl),
-                    if p.no_ttl == 1 { "key" } else { "keys" }
+                    "{} without a TTL: never removed, one more for every subject that ever called",
+                    count(p.no_ttl, "key", "keys")
                 ),
                 evidence,
                 advice:
@@ -161,16 +185,17 @@ pub fn judge(patterns: &[PatternReport], now_ms: i64) -> Vec<Finding> {
                     ),
                     evidence: vec![
                         format!(
-                            "segment {} of the names is a window number: its largest value is the current {} window",
+                            "segment {} of the names is the number of a {} window: the newest key's window began {}",
                             p.window_segment.unwrap_or(0) + 1,
-                            duration(w as i64)
+                            duration(w as i64),
+                            utc(p.window_newest.unwrap_or(0) as i64 * w as i64)
                         ),
                         format!(
-                            "PTTL: min {}, median {}, max {} over {} keys with a TTL",
+                            "PTTL: min {}, median {}, max {} over {} with a TTL",
                             duration(p.ttl_min_ms.unwrap_or(0)),
                             duration(p.ttl_median_ms.unwrap_or(0)),
                             duration(max),
-                            thousands(p.keys - p.no_ttl)
+                            count(p.keys - p.no_ttl, "key", "keys")
                         ),
                     ],
                     advice: format!(
@@ -185,7 +210,13 @@ pub fn judge(patterns: &[PatternReport], now_ms: i64) -> Vec<Finding> {
         }
         let zsets = p.types.get("zset").copied().unwrap_or(0);
         if zsets > 0 {
-            let mut evidence = vec![format!("{} of {} keys are sorted sets", thousands(zsets), thousands(p.keys))];
+            let mut evidence = vec![format!(
+                "{} of {} {} sorted {}",
+                thousands(zsets),
+                count(p.keys, "key", "keys"),
+                if zsets == 1 { "is a" } else { "are" },
+                if zsets == 1 { "set" } else { "sets" }
+            )];
             if let (Some(min), Some(med), Some(max)) = (p.size_min, p.size_median, p.size_max) {
                 evidence.push(format!(
                     "ZCARD of the {} sampled: min {}, median {}, max {}: the limit is at least {}",
@@ -195,6 +226,12 @@ pub fn judge(patterns: &[PatternReport], now_ms: i64) -> Vec<Finding> {
                     thousands(max),
                     thousands(max)
                 ));
+            } else {
+                evidence.push(
+                    "entries not counted: ZCARD would reset each key's LRU clock (--sizes counts them and says how \
+                     many keys it touched)"
+                        .into(),
+                );
             }
             if !p.encodings.is_empty() {
                 let enc: Vec<String> = p.encodings.iter().map(|(e, n)| format!("{e} {}", thousands(*n))).collect();
@@ -208,9 +245,9 @@ pub fn judge(patterns: &[PatternReport], now_ms: i64) -> Vec<Finding> {
             }
             if let Some(per) = p.memory_per_subject {
                 evidence.push(format!(
-                    "{} per subject over {} subjects: {} now, {} at 10x the subjects",
+                    "{} per subject over {}: {} now, {} at 10x the subjects",
                     thousands(per),
-                    thousands(p.subjects),
+                    count(p.subjects, "subject", "subjects"),
                     size(p.memory_bytes),
                     size(p.memory_bytes * 10)
                 ));
@@ -219,12 +256,19 @@ pub fn judge(patterns: &[PatternReport], now_ms: i64) -> Vec<Finding> {
                 kind: Kind::SlidingLog,
                 severity: Severity::Warning,
                 pattern: p.pattern.clone(),
-                summary: format!(
-                    "sliding logs: {} sorted sets, up to {} entries each, {} in all",
-                    thousands(zsets),
-                    thousands(p.size_max.unwrap_or(0)),
-                    size(p.memory_bytes)
-                ),
+                summary: match p.size_max {
+                    Some(max) => format!(
+                        "sliding logs: {}, up to {} each, {} in all",
+                        count(zsets, "sorted set", "sorted sets"),
+                        count(max, "entry", "entries"),
+                        size(p.memory_bytes)
+                    ),
+                    None => format!(
+                        "sliding logs: {}, {} in all",
+                        count(zsets, "sorted set", "sorted sets"),
+                        size(p.memory_bytes)
+                    ),
+                },
                 evidence,
                 advice: "A sliding log keeps one entry per request in the window, so its memory grows with the limit \
                          (the seed article: 88 GB for a million users at 1,000 a minute). A sliding window counter \
@@ -234,12 +278,15 @@ pub fn judge(patterns: &[PatternReport], now_ms: i64) -> Vec<Finding> {
             });
         }
         if p.cross_slot_subjects > 0 {
-            let mut evidence = vec![format!(
-                "{} subjects have keys of this pattern in more than one hash slot; {} of {} keys have a hash tag",
-                thousands(p.cross_slot_subjects),
-                thousands(p.hash_tagged),
-                thousands(p.keys)
-            )];
+            let mut evidence = vec![
+                format!(
+                    "{} {} keys of this pattern in more than one hash slot; {} of {} a hash tag",
+                    count(p.cross_slot_subjects, "subject", "subjects"),
+                    if p.cross_slot_subjects == 1 { "has" } else { "have" },
+                    thousands(p.hash_tagged),
+                    count(p.keys, "key", "keys"),
+                ) + if p.keys == 1 { " has" } else { " have" },
+            ];
             if let Some((a, sa, b, sb)) = &p.cross_slot_example {
                 evidence.push(format!("for example {a} (slot {sa}) and {b} (slot {sb})"));
             }
@@ -248,9 +295,13 @@ pub fn judge(patterns: &[PatternReport], now_ms: i64) -> Vec<Finding> {
                 severity: Severity::Warning,
                 pattern: p.pattern.clone(),
                 summary: format!(
-                    "{} subjects' keys lack a shared hash tag: a script touching two of them (a sliding window reads \
+                    "{} keys lack a shared hash tag: a script touching two of them (a sliding window reads \
                      the current and the previous window) fails with CROSSSLOT on Redis Cluster",
-                    thousands(p.cross_slot_subjects)
+                    if p.cross_slot_subjects == 1 {
+                        "1 subject's".to_string()
+                    } else {
+                        format!("{} subjects'", thousands(p.cross_slot_subjects))
+                    }
                 ),
                 evidence,
                 advice: "Put the subject in a hash tag so that all its keys share a slot: rate:{user42}:28333 instead \
@@ -260,30 +311,57 @@ pub fn judge(patterns: &[PatternReport], now_ms: i64) -> Vec<Finding> {
         }
         if p.subjects > 0 {
             if let (Some(per), Some(used)) = (p.memory_per_subject, p.used_memory_per_subject) {
-                let bound = if p.memory_error_bytes > 0 {
-                    format!(" ± {} (95%, from {} sampled keys)", size(p.memory_error_bytes), thousands(p.sampled))
-                } else {
-                    " (every key read)".to_string()
-                };
+                let bound = bound_of(p);
                 infos.push(Finding {
                     kind: Kind::Memory,
                     severity: Severity::Info,
                     pattern: p.pattern.clone(),
                     summary: format!(
-                        "{} subjects, {} bytes each in MEMORY USAGE, about {} in used_memory; {} now, {} at 10x the subjects",
-                        thousands(p.subjects),
+                        "{}, {} bytes each in MEMORY USAGE, about {} in used_memory; {} now, {} at 10x the subjects",
+                        count(p.subjects, "subject", "subjects"),
                         thousands(per),
                         thousands(used),
                         size(p.used_memory_bytes),
                         size(p.used_memory_bytes * 10)
                     ),
-                    evidence: vec![format!("MEMORY USAGE of {} keys: {}{bound}", thousands(p.keys), size(p.memory_bytes))],
-                    advice: "Plan with the used_memory figure: it is what maxmemory and the host see (MEMORY USAGE leaves \
+                    evidence: vec![format!(
+                        "MEMORY USAGE of {}: {}{bound}",
+                        count(p.keys, "key", "keys"),
+                        size(p.memory_bytes)
+                    )],
+                    advice:
+                        "Plan with the used_memory figure: it is what maxmemory and the host see (MEMORY USAGE leaves \
                              out the expires dict, the bucket arrays and the allocator's rounding of dict entries)."
-                        .into(),
+                            .into(),
                 });
             }
         }
+    }
+    if !others.is_empty() {
+        let keys: u64 = others.iter().map(|p| p.keys).sum();
+        let evidence = others
+            .iter()
+            .map(|p| {
+                let types: Vec<String> = p.types.keys().cloned().collect();
+                format!("{}: {} ({})", p.pattern, count(p.keys, "key", "keys"), types.join(", "))
+            })
+            .collect();
+        infos.push(Finding {
+            kind: Kind::OtherKeys,
+            severity: Severity::Info,
+            pattern: if others.len() == 1 { others[0].pattern.clone() } else { "*".into() },
+            summary: format!(
+                "{} in {} {} not look like a rate limiter's (no window number in the names, no limiter's word such \
+                 as rate or limit): counted above, no limiter advice for them",
+                count(keys, "key", "keys"),
+                count(others.len() as u64, "pattern", "patterns"),
+                if keys == 1 { "does" } else { "do" },
+            ),
+            evidence,
+            advice: "Nothing, if they are not a limiter's. If they are, audit them by name: --match 'PATTERN' makes \
+                     every key it matches a limiter's."
+                .into(),
+        });
     }
     out.extend(infos);
     out

@@ -54,11 +54,14 @@ pub struct Options {
     pub sample: u64,
     /// SCAN COUNT.
     pub count: u64,
+    /// Read the sampled keys' sizes (ZCARD, HLEN, SCARD, LLEN, STRLEN), which count as an access
+    /// and reset their LRU clock.
+    pub sizes: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { pattern: "*".into(), rate: DEFAULT_RATE, sample: DEFAULT_SAMPLE, count: DEFAULT_COUNT }
+        Options { pattern: "*".into(), rate: DEFAULT_RATE, sample: DEFAULT_SAMPLE, count: DEFAULT_COUNT, sizes: false }
     }
 }
 
@@ -96,12 +99,17 @@ pub struct PatternStats {
     /// Untagged multi-segment keys: per (family, subject-ish) the first key and its slot, for the
     /// CROSSSLOT check; resolved at the end with the window segment known.
     untagged: Vec<(Folded, String, u16)>,
+    /// Keys whose size was read (an access: their LRU clock was reset).
+    pub touched: u64,
 }
 
 /// A pattern, summed up.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct PatternReport {
     pub pattern: String,
+    /// Whether the keys look like a rate limiter's (a window number, a limiter's word in the name,
+    /// or an explicit `--match`); the others get no limiter findings.
+    pub limiter: bool,
     pub keys: u64,
     pub types: BTreeMap<String, u64>,
     pub encodings: BTreeMap<String, u64>,
@@ -113,6 +121,8 @@ pub struct PatternReport {
     pub window_ms: Option<u64>,
     /// The segment (0-based, `:`-separated) holding the window number.
     pub window_segment: Option<usize>,
+    /// The newest key's window number there.
+    pub window_newest: Option<u64>,
     pub sampled: u64,
     /// MEMORY USAGE summed over the pattern's keys: the sampled keys' mean times the count.
     pub memory_bytes: u64,
@@ -154,6 +164,10 @@ pub struct AuditReport {
     pub commands: u64,
     pub rate: u64,
     pub sample: u64,
+    /// Whether sizes were read (`--sizes`), and of how many keys: each such read reset a key's LRU
+    /// clock (the other commands leave it as it was).
+    pub sizes_read: bool,
+    pub lru_touched: u64,
     pub elapsed_s: f64,
     /// The server's time at the start (TIME), in ms.
     pub server_time_ms: i64,
@@ -198,6 +212,7 @@ impl PatternStats {
         }
         let _ = sample_limit;
         if let Some(s) = info.size {
+            self.touched += 1;
             self.sizes.push(s);
         }
         for &(i, v) in &name.numbers {
@@ -213,15 +228,15 @@ impl PatternStats {
         self.subjects_raw.insert((name.hash_tag.clone(), name.folded.clone()));
     }
 
-    fn report(&self, now_ms: i64, cluster: bool) -> PatternReport {
+    fn report(&self, now_ms: i64, cluster: bool, all_limiter: bool) -> PatternReport {
         // The window: a digits-only segment present in every key whose largest value reads as a
         // recent window number.
-        let (window_segment, window_ms) = self
+        let (window_segment, window_ms, window_newest) = self
             .numbers
             .iter()
             .filter(|(_, &(_, n))| n == self.count)
-            .find_map(|(&i, &(max, _))| patterns::window_of(max, now_ms).map(|w| (Some(i), Some(w))))
-            .unwrap_or((None, None));
+            .find_map(|(&i, &(max, _))| patterns::window_of(max, now_ms).map(|w| (Some(i), Some(w), Some(max))))
+            .unwrap_or((None, None, None));
         // Subjects: hash tag content, else the first folded segment other than the window's.
         let mut subjects: HashSet<&str> = HashSet::new();
         for (tag, folded) in &self.subjects_raw {
@@ -254,9 +269,12 @@ impl PatternStats {
         idle.sort_unstable();
         let (memory_bytes, memory_error_bytes) = extrapolate(&self.memory, self.count);
         let used = used_memory_estimate(self, memory_bytes, cluster);
-        let subjects_n = subjects.len() as u64;
+        let limiter = all_limiter || window_ms.is_some() || patterns::limiter_name(&self.pattern);
+        // Subjects are a limiter's notion: other keys (a queue, a config key) have none.
+        let subjects_n = if limiter { subjects.len() as u64 } else { 0 };
         PatternReport {
             pattern: self.pattern.clone(),
+            limiter,
             keys: self.count,
             types: self.types.clone(),
             encodings: self.encodings.clone(),
@@ -266,6 +284,7 @@ impl PatternStats {
             ttl_max_ms: ttls.last().copied(),
             window_ms,
             window_segment,
+            window_newest,
             sampled: self.sampled,
             memory_bytes,
             memory_error_bytes,
@@ -398,7 +417,7 @@ pub fn audit(target: &mut Target<'_>, opts: &Options, progress: &mut dyn Progres
                 names.push(name);
             }
             if !batch.is_empty() {
-                let infos = inspect(node.as_mut(), &batch, &mut pacer, &mut others, &mut target.connect)?;
+                let infos = inspect(node.as_mut(), &batch, opts.sizes, &mut pacer, &mut others, &mut target.connect)?;
                 for (info, name) in infos.iter().zip(&names) {
                     if info.ty == "none" {
                         continue; // expired or deleted since SCAN
@@ -416,7 +435,10 @@ pub fn audit(target: &mut Target<'_>, opts: &Options, progress: &mut dyn Progres
         }
     }
     progress.finish();
-    let mut patterns: Vec<PatternReport> = stats.values().map(|s| s.report(now_ms, target.cluster)).collect();
+    // `--match` other than `*`: the user named the limiter's keys.
+    let all_limiter = opts.pattern != "*";
+    let mut patterns: Vec<PatternReport> =
+        stats.values().map(|s| s.report(now_ms, target.cluster, all_limiter)).collect();
     patterns.sort_by(|a, b| b.keys.cmp(&a.keys).then_with(|| a.pattern.cmp(&b.pattern)));
     let findings = findings::judge(&patterns, now_ms);
     Ok(AuditReport {
@@ -429,6 +451,8 @@ pub fn audit(target: &mut Target<'_>, opts: &Options, progress: &mut dyn Progres
         commands: pacer.sent(),
         rate: opts.rate,
         sample: opts.sample,
+        sizes_read: opts.sizes,
+        lru_touched: stats.values().map(|s| s.touched).sum(),
         elapsed_s: pacer.elapsed_secs(),
         server_time_ms: now_ms,
         patterns,

@@ -148,9 +148,16 @@ pub fn printable(raw: &[u8]) -> String {
 pub const WINDOW_CANDIDATES_MS: [u64; 9] =
     [1_000, 10_000, 60_000, 300_000, 600_000, 900_000, 3_600_000, 86_400_000, 604_800_000];
 
+/// How far back the newest key of a pattern may have been written for its window numbers to be
+/// read as such: keys left from windows up to 30 days ago still tell their window (a long TTL is
+/// what the audit looks for), and no two candidate lengths (at least 1.5x apart) can both read a
+/// number as that recent.
+pub const WINDOW_LOOKBACK_MS: u64 = 30 * 86_400_000;
+
 /// The window a pattern's window numbers suggest: for the segment at some index whose values run
-/// up to `max`, the candidate length `w` (ms, or seconds-based numbers counted in ms) for which
-/// `max` is the current window or one of the two before it at `now_ms`. Returns the window in ms.
+/// up to `max` (the newest key's window), the candidate length `w` (ms, or seconds-based numbers
+/// counted in ms) for which window `max` started at most [`WINDOW_LOOKBACK_MS`] (or two windows)
+/// before `now_ms`, and not after it. Returns the window in ms.
 pub fn window_of(max: u64, now_ms: i64) -> Option<u64> {
     if max == 0 || now_ms <= 0 {
         return None;
@@ -158,8 +165,24 @@ pub fn window_of(max: u64, now_ms: i64) -> Option<u64> {
     let now = now_ms as u64;
     WINDOW_CANDIDATES_MS.into_iter().find(|&w| {
         let current = now / w;
-        current >= max && current - max <= 2
+        current >= max && (current - max).saturating_mul(w) <= WINDOW_LOOKBACK_MS.max(2 * w)
     })
+}
+
+/// Words in key names that rate limiters use (`rate:{user42}`, `ratelimit:...`, `throttle:...`,
+/// `LIMITS:...`, `quota:...`, `bucket:...`), matched anywhere in a lowercase name.
+const LIMITER_WORDS: [&str; 8] = ["rate", "limit", "throttl", "quota", "bucket", "gcra", "sliding", "leaky"];
+
+/// Short segments that name a limiter's keys by custom (rate-limiter-flexible's `rlflx`, `rl`,
+/// `tb`, `sw`, `tat`, ...), matched as a whole `:`/`_`/`-`/`.` separated segment.
+const LIMITER_SEGMENTS: [&str; 9] = ["rl", "rlflx", "tb", "sw", "sl", "fw", "tat", "tokens", "window"];
+
+/// Whether a pattern's name looks like a rate limiter's keys: a limiter word in it, or a segment
+/// limiters use. (A pattern with window numbers counts too; [`super::audit`] adds that.)
+pub fn limiter_name(pattern: &str) -> bool {
+    let p = pattern.to_ascii_lowercase();
+    LIMITER_WORDS.iter().any(|w| p.contains(w))
+        || p.split([':', '_', '-', '.', '{', '}', '/']).any(|s| LIMITER_SEGMENTS.contains(&s))
 }
 
 #[cfg(test)]
@@ -184,6 +207,40 @@ mod tests {
         assert_eq!(p("tb:{a:b}:x"), "tb:{*}:x");
         assert_eq!(p("sw:{u1}:cur"), "sw:{*}:cur");
         assert_eq!(p(""), "");
+    }
+
+    #[test]
+    fn limiter_names() {
+        for yes in [
+            "rate:{*}:*",
+            "ratelimit:user*:*",
+            "rl:user*",
+            "rlflx:*",
+            "LIMITS:*",
+            "throttle:*",
+            "tb:{*}:x",
+            "api_quota:*",
+        ] {
+            assert!(limiter_name(yes), "{yes}");
+        }
+        for no in ["session:*", "queue:jobs", "tag:red", "config:mode", "cache:page:home", "tok:*", "user:*"] {
+            assert!(!limiter_name(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn windows_of_keys_left_from_the_past() {
+        let now = 1_796_000_000_000i64;
+        let minute = now as u64 / 60_000;
+        assert_eq!(window_of(minute, now), Some(60_000));
+        // The newest key written an hour, or 20 days, ago: still a minute's window number.
+        assert_eq!(window_of(minute - 60, now), Some(60_000));
+        assert_eq!(window_of(minute - 20 * 1440, now), Some(60_000));
+        assert_eq!(window_of(minute - 40 * 1440, now), None);
+        // A window in the future is no window number.
+        assert_eq!(window_of(minute + 5, now), None);
+        assert_eq!(window_of(now as u64 / 1000 - 5, now), Some(1000));
+        assert_eq!(window_of(12345, now), None);
     }
 
     #[test]

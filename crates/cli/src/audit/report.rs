@@ -1,6 +1,6 @@
 //! An audit as text, markdown or JSON: the patterns table, the largest keys, then the findings
 //! with their evidence and advice.
-use super::findings::{duration, size, Severity};
+use super::findings::{count, duration, size, Severity};
 use super::AuditReport;
 use crate::report::table::{thousands, Table};
 use crate::report::Format;
@@ -24,17 +24,26 @@ impl AuditReport {
     /// The header line.
     pub fn headline(&self) -> String {
         format!(
-            "limitlab audit of {} ({}), MATCH {}: {} keys of {} scanned, {} read commands in {:.1} s (at most {}/s), \
-             memory read for up to {} keys per pattern",
+            "limitlab audit of {} ({}), MATCH {}: {} of {} scanned, {} read commands in {:.1} s (at most {}/s), \
+             memory read for up to {} per pattern{}",
             self.target,
             if self.cluster { format!("cluster, {} masters", self.masters.len()) } else { "standalone".to_string() },
             self.pattern,
-            thousands(self.keys),
+            count(self.keys, "key", "keys"),
             thousands(self.dbsize),
             thousands(self.commands),
             self.elapsed_s,
             thousands(self.rate),
-            thousands(self.sample)
+            count(self.sample, "key", "keys"),
+            if self.sizes_read {
+                format!(
+                    "\nWARNING: --sizes reset the LRU clock (OBJECT IDLETIME) of the {} whose size it read: they now \
+                     look recently used to eviction and to the next audit",
+                    count(self.lru_touched, "key", "keys")
+                )
+            } else {
+                "; no key's LRU clock touched (sizes not read: --sizes reads them)".to_string()
+            }
         )
     }
 
@@ -74,18 +83,23 @@ impl AuditReport {
                 opt_ms(p.ttl_max_ms),
                 p.window_ms.map_or("-".into(), |w| duration(w as i64)),
                 opt_n(p.size_max),
-                thousands(p.subjects),
+                if p.limiter { thousands(p.subjects) } else { "-".into() },
                 size(p.memory_bytes),
-                if p.memory_error_bytes == 0 { "exact".into() } else { size(p.memory_error_bytes) },
+                if p.sampled >= p.keys {
+                    "all read".into()
+                } else {
+                    format!("{} (sampled {})", size(p.memory_error_bytes), thousands(p.sampled))
+                },
                 opt_n(p.memory_per_subject),
                 opt_n(p.used_memory_per_subject),
             ]);
         }
         t.note(
             "Patterns: key names with numbers, ids and hash tags folded to *. Window: the window a digits-only segment \
-             suggests (its largest value is the current window number at the server's TIME). Size: ZCARD, HLEN, SCARD, \
-             LLEN or STRLEN. MEMORY USAGE: the sampled keys' mean times the count, with its 95% error bound (exact when \
-             every key was read). used_memory: MEMORY USAGE plus dict entries as allocated, the expires dict and the \
+             suggests (its largest value is a window number within 30 days before the server's TIME). Size: ZCARD, HLEN, \
+             SCARD, LLEN or STRLEN (read with --sizes only). Subjects: - for keys not like a limiter's. MEMORY USAGE: \
+             the sampled keys' mean times the count, with its 95% error bound and the keys it was read from (all read: \
+             no sample). used_memory: MEMORY USAGE plus dict entries as allocated, the expires dict and the \
              bucket arrays.",
         );
         t
@@ -117,9 +131,17 @@ impl AuditReport {
         let mut out = String::new();
         let infos = self.findings.len() - self.warnings();
         if markdown {
-            out.push_str(&format!("### Findings: {} warnings, {} figures\n\n", self.warnings(), infos));
+            out.push_str(&format!(
+                "### Findings: {}, {}\n\n",
+                count(self.warnings() as u64, "warning", "warnings"),
+                count(infos as u64, "figure", "figures")
+            ));
         } else {
-            out.push_str(&format!("Findings: {} warnings, {} figures\n", self.warnings(), infos));
+            out.push_str(&format!(
+                "Findings: {}, {}\n",
+                count(self.warnings() as u64, "warning", "warnings"),
+                count(infos as u64, "figure", "figures")
+            ));
         }
         for f in &self.findings {
             let tag = match f.severity {

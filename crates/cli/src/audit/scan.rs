@@ -1,12 +1,15 @@
 //! Walking a keyspace read-only and at a set pace: SCAN with COUNT on every master, then per batch
 //! one pipeline of TYPE and PTTL for every key (and, for a sample of each pattern's keys, MEMORY
-//! USAGE, OBJECT ENCODING and OBJECT IDLETIME), then one pipeline of size commands (ZCARD, HLEN,
-//! SCARD, LLEN, STRLEN) for the sampled keys by their type.
+//! USAGE, OBJECT ENCODING and OBJECT IDLETIME), and only with `--sizes` one pipeline of size
+//! commands (ZCARD, HLEN, SCARD, LLEN, STRLEN) for the sampled keys by their type.
 //!
 //! Every command sent is in [`READ_COMMANDS`]: an ACL user allowed only those can run an audit
-//! (`tests/audit_real.rs` does). Of them, only the size commands count as an access of the key
-//! (they update its LRU clock or LFU counter, as any read does; they change no data and no TTL):
-//! that is why they are sent for sampled keys only, after OBJECT IDLETIME was read.
+//! (`tests/audit_real.rs` does). SCAN, TYPE, PTTL, MEMORY USAGE and OBJECT leave a key's LRU clock
+//! and LFU counter as they are in Redis 7.0 (they look keys up without touching them; checked on
+//! a real server by `tests/real_redis/audit_real.rs`); the size commands count as an access, as
+//! any read does (they change no data and no TTL), and Redis 7.0 has no CLIENT NO-TOUCH. So they
+//! are sent only when asked (`--sizes`), for sampled keys only, after OBJECT IDLETIME was read,
+//! and the report says how many keys they touched.
 //!
 //! **Pace.** [`Pacer`] keeps the commands sent (a SCAN counts one) at or under `--rate` per second
 //! on average since the start, sleeping between pipelines.
@@ -86,7 +89,7 @@ impl RealNode {
         tls: Option<&limitlab_engine::backend::real::TlsFiles>,
         timeout: Duration,
     ) -> Result<RealNode> {
-        let addr = info.addr().to_string();
+        let addr = node_url(info.addr());
         let conn = limitlab_engine::backend::real::open_connection(info, tls, timeout).map_err(|e| {
             Error::Connection(format!("{addr}: cannot connect: {}", limitlab_engine::backend::real::redact_error(&e)))
         })?;
@@ -223,11 +226,22 @@ fn redirect_of(replies: &[Reply]) -> Redirect {
 /// Opens a node by `host:port` (for redirects); None where there is no such thing (the emulator).
 pub type Connector<'a> = dyn FnMut(&str) -> Result<Box<dyn Node>> + 'a;
 
+/// A node as a URL, as the command line takes it: `redis://HOST:PORT` (`rediss://` with TLS).
+pub fn node_url(addr: &redis::ConnectionAddr) -> String {
+    match addr {
+        redis::ConnectionAddr::Tcp(..) => format!("redis://{addr}"),
+        redis::ConnectionAddr::TcpTls { .. } => format!("rediss://{addr}"),
+        other => other.to_string(),
+    }
+}
+
 /// Reads `keys` from `node` (and from the nodes redirects name): TYPE and PTTL of every key, the
-/// rest for those `sampled` says. Keys gone between SCAN and TYPE come back with type `none`.
+/// rest for those `sampled` says (their sizes only when `sizes`). Keys gone between SCAN and TYPE
+/// come back with type `none`.
 pub fn inspect(
     node: &mut dyn Node,
     keys: &[(Vec<u8>, bool)],
+    sizes: bool,
     pacer: &mut Pacer,
     others: &mut HashMap<String, Box<dyn Node>>,
     connect: &mut Connector<'_>,
@@ -314,7 +328,7 @@ pub fn inspect(
     let mut sized = Vec::new();
     let mut size_cmds = Vec::new();
     for (i, (k, s)) in keys.iter().enumerate() {
-        if let (true, Some(cmd)) = (*s, size_command(&out[i].ty)) {
+        if let (true, true, Some(cmd)) = (sizes, *s, size_command(&out[i].ty)) {
             let c = vec![cmd.to_vec(), k.clone()];
             match &answered_at[i] {
                 None => {

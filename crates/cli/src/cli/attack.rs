@@ -1,11 +1,14 @@
 //! `limitlab attack --script NAME --limit L --window W [--budget N] [--seed S]`: searches for the
 //! arrival pattern with the highest overshoot and the one with the highest false-rejection rate,
-//! prints them with their figures, saves each as a trace with a scenario file that `limitlab run`
-//! replays, and draws `plots/attack_NAME.{png,svg}`.
+//! prints them with their figures, saves each into the output directory (`--out`) as a trace
+//! `attack_NAME_GOAL.csv` with a scenario file `attack_NAME_GOAL.toml` that `limitlab run` replays,
+//! and draws `attack_NAME.{png,svg}` there. Files that cannot be written are left out with a warning;
+//! the report prints all the same.
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::{emit, FormatArgs};
+use crate::output::{file_part, OutDir};
 use crate::report::attack::AttackReport;
 use crate::report::attack_plot::{self, Line, Panel};
 use crate::report::Format;
@@ -32,12 +35,6 @@ pub struct Args {
     /// Mutated patterns scored per goal after the starting ones.
     #[arg(long, default_value_t = DEFAULT_ITERATIONS)]
     pub iterations: u32,
-    /// Where the traces and their scenario files go.
-    #[arg(long, default_value = "simulations")]
-    pub out: PathBuf,
-    /// Where the plot goes.
-    #[arg(long, default_value = "plots")]
-    pub plots: PathBuf,
     #[command(flatten)]
     pub format: FormatArgs,
 }
@@ -46,8 +43,6 @@ pub struct Args {
 #[derive(Debug)]
 pub struct Plan {
     pub settings: Settings,
-    pub out: PathBuf,
-    pub plots: PathBuf,
     pub format: Format,
 }
 
@@ -56,39 +51,44 @@ impl Plan {
         let limiter = a.policy.limiter(&a.script)?;
         let budget = a.budget.unwrap_or_else(|| attack::default_budget(limiter.params().limit));
         let settings = Settings::new(limiter, budget, a.seed, a.iterations)?;
-        for dir in [&a.out, &a.plots] {
-            if !dir.is_dir() {
-                std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
-            }
-        }
-        Ok(Plan { settings, out: a.out, plots: a.plots, format: a.format.format() })
+        Ok(Plan { settings, format: a.format.format() })
     }
 }
 
-pub fn run(plan: Plan, out: &mut dyn Write) -> Result<()> {
+/// Runs the search and writes its files into `files`.
+pub fn run(plan: Plan, files: &OutDir, out: &mut dyn Write) -> Result<()> {
     let s = &plan.settings;
+    let what = format!("searching {} patterns per goal", s.iterations);
+    let spinner = crate::progress::Spinner::start(plan.format == Format::Json, "attack", &what);
     let found = attack::attack(s)?;
+    drop(spinner);
     let mut report = AttackReport::new(s, &found);
     let name = s.limiter.name();
+    let part = file_part(name);
     for (f, r) in found.iter().zip(report.results.iter_mut()) {
-        let stem = format!("attack_{name}_{}", f.goal.name());
-        let csv = plan.out.join(format!("{stem}.csv"));
-        let toml = plan.out.join(format!("{stem}.toml"));
-        write_csv(&csv, &f.arrivals)?;
-        write_file(&toml, &scenario(s, f, &stem, &toml, r.overshoot, r.false_rejection_rate))?;
-        r.trace = Some(csv.display().to_string());
-        r.scenario = Some(toml.display().to_string());
+        let stem = format!("attack_{part}_{}", f.goal.name());
+        let csv = files.write(&format!("{stem}.csv"), |p| write_csv(p, &f.arrivals));
+        let toml = files.write(&format!("{stem}.toml"), |p| {
+            write_file(p, &scenario(s, f, &stem, p, r.overshoot, r.false_rejection_rate))
+        });
+        if let (Some(csv), Some(toml)) = (csv, toml) {
+            r.trace = Some(csv.display().to_string());
+            r.scenario = Some(toml.display().to_string());
+        }
     }
-    let png = plan.plots.join(format!("attack_{name}.png"));
-    let svg = plan.plots.join(format!("attack_{name}.svg"));
     let panels: Vec<Panel> = found.iter().zip(&report.results).map(|(f, r)| panel(s, f, &r.headline_short())).collect();
     let p = s.limiter.params();
     let title = format!(
         "limitlab attack: {name}, limit {} per {} ms, budget {}, seed {}",
         p.limit, p.window_ms, s.budget, s.seed
     );
-    attack_plot::write(&title, p.limit, p.window_ms, &panels, &png, &svg)?;
-    report.plots = vec![png.display().to_string(), svg.display().to_string()];
+    let names = [format!("attack_{part}.png"), format!("attack_{part}.svg")];
+    let drawn = files.write_all(&[&names[0], &names[1]], |paths| {
+        attack_plot::write(&title, p.limit, p.window_ms, &panels, &paths[0], &paths[1])
+    });
+    if let Some(paths) = drawn {
+        report.plots = paths.iter().map(|p| p.display().to_string()).collect();
+    }
     emit(out, &report.render(plan.format))
 }
 
@@ -127,14 +127,7 @@ fn scenario(s: &Settings, f: &Found, stem: &str, path: &Path, overshoot: f64, ra
     if let Some(b) = p.burst {
         t.push_str(&format!("burst = {b}\n"));
     }
-    match s.limiter.variant() {
-        Some(_) => t.push_str(&format!("algorithms = [\"{name}\"]\n")),
-        None => {
-            let spec = &s.limiter.spec().origin;
-            let abs = std::fs::canonicalize(spec).unwrap_or_else(|_| spec.clone());
-            t.push_str(&format!("scripts = [{:?}]\n", abs.display().to_string()));
-        }
-    }
+    t.push_str(&limitlab_engine::sim::replay_file::scripts_line(&s.limiter, path.parent().unwrap_or(Path::new("."))));
     if let Some(a) = f.arrivals.first() {
         t.push_str(&format!("start_ms = {}\n", a.at.as_millis().0));
     }

@@ -1,7 +1,7 @@
 //! `limitlab audit --redis URL | --emulator --scenario FILE [--match PATTERN] [--rate OPS_PER_S]
 //! [--sample N] [--count N] [--json|--markdown] [--strict] [--tls-ca FILE]`: the seed article's
 //! thirty-second audit, read-only ([`crate::audit`]).
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -42,10 +42,16 @@ pub struct Args {
     /// At most this many commands per second (a SCAN counts one). Lower it on a busy server.
     #[arg(long, value_name = "OPS_PER_S", default_value_t = audit::DEFAULT_RATE)]
     pub rate: u64,
-    /// Keys per pattern whose MEMORY USAGE, encoding, idle time and size are read (the others:
-    /// TYPE and PTTL only); memory is extrapolated from them with a 95% error bound.
+    /// Keys per pattern whose MEMORY USAGE, encoding and idle time are read (the others: TYPE and
+    /// PTTL only); memory is extrapolated from them with a 95% error bound, and the report says
+    /// "sampled" wherever a figure comes from fewer keys than the pattern has.
     #[arg(long, value_name = "N", default_value_t = audit::DEFAULT_SAMPLE)]
     pub sample: u64,
+    /// Also read the sampled keys' sizes (ZCARD, HLEN, SCARD, LLEN, STRLEN): in Redis 7.0 these
+    /// count as an access and reset each key's LRU clock (idle time), which the other commands
+    /// of the audit leave alone; the report then says how many keys it touched.
+    #[arg(long)]
+    pub sizes: bool,
     /// SCAN's COUNT.
     #[arg(long, value_name = "N", default_value_t = audit::DEFAULT_COUNT)]
     pub count: u64,
@@ -135,7 +141,7 @@ impl Plan {
         };
         Ok(Plan {
             source,
-            options: Options { pattern: a.pattern, rate: a.rate, sample: a.sample, count: a.count },
+            options: Options { pattern: a.pattern, rate: a.rate, sample: a.sample, count: a.count, sizes: a.sizes },
             format: a.format.format(),
             strict: a.strict,
         })
@@ -165,7 +171,7 @@ impl Progress for Bar {
 }
 
 fn bar(format: Format, label: &str) -> Bar {
-    if format == Format::Json || !std::io::stderr().is_terminal() {
+    if !crate::progress::wanted(format == Format::Json) {
         return Bar(None);
     }
     let b = indicatif::ProgressBar::new(1);

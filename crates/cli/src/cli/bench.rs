@@ -85,7 +85,7 @@ impl Plan {
                 pipelines,
                 log_sizes: a.log_sizes,
                 scripts,
-                progress: true,
+                progress: crate::progress::wanted(a.format.json),
             },
             format: a.format.format(),
         })

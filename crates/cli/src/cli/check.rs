@@ -2,7 +2,6 @@
 //! verdict on one limiter (a spec file or a built-in name), for CI. Exit status 0 when every check
 //! holds, 1 when one fails, 2 on bad input.
 use std::io::Write;
-use std::path::PathBuf;
 
 use super::emit;
 use crate::report::check as render;
@@ -24,10 +23,8 @@ pub struct Args {
     /// Mutated patterns the attack search scores per goal.
     #[arg(long, default_value_t = 200)]
     pub iterations: u32,
-    /// Where replayable traces of failing checks go (a trace and a scenario file each).
-    #[arg(long, default_value = "simulations")]
-    pub out: PathBuf,
-    /// Write no trace files.
+    /// Write no trace files (by default a failing check's traffic is saved into --out as
+    /// check_SCRIPT_CHECK.csv with a scenario file, check_SCRIPT_CHECK.toml, that replays it).
     #[arg(long)]
     pub no_save: bool,
     /// Leave out decisions per second, so the output is byte-identical from run to run.
@@ -50,7 +47,7 @@ pub struct Plan {
 }
 
 impl Plan {
-    pub fn new(a: Args) -> Result<Plan> {
+    pub fn new(a: Args, files: &crate::output::OutDir) -> Result<Plan> {
         a.budget.apply();
         let limiter = a.policy.limiter(&a.spec)?;
         let format = if a.json {
@@ -65,17 +62,19 @@ impl Plan {
             options: CheckOptions {
                 seed: a.seed,
                 timing: !a.no_timing,
-                out: (!a.no_save).then_some(a.out),
+                out: (!a.no_save).then(|| files.dir().to_path_buf()),
                 iterations: a.iterations,
-                progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+                progress: crate::progress::wanted(a.json || a.junit),
             },
             format,
         })
     }
 }
 
-pub fn run(plan: Plan, out: &mut dyn Write) -> Result<()> {
+/// Runs the checks; replay files that could not be written are left to `files`' warning.
+pub fn run(plan: Plan, files: &crate::output::OutDir, out: &mut dyn Write) -> Result<()> {
     let report = check::check(&plan.limiter, &plan.options)?;
+    files.note(report.not_written.iter().cloned());
     let text = match plan.format {
         "json" => render::json(&report),
         "junit" => render::junit(&report),

@@ -7,7 +7,6 @@ use super::{emit, FormatArgs};
 use crate::report::Format;
 use limitlab_emulator::Result;
 use limitlab_engine::sim::standard::{compare_jobs, CompareOptions};
-use limitlab_engine::sim::Progress;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -47,7 +46,7 @@ impl Plan {
                 scripts: a.scripts.iter().map(|n| limitlab_engine::spec::resolve(n)).collect::<Result<_>>()?,
                 seed: a.seed,
                 timing: !a.no_timing,
-                progress: Progress::Auto,
+                progress: crate::progress::sim(a.format.json),
             },
             format: a.format.format(),
             jobs: a.jobs.unwrap_or(0),

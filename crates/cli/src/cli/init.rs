@@ -14,9 +14,6 @@ pub struct Args {
     /// (node_modules/, .venv/ or venv/).
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
-    /// Where the specs and scripts go.
-    #[arg(long, default_value = "limitlab")]
-    pub out: PathBuf,
     /// Overwrite files that exist with other content.
     #[arg(long)]
     pub force: bool,
@@ -48,7 +45,8 @@ fn invalid(field: &str, reason: String) -> Error {
 }
 
 impl Plan {
-    pub fn new(a: Args) -> Result<Plan> {
+    /// Specs and scripts go into `files`' directory (`--out`).
+    pub fn new(a: Args, files: &crate::output::OutDir) -> Result<Plan> {
         let window_ms =
             a.window.as_deref().map(init::parse_duration_ms).transpose().map_err(|e| invalid("--window", e))?;
         for (field, v) in [("--limit", a.limit), ("--burst", a.burst)] {
@@ -57,7 +55,7 @@ impl Plan {
             }
         }
         let flags = Flags { limit: a.limit, window_ms, burst: a.burst, block_ms: a.block, algorithm: a.algorithm };
-        Ok(Plan { options: Options { paths: a.paths, out: a.out, force: a.force, flags } })
+        Ok(Plan { options: Options { paths: a.paths, out: files.dir().to_path_buf(), force: a.force, flags } })
     }
 }
 

@@ -8,6 +8,7 @@
 //! `--redis URL` ([`verify::RedisArgs`]), which adds a real server: the emulator's report first, then
 //! the same arrivals on the server checked call for call ([`crate::verify::against_redis`]).
 use std::io::Write;
+use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
@@ -36,6 +37,12 @@ pub mod verify;
 #[derive(Debug, Parser)]
 #[command(name = "limitlab", version, about, long_about = None)]
 pub struct Cli {
+    /// Where commands write files: attack's traces, scenario files and plots, check's replays of
+    /// failures, plot's pictures, init's specs. Made when the first file is written; never one of
+    /// the directories limitlab ships (simulations/, plots/) unless named here. A file that cannot
+    /// be written is named in one warning on stderr; the results still print.
+    #[arg(long, global = true, value_name = "DIR", default_value = crate::output::DEFAULT_DIR)]
+    pub out: PathBuf,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -196,22 +203,29 @@ impl FormatArgs {
 
 /// Runs a parsed command line, writing reports to `out`.
 pub fn execute(cli: Cli, out: &mut dyn Write) -> Result<()> {
-    match cli.command {
+    let files = crate::output::OutDir::new(cli.out);
+    let done = dispatch(cli.command, &files, out);
+    files.warn(&mut std::io::stderr());
+    done
+}
+
+fn dispatch(command: Command, files: &crate::output::OutDir, out: &mut dyn Write) -> Result<()> {
+    match command {
         Command::Compare(a) => compare::execute(a, out),
         Command::Run(a) => run::execute(a, out),
-        Command::Plot(a) => plot::run(plot::Plan::new(a)?, out),
+        Command::Plot(a) => plot::run(plot::Plan::new(a)?, files, out),
         Command::Cli(a) => shell::run(shell::Plan::new(a)?, out),
         Command::Serve(a) => serve::run(serve::plan(a)?, out),
         Command::Verify(a) => verify::run(verify::Plan::new(a)?, out),
         Command::Bench(a) => bench::run(bench::Plan::new(a)?, out),
         Command::Sweep(a) => sweep::run(sweep::Plan::new(a)?, out),
-        Command::Attack(a) => attack::run(attack::Plan::new(a)?, out),
+        Command::Attack(a) => attack::run(attack::Plan::new(a)?, files, out),
         Command::Race(a) => race::run(race::Plan::new(a)?, out),
         Command::Skew(a) => skew::run(skew::Plan::new(a)?, out),
         Command::Memory(a) => memory::run(memory::Plan::new(a)?, out),
-        Command::Check(a) => check::run(check::Plan::new(a)?, out),
+        Command::Check(a) => check::run(check::Plan::new(a, files)?, files, out),
         Command::Audit(a) => audit::run(audit::Plan::new(a)?, out),
-        Command::Init(a) => init::run(init::Plan::new(a)?, out),
+        Command::Init(a) => init::run(init::Plan::new(a, files)?, out),
     }
 }
 

@@ -1,11 +1,15 @@
-//! `limitlab plot [FILE] [--out DIR] [--seed S]`: admitted requests over time per script against the
-//! limit, as `DIR/NAME.png` and `DIR/NAME.svg` (default: the boundary-burst scenario into `plots/`).
+//! `limitlab plot [FILE] [--seed S] [--script S]...`: admitted requests over time per script against
+//! the limit, as `SCENARIO.png` and `SCENARIO.svg` in the output directory (`--out`, default
+//! `limitlab-out/`; the scenario by default: boundary burst). With `--script`, the names of the
+//! scripts follow the scenario's (`boundary_burst_my_limiter_token_bucket.png`), so a plot of other
+//! scripts never replaces the scenario's own.
 use std::io::Write;
 use std::path::PathBuf;
 
 use super::emit;
+use crate::output::{file_part, OutDir};
 use crate::report::plot::Plot;
-use limitlab_emulator::{Error, Result};
+use limitlab_emulator::Result;
 use limitlab_engine::sim::standard::{builtin, run_on_emulator, STANDARD};
 use limitlab_engine::sim::{Progress, Scenario};
 
@@ -13,9 +17,6 @@ use limitlab_engine::sim::{Progress, Scenario};
 pub struct Args {
     /// A scenario file; default: the embedded simulations/boundary_burst.toml.
     pub file: Option<PathBuf>,
-    /// Where to write the pictures.
-    #[arg(long, default_value = "plots")]
-    pub out: PathBuf,
     /// The traffic seed, instead of the scenario's own.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -27,8 +28,8 @@ pub struct Args {
 pub struct Plan {
     pub scenario: Scenario,
     pub seed: u64,
-    pub png: PathBuf,
-    pub svg: PathBuf,
+    /// The pictures' file name without its extension.
+    pub stem: String,
 }
 
 impl Plan {
@@ -38,17 +39,20 @@ impl Plan {
             None => builtin(STANDARD[0].0)?,
         };
         a.scripts.apply(&mut scenario)?;
-        if !a.out.is_dir() {
-            std::fs::create_dir_all(&a.out).map_err(|source| Error::Io { path: a.out.clone(), source })?;
-        }
         let seed = a.seed.unwrap_or(scenario.seed);
-        let png = a.out.join(format!("{}.png", scenario.name));
-        let svg = a.out.join(format!("{}.svg", scenario.name));
-        Ok(Plan { scenario, seed, png, svg })
+        let mut stem = file_part(&scenario.name);
+        if !a.scripts.script.is_empty() {
+            for spec in &scenario.scripts {
+                stem.push('_');
+                stem.push_str(&file_part(&spec.name));
+            }
+        }
+        Ok(Plan { scenario, seed, stem })
     }
 }
 
-pub fn run(plan: Plan, out: &mut dyn Write) -> Result<()> {
+/// Runs the scenario and draws it into `files`.
+pub fn run(plan: Plan, files: &OutDir, out: &mut dyn Write) -> Result<()> {
     let s = &plan.scenario;
     let arrivals = s.arrivals(plan.seed)?;
     let mut traces = Vec::with_capacity(s.scripts.len());
@@ -56,6 +60,10 @@ pub fn run(plan: Plan, out: &mut dyn Write) -> Result<()> {
         traces.push(run_on_emulator(s, spec, &arrivals, Progress::Auto)?.0);
     }
     let title = format!("{}: limit {} per {} ms", s.name, s.params.limit, s.params.window_ms);
-    Plot::from_traces(title, &traces).write(&plan.png, &plan.svg)?;
-    emit(out, &format!("wrote {} and {}\n", plan.png.display(), plan.svg.display()))
+    let plot = Plot::from_traces(title, &traces);
+    let names = [format!("{}.png", plan.stem), format!("{}.svg", plan.stem)];
+    match files.write_all(&[&names[0], &names[1]], |p| plot.write(&p[0], &p[1])) {
+        Some(p) => emit(out, &format!("wrote {} and {}\n", p[0].display(), p[1].display())),
+        None => Ok(()),
+    }
 }

@@ -119,7 +119,7 @@ fn print_stats(plan: &Plan, r: &RunReport, secs: f64, threads: usize) {
 }
 
 pub fn run(plan: Plan, out: &mut dyn Write) -> Result<()> {
-    let r = report(&plan, Progress::Auto)?;
+    let r = report(&plan, crate::progress::sim(plan.format == Format::Json))?;
     emit(out, &r.render(plan.format))
 }
 
@@ -132,7 +132,8 @@ pub fn execute(a: Args, out: &mut dyn Write) -> Result<()> {
     let target = a.redis.target()?;
     let opts = RunOptions { decisions: a.decisions.as_ref().map(DecisionsOut::new).transpose()? };
     let plan = Plan::new(a)?;
-    let r = report_with(&plan, Progress::Auto, jobs, &opts)?;
+    let progress = crate::progress::sim(plan.format == Format::Json);
+    let r = report_with(&plan, progress, jobs, &opts)?;
     if stats {
         let n = plan.scenario.scripts.len();
         let threads = if jobs == 0 { default_run_jobs(n) } else { jobs.min(n) };
@@ -140,7 +141,7 @@ pub fn execute(a: Args, out: &mut dyn Write) -> Result<()> {
     }
     let Some(target) = target else { return emit(out, &r.render(plan.format)) };
     let mut real = target.connect()?;
-    let check = crate::verify::against_redis::check_run(&plan.scenario, plan.seed, &mut real, Progress::Auto)?;
+    let check = crate::verify::against_redis::check_run(&plan.scenario, plan.seed, &mut real, progress)?;
     let text = match plan.format {
         Format::Json => {
             let v = serde_json::json!({ "run": r, "redis": check });

@@ -1,7 +1,7 @@
 //! `limitlab sweep FILE --seeds A..B [--jobs N]`: one scenario over many traffic seeds, every
 //! (seed, script) run on its own emulator in parallel, summarised per script: mean, min and max of
 //! overshoot, false allows and false rejections, with the seed of each worst case.
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -163,7 +163,7 @@ pub fn sweep(plan: &Plan) -> Result<SweepReport> {
     let variants = &s.scripts;
     let n = variants.len();
     let total = plan.count as usize * n;
-    let bar = (total >= 20 && std::io::stderr().is_terminal()).then(|| {
+    let bar = (total >= 20 && crate::progress::wanted(plan.format == Format::Json)).then(|| {
         let b = indicatif::ProgressBar::new(total as u64);
         if let Ok(style) = indicatif::ProgressStyle::with_template("{prefix:>20} {bar:40} {pos}/{len} runs ({eta})") {
             b.set_style(style);

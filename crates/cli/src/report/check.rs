@@ -200,6 +200,7 @@ mod tests {
                 check("memory", Status::Info, "12 bytes", &[]),
                 check("cluster", Status::Skip, "no keys", &[]),
             ],
+            not_written: Vec::new(),
         }
     }
 

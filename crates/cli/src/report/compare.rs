@@ -3,7 +3,7 @@
 use super::table::{thousands, Table};
 use super::Format;
 use limitlab_engine::limiter::{Flavor, Variant};
-use limitlab_engine::sim::standard::{seed_name, Comparison};
+use limitlab_engine::sim::standard::Comparison;
 
 /// The seed's scripts first, in the order of the article's boundary table, then ours.
 fn order(name: &str) -> usize {
@@ -21,13 +21,7 @@ fn order(name: &str) -> usize {
     }
 }
 
-/// `seed_token_bucket (Token bucket)`: the script and the seed's name of its algorithm.
-fn label(name: &str) -> String {
-    match name.parse::<Variant>() {
-        Ok(v) => format!("{name} ({})", seed_name(v.algorithm())),
-        Err(_) => name.to_string(),
-    }
-}
+use super::script_label as label;
 
 fn sorted<T>(rows: &[T], name: impl Fn(&T) -> &str) -> Vec<&T> {
     let mut v: Vec<&T> = rows.iter().collect();
@@ -57,7 +51,7 @@ pub fn tables(c: &Comparison) -> Vec<Table> {
             seed,
         ]);
     }
-    t.note("seed_* rows run the article's own snippets (scripts/seed/); the others are limitlab's production scripts.");
+    t.note(super::owners_note(c.boundary.iter().map(|r| r.algorithm.as_str())));
     t.note("Timing and why: simulations/boundary_burst.toml.");
     out.push(t);
 

@@ -13,7 +13,7 @@ use limitlab_engine::backend::emulated::EmulatedBackend;
 use limitlab_engine::backend::real::RealRedis;
 use limitlab_engine::backend::Backend;
 use limitlab_engine::limiter::{subject_key, Algorithm, Limiter, Params, Variant};
-use limitlab_engine::sim::standard::{seed_memory, seed_name};
+use limitlab_engine::sim::standard::seed_memory;
 
 /// The seed article's memory setting: 1,000 per minute...
 pub const SEED_PARAMS: Params = Params { limit: 1000, window_ms: 60_000, burst: None };
@@ -145,8 +145,11 @@ pub struct MemoryReport {
     pub window_ms: u64,
     pub users: u64,
     pub calls_per_user: u64,
-    /// The key measured (with the real server's run prefix when there is one).
+    /// The key limitlab's scripts use for the subject (with the real server's run prefix when
+    /// there is one); a spec's keys are in its row's `keys`.
     pub key: String,
+    /// The subject measured (`--subject`).
+    pub subject: String,
     /// The real server, when one was used.
     pub redis: Option<String>,
     pub rows: Vec<MemoryRow>,
@@ -310,6 +313,7 @@ pub fn measure(plan: &MemoryPlan, mut real: Option<&mut RealRedis>) -> Result<Me
         users: plan.users,
         calls_per_user: params.limit,
         key,
+        subject: plan.subject.clone(),
         redis: real.map(|r| r.describe()),
         rows,
     })
@@ -326,12 +330,8 @@ fn seed_mb(mb: f64) -> String {
     format!("{}.{} MB", thousands(tenths / 10), tenths % 10)
 }
 
-fn label(name: &str) -> String {
-    match name.parse::<Variant>() {
-        Ok(v) => format!("{name} ({})", seed_name(v.algorithm())),
-        Err(_) => name.to_string(),
-    }
-}
+use super::script_label as label;
+use super::Owner;
 
 impl MemoryReport {
     /// The report as one table.
@@ -357,11 +357,11 @@ impl MemoryReport {
         let h: Vec<&str> = headers.iter().map(String::as_str).collect();
         let mut t = Table::new(
             format!(
-                "Memory per user: limit {} per {} ms, {} calls in the window, key {}",
+                "Memory per user: limit {} per {} ms, {} calls in the window, {}",
                 thousands(self.limit),
                 thousands(self.window_ms),
                 thousands(self.calls_per_user),
-                self.key
+                self.keys_title()
             ),
             &h,
         );
@@ -429,10 +429,36 @@ impl MemoryReport {
                  under a run prefix in the key name, which both columns include; the keys were deleted afterwards."
             ));
         }
+        for r in self.rows.iter().filter(|r| !self.uses_own_key(r)) {
+            let names: Vec<&str> = r.keys.iter().map(|k| k.key.as_str()).collect();
+            t.note(match names.len() {
+                0 => format!("{}: no key left after the calls.", r.algorithm),
+                1 => format!("{}'s key: {}.", r.algorithm, names[0]),
+                _ => format!("{}'s keys: {}.", r.algorithm, names.join(", ")),
+            });
+        }
+        if self.rows.iter().any(|r| Owner::of(&r.algorithm) == Owner::User) {
+            t.note(super::owners_note(self.rows.iter().map(|r| r.algorithm.as_str())));
+        }
         for s in skipped {
             t.note(s);
         }
         t
+    }
+
+    /// Whether a row's script keeps the subject in limitlab's key alone (or did not run).
+    fn uses_own_key(&self, r: &MemoryRow) -> bool {
+        r.skipped.is_some() || (r.keys.len() == 1 && r.keys[0].key == self.key)
+    }
+
+    /// The title's end: `key rate:{user42}` when every script keeps the subject in that key, else
+    /// `subject user42` (each script's keys in a note).
+    fn keys_title(&self) -> String {
+        if self.rows.iter().all(|r| self.uses_own_key(r)) {
+            format!("key {}", self.key)
+        } else {
+            format!("subject {}", self.subject)
+        }
     }
 
     /// The report in `format`, ending with a newline.

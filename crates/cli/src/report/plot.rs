@@ -7,8 +7,8 @@ use std::sync::Once;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use super::Owner;
 use limitlab_emulator::{Error, Result};
-use limitlab_engine::limiter::Flavor;
 use limitlab_engine::sim::Trace;
 
 /// DejaVu Sans 2.37 (Bitstream Vera license, which allows embedding and redistribution).
@@ -30,8 +30,8 @@ pub(crate) fn register_font() {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Series {
     pub name: String,
-    /// Whether this is one of the seed article's scripts (drawn in the left panel).
-    pub seed: bool,
+    /// Whose script it is: each owner's lines get a panel of their own.
+    pub owner: Owner,
     /// (ms relative to the plot's origin, units admitted in the window ending there).
     pub points: Vec<(i64, u64)>,
 }
@@ -86,7 +86,7 @@ impl Plot {
                     points.push((x - origin, sum));
                     x += step;
                 }
-                Series { name: t.name.clone(), seed: t.variant.is_some_and(|v| v.flavor() == Flavor::Seed), points }
+                Series { name: t.name.clone(), owner: Owner::of_variant(t.variant), points }
             })
             .collect();
         Plot { title: title.into(), limit, window_ms: window, origin_ms: origin, series }
@@ -110,17 +110,33 @@ impl Plot {
         Ok(())
     }
 
+    /// The panels drawn, left to right: one per owner with a line, with its caption (one panel
+    /// for a plot without lines).
+    pub fn panels(&self) -> Vec<(&'static str, Owner)> {
+        let all = [
+            ("The seed article's scripts", Owner::Seed),
+            ("limitlab's production scripts", Owner::Production),
+            ("Your scripts", Owner::User),
+        ];
+        let drawn: Vec<_> = all.into_iter().filter(|(_, o)| self.series.iter().any(|s| s.owner == *o)).collect();
+        if drawn.is_empty() {
+            all[1..2].to_vec()
+        } else {
+            drawn
+        }
+    }
+
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> std::result::Result<(), String> {
         let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
         root.fill(&WHITE).map_err(e)?;
         let root = root.titled(&self.title, (FAMILY, 22)).map_err(e)?;
-        let panels = root.split_evenly((1, 2));
-        let groups = [("The seed article's scripts", true), ("limitlab's production scripts", false)];
+        let groups = self.panels();
+        let panels = root.split_evenly((1, groups.len().max(1)));
         let x_lo = self.series.iter().flat_map(|s| s.points.first()).map(|p| p.0).min().unwrap_or(0);
         let x_hi = self.series.iter().flat_map(|s| s.points.last()).map(|p| p.0).max().unwrap_or(1).max(x_lo + 1);
         let y_max = self.series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).max().unwrap_or(0).max(self.limit);
         let y_hi = y_max + y_max / 8 + 1;
-        for (panel, (caption, seed)) in panels.iter().zip(groups) {
+        for (panel, (caption, owner)) in panels.iter().zip(groups) {
             let mut chart = ChartBuilder::on(panel)
                 .caption(caption, (FAMILY, 17))
                 .margin(12)
@@ -143,9 +159,9 @@ impl Plot {
                 .map_err(e)?
                 .label(format!("limit ({limit})"))
                 .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK));
-            let group: Vec<&Series> = self.series.iter().filter(|s| s.seed == seed).collect();
+            let group: Vec<&Series> = self.series.iter().filter(|s| s.owner == owner).collect();
             for (i, s) in group.iter().enumerate() {
-                let color = Palette99::pick(i * 2 + usize::from(!seed)).to_rgba();
+                let color = Palette99::pick(i * 3 + owner as usize).to_rgba();
                 // Earlier lines are wider, so a line drawn over another leaves its edges visible.
                 let width = 2 + (group.len() - 1 - i) as u32;
                 let style = color.stroke_width(width);
@@ -171,6 +187,22 @@ impl Plot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn series(name: &str, owner: Owner) -> Series {
+        Series { name: name.into(), owner, points: vec![(0, 1)] }
+    }
+
+    #[test]
+    fn each_owner_gets_a_panel_and_no_panel_is_empty() {
+        let mut p = Plot { title: "t".into(), limit: 1, window_ms: 1, origin_ms: 0, series: Vec::new() };
+        assert_eq!(p.panels(), [("limitlab's production scripts", Owner::Production)]);
+        p.series = vec![series("mine", Owner::User), series("token_bucket", Owner::Production)];
+        assert_eq!(p.panels(), [("limitlab's production scripts", Owner::Production), ("Your scripts", Owner::User)]);
+        p.series.push(series("seed_fixed_window", Owner::Seed));
+        assert_eq!(p.panels().len(), 3);
+        p.series = vec![series("mine", Owner::User)];
+        assert_eq!(p.panels(), [("Your scripts", Owner::User)]);
+    }
 
     #[test]
     fn the_embedded_font_is_a_font() {

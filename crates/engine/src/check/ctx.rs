@@ -2,7 +2,7 @@
 //! and the helpers to name a request, play one, and save the traffic behind a failure.
 use std::path::Path;
 
-use super::report::{CheckOptions, CheckResult};
+use super::report::{CheckOptions, CheckResult, NotWritten};
 use super::run::{Pattern, Replay};
 use crate::limiter::Limiter;
 use limitlab_emulator::{Error, Result};
@@ -23,6 +23,8 @@ pub(super) struct Ctx<'a> {
     pub(super) opts: &'a CheckOptions,
     pub(super) patterns: &'a [Pattern],
     pub(super) checks: Vec<CheckResult>,
+    /// The replay files that could not be written, with why (the report's `not_written`).
+    pub(super) not_written: std::cell::RefCell<Vec<NotWritten>>,
 }
 
 /// A request for messages: `boundary_burst #12 (subject b, now_ms 1704067200950, cost 1)`.
@@ -42,12 +44,27 @@ impl Ctx<'_> {
     /// is set; returns the scenario's path.
     pub(super) fn save(&self, pattern: &str, check: &str, arrivals: &[crate::traffic::Arrival]) -> Option<String> {
         let dir = self.opts.out.as_ref()?;
-        save_replay(self.limiter, dir, &format!("check_{}_{check}", self.limiter.name()), pattern, arrivals).ok()
+        let stem = format!("check_{}_{check}", self.limiter.name());
+        match save_replay(self.limiter, dir, &stem, pattern, arrivals) {
+            Ok(path) => Some(path),
+            Err(e) => {
+                let reason = match e {
+                    Error::Io { source, .. } => source.to_string(),
+                    other => other.to_string(),
+                };
+                let mut failed = self.not_written.borrow_mut();
+                for ext in ["csv", "toml"] {
+                    failed.push(NotWritten { path: dir.join(format!("{stem}.{ext}")), reason: reason.clone() });
+                }
+                None
+            }
+        }
     }
 }
 
 /// Writes `<stem>.csv` (the arrivals) and `<stem>.toml` (a scenario replaying them through the
-/// limiter) into `dir`; returns the scenario's path.
+/// limiter, naming a spec file by its path relative to `dir`) into `dir`; returns the scenario's
+/// path.
 pub fn save_replay(
     limiter: &Limiter,
     dir: &Path,
@@ -69,16 +86,7 @@ pub fn save_replay(
     if limiter.spec().uses_burst() && p.burst.is_some() {
         t.push_str(&format!("burst = {}\n", p.capacity()));
     }
-    match limiter.variant() {
-        Some(v) if limiter.spec().origin.to_string_lossy().starts_with("scripts/") => {
-            t.push_str(&format!("algorithms = [\"{}\"]\n", v.name()))
-        }
-        _ => {
-            let origin = &limiter.spec().origin;
-            let abs = std::fs::canonicalize(origin).unwrap_or_else(|_| origin.clone());
-            t.push_str(&format!("scripts = [{:?}]\n", abs.display().to_string()));
-        }
-    }
+    t.push_str(&crate::sim::replay_file::scripts_line(limiter, dir));
     if let Some(a) = arrivals.first() {
         t.push_str(&format!("start_ms = {}\n", a.at.as_millis().0));
     }

@@ -38,15 +38,15 @@ use probes::Probes;
 use run::Replay;
 
 pub use ctx::save_replay;
-pub use report::{CheckOptions, CheckReport, CheckResult, PatternTraffic, SearchTraffic, Status, Traffic};
+pub use report::{CheckOptions, CheckReport, CheckResult, NotWritten, PatternTraffic, SearchTraffic, Status, Traffic};
 pub use sizes::{
     search_size, DEFAULT_MAX_FALSE_REJECTION_RATE, DEFAULT_OVERSHOOT_BOUND, FLOOD_MAX, HEADER_PROBES_MIN,
     HEADER_PROBE_REQUESTS, PROBES, PROBE_UNITS, ROOM_PROBE, SEARCH_FULL_SIZE, SEARCH_FULL_SIZE_MODEL, TTL_PROBES,
     TTL_WINDOWS,
 };
 
-/// Progress on stderr while `check` runs, one step per stage; only at a terminal, and only for a
-/// policy large enough for the wait to be noticed.
+/// Progress on stderr while `check` runs, one step per stage; only at a terminal, and only when
+/// the command line asks (`CheckOptions::progress`: not for `--json` or `--junit`).
 struct Stages(Option<indicatif::ProgressBar>);
 
 impl Stages {
@@ -131,9 +131,9 @@ pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
             arrivals,
         });
     }
-    let mut ctx = Ctx { limiter, opts, patterns: &patterns, checks: Vec::new() };
+    let mut ctx = Ctx { limiter, opts, patterns: &patterns, checks: Vec::new(), not_written: Default::default() };
     // Shown for a policy above the full size, whose check takes seconds.
-    let stages = Stages::new(opts.progress && run::scaled(&p), patterns.len() + 5);
+    let stages = Stages::new(opts.progress, patterns.len() + 5);
 
     // Every pattern once, with the probes the checks need.
     let mut runs = Vec::new();
@@ -235,6 +235,7 @@ pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
         bound_source,
         traffic,
         checks: ctx.checks,
+        not_written: ctx.not_written.into_inner(),
     })
 }
 

@@ -67,6 +67,17 @@ pub struct CheckReport {
     /// How many requests each pattern and the attack search sent.
     pub traffic: Traffic,
     pub checks: Vec<CheckResult>,
+    /// Replay files that could not be written (a read-only directory): the command line warns
+    /// about them once; the report itself is complete without them.
+    #[serde(skip)]
+    pub not_written: Vec<NotWritten>,
+}
+
+/// A file that could not be written, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NotWritten {
+    pub path: PathBuf,
+    pub reason: String,
 }
 
 /// The traffic behind a report: what each pattern sent, and what the attack search sent.

@@ -17,6 +17,7 @@ pub mod fanout;
 pub mod feed;
 pub mod header_summary;
 pub mod parallel;
+pub mod replay_file;
 pub mod scenario;
 pub mod standard;
 pub mod stream;
