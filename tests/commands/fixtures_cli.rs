@@ -114,9 +114,12 @@ fn attack_memory_and_bench_on_the_emulator() {
             assert!(dir.0.join(&f).is_file(), "{spec}: attack wrote no {f}");
         }
         let s = ok(&["memory", "--script", &spec, "--users", "1000", "--limit", "10/sec"]);
-        let row =
-            s.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or_else(|| panic!("{spec}: no row\n{s}"));
-        let keys: u64 = row.split_whitespace().nth(1).unwrap().parse().unwrap();
+        // The row of the user's script, labelled as theirs.
+        let row = s
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} (your spec) ")))
+            .unwrap_or_else(|| panic!("{spec}: no row\n{s}"));
+        let keys: u64 = row.split("  ").map(str::trim).filter(|c| !c.is_empty()).nth(1).unwrap().parse().unwrap();
         assert!(keys >= 1, "{spec}: a user leaves at least one key: {row}");
         let s = ok(&["bench", "--no-redis", "--quick", "--only", &spec]);
         assert!(s.contains(&name) && s.contains("Checked: every engine's decisions equal"), "{spec}: {s}");
