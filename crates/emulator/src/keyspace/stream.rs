@@ -5,6 +5,8 @@
 //! plus the new entry's would reach `stream-node-max-bytes` (4096) or when it holds
 //! `stream-node-max-entries` (100) entries, and approximate trimming (`~`) removes whole nodes only:
 //! so XTRIM and XADD with `~` remove exactly what Redis removes.
+use std::collections::{BTreeMap, BTreeSet};
+
 use super::listpack::{lp_entry, lp_int_entry};
 
 /// Redis's default `stream-node-max-bytes`.
@@ -76,7 +78,65 @@ pub struct StreamNode {
     body_bytes: usize,
 }
 
+impl StreamEntry {
+    /// An entry as read back from a node's listpack.
+    pub fn from_parts(id: StreamId, fields: Vec<(Vec<u8>, Vec<u8>)>, deleted: bool, same_fields: bool) -> Self {
+        StreamEntry { id, fields, deleted, same_fields }
+    }
+}
+
 impl StreamNode {
+    /// A node as read back from its listpack: the counters and sizes follow from the entries.
+    pub fn from_parts(master_id: StreamId, master_fields: Vec<Vec<u8>>, entries: Vec<StreamEntry>) -> Self {
+        let body = lp_int_entry(master_fields.len() as i64)
+            + master_fields.iter().map(|f| lp_entry(f)).sum::<usize>()
+            + lp_int_entry(0);
+        let mut node = StreamNode { master_id, master_fields, entries: Vec::new(), live: 0, deleted: 0, body_bytes: body };
+        for e in entries {
+            node.body_bytes += node.entry_bytes(&e);
+            if e.deleted {
+                node.deleted += 1;
+            } else {
+                node.live += 1;
+            }
+            node.entries.push(e);
+        }
+        node
+    }
+
+    /// The master entry's field names.
+    pub fn master_fields(&self) -> &[Vec<u8>] {
+        &self.master_fields
+    }
+
+    /// The listpack's elements as Redis lays them out (integers in decimal): the master entry
+    /// (live count, deleted count, field count, field names, 0), then each entry (flags, ID
+    /// deltas, field count and names unless they are the master's, values, element count).
+    pub fn lp_elements(&self) -> Vec<Vec<u8>> {
+        let int = |v: i64| v.to_string().into_bytes();
+        let mut out = vec![int(self.live as i64), int(self.deleted as i64), int(self.master_fields.len() as i64)];
+        out.extend(self.master_fields.iter().cloned());
+        out.push(int(0));
+        for e in &self.entries {
+            let flags = (e.deleted as i64) | if e.same_fields { FLAG_SAMEFIELDS } else { 0 };
+            out.push(int(flags));
+            out.push(int(e.id.ms.wrapping_sub(self.master_id.ms) as i64));
+            out.push(int(e.id.seq.wrapping_sub(self.master_id.seq) as i64));
+            if !e.same_fields {
+                out.push(int(e.fields.len() as i64));
+            }
+            for (f, v) in &e.fields {
+                if !e.same_fields {
+                    out.push(f.clone());
+                }
+                out.push(v.clone());
+            }
+            let nf = e.fields.len();
+            out.push(int(if e.same_fields { nf + 3 } else { 2 * nf + 4 } as i64));
+        }
+        out
+    }
+
     /// The listpack's total size (`lpBytes`).
     pub fn lp_bytes(&self) -> usize {
         LP_EMPTY + lp_int_entry(self.live as i64) + lp_int_entry(self.deleted as i64) + self.body_bytes
@@ -107,6 +167,41 @@ impl StreamNode {
     }
 }
 
+/// A pending entry of a consumer group (`streamNACK`): when it was last delivered (emulator clock,
+/// ms), how many times, and to which consumer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Nack {
+    pub delivery_time: i64,
+    pub delivery_count: u64,
+    pub consumer: Vec<u8>,
+}
+
+/// A consumer of a group (`streamConsumer`): when it was last seen and its pending IDs.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Consumer {
+    pub seen_time: i64,
+    pub pel: BTreeSet<StreamId>,
+}
+
+/// `SCG_INVALID_ENTRIES_READ`: a group's read counter that is not known.
+pub const INVALID_ENTRIES_READ: i64 = -1;
+
+/// A consumer group (`streamCG`): the last delivered ID, its logical read counter, the pending
+/// entries list and the consumers (ordered by name, as Redis's radix tree is).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConsumerGroup {
+    pub last_id: StreamId,
+    pub entries_read: i64,
+    pub pel: BTreeMap<StreamId, Nack>,
+    pub consumers: BTreeMap<Vec<u8>, Consumer>,
+}
+
+impl ConsumerGroup {
+    pub fn new(last_id: StreamId, entries_read: i64) -> Self {
+        ConsumerGroup { last_id, entries_read, pel: BTreeMap::new(), consumers: BTreeMap::new() }
+    }
+}
+
 /// A stream value.
 #[derive(Clone, Debug, Default)]
 pub struct Stream {
@@ -114,6 +209,14 @@ pub struct Stream {
     /// Live entries.
     pub length: u64,
     pub last_id: StreamId,
+    /// The first live entry's ID (0-0 when empty), as Redis 7.0 records it.
+    pub first_id: StreamId,
+    /// The highest ID ever deleted by XDEL (or set by XSETID).
+    pub max_deleted_entry_id: StreamId,
+    /// How many entries were ever added.
+    pub entries_added: u64,
+    /// The consumer groups, by name.
+    pub cgroups: BTreeMap<Vec<u8>, ConsumerGroup>,
 }
 
 /// Why an append failed.
@@ -169,7 +272,11 @@ impl Stream {
         node.entries.push(entry);
         node.live += 1;
         self.length += 1;
+        self.entries_added += 1;
         self.last_id = id;
+        if self.length == 1 {
+            self.first_id = id;
+        }
         Ok(id)
     }
 
@@ -239,7 +346,122 @@ impl Stream {
             node.deleted += from_node;
             break;
         }
+        if removed > 0 {
+            self.first_id = if self.length == 0 { StreamId::MIN } else { self.edge_id(true) };
+        }
         removed
+    }
+
+    /// `streamGetEdgeID` skipping tombstones: the first (or last) live ID; MAX (or MIN) when empty.
+    pub fn edge_id(&self, first: bool) -> StreamId {
+        let live = |e: &&StreamEntry| !e.deleted;
+        let found = if first {
+            self.nodes.iter().flat_map(|n| n.entries.iter()).find(live)
+        } else {
+            self.nodes.iter().rev().flat_map(|n| n.entries.iter().rev()).find(live)
+        };
+        match found {
+            Some(e) => e.id,
+            None if first => StreamId::MAX,
+            None => StreamId::MIN,
+        }
+    }
+
+    /// The live entry `id`, if any.
+    pub fn entry(&self, id: StreamId) -> Option<&StreamEntry> {
+        let ni = self.nodes.iter().rposition(|n| n.master_id <= id)?;
+        self.nodes[ni].entries.iter().find(|e| e.id == id && !e.deleted)
+    }
+
+    /// XDEL's deletion (`xdelCommand`): deletes each ID, keeping the first ID and the highest
+    /// deleted ID up to date; returns how many were deleted.
+    pub fn xdel(&mut self, ids: &[StreamId]) -> u64 {
+        let mut deleted = 0;
+        let mut first_entry = false;
+        for &id in ids {
+            if self.delete(id) {
+                first_entry |= id == self.first_id;
+                if id > self.max_deleted_entry_id {
+                    self.max_deleted_entry_id = id;
+                }
+                deleted += 1;
+            }
+        }
+        if deleted > 0 {
+            if self.length == 0 {
+                self.first_id = StreamId::MIN;
+            } else if first_entry {
+                self.first_id = self.edge_id(true);
+            }
+        }
+        deleted
+    }
+
+    /// `streamRangeHasTombstones`: whether a deleted entry may lie in `[start, MAX]`.
+    pub fn range_has_tombstones(&self, start: StreamId) -> bool {
+        if self.length == 0 || self.max_deleted_entry_id == StreamId::MIN {
+            return false;
+        }
+        if self.first_id > self.max_deleted_entry_id {
+            return false;
+        }
+        start <= self.max_deleted_entry_id
+    }
+
+    /// `streamEstimateDistanceFromFirstEverEntry`: the logical read counter of `id`, or
+    /// [`INVALID_ENTRIES_READ`] when it cannot be known.
+    pub fn estimate_distance(&self, id: StreamId) -> i64 {
+        if self.entries_added == 0 {
+            return 0;
+        }
+        if self.length == 0 && id <= self.last_id {
+            return self.entries_added as i64;
+        }
+        if id == self.last_id {
+            return self.entries_added as i64;
+        }
+        if id > self.last_id {
+            return INVALID_ENTRIES_READ;
+        }
+        if self.max_deleted_entry_id == StreamId::MIN || self.max_deleted_entry_id < self.first_id {
+            if id < self.first_id {
+                return (self.entries_added - self.length) as i64;
+            }
+            if id == self.first_id {
+                return (self.entries_added - self.length + 1) as i64;
+            }
+        }
+        INVALID_ENTRIES_READ
+    }
+
+    /// `streamReplyWithCGLag`'s figure: the group's lag, or None when it cannot be known.
+    pub fn lag(&self, g: &ConsumerGroup) -> Option<i64> {
+        if self.entries_added == 0 {
+            return Some(0);
+        }
+        if g.entries_read != INVALID_ENTRIES_READ && !self.range_has_tombstones(g.last_id) {
+            return Some(self.entries_added as i64 - g.entries_read);
+        }
+        let read = self.estimate_distance(g.last_id);
+        (read != INVALID_ENTRIES_READ).then(|| self.entries_added as i64 - read)
+    }
+
+    /// The number of nodes of Redis's radix tree holding the listpacks, keyed by each node's
+    /// master ID as 16 big-endian bytes (a compressed trie: a node per branching point, one per
+    /// run of single-child bytes, one per key).
+    pub fn rax_nodes(&self) -> u64 {
+        let keys: Vec<[u8; 16]> = self
+            .nodes
+            .iter()
+            .map(|n| {
+                let mut k = [0u8; 16];
+                k[..8].copy_from_slice(&n.master_id.ms.to_be_bytes());
+                k[8..].copy_from_slice(&n.master_id.seq.to_be_bytes());
+                k
+            })
+            .collect();
+        let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+        rax_count(&refs)
     }
 
     /// Live entries with IDs in `[start, end]`, in order (reversed with `rev`), at most `count`
@@ -266,6 +488,32 @@ impl Stream {
             }
         }
         out
+    }
+}
+
+/// The nodes of a compressed radix tree over `keys` (sorted, distinct, none a prefix of another).
+fn rax_count(keys: &[&[u8]]) -> u64 {
+    match keys {
+        [] => 1,
+        [k] if k.is_empty() => 1,
+        [_] => 2,
+        _ => {
+            let common = (0..).take_while(|&i| keys.iter().all(|k| k.len() > i && k[i] == keys[0][i])).count();
+            if common > 0 {
+                let rest: Vec<&[u8]> = keys.iter().map(|k| &k[common..]).collect();
+                return 1 + rax_count(&rest);
+            }
+            let mut n = 1;
+            let mut i = 0;
+            while i < keys.len() {
+                let c = keys[i][0];
+                let j = keys[i..].iter().position(|k| k[0] != c).map_or(keys.len(), |p| i + p);
+                let rest: Vec<&[u8]> = keys[i..j].iter().map(|k| &k[1..]).collect();
+                n += rax_count(&rest);
+                i = j;
+            }
+            n
+        }
     }
 }
 
