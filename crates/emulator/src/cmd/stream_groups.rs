@@ -654,7 +654,7 @@ fn xinfo(core: &mut Core, a: &[&[u8]]) -> Reply {
         );
     }
     if eq_ic(opt, "stream") {
-        return xinfo_stream(s, &a[3..]);
+        return xinfo_stream(s, a);
     }
     subcommand_syntax(a)
 }
