@@ -160,6 +160,7 @@ fn blocked_reads(port: u16, resp3: bool) -> Vec<Reply> {
     got.push(b.call(&["XPENDING", "s", "grp"]));
     got.push(b.call(&["XINFO", "GROUPS", "s"]));
     // The stream deleted, or its group destroyed, under a group reader: Redis's errors.
+    b.call(&["XGROUP", "SETID", "s", "grp", "$"]);
     a.send(&[b"XREADGROUP", b"GROUP", b"grp", b"bob", b"BLOCK", b"0", b"STREAMS", b"s", b">"]);
     wait_blocked(&mut b, 1);
     b.call(&["XGROUP", "DESTROY", "s", "grp"]);
