@@ -9,8 +9,8 @@
 use std::collections::VecDeque;
 
 use crate::keyspace::{parse_canonical_i64, Hash, RStr, SetValue, Value, ZSet};
-use crate::lua::functions::rdb::{crc64, lzf_compress, lzf_decompress};
 pub(crate) use crate::lua::functions::rdb::rdb_save_len as save_len;
+use crate::lua::functions::rdb::{crc64, lzf_compress, lzf_decompress};
 use crate::reply::fmt_g;
 
 /// Redis 7.0's RDB version.

@@ -21,10 +21,7 @@ fn key_id(k: &[u8]) -> Option<StreamId> {
     if k.len() != 16 {
         return None;
     }
-    Some(StreamId {
-        ms: u64::from_be_bytes(k[..8].try_into().ok()?),
-        seq: u64::from_be_bytes(k[8..].try_into().ok()?),
-    })
+    Some(StreamId { ms: u64::from_be_bytes(k[..8].try_into().ok()?), seq: u64::from_be_bytes(k[8..].try_into().ok()?) })
 }
 
 fn save_id(out: &mut Vec<u8>, id: StreamId) {
@@ -190,7 +187,9 @@ pub(crate) fn load(r: &mut Reader, v2: bool) -> Option<Stream> {
             for _ in 0..n {
                 let id = key_id(r.bytes(16)?)?;
                 let (time, count) = *nacks.get(&id)?;
-                if g.pel.insert(id, Nack { delivery_time: time, delivery_count: count, consumer: cname.clone() }).is_some()
+                if g.pel
+                    .insert(id, Nack { delivery_time: time, delivery_count: count, consumer: cname.clone() })
+                    .is_some()
                 {
                     return None;
                 }

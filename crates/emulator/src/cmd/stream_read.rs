@@ -10,7 +10,7 @@ use crate::keyspace::{StreamId, Value};
 use crate::reply::Reply;
 use crate::tri;
 
-use super::stream_groups::{cstr, create_consumer};
+use super::stream_groups::{create_consumer, cstr};
 use super::streams::{entry_reply, parse_id, stream_mut};
 
 pub static COMMANDS: &[CommandSpec] = &[
@@ -334,9 +334,7 @@ pub(crate) fn serve_waiter(core: &mut Core, key: &[u8], k: usize, w: &StreamWait
     };
     let gt = match &w.group {
         Some((g, _, _)) => match s.cgroups.get(g) {
-            None => {
-                return Some(Reply::err("NOGROUP the consumer group this client was blocked on no longer exists"))
-            }
+            None => return Some(Reply::err("NOGROUP the consumer group this client was blocked on no longer exists")),
             Some(g) => g.last_id,
         },
         None => w.ids[k],

@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::listpack::{lp_entry, lp_int_entry};
+use crate::object_size::jemalloc_usable;
 
 /// Redis's default `stream-node-max-bytes`.
 pub const NODE_MAX_BYTES: usize = 4096;
@@ -16,6 +17,8 @@ pub const NODE_MAX_ENTRIES: u64 = 100;
 /// A listpack's header (total bytes, element count) and end byte.
 const LP_EMPTY: usize = 7;
 const FLAG_SAMEFIELDS: i64 = 2;
+/// `STREAM_LISTPACK_MAX_PRE_ALLOCATE`: what a new node's listpack is allocated up front.
+const LISTPACK_PREALLOC: usize = 4096;
 
 /// A stream entry ID: milliseconds and sequence.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -76,6 +79,10 @@ pub struct StreamNode {
     pub deleted: u64,
     /// Bytes of every listpack element but the two counters.
     body_bytes: usize,
+    /// The listpack's allocation as `zmalloc_size` reports it: a new node is allocated
+    /// `STREAM_LISTPACK_MAX_PRE_ALLOCATE` (4096) bytes, grows by exact reallocations past that,
+    /// shrinks exactly, and is shrunk to fit when the next node starts (`lpShrinkToFit`).
+    pub alloc: usize,
 }
 
 impl StreamEntry {
@@ -91,7 +98,15 @@ impl StreamNode {
         let body = lp_int_entry(master_fields.len() as i64)
             + master_fields.iter().map(|f| lp_entry(f)).sum::<usize>()
             + lp_int_entry(0);
-        let mut node = StreamNode { master_id, master_fields, entries: Vec::new(), live: 0, deleted: 0, body_bytes: body };
+        let mut node = StreamNode {
+            master_id,
+            master_fields,
+            entries: Vec::new(),
+            live: 0,
+            deleted: 0,
+            body_bytes: body,
+            alloc: 0,
+        };
         for e in entries {
             node.body_bytes += node.entry_bytes(&e);
             if e.deleted {
@@ -101,7 +116,26 @@ impl StreamNode {
             }
             node.entries.push(e);
         }
+        node.alloc = jemalloc_usable(node.lp_bytes());
         node
+    }
+
+    /// `lpInsert`'s reallocation when the listpack goes from `old` to `new` bytes.
+    fn resized(&mut self, old: usize, new: usize) {
+        if new < old || new > self.alloc {
+            self.alloc = jemalloc_usable(new);
+        }
+    }
+
+    /// The live and deleted counters rewritten one after the other, as Redis replaces them.
+    fn set_counts(&mut self, live: u64, deleted: u64) {
+        let b0 = self.lp_bytes();
+        self.live = live;
+        let b1 = self.lp_bytes();
+        self.resized(b0, b1);
+        self.deleted = deleted;
+        let b2 = self.lp_bytes();
+        self.resized(b1, b2);
     }
 
     /// The master entry's field names.
@@ -159,6 +193,11 @@ impl StreamNode {
         }
         let lp_count = if e.same_fields { nf + 3 } else { 2 * nf + 4 };
         n + lp_int_entry(lp_count as i64)
+    }
+
+    /// The listpack's size before an entry's elements are appended, its live count already one more.
+    fn live_bytes_with_one_more(&self) -> usize {
+        LP_EMPTY + lp_int_entry(self.live as i64 + 1) + lp_int_entry(self.deleted as i64) + self.body_bytes
     }
 
     /// The node's last entry ID, deleted or not (`lpGetEdgeStreamID`).
@@ -246,6 +285,12 @@ impl Stream {
             Some(n) => n.lp_bytes() + totelelen >= NODE_MAX_BYTES || n.live + n.deleted >= NODE_MAX_ENTRIES,
         };
         if need_new {
+            if let Some(tail) = self.nodes.last_mut() {
+                let bytes = tail.lp_bytes();
+                if tail.alloc > bytes {
+                    tail.alloc = jemalloc_usable(bytes);
+                }
+            }
             let master_fields: Vec<Vec<u8>> = fields.iter().map(|(f, _)| f.to_vec()).collect();
             let body = lp_int_entry(master_fields.len() as i64)
                 + master_fields.iter().map(|f| lp_entry(f)).sum::<usize>()
@@ -257,7 +302,13 @@ impl Stream {
                 live: 0,
                 deleted: 0,
                 body_bytes: body,
+                alloc: jemalloc_usable(LISTPACK_PREALLOC.max(LP_EMPTY)),
             });
+        } else {
+            // The live count is rewritten first, then the entry appended.
+            let node = self.nodes.last_mut().expect("a tail node");
+            let (b0, b1) = (node.lp_bytes(), node.live_bytes_with_one_more());
+            node.resized(b0, b1);
         }
         let node = self.nodes.last_mut().expect("a tail node");
         let same_fields = node.master_fields.len() == fields.len()
@@ -268,9 +319,12 @@ impl Stream {
             deleted: false,
             same_fields,
         };
+        let before = node.live_bytes_with_one_more();
         node.body_bytes += node.entry_bytes(&entry);
         node.entries.push(entry);
         node.live += 1;
+        let after = node.lp_bytes();
+        node.resized(before, after);
         self.length += 1;
         self.entries_added += 1;
         self.last_id = id;
@@ -290,8 +344,8 @@ impl Stream {
         if node.live == 1 {
             self.nodes.remove(ni);
         } else {
-            node.live -= 1;
-            node.deleted += 1;
+            let (live, deleted) = (node.live - 1, node.deleted + 1);
+            node.set_counts(live, deleted);
         }
         self.length -= 1;
         true
@@ -342,14 +396,22 @@ impl Stream {
                     *length -= 1;
                 }
             }
-            node.live -= from_node;
-            node.deleted += from_node;
+            let (live, deleted) = (node.live - from_node, node.deleted + from_node);
+            node.set_counts(live, deleted);
             break;
         }
         if removed > 0 {
             self.first_id = if self.length == 0 { StreamId::MIN } else { self.edge_id(true) };
         }
         removed
+    }
+
+    /// Every node's listpack allocated at its exact size, as a duplicate (`streamDup`) or a
+    /// loaded stream holds them.
+    pub fn fit_allocations(&mut self) {
+        for n in &mut self.nodes {
+            n.alloc = jemalloc_usable(n.lp_bytes());
+        }
     }
 
     /// `streamGetEdgeID` skipping tombstones: the first (or last) live ID; MAX (or MIN) when empty.
@@ -369,8 +431,10 @@ impl Stream {
 
     /// The live entry `id`, if any.
     pub fn entry(&self, id: StreamId) -> Option<&StreamEntry> {
-        let ni = self.nodes.iter().rposition(|n| n.master_id <= id)?;
-        self.nodes[ni].entries.iter().find(|e| e.id == id && !e.deleted)
+        let ni = self.nodes.partition_point(|n| n.master_id <= id).checked_sub(1)?;
+        let entries = &self.nodes[ni].entries;
+        let at = entries.binary_search_by(|e| e.id.cmp(&id)).ok()?;
+        Some(&entries[at]).filter(|e| !e.deleted)
     }
 
     /// XDEL's deletion (`xdelCommand`): deletes each ID, keeping the first ID and the highest
@@ -450,18 +514,7 @@ impl Stream {
     /// master ID as 16 big-endian bytes (a compressed trie: a node per branching point, one per
     /// run of single-child bytes, one per key).
     pub fn rax_nodes(&self) -> u64 {
-        let keys: Vec<[u8; 16]> = self
-            .nodes
-            .iter()
-            .map(|n| {
-                let mut k = [0u8; 16];
-                k[..8].copy_from_slice(&n.master_id.ms.to_be_bytes());
-                k[8..].copy_from_slice(&n.master_id.seq.to_be_bytes());
-                k
-            })
-            .collect();
-        let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
-        rax_count(&refs)
+        id_rax_nodes(self.nodes.iter().map(|n| &n.master_id))
     }
 
     /// Live entries with IDs in `[start, end]`, in order (reversed with `rev`), at most `count`
@@ -471,16 +524,21 @@ impl Stream {
         if start > end {
             return out;
         }
+        // Only the nodes that may hold IDs in the range (found by binary search, as Redis seeks its
+        // radix tree): from the first whose last entry reaches `start` to the last starting by `end`.
+        let from = self.nodes.partition_point(|n| n.last_id() < start);
+        let to = self.nodes.partition_point(|n| n.master_id <= end).max(from);
+        let nodes = &self.nodes[from..to];
         let live = |e: &&StreamEntry| !e.deleted && e.id >= start && e.id <= end;
         if rev {
-            for e in self.nodes.iter().rev().flat_map(|n| n.entries.iter().rev()).filter(live) {
+            for e in nodes.iter().rev().flat_map(|n| n.entries.iter().rev()).filter(live) {
                 if count != 0 && out.len() == count {
                     break;
                 }
                 out.push(e);
             }
         } else {
-            for e in self.nodes.iter().flat_map(|n| n.entries.iter()).filter(live) {
+            for e in nodes.iter().flat_map(|n| n.entries.iter()).filter(live) {
                 if count != 0 && out.len() == count {
                     break;
                 }
@@ -489,6 +547,20 @@ impl Stream {
         }
         out
     }
+}
+
+/// The nodes of Redis's radix tree keyed by these IDs (sorted) as 16 big-endian bytes.
+pub fn id_rax_nodes<'a>(ids: impl Iterator<Item = &'a StreamId>) -> u64 {
+    let keys: Vec<[u8; 16]> = ids
+        .map(|id| {
+            let mut k = [0u8; 16];
+            k[..8].copy_from_slice(&id.ms.to_be_bytes());
+            k[8..].copy_from_slice(&id.seq.to_be_bytes());
+            k
+        })
+        .collect();
+    let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+    rax_count(&refs)
 }
 
 /// The nodes of a compressed radix tree over `keys` (sorted, distinct, none a prefix of another).
@@ -554,6 +626,38 @@ mod tests {
         assert_eq!(s.nodes.len(), 1);
         s.append(id(3, 0), &[(b"field", b"v")]).unwrap();
         assert_eq!(s.nodes.len(), 2, "the tail node was full in bytes");
+    }
+
+    #[test]
+    fn ranges_and_lookups_seek_the_right_nodes() {
+        let mut s = Stream::default();
+        for i in 1..=350u64 {
+            s.append(id(i, i % 3), &[(b"f", b"v")]).unwrap();
+        }
+        assert_eq!(s.nodes.len(), 4);
+        let ids = |v: Vec<&StreamEntry>| v.iter().map(|e| e.id.ms).collect::<Vec<_>>();
+        assert_eq!(ids(s.range(id(99, 0), id(102, 0), 0, false)), [99, 100, 101, 102]);
+        assert_eq!(ids(s.range(id(100, 1), id(201, 0), 2, true)), [201, 200]);
+        assert_eq!(ids(s.range(id(350, 3), StreamId::MAX, 0, false)), Vec::<u64>::new());
+        assert_eq!(ids(s.range(StreamId::MIN, id(1, 0), 0, false)), Vec::<u64>::new());
+        assert_eq!(s.range(StreamId::MIN, StreamId::MAX, 0, false).len(), 350);
+        assert_eq!(s.entry(id(101, 2)).map(|e| e.id), Some(id(101, 2)));
+        assert!(s.entry(id(101, 0)).is_none());
+        assert_eq!(s.xdel(&[id(1, 1), id(101, 2)]), 2);
+        assert!(s.entry(id(101, 2)).is_none());
+        assert_eq!((s.first_id, s.max_deleted_entry_id, s.entries_added, s.length), (id(2, 2), id(101, 2), 350, 348));
+        // Redis 7.0.15 reports 4 radix tree keys and 11 nodes for this stream.
+        assert_eq!((s.nodes.len(), s.rax_nodes()), (4, 11));
+    }
+
+    #[test]
+    fn radix_tree_nodes_count_as_redis_counts_them() {
+        assert_eq!(rax_count(&[]), 1);
+        assert_eq!(rax_count(&[b"abc"]), 2);
+        // "ab" then a branch on c/d, each followed by its leaf.
+        assert_eq!(rax_count(&[b"abc", b"abd"]), 4);
+        // A branch at the root, one side compressed.
+        assert_eq!(rax_count(&[b"axy", b"bxy"]), 5);
     }
 
     #[test]
