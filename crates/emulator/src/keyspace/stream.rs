@@ -567,7 +567,7 @@ pub fn id_rax_nodes<'a>(ids: impl Iterator<Item = &'a StreamId>) -> u64 {
 fn rax_count(keys: &[&[u8]]) -> u64 {
     match keys {
         [] => 1,
-        [k] if k.is_empty() => 1,
+        [[]] => 1,
         [_] => 2,
         _ => {
             let common = (0..).take_while(|&i| keys.iter().all(|k| k.len() > i && k[i] == keys[0][i])).count();
