@@ -7,6 +7,7 @@ use crate::command_spec::{arg_i64, eq_ic, CommandSpec, KeySpec, SYNTAX};
 use crate::core::Core;
 use crate::keyspace::{c_sign_and_digits, parse_canonical_i64, Stream, StreamId, Trim, Value};
 use crate::reply::Reply;
+use crate::settings::notify;
 use crate::tri;
 
 pub static COMMANDS: &[CommandSpec] = &[
@@ -204,10 +205,12 @@ fn xadd(core: &mut Core, a: &[&[u8]]) -> Reply {
     if s.append(id, &fields).is_err() {
         return Reply::err(NOT_GREATER);
     }
-    if let Some(how) = p.trim {
-        s.trim(how, p.approx, p.limit);
-    }
+    let trimmed = p.trim.map_or(0, |how| s.trim(how, p.approx, p.limit));
     core.touch(key);
+    core.notify(notify::STREAM, "xadd", key);
+    if trimmed > 0 {
+        core.notify(notify::STREAM, "xtrim", key);
+    }
     Reply::Bulk(id.to_bytes())
 }
 
