@@ -230,3 +230,50 @@ fn blocked_stream_readers_time_out_when_the_virtual_clock_passes_their_deadline(
     assert_eq!(entry[..2], [bulk("5-1"), bulk("c")]);
     assert_eq!(entry[2], Reply::Int(250), "idle time on the virtual clock");
 }
+
+/// The stream events each command publishes, in Redis's order.
+fn stream_events(port: u16) -> Vec<Reply> {
+    let (mut sub, mut c) = (Conn::open(port), Conn::open(port));
+    c.call(&["FLUSHALL"]);
+    c.call(&["CONFIG", "SET", "notify-keyspace-events", "Et"]);
+    sub.call(&["PSUBSCRIBE", "__keyevent@*"]);
+    for line in [
+        &["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"][..],
+        &["XGROUP", "CREATECONSUMER", "s", "g", "bob"],
+        &["XADD", "s", "1-1", "f", "v"],
+        &["XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", ">"],
+        &["XGROUP", "SETID", "s", "g", "0"],
+        &["XSETID", "s", "5-5"],
+        &["XCLAIM", "s", "g", "carol", "0", "1-1"],
+        &["XAUTOCLAIM", "s", "g", "dave", "0", "0"],
+        &["XACK", "s", "g", "1-1"],
+        &["XGROUP", "DELCONSUMER", "s", "g", "nobody"],
+        &["XGROUP", "DELCONSUMER", "s", "g", "bob"],
+        &["XGROUP", "DESTROY", "s", "g"],
+        &["XADD", "s", "MAXLEN", "0", "6-1", "f", "v"],
+        &["XDEL", "s", "1-1"],
+    ] {
+        assert!(!c.call(line).is_error(), "{line:?}");
+    }
+    c.call(&["PUBLISH", "__keyevent@0__:end", "s"]);
+    let mut got = Vec::new();
+    loop {
+        let m = sub.read();
+        let end = matches!(&m, Reply::Array(v) if v.get(2) == Some(&Reply::Bulk(b"__keyevent@0__:end".to_vec())));
+        got.push(m);
+        if end {
+            break;
+        }
+    }
+    c.call(&["CONFIG", "SET", "notify-keyspace-events", ""]);
+    got
+}
+
+#[test]
+fn stream_commands_publish_redis_keyspace_events() {
+    let Some(redis) = RedisServer::start_or_skip("stream_commands_publish_redis_keyspace_events") else { return };
+    let serve = LimitlabServe::start(&[]);
+    let ours = stream_events(serve.port());
+    assert!(ours.len() > 10, "{ours:?}");
+    assert_eq!(ours, stream_events(redis.port()));
+}
