@@ -157,6 +157,16 @@ pub fn fingerprint(entry: Option<&Entry>) -> u64 {
                     e.deleted.hash(&mut h);
                 }
             }
+            (s.first_id, s.max_deleted_entry_id, s.entries_added).hash(&mut h);
+            for (name, g) in &s.cgroups {
+                (name, g.last_id, g.entries_read).hash(&mut h);
+                for (id, n) in &g.pel {
+                    (id, n.delivery_time, n.delivery_count, &n.consumer).hash(&mut h);
+                }
+                for (c, cons) in &g.consumers {
+                    (c, cons.seen_time).hash(&mut h);
+                }
+            }
         }
     }
     // Never 0, which stands for a missing key.

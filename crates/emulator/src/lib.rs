@@ -20,6 +20,7 @@ pub mod lua;
 pub mod multi;
 pub mod object_size;
 pub mod rdb;
+pub mod rdb_stream;
 pub mod reply;
 pub mod settings;
 pub mod split_args;

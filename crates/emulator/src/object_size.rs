@@ -202,19 +202,39 @@ pub fn value_usage(value: &Value, samples: usize) -> u64 {
         Value::ZSet(z) => zset_usage(z, samples),
         Value::List(l) => list_usage(l.iter().map(|e| e.as_slice()), samples),
         Value::Set(s) => set_usage(s, samples),
-        Value::Stream(s) => stream_usage(s),
+        Value::Stream(s) => stream_usage(s, samples),
     }
 }
 
-/// An estimate for a stream (not calibrated against Redis, which counts `lpBytes` of sampled nodes and
-/// its radix tree's nodes): the robj, the stream struct, a radix tree node per listpack node, and
-/// each node's listpack bytes.
-fn stream_usage(s: &super::keyspace::Stream) -> u64 {
-    const STREAM_STRUCT: usize = 80;
-    const RAX: usize = 24;
-    const RAX_NODE: usize = 48;
-    let nodes: usize = s.nodes.iter().map(|n| RAX_NODE + n.lp_bytes()).sum();
-    (ROBJ + STREAM_STRUCT + RAX + nodes) as u64
+/// `objectComputeSize` of a stream: the robj and stream structs, the radix tree of nodes
+/// (`streamRadixTreeMemoryUsage`: 16 bytes per key, 244 per tree node), the listpacks' allocations
+/// (the first `samples` averaged over all but the last, then the last's own), and for each consumer
+/// group its struct, its pending entries list (tree and NACKs) and each consumer's struct, name length and
+/// pending list tree.
+fn stream_usage(s: &super::keyspace::Stream, samples: usize) -> u64 {
+    const STREAM: usize = 80;
+    const CG: usize = 40;
+    const NACK: usize = 24;
+    const CONSUMER: usize = 24;
+    let rax = |keys: usize, nodes: u64| (keys * 16) as u64 + nodes * (4 + 8 * 30);
+    let mut asize = (ROBJ + STREAM) as u64 + rax(s.nodes.len(), s.rax_nodes());
+    let seen = samples.min(s.nodes.len());
+    let lpsize: usize = s.nodes.iter().take(seen).map(|n| n.alloc).sum();
+    if s.nodes.len() <= seen {
+        asize += lpsize as u64;
+    } else {
+        let avg = lpsize / seen.max(1);
+        asize += (avg * (s.nodes.len() - 1)) as u64 + s.nodes.last().map_or(0, |n| n.alloc) as u64;
+    }
+    for g in s.cgroups.values() {
+        asize += CG as u64 + rax(g.pel.len(), super::keyspace::stream::id_rax_nodes(g.pel.keys()));
+        asize += (NACK * g.pel.len()) as u64;
+        for (name, c) in &g.consumers {
+            asize += (CONSUMER + name.len()) as u64;
+            asize += rax(c.pel.len(), super::keyspace::stream::id_rax_nodes(c.pel.iter()));
+        }
+    }
+    asize
 }
 
 /// `asize += (double)elesize/samples*count`, with C's conversion back to `size_t`.

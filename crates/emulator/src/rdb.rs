@@ -5,11 +5,12 @@
 //! hashtable hashes, intset or hashtable sets, listpack or skiplist sorted sets, quicklists of
 //! listpacks), so that a payload from the emulator restores in a real Redis and the other way
 //! round. Reading also takes the older encodings a Redis 7.0 still loads (plain lists and sorted
-//! sets, ziplists). Streams are not handled.
+//! sets, ziplists). Streams are in `crate::rdb_stream`.
 use std::collections::VecDeque;
 
 use crate::keyspace::{parse_canonical_i64, Hash, RStr, SetValue, Value, ZSet};
-use crate::lua::functions::rdb::{crc64, lzf_compress, lzf_decompress, rdb_save_len as save_len};
+pub(crate) use crate::lua::functions::rdb::rdb_save_len as save_len;
+use crate::lua::functions::rdb::{crc64, lzf_compress, lzf_decompress};
 use crate::reply::fmt_g;
 
 /// Redis 7.0's RDB version.
@@ -29,6 +30,8 @@ const T_LIST_QUICKLIST: u8 = 14;
 const T_HASH_LISTPACK: u8 = 16;
 const T_ZSET_LISTPACK: u8 = 17;
 const T_LIST_QUICKLIST_2: u8 = 18;
+pub(crate) const T_STREAM_LISTPACKS: u8 = 15;
+pub(crate) const T_STREAM_LISTPACKS_2: u8 = 19;
 
 /// A quicklist node holding one listpack (`QUICKLIST_NODE_CONTAINER_PACKED`), or one element as is.
 const CONTAINER_PLAIN: u64 = 1;
@@ -56,7 +59,7 @@ fn encode_int(out: &mut Vec<u8>, v: i64) -> bool {
 
 /// `rdbSaveRawString`: short canonical integers as integers, strings over 20 bytes LZF-compressed
 /// when that saves room (and `compress`, the `rdbcompression` setting), else the bytes.
-fn save_string(out: &mut Vec<u8>, s: &[u8], compress: bool) {
+pub(crate) fn save_string(out: &mut Vec<u8>, s: &[u8], compress: bool) {
     if s.len() <= 11 {
         if let Some(v) = parse_canonical_i64(s) {
             if encode_int(out, v) {
@@ -161,7 +164,7 @@ fn lp_push(out: &mut Vec<u8>, e: &[u8]) {
 }
 
 /// A listpack of `entries`: total bytes, element count (65535 when larger), the entries, 0xFF.
-fn listpack<'a>(entries: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
+pub(crate) fn listpack<'a>(entries: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
     let mut lp = vec![0u8; 6];
     let mut n = 0usize;
     for e in entries {
@@ -285,7 +288,10 @@ fn save_object(out: &mut Vec<u8>, v: &Value, compress: bool) -> Option<()> {
                 out.extend_from_slice(&s.to_le_bytes());
             }
         }
-        Value::Stream(_) => return None,
+        Value::Stream(st) => {
+            out.push(T_STREAM_LISTPACKS_2);
+            crate::rdb_stream::save(out, st, compress);
+        }
     }
     Some(())
 }
@@ -318,18 +324,18 @@ pub fn payload_ok(p: &[u8]) -> bool {
 // ---- reading ---------------------------------------------------------------------------------------
 
 /// A cursor over a payload; every read fails (`None`) past the end instead of panicking.
-struct Reader<'a> {
-    b: &'a [u8],
-    at: usize,
+pub(crate) struct Reader<'a> {
+    pub(crate) b: &'a [u8],
+    pub(crate) at: usize,
 }
 
 impl<'a> Reader<'a> {
-    fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
+    pub(crate) fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
         let s = self.b.get(self.at..self.at.checked_add(n)?)?;
         self.at += n;
         Some(s)
     }
-    fn byte(&mut self) -> Option<u8> {
+    pub(crate) fn byte(&mut self) -> Option<u8> {
         Some(self.bytes(1)?[0])
     }
     /// `rdbLoadLenByRef`: the length, or the special encoding number with `true`.
@@ -346,14 +352,14 @@ impl<'a> Reader<'a> {
             },
         }
     }
-    fn len(&mut self) -> Option<u64> {
+    pub(crate) fn len(&mut self) -> Option<u64> {
         match self.len_or_enc()? {
             (n, false) => Some(n),
             _ => None,
         }
     }
     /// `rdbGenericLoadStringObject`: plain, integer-encoded or LZF-compressed.
-    fn string(&mut self) -> Option<Vec<u8>> {
+    pub(crate) fn string(&mut self) -> Option<Vec<u8>> {
         let (len, enc) = self.len_or_enc()?;
         if !enc {
             return Some(self.bytes(usize::try_from(len).ok()?)?.to_vec());
@@ -392,7 +398,7 @@ impl<'a> Reader<'a> {
 
 /// The entries of a listpack (integers in decimal), checked whole: header sizes, every entry's
 /// bounds and back length, the count, the end byte.
-fn lp_entries(lp: &[u8]) -> Option<Vec<Vec<u8>>> {
+pub(crate) fn lp_entries(lp: &[u8]) -> Option<Vec<Vec<u8>>> {
     if lp.len() < 7 || u32::from_le_bytes(lp[..4].try_into().ok()?) as usize != lp.len() {
         return None;
     }
@@ -621,6 +627,9 @@ pub fn load(p: &[u8]) -> Option<Value> {
         T_HASH => {
             let n = r.len()?;
             hash_from(strings(&mut r, n.checked_mul(2)?)?)
+        }
+        T_STREAM_LISTPACKS | T_STREAM_LISTPACKS_2 => {
+            crate::rdb_stream::load(&mut r, t == T_STREAM_LISTPACKS_2).map(|s| Value::Stream(Box::new(s)))
         }
         T_HASH_LISTPACK => hash_from(lp_entries(&r.string()?)?),
         T_HASH_ZIPLIST => hash_from(zl_entries(&r.string()?)?),

@@ -88,11 +88,16 @@ enum Serve {
     ZPop { max: bool },
     /// BZMPOP: up to `count`, `[key, [[member, score], ...]]`.
     ZMPop { max: bool, count: usize },
+    /// XREAD/XREADGROUP: the entries after an ID (`cmd::stream_read`).
+    Stream(super::stream_read::StreamWait),
 }
 
 impl Serve {
     fn zset(&self) -> bool {
         matches!(self, Serve::ZPop { .. } | Serve::ZMPop { .. })
+    }
+    fn stream(&self) -> bool {
+        matches!(self, Serve::Stream(_))
     }
     /// The reply on timeout: a nil for BLMOVE/BRPOPLPUSH, a nil array for the others.
     fn timeout_reply(&self) -> Reply {
@@ -233,6 +238,16 @@ fn block(core: &mut Core, keys: &[&[u8]], deadline: i64, serve: Serve) -> Reply 
     Reply::NilArray
 }
 
+/// Blocks an XREAD/XREADGROUP caller on `keys` (a nil array when it may not block).
+pub(crate) fn block_stream(
+    core: &mut Core,
+    keys: &[&[u8]],
+    deadline: i64,
+    wait: super::stream_read::StreamWait,
+) -> Reply {
+    block(core, keys, deadline, Serve::Stream(wait))
+}
+
 fn bpop(core: &mut Core, a: &[&[u8]], front: bool) -> Reply {
     let deadline = tri!(parse_timeout(core, a[a.len() - 1]));
     let keys = &a[1..a.len() - 1];
@@ -338,6 +353,7 @@ impl Core {
             Serve::MPop { front, count } => lists::mpop(self, &[key], *front, *count),
             Serve::ZPop { max } => zsets::bzpop_one(self, key, *max),
             Serve::ZMPop { max, count } => zsets::zmpop_keys(self, &[key], *max, *count),
+            Serve::Stream(_) => Reply::NilArray,
         }
     }
 
@@ -355,6 +371,17 @@ impl Core {
             while i < self.blocking.waiters.len() {
                 let (db, zset) = (self.blocking.waiters[i].db, self.blocking.waiters[i].serve.zset());
                 self.select(db);
+                if self.blocking.waiters[i].serve.stream() {
+                    // Stream readers are not consumers of the key: each is served when its key
+                    // has entries after its ID, in blocking order.
+                    if self.serve_stream_waiter(i) {
+                        served = true;
+                        i = 0;
+                    } else {
+                        i += 1;
+                    }
+                    continue;
+                }
                 let found = (0..self.blocking.waiters[i].keys.len()).find(|&k| {
                     let key = self.blocking.waiters[i].keys[k].clone();
                     self.ready_for(&key, zset)
@@ -368,7 +395,7 @@ impl Core {
                 let first = (0..self.blocking.waiters.len())
                     .find(|&j| {
                         let w = &self.blocking.waiters[j];
-                        w.db == db && w.serve.zset() == zset && w.keys.contains(&key)
+                        w.db == db && !w.serve.stream() && w.serve.zset() == zset && w.keys.contains(&key)
                     })
                     .unwrap_or(i);
                 let w = self.blocking.waiters.remove(first);
@@ -386,6 +413,23 @@ impl Core {
         self.select(selected);
         self.caller = caller;
         self.resp3 = resp3;
+    }
+
+    /// Serves the stream reader `i` (its database selected) if one of its keys is ready for it.
+    fn serve_stream_waiter(&mut self, i: usize) -> bool {
+        let Serve::Stream(wait) = self.blocking.waiters[i].serve.clone() else { return false };
+        let (client, resp3) = (self.blocking.waiters[i].client, self.blocking.waiters[i].resp3);
+        let keys = self.blocking.waiters[i].keys.clone();
+        self.caller = client;
+        self.resp3 = resp3;
+        for (k, key) in keys.iter().enumerate() {
+            if let Some(r) = super::stream_read::serve_waiter(self, key, k, &wait, resp3) {
+                self.blocking.waiters.remove(i);
+                self.outbox.push((client, Deliver::Unblock(r)));
+                return true;
+            }
+        }
+        false
     }
 
     /// Answers, with their timeout reply, the waiters whose deadline is before `now` (the

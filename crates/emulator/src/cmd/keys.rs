@@ -245,6 +245,10 @@ fn copy(core: &mut Core, a: &[&[u8]]) -> Reply {
         Value::Str(RStr::Int(i)) if (0..10_000).contains(&i) => Some(i),
         _ => None,
     };
+    // `streamDup` allocates each listpack at its exact size.
+    if let Value::Stream(s) = &mut entry.value {
+        s.fit_allocations();
+    }
     let target = core.db_at(db);
     if target.get(dst, now).is_some() && !replace {
         return Reply::Int(0);

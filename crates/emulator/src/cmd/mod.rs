@@ -25,6 +25,8 @@ pub mod scripting;
 pub mod server;
 pub mod sets;
 pub mod sort;
+pub mod stream_groups;
+pub mod stream_read;
 pub mod streams;
 pub mod strings;
 pub mod transactions;
@@ -49,6 +51,8 @@ fn table() -> &'static FxHashMap<&'static [u8], CommandSpec> {
             bitmaps::COMMANDS,
             hyperloglog::COMMANDS,
             streams::COMMANDS,
+            stream_groups::COMMANDS,
+            stream_read::COMMANDS,
             keys::COMMANDS,
             dump::COMMANDS,
             hashes::COMMANDS,

@@ -459,7 +459,6 @@ fn table_event(name: &str) -> Option<(u32, &'static str, When, Keys)> {
         "zinterstore" => (ZSET, "zinterstore", Ok, First),
         "zdiffstore" => (ZSET, "zdiffstore", Ok, First),
         "zrangestore" => (ZSET, "zrangestore", Ok, First),
-        "xadd" => (STREAM, "xadd", Changed, First),
         "xdel" => (STREAM, "xdel", Changed, First),
         "xtrim" => (STREAM, "xtrim", Changed, First),
         _ => return None,

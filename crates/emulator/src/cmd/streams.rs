@@ -7,6 +7,7 @@ use crate::command_spec::{arg_i64, eq_ic, CommandSpec, KeySpec, SYNTAX};
 use crate::core::Core;
 use crate::keyspace::{c_sign_and_digits, parse_canonical_i64, Stream, StreamId, Trim, Value};
 use crate::reply::Reply;
+use crate::settings::notify;
 use crate::tri;
 
 pub static COMMANDS: &[CommandSpec] = &[
@@ -18,7 +19,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "xdel", arity: -3, flags: WRITE, keys: KeySpec::ONE, handler: xdel },
 ];
 
-const INVALID_ID: &str = "ERR Invalid stream ID specified as stream command argument";
+pub(crate) const INVALID_ID: &str = "ERR Invalid stream ID specified as stream command argument";
 const NOT_GREATER: &str = "ERR The ID specified in XADD is equal or smaller than the target stream top item";
 
 /// Redis's `string2ull`: a canonical non-negative integer, or what `strtoull` accepts in base 10
@@ -40,7 +41,7 @@ fn string2ull(s: &[u8]) -> Option<u64> {
 
 /// Redis's `streamGenericParseIDOrReply`: `-`, `+` (refused when `strict`), `<ms>`, `<ms>-<seq>`, and
 /// with `star` the `<ms>-*` form. Returns the ID and whether a sequence was given.
-fn parse_id(arg: &[u8], missing_seq: u64, strict: bool, star: bool) -> Result<(StreamId, bool), Reply> {
+pub(crate) fn parse_id(arg: &[u8], missing_seq: u64, strict: bool, star: bool) -> Result<(StreamId, bool), Reply> {
     let invalid = || Reply::err(INVALID_ID);
     if arg.len() > 127 {
         return Err(invalid());
@@ -150,7 +151,7 @@ fn parse_add_trim(a: &[&[u8]], xadd: bool) -> Result<AddTrimArgs, Reply> {
 }
 
 /// The stream at `key`: Ok(None) when missing, WRONGTYPE for other types.
-fn stream_mut<'a>(core: &'a mut Core, key: &[u8]) -> Result<Option<&'a mut Stream>, Reply> {
+pub(crate) fn stream_mut<'a>(core: &'a mut Core, key: &[u8]) -> Result<Option<&'a mut Stream>, Reply> {
     let now = core.now_ms();
     core.db.typed(key, now, |v| if let Value::Stream(s) = v { Some(&mut **s) } else { None }).map_err(Reply::err)
 }
@@ -204,10 +205,12 @@ fn xadd(core: &mut Core, a: &[&[u8]]) -> Reply {
     if s.append(id, &fields).is_err() {
         return Reply::err(NOT_GREATER);
     }
-    if let Some(how) = p.trim {
-        s.trim(how, p.approx, p.limit);
-    }
+    let trimmed = p.trim.map_or(0, |how| s.trim(how, p.approx, p.limit));
     core.touch(key);
+    core.notify(notify::STREAM, "xadd", key);
+    if trimmed > 0 {
+        core.notify(notify::STREAM, "xtrim", key);
+    }
     Reply::Bulk(id.to_bytes())
 }
 
@@ -231,7 +234,7 @@ fn xlen(core: &mut Core, a: &[&[u8]]) -> Reply {
 }
 
 /// `streamParseIntervalIDOrReply`: `(` before an ID excludes it (strict parsing of the rest).
-fn interval_id(arg: &[u8], missing_seq: u64) -> Result<(StreamId, bool), Reply> {
+pub(crate) fn interval_id(arg: &[u8], missing_seq: u64) -> Result<(StreamId, bool), Reply> {
     if arg.len() > 1 && arg[0] == b'(' {
         let (id, _) = parse_id(&arg[1..], missing_seq, true, false)?;
         Ok((id, true))
@@ -272,15 +275,13 @@ fn xrange_generic(core: &mut Core, a: &[&[u8]], rev: bool) -> Reply {
         return Reply::NilArray;
     }
     let count = if count < 0 { 0 } else { count as usize };
-    Reply::Array(
-        s.range(start, end, count, rev)
-            .into_iter()
-            .map(|e| {
-                let kv = e.fields.iter().flat_map(|(f, v)| [Reply::Bulk(f.clone()), Reply::Bulk(v.clone())]).collect();
-                Reply::Array(vec![Reply::Bulk(e.id.to_bytes()), Reply::Array(kv)])
-            })
-            .collect(),
-    )
+    Reply::Array(s.range(start, end, count, rev).into_iter().map(entry_reply).collect())
+}
+
+/// An entry as XRANGE and the reading commands reply it: `[id, [field, value, ...]]`.
+pub(crate) fn entry_reply(e: &crate::keyspace::stream::StreamEntry) -> Reply {
+    let kv = e.fields.iter().flat_map(|(f, v)| [Reply::Bulk(f.clone()), Reply::Bulk(v.clone())]).collect();
+    Reply::Array(vec![Reply::Bulk(e.id.to_bytes()), Reply::Array(kv)])
 }
 
 fn xrange(core: &mut Core, a: &[&[u8]]) -> Reply {
@@ -302,7 +303,7 @@ fn xdel(core: &mut Core, a: &[&[u8]]) -> Reply {
         ids.push(tri!(parse_id(arg, 0, true, false)).0);
     }
     let s = tri!(stream_mut(core, key)).expect("present");
-    let deleted = ids.into_iter().filter(|&id| s.delete(id)).count();
+    let deleted = s.xdel(&ids);
     if deleted > 0 {
         core.touch(key);
     }
