@@ -75,6 +75,8 @@ pub struct Core {
     pub no_reply: bool,
     /// Keys a write may create, noted before it runs while `new` notifications are on.
     pub new_keys: Vec<Vec<u8>>,
+    /// The ACL users and log.
+    pub acl: crate::acl::Acl,
 }
 
 impl Core {
@@ -107,6 +109,7 @@ impl Core {
             outbox: Vec::new(),
             no_reply: false,
             new_keys: Vec::new(),
+            acl: Default::default(),
         };
         core.started_ms = core.clock.now_millis().0;
         let first = core.new_client();
@@ -119,7 +122,9 @@ impl Core {
         let id = self.next_client_id;
         self.next_client_id += 1;
         let now = self.clock.now_millis().0;
-        Client { id, created_ms: now, last_ms: now, ..Client::default() }
+        let d = self.acl.default_user();
+        let authenticated = d.nopass && d.enabled;
+        Client { id, created_ms: now, last_ms: now, authenticated, ..Client::default() }
     }
 
     /// The time, in unix milliseconds, against which keys expire.

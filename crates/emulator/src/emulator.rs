@@ -162,6 +162,34 @@ impl Emulator {
         }
     }
 
+    /// AUTH (and HELLO's AUTH: `command` says which) for client `id`: whether `user`/`pass` open the door; the client is
+    /// then that user's. A failure goes to the ACL log.
+    pub fn authenticate(&mut self, id: ClientId, user: &[u8], pass: &[u8], command: &'static str) -> bool {
+        self.core.borrow_mut().authenticate(id, user, pass, command)
+    }
+
+    /// Whether client `id` must authenticate before anything else.
+    pub fn auth_required(&self, id: ClientId) -> bool {
+        self.core.borrow().auth_required(id)
+    }
+
+    /// Whether the default user has no password (AUTH with a password alone is then an error).
+    pub fn default_user_nopass(&self) -> bool {
+        self.core.borrow().acl.default_user().nopass
+    }
+
+    /// The ACL check of a command a server answers itself (or looks at before the emulator runs
+    /// it): None when client `id` may run it, else Redis's NOPERM error (the denial is logged and
+    /// counted as a rejected call).
+    pub fn acl_refusal(&mut self, id: ClientId, args: &[&[u8]]) -> Option<Reply> {
+        let mut core = self.core.borrow_mut();
+        let (d, full) = core.acl_check(id, args, "toplevel").err()?;
+        if let Some(spec) = cmd::lookup(args[0]) {
+            core.stats.rejected(StatKey::of(spec, subcommand_name(spec, args)));
+        }
+        Some(cmd::acl::toplevel_error(d, &full))
+    }
+
     /// The number CLIENT LIST shows for client `id` (0 when it is gone).
     pub fn client_number(&self, id: ClientId) -> u64 {
         self.core.borrow_mut().client(id).map_or(0, |c| c.id)
@@ -246,6 +274,11 @@ impl Emulator {
                 }
                 return r;
             }
+        }
+        let denied = self.core.borrow_mut().acl_check(id, args, "toplevel");
+        if let Err((d, full)) = denied {
+            self.core.borrow_mut().stats.rejected(key);
+            return cmd::acl::toplevel_error(d, &full);
         }
         let guarded = self.core.borrow().guarded();
         if guarded {

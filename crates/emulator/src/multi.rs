@@ -53,6 +53,12 @@ impl Emulator {
             self.flag_transaction(id);
             return Reply::err(admission::NO_MULTI);
         }
+        let denied = self.core.borrow_mut().acl_check(id, args, "multi");
+        if let Err((d, full)) = denied {
+            self.core.borrow_mut().stats.rejected(key);
+            self.flag_transaction(id);
+            return cmd::acl::toplevel_error(d, &full);
+        }
         let guarded = self.core.borrow().guarded();
         if guarded {
             let kind = match spec.name {
@@ -151,6 +157,7 @@ impl Emulator {
                 self.exec(id)
             }
             "client" => cmd::client::run(&mut core, id, args),
+            "acl" => cmd::acl::run(&mut core, id, args),
             _ => cmd::unknown_command(args),
         }
     }
@@ -213,7 +220,10 @@ impl Emulator {
         for cmd in &multi.queue {
             let refs: Vec<&[u8]> = cmd.iter().map(Vec::as_slice).collect();
             // Queued commands passed Redis's checks when queued (and EXEC for all of them).
+            // The ACL rules may have changed since the command was queued.
+            let denied = self.core.borrow_mut().acl_check(id, &refs, "multi");
             let r = match cmd::lookup(refs[0]) {
+                Some(_) if denied.is_err() => cmd::acl::exec_error(denied.err().expect("denied").0),
                 Some(spec) => {
                     let key = StatKey::of(spec, crate::emulator::subcommand_name(spec, &refs));
                     self.run_checked(id, spec, key, &refs)

@@ -10,6 +10,7 @@
 use std::fmt::Write as _;
 
 use crate::clients::{Client, ClientId};
+use crate::clock::Clock as _;
 use crate::command_spec::flags::*;
 use crate::command_spec::{eq_ic, CommandSpec, KeySpec, SYNTAX};
 use crate::core::Core;
@@ -293,6 +294,16 @@ fn list(core: &Core, a: &[&[u8]], now: i64) -> Reply {
     Reply::Bulk(out.into_bytes())
 }
 
+/// Client `id`'s CLIENT LIST line (with its `\n`); empty when it is gone.
+pub(crate) fn line_of(core: &Core, id: ClientId) -> String {
+    let now = core.clock.now_millis().0;
+    let mut out = String::new();
+    if let Some(c) = core.clients.get(id.index()).and_then(Option::as_ref) {
+        info_line(&mut out, c, now);
+    }
+    out
+}
+
 /// One CLIENT LIST line (with its `\n`), fields in Redis 7.0's order.
 fn info_line(out: &mut String, c: &Client, now: i64) {
     let (addr, laddr) = match &c.addr {
@@ -323,11 +334,12 @@ fn info_line(out: &mut String, c: &Client, now: i64) {
         out,
         "id={} addr={addr} laddr={laddr} fd=8 name={name} age={} idle={} flags={flags} db={} sub=0 psub=0 ssub=0 multi={multi} \
          qbuf=26 qbuf-free=20448 argv-mem=10 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 tot-mem=22426 events=r cmd={cmd} \
-         user=default redir=-1 resp={}",
+         user={} redir=-1 resp={}",
         c.id,
         (now - c.created_ms).max(0) / 1000,
         (now - c.last_ms).max(0) / 1000,
         c.db,
+        String::from_utf8_lossy(c.user.as_deref().unwrap_or(b"default")),
         if c.resp3 { 3 } else { 2 },
     );
 }

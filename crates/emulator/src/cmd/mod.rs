@@ -7,6 +7,7 @@ use super::reply::Reply;
 pub use crate::command_spec::*;
 use rustc_hash::FxHashMap;
 
+pub mod acl;
 pub mod bitmaps;
 pub mod blocking;
 pub mod client;
@@ -64,6 +65,7 @@ fn table() -> &'static FxHashMap<&'static [u8], CommandSpec> {
             databases::COMMANDS,
             command::COMMANDS,
             client::COMMANDS,
+            acl::COMMANDS,
             config::COMMANDS,
             info::COMMANDS,
             memory::COMMANDS,

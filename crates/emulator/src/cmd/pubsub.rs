@@ -103,6 +103,11 @@ impl PubSub {
         self.clients.get(&id).map_or((0, 0, 0), |s| (s.channels.len(), s.patterns.len(), s.shard.len()))
     }
 
+    /// What `id` subscribes to: channels, patterns, shard channels.
+    pub fn subscriptions(&self, id: ClientId) -> Option<(&[Vec<u8>], &[Vec<u8>], &[Vec<u8>])> {
+        self.clients.get(&id).map(|s| (s.channels.as_slice(), s.patterns.as_slice(), s.shard.as_slice()))
+    }
+
     /// Whether `id` is in Pub/Sub mode (subscribed to anything).
     pub fn subscribed(&self, id: ClientId) -> bool {
         self.clients.contains_key(&id)

@@ -68,6 +68,13 @@ fn call_found(
     if spec.has(flags::NOSCRIPT) || spec.has(flags::SCRIPTING) {
         return Err(Reply::err("ERR This Redis command is not allowed from script"));
     }
+    {
+        let mut c = core.borrow_mut();
+        let caller = c.caller;
+        if let Err((d, _)) = c.acl_check(caller, argv, "lua") {
+            return Err(cmd::acl::script_error(d));
+        }
+    }
     if st.read_only.get() && spec.has(flags::WRITE | flags::MAY_REPLICATE) {
         return Err(Reply::err("ERR Write commands are not allowed from read-only scripts."));
     }
