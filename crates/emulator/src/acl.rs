@@ -111,7 +111,8 @@ pub fn universe() -> &'static Universe {
     static U: OnceLock<Universe> = OnceLock::new();
     U.get_or_init(|| {
         let table = crate::cmd::command::redis_table();
-        let mut entries: Vec<(String, Reply, Vec<(String, Reply)>)> = table
+        type Entry = (String, Reply, Vec<(String, Reply)>);
+        let mut entries: Vec<Entry> = table
             .values()
             .map(|c| {
                 let mut subs: Vec<(String, Reply)> =
@@ -1107,7 +1108,10 @@ mod tests {
                 _ => panic!("accepted {ops:?}"),
             }
         };
-        assert_eq!(err(&["+nosuch"]), "ERR Error in ACL SETUSER modifier '+nosuch': Unknown command or category name in ACL");
+        assert_eq!(
+            err(&["+nosuch"]),
+            "ERR Error in ACL SETUSER modifier '+nosuch': Unknown command or category name in ACL"
+        );
         assert!(err(&["+config|get|x"]).ends_with("Allowing first-arg of a subcommand is not supported"));
         assert!(err(&["allkeys", "~b*"]).contains("'~b*': Adding a pattern after the * pattern"));
         assert_eq!(err(&["(+get"]), "ERR Unmatched parenthesis in acl selector starting at '(+get'.");

@@ -20,6 +20,11 @@ pub mod rflags {
     pub const STALE: u8 = 4;
     /// Refused inside MULTI (`no_multi`).
     pub const NO_MULTI: u8 = 8;
+    /// Reads or writes the keyspace (`readonly`, `write` or `may_replicate`): refused to a MONITOR
+    /// client.
+    pub const KEYSPACE: u8 = 16;
+    /// Not shown to MONITOR (`admin`, `skip_monitor`).
+    pub const UNMONITORED: u8 = 32;
 }
 
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
@@ -32,10 +37,12 @@ fn bits(flags: &[String]) -> u8 {
     let mut b = 0;
     for f in flags {
         b |= match f.as_str() {
-            "write" => rflags::WRITE,
+            "write" => rflags::WRITE | rflags::KEYSPACE,
             "denyoom" => rflags::DENYOOM,
             "stale" => rflags::STALE,
             "no_multi" => rflags::NO_MULTI,
+            "readonly" | "may_replicate" => rflags::KEYSPACE,
+            "admin" | "skip_monitor" => rflags::UNMONITORED,
             _ => 0,
         };
     }

@@ -77,6 +77,8 @@ pub struct Core {
     pub new_keys: Vec<Vec<u8>>,
     /// The ACL users and log.
     pub acl: crate::acl::Acl,
+    /// The clients in MONITOR mode, in the order they asked.
+    pub monitors: Vec<ClientId>,
 }
 
 impl Core {
@@ -110,6 +112,7 @@ impl Core {
             no_reply: false,
             new_keys: Vec::new(),
             acl: Default::default(),
+            monitors: Vec::new(),
         };
         core.started_ms = core.clock.now_millis().0;
         let first = core.new_client();
@@ -221,6 +224,7 @@ impl Core {
         self.unwatch_all(id);
         self.blocking.remove(id);
         self.pubsub.drop_client(id);
+        self.monitors.retain(|m| *m != id);
         self.outbox.retain(|(to, _)| *to != id);
         self.clients[id.index()] = if id == ClientId::DEFAULT { Some(self.new_client()) } else { None };
     }

@@ -16,6 +16,8 @@ pub enum Deliver {
     Unblock(Reply),
     /// CLIENT KILL: close the connection (after what was queued for it before).
     Close,
+    /// Bytes written as they are, whatever the protocol (a MONITOR line: `+...\r\n`).
+    Raw(Vec<u8>),
 }
 
 /// A delivery's address and content.

@@ -190,6 +190,29 @@ impl Emulator {
         Some(cmd::acl::toplevel_error(d, &full))
     }
 
+    /// RESET: client `id` is as a new connection (no transaction, WATCH, subscription, MONITOR,
+    /// name or user; database 0, RESP2) but keeps its id and age.
+    pub fn reset_client(&mut self, id: ClientId) {
+        let mut core = self.core.borrow_mut();
+        core.unwatch_all(id);
+        core.blocking.remove(id);
+        core.pubsub.drop_client(id);
+        core.monitors.retain(|m| *m != id);
+        let d = core.acl.default_user();
+        let authenticated = d.nopass && d.enabled;
+        if let Some(c) = core.client(id) {
+            c.multi = None;
+            c.dirty_cas = false;
+            c.db = 0;
+            c.name = None;
+            c.no_evict = false;
+            c.resp3 = false;
+            c.monitor = false;
+            c.user = None;
+            c.authenticated = authenticated;
+        }
+    }
+
     /// The number CLIENT LIST shows for client `id` (0 when it is gone).
     pub fn client_number(&self, id: ClientId) -> u64 {
         self.core.borrow_mut().client(id).map_or(0, |c| c.id)
@@ -280,6 +303,10 @@ impl Emulator {
             self.core.borrow_mut().stats.rejected(key);
             return cmd::acl::toplevel_error(d, &full);
         }
+        if let Some(r) = self.monitor_refusal(id, spec, sub) {
+            self.core.borrow_mut().stats.rejected(key);
+            return r;
+        }
         let guarded = self.core.borrow().guarded();
         if guarded {
             let flags = admission::redis_flags(spec, sub);
@@ -292,6 +319,36 @@ impl Emulator {
         self.run_checked(id, spec, key, args)
     }
 
+    /// A MONITOR client may not read or write keys (Redis takes it for a replica).
+    pub(crate) fn monitor_refusal(
+        &self,
+        id: ClientId,
+        spec: &'static cmd::CommandSpec,
+        sub: Option<&'static str>,
+    ) -> Option<Reply> {
+        let mut core = self.core.borrow_mut();
+        if core.monitors.is_empty() || !core.client(id).is_some_and(|c| c.monitor) {
+            return None;
+        }
+        let keyspace = admission::redis_flags(spec, sub) & admission::rflags::KEYSPACE != 0
+            || spec.has(cmd::flags::MAY_REPLICATE)
+            || (spec.has(cmd::flags::SCRIPTING) && (spec.name.starts_with("eval") || spec.name.starts_with("fcall")));
+        keyspace.then(|| Reply::err("ERR Replica can't interact with the keyspace"))
+    }
+
+    /// Shows a command a server answered itself to the MONITOR clients (with its secrets already
+    /// redacted), unless Redis keeps it from them.
+    pub fn feed_monitors(&mut self, id: ClientId, args: &[&[u8]]) {
+        let mut core = self.core.borrow_mut();
+        if core.monitors.is_empty() {
+            return;
+        }
+        let hidden = cmd::command::redis_lookup(args).is_ok_and(|c| c.has_flag("admin") || c.has_flag("skip_monitor"));
+        if !hidden {
+            core.feed_monitors(id, args, false);
+        }
+    }
+
     /// Runs a command that passed Redis's checks, and counts it (INFO commandstats).
     pub(crate) fn run_checked(
         &mut self,
@@ -300,6 +357,13 @@ impl Emulator {
         key: StatKey,
         args: &[&[u8]],
     ) -> Reply {
+        // EVAL and FCALL are shown before the commands their script calls; others once they ran.
+        let script_first =
+            spec.has(cmd::flags::SCRIPTING) && (spec.name.starts_with("eval") || spec.name.starts_with("fcall"));
+        if script_first {
+            // (EVAL and FCALL are `skip_monitor`: Redis shows them itself, before the script.)
+            self.core.borrow_mut().feed_monitors(id, args, false);
+        }
         let reply = if spec.has(cmd::flags::CONNECTION) {
             let cluster_refusal =
                 if self.core.borrow().cluster { cluster::check_command_slots(spec, args) } else { None };
@@ -313,6 +377,9 @@ impl Emulator {
             cmd::dispatch_spec(&mut self.core.borrow_mut(), spec, args)
         };
         let mut core = self.core.borrow_mut();
+        if !script_first {
+            core.feed_monitors_checked(id, spec, args);
+        }
         let usec = core.lap_us();
         core.stats.call(key, usec, reply.is_error());
         core.stats.total_commands += 1;

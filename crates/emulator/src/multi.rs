@@ -59,6 +59,11 @@ impl Emulator {
             self.flag_transaction(id);
             return cmd::acl::toplevel_error(d, &full);
         }
+        if let Some(r) = self.monitor_refusal(id, spec, sub) {
+            self.core.borrow_mut().stats.rejected(key);
+            self.flag_transaction(id);
+            return r;
+        }
         let guarded = self.core.borrow().guarded();
         if guarded {
             let kind = match spec.name {
@@ -158,6 +163,7 @@ impl Emulator {
             }
             "client" => cmd::client::run(&mut core, id, args),
             "acl" => cmd::acl::run(&mut core, id, args),
+            "monitor" => cmd::monitor::run(&mut core, id),
             _ => cmd::unknown_command(args),
         }
     }
@@ -223,7 +229,7 @@ impl Emulator {
             // The ACL rules may have changed since the command was queued.
             let denied = self.core.borrow_mut().acl_check(id, &refs, "multi");
             let r = match cmd::lookup(refs[0]) {
-                Some(_) if denied.is_err() => cmd::acl::exec_error(denied.err().expect("denied").0),
+                Some(_) if denied.is_err() => cmd::acl::exec_error(denied.expect_err("denied").0),
                 Some(spec) => {
                     let key = StatKey::of(spec, crate::emulator::subcommand_name(spec, &refs));
                     self.run_checked(id, spec, key, &refs)

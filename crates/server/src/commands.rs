@@ -124,7 +124,9 @@ fn execute_request(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut V
             };
             return reply(conn, out, &r);
         }
-        return run_own(server, conn, which, args, out);
+        let r = run_own(server, conn, which, args, out);
+        monitor_own(server, conn, which, args, out);
+        return r;
     }
     if needs_auth(server, conn) {
         let r = match cmd::lookup(args[0]) {
@@ -180,6 +182,35 @@ fn execute_request(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut V
     }
 }
 
+/// Shows a command the server answered itself to the MONITOR clients, its passwords redacted as
+/// Redis redacts them (AUTH's arguments, HELLO's AUTH pair), and routes what that left.
+fn monitor_own(server: &Server, conn: &mut Conn, which: Own, args: &[&[u8]], out: &mut Vec<u8>) {
+    let mut dels = Vec::new();
+    {
+        let mut emu = server.nodes[conn.node].emu.borrow_mut();
+        let mut shown: Vec<&[u8]> = args.to_vec();
+        match which {
+            Own::Auth => shown[1..].iter_mut().for_each(|a| *a = b"(redacted)"),
+            Own::Hello => {
+                if let Some(i) = shown.iter().position(|a| a.eq_ignore_ascii_case(b"auth")) {
+                    if i + 2 < shown.len() {
+                        shown[i + 1] = b"(redacted)";
+                        shown[i + 2] = b"(redacted)";
+                    }
+                }
+            }
+            _ => {}
+        }
+        emu.feed_monitors(conn.client, &shown);
+        if !emu.pending() {
+            return;
+        }
+        emu.after_command(conn.client, &mut dels);
+    }
+    let node = conn.node;
+    outbox::route(server, node, Some(conn), dels, out);
+}
+
 /// Writes `r` to `out` whole: nothing is left to stream.
 #[inline]
 fn reply(conn: &Conn, out: &mut Vec<u8>, r: &Reply) -> Option<Reply> {
@@ -209,6 +240,9 @@ fn after_effects(server: &Server, conn: &mut Conn, r: Reply, out: &mut Vec<u8>) 
     // A kill of this very connection closes it after its reply.
     let dels: Vec<_> =
         dels.into_iter().filter(|(to, d)| !(*to == conn.client && *d == limitlab_emulator::Deliver::Close)).collect();
+    // A MONITOR line of this connection's own command follows its reply.
+    let (own_lines, dels): (Vec<_>, Vec<_>) =
+        dels.into_iter().partition(|(to, d)| *to == conn.client && matches!(d, limitlab_emulator::Deliver::Raw(_)));
     outbox::route(server, node, Some(conn), dels, out);
     if blocked {
         server.timer_kick.notify_one();
@@ -220,6 +254,11 @@ fn after_effects(server: &Server, conn: &mut Conn, r: Reply, out: &mut Vec<u8>) 
     } else {
         reply(conn, out, &r)
     };
+    for (_, d) in own_lines {
+        if let limitlab_emulator::Deliver::Raw(bytes) = d {
+            out.extend_from_slice(&bytes);
+        }
+    }
     if closing {
         conn.close = true;
     }
@@ -298,10 +337,8 @@ fn run_own(server: &Server, conn: &mut Conn, which: Own, args: &[&[u8]], out: &m
             Reply::ok()
         }
         Own::Reset => {
-            outbox::unregister(server, conn.node, conn.client);
-            server.nodes[conn.node].emu.borrow_mut().disconnect(conn.client);
-            conn.client = super::conn::connect(server, conn.node, &conn.addrs);
-            outbox::register(server, conn.node, conn.client, &conn.outbox);
+            // Redis's clearClientConnectionState: the client (and its id) stays.
+            server.nodes[conn.node].emu.borrow_mut().reset_client(conn.client);
             conn.resp3 = false;
             conn.authed = !server.nodes[conn.node].emu.borrow().auth_required(conn.client);
             conn.subscribed = false;

@@ -2,8 +2,8 @@
 //! HELP, with Redis 7.0.15's replies (the model is in [`crate::acl`]). ACL acts for the calling
 //! client (WHOAMI, the log's client line), so it runs through [`crate::Emulator::execute_as`].
 use crate::acl::{self, Acl, Denied};
-use crate::clock::Clock as _;
 use crate::clients::ClientId;
+use crate::clock::Clock as _;
 use crate::command_spec::flags::*;
 use crate::command_spec::{eq_ic, CommandSpec, KeySpec};
 use crate::core::Core;

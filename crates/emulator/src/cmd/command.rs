@@ -555,13 +555,7 @@ fn getkeys(core: &Core, call: &[&[u8]], with_flags: bool) -> Reply {
 
 /// The keys of a call and their key specs' flags: by the command's key specs, else by the
 /// emulator's own key finder for the command (with the first spec's flags).
-fn find_keys(
-    name: &str,
-    specs: &[Reply],
-    arity: i64,
-    emulated: Option<&CommandSpec>,
-    call: &[&[u8]],
-) -> Vec<FoundKey> {
+fn find_keys(name: &str, specs: &[Reply], arity: i64, emulated: Option<&CommandSpec>, call: &[&[u8]]) -> Vec<FoundKey> {
     let variable = specs.iter().any(|s| spec_flags(s).iter().any(|f| f == "variable_flags"));
     let found = if variable { variable_flag_keys(name, call) } else { keys_by_specs(specs, call, arity) };
     match found {

@@ -21,6 +21,7 @@ pub mod info;
 pub mod keys;
 pub mod lists;
 pub mod memory;
+pub mod monitor;
 pub mod pubsub;
 pub mod scripting;
 pub mod server;
@@ -66,6 +67,7 @@ fn table() -> &'static FxHashMap<&'static [u8], CommandSpec> {
             command::COMMANDS,
             client::COMMANDS,
             acl::COMMANDS,
+            monitor::COMMANDS,
             config::COMMANDS,
             info::COMMANDS,
             memory::COMMANDS,

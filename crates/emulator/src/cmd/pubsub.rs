@@ -80,6 +80,9 @@ impl Subs {
     }
 }
 
+/// A client's channels, patterns and shard channels.
+pub type SubscriptionLists<'a> = (&'a [Vec<u8>], &'a [Vec<u8>], &'a [Vec<u8>]);
+
 /// Every subscription of the node.
 #[derive(Clone, Debug, Default)]
 pub struct PubSub {
@@ -104,7 +107,7 @@ impl PubSub {
     }
 
     /// What `id` subscribes to: channels, patterns, shard channels.
-    pub fn subscriptions(&self, id: ClientId) -> Option<(&[Vec<u8>], &[Vec<u8>], &[Vec<u8>])> {
+    pub fn subscriptions(&self, id: ClientId) -> Option<SubscriptionLists<'_>> {
         self.clients.get(&id).map(|s| (s.channels.as_slice(), s.patterns.as_slice(), s.shard.as_slice()))
     }
 

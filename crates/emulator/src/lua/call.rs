@@ -113,6 +113,10 @@ fn call_found(
             Ok(None) => {}
         }
     }
+    if !core.monitors.is_empty() {
+        let caller = core.caller;
+        core.feed_monitors(caller, argv, true);
+    }
     core.resp3 = st.resp.get() == 3;
     if core.resp3 && (spec.name == "memory" || spec.name == "info") {
         if let Some(r) = memory_verbatim(&mut core, spec, argv, out) {

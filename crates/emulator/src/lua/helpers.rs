@@ -261,7 +261,11 @@ pub(crate) unsafe extern "C-unwind" fn acl_check_cmd(l: *mut ffi::lua_State) -> 
             args.push(std::slice::from_raw_parts(a.as_ptr(), a.len()));
         }
         let core = ctx(l).core.borrow();
-        let user = core.clients.get(core.caller.index()).and_then(Option::as_ref).and_then(|c| core.acl.user(c.user.as_deref()));
+        let user = core
+            .clients
+            .get(core.caller.index())
+            .and_then(Option::as_ref)
+            .and_then(|c| core.acl.user(c.user.as_deref()));
         user.is_none_or(|u| u.check(&args).is_ok())
     };
     ffi::lua_pushboolean(l, allowed as c_int);
