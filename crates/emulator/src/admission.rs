@@ -25,6 +25,8 @@ pub mod rflags {
     pub const KEYSPACE: u8 = 16;
     /// Not shown to MONITOR (`admin`, `skip_monitor`).
     pub const UNMONITORED: u8 = 32;
+    /// `readonly`: the keys it reads are remembered for a tracking client.
+    pub const READONLY: u8 = 64;
 }
 
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
@@ -41,7 +43,8 @@ fn bits(flags: &[String]) -> u8 {
             "denyoom" => rflags::DENYOOM,
             "stale" => rflags::STALE,
             "no_multi" => rflags::NO_MULTI,
-            "readonly" | "may_replicate" => rflags::KEYSPACE,
+            "readonly" => rflags::KEYSPACE | rflags::READONLY,
+            "may_replicate" => rflags::KEYSPACE,
             "admin" | "skip_monitor" => rflags::UNMONITORED,
             _ => 0,
         };

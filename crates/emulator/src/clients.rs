@@ -51,6 +51,8 @@ pub struct Client {
     pub executing: Option<usize>,
     /// The protocol it speaks (`HELLO 3`): CLIENT LIST's `resp=`.
     pub resp3: bool,
+    /// CLIENT TRACKING ON: its mode.
+    pub tracking: Option<Box<crate::tracking::ClientTracking>>,
     /// It sent MONITOR (CLIENT LIST's `O`).
     pub monitor: bool,
     /// The ACL user it is authenticated as; None for `default`.

@@ -79,6 +79,8 @@ pub struct Core {
     pub acl: crate::acl::Acl,
     /// The clients in MONITOR mode, in the order they asked.
     pub monitors: Vec<ClientId>,
+    /// CLIENT TRACKING's keys and prefixes.
+    pub tracking: crate::tracking::Tracking,
 }
 
 impl Core {
@@ -113,11 +115,17 @@ impl Core {
             new_keys: Vec::new(),
             acl: Default::default(),
             monitors: Vec::new(),
+            tracking: Default::default(),
         };
         core.started_ms = core.clock.now_millis().0;
         let first = core.new_client();
         core.clients[0] = Some(first);
         core
+    }
+
+    /// The next client gets id `next` at least.
+    pub fn skip_client_ids(&mut self, next: u64) {
+        self.next_client_id = self.next_client_id.max(next);
     }
 
     /// A fresh client's state: the next id, opened now.
@@ -225,6 +233,7 @@ impl Core {
         self.blocking.remove(id);
         self.pubsub.drop_client(id);
         self.monitors.retain(|m| *m != id);
+        self.tracking_disconnect(id);
         self.outbox.retain(|(to, _)| *to != id);
         self.clients[id.index()] = if id == ClientId::DEFAULT { Some(self.new_client()) } else { None };
     }
@@ -285,13 +294,16 @@ impl Core {
     /// `LTRIM` keeping everything, ...).
     #[inline]
     pub fn touch(&mut self, key: &[u8]) {
-        if !self.watches.is_empty() {
+        if !self.watches.is_empty() || self.tracking.active() {
             self.touch_in(self.selected, key);
         }
     }
 
     /// [`Core::touch`] in database `db`.
     pub fn touch_in(&mut self, db: usize, key: &[u8]) {
+        if self.tracking.active() {
+            self.tracking_invalidate(key);
+        }
         let mut dirty = Vec::new();
         for w in &self.watches.keys {
             if w.db == db && w.key == key {

@@ -198,12 +198,14 @@ impl Emulator {
         core.blocking.remove(id);
         core.pubsub.drop_client(id);
         core.monitors.retain(|m| *m != id);
+        core.disable_tracking(id);
         let d = core.acl.default_user();
         let authenticated = d.nopass && d.enabled;
         if let Some(c) = core.client(id) {
             c.multi = None;
             c.dirty_cas = false;
             c.db = 0;
+            c.tracking = None;
             c.name = None;
             c.no_evict = false;
             c.resp3 = false;
@@ -274,6 +276,12 @@ impl Emulator {
         let db = core.selected;
         if let Some(c) = core.client(id) {
             c.db = db;
+        }
+        if core.tracking.clients > 0 {
+            // CLIENT CACHING applies to the next command only (not counting those queued).
+            let caching_cmd =
+                args.len() > 1 && args[0].eq_ignore_ascii_case(b"client") && args[1].eq_ignore_ascii_case(b"caching");
+            core.tracking_after_command(id, caching_cmd || in_multi);
         }
         reply
     }
@@ -362,7 +370,12 @@ impl Emulator {
             spec.has(cmd::flags::SCRIPTING) && (spec.name.starts_with("eval") || spec.name.starts_with("fcall"));
         if script_first {
             // (EVAL and FCALL are `skip_monitor`: Redis shows them itself, before the script.)
-            self.core.borrow_mut().feed_monitors(id, args, false);
+            let mut core = self.core.borrow_mut();
+            core.feed_monitors(id, args, false);
+            if core.client(id).is_some_and(|c| c.tracking.as_ref().is_some_and(|t| !t.bcast)) {
+                // A read the script makes tracks this command's keys.
+                core.tracking.script_keys = Some(args.iter().map(|a| a.to_vec()).collect());
+            }
         }
         let reply = if spec.has(cmd::flags::CONNECTION) {
             let cluster_refusal =
@@ -379,6 +392,15 @@ impl Emulator {
         let mut core = self.core.borrow_mut();
         if !script_first {
             core.feed_monitors_checked(id, spec, args);
+        } else {
+            core.tracking.script_keys = None;
+        }
+        if core.tracking.clients > 0 && !reply.is_error() && core.client(id).is_some_and(|c| c.tracking.is_some()) {
+            let sub = subcommand_name(spec, args);
+            let ro = admission::redis_flags(spec, sub) & admission::rflags::READONLY != 0;
+            if ro && !matches!(spec.name, "eval_ro" | "evalsha_ro" | "fcall_ro") {
+                core.track_read(id, args);
+            }
         }
         let usec = core.lap_us();
         core.stats.call(key, usec, reply.is_error());
@@ -398,7 +420,11 @@ impl Emulator {
     /// in front of the emulator opens one client per connection, and CLIENT LIST and INFO's
     /// connected_clients should count only those.
     pub fn hide_default_client(&mut self) {
-        self.core.borrow_mut().default_client_hidden = true;
+        let mut core = self.core.borrow_mut();
+        core.default_client_hidden = true;
+        // Redis's own two clients (the Lua client and the functions' engine) take ids 1 and 2:
+        // the first connection is client 3.
+        core.skip_client_ids(3);
     }
 
     /// Marks client `id`'s transaction, if it is in MULTI, so that EXEC fails with EXECABORT (Redis's
@@ -464,7 +490,7 @@ impl Emulator {
     #[inline]
     pub fn pending(&self) -> bool {
         let core = self.core.borrow();
-        !core.outbox.is_empty() || core.blocking.any() || core.no_reply
+        !core.outbox.is_empty() || core.blocking.any() || core.no_reply || core.tracking.has_pending()
     }
 
     /// After a top-level command (or a clock move): serves the blocked clients whose keys are ready
@@ -475,6 +501,7 @@ impl Emulator {
         let blocked = core.blocking.is_blocked(caller);
         let silent = std::mem::take(&mut core.no_reply) || blocked;
         core.serve_ready();
+        core.tracking_broadcast();
         out.append(&mut core.outbox);
         silent
     }
@@ -485,7 +512,9 @@ impl Emulator {
         let mut core = self.core.borrow_mut();
         core.expire_waiters();
         core.active_expire();
+        core.tracking_expire();
         core.serve_ready();
+        core.tracking_broadcast();
         out.append(&mut core.outbox);
     }
 

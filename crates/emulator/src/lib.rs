@@ -25,6 +25,7 @@ pub mod reply;
 pub mod settings;
 pub mod split_args;
 pub mod stats;
+pub mod tracking;
 pub mod used_memory;
 
 pub use self::core::Core;

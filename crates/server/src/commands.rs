@@ -241,8 +241,9 @@ fn after_effects(server: &Server, conn: &mut Conn, r: Reply, out: &mut Vec<u8>) 
     let dels: Vec<_> =
         dels.into_iter().filter(|(to, d)| !(*to == conn.client && *d == limitlab_emulator::Deliver::Close)).collect();
     // A MONITOR line of this connection's own command follows its reply.
-    let (own_lines, dels): (Vec<_>, Vec<_>) =
-        dels.into_iter().partition(|(to, d)| *to == conn.client && matches!(d, limitlab_emulator::Deliver::Raw(_)));
+    let (own_lines, dels): (Vec<_>, Vec<_>) = dels.into_iter().partition(|(to, d)| {
+        *to == conn.client && matches!(d, limitlab_emulator::Deliver::Raw(_) | limitlab_emulator::Deliver::Late(_))
+    });
     outbox::route(server, node, Some(conn), dels, out);
     if blocked {
         server.timer_kick.notify_one();
@@ -255,9 +256,7 @@ fn after_effects(server: &Server, conn: &mut Conn, r: Reply, out: &mut Vec<u8>) 
         reply(conn, out, &r)
     };
     for (_, d) in own_lines {
-        if let limitlab_emulator::Deliver::Raw(bytes) = d {
-            out.extend_from_slice(&bytes);
-        }
+        outbox::write_delivery(conn, d, out);
     }
     if closing {
         conn.close = true;

@@ -117,6 +117,13 @@ fn call_found(
         let caller = core.caller;
         core.feed_monitors(caller, argv, true);
     }
+    if core.tracking.script_keys.is_some() && spec.has(flags::READONLY) {
+        // Redis tracks the caller's command (EVAL's keys) when its script reads.
+        let keys = core.tracking.script_keys.take().unwrap_or_default();
+        let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        let caller = core.caller;
+        core.track_read(caller, &refs);
+    }
     core.resp3 = st.resp.get() == 3;
     if core.resp3 && (spec.name == "memory" || spec.name == "info") {
         if let Some(r) = memory_verbatim(&mut core, spec, argv, out) {
