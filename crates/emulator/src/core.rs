@@ -81,6 +81,10 @@ pub struct Core {
     pub monitors: Vec<ClientId>,
     /// CLIENT TRACKING's keys and prefixes.
     pub tracking: crate::tracking::Tracking,
+    /// CLIENT PAUSE in force.
+    pub pause: Option<crate::pause::Pause>,
+    /// The clients waiting for the pause to end, with their commands, in arrival order.
+    pub postponed: Vec<(ClientId, Vec<Vec<u8>>)>,
 }
 
 impl Core {
@@ -116,6 +120,8 @@ impl Core {
             acl: Default::default(),
             monitors: Vec::new(),
             tracking: Default::default(),
+            pause: None,
+            postponed: Vec::new(),
         };
         core.started_ms = core.clock.now_millis().0;
         let first = core.new_client();
@@ -234,6 +240,7 @@ impl Core {
         self.pubsub.drop_client(id);
         self.monitors.retain(|m| *m != id);
         self.tracking_disconnect(id);
+        self.postponed.retain(|(c, _)| *c != id);
         self.outbox.retain(|(to, _)| *to != id);
         self.clients[id.index()] = if id == ClientId::DEFAULT { Some(self.new_client()) } else { None };
     }

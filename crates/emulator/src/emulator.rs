@@ -315,6 +315,9 @@ impl Emulator {
             self.core.borrow_mut().stats.rejected(key);
             return r;
         }
+        if self.postpone(id, spec, args) {
+            return Reply::Nil;
+        }
         let guarded = self.core.borrow().guarded();
         if guarded {
             let flags = admission::redis_flags(spec, sub);
@@ -490,15 +493,26 @@ impl Emulator {
     #[inline]
     pub fn pending(&self) -> bool {
         let core = self.core.borrow();
-        !core.outbox.is_empty() || core.blocking.any() || core.no_reply || core.tracking.has_pending()
+        !core.outbox.is_empty()
+            || core.blocking.any()
+            || core.no_reply
+            || core.tracking.has_pending()
+            || !core.postponed.is_empty()
     }
 
     /// After a top-level command (or a clock move): serves the blocked clients whose keys are ready
     /// and moves every delivery into `out`. Returns whether the command's own reply must be dropped
     /// (the caller blocked, or answered through deliveries).
     pub fn after_command(&mut self, caller: ClientId, out: &mut Vec<crate::deliver::Delivery>) -> bool {
+        let silent_before = self.core.borrow().no_reply;
+        if self.core.borrow().resumable() {
+            // CLIENT UNPAUSE, or the pause's time is up: the waiting clients run (their own
+            // `no_reply` does not concern this command).
+            self.resume_postponed();
+            self.core.borrow_mut().no_reply = silent_before;
+        }
         let mut core = self.core.borrow_mut();
-        let blocked = core.blocking.is_blocked(caller);
+        let blocked = core.blocking.is_blocked(caller) || core.is_postponed(caller);
         let silent = std::mem::take(&mut core.no_reply) || blocked;
         core.serve_ready();
         core.tracking_broadcast();
@@ -509,6 +523,14 @@ impl Emulator {
     /// The clock moved (or time passed): blocked clients past their deadline get their timeout
     /// reply, and keys past theirs expire with their notifications; deliveries go to `out`.
     pub fn tick(&mut self, out: &mut Vec<crate::deliver::Delivery>) {
+        let lifted = {
+            let mut core = self.core.borrow_mut();
+            core.pause_in_force();
+            core.resumable()
+        };
+        if lifted {
+            self.resume_postponed();
+        }
         let mut core = self.core.borrow_mut();
         core.expire_waiters();
         core.active_expire();
@@ -525,12 +547,17 @@ impl Emulator {
         let core = self.core.borrow();
         let f = core.settings.notify_flags();
         let active = f & notify::EXPIRED != 0 && f & (notify::KEYSPACE | notify::KEYEVENT) != 0;
-        (core.next_deadline(), active)
+        let deadline = match (core.next_deadline(), core.pause_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        (deadline, active || core.tracking.active())
     }
 
     /// Whether client `id` waits in a blocking command.
     pub fn is_blocked(&self, id: ClientId) -> bool {
-        self.core.borrow().blocking.is_blocked(id)
+        let core = self.core.borrow();
+        core.blocking.is_blocked(id) || core.is_postponed(id)
     }
 
     /// Whether client `id` subscribes to anything (RESP2 then allows only the Pub/Sub commands).

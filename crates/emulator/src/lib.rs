@@ -20,6 +20,7 @@ pub mod longdouble;
 pub mod lua;
 pub mod multi;
 pub mod object_size;
+pub mod pause;
 pub mod rdb;
 pub mod reply;
 pub mod settings;

@@ -87,6 +87,9 @@ impl Emulator {
                 return Reply::err(e);
             }
         }
+        if spec.name == "exec" && self.postpone(id, spec, args) {
+            return Reply::Nil;
+        }
         if matches!(spec.name, "exec" | "discard" | "multi" | "watch") {
             return self.run_checked(id, spec, key, args);
         }

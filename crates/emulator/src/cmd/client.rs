@@ -145,7 +145,14 @@ pub fn run(core: &mut Core, id: ClientId, a: &[&[u8]]) -> Reply {
         return core.tracking_info(id);
     }
     if eq_ic(sub, "unpause") {
+        core.pause = None;
         return Reply::ok();
+    }
+    if eq_ic(sub, "pause") {
+        if a.len() > 4 {
+            return Reply::err("ERR unknown subcommand or wrong number of arguments for 'pause'. Try CLIENT HELP.");
+        }
+        return core.client_pause(&a[2..]);
     }
     if eq_ic(sub, "unblock") && (a.len() == 3 || a.len() == 4) {
         return unblock(core, a);
@@ -315,7 +322,9 @@ pub(crate) fn line_of(core: &Core, id: ClientId) -> String {
 
 /// One CLIENT LIST line (with its `\n`), fields in Redis 7.0's order.
 fn info_line(out: &mut String, core: &Core, c: &Client, now: i64) {
-    let (sub, psub, ssub) = core.client_by_number(c.id).map_or((0, 0, 0), |id| core.pubsub.counts(id));
+    let slot = core.client_by_number(c.id);
+    let (sub, psub, ssub) = slot.map_or((0, 0, 0), |id| core.pubsub.counts(id));
+    let blocked = slot.is_some_and(|id| core.blocking.is_blocked(id) || core.is_postponed(id));
     let (addr, laddr) = match &c.addr {
         Some((a, l)) => (a.clone(), l.clone()),
         None => (format!("127.0.0.1:{}", 40000 + c.id % 20000), "127.0.0.1:6379".to_string()),
@@ -329,6 +338,9 @@ fn info_line(out: &mut String, core: &Core, c: &Client, now: i64) {
     }
     if c.multi.is_some() || c.executing.is_some() {
         flags.push('x');
+    }
+    if blocked {
+        flags.push('b');
     }
     if let Some(t) = &c.tracking {
         flags.push('t');

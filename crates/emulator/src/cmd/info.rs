@@ -128,7 +128,7 @@ fn section(core: &mut Core, name: &str, out: &mut String) {
                 ("maxclients", 10000),
                 ("client_recent_max_input_buffer", 0),
                 ("client_recent_max_output_buffer", 0),
-                ("blocked_clients", core.blocking.count()),
+                ("blocked_clients", core.blocking.count() + core.postponed.len()),
                 ("tracking_clients", 0),
                 ("clients_in_timeout_table", 0),
             ] {
