@@ -390,7 +390,9 @@ impl Emulator {
         } else if spec.has(cmd::flags::SCRIPTING) {
             self.scripting.command(spec, args)
         } else {
-            cmd::dispatch_spec(&mut self.core.borrow_mut(), spec, args)
+            let mut core = self.core.borrow_mut();
+            core.count_lookups(spec, args);
+            cmd::dispatch_spec(&mut core, spec, args)
         };
         let mut core = self.core.borrow_mut();
         if !script_first {

@@ -131,6 +131,7 @@ fn call_found(
             return Ok(r);
         }
     }
+    core.count_lookups(spec, argv);
     let reply = match found.direct {
         Some(direct) => {
             direct(&mut core, argv, out);
