@@ -63,6 +63,12 @@ impl Tracking {
         self.prefixes.iter().any(|p| !p.keys.is_empty())
     }
 
+    /// INFO's `tracking_total_keys`, `tracking_total_items` (key and client pairs) and
+    /// `tracking_total_prefixes`.
+    pub fn totals(&self) -> (usize, usize, usize) {
+        (self.table.len(), self.table.values().map(Vec::len).sum(), self.prefixes.len())
+    }
+
     /// Whether a write of `key` may concern a tracking client.
     pub fn interested(&self, key: &[u8]) -> bool {
         self.table.contains_key(key) || self.prefixes.iter().any(|p| key.starts_with(&p.prefix))
