@@ -7,6 +7,7 @@ mod common;
 
 mod redis_suite;
 mod serve;
+mod serve_access;
 mod serve_busy;
 mod serve_clients;
 mod serve_cluster;

@@ -20,6 +20,13 @@ pub mod rflags {
     pub const STALE: u8 = 4;
     /// Refused inside MULTI (`no_multi`).
     pub const NO_MULTI: u8 = 8;
+    /// Reads or writes the keyspace (`readonly`, `write` or `may_replicate`): refused to a MONITOR
+    /// client.
+    pub const KEYSPACE: u8 = 16;
+    /// Not shown to MONITOR (`admin`, `skip_monitor`).
+    pub const UNMONITORED: u8 = 32;
+    /// `readonly`: the keys it reads are remembered for a tracking client.
+    pub const READONLY: u8 = 64;
 }
 
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
@@ -32,10 +39,13 @@ fn bits(flags: &[String]) -> u8 {
     let mut b = 0;
     for f in flags {
         b |= match f.as_str() {
-            "write" => rflags::WRITE,
+            "write" => rflags::WRITE | rflags::KEYSPACE,
             "denyoom" => rflags::DENYOOM,
             "stale" => rflags::STALE,
             "no_multi" => rflags::NO_MULTI,
+            "readonly" => rflags::KEYSPACE | rflags::READONLY,
+            "may_replicate" => rflags::KEYSPACE,
+            "admin" | "skip_monitor" => rflags::UNMONITORED,
             _ => 0,
         };
     }

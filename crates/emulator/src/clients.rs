@@ -51,6 +51,14 @@ pub struct Client {
     pub executing: Option<usize>,
     /// The protocol it speaks (`HELLO 3`): CLIENT LIST's `resp=`.
     pub resp3: bool,
+    /// CLIENT TRACKING ON: its mode.
+    pub tracking: Option<Box<crate::tracking::ClientTracking>>,
+    /// It sent MONITOR (CLIENT LIST's `O`).
+    pub monitor: bool,
+    /// The ACL user it is authenticated as; None for `default`.
+    pub user: Option<Vec<u8>>,
+    /// It authenticated (or needed not: the default user had no password when it connected).
+    pub authenticated: bool,
     /// The peer's and the server's address as a server gives them (`addr=`, `laddr=`); None for
     /// an in-process client.
     pub addr: Option<(String, String)>,

@@ -127,7 +127,7 @@ impl CommandSpec {
         if core.settings.notify_flags() != 0 {
             return self.run_notifying(core, args);
         }
-        if !core.watches.is_empty() && self.has(flags::WRITE) {
+        if (!core.watches.is_empty() || core.tracking.active()) && self.has(flags::WRITE) {
             return self.run_watched(core, args);
         }
         (self.handler)(core, args)
@@ -156,7 +156,7 @@ impl CommandSpec {
             }
         }
         let before = if self.has(flags::WRITE) { core.table_events_before(self, args) } else { None };
-        let reply = if !core.watches.is_empty() && self.has(flags::WRITE) {
+        let reply = if (!core.watches.is_empty() || core.tracking.active()) && self.has(flags::WRITE) {
             self.run_watched(core, args)
         } else {
             (self.handler)(core, args)
@@ -176,6 +176,14 @@ impl CommandSpec {
         for w in &core.watches.keys {
             if w.db == db && args[1..].contains(&w.key.as_slice()) && !before.iter().any(|(k, _)| *k == w.key) {
                 before.push((w.key.clone(), fingerprint(core.db.peek(&w.key, now))));
+            }
+        }
+        if core.tracking.active() {
+            // Keys a tracking client read, or under a BCAST prefix (Redis's signalModifiedKey).
+            for k in self.keys.keys(args) {
+                if core.tracking.interested(k) && !before.iter().any(|(b, _)| b == k) {
+                    before.push((k.to_vec(), fingerprint(core.db.peek(k, now))));
+                }
             }
         }
         let reply = (self.handler)(core, args);

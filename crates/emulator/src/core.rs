@@ -75,6 +75,16 @@ pub struct Core {
     pub no_reply: bool,
     /// Keys a write may create, noted before it runs while `new` notifications are on.
     pub new_keys: Vec<Vec<u8>>,
+    /// The ACL users and log.
+    pub acl: crate::acl::Acl,
+    /// The clients in MONITOR mode, in the order they asked.
+    pub monitors: Vec<ClientId>,
+    /// CLIENT TRACKING's keys and prefixes.
+    pub tracking: crate::tracking::Tracking,
+    /// CLIENT PAUSE in force.
+    pub pause: Option<crate::pause::Pause>,
+    /// The clients waiting for the pause to end, with their commands, in arrival order.
+    pub postponed: Vec<(ClientId, Vec<Vec<u8>>)>,
 }
 
 impl Core {
@@ -107,6 +117,11 @@ impl Core {
             outbox: Vec::new(),
             no_reply: false,
             new_keys: Vec::new(),
+            acl: Default::default(),
+            monitors: Vec::new(),
+            tracking: Default::default(),
+            pause: None,
+            postponed: Vec::new(),
         };
         core.started_ms = core.clock.now_millis().0;
         let first = core.new_client();
@@ -114,12 +129,19 @@ impl Core {
         core
     }
 
+    /// The next client gets id `next` at least.
+    pub fn skip_client_ids(&mut self, next: u64) {
+        self.next_client_id = self.next_client_id.max(next);
+    }
+
     /// A fresh client's state: the next id, opened now.
     fn new_client(&mut self) -> Client {
         let id = self.next_client_id;
         self.next_client_id += 1;
         let now = self.clock.now_millis().0;
-        Client { id, created_ms: now, last_ms: now, ..Client::default() }
+        let d = self.acl.default_user();
+        let authenticated = d.nopass && d.enabled;
+        Client { id, created_ms: now, last_ms: now, authenticated, ..Client::default() }
     }
 
     /// The time, in unix milliseconds, against which keys expire.
@@ -216,6 +238,9 @@ impl Core {
         self.unwatch_all(id);
         self.blocking.remove(id);
         self.pubsub.drop_client(id);
+        self.monitors.retain(|m| *m != id);
+        self.tracking_disconnect(id);
+        self.postponed.retain(|(c, _)| *c != id);
         self.outbox.retain(|(to, _)| *to != id);
         self.clients[id.index()] = if id == ClientId::DEFAULT { Some(self.new_client()) } else { None };
     }
@@ -276,13 +301,16 @@ impl Core {
     /// `LTRIM` keeping everything, ...).
     #[inline]
     pub fn touch(&mut self, key: &[u8]) {
-        if !self.watches.is_empty() {
+        if !self.watches.is_empty() || self.tracking.active() {
             self.touch_in(self.selected, key);
         }
     }
 
     /// [`Core::touch`] in database `db`.
     pub fn touch_in(&mut self, db: usize, key: &[u8]) {
+        if self.tracking.active() {
+            self.tracking_invalidate(key);
+        }
         let mut dirty = Vec::new();
         for w in &self.watches.keys {
             if w.db == db && w.key == key {

@@ -16,6 +16,11 @@ pub enum Deliver {
     Unblock(Reply),
     /// CLIENT KILL: close the connection (after what was queued for it before).
     Close,
+    /// A push that, for the client whose command made it, follows that command's reply (a tracking
+    /// invalidation of a key the client itself changed); for others, a [`Deliver::Push`].
+    Late(Vec<Reply>),
+    /// Bytes written as they are, whatever the protocol (a MONITOR line: `+...\r\n`).
+    Raw(Vec<u8>),
 }
 
 /// A delivery's address and content.

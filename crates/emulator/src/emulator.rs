@@ -162,6 +162,59 @@ impl Emulator {
         }
     }
 
+    /// AUTH (and HELLO's AUTH: `command` says which) for client `id`: whether `user`/`pass` open the door; the client is
+    /// then that user's. A failure goes to the ACL log.
+    pub fn authenticate(&mut self, id: ClientId, user: &[u8], pass: &[u8], command: &'static str) -> bool {
+        self.core.borrow_mut().authenticate(id, user, pass, command)
+    }
+
+    /// Whether client `id` must authenticate before anything else.
+    pub fn auth_required(&self, id: ClientId) -> bool {
+        self.core.borrow().auth_required(id)
+    }
+
+    /// Whether the default user has no password (AUTH with a password alone is then an error).
+    pub fn default_user_nopass(&self) -> bool {
+        self.core.borrow().acl.default_user().nopass
+    }
+
+    /// The ACL check of a command a server answers itself (or looks at before the emulator runs
+    /// it): None when client `id` may run it, else Redis's NOPERM error (the denial is logged and
+    /// counted as a rejected call).
+    pub fn acl_refusal(&mut self, id: ClientId, args: &[&[u8]]) -> Option<Reply> {
+        let mut core = self.core.borrow_mut();
+        let (d, full) = core.acl_check(id, args, "toplevel").err()?;
+        if let Some(spec) = cmd::lookup(args[0]) {
+            core.stats.rejected(StatKey::of(spec, subcommand_name(spec, args)));
+        }
+        Some(cmd::acl::toplevel_error(d, &full))
+    }
+
+    /// RESET: client `id` is as a new connection (no transaction, WATCH, subscription, MONITOR,
+    /// name or user; database 0, RESP2) but keeps its id and age.
+    pub fn reset_client(&mut self, id: ClientId) {
+        let mut core = self.core.borrow_mut();
+        core.unwatch_all(id);
+        core.blocking.remove(id);
+        core.pubsub.drop_client(id);
+        core.monitors.retain(|m| *m != id);
+        core.disable_tracking(id);
+        let d = core.acl.default_user();
+        let authenticated = d.nopass && d.enabled;
+        if let Some(c) = core.client(id) {
+            c.multi = None;
+            c.dirty_cas = false;
+            c.db = 0;
+            c.tracking = None;
+            c.name = None;
+            c.no_evict = false;
+            c.resp3 = false;
+            c.monitor = false;
+            c.user = None;
+            c.authenticated = authenticated;
+        }
+    }
+
     /// The number CLIENT LIST shows for client `id` (0 when it is gone).
     pub fn client_number(&self, id: ClientId) -> u64 {
         self.core.borrow_mut().client(id).map_or(0, |c| c.id)
@@ -224,6 +277,12 @@ impl Emulator {
         if let Some(c) = core.client(id) {
             c.db = db;
         }
+        if core.tracking.clients > 0 {
+            // CLIENT CACHING applies to the next command only (not counting those queued).
+            let caching_cmd =
+                args.len() > 1 && args[0].eq_ignore_ascii_case(b"client") && args[1].eq_ignore_ascii_case(b"caching");
+            core.tracking_after_command(id, caching_cmd || in_multi);
+        }
         reply
     }
 
@@ -247,6 +306,18 @@ impl Emulator {
                 return r;
             }
         }
+        let denied = self.core.borrow_mut().acl_check(id, args, "toplevel");
+        if let Err((d, full)) = denied {
+            self.core.borrow_mut().stats.rejected(key);
+            return cmd::acl::toplevel_error(d, &full);
+        }
+        if let Some(r) = self.monitor_refusal(id, spec, sub) {
+            self.core.borrow_mut().stats.rejected(key);
+            return r;
+        }
+        if self.postpone(id, spec, args) {
+            return Reply::Nil;
+        }
         let guarded = self.core.borrow().guarded();
         if guarded {
             let flags = admission::redis_flags(spec, sub);
@@ -259,6 +330,36 @@ impl Emulator {
         self.run_checked(id, spec, key, args)
     }
 
+    /// A MONITOR client may not read or write keys (Redis takes it for a replica).
+    pub(crate) fn monitor_refusal(
+        &self,
+        id: ClientId,
+        spec: &'static cmd::CommandSpec,
+        sub: Option<&'static str>,
+    ) -> Option<Reply> {
+        let mut core = self.core.borrow_mut();
+        if core.monitors.is_empty() || !core.client(id).is_some_and(|c| c.monitor) {
+            return None;
+        }
+        let keyspace = admission::redis_flags(spec, sub) & admission::rflags::KEYSPACE != 0
+            || spec.has(cmd::flags::MAY_REPLICATE)
+            || (spec.has(cmd::flags::SCRIPTING) && (spec.name.starts_with("eval") || spec.name.starts_with("fcall")));
+        keyspace.then(|| Reply::err("ERR Replica can't interact with the keyspace"))
+    }
+
+    /// Shows a command a server answered itself to the MONITOR clients (with its secrets already
+    /// redacted), unless Redis keeps it from them.
+    pub fn feed_monitors(&mut self, id: ClientId, args: &[&[u8]]) {
+        let mut core = self.core.borrow_mut();
+        if core.monitors.is_empty() {
+            return;
+        }
+        let hidden = cmd::command::redis_lookup(args).is_ok_and(|c| c.has_flag("admin") || c.has_flag("skip_monitor"));
+        if !hidden {
+            core.feed_monitors(id, args, false);
+        }
+    }
+
     /// Runs a command that passed Redis's checks, and counts it (INFO commandstats).
     pub(crate) fn run_checked(
         &mut self,
@@ -267,6 +368,18 @@ impl Emulator {
         key: StatKey,
         args: &[&[u8]],
     ) -> Reply {
+        // EVAL and FCALL are shown before the commands their script calls; others once they ran.
+        let script_first =
+            spec.has(cmd::flags::SCRIPTING) && (spec.name.starts_with("eval") || spec.name.starts_with("fcall"));
+        if script_first {
+            // (EVAL and FCALL are `skip_monitor`: Redis shows them itself, before the script.)
+            let mut core = self.core.borrow_mut();
+            core.feed_monitors(id, args, false);
+            if core.client(id).is_some_and(|c| c.tracking.as_ref().is_some_and(|t| !t.bcast)) {
+                // A read the script makes tracks this command's keys.
+                core.tracking.script_keys = Some(args.iter().map(|a| a.to_vec()).collect());
+            }
+        }
         let reply = if spec.has(cmd::flags::CONNECTION) {
             let cluster_refusal =
                 if self.core.borrow().cluster { cluster::check_command_slots(spec, args) } else { None };
@@ -277,9 +390,23 @@ impl Emulator {
         } else if spec.has(cmd::flags::SCRIPTING) {
             self.scripting.command(spec, args)
         } else {
-            cmd::dispatch_spec(&mut self.core.borrow_mut(), spec, args)
+            let mut core = self.core.borrow_mut();
+            core.count_lookups(spec, args);
+            cmd::dispatch_spec(&mut core, spec, args)
         };
         let mut core = self.core.borrow_mut();
+        if !script_first {
+            core.feed_monitors_checked(id, spec, args);
+        } else {
+            core.tracking.script_keys = None;
+        }
+        if core.tracking.clients > 0 && !reply.is_error() && core.client(id).is_some_and(|c| c.tracking.is_some()) {
+            let sub = subcommand_name(spec, args);
+            let ro = admission::redis_flags(spec, sub) & admission::rflags::READONLY != 0;
+            if ro && !matches!(spec.name, "eval_ro" | "evalsha_ro" | "fcall_ro") {
+                core.track_read(id, args);
+            }
+        }
         let usec = core.lap_us();
         core.stats.call(key, usec, reply.is_error());
         core.stats.total_commands += 1;
@@ -298,7 +425,11 @@ impl Emulator {
     /// in front of the emulator opens one client per connection, and CLIENT LIST and INFO's
     /// connected_clients should count only those.
     pub fn hide_default_client(&mut self) {
-        self.core.borrow_mut().default_client_hidden = true;
+        let mut core = self.core.borrow_mut();
+        core.default_client_hidden = true;
+        // Redis's own two clients (the Lua client and the functions' engine) take ids 1 and 2:
+        // the first connection is client 3.
+        core.skip_client_ids(3);
     }
 
     /// Marks client `id`'s transaction, if it is in MULTI, so that EXEC fails with EXECABORT (Redis's
@@ -364,17 +495,29 @@ impl Emulator {
     #[inline]
     pub fn pending(&self) -> bool {
         let core = self.core.borrow();
-        !core.outbox.is_empty() || core.blocking.any() || core.no_reply
+        !core.outbox.is_empty()
+            || core.blocking.any()
+            || core.no_reply
+            || core.tracking.has_pending()
+            || !core.postponed.is_empty()
     }
 
     /// After a top-level command (or a clock move): serves the blocked clients whose keys are ready
     /// and moves every delivery into `out`. Returns whether the command's own reply must be dropped
     /// (the caller blocked, or answered through deliveries).
     pub fn after_command(&mut self, caller: ClientId, out: &mut Vec<crate::deliver::Delivery>) -> bool {
+        let silent_before = self.core.borrow().no_reply;
+        if self.core.borrow().resumable() {
+            // CLIENT UNPAUSE, or the pause's time is up: the waiting clients run (their own
+            // `no_reply` does not concern this command).
+            self.resume_postponed();
+            self.core.borrow_mut().no_reply = silent_before;
+        }
         let mut core = self.core.borrow_mut();
-        let blocked = core.blocking.is_blocked(caller);
+        let blocked = core.blocking.is_blocked(caller) || core.is_postponed(caller);
         let silent = std::mem::take(&mut core.no_reply) || blocked;
         core.serve_ready();
+        core.tracking_broadcast();
         out.append(&mut core.outbox);
         silent
     }
@@ -382,10 +525,20 @@ impl Emulator {
     /// The clock moved (or time passed): blocked clients past their deadline get their timeout
     /// reply, and keys past theirs expire with their notifications; deliveries go to `out`.
     pub fn tick(&mut self, out: &mut Vec<crate::deliver::Delivery>) {
+        let lifted = {
+            let mut core = self.core.borrow_mut();
+            core.pause_in_force();
+            core.resumable()
+        };
+        if lifted {
+            self.resume_postponed();
+        }
         let mut core = self.core.borrow_mut();
         core.expire_waiters();
         core.active_expire();
+        core.tracking_expire();
         core.serve_ready();
+        core.tracking_broadcast();
         out.append(&mut core.outbox);
     }
 
@@ -396,12 +549,17 @@ impl Emulator {
         let core = self.core.borrow();
         let f = core.settings.notify_flags();
         let active = f & notify::EXPIRED != 0 && f & (notify::KEYSPACE | notify::KEYEVENT) != 0;
-        (core.next_deadline(), active)
+        let deadline = match (core.next_deadline(), core.pause_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        (deadline, active || core.tracking.active())
     }
 
     /// Whether client `id` waits in a blocking command.
     pub fn is_blocked(&self, id: ClientId) -> bool {
-        self.core.borrow().blocking.is_blocked(id)
+        let core = self.core.borrow();
+        core.blocking.is_blocked(id) || core.is_postponed(id)
     }
 
     /// Whether client `id` subscribes to anything (RESP2 then allows only the Pub/Sub commands).

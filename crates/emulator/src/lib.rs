@@ -1,6 +1,7 @@
 //! limitlab's lowest layer: an embedded Redis 7.0 (a keyspace, the command table and Lua 5.1
 //! scripting, all reading one injected virtual clock), the clock itself and the one error type
 //! that every layer above shares. It depends on no other crate of limitlab's.
+pub mod acl;
 pub mod admission;
 mod alloc;
 pub mod clients;
@@ -19,12 +20,14 @@ pub mod longdouble;
 pub mod lua;
 pub mod multi;
 pub mod object_size;
+pub mod pause;
 pub mod rdb;
 pub mod rdb_stream;
 pub mod reply;
 pub mod settings;
 pub mod split_args;
 pub mod stats;
+pub mod tracking;
 pub mod used_memory;
 
 pub use self::core::Core;

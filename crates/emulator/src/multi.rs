@@ -53,6 +53,17 @@ impl Emulator {
             self.flag_transaction(id);
             return Reply::err(admission::NO_MULTI);
         }
+        let denied = self.core.borrow_mut().acl_check(id, args, "multi");
+        if let Err((d, full)) = denied {
+            self.core.borrow_mut().stats.rejected(key);
+            self.flag_transaction(id);
+            return cmd::acl::toplevel_error(d, &full);
+        }
+        if let Some(r) = self.monitor_refusal(id, spec, sub) {
+            self.core.borrow_mut().stats.rejected(key);
+            self.flag_transaction(id);
+            return r;
+        }
         let guarded = self.core.borrow().guarded();
         if guarded {
             let kind = match spec.name {
@@ -75,6 +86,9 @@ impl Emulator {
                 self.flag_transaction(id);
                 return Reply::err(e);
             }
+        }
+        if spec.name == "exec" && self.postpone(id, spec, args) {
+            return Reply::Nil;
         }
         if matches!(spec.name, "exec" | "discard" | "multi" | "watch") {
             return self.run_checked(id, spec, key, args);
@@ -151,6 +165,8 @@ impl Emulator {
                 self.exec(id)
             }
             "client" => cmd::client::run(&mut core, id, args),
+            "acl" => cmd::acl::run(&mut core, id, args),
+            "monitor" => cmd::monitor::run(&mut core, id),
             _ => cmd::unknown_command(args),
         }
     }
@@ -213,7 +229,10 @@ impl Emulator {
         for cmd in &multi.queue {
             let refs: Vec<&[u8]> = cmd.iter().map(Vec::as_slice).collect();
             // Queued commands passed Redis's checks when queued (and EXEC for all of them).
+            // The ACL rules may have changed since the command was queued.
+            let denied = self.core.borrow_mut().acl_check(id, &refs, "multi");
             let r = match cmd::lookup(refs[0]) {
+                Some(_) if denied.is_err() => cmd::acl::exec_error(denied.expect_err("denied").0),
                 Some(spec) => {
                     let key = StatKey::of(spec, crate::emulator::subcommand_name(spec, &refs));
                     self.run_checked(id, spec, key, &refs)

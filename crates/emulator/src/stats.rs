@@ -147,6 +147,42 @@ impl Stats {
     }
 }
 
+impl crate::core::Core {
+    /// INFO's `keyspace_hits` and `keyspace_misses`: every key a reading command looks up (Redis's
+    /// `lookupKeyRead`), found live or not, counted before the command runs.
+    #[inline]
+    pub fn count_lookups(&mut self, spec: &crate::command_spec::CommandSpec, args: &[&[u8]]) {
+        use crate::command_spec::flags;
+        if !spec.has(flags::READONLY) && !matches!(spec.name, "getdel" | "getex" | "sort") {
+            return;
+        }
+        let ks = spec.keys;
+        let now = self.now_ms();
+        let (mut hits, mut misses) = (0, 0);
+        let mut count = |db: &crate::keyspace::Db, k: &[u8]| {
+            if db.peek(k, now).is_some() {
+                hits += 1;
+            } else {
+                misses += 1;
+            }
+        };
+        if ks.movable.is_some() {
+            for k in ks.keys(args) {
+                count(&self.db, k);
+            }
+        } else if ks.first > 0 && args.len() > ks.first as usize {
+            let last = if ks.last < 0 { args.len() as i32 + ks.last } else { ks.last.min(args.len() as i32 - 1) };
+            let mut i = ks.first;
+            while i <= last {
+                count(&self.db, args[i as usize]);
+                i += ks.step.max(1);
+            }
+        }
+        self.stats.keyspace_hits += hits;
+        self.stats.keyspace_misses += misses;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -100,8 +100,15 @@ fn execute_request(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut V
                 return reply(conn, out, &e);
             }
         }
-        if !conn.authed && !no_auth {
+        if !no_auth && needs_auth(server, conn) {
             return reply(conn, out, &Reply::err(NOAUTH));
+        }
+        if !no_auth {
+            let refused = server.nodes[conn.node].emu.borrow_mut().acl_refusal(conn.client, args);
+            if let Some(r) = refused {
+                server.nodes[conn.node].emu.borrow_mut().refuse_in_transaction(conn.client);
+                return reply(conn, out, &r);
+            }
         }
         if conn.subscribed && !conn.resp3 && !matches!(which, Own::Quit | Own::Reset) {
             return reply(conn, out, &subscribed_refusal(name));
@@ -117,9 +124,11 @@ fn execute_request(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut V
             };
             return reply(conn, out, &r);
         }
-        return run_own(server, conn, which, args, out);
+        let r = run_own(server, conn, which, args, out);
+        monitor_own(server, conn, which, args, out);
+        return r;
     }
-    if !conn.authed {
+    if needs_auth(server, conn) {
         let r = match cmd::lookup(args[0]) {
             None => cmd::unknown_command(args),
             Some(spec) if !spec.arity_ok(args.len()) => cmd::wrong_arity(spec),
@@ -134,6 +143,13 @@ fn execute_request(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut V
         }
     }
     if conn.subscribed && !conn.resp3 {
+        // The ACL is checked before the Pub/Sub context is.
+        if cmd::lookup(args[0]).is_some_and(|s| s.arity_ok(args.len())) {
+            let refused = server.nodes[conn.node].emu.borrow_mut().acl_refusal(conn.client, args);
+            if let Some(r) = refused {
+                return reply(conn, out, &r);
+            }
+        }
         if let Some(r) = subscribed_context(args) {
             return reply(conn, out, &r);
         }
@@ -166,6 +182,35 @@ fn execute_request(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut V
     }
 }
 
+/// Shows a command the server answered itself to the MONITOR clients, its passwords redacted as
+/// Redis redacts them (AUTH's arguments, HELLO's AUTH pair), and routes what that left.
+fn monitor_own(server: &Server, conn: &mut Conn, which: Own, args: &[&[u8]], out: &mut Vec<u8>) {
+    let mut dels = Vec::new();
+    {
+        let mut emu = server.nodes[conn.node].emu.borrow_mut();
+        let mut shown: Vec<&[u8]> = args.to_vec();
+        match which {
+            Own::Auth => shown[1..].iter_mut().for_each(|a| *a = b"(redacted)"),
+            Own::Hello => {
+                if let Some(i) = shown.iter().position(|a| a.eq_ignore_ascii_case(b"auth")) {
+                    if i + 2 < shown.len() {
+                        shown[i + 1] = b"(redacted)";
+                        shown[i + 2] = b"(redacted)";
+                    }
+                }
+            }
+            _ => {}
+        }
+        emu.feed_monitors(conn.client, &shown);
+        if !emu.pending() {
+            return;
+        }
+        emu.after_command(conn.client, &mut dels);
+    }
+    let node = conn.node;
+    outbox::route(server, node, Some(conn), dels, out);
+}
+
 /// Writes `r` to `out` whole: nothing is left to stream.
 #[inline]
 fn reply(conn: &Conn, out: &mut Vec<u8>, r: &Reply) -> Option<Reply> {
@@ -195,6 +240,10 @@ fn after_effects(server: &Server, conn: &mut Conn, r: Reply, out: &mut Vec<u8>) 
     // A kill of this very connection closes it after its reply.
     let dels: Vec<_> =
         dels.into_iter().filter(|(to, d)| !(*to == conn.client && *d == limitlab_emulator::Deliver::Close)).collect();
+    // A MONITOR line of this connection's own command follows its reply.
+    let (own_lines, dels): (Vec<_>, Vec<_>) = dels.into_iter().partition(|(to, d)| {
+        *to == conn.client && matches!(d, limitlab_emulator::Deliver::Raw(_) | limitlab_emulator::Deliver::Late(_))
+    });
     outbox::route(server, node, Some(conn), dels, out);
     if blocked {
         server.timer_kick.notify_one();
@@ -206,6 +255,9 @@ fn after_effects(server: &Server, conn: &mut Conn, r: Reply, out: &mut Vec<u8>) 
     } else {
         reply(conn, out, &r)
     };
+    for (_, d) in own_lines {
+        outbox::write_delivery(conn, d, out);
+    }
     if closing {
         conn.close = true;
     }
@@ -246,6 +298,11 @@ fn subscribed_context(args: &[&[u8]]) -> Option<Reply> {
             .map_or(spec.name.to_string(), |s| format!("{}|{}", spec.name, s.name)),
         _ => spec.name.to_string(),
     };
+    if spec.name == "exec" {
+        // Redis's rejectCommand on EXEC ends the transaction with the reason.
+        let Reply::Error(e) = subscribed_refusal(&full) else { unreachable!("an error") };
+        return Some(Reply::Error(format!("EXECABORT Transaction discarded because of: {}", &e[4..])));
+    }
     Some(subscribed_refusal(&full))
 }
 
@@ -279,12 +336,10 @@ fn run_own(server: &Server, conn: &mut Conn, which: Own, args: &[&[u8]], out: &m
             Reply::ok()
         }
         Own::Reset => {
-            outbox::unregister(server, conn.node, conn.client);
-            server.nodes[conn.node].emu.borrow_mut().disconnect(conn.client);
-            conn.client = super::conn::connect(server, conn.node, &conn.addrs);
-            outbox::register(server, conn.node, conn.client, &conn.outbox);
+            // Redis's clearClientConnectionState: the client (and its id) stays.
+            server.nodes[conn.node].emu.borrow_mut().reset_client(conn.client);
             conn.resp3 = false;
-            conn.authed = server.requirepass.is_none();
+            conn.authed = !server.nodes[conn.node].emu.borrow().auth_required(conn.client);
             conn.subscribed = false;
             conn.mute = 0;
             Reply::Status("RESET".into())
@@ -336,9 +391,24 @@ fn run_own(server: &Server, conn: &mut Conn, which: Own, args: &[&[u8]], out: &m
     reply(conn, out, &r)
 }
 
-/// Whether `user`/`pass` is the default user's password (any password when none is set).
-fn password_ok(server: &Server, user: &[u8], pass: &[u8]) -> bool {
-    user == b"default" && server.requirepass.as_deref().is_none_or(|p| p == pass)
+/// Whether `conn` must authenticate first (Redis's `authRequired`). A connection that did (or
+/// needed not) stays so; one that did not asks the emulator again, since CONFIG SET requirepass or
+/// ACL SETUSER default may have opened the door since.
+fn needs_auth(server: &Server, conn: &mut Conn) -> bool {
+    if conn.authed {
+        return false;
+    }
+    conn.authed = !server.nodes[conn.node].emu.borrow().auth_required(conn.client);
+    !conn.authed
+}
+
+/// AUTH / HELLO AUTH against the ACL users; the connection is that user's when it succeeds.
+fn password_ok(server: &Server, conn: &mut Conn, user: &[u8], pass: &[u8], command: &'static str) -> bool {
+    let ok = server.nodes[conn.node].emu.borrow_mut().authenticate(conn.client, user, pass, command);
+    if ok {
+        conn.authed = true;
+    }
+    ok
 }
 
 fn auth(server: &Server, conn: &mut Conn, args: &[&[u8]]) -> Reply {
@@ -346,13 +416,12 @@ fn auth(server: &Server, conn: &mut Conn, args: &[&[u8]]) -> Reply {
         return Reply::err(cmd::SYNTAX);
     }
     let (user, pass): (&[u8], &[u8]) = if args.len() == 2 { (b"default", args[1]) } else { (args[1], args[2]) };
-    if args.len() == 2 && server.requirepass.is_none() {
+    if args.len() == 2 && server.nodes[conn.node].emu.borrow().default_user_nopass() {
         return Reply::err(
             "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
         );
     }
-    if password_ok(server, user, pass) {
-        conn.authed = true;
+    if password_ok(server, conn, user, pass, "auth") {
         Reply::ok()
     } else {
         Reply::err(WRONGPASS)
@@ -390,12 +459,11 @@ fn hello(server: &Server, conn: &mut Conn, args: &[&[u8]]) -> Reply {
         }
     }
     if let Some((user, pass)) = creds {
-        if !password_ok(server, user, pass) {
+        if !password_ok(server, conn, user, pass, "hello") {
             return Reply::err(WRONGPASS);
         }
-        conn.authed = true;
     }
-    if !conn.authed {
+    if needs_auth(server, conn) {
         return Reply::err(
             "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
         );

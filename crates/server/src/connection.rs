@@ -45,7 +45,7 @@ pub async fn handle(server: Rc<Server>, node: usize, mut stream: TcpStream) {
         client,
         addrs,
         resp3: false,
-        authed: server.requirepass.is_none(),
+        authed: !server.nodes[node].emu.borrow().auth_required(client),
         close: false,
         grew: false,
         outbox,

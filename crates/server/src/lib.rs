@@ -122,6 +122,10 @@ async fn serve(opts: Options, ready: impl FnOnce(&[SocketAddr])) -> Result<()> {
             // KILL, SHUTDOWN NOSAVE: busy.rs), unless a budget is given.
             emu.set_script_budget(opts.script_budget.unwrap_or(u64::MAX));
             emu.enable_blocking();
+            if let Some(p) = &opts.requirepass {
+                // The default user's password, as `requirepass` in Redis's configuration.
+                let _ = emu.execute(&[b"CONFIG", b"SET", b"requirepass", p]);
+            }
             Node {
                 emu: RefCell::new(emu),
                 addr,

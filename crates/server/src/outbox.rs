@@ -61,12 +61,13 @@ pub fn write_push(out: &mut Vec<u8>, items: &[limitlab_emulator::Reply], resp3: 
 /// takes requests again); a kill closes it once `out` is written.
 pub fn write_delivery(conn: &mut Conn, d: Deliver, out: &mut Vec<u8>) {
     match d {
-        Deliver::Push(items) => write_push(out, &items, conn.resp3),
+        Deliver::Push(items) | Deliver::Late(items) => write_push(out, &items, conn.resp3),
         Deliver::Unblock(r) => {
             conn.blocked = false;
             resp::write(&r, conn.resp3, out);
         }
         Deliver::Close => conn.close = true,
+        Deliver::Raw(bytes) => out.extend_from_slice(&bytes),
     }
 }
 

@@ -10,6 +10,7 @@
 use std::fmt::Write as _;
 
 use crate::clients::{Client, ClientId};
+use crate::clock::Clock as _;
 use crate::command_spec::flags::*;
 use crate::command_spec::{eq_ic, CommandSpec, KeySpec, SYNTAX};
 use crate::core::Core;
@@ -125,17 +126,33 @@ pub fn run(core: &mut Core, id: ClientId, a: &[&[u8]]) -> Reply {
     if eq_ic(sub, "info") {
         let Some(c) = core.clients.get(id.index()).and_then(Option::as_ref) else { return Reply::Nil };
         let mut line = String::new();
-        info_line(&mut line, c, now);
+        info_line(&mut line, core, c, now);
         return Reply::Bulk(line.into_bytes());
     }
     if eq_ic(sub, "list") {
         return list(core, a, now);
     }
     if eq_ic(sub, "getredir") {
-        return Reply::Int(-1);
+        return Reply::Int(core.client(id).and_then(|c| c.tracking.as_ref()).map_or(-1, |t| t.redirect as i64));
+    }
+    if eq_ic(sub, "tracking") {
+        return core.client_tracking(id, &a[2..]);
+    }
+    if eq_ic(sub, "caching") {
+        return core.client_caching(id, a[2]);
+    }
+    if eq_ic(sub, "trackinginfo") {
+        return core.tracking_info(id);
     }
     if eq_ic(sub, "unpause") {
+        core.pause = None;
         return Reply::ok();
+    }
+    if eq_ic(sub, "pause") {
+        if a.len() > 4 {
+            return Reply::err("ERR unknown subcommand or wrong number of arguments for 'pause'. Try CLIENT HELP.");
+        }
+        return core.client_pause(&a[2..]);
     }
     if eq_ic(sub, "unblock") && (a.len() == 3 || a.len() == 4) {
         return unblock(core, a);
@@ -269,7 +286,7 @@ fn list(core: &Core, a: &[&[u8]], now: i64) -> Reply {
         let t = a[3];
         if eq_ic(t, "normal") {
             for c in clients {
-                info_line(&mut out, c, now);
+                info_line(&mut out, core, c, now);
             }
         } else if !["master", "replica", "slave", "pubsub"].iter().any(|n| eq_ic(t, n)) {
             return Reply::Error(format!("ERR Unknown client type '{}'", String::from_utf8_lossy(t)));
@@ -280,28 +297,59 @@ fn list(core: &Core, a: &[&[u8]], now: i64) -> Reply {
                 return Reply::err("ERR Invalid client ID");
             };
             if let Some(c) = clients.iter().find(|c| c.id as i64 == n) {
-                info_line(&mut out, c, now);
+                info_line(&mut out, core, c, now);
             }
         }
     } else if a.len() != 2 {
         return Reply::err(SYNTAX);
     } else {
         for c in clients {
-            info_line(&mut out, c, now);
+            info_line(&mut out, core, c, now);
         }
     }
     Reply::Bulk(out.into_bytes())
 }
 
+/// Client `id`'s CLIENT LIST line (with its `\n`); empty when it is gone.
+pub(crate) fn line_of(core: &Core, id: ClientId) -> String {
+    let now = core.clock.now_millis().0;
+    let mut out = String::new();
+    if let Some(c) = core.clients.get(id.index()).and_then(Option::as_ref) {
+        info_line(&mut out, core, c, now);
+    }
+    out
+}
+
 /// One CLIENT LIST line (with its `\n`), fields in Redis 7.0's order.
-fn info_line(out: &mut String, c: &Client, now: i64) {
+fn info_line(out: &mut String, core: &Core, c: &Client, now: i64) {
+    let slot = core.client_by_number(c.id);
+    let (sub, psub, ssub) = slot.map_or((0, 0, 0), |id| core.pubsub.counts(id));
+    let blocked = slot.is_some_and(|id| core.blocking.is_blocked(id) || core.is_postponed(id));
     let (addr, laddr) = match &c.addr {
         Some((a, l)) => (a.clone(), l.clone()),
         None => (format!("127.0.0.1:{}", 40000 + c.id % 20000), "127.0.0.1:6379".to_string()),
     };
     let mut flags = String::new();
+    if c.monitor {
+        flags.push('O');
+    }
+    if sub + psub + ssub > 0 {
+        flags.push('P');
+    }
     if c.multi.is_some() || c.executing.is_some() {
         flags.push('x');
+    }
+    if blocked {
+        flags.push('b');
+    }
+    if let Some(t) = &c.tracking {
+        flags.push('t');
+        if t.broken_redirect {
+            flags.push('R');
+        }
+        if t.bcast {
+            flags.push('B');
+        }
     }
     if c.dirty_cas {
         flags.push('d');
@@ -321,13 +369,15 @@ fn info_line(out: &mut String, c: &Client, now: i64) {
     let name = c.name.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
     let _ = writeln!(
         out,
-        "id={} addr={addr} laddr={laddr} fd=8 name={name} age={} idle={} flags={flags} db={} sub=0 psub=0 ssub=0 multi={multi} \
+        "id={} addr={addr} laddr={laddr} fd=8 name={name} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi={multi} \
          qbuf=26 qbuf-free=20448 argv-mem=10 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 tot-mem=22426 events=r cmd={cmd} \
-         user=default redir=-1 resp={}",
+         user={} redir={} resp={}",
         c.id,
         (now - c.created_ms).max(0) / 1000,
         (now - c.last_ms).max(0) / 1000,
         c.db,
+        String::from_utf8_lossy(c.user.as_deref().unwrap_or(b"default")),
+        c.tracking.as_ref().map_or(-1, |t| t.redirect as i64),
         if c.resp3 { 3 } else { 2 },
     );
 }

@@ -221,6 +221,11 @@ fn limitlab_info(name: &str) -> Option<Reply> {
     ]))
 }
 
+/// limitlab's own commands with their COMMAND INFO entries (for the ACL rules that name them).
+pub(crate) fn limitlab_entries() -> Vec<(String, Reply)> {
+    LIMITLAB_COMMANDS.iter().filter_map(|c| limitlab_info(c.0).map(|i| (c.0.to_string(), i))).collect()
+}
+
 /// The COMMAND DOCS entry of one of limitlab's own commands.
 fn limitlab_docs(name: &str) -> Option<Reply> {
     let (_, _, _, summary, args) = LIMITLAB_COMMANDS.iter().find(|c| c.0 == name)?;
@@ -370,7 +375,7 @@ fn spec_flags(spec: &Reply) -> Vec<String> {
 }
 
 /// A key found in a call: its position and its key spec's flags.
-type FoundKey = (usize, Vec<String>);
+pub(crate) type FoundKey = (usize, Vec<String>);
 
 /// The keys of a call by a command's key specs, as Redis 7.0's `getKeysUsingKeySpecs` finds them;
 /// None when a spec does not apply to the arguments (a count out of range, an incomplete spec),
@@ -527,20 +532,7 @@ fn getkeys(core: &Core, call: &[&[u8]], with_flags: bool) -> Reply {
     if !cmd.arity_ok(call.len()) {
         return Reply::err("ERR Invalid number of arguments specified for command");
     }
-    let variable = specs.iter().any(|s| spec_flags(s).iter().any(|f| f == "variable_flags"));
-    let found = if variable { variable_flag_keys(name, call) } else { keys_by_specs(specs, call, cmd.arity) };
-    let keys = match found {
-        Some(k) => k,
-        None => {
-            // Redis's own key finder for the command; its flags are the first spec's.
-            let flags = specs.first().map(spec_flags).unwrap_or_default();
-            let found = emulated_keys.map(|s| s.keys.keys(call)).unwrap_or_default();
-            found
-                .into_iter()
-                .filter_map(|k| call.iter().position(|a| std::ptr::eq(*a, k)).map(|p| (p, flags.clone())))
-                .collect()
-        }
-    };
+    let keys = find_keys(name, specs, cmd.arity, emulated_keys, call);
     if keys.is_empty() {
         if cmd.has_flag("no_mandatory_keys") {
             return Reply::Array(vec![]);
@@ -559,6 +551,45 @@ fn getkeys(core: &Core, call: &[&[u8]], with_flags: bool) -> Reply {
             })
             .collect(),
     )
+}
+
+/// The keys of a call and their key specs' flags: by the command's key specs, else by the
+/// emulator's own key finder for the command (with the first spec's flags).
+fn find_keys(name: &str, specs: &[Reply], arity: i64, emulated: Option<&CommandSpec>, call: &[&[u8]]) -> Vec<FoundKey> {
+    let variable = specs.iter().any(|s| spec_flags(s).iter().any(|f| f == "variable_flags"));
+    let found = if variable { variable_flag_keys(name, call) } else { keys_by_specs(specs, call, arity) };
+    match found {
+        Some(k) => k,
+        None => {
+            let flags = specs.first().map(spec_flags).unwrap_or_default();
+            let found = emulated.map(|s| s.keys.keys(call)).unwrap_or_default();
+            found
+                .into_iter()
+                .filter_map(|k| call.iter().position(|a| std::ptr::eq(*a, k)).map(|p| (p, flags.clone())))
+                .collect()
+        }
+    }
+}
+
+/// The keys an ACL check looks at: every key of a call (by Redis 7.0.15's key specs) with its
+/// spec's flags; none for a command Redis does not have.
+pub(crate) fn keys_and_flags(call: &[&[u8]]) -> Vec<FoundKey> {
+    let name = String::from_utf8_lossy(call[0]).to_ascii_lowercase();
+    let Some(top) = redis_table().get(&name) else { return Vec::new() };
+    let cmd = match (top.subcommands.is_empty(), call.get(1)) {
+        (false, Some(sub)) => match top.subcommand(sub) {
+            Some(s) => s,
+            None => return Vec::new(),
+        },
+        _ => top,
+    };
+    let Reply::Array(info) = &cmd.info else { return Vec::new() };
+    let specs = items(info.get(8));
+    let emulated = super::lookup(name.as_bytes()).filter(|s| s.keys.first > 0 || s.keys.movable.is_some());
+    if specs.is_empty() && !(cmd.has_flag("movablekeys") && emulated.is_some()) {
+        return Vec::new();
+    }
+    find_keys(&top.name, specs, cmd.arity, emulated, call)
 }
 
 /// COMMAND LIST [FILTERBY MODULE name | ACLCAT cat | PATTERN pattern].

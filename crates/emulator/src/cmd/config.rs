@@ -64,7 +64,14 @@ fn config(core: &mut Core, a: &[&[u8]]) -> Reply {
     }
     if eq_ic(sub, "set") {
         return match core.settings.config_set(&a[2..]) {
-            Ok(()) => Reply::ok(),
+            Ok(()) => {
+                // `requirepass` is the default user's password (Redis's `updateRequirePass`).
+                if a[2..].chunks(2).any(|p| eq_ic(p[0], "requirepass")) {
+                    let pass = core.settings.get("requirepass").to_vec();
+                    core.acl.set_requirepass(&pass);
+                }
+                Reply::ok()
+            }
             Err(e) => e,
         };
     }

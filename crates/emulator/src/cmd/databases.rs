@@ -103,6 +103,7 @@ fn flushdb(core: &mut Core, a: &[&[u8]]) -> Reply {
     tri!(flush_option(a));
     let db = core.selected;
     core.touch_all_in(db, None);
+    core.tracking_flush();
     core.db.clear();
     Reply::ok()
 }
@@ -113,6 +114,7 @@ fn flushall(core: &mut Core, a: &[&[u8]]) -> Reply {
         core.touch_all_in(db, None);
         core.db_at(db).clear();
     }
+    core.tracking_flush();
     Reply::ok()
 }
 

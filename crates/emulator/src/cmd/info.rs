@@ -128,8 +128,8 @@ fn section(core: &mut Core, name: &str, out: &mut String) {
                 ("maxclients", 10000),
                 ("client_recent_max_input_buffer", 0),
                 ("client_recent_max_output_buffer", 0),
-                ("blocked_clients", core.blocking.count()),
-                ("tracking_clients", 0),
+                ("blocked_clients", core.blocking.count() + core.postponed.len()),
+                ("tracking_clients", core.tracking.clients),
                 ("clients_in_timeout_table", 0),
             ] {
                 kv(out, k, v);
@@ -282,13 +282,14 @@ fn section(core: &mut Core, name: &str, out: &mut String) {
                 "active_defrag_key_misses",
                 "total_active_defrag_time",
                 "current_active_defrag_time",
-                "tracking_total_keys",
-                "tracking_total_items",
-                "tracking_total_prefixes",
-                "unexpected_error_replies",
             ] {
                 kv(out, k, 0);
             }
+            let (keys, items, prefixes) = core.tracking.totals();
+            kv(out, "tracking_total_keys", keys);
+            kv(out, "tracking_total_items", items);
+            kv(out, "tracking_total_prefixes", prefixes);
+            kv(out, "unexpected_error_replies", 0);
             kv(out, "total_error_replies", st.total_error_replies);
             for k in [
                 "dump_payload_sanitizations",

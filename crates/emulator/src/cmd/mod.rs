@@ -7,6 +7,7 @@ use super::reply::Reply;
 pub use crate::command_spec::*;
 use rustc_hash::FxHashMap;
 
+pub mod acl;
 pub mod bitmaps;
 pub mod blocking;
 pub mod client;
@@ -20,6 +21,7 @@ pub mod info;
 pub mod keys;
 pub mod lists;
 pub mod memory;
+pub mod monitor;
 pub mod pubsub;
 pub mod scripting;
 pub mod server;
@@ -68,6 +70,8 @@ fn table() -> &'static FxHashMap<&'static [u8], CommandSpec> {
             databases::COMMANDS,
             command::COMMANDS,
             client::COMMANDS,
+            acl::COMMANDS,
+            monitor::COMMANDS,
             config::COMMANDS,
             info::COMMANDS,
             memory::COMMANDS,

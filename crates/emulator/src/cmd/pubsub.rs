@@ -80,6 +80,9 @@ impl Subs {
     }
 }
 
+/// A client's channels, patterns and shard channels.
+pub type SubscriptionLists<'a> = (&'a [Vec<u8>], &'a [Vec<u8>], &'a [Vec<u8>]);
+
 /// Every subscription of the node.
 #[derive(Clone, Debug, Default)]
 pub struct PubSub {
@@ -101,6 +104,11 @@ impl PubSub {
     /// `psub`, `ssub`).
     pub fn counts(&self, id: ClientId) -> (usize, usize, usize) {
         self.clients.get(&id).map_or((0, 0, 0), |s| (s.channels.len(), s.patterns.len(), s.shard.len()))
+    }
+
+    /// What `id` subscribes to: channels, patterns, shard channels.
+    pub fn subscriptions(&self, id: ClientId) -> Option<SubscriptionLists<'_>> {
+        self.clients.get(&id).map(|s| (s.channels.as_slice(), s.patterns.as_slice(), s.shard.as_slice()))
     }
 
     /// Whether `id` is in Pub/Sub mode (subscribed to anything).

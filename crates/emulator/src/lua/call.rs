@@ -68,6 +68,13 @@ fn call_found(
     if spec.has(flags::NOSCRIPT) || spec.has(flags::SCRIPTING) {
         return Err(Reply::err("ERR This Redis command is not allowed from script"));
     }
+    {
+        let mut c = core.borrow_mut();
+        let caller = c.caller;
+        if let Err((d, _)) = c.acl_check(caller, argv, "lua") {
+            return Err(cmd::acl::script_error(d));
+        }
+    }
     if st.read_only.get() && spec.has(flags::WRITE | flags::MAY_REPLICATE) {
         return Err(Reply::err("ERR Write commands are not allowed from read-only scripts."));
     }
@@ -106,6 +113,17 @@ fn call_found(
             Ok(None) => {}
         }
     }
+    if !core.monitors.is_empty() {
+        let caller = core.caller;
+        core.feed_monitors(caller, argv, true);
+    }
+    if core.tracking.script_keys.is_some() && spec.has(flags::READONLY) {
+        // Redis tracks the caller's command (EVAL's keys) when its script reads.
+        let keys = core.tracking.script_keys.take().unwrap_or_default();
+        let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        let caller = core.caller;
+        core.track_read(caller, &refs);
+    }
     core.resp3 = st.resp.get() == 3;
     if core.resp3 && (spec.name == "memory" || spec.name == "info") {
         if let Some(r) = memory_verbatim(&mut core, spec, argv, out) {
@@ -113,6 +131,7 @@ fn call_found(
             return Ok(r);
         }
     }
+    core.count_lookups(spec, argv);
     let reply = match found.direct {
         Some(direct) => {
             direct(&mut core, argv, out);

@@ -497,6 +497,11 @@ impl Functions {
         }
     }
 
+    /// Whether function `name` may write (it lacks `no-writes`; an unknown one counts as writing).
+    pub(crate) fn may_write(&self, name: &[u8]) -> bool {
+        self.find(name).is_none_or(|(lib, i)| lib.functions[i].flags & NO_WRITES == 0)
+    }
+
     /// FCALL / FCALL_RO.
     pub(crate) fn fcall(&mut self, core: &Rc<RefCell<Core>>, a: &[&[u8]], ro: bool, budget: u64) -> Reply {
         let Some((lib, i)) = self.find(a[1]) else { return Reply::err("ERR Function not found") };

@@ -210,8 +210,8 @@ pub(crate) unsafe extern "C-unwind" fn status_reply(l: *mut ffi::lua_State) -> c
     1
 }
 
-/// `redis.acl_check_cmd(cmd, ...)`: the emulator has one user allowed everything, so the answer is
-/// true for every command (and subcommand) it knows; arguments are checked as `redis.call`'s are.
+/// `redis.acl_check_cmd(cmd, ...)`: whether the script's caller's ACL user may run that command
+/// with those arguments (its keys and channels included); arguments are checked as `redis.call`'s are.
 ///
 /// # Safety
 ///
@@ -253,7 +253,22 @@ pub(crate) unsafe extern "C-unwind" fn acl_check_cmd(l: *mut ffi::lua_State) -> 
     if !known {
         raise(l, "Invalid command passed to redis.acl_check_cmd()");
     }
-    ffi::lua_pushboolean(l, 1);
+    let allowed = {
+        let mut bufs: Vec<Vec<u8>> = vec![Vec::new(); argc as usize];
+        let mut args: Vec<&[u8]> = Vec::with_capacity(argc as usize);
+        for (i, buf) in bufs.iter_mut().enumerate() {
+            let a = arg_bytes(l, i as c_int + 1, buf);
+            args.push(std::slice::from_raw_parts(a.as_ptr(), a.len()));
+        }
+        let core = ctx(l).core.borrow();
+        let user = core
+            .clients
+            .get(core.caller.index())
+            .and_then(Option::as_ref)
+            .and_then(|c| core.acl.user(c.user.as_deref()));
+        user.is_none_or(|u| u.check(&args).is_ok())
+    };
+    ffi::lua_pushboolean(l, allowed as c_int);
     1
 }
 

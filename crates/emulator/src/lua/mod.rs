@@ -239,6 +239,24 @@ impl Scripting {
         })
     }
 
+    /// Whether a call of EVAL, EVALSHA or FCALL (not their `_RO` forms) may write, as CLIENT PAUSE
+    /// WRITE judges it: a script without a shebang may; one with flags may unless `no-writes`.
+    pub fn may_write(&self, a: &[&[u8]]) -> bool {
+        let name = a[0].to_ascii_lowercase();
+        match name.as_slice() {
+            b"eval" if a.len() > 1 => match Shebang::parse(a[1]) {
+                Ok(Some((sb, _))) => !sb.no_writes,
+                _ => true,
+            },
+            b"evalsha" if a.len() > 1 => {
+                let sha = String::from_utf8_lossy(a[1]).to_ascii_lowercase();
+                self.scripts.get(&sha).and_then(|c| c.shebang).is_none_or(|sb| !sb.no_writes)
+            }
+            b"fcall" if a.len() > 1 => self.functions.may_write(a[1]),
+            _ => false,
+        }
+    }
+
     /// EVAL: compiles the body if it is not cached, then runs it.
     pub fn eval(&mut self, body: &[u8], keys: &[&[u8]], argv: &[&[u8]], read_only: bool) -> Reply {
         let sha = match self.load(body) {
