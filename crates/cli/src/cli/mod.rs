@@ -170,6 +170,25 @@ impl ScriptsArg {
     }
 }
 
+/// `--skip-bad-lines`: a trace's lines that do not read as a request are skipped and counted.
+#[derive(Clone, Copy, Debug, Default, clap::Args)]
+pub struct SkipBadLinesArg {
+    /// Skip the lines of the scenario's traces (access logs, CSV, JSON lines) that do not read as
+    /// a request, instead of refusing the file; how many were skipped, and the first few with
+    /// their line and reason, are printed on stderr. (A trace can also set `skip_bad_lines = true`.)
+    #[arg(long)]
+    pub skip_bad_lines: bool,
+}
+
+impl SkipBadLinesArg {
+    /// Sets it on every trace of the scenario.
+    pub fn apply(&self, s: &mut limitlab_engine::sim::Scenario) {
+        if self.skip_bad_lines {
+            s.traffic.skip_bad_lines();
+        }
+    }
+}
+
 /// How a report is printed: `--json` or `--markdown`, text otherwise.
 #[derive(Clone, Copy, Debug, Default, clap::Args)]
 pub struct FormatArgs {
@@ -195,6 +214,15 @@ impl FormatArgs {
 
 /// Runs a parsed command line, writing reports to `out`.
 pub fn execute(cli: Cli, out: &mut dyn Write) -> Result<()> {
+    let result = execute_command(cli, out);
+    // The lines of traces skipped with `--skip-bad-lines` (or a trace's `skip_bad_lines`).
+    for s in limitlab_engine::traffic::trace::skipped::take() {
+        eprintln!("limitlab: {s}");
+    }
+    result
+}
+
+fn execute_command(cli: Cli, out: &mut dyn Write) -> Result<()> {
     match cli.command {
         Command::Compare(a) => compare::execute(a, out),
         Command::Run(a) => run::execute(a, out),
