@@ -16,5 +16,6 @@ mod init_cli;
 mod memory_cli;
 mod mutants;
 mod race_skew;
+mod redis_cli_habits;
 mod run_decisions;
 mod sweep_cli;
