@@ -50,11 +50,14 @@ pub enum Command {
     Run(run::Args),
     /// Draw admitted requests over time per script against the limit (PNG and SVG).
     Plot(plot::Args),
-    /// redis-cli on the emulator: commands on stdin, redis-cli's output on stdout (or, with -h/-p,
-    /// on any server).
+    /// redis-cli on the emulator (or, with -h/-p/-u, on any server): a command from the arguments
+    /// (`limitlab cli SET k v`, with -r/-i/-x/-n/-a), else commands on stdin one per line, or a
+    /// prompt at a terminal; replies as redis-cli prints them. CLOCK.ADVANCE/SET/GET move the
+    /// emulator's virtual clock.
     Cli(shell::Args),
     /// The emulator as a Redis server (RESP2/RESP3, any client library) with a virtual clock moved
-    /// by CLOCK.ADVANCE; --cluster N answers as an N-master Redis Cluster.
+    /// by CLOCK.ADVANCE; --cluster N answers as an N-master Redis Cluster. SIGINT/SIGTERM stop it
+    /// after the command under way (one line on stdout, exit status 0).
     Serve(serve::Args),
     /// Differential fuzzing: random command sequences and random calls of every shipped script on
     /// the emulator and on a real Redis (--redis, or a private redis-server); replies must be

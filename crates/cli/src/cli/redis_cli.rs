@@ -17,7 +17,7 @@
 //! - replies are written by [`write_reply`], each followed by `\n`.
 //!
 //! [`run`] adds three commands of its own that move the emulator's virtual clock and never reach Redis:
-//! `CLOCK.ADVANCE ms` (by a number of milliseconds, negative moves back), `CLOCK.SET unix_ms` and
+//! `CLOCK.ADVANCE ms` (by a number of milliseconds, negative moves back, never before 0), `CLOCK.SET unix_ms` and
 //! `CLOCK.GET` (the current time in unix milliseconds).
 use std::io::{BufRead, Write};
 
