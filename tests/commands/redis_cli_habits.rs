@@ -50,7 +50,8 @@ fn the_command_from_the_arguments() {
     // An error reply is printed as redis-cli prints it (exit status 0, as redis-cli 7.0's).
     assert_eq!(ok(&["--no-raw", "INCR"], b"").0, "(error) ERR wrong number of arguments for 'incr' command\n");
     // -n on the emulator: SELECT first.
-    assert_eq!(ok(&["-n", "3", "CLIENT", "INFO"], b"").0.contains(" db=3 "), true);
+    let info = ok(&["-n", "3", "CLIENT", "INFO"], b"").0;
+    assert!(info.contains(" db=3 "), "{info}");
     let (o, e) = ok(&["-n", "99", "PING"], b"");
     assert_eq!((o.as_str(), e.as_str()), ("PONG\n", "SELECT 99 failed: ERR DB index is out of range\n"));
 }
