@@ -19,6 +19,7 @@ mod mutants;
 mod output_files;
 mod progress;
 mod race_skew;
+mod redis_cli_habits;
 mod run_decisions;
 mod sweep_cli;
 mod user_scripts;

@@ -402,6 +402,14 @@ impl LimitlabServe {
         None
     }
 
+    /// What it writes to stdout after its first line, up to its exit (call once it has exited or
+    /// will: it reads to the end).
+    pub fn rest_of_stdout(&mut self) -> String {
+        let mut rest = String::new();
+        let _ = std::io::Read::read_to_string(&mut self._stdout, &mut rest);
+        rest
+    }
+
     /// What it wrote to stderr so far.
     pub fn stderr(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()

@@ -13,5 +13,6 @@ mod serve_clients;
 mod serve_cluster;
 mod serve_infra;
 mod serve_pubsub;
+mod serve_sharp_edges;
 mod serve_streams;
 mod serve_types;

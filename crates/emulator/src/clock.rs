@@ -130,6 +130,12 @@ impl Deadline {
     }
 }
 
+/// Waits `d` on the machine's clock: for a client's pauses between commands (`limitlab cli -i`),
+/// never for a limiter's decisions, which follow the virtual clock.
+pub fn pause(d: std::time::Duration) {
+    std::thread::sleep(d)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -81,8 +81,20 @@ fn io_err(what: String, source: std::io::Error) -> Error {
     Error::Io { path: what.into(), source }
 }
 
-/// Binds the ports, calls `ready` with the addresses listened on, and serves until SHUTDOWN.
-pub fn run(opts: Options, ready: impl FnOnce(&[SocketAddr])) -> Result<()> {
+/// Why [`run`] returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stopped {
+    /// A client sent SHUTDOWN.
+    Shutdown,
+    /// The process received this signal (`SIGINT`, `SIGTERM`): the command under way finished
+    /// first, as the signal is only seen between commands (a script that never ends is stopped
+    /// with SCRIPT KILL or FUNCTION KILL first).
+    Signal(&'static str),
+}
+
+/// Binds the ports, calls `ready` with the addresses listened on, and serves until SHUTDOWN or
+/// SIGINT/SIGTERM.
+pub fn run(opts: Options, ready: impl FnOnce(&[SocketAddr])) -> Result<Stopped> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
@@ -92,7 +104,7 @@ pub fn run(opts: Options, ready: impl FnOnce(&[SocketAddr])) -> Result<()> {
     local.block_on(&rt, serve(opts, ready))
 }
 
-async fn serve(opts: Options, ready: impl FnOnce(&[SocketAddr])) -> Result<()> {
+async fn serve(opts: Options, ready: impl FnOnce(&[SocketAddr])) -> Result<Stopped> {
     let n = opts.cluster.unwrap_or(1);
     let mut listeners = Vec::with_capacity(n);
     for i in 0..n {
@@ -153,6 +165,9 @@ async fn serve(opts: Options, ready: impl FnOnce(&[SocketAddr])) -> Result<()> {
         node.emu.borrow_mut().set_busy_handler(Some(busy::Busy::handler(&server)));
     }
     server.sync_clock();
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(|e| io_err("SIGINT handler".into(), e))?;
+    let mut terminate = signal(SignalKind::terminate()).map_err(|e| io_err("SIGTERM handler".into(), e))?;
     ready(&addrs);
     for (node, l) in listeners.into_iter().enumerate() {
         server.busy.add_listener(node, std::os::fd::AsRawFd::as_raw_fd(&l));
@@ -161,8 +176,32 @@ async fn serve(opts: Options, ready: impl FnOnce(&[SocketAddr])) -> Result<()> {
     if opts.wall {
         tokio::task::spawn_local(wall_timer(server.clone()));
     }
-    server.stop.notified().await;
-    Ok(())
+    let why = {
+        let mut stop = std::pin::pin!(server.stop.notified());
+        std::future::poll_fn(|cx| {
+            use std::future::Future;
+            use std::task::Poll;
+            if stop.as_mut().poll(cx).is_ready() {
+                Poll::Ready(Stopped::Shutdown)
+            } else if interrupt.poll_recv(cx).is_ready() {
+                Poll::Ready(Stopped::Signal("SIGINT"))
+            } else if terminate.poll_recv(cx).is_ready() {
+                Poll::Ready(Stopped::Signal("SIGTERM"))
+            } else {
+                Poll::Pending
+            }
+        })
+        .await
+    };
+    if why != Stopped::Shutdown {
+        // The signal is seen between commands: the one under way has finished; its connection's
+        // task gets to write the reply before the tasks are dropped.
+        server.stopping.set(true);
+        for _ in 0..8 {
+            tokio::task::yield_now().await;
+        }
+    }
+    Ok(why)
 }
 
 /// `--clock wall`: time passes by itself, so blocked clients time out and keys expire (with their

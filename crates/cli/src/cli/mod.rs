@@ -57,11 +57,14 @@ pub enum Command {
     Run(run::Args),
     /// Draw admitted requests over time per script against the limit (PNG and SVG).
     Plot(plot::Args),
-    /// redis-cli on the emulator: commands on stdin, redis-cli's output on stdout (or, with -h/-p,
-    /// on any server).
+    /// redis-cli on the emulator (or, with -h/-p/-u, on any server): a command from the arguments
+    /// (`limitlab cli SET k v`, with -r/-i/-x/-n/-a), else commands on stdin one per line, or a
+    /// prompt at a terminal; replies as redis-cli prints them. CLOCK.ADVANCE/SET/GET move the
+    /// emulator's virtual clock.
     Cli(shell::Args),
     /// The emulator as a Redis server (RESP2/RESP3, any client library) with a virtual clock moved
-    /// by CLOCK.ADVANCE; --cluster N answers as an N-master Redis Cluster.
+    /// by CLOCK.ADVANCE; --cluster N answers as an N-master Redis Cluster. SIGINT/SIGTERM stop it
+    /// after the command under way (one line on stdout, exit status 0).
     Serve(serve::Args),
     /// Differential fuzzing: random command sequences and random calls of every shipped script on
     /// the emulator and on a real Redis (--redis, or a private redis-server); replies must be
@@ -178,6 +181,25 @@ impl ScriptsArg {
     }
 }
 
+/// `--skip-bad-lines`: a trace's lines that do not read as a request are skipped and counted.
+#[derive(Clone, Copy, Debug, Default, clap::Args)]
+pub struct SkipBadLinesArg {
+    /// Skip the lines of the scenario's traces (access logs, CSV, JSON lines) that do not read as
+    /// a request, instead of refusing the file; how many were skipped, and the first few with
+    /// their line and reason, are printed on stderr. (A trace can also set `skip_bad_lines = true`.)
+    #[arg(long)]
+    pub skip_bad_lines: bool,
+}
+
+impl SkipBadLinesArg {
+    /// Sets it on every trace of the scenario.
+    pub fn apply(&self, s: &mut limitlab_engine::sim::Scenario) {
+        if self.skip_bad_lines {
+            s.traffic.skip_bad_lines();
+        }
+    }
+}
+
 /// How a report is printed: `--json` or `--markdown`, text otherwise.
 #[derive(Clone, Copy, Debug, Default, clap::Args)]
 pub struct FormatArgs {
@@ -206,6 +228,10 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> Result<()> {
     let files = crate::output::OutDir::new(cli.out);
     let done = dispatch(cli.command, &files, out);
     files.warn(&mut std::io::stderr());
+    // The lines of traces skipped with `--skip-bad-lines` (or a trace's `skip_bad_lines`).
+    for s in limitlab_engine::traffic::trace::skipped::take() {
+        eprintln!("limitlab: {s}");
+    }
     done
 }
 

@@ -17,7 +17,7 @@
 //! - replies are written by [`write_reply`], each followed by `\n`.
 //!
 //! [`run`] adds three commands of its own that move the emulator's virtual clock and never reach Redis:
-//! `CLOCK.ADVANCE ms` (by a number of milliseconds, negative moves back), `CLOCK.SET unix_ms` and
+//! `CLOCK.ADVANCE ms` (by a number of milliseconds, negative moves back, never before 0), `CLOCK.SET unix_ms` and
 //! `CLOCK.GET` (the current time in unix milliseconds).
 use std::io::{BufRead, Write};
 
@@ -369,7 +369,6 @@ where
     F: FnMut(&[Vec<u8>]) -> Reply,
 {
     let mut line = Vec::new();
-    let mut buf = Vec::new();
     loop {
         line.clear();
         if input.read_until(b'\n', &mut line)? == 0 {
@@ -378,44 +377,79 @@ where
         if line.last() == Some(&b'\n') {
             line.pop();
         }
-        buf.clear();
-        match classify(&line) {
-            LineAction::Skip => {}
-            LineAction::Quit => break,
-            LineAction::Print(s) => buf.extend_from_slice(s),
-            LineAction::PrintOwned(s) => buf.extend_from_slice(&s),
-            LineAction::Send { args, skip, repeat } => {
-                let cmd = &args[skip..];
-                // redis-cli answers `help` itself, once, whatever the repeat count.
-                let help = cmd[0].eq_ignore_ascii_case(b"help") || cmd[0] == b"?";
-                let repeat = if help { 1 } else { repeat };
-                for _ in 0..repeat {
-                    if help {
-                        buf.extend_from_slice(HELP.as_bytes());
-                    } else {
-                        let reply = exec(cmd);
-                        let mut o = Out { buf: &mut buf, sink: Some(&mut out), err: None };
-                        if prints_raw_strings(cmd) {
-                            write_raw(&reply, &mut o);
-                        } else if format == Format::Human {
-                            human(reply, &mut o);
-                        } else {
-                            write_raw(&reply, &mut o);
-                            o.push(b'\n');
-                        }
-                        o.finish()?;
-                    }
-                    // Flush as we go so a long repeat does not hold everything in memory.
-                    if buf.len() > 1 << 16 {
-                        out.write_all(&buf)?;
-                        buf.clear();
-                    }
+        if !run_line(&line, &mut out, format, &mut exec)? {
+            break;
+        }
+    }
+    out.flush()
+}
+
+/// Runs one input line as redis-cli's prompt does (without its `\n`) and writes what it prints to
+/// `out`. Returns `false` when the line ends the input (`quit`, `exit`).
+pub fn run_line<W, F>(line: &[u8], mut out: W, format: Format, exec: &mut F) -> std::io::Result<bool>
+where
+    W: Write,
+    F: FnMut(&[Vec<u8>]) -> Reply,
+{
+    let mut buf = Vec::new();
+    match classify(line) {
+        LineAction::Skip => {}
+        LineAction::Quit => return Ok(false),
+        LineAction::Print(s) => buf.extend_from_slice(s),
+        LineAction::PrintOwned(s) => buf.extend_from_slice(&s),
+        LineAction::Send { args, skip, repeat } => {
+            let cmd = &args[skip..];
+            // redis-cli answers `help` itself, once, whatever the repeat count.
+            let help = cmd[0].eq_ignore_ascii_case(b"help") || cmd[0] == b"?";
+            let repeat = if help { 1 } else { repeat };
+            for _ in 0..repeat {
+                if help {
+                    buf.extend_from_slice(HELP.as_bytes());
+                } else {
+                    let reply = exec(cmd);
+                    write_command_reply_to(cmd, reply, format, &mut buf, &mut out)?;
+                }
+                // Flush as we go so a long repeat does not hold everything in memory.
+                if buf.len() > 1 << 16 {
+                    out.write_all(&buf)?;
+                    buf.clear();
                 }
             }
         }
-        out.write_all(&buf)?;
     }
-    out.flush()
+    out.write_all(&buf)?;
+    Ok(true)
+}
+
+/// Writes the reply to `cmd` as redis-cli prints it in `format` (with its final `\n`, except for
+/// the commands whose text redis-cli prints as it is, such as INFO).
+pub fn write_command_reply(cmd: &[Vec<u8>], reply: Reply, format: Format, buf: &mut Vec<u8>) {
+    let mut o = Out { buf, sink: None, err: None };
+    format_command_reply(cmd, reply, format, &mut o);
+}
+
+/// [`write_command_reply`] into `buf`, handing it to `out` as it grows.
+fn write_command_reply_to(
+    cmd: &[Vec<u8>],
+    reply: Reply,
+    format: Format,
+    buf: &mut Vec<u8>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let mut o = Out { buf, sink: Some(out), err: None };
+    format_command_reply(cmd, reply, format, &mut o);
+    o.finish()
+}
+
+fn format_command_reply(cmd: &[Vec<u8>], reply: Reply, format: Format, o: &mut Out) {
+    if prints_raw_strings(cmd) {
+        write_raw(&reply, o);
+    } else if format == Format::Human {
+        human(reply, o);
+    } else {
+        write_raw(&reply, o);
+        o.push(b'\n');
+    }
 }
 
 #[cfg(test)]

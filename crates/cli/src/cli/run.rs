@@ -40,6 +40,8 @@ pub struct Args {
     #[command(flatten)]
     pub scripts: super::ScriptsArg,
     #[command(flatten)]
+    pub skip_bad_lines: super::SkipBadLinesArg,
+    #[command(flatten)]
     pub budget: super::BudgetArg,
     /// Write every decision to OUT, one row per request per script: time, subject, cost, the
     /// script's raw reply, the decision read from it, the exact sliding log's beside it, and the
@@ -62,6 +64,7 @@ impl Plan {
         a.budget.apply();
         let mut scenario = Scenario::from_file(&a.file)?;
         a.scripts.apply(&mut scenario)?;
+        a.skip_bad_lines.apply(&mut scenario);
         let seed = a.seed.unwrap_or(scenario.seed);
         Ok(Plan { scenario, seed, format: a.format.format() })
     }

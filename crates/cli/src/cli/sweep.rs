@@ -36,6 +36,8 @@ pub struct Args {
     pub format: FormatArgs,
     #[command(flatten)]
     pub scripts: super::ScriptsArg,
+    #[command(flatten)]
+    pub skip_bad_lines: super::SkipBadLinesArg,
 }
 
 /// A validated sweep.
@@ -83,6 +85,7 @@ impl Plan {
         let (first, count) = parse_seeds(&a.seeds)?;
         let mut scenario = Scenario::from_file(&a.file)?;
         a.scripts.apply(&mut scenario)?;
+        a.skip_bad_lines.apply(&mut scenario);
         Ok(Plan { scenario, first, count, jobs: a.jobs.unwrap_or(0), format: a.format.format() })
     }
 }

@@ -549,3 +549,23 @@ fn command_getkeys_finds_the_keys_of_scripts_and_functions() {
         );
     }
 }
+
+/// A Redis 7.0 command the emulator lacks is not "unknown": the error names the emulator; a
+/// command Redis lacks too keeps Redis's own error.
+#[test]
+fn redis_commands_the_emulator_lacks() {
+    let mut emu = crate::Emulator::new();
+    let mut err = |script: &str| match emu.execute(&[b"EVAL", script.as_bytes(), b"0"]) {
+        crate::Reply::Error(e) => e,
+        other => panic!("{other:?}"),
+    };
+    let e = err("return redis.call('lolwut')");
+    assert!(
+        e.starts_with("ERR Redis command 'lolwut' called from script is not implemented by limitlab's emulator"),
+        "{e}"
+    );
+    let e = err("return redis.call('nosuchcommand')");
+    assert!(e.starts_with("ERR Unknown Redis command called from script script: "), "{e}");
+    let e = err("return redis.call('waitaof', 0, 0, 0)");
+    assert!(e.starts_with("ERR Unknown Redis command called from script script: "), "Redis 7.2's: {e}");
+}

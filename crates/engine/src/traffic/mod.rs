@@ -176,6 +176,16 @@ impl TrafficSpec {
         }
     }
 
+    /// Sets `skip_bad_lines` on every trace (mixes included): their bad lines are skipped and
+    /// counted ([`trace::skipped`]) instead of refusing the file.
+    pub fn skip_bad_lines(&mut self) {
+        match self {
+            TrafficSpec::Trace(t) => t.skip_bad_lines = true,
+            TrafficSpec::Mix(m) => m.parts.iter_mut().for_each(TrafficSpec::skip_bad_lines),
+            _ => {}
+        }
+    }
+
     /// Checks every parameter; trace files are only read by [`TrafficSpec::arrivals`].
     pub fn validate(&self) -> Result<()> {
         match self {

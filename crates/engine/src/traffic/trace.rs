@@ -35,6 +35,7 @@ use limitlab_emulator::{Error, Result};
 
 mod delimited;
 mod lines;
+pub mod skipped;
 mod stream;
 mod validate;
 mod values;
@@ -173,6 +174,11 @@ pub struct TraceSpec {
     pub tick_ms: Option<u64>,
     #[serde(default)]
     pub rebase: Rebase,
+    /// Skip the lines that do not read as a request (`limitlab run --skip-bad-lines`) instead of
+    /// refusing the file: they are counted, and the first few named with their line and reason
+    /// ([`skipped::take`]). A CSV/TSV header that lacks a column still refuses the file.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub skip_bad_lines: bool,
 }
 
 /// How finely a trace's times are recorded: what decides whether its tie rule matters. A trace
@@ -305,6 +311,7 @@ impl TraceSpec {
             ties: TieRule::Same,
             tick_ms: None,
             rebase: Rebase::First,
+            skip_bad_lines: false,
         }
     }
 
@@ -439,6 +446,17 @@ impl TraceSpec {
                 None => ((i as i128 * res as i128) / n as i128) as i64,
             };
             r.at = r.at.saturating_add(offset);
+        }
+    }
+
+    /// A bad line's error: returned, or with `skip_bad_lines` recorded ([`skipped`]) and dropped.
+    fn skip_or_fail(&self, e: Error) -> Result<()> {
+        match e {
+            Error::Parse { file, line, reason } if self.skip_bad_lines => {
+                skipped::record(&file, line, reason);
+                Ok(())
+            }
+            e => Err(e),
         }
     }
 

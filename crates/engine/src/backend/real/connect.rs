@@ -96,11 +96,81 @@ pub fn open_connection(
 
 /// One connection to one server, with the timeouts set.
 pub(super) fn open_single(info: &ConnectionInfo, timeout: Duration) -> redis::RedisResult<redis::Connection> {
+    if let ConnectionAddr::TcpTls { host, port, .. } = info.addr() {
+        return open_tls(info, host, *port, timeout);
+    }
+    open_plain_or_tls(info, timeout)
+}
+
+fn open_plain_or_tls(info: &ConnectionInfo, timeout: Duration) -> redis::RedisResult<redis::Connection> {
     let client = redis::Client::open(info.clone())?;
     let conn = client.get_connection_with_timeout(timeout)?;
     conn.set_read_timeout(Some(timeout))?;
     conn.set_write_timeout(Some(timeout))?;
     Ok(conn)
+}
+
+/// How long a TLS handshake may take before the port is asked whether it speaks plain RESP.
+const TLS_PATIENCE: Duration = Duration::from_millis(300);
+
+/// A `rediss://` connection. A plain server never answers a TLS client hello (it waits for the end
+/// of a line that never comes), so a handshake that has not finished within [`TLS_PATIENCE`] has
+/// the port asked, on a second connection, whether it answers `PING` in plain RESP: if it does,
+/// the handshake fails at once with a message that says so, instead of at the timeout with "os
+/// error 11". A TLS server answers the client hello at once, so it is never probed.
+fn open_tls(info: &ConnectionInfo, host: &str, port: u16, timeout: Duration) -> redis::RedisResult<redis::Connection> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let attempt = info.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(open_plain_or_tls(&attempt, timeout));
+    });
+    match rx.recv_timeout(TLS_PATIENCE.min(timeout)) {
+        Ok(r) => return r.map_err(|e| tls_failure(e, host, port)),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            return Err(RedisError::from(std::io::Error::other("TLS handshake failed: the connection thread ended")))
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+    }
+    if let Some(first) = plain_resp_answer(host, port, timeout) {
+        return Err(plain_server(host, port, &first));
+    }
+    rx.recv()
+        .unwrap_or_else(|_| Err(RedisError::from(std::io::Error::other("TLS handshake failed"))))
+        .map_err(|e| tls_failure(e, host, port))
+}
+
+/// The first line a server at `host:port` answers `PING` with, when it is a RESP reply (`+PONG`,
+/// `-NOAUTH ...`): the port speaks plain RESP. None when it answers otherwise or not in time.
+fn plain_resp_answer(host: &str, port: u16, timeout: Duration) -> Option<String> {
+    use std::io::{BufRead, Read, Write};
+    use std::net::ToSocketAddrs;
+    let addr = (host, port).to_socket_addrs().ok()?.next()?;
+    let wait = timeout.min(Duration::from_secs(2));
+    let mut s = std::net::TcpStream::connect_timeout(&addr, wait).ok()?;
+    s.set_read_timeout(Some(wait)).ok()?;
+    s.set_write_timeout(Some(wait)).ok()?;
+    s.write_all(b"PING\r\n").ok()?;
+    let mut line = Vec::new();
+    std::io::BufReader::new(s).take(256).read_until(b'\n', &mut line).ok()?;
+    let text = String::from_utf8_lossy(&line).trim_end().to_string();
+    matches!(line.first(), Some(b'+' | b'-')).then_some(text)
+}
+
+fn plain_server(host: &str, port: u16, answer: &str) -> RedisError {
+    RedisError::from(std::io::Error::other(format!(
+        "TLS handshake failed: {host}:{port} speaks plain RESP, not TLS (it answered PING with {answer:?}); \
+         use redis:// for it"
+    )))
+}
+
+/// A failed handshake's error, said to be one when it reads as a bare I/O error.
+fn tls_failure(e: RedisError, host: &str, port: u16) -> RedisError {
+    if e.kind() == redis::ErrorKind::Io && e.code().is_none() {
+        if let Some(first) = plain_resp_answer(host, port, Duration::from_secs(1)) {
+            return plain_server(host, port, &first);
+        }
+    }
+    e
 }
 
 /// A cluster connection that never re-sends on its own (retries 0).

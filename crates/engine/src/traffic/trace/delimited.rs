@@ -197,28 +197,42 @@ impl TraceSpec {
         })
     }
 
-    /// The records after a CSV or TSV header, onto `out`.
+    /// The records after a CSV or TSV header, onto `out` (a bad one skipped when `skip_bad_lines`).
     fn parse_records(&self, records: &mut Records, cols: &Columns, out: &mut Vec<Raw>) -> Result<()> {
-        while let Some(line) = records.next().map_err(|(line, r)| self.error(line, r))? {
-            let fields = &records.record;
-            if fields.len() != cols.count {
-                return Err(self.error(line, format!("{} fields where the header has {}", fields.len(), cols.count)));
+        loop {
+            let line = match records.next() {
+                Ok(Some(line)) => line,
+                Ok(None) => return Ok(()),
+                Err((line, r)) => {
+                    self.skip_or_fail(self.error(line, r))?;
+                    continue;
+                }
+            };
+            match self.parse_record(&records.record, line, cols) {
+                Ok(raw) => out.push(raw),
+                Err(e) => self.skip_or_fail(e)?,
             }
-            let field = |i: usize| fields[i].trim();
-            let (at, res) = self.parse_time(field(cols.time), cols.millis).map_err(|r| self.error(line, r))?;
-            let key = parse_key(field(cols.key)).map_err(|r| self.error(line, r))?;
-            let cost = match cols.cost {
-                Some(c) => parse_cost(field(c)).map_err(|r| self.error(line, r))?,
-                None => 1,
-            };
-            let phase = cols.phase.map_or_else(String::new, |c| field(c).to_owned());
-            let op = match cols.op {
-                Some(c) => parse_op(field(c)).map_err(|r| self.error(line, r))?,
-                None => Op::Request,
-            };
-            out.push(Raw { at, res, line, arrival: Arrival { at: Micros(at), key, cost, phase, op } });
         }
-        Ok(())
+    }
+
+    /// One record after the header.
+    fn parse_record(&self, fields: &csv::StringRecord, line: usize, cols: &Columns) -> Result<Raw> {
+        if fields.len() != cols.count {
+            return Err(self.error(line, format!("{} fields where the header has {}", fields.len(), cols.count)));
+        }
+        let field = |i: usize| fields[i].trim();
+        let (at, res) = self.parse_time(field(cols.time), cols.millis).map_err(|r| self.error(line, r))?;
+        let key = parse_key(field(cols.key)).map_err(|r| self.error(line, r))?;
+        let cost = match cols.cost {
+            Some(c) => parse_cost(field(c)).map_err(|r| self.error(line, r))?,
+            None => 1,
+        };
+        let phase = cols.phase.map_or_else(String::new, |c| field(c).to_owned());
+        let op = match cols.op {
+            Some(c) => parse_op(field(c)).map_err(|r| self.error(line, r))?,
+            None => Op::Request,
+        };
+        Ok(Raw { at, res, line, arrival: Arrival { at: Micros(at), key, cost, phase, op } })
     }
 }
 

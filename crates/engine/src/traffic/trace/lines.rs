@@ -14,6 +14,17 @@ impl TraceSpec {
             if line.trim().is_empty() {
                 continue;
             }
+            match self.parse_jsonl_line(line, line_no) {
+                Ok(raw) => out.push(raw),
+                Err(e) => self.skip_or_fail(e)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// One JSON line.
+    fn parse_jsonl_line(&self, line: &str, line_no: usize) -> Result<Raw> {
+        {
             let err = |r: String| self.error(line_no, r);
             let obj: serde_json::Map<String, serde_json::Value> =
                 serde_json::from_str(line).map_err(|e| err(format!("not a JSON object: {e}")))?;
@@ -60,9 +71,8 @@ impl TraceSpec {
                 Some(serde_json::Value::String(s)) => parse_op(s).map_err(err)?,
                 Some(other) => return Err(err(format!("`{OP_NAME}` is {other}, not an operation"))),
             };
-            out.push(Raw { at, res, line: line_no, arrival: Arrival { at: Micros(at), key, cost, phase, op } });
+            Ok(Raw { at, res, line: line_no, arrival: Arrival { at: Micros(at), key, cost, phase, op } })
         }
-        Ok(())
     }
 
     /// Common or combined log format: `host ident user [dd/Mon/yyyy:HH:MM:SS +zzzz] "request" ...`.
@@ -72,7 +82,13 @@ impl TraceSpec {
                 continue;
             }
             let line = (first_line + i, line);
-            let (at, key) = parse_clf_line(line.1).map_err(|r| self.error(line.0, r))?;
+            let (at, key) = match parse_clf_line(line.1) {
+                Ok(v) => v,
+                Err(r) => {
+                    self.skip_or_fail(self.error(line.0, r))?;
+                    continue;
+                }
+            };
             out.push(Raw {
                 at,
                 res: 1_000_000,
