@@ -14,6 +14,7 @@ pub mod command;
 pub mod config;
 pub mod databases;
 pub mod dump;
+pub mod geo;
 pub mod hashes;
 pub mod hyperloglog;
 pub mod info;
@@ -55,6 +56,7 @@ fn table() -> &'static FxHashMap<&'static [u8], CommandSpec> {
             zsets::COMMANDS,
             zsets_store::COMMANDS,
             zsets_random::COMMANDS,
+            geo::COMMANDS,
             lists::COMMANDS,
             blocking::COMMANDS,
             pubsub::COMMANDS,

@@ -224,8 +224,15 @@ pub(crate) unsafe fn push_reply(l: *mut ffi::lua_State, r: &Reply, resp: u8) -> 
     // itself and then one element at a time (a nested one checks again).
     if matches!(
         r,
-        Reply::Array(_) | Reply::Set(_) | Reply::Map(_) | Reply::Status(_) | Reply::Error(_) | Reply::Double(_)
-    ) && ffi::lua_checkstack(l, 4 + ffi::LUA_MINSTACK) == 0
+        Reply::Array(_)
+            | Reply::Set(_)
+            | Reply::Map(_)
+            | Reply::Status(_)
+            | Reply::Error(_)
+            | Reply::Double(_)
+            | Reply::HumanDouble(_)
+            | Reply::Verbatim(_)
+    ) && ffi::lua_checkstack(l, 5 + ffi::LUA_MINSTACK) == 0
     {
         return false;
     }
@@ -287,6 +294,26 @@ pub(crate) unsafe fn push_reply(l: *mut ffi::lua_State, r: &Reply, resp: u8) -> 
             ffi::lua_setfield(l, -2, c"double".as_ptr());
         }
         Reply::Double(d) => push_bytes(l, crate::reply::format_double(*d).as_bytes()),
+        Reply::HumanDouble(d) if resp == 3 => {
+            ffi::lua_createtable(l, 0, 1);
+            ffi::lua_pushnumber(l, *d);
+            ffi::lua_setfield(l, -2, c"double".as_ptr());
+        }
+        Reply::HumanDouble(d) => push_bytes(l, crate::reply::format_human_double(*d).as_bytes()),
+        // `redisProtocolToLuaType_VerbatimString`: a table under RESP3, the text under RESP2.
+        Reply::Verbatim(t) if resp == 3 => {
+            ffi::lua_createtable(l, 0, 0);
+            ffi::lua_pushstring(l, c"verbatim_string".as_ptr());
+            ffi::lua_createtable(l, 0, 0);
+            ffi::lua_pushstring(l, c"string".as_ptr());
+            push_bytes(l, t);
+            ffi::lua_settable(l, -3);
+            ffi::lua_pushstring(l, c"format".as_ptr());
+            push_bytes(l, b"txt");
+            ffi::lua_settable(l, -3);
+            ffi::lua_settable(l, -3);
+        }
+        Reply::Verbatim(t) => push_bytes(l, t),
         Reply::Bool(b) if resp == 3 => ffi::lua_pushboolean(l, *b as c_int),
         Reply::Bool(b) => ffi::lua_pushnumber(l, *b as i64 as f64),
     }
