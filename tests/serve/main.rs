@@ -10,6 +10,7 @@ mod serve;
 mod serve_busy;
 mod serve_clients;
 mod serve_cluster;
+mod serve_encodings;
 mod serve_geo;
 mod serve_infra;
 mod serve_pubsub;

@@ -11,7 +11,7 @@ use common::{LimitlabServe, RedisServer};
 
 /// Sends `bytes` (which end with QUIT) and reads everything until the server closes. Our side
 /// stays open: Redis drops the replies it has not sent yet when it reads the end of the stream.
-fn exchange(port: u16, bytes: &[u8]) -> Vec<u8> {
+pub(crate) fn exchange(port: u16, bytes: &[u8]) -> Vec<u8> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let mut writer = s.try_clone().expect("clone");
@@ -25,7 +25,7 @@ fn exchange(port: u16, bytes: &[u8]) -> Vec<u8> {
 }
 
 /// Commands as RESP arrays (arguments split on spaces), ending with QUIT.
-fn session(lines: &[String]) -> Vec<u8> {
+pub(crate) fn session(lines: &[String]) -> Vec<u8> {
     let mut out = Vec::new();
     for line in lines.iter().map(String::as_str).chain(["QUIT"]) {
         let parts: Vec<&str> = line.split(' ').filter(|p| !p.is_empty()).collect();
@@ -38,14 +38,14 @@ fn session(lines: &[String]) -> Vec<u8> {
 }
 
 /// The first difference between two replies, as text around it.
-fn first_difference(ours: &[u8], theirs: &[u8]) -> String {
+pub(crate) fn first_difference(ours: &[u8], theirs: &[u8]) -> String {
     let at = ours.iter().zip(theirs).position(|(a, b)| a != b).unwrap_or(ours.len().min(theirs.len()));
     let from = at.saturating_sub(200);
     let show = |b: &[u8]| String::from_utf8_lossy(&b[from..(at + 200).min(b.len())]).replace("\r\n", "\\r\\n");
     format!("at byte {at}:\n  redis: {}\n  serve: {}", show(theirs), show(ours))
 }
 
-fn assert_same(serve: u16, redis: u16, lines: &[String]) {
+pub(crate) fn assert_same(serve: u16, redis: u16, lines: &[String]) {
     let bytes = session(lines);
     let (ours, theirs) = (exchange(serve, &bytes), exchange(redis, &bytes));
     assert!(ours == theirs, "replies differ from Redis {}", first_difference(&ours, &theirs));

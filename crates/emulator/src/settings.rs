@@ -250,6 +250,8 @@ pub struct Settings {
     /// `min-replicas-to-write` and `min-replicas-max-lag` both set: a master without replicas
     /// refuses writes (NOREPLICAS).
     min_replicas: bool,
+    /// The encoding thresholds, made current for each command (see [`crate::keyspace::limits`]).
+    limits: crate::keyspace::limits::EncodingLimits,
 }
 
 impl Settings {
@@ -293,6 +295,14 @@ impl Settings {
         self.notify = notify_flags_from(self.get("notify-keyspace-events")).unwrap_or(0);
         self.maxmemory = self.int("maxmemory");
         self.min_replicas = self.int("min-replicas-to-write") > 0 && self.int("min-replicas-max-lag") > 0;
+        self.limits = crate::keyspace::limits::EncodingLimits::of(self);
+    }
+
+    /// The encoding thresholds (`hash-max-listpack-*`, `zset-max-listpack-*`,
+    /// `set-max-intset-entries`, `list-max-listpack-size`).
+    #[inline]
+    pub fn limits(&self) -> crate::keyspace::limits::EncodingLimits {
+        self.limits
     }
 
     /// Whether writes need good replicas (`min-replicas-to-write` with a `min-replicas-max-lag`).
