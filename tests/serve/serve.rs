@@ -170,6 +170,39 @@ fn resp3_replies_match_redis() {
     assert_eq!(without_hello_id(&ours), without_hello_id(&theirs));
 }
 
+/// The replies Redis 7.0 sends as verbatim strings under RESP3 (`=LEN\r\ntxt:...`): INFO, CLIENT
+/// INFO, CLIENT LIST, LOLWUT, MEMORY DOCTOR, and scripts that call them or return a `txt`
+/// verbatim_string table; bulk strings under RESP2. Sessions whose texts are the same on both
+/// servers are compared byte for byte; INFO and CLIENT INFO/LIST, whose texts differ, by their
+/// type and format.
+#[test]
+fn resp3_verbatim_strings_match_redis() {
+    let Some(redis) = RedisServer::start_or_skip("resp3_verbatim_strings_match_redis") else { return };
+    let serve = LimitlabServe::start(&[]);
+    let session: &[u8] = b"HELLO 3\r\nFLUSHALL\r\nLOLWUT\r\nLOLWUT VERSION 7 1 2\r\nLOLWUT VERSION x\r\n\
+        MEMORY DOCTOR\r\nINFO nosuchsection\r\nCLIENT LIST ID 999999\r\n\
+        EVAL \"return redis.call('info','nosuch')\" 0\r\n\
+        EVAL \"redis.setresp(3); return redis.call('info','nosuch')\" 0\r\n\
+        EVAL \"redis.setresp(3); local v = redis.call('lolwut'); return v['verbatim_string']['format']\" 0\r\n\
+        EVAL \"redis.setresp(3); return redis.call('lolwut')\" 0\r\n\
+        EVAL \"return {verbatim_string={format='txt',string='ab'}}\" 0\r\n\
+        MULTI\r\nLOLWUT\r\nINFO nosuchsection\r\nEXEC\r\n\
+        HELLO 2\r\nFLUSHALL\r\nLOLWUT\r\nMEMORY DOCTOR\r\nINFO nosuchsection\r\n\
+        EVAL \"redis.setresp(3); return redis.call('lolwut')\" 0\r\nQUIT\r\n";
+    let (ours, theirs) = (exchange(serve.port(), session), exchange(redis.port(), session));
+    assert_eq!(show(&without_hello_id(&ours).into_bytes()), show(&without_hello_id(&theirs).into_bytes()));
+    for (command, field) in [("INFO server", "# Server"), ("CLIENT INFO", "id="), ("CLIENT LIST", "id=")] {
+        let out =
+            exchange(serve.port(), format!("HELLO 3\r\n{command}\r\nHELLO 2\r\n{command}\r\nQUIT\r\n").as_bytes());
+        let text = show(&out);
+        let resp3 = format!("\\r\\ntxt:{field}");
+        assert!(text.contains(&resp3) && text.contains("\\r\\n="), "{command} under RESP3: {text}");
+        // Under RESP2 the same text is a bulk string.
+        let second = &text[text.rfind("\\r\\n$").expect("a bulk string under RESP2")..];
+        assert!(second.contains(field) && !second.contains("txt:"), "{command} under RESP2: {text}");
+    }
+}
+
 #[test]
 fn clock_commands_move_time_for_keys_and_scripts() {
     let serve = LimitlabServe::start(&["--at", "1700000000000"]);

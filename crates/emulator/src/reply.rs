@@ -115,11 +115,6 @@ pub trait ReplySink {
     fn reply(&mut self, r: Reply);
     /// An array of `n` bulk strings, `None` for a nil one (HMGET).
     fn bulks(&mut self, n: usize, items: &mut dyn Iterator<Item = Option<&[u8]>>);
-    /// A verbatim string (RESP3's `=fmt:text`, e.g. MEMORY DOCTOR): a bulk string under RESP2;
-    /// scripts under RESP3 see `{verbatim_string = {format = fmt, string = text}}`.
-    fn verbatim(&mut self, _format: &[u8], text: &[u8]) {
-        self.reply(Reply::Bulk(text.to_vec()));
-    }
 }
 
 impl ReplySink for Option<Reply> {

@@ -126,7 +126,7 @@ pub fn run(core: &mut Core, id: ClientId, a: &[&[u8]]) -> Reply {
         let Some(c) = core.clients.get(id.index()).and_then(Option::as_ref) else { return Reply::Nil };
         let mut line = String::new();
         info_line(&mut line, c, now);
-        return Reply::Bulk(line.into_bytes());
+        return Reply::Verbatim(line.into_bytes());
     }
     if eq_ic(sub, "list") {
         return list(core, a, now);
@@ -290,7 +290,7 @@ fn list(core: &Core, a: &[&[u8]], now: i64) -> Reply {
             info_line(&mut out, c, now);
         }
     }
-    Reply::Bulk(out.into_bytes())
+    Reply::Verbatim(out.into_bytes())
 }
 
 /// One CLIENT LIST line (with its `\n`), fields in Redis 7.0's order.
