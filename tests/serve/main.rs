@@ -11,6 +11,8 @@ mod serve_access;
 mod serve_busy;
 mod serve_clients;
 mod serve_cluster;
+mod serve_encodings;
+mod serve_geo;
 mod serve_infra;
 mod serve_pubsub;
 mod serve_sharp_edges;

@@ -170,6 +170,93 @@ fn resp3_replies_match_redis() {
     assert_eq!(without_hello_id(&ours), without_hello_id(&theirs));
 }
 
+/// `proto-max-bulk-len` and `client-query-buffer-limit` set by CONFIG SET: a longer bulk length
+/// is a protocol error, and a request whose big argument outgrows the query buffer closes the
+/// connection without a reply, after the replies to the requests before it; a CONFIG SET applies to
+/// the requests pipelined after it. Each exchange is compared with Redis byte for byte (every one
+/// ends with the server closing the connection).
+#[test]
+fn request_limits_match_redis() {
+    let Some(redis) = RedisServer::start_or_skip("request_limits_match_redis") else { return };
+    let serve = LimitlabServe::start(&[]);
+    let bulk = |n: usize, fill: u8| {
+        let mut v = format!("*2\r\n$4\r\nECHO\r\n${n}\r\n").into_bytes();
+        v.extend(std::iter::repeat_n(fill, n));
+        v.extend_from_slice(b"\r\n");
+        v
+    };
+    let setup = b"CONFIG SET proto-max-bulk-len 1mb\r\nCONFIG SET client-query-buffer-limit 1mb\r\n\
+        CONFIG SET proto-max-bulk-len 1000\r\nCONFIG SET client-query-buffer-limit 0\r\n\
+        CONFIG GET proto-max-bulk-len\r\nCONFIG GET client-query-buffer-limit\r\nQUIT\r\n";
+    let cases: Vec<Vec<u8>> = vec![
+        setup.to_vec(),
+        b"PING\r\n*1\r\n$1048577\r\n".to_vec(),
+        [b"PING\r\n".to_vec(), bulk(1024 * 1024, b'x'), b"PING\r\n".to_vec()].concat(),
+        [bulk(1_000_000, b'y'), b"QUIT\r\n".to_vec()].concat(),
+        [
+            b"CONFIG SET proto-max-bulk-len 2mb\r\nCONFIG SET client-query-buffer-limit 4mb\r\n".to_vec(),
+            bulk(1_500_000, b'z'),
+            b"CONFIG SET proto-max-bulk-len 1mb\r\nCONFIG SET client-query-buffer-limit 1mb\r\n".to_vec(),
+            b"*1\r\n$1048577\r\n".to_vec(),
+        ]
+        .concat(),
+    ];
+    for case in &cases {
+        let (ours, theirs) = (exchange_until_closed(serve.port(), case), exchange_until_closed(redis.port(), case));
+        let short = |b: &[u8]| show(&b[..b.len().min(300)]);
+        assert!(ours == theirs, "sent {}\n  redis: {}\n  serve: {}", short(case), short(&theirs), short(&ours));
+    }
+}
+
+/// Sends `bytes` and reads until the server closes, our side staying open (Redis drops what it
+/// has not sent when it reads the end of the stream).
+fn exchange_until_closed(port: u16, bytes: &[u8]) -> Vec<u8> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut writer = s.try_clone().expect("clone");
+    let bytes = bytes.to_vec();
+    let sender = std::thread::spawn(move || {
+        let _ = writer.write_all(&bytes);
+    });
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let _ = sender.join();
+    out
+}
+
+/// The replies Redis 7.0 sends as verbatim strings under RESP3 (`=LEN\r\ntxt:...`): INFO, CLIENT
+/// INFO, CLIENT LIST, LOLWUT, MEMORY DOCTOR, and scripts that call them or return a `txt`
+/// verbatim_string table; bulk strings under RESP2. Sessions whose texts are the same on both
+/// servers are compared byte for byte; INFO and CLIENT INFO/LIST, whose texts differ, by their
+/// type and format.
+#[test]
+fn resp3_verbatim_strings_match_redis() {
+    let Some(redis) = RedisServer::start_or_skip("resp3_verbatim_strings_match_redis") else { return };
+    let serve = LimitlabServe::start(&[]);
+    let session: &[u8] = b"HELLO 3\r\nFLUSHALL\r\nLOLWUT\r\nLOLWUT VERSION 7 1 2\r\nLOLWUT VERSION x\r\n\
+        MEMORY DOCTOR\r\nINFO nosuchsection\r\nCLIENT LIST ID 999999\r\n\
+        EVAL \"return redis.call('info','nosuch')\" 0\r\n\
+        EVAL \"redis.setresp(3); return redis.call('info','nosuch')\" 0\r\n\
+        EVAL \"redis.setresp(3); local v = redis.call('lolwut'); return v['verbatim_string']['format']\" 0\r\n\
+        EVAL \"redis.setresp(3); return redis.call('lolwut')\" 0\r\n\
+        EVAL \"return {verbatim_string={format='txt',string='ab'}}\" 0\r\n\
+        MULTI\r\nLOLWUT\r\nINFO nosuchsection\r\nEXEC\r\n\
+        HELLO 2\r\nFLUSHALL\r\nLOLWUT\r\nMEMORY DOCTOR\r\nINFO nosuchsection\r\n\
+        EVAL \"redis.setresp(3); return redis.call('lolwut')\" 0\r\nQUIT\r\n";
+    let (ours, theirs) = (exchange(serve.port(), session), exchange(redis.port(), session));
+    assert_eq!(show(&without_hello_id(&ours).into_bytes()), show(&without_hello_id(&theirs).into_bytes()));
+    for (command, field) in [("INFO server", "# Server"), ("CLIENT INFO", "id="), ("CLIENT LIST", "id=")] {
+        let out =
+            exchange(serve.port(), format!("HELLO 3\r\n{command}\r\nHELLO 2\r\n{command}\r\nQUIT\r\n").as_bytes());
+        let text = show(&out);
+        let resp3 = format!("\\r\\ntxt:{field}");
+        assert!(text.contains(&resp3) && text.contains("\\r\\n="), "{command} under RESP3: {text}");
+        // Under RESP2 the same text is a bulk string.
+        let second = &text[text.rfind("\\r\\n$").expect("a bulk string under RESP2")..];
+        assert!(second.contains(field) && !second.contains("txt:"), "{command} under RESP2: {text}");
+    }
+}
+
 #[test]
 fn clock_commands_move_time_for_keys_and_scripts() {
     let serve = LimitlabServe::start(&["--at", "1700000000000"]);

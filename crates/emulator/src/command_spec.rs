@@ -124,6 +124,7 @@ impl CommandSpec {
     pub fn run(&self, core: &mut Core, args: &[&[u8]]) -> Reply {
         debug_assert!(!self.has(flags::SCRIPTING));
         core.db.now_hint = core.now_ms();
+        crate::keyspace::limits::enter(core.settings.limits());
         if core.settings.notify_flags() != 0 {
             return self.run_notifying(core, args);
         }

@@ -215,6 +215,13 @@ impl Emulator {
         }
     }
 
+    /// The limits the server's request parser applies (`proto-max-bulk-len`,
+    /// `client-query-buffer-limit`), as CONFIG SET left them.
+    #[inline]
+    pub fn request_limits(&self) -> crate::settings::RequestLimits {
+        self.core.borrow().settings.request_limits()
+    }
+
     /// The number CLIENT LIST shows for client `id` (0 when it is gone).
     pub fn client_number(&self, id: ClientId) -> u64 {
         self.core.borrow_mut().client(id).map_or(0, |c| c.id)

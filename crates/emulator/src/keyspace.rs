@@ -105,6 +105,7 @@ pub fn parse_canonical_i64(b: &[u8]) -> Option<i64> {
 }
 
 pub mod dict_table;
+pub mod limits;
 pub mod listpack;
 pub mod rng;
 mod small;
@@ -116,9 +117,6 @@ pub use small::{short_eq, SmallBytes};
 /// Streams: listpack nodes with Redis's node sizes (see its file).
 pub use stream::{Stream, StreamId, Trim};
 pub use zset::{LexBound, LexRange, ScoreRange, ZRef, ZSet};
-
-/// Redis 7.0's default `hash-max-listpack-entries` (its source default and redis.conf's: 512).
-pub const HASH_MAX_LISTPACK_ENTRIES: usize = 512;
 
 /// A hash that keeps insertion order, as Redis's listpack encoding does for small hashes.
 ///
@@ -175,7 +173,8 @@ impl Hash {
         // Redis converts to a hashtable when a field or value longer than hash-max-listpack-value
         // is written, or the hash grows past hash-max-listpack-entries; checking only the pair being
         // written is equivalent (it never converts back) and keeps a write O(1).
-        if !self.hashtable && (f.len() > 64 || len > 64) {
+        let limits = limits::current();
+        if !self.hashtable && (f.len() > limits.hash_value as usize || len > limits.hash_value as usize) {
             self.hashtable = true;
         }
         let new = match self.position(f) {
@@ -196,7 +195,7 @@ impl Hash {
                 true
             }
         };
-        if !self.hashtable && self.fields.len() > HASH_MAX_LISTPACK_ENTRIES {
+        if !self.hashtable && self.fields.len() > limits.hash_entries as usize {
             self.hashtable = true;
         }
         new
@@ -256,7 +255,7 @@ pub type SetMembers = indexmap::IndexSet<Vec<u8>, rustc_hash::FxBuildHasher>;
 pub struct SetValue {
     pub members: SetMembers,
     /// False while Redis 7.0 would keep the set as an intset (every member a canonical i64, at most
-    /// set-max-intset-entries = 512 of them); it then iterates in ascending numeric order. Once true
+    /// set-max-intset-entries of them, 512 by default); it then iterates in ascending numeric order. Once true
     /// (hashtable encoding) the order is undefined, and it never goes back.
     pub hashtable: bool,
     /// The hashtable's table sizes as Redis's dict would have them (for MEMORY USAGE).
@@ -300,7 +299,7 @@ impl SetValue {
             self.dict_table.add(self.members.len());
         }
         self.members.insert(m.to_vec());
-        if !self.hashtable && self.members.len() > 512 {
+        if !self.hashtable && self.members.len() > limits::current().intset_entries as usize {
             self.hashtable = true;
             self.dict_table = dict_table::DictTable::presized(self.members.len());
         }

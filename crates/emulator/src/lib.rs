@@ -14,6 +14,7 @@ pub mod core;
 pub mod deliver;
 mod emulator;
 pub mod error;
+pub mod geohash;
 pub mod hll;
 pub mod keyspace;
 pub mod longdouble;

@@ -54,7 +54,6 @@ const QUICKLIST_NODE: usize = 40;
 /// A listpack's 6-byte header (total bytes, element count) and its end byte.
 const LISTPACK_EMPTY: usize = 7;
 /// `list-max-listpack-size -2`: a quicklist node's listpack stays within 8 KB.
-const LIST_NODE_BYTES: usize = 8192;
 /// `OBJ_ENCODING_EMBSTR_SIZE_LIMIT`.
 const EMBSTR_MAX: usize = 44;
 /// `SDS_MAX_PREALLOC`: growth past this adds 1 MB instead of doubling.
@@ -319,24 +318,22 @@ fn set_usage(s: &SetValue, samples: usize) -> u64 {
 }
 
 /// The listpack sizes of a quicklist's nodes holding `elements` in order, packed the way RPUSH
-/// packs them: an element joins the tail node while the node's bytes, the element's length and
-/// Redis's per-entry overhead estimate stay within 8 KB (`_quicklistNodeAllowInsert`).
+/// packs them: an element joins the tail node while `list-max-listpack-size` allows it, by the
+/// node's bytes, the element's length and Redis's per-entry overhead estimate, or by the node's
+/// element count (`_quicklistNodeAllowInsert`).
 pub fn quicklist_nodes<'a>(elements: impl Iterator<Item = &'a [u8]>) -> Vec<usize> {
-    let mut nodes: Vec<usize> = Vec::new();
+    let fill = crate::keyspace::limits::current().list_fill;
+    let mut nodes: Vec<(usize, usize)> = Vec::new();
     for e in elements {
-        let sz = e.len();
-        let overhead = if sz < 254 { 1 } else { 5 }
-            + match sz {
-                0..=63 => 1,
-                64..=16_383 => 2,
-                _ => 5,
-            };
         match nodes.last_mut() {
-            Some(bytes) if *bytes + sz + overhead <= LIST_NODE_BYTES => *bytes += lp_entry(e),
-            _ => nodes.push(LISTPACK_EMPTY + lp_entry(e)),
+            Some((bytes, count)) if crate::keyspace::limits::quicklist_node_allows(fill, *bytes, *count, e.len()) => {
+                *bytes += lp_entry(e);
+                *count += 1;
+            }
+            _ => nodes.push((LISTPACK_EMPTY + lp_entry(e), 1)),
         }
     }
-    nodes
+    nodes.into_iter().map(|(bytes, _)| bytes).collect()
 }
 
 fn list_usage<'a>(elements: impl Iterator<Item = &'a [u8]>, samples: usize) -> u64 {

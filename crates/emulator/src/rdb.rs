@@ -36,8 +36,6 @@ pub(crate) const T_STREAM_LISTPACKS_2: u8 = 19;
 /// A quicklist node holding one listpack (`QUICKLIST_NODE_CONTAINER_PACKED`), or one element as is.
 const CONTAINER_PLAIN: u64 = 1;
 const CONTAINER_PACKED: u64 = 2;
-/// `list-max-listpack-size -2`: a quicklist node's listpack stays within 8 KB.
-const LIST_NODE_BYTES: usize = 8192;
 
 // ---- writing ---------------------------------------------------------------------------------------
 
@@ -205,15 +203,15 @@ fn intset(members: &[i64]) -> Vec<u8> {
 }
 
 /// The elements of a list grouped into quicklist nodes as RPUSH fills them: an element joins the
-/// tail node while the node's listpack bytes, the element's length and an 8-byte estimate of an
-/// entry's overhead stay within `list-max-listpack-size -2`'s 8 KB (`_quicklistNodeAllowInsert`).
+/// tail node while `list-max-listpack-size` allows it (`_quicklistNodeAllowInsert`, see
+/// [`crate::keyspace::limits::quicklist_node_allows`]).
 fn quicklist_groups(list: &VecDeque<Vec<u8>>) -> Vec<Vec<&[u8]>> {
-    const OVERHEAD_ESTIMATE: usize = 8;
+    let fill = crate::keyspace::limits::current().list_fill;
     let mut groups: Vec<(usize, Vec<&[u8]>)> = Vec::new();
     for e in list {
         let entry = crate::keyspace::listpack::lp_entry(e);
         match groups.last_mut() {
-            Some((bytes, g)) if *bytes + e.len() + OVERHEAD_ESTIMATE <= LIST_NODE_BYTES => {
+            Some((bytes, g)) if crate::keyspace::limits::quicklist_node_allows(fill, *bytes, g.len(), e.len()) => {
                 *bytes += entry;
                 g.push(e);
             }

@@ -22,6 +22,12 @@ pub enum Reply {
     Set(Vec<Reply>),
     /// A boolean (RESP3, from scripts under RESP3 only).
     Bool(bool),
+    /// A double as Redis's `addReplyHumanLongDouble` sends it (GEOPOS, WITHCOORD): `%.17Lf` with
+    /// the trailing zeros removed, a bulk string under RESP2 and a double (`,`) under RESP3.
+    HumanDouble(f64),
+    /// A verbatim text (INFO, CLIENT INFO/LIST, LOLWUT, MEMORY DOCTOR): RESP3's `=LEN\r\ntxt:...`,
+    /// a bulk string under RESP2.
+    Verbatim(Vec<u8>),
 }
 
 impl Reply {
@@ -41,6 +47,8 @@ impl Reply {
     pub fn into_resp2(self) -> Reply {
         match self {
             Reply::Double(d) => Reply::Bulk(format_double(d).into_bytes()),
+            Reply::HumanDouble(d) => Reply::Bulk(format_human_double(d).into_bytes()),
+            Reply::Verbatim(t) => Reply::Bulk(t),
             Reply::Map(kv) => {
                 let mut v = Vec::with_capacity(kv.len() * 2);
                 for (k, x) in kv {
@@ -91,6 +99,8 @@ impl Reply {
                 }
             }
             Reply::Double(d) => Reply::Bulk(format_double(*d).into_bytes()).write_resp2(out),
+            Reply::HumanDouble(d) => Reply::Bulk(format_human_double(*d).into_bytes()).write_resp2(out),
+            Reply::Verbatim(t) => Reply::Bulk(t.clone()).write_resp2(out),
             Reply::Bool(b) => Reply::Int(*b as i64).write_resp2(out),
         }
     }
@@ -105,11 +115,6 @@ pub trait ReplySink {
     fn reply(&mut self, r: Reply);
     /// An array of `n` bulk strings, `None` for a nil one (HMGET).
     fn bulks(&mut self, n: usize, items: &mut dyn Iterator<Item = Option<&[u8]>>);
-    /// A verbatim string (RESP3's `=fmt:text`, e.g. MEMORY DOCTOR): a bulk string under RESP2;
-    /// scripts under RESP3 see `{verbatim_string = {format = fmt, string = text}}`.
-    fn verbatim(&mut self, _format: &[u8], text: &[u8]) {
-        self.reply(Reply::Bulk(text.to_vec()));
-    }
 }
 
 impl ReplySink for Option<Reply> {
@@ -137,6 +142,22 @@ pub fn format_double(d: f64) -> String {
         return if d > 0.0 { "inf".into() } else { "-inf".into() };
     }
     fmt_g(d, 17)
+}
+
+/// A double as Redis 7.0's `ld2string(.., LD_STR_HUMAN)` prints it (`addReplyHumanLongDouble`):
+/// `%.17Lf` of the value (exact, as the double widened to a `long double` is the same number), the
+/// trailing zeros and a trailing dot removed, `-0` printed as `0`.
+pub fn format_human_double(d: f64) -> String {
+    if d.is_infinite() {
+        return if d > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    let s = format!("{d:.17}");
+    let s = strip_zeros(&s);
+    if s == "-0" {
+        "0".into()
+    } else {
+        s.to_string()
+    }
 }
 
 /// C's `printf("%.<prec>g", d)` for finite `d` (and `nan`/`inf` spelled as glibc does).

@@ -250,6 +250,26 @@ pub struct Settings {
     /// `min-replicas-to-write` and `min-replicas-max-lag` both set: a master without replicas
     /// refuses writes (NOREPLICAS).
     min_replicas: bool,
+    /// The encoding thresholds, made current for each command (see [`crate::keyspace::limits`]).
+    limits: crate::keyspace::limits::EncodingLimits,
+    /// `proto-max-bulk-len` and `client-query-buffer-limit`, which the server's request parser reads.
+    requests: RequestLimits,
+}
+
+/// The limits on requests a server reads (`proto-max-bulk-len`, `client-query-buffer-limit`);
+/// [`Default`] is Redis 7.0's defaults (512 MB, 1 GB).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestLimits {
+    /// The longest bulk argument.
+    pub max_bulk: i64,
+    /// The most a client's unprocessed request bytes may hold before the client is closed.
+    pub query_buffer: i64,
+}
+
+impl Default for RequestLimits {
+    fn default() -> Self {
+        RequestLimits { max_bulk: 512 * 1024 * 1024, query_buffer: 1024 * 1024 * 1024 }
+    }
 }
 
 impl Settings {
@@ -293,6 +313,24 @@ impl Settings {
         self.notify = notify_flags_from(self.get("notify-keyspace-events")).unwrap_or(0);
         self.maxmemory = self.int("maxmemory");
         self.min_replicas = self.int("min-replicas-to-write") > 0 && self.int("min-replicas-max-lag") > 0;
+        self.limits = crate::keyspace::limits::EncodingLimits::of(self);
+        self.requests = RequestLimits {
+            max_bulk: self.int("proto-max-bulk-len"),
+            query_buffer: self.int("client-query-buffer-limit"),
+        };
+    }
+
+    /// `proto-max-bulk-len` and `client-query-buffer-limit`.
+    #[inline]
+    pub fn request_limits(&self) -> RequestLimits {
+        self.requests
+    }
+
+    /// The encoding thresholds (`hash-max-listpack-*`, `zset-max-listpack-*`,
+    /// `set-max-intset-entries`, `list-max-listpack-size`).
+    #[inline]
+    pub fn limits(&self) -> crate::keyspace::limits::EncodingLimits {
+        self.limits
     }
 
     /// Whether writes need good replicas (`min-replicas-to-write` with a `min-replicas-max-lag`).
@@ -339,6 +377,9 @@ impl Settings {
     }
 }
 
+/// Parameters whose lower bound is not 0 (Redis's `createLongLongConfig` minimums).
+const MINIMUMS: &[(&str, i64)] = &[("proto-max-bulk-len", 1024 * 1024), ("client-query-buffer-limit", 1024 * 1024)];
+
 /// Checks a value for parameter `name` and returns it as CONFIG GET will show it.
 fn normalize(name: &'static str, v: &[u8]) -> Result<Vec<u8>, String> {
     let default = default_of(name);
@@ -380,6 +421,11 @@ fn normalize(name: &'static str, v: &[u8]) -> Result<Vec<u8>, String> {
         } else {
             parse_int(v).ok_or("argument couldn't be parsed into an integer")?
         };
+        if let Some((_, min)) = MINIMUMS.iter().find(|(n, _)| *n == name) {
+            if n < *min {
+                return Err(format!("argument must be between {min} and {} inclusive", i64::MAX));
+            }
+        }
         if n < 0 && default.first() != Some(&b'-') && name != "list-max-listpack-size" {
             return Err(format!("argument must be between 0 and {} inclusive", i64::MAX));
         }

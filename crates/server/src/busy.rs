@@ -252,7 +252,9 @@ impl Busy {
             let mut input = e.input.borrow_mut();
             let (n, reply) = {
                 let buf = &input[..];
-                let (n, inline) = match parse::next(buf, e.authed.get(), &mut ranges) {
+                // The running script holds the emulator: its `proto-max-bulk-len` cannot be read
+                // now, and the default applies to the requests answered meanwhile.
+                let (n, inline) = match parse::next(buf, e.authed.get(), parse::MAX_BULK, &mut ranges) {
                     Frame::Incomplete => return action,
                     Frame::Skip(n) => (n, None),
                     Frame::Multibulk(n) => (n, Some(None)),

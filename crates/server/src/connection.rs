@@ -15,8 +15,6 @@ use super::outbox::{self, Outbox};
 use super::parse::{self, Frame};
 use super::state::Server;
 
-/// Redis's `client-query-buffer-limit`: a client whose unread requests exceed it is dropped.
-const QUERY_BUFFER_LIMIT: usize = 1 << 30;
 /// Bytes asked of the socket per read (Redis's `PROTO_IOBUF_LEN`).
 const READ_CHUNK: usize = 16 * 1024;
 /// A reply's bytes handed to the socket at a time when it is streamed (a chunk less than
@@ -121,11 +119,20 @@ async fn serve(
         while used < inbuf.len() && !conn.close && !conn.blocked {
             let buf = &inbuf[used..];
             // A request's length, and its arguments when inline (multibulk ones are in `ranges`).
-            let (n, inline) = match parse::next(buf, conn.authed, &mut ranges) {
+            // Read per request: a CONFIG SET in the same batch applies to the requests after it.
+            let limits = server.nodes[conn.node].emu.borrow().request_limits();
+            let (n, inline) = match parse::next(buf, conn.authed, limits.max_bulk, &mut ranges) {
                 Frame::Incomplete => break,
                 Frame::Skip(n) => {
                     used += n;
                     continue;
+                }
+                Frame::Multibulk(n)
+                    if n as i64 > limits.query_buffer && parse::big_argument_over(&ranges, limits.query_buffer) =>
+                {
+                    // Closed without a reply, after the replies to the requests before it.
+                    conn.close = true;
+                    break;
                 }
                 Frame::Multibulk(n) => (n, None),
                 Frame::Inline(n, owned) => (n, Some(owned)),
@@ -158,7 +165,10 @@ async fn serve(
         if conn.close || server.stopping.get() {
             return Ok(());
         }
-        if inbuf.len() > QUERY_BUFFER_LIMIT {
+        // `client-query-buffer-limit`: a client whose unprocessed request outgrows it is closed,
+        // without a reply (Redis's readQueryFromClient). The exact count is only needed near it.
+        let limit = server.nodes[conn.node].emu.borrow().request_limits().query_buffer;
+        if inbuf.len() as i64 > limit && parse::pending_query_bytes(&inbuf) as i64 > limit {
             return Ok(());
         }
         if inbuf.is_empty() && inbuf.capacity() > KEEP_CAPACITY {

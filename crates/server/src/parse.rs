@@ -9,8 +9,11 @@ use std::ops::Range;
 
 /// Longest inline request, or multibulk/bulk header line, without its end (`PROTO_INLINE_MAX_SIZE`).
 pub const INLINE_MAX: usize = 64 * 1024;
-/// Largest bulk argument (`proto-max-bulk-len`, 512 MB).
+/// Largest bulk argument by default (`proto-max-bulk-len`, 512 MB; CONFIG SET changes it).
 pub const MAX_BULK: i64 = 512 * 1024 * 1024;
+/// A bulk argument at least this long is read into a query buffer of its own
+/// (`PROTO_MBULK_BIG_ARG`): the bytes before it no longer count in the buffer.
+const BIG_ARG: usize = 32 * 1024;
 /// Before authentication: at most this many arguments...
 const UNAUTH_MAX_ARGS: i64 = 10;
 /// ...each at most this long.
@@ -63,14 +66,47 @@ fn string2ll(b: &[u8]) -> Option<i64> {
 }
 
 /// Reads the request at the front of `buf`. `authenticated` is false while a `--requirepass` server
-/// waits for AUTH, when Redis refuses long requests outright. A multibulk request's arguments are
-/// written to `args` as ranges of `buf`.
-pub fn next(buf: &[u8], authenticated: bool, args: &mut Vec<Range<usize>>) -> Frame {
+/// waits for AUTH, when Redis refuses long requests outright; `max_bulk` is `proto-max-bulk-len`.
+/// A multibulk request's arguments are written to `args` as ranges of `buf`.
+pub fn next(buf: &[u8], authenticated: bool, max_bulk: i64, args: &mut Vec<Range<usize>>) -> Frame {
     match buf.first() {
         None => Frame::Incomplete,
-        Some(b'*') => multibulk(buf, authenticated, args),
+        Some(b'*') => multibulk(buf, authenticated, max_bulk, args),
         Some(_) => inline(buf),
     }
+}
+
+/// Whether a whole request outgrew `client-query-buffer-limit` while it was read: Redis reads an
+/// argument of 32 KB or more into a query buffer of its own, and closes the client once that buffer
+/// (the argument and its CRLF) is over the limit, before running anything in it.
+pub fn big_argument_over(args: &[Range<usize>], limit: i64) -> bool {
+    args.iter().any(|r| r.len() >= BIG_ARG && (r.len() + 2) as i64 > limit)
+}
+
+/// The bytes of an incomplete request that Redis's query buffer would hold: what follows the
+/// arguments already read whole, or, while a big argument (32 KB or more) is being read, that
+/// argument's bytes so far (Redis moves it to a buffer of its own). `client-query-buffer-limit`
+/// applies to this. Only called when the unread bytes are near the limit.
+pub fn pending_query_bytes(buf: &[u8]) -> usize {
+    if buf.first() != Some(&b'*') {
+        return buf.len();
+    }
+    let Some(cr) = strchr(buf, b'\r') else { return buf.len() };
+    let Some(count) = string2ll(&buf[1..cr]) else { return buf.len() };
+    let mut pos = cr + 2;
+    for _ in 0..count.max(0) {
+        let rest = buf.get(pos..).unwrap_or_default();
+        let Some(cr) = strchr(rest, b'\r') else { return rest.len() };
+        let Some(len) = string2ll(rest.get(1..cr).unwrap_or_default()).filter(|n| *n >= 0) else {
+            return rest.len();
+        };
+        let (start, len) = (pos + cr + 2, len as usize);
+        if buf.len() < start + len + 2 {
+            return if len >= BIG_ARG { buf.len().saturating_sub(start) } else { rest.len() };
+        }
+        pos = start + len + 2;
+    }
+    buf.len().saturating_sub(pos)
 }
 
 fn inline(buf: &[u8]) -> Frame {
@@ -88,7 +124,7 @@ fn inline(buf: &[u8]) -> Frame {
     }
 }
 
-fn multibulk(buf: &[u8], authenticated: bool, args: &mut Vec<Range<usize>>) -> Frame {
+fn multibulk(buf: &[u8], authenticated: bool, max_bulk: i64, args: &mut Vec<Range<usize>>) -> Frame {
     args.clear();
     let Some(cr) = strchr(buf, b'\r') else {
         if buf.len() > INLINE_MAX {
@@ -125,7 +161,7 @@ fn multibulk(buf: &[u8], authenticated: bool, args: &mut Vec<Range<usize>>) -> F
             return Frame::Error(format!("Protocol error: expected '$', got '{}'", rest[0] as char));
         }
         let len = match string2ll(&rest[1..cr]) {
-            Some(n) if (0..=MAX_BULK).contains(&n) => n as usize,
+            Some(n) if (0..=max_bulk).contains(&n) => n as usize,
             _ => return Frame::Error("Protocol error: invalid bulk length".into()),
         };
         if len as i64 > UNAUTH_MAX_BULK && !authenticated {
@@ -148,8 +184,22 @@ mod tests {
 
     fn parse(b: &[u8]) -> (Frame, Vec<Vec<u8>>) {
         let mut r = Vec::new();
-        let f = next(b, true, &mut r);
+        let f = next(b, true, MAX_BULK, &mut r);
         (f, r.into_iter().map(|x| b[x].to_vec()).collect())
+    }
+
+    /// What Redis's query buffer holds of an incomplete request: after the whole arguments, or a
+    /// big argument's own bytes.
+    #[test]
+    fn pending_query_bytes_follow_redis_buffers() {
+        let mut big = b"*2\r\n$4\r\nECHO\r\n$40000\r\n".to_vec();
+        big.extend(vec![b'x'; 1000]);
+        assert_eq!(pending_query_bytes(&big), 1000);
+        let small = b"*2\r\n$4\r\nECHO\r\n$400\r\nabc";
+        assert_eq!(pending_query_bytes(small), 9);
+        assert_eq!(pending_query_bytes(b"PING"), 4);
+        let r = vec![0..10usize, 0..40_000];
+        assert!(big_argument_over(&r, 39_000) && !big_argument_over(&r, 40_002));
     }
 
     #[test]
@@ -177,6 +227,9 @@ mod tests {
         assert_eq!(parse(b"*1\r\n$ 4\r\n").0, err("invalid bulk length"));
         assert_eq!(parse(b"*1\r\n$536870913\r\n").0, err("invalid bulk length"));
         assert_eq!(parse(b"*1\r\n$536870912\r\n").0, Frame::Incomplete);
+        // A smaller proto-max-bulk-len (CONFIG SET) refuses more.
+        assert_eq!(next(b"*1\r\n$1048577\r\n", true, 1 << 20, &mut Vec::new()), err("invalid bulk length"));
+        assert_eq!(next(b"*1\r\n$1048576\r\n", true, 1 << 20, &mut Vec::new()), Frame::Incomplete);
         assert_eq!(parse(b"*1\r\nx3\r\n").0, err("expected '$', got 'x'"));
         assert_eq!(parse(b"set \"a b\r\n").0, err("unbalanced quotes in request"));
         assert_eq!(parse(&vec![b'a'; INLINE_MAX + 1]).0, err("too big inline request"));
@@ -187,9 +240,9 @@ mod tests {
         big.extend(vec![b'1'; INLINE_MAX + 1]);
         assert_eq!(parse(&big).0, err("too big bulk count string"));
         let mut r = Vec::new();
-        assert_eq!(next(b"*11\r\n", false, &mut r), err("unauthenticated multibulk length"));
-        assert_eq!(next(b"*10\r\n", false, &mut r), Frame::Incomplete);
-        assert_eq!(next(b"*1\r\n$16385\r\n", false, &mut r), err("unauthenticated bulk length"));
-        assert_eq!(next(b"*1\r\n$16384\r\n", false, &mut r), Frame::Incomplete);
+        assert_eq!(next(b"*11\r\n", false, MAX_BULK, &mut r), err("unauthenticated multibulk length"));
+        assert_eq!(next(b"*10\r\n", false, MAX_BULK, &mut r), Frame::Incomplete);
+        assert_eq!(next(b"*1\r\n$16385\r\n", false, MAX_BULK, &mut r), err("unauthenticated bulk length"));
+        assert_eq!(next(b"*1\r\n$16384\r\n", false, MAX_BULK, &mut r), Frame::Incomplete);
     }
 }

@@ -94,6 +94,17 @@ pub fn write(reply: &Reply, resp3: bool, out: &mut Vec<u8>) {
                 write_bulk(out, text.as_bytes());
             }
         }
+        Reply::HumanDouble(d) => {
+            let text = limitlab_emulator::reply::format_human_double(*d);
+            if resp3 {
+                out.push(b',');
+                out.extend_from_slice(text.as_bytes());
+                out.extend_from_slice(b"\r\n");
+            } else {
+                write_bulk(out, text.as_bytes());
+            }
+        }
+        Reply::Verbatim(t) => write_verbatim(out, t, resp3),
         Reply::Bool(b) if resp3 => out.extend_from_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),
         Reply::Bool(b) => header(out, b':', *b as i64),
     }

@@ -86,7 +86,7 @@ impl std::ops::DerefMut for Out<'_> {
 fn write_raw(reply: &Reply, out: &mut Out) {
     match reply {
         Reply::Status(s) => out.extend_from_slice(s.as_bytes()),
-        Reply::Bulk(b) => out.extend_from_slice(b),
+        Reply::Bulk(b) | Reply::Verbatim(b) => out.extend_from_slice(b),
         Reply::Error(s) => {
             out.extend_from_slice(s.as_bytes());
             out.push(b'\n');
@@ -94,6 +94,7 @@ fn write_raw(reply: &Reply, out: &mut Out) {
         Reply::Int(i) => out.extend_from_slice(i.to_string().as_bytes()),
         Reply::Nil | Reply::NilArray => {}
         Reply::Double(d) => out.extend_from_slice(limitlab_emulator::reply::format_double(*d).as_bytes()),
+        Reply::HumanDouble(d) => out.extend_from_slice(limitlab_emulator::reply::format_human_double(*d).as_bytes()),
         Reply::Bool(b) => out.push(if *b { b'1' } else { b'0' }),
         Reply::Array(v) | Reply::Set(v) => {
             for (i, x) in v.iter().enumerate() {
@@ -145,8 +146,10 @@ fn tty(reply: &Reply, prefix: &[u8], out: &mut Out) {
         Reply::Double(d) => {
             out.extend_from_slice(format!("(double) {}\n", limitlab_emulator::reply::format_double(*d)).as_bytes())
         }
+        Reply::HumanDouble(d) => out
+            .extend_from_slice(format!("(double) {}\n", limitlab_emulator::reply::format_human_double(*d)).as_bytes()),
         Reply::Bool(b) => out.extend_from_slice(if *b { b"(true)\n" } else { b"(false)\n" }),
-        Reply::Bulk(b) => {
+        Reply::Bulk(b) | Reply::Verbatim(b) => {
             repr(b, out);
             out.push(b'\n');
         }

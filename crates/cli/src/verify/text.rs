@@ -54,7 +54,7 @@ fn show_into(r: &Reply, s: &mut String) {
         Reply::Int(i) => {
             let _ = write!(s, "(integer) {i}");
         }
-        Reply::Bulk(b) => {
+        Reply::Bulk(b) | Reply::Verbatim(b) => {
             let q = quote(b);
             if q.starts_with('"') {
                 s.push_str(&q);
@@ -66,6 +66,9 @@ fn show_into(r: &Reply, s: &mut String) {
         Reply::NilArray => s.push_str("(nil array)"),
         Reply::Double(d) => {
             let _ = write!(s, "(double) {}", limitlab_emulator::reply::format_double(*d));
+        }
+        Reply::HumanDouble(d) => {
+            let _ = write!(s, "(double) {}", limitlab_emulator::reply::format_human_double(*d));
         }
         Reply::Bool(b) => {
             let _ = write!(s, "(boolean) {b}");

@@ -127,7 +127,7 @@ pub fn run(core: &mut Core, id: ClientId, a: &[&[u8]]) -> Reply {
         let Some(c) = core.clients.get(id.index()).and_then(Option::as_ref) else { return Reply::Nil };
         let mut line = String::new();
         info_line(&mut line, core, c, now);
-        return Reply::Bulk(line.into_bytes());
+        return Reply::Verbatim(line.into_bytes());
     }
     if eq_ic(sub, "list") {
         return list(core, a, now);
@@ -307,7 +307,7 @@ fn list(core: &Core, a: &[&[u8]], now: i64) -> Reply {
             info_line(&mut out, core, c, now);
         }
     }
-    Reply::Bulk(out.into_bytes())
+    Reply::Verbatim(out.into_bytes())
 }
 
 /// Client `id`'s CLIENT LIST line (with its `\n`); empty when it is gone.

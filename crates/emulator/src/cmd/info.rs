@@ -63,7 +63,8 @@ fn info(core: &mut Core, a: &[&[u8]]) -> Reply {
         }
         section(core, name, &mut out);
     }
-    Reply::Bulk(out.into_bytes())
+    // A verbatim string under RESP3 (`addReplyVerbatim`), a bulk string under RESP2.
+    Reply::Verbatim(out.into_bytes())
 }
 
 /// Appends `k:v\r\n`.

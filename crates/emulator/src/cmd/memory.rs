@@ -126,10 +126,10 @@ fn doctor(core: &mut Core) -> Reply {
     for (k, e) in core.db.map.iter() {
         total += key_usage(k, e, DEFAULT_SAMPLES, cluster);
         if total >= 5 * 1024 * 1024 {
-            return Reply::Bulk(DOCTOR_FINE.as_bytes().to_vec());
+            return Reply::Verbatim(DOCTOR_FINE.as_bytes().to_vec());
         }
     }
-    Reply::Bulk(DOCTOR_EMPTY.as_bytes().to_vec())
+    Reply::Verbatim(DOCTOR_EMPTY.as_bytes().to_vec())
 }
 
 #[cfg(test)]
@@ -184,7 +184,7 @@ mod tests {
         assert_eq!(lines.len(), 14);
         assert_eq!(lines[0], Reply::Status("MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:".into()));
         assert_eq!(lines[13], Reply::Status("    Prints this help.".into()));
-        assert_eq!(line(&mut c, "MEMORY DOCTOR"), Reply::Bulk(DOCTOR_EMPTY.as_bytes().to_vec()));
+        assert_eq!(line(&mut c, "MEMORY DOCTOR"), Reply::Verbatim(DOCTOR_EMPTY.as_bytes().to_vec()));
         assert!(DOCTOR_EMPTY.starts_with("Hi Sam, this instance is empty or is using very little memory, my issues"));
         assert!(DOCTOR_EMPTY.ends_with("as soon as I finished rebooting.\n"));
         assert_eq!(DOCTOR_EMPTY.len(), 268);

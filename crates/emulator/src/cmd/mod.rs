@@ -15,6 +15,7 @@ pub mod command;
 pub mod config;
 pub mod databases;
 pub mod dump;
+pub mod geo;
 pub mod hashes;
 pub mod hyperloglog;
 pub mod info;
@@ -61,6 +62,7 @@ fn table() -> &'static FxHashMap<&'static [u8], CommandSpec> {
             zsets::COMMANDS,
             zsets_store::COMMANDS,
             zsets_random::COMMANDS,
+            geo::COMMANDS,
             lists::COMMANDS,
             blocking::COMMANDS,
             pubsub::COMMANDS,

@@ -457,6 +457,8 @@ fn table_event(name: &str) -> Option<(u32, &'static str, When, Keys)> {
         "hdel" => (HASH, "hdel", Changed, First),
         "zadd" => (ZSET, "zadd", Changed, First),
         "zincrby" => (ZSET, "zincr", Ok, First),
+        // GEOADD runs as ZADD (Redis rewrites it), so its event is ZADD's.
+        "geoadd" => (ZSET, "zadd", Changed, First),
         "zrem" => (ZSET, "zrem", Changed, First),
         "zremrangebyscore" => (ZSET, "zremrangebyscore", Changed, First),
         "zremrangebyrank" => (ZSET, "zremrangebyrank", Changed, First),

@@ -1,5 +1,5 @@
-//! Server commands: PING, ECHO, TIME, WAIT, SAVE and REPLICAOF (the databases' commands are in
-//! [`super::databases`]).
+//! Server commands: PING, ECHO, TIME, WAIT, SAVE, REPLICAOF and LOLWUT (the databases' commands are
+//! in [`super::databases`]).
 use crate::command_spec::flags::*;
 use crate::command_spec::{arg_i64, CommandSpec, KeySpec};
 use crate::core::Core;
@@ -9,6 +9,7 @@ use crate::tri;
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "ping", arity: -1, flags: 0, keys: KeySpec::NONE, handler: ping },
     CommandSpec { name: "echo", arity: 2, flags: 0, keys: KeySpec::NONE, handler: echo },
+    CommandSpec { name: "lolwut", arity: -1, flags: READONLY, keys: KeySpec::NONE, handler: lolwut },
     CommandSpec { name: "time", arity: 1, flags: 0, keys: KeySpec::NONE, handler: time },
     CommandSpec { name: "wait", arity: 3, flags: NOSCRIPT, keys: KeySpec::NONE, handler: wait },
     CommandSpec { name: "save", arity: 1, flags: NOSCRIPT, keys: KeySpec::NONE, handler: save },
@@ -55,6 +56,20 @@ fn ping(_: &mut Core, a: &[&[u8]]) -> Reply {
 
 fn echo(_: &mut Core, a: &[&[u8]]) -> Reply {
     Reply::Bulk(a[1].to_vec())
+}
+
+/// LOLWUT [VERSION v]: Redis 7.0's art for a version other than 5 and 6 is its version line, a
+/// verbatim string. The art of versions 5 and 6 is drawn with the C library's `rand()`, which the
+/// emulator does not share, so those are refused.
+fn lolwut(_: &mut Core, a: &[&[u8]]) -> Reply {
+    if a.len() >= 3 && a[1].eq_ignore_ascii_case(b"version") {
+        // getLongFromObjectOrReply, then printed as an unsigned int ("%u.0.0").
+        let v = tri!(arg_i64(a[2])) as u32;
+        if v == 5 || v == 6 {
+            return Reply::err(format!("ERR limitlab does not emulate LOLWUT VERSION {v} (its art is random)"));
+        }
+    }
+    Reply::Verbatim(b"Redis ver. 7.0.15\n".to_vec())
 }
 
 /// TIME: seconds and microseconds of the virtual clock, as two bulk strings.

@@ -184,7 +184,7 @@ fn emit(out: &mut Vec<Reply>, z: &ZSet, r: ZRef, withscores: bool) {
 
 // ---- ZADD / ZINCRBY ------------------------------------------------------------------------------
 
-fn zadd(core: &mut Core, a: &[&[u8]]) -> Reply {
+pub(crate) fn zadd(core: &mut Core, a: &[&[u8]]) -> Reply {
     zadd_generic(core, a, false)
 }
 

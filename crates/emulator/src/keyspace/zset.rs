@@ -21,10 +21,6 @@ const NIL: u32 = u32::MAX;
 const HEAD: u32 = 0;
 /// Redis's ZSKIPLIST_MAXLEVEL.
 const MAX_LEVEL: usize = 32;
-/// zset-max-listpack-entries (Redis 7.0 default).
-const LISTPACK_MAX_ENTRIES: usize = 128;
-/// zset-max-listpack-value (Redis 7.0 default).
-const LISTPACK_MAX_VALUE: usize = 64;
 
 /// One level of a node: the next node at this level and how many level-0 steps it skips.
 /// For a link to `NIL` the span counts the nodes after this one (Redis's invariant).
@@ -664,7 +660,8 @@ impl ZSet {
     /// encoding first exactly as `zsetAdd` does.
     pub fn insert_new(&mut self, m: &[u8], score: f64) {
         debug_assert!(!self.dict.contains_key(m));
-        if !self.skiplist && (self.dict.len() >= LISTPACK_MAX_ENTRIES || m.len() > LISTPACK_MAX_VALUE) {
+        let limits = super::limits::current();
+        if !self.skiplist && (self.dict.len() >= limits.zset_entries as usize || m.len() > limits.zset_value as usize) {
             self.skiplist = true;
             // zsetConvert adds the members one by one to a new dict, then zsetAdd looks the new one up.
             self.dict_table = super::dict_table::DictTable::grown(self.dict.len());

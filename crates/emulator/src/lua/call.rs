@@ -7,7 +7,7 @@ use std::rc::Rc;
 use super::context::RunState;
 use crate::admission;
 use crate::cluster;
-use crate::cmd::{self, eq_ic, flags, CommandSpec};
+use crate::cmd::{self, flags, CommandSpec};
 use crate::core::Core;
 use crate::reply::{Reply, ReplySink};
 use crate::stats::StatKey;
@@ -125,12 +125,6 @@ fn call_found(
         core.track_read(caller, &refs);
     }
     core.resp3 = st.resp.get() == 3;
-    if core.resp3 && (spec.name == "memory" || spec.name == "info") {
-        if let Some(r) = memory_verbatim(&mut core, spec, argv, out) {
-            core.resp3 = false;
-            return Ok(r);
-        }
-    }
     core.count_lookups(spec, argv);
     let reply = match found.direct {
         Some(direct) => {
@@ -190,29 +184,6 @@ fn subcommand_rules(spec: &CommandSpec, argv: &[&[u8]]) -> Option<Reply> {
         return Some(help_reply(spec.name));
     }
     None
-}
-
-/// MEMORY DOCTOR and INFO under RESP3: their reply is a verbatim string, which the script sees as one. None
-/// for other subcommands (the call goes on); else what `call_checked` returns (None once the
-/// verbatim string is written to `out`).
-#[cold]
-#[inline(never)]
-fn memory_verbatim(
-    core: &mut Core,
-    spec: &CommandSpec,
-    argv: &[&[u8]],
-    out: &mut dyn ReplySink,
-) -> Option<Option<Reply>> {
-    if spec.name == "memory" && !eq_ic(argv[1], "doctor") {
-        return None;
-    }
-    match spec.run(core, argv) {
-        Reply::Bulk(b) => {
-            out.verbatim(b"txt", &b);
-            Some(None)
-        }
-        other => Some(Some(other)),
-    }
 }
 
 pub(super) static SCRIPT_HELP: &[&str] = &[

@@ -40,33 +40,6 @@ struct LuaSink {
 }
 
 impl ReplySink for LuaSink {
-    /// `redisProtocolToLuaType_VerbatimString`.
-    fn verbatim(&mut self, format: &[u8], text: &[u8]) {
-        let l = self.l;
-        self.failed = false;
-        // SAFETY: pushes on the stack of the running `redis.call`, whose keyspace borrow (and the
-        // bytes of `text`) this frame's callers hold: nothing here may raise. The stack check is
-        // luaL_checkstack's (five slots past LUA_MINSTACK), without its raise; the pushes take four.
-        // With the cap lifted the pushes cannot raise either (see ext::LiftedCap).
-        unsafe {
-            if ffi::lua_checkstack(l, 5 + ffi::LUA_MINSTACK) == 0 {
-                self.overflow = true;
-                return;
-            }
-            let lifted = super::budget::LiftedCap::lift(l);
-            ffi::lua_createtable(l, 0, 0);
-            ffi::lua_pushstring(l, c"verbatim_string".as_ptr());
-            ffi::lua_createtable(l, 0, 0);
-            ffi::lua_pushstring(l, c"string".as_ptr());
-            push_bytes(l, text);
-            ffi::lua_settable(l, -3);
-            ffi::lua_pushstring(l, c"format".as_ptr());
-            push_bytes(l, format);
-            ffi::lua_settable(l, -3);
-            ffi::lua_settable(l, -3);
-            lifted.restore();
-        }
-    }
     fn reply(&mut self, r: Reply) {
         self.failed = r.is_error();
         // SAFETY: pushes on the stack of the running `redis.call`, above its arguments, while `r`
@@ -224,8 +197,15 @@ pub(crate) unsafe fn push_reply(l: *mut ffi::lua_State, r: &Reply, resp: u8) -> 
     // itself and then one element at a time (a nested one checks again).
     if matches!(
         r,
-        Reply::Array(_) | Reply::Set(_) | Reply::Map(_) | Reply::Status(_) | Reply::Error(_) | Reply::Double(_)
-    ) && ffi::lua_checkstack(l, 4 + ffi::LUA_MINSTACK) == 0
+        Reply::Array(_)
+            | Reply::Set(_)
+            | Reply::Map(_)
+            | Reply::Status(_)
+            | Reply::Error(_)
+            | Reply::Double(_)
+            | Reply::HumanDouble(_)
+            | Reply::Verbatim(_)
+    ) && ffi::lua_checkstack(l, 5 + ffi::LUA_MINSTACK) == 0
     {
         return false;
     }
@@ -287,6 +267,26 @@ pub(crate) unsafe fn push_reply(l: *mut ffi::lua_State, r: &Reply, resp: u8) -> 
             ffi::lua_setfield(l, -2, c"double".as_ptr());
         }
         Reply::Double(d) => push_bytes(l, crate::reply::format_double(*d).as_bytes()),
+        Reply::HumanDouble(d) if resp == 3 => {
+            ffi::lua_createtable(l, 0, 1);
+            ffi::lua_pushnumber(l, *d);
+            ffi::lua_setfield(l, -2, c"double".as_ptr());
+        }
+        Reply::HumanDouble(d) => push_bytes(l, crate::reply::format_human_double(*d).as_bytes()),
+        // `redisProtocolToLuaType_VerbatimString`: a table under RESP3, the text under RESP2.
+        Reply::Verbatim(t) if resp == 3 => {
+            ffi::lua_createtable(l, 0, 0);
+            ffi::lua_pushstring(l, c"verbatim_string".as_ptr());
+            ffi::lua_createtable(l, 0, 0);
+            ffi::lua_pushstring(l, c"string".as_ptr());
+            push_bytes(l, t);
+            ffi::lua_settable(l, -3);
+            ffi::lua_pushstring(l, c"format".as_ptr());
+            push_bytes(l, b"txt");
+            ffi::lua_settable(l, -3);
+            ffi::lua_settable(l, -3);
+        }
+        Reply::Verbatim(t) => push_bytes(l, t),
         Reply::Bool(b) if resp == 3 => ffi::lua_pushboolean(l, *b as c_int),
         Reply::Bool(b) => ffi::lua_pushnumber(l, *b as i64 as f64),
     }
@@ -514,11 +514,14 @@ unsafe fn table_to_reply(l: *mut ffi::lua_State, t: c_int, resp: u8, depth: usiz
             return restore(Reply::Bulk(b));
         }
         ffi::lua_settop(l, top);
-        // A verbatim string goes to a RESP2 client as a bulk string of its text.
+        // A verbatim string goes to a RESP2 client as a bulk string of its text; a `txt` one to a
+        // RESP3 client as a verbatim string.
         if raw_field(l, t, c"verbatim_string") == ffi::LUA_TTABLE {
             let v = ffi::lua_gettop(l);
             if raw_field(l, v, c"format") == ffi::LUA_TSTRING && raw_field(l, v, c"string") == ffi::LUA_TSTRING {
-                return restore(Reply::Bulk(string_at(l, -1).unwrap_or_default()));
+                let text = string_at(l, -1).unwrap_or_default();
+                let txt = string_at(l, -2).is_some_and(|f| f == b"txt");
+                return restore(if txt { Reply::Verbatim(text) } else { Reply::Bulk(text) });
             }
         }
         ffi::lua_settop(l, top);

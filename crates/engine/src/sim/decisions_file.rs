@@ -356,6 +356,8 @@ pub fn push_reply(out: &mut String, reply: &Reply) {
             out.push_str(e);
         }
         Reply::Double(d) => out.push_str(&format_double(*d)),
+        Reply::HumanDouble(d) => out.push_str(&limitlab_emulator::reply::format_human_double(*d)),
+        Reply::Verbatim(b) => push_quoted(out, b),
         Reply::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Reply::Array(v) | Reply::Set(v) => {
             out.push('[');

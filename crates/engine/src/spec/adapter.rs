@@ -362,8 +362,8 @@ fn external(e: Error) -> mlua::Error {
 fn to_lua(lua: &Lua, r: &Reply, top: bool) -> mlua::Result<LuaValue> {
     Ok(match r {
         Reply::Int(i) => LuaValue::Number(*i as f64),
-        Reply::Double(x) => LuaValue::Number(*x),
-        Reply::Bulk(b) => LuaValue::String(lua.create_string(b)?),
+        Reply::Double(x) | Reply::HumanDouble(x) => LuaValue::Number(*x),
+        Reply::Bulk(b) | Reply::Verbatim(b) => LuaValue::String(lua.create_string(b)?),
         Reply::Status(s) | Reply::Error(s) => LuaValue::String(lua.create_string(s)?),
         Reply::Nil | Reply::NilArray => {
             if top {

@@ -133,11 +133,11 @@ pub fn format_num(x: f64) -> String {
 fn reply_value(r: &Reply) -> Result<Value<'_>, String> {
     Ok(match r {
         Reply::Int(i) => Value::Int(*i),
-        Reply::Bulk(b) => Value::Str(Cow::Borrowed(b)),
+        Reply::Bulk(b) | Reply::Verbatim(b) => Value::Str(Cow::Borrowed(b)),
         Reply::Status(s) => Value::Str(Cow::Borrowed(s.as_bytes())),
         Reply::Nil | Reply::NilArray => Value::Nil,
         Reply::Array(v) | Reply::Set(v) => Value::Arr(v),
-        Reply::Double(x) => Value::Num(*x),
+        Reply::Double(x) | Reply::HumanDouble(x) => Value::Num(*x),
         Reply::Bool(b) => Value::Bool(*b),
         Reply::Error(e) => return Err(format!("the reply is an error: {e}")),
         Reply::Map(_) => return Err("the reply is a map (RESP3), which expressions cannot read".into()),
