@@ -75,6 +75,9 @@ pub struct Core {
     pub no_reply: bool,
     /// Keys a write may create, noted before it runs while `new` notifications are on.
     pub new_keys: Vec<Vec<u8>>,
+    /// The replicas attached with SYNC and the stream of writes they are sent (see
+    /// [`crate::propagate`]).
+    pub repl: crate::propagate::Repl,
 }
 
 impl Core {
@@ -107,6 +110,7 @@ impl Core {
             outbox: Vec::new(),
             no_reply: false,
             new_keys: Vec::new(),
+            repl: Default::default(),
         };
         core.started_ms = core.clock.now_millis().0;
         let first = core.new_client();
@@ -276,13 +280,15 @@ impl Core {
     /// `LTRIM` keeping everything, ...).
     #[inline]
     pub fn touch(&mut self, key: &[u8]) {
-        if !self.watches.is_empty() {
+        if !self.watches.is_empty() || self.repl.active {
             self.touch_in(self.selected, key);
         }
     }
 
     /// [`Core::touch`] in database `db`.
     pub fn touch_in(&mut self, db: usize, key: &[u8]) {
+        // Redis counts the change for its replicas too (`server.dirty`).
+        self.repl.touched = true;
         let mut dirty = Vec::new();
         for w in &self.watches.keys {
             if w.db == db && w.key == key {
@@ -330,13 +336,14 @@ impl Core {
     // ---- expiry ----------------------------------------------------------------------------------
 
     /// Redis's active expire cycle, whole: removes every key of every database whose deadline has
-    /// passed, with its `expired` notification. Only notifications make it visible (a lookup never
-    /// sees an expired key, and KEYS/SCAN/DBSIZE purge first), so it runs only while `expired`
-    /// events are on.
+    /// passed, with its `expired` notification. Only notifications and replicas make it visible (a
+    /// lookup never sees an expired key, and KEYS/SCAN/DBSIZE purge first), so it runs only while
+    /// `expired` events are on or a replica is attached (which is sent a `DEL` for each).
     pub fn active_expire(&mut self) {
         use crate::settings::notify;
         let flags = self.settings.notify_flags();
-        if flags & notify::EXPIRED == 0 || flags & (notify::KEYSPACE | notify::KEYEVENT) == 0 || self.in_script() {
+        let notifies = flags & notify::EXPIRED != 0 && flags & (notify::KEYSPACE | notify::KEYEVENT) != 0;
+        if !(notifies || self.repl.active) || self.in_script() {
             return;
         }
         let now = self.now_ms();

@@ -16,6 +16,8 @@ pub enum Deliver {
     Unblock(Reply),
     /// CLIENT KILL: close the connection (after what was queued for it before).
     Close,
+    /// Bytes written as they are: the replication stream, for a replica's connection.
+    Raw(Vec<u8>),
 }
 
 /// A delivery's address and content.

@@ -67,6 +67,7 @@ pub fn write_delivery(conn: &mut Conn, d: Deliver, out: &mut Vec<u8>) {
             resp::write(&r, conn.resp3, out);
         }
         Deliver::Close => conn.close = true,
+        Deliver::Raw(bytes) => out.extend_from_slice(&bytes),
     }
 }
 
