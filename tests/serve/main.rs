@@ -12,4 +12,5 @@ mod serve_clients;
 mod serve_cluster;
 mod serve_infra;
 mod serve_pubsub;
+mod serve_replication;
 mod serve_types;

@@ -351,6 +351,7 @@ fn rewrite(name: &str, core: &mut Core, db: usize, args: &[&[u8]], reply: &Reply
                 return vec![op];
             }
         }
+        "xadd" | "xtrim" => return vec![stream_args(name, core, db, args, reply)],
         "restore" => {
             let ttl = crate::keyspace::parse_canonical_i64(args[2]).unwrap_or(0);
             let abs = args[4..].iter().any(|a| eq(a, "absttl"));
@@ -366,6 +367,54 @@ fn rewrite(name: &str, core: &mut Core, db: usize, args: &[&[u8]], reply: &Reply
         _ => {}
     }
     vec![owned(args)]
+}
+
+/// XADD with the ID it generated (for `*` and `<ms>-*`), and XADD or XTRIM with an approximate
+/// trim (`~`) made exact at what it left (`MAXLEN = <length>`, `MINID = <first id>`), as Redis
+/// rewrites them for its replicas.
+fn stream_args(name: &str, core: &mut Core, db: usize, args: &[&[u8]], reply: &Reply) -> Vec<Vec<u8>> {
+    let mut out = owned(args);
+    let mut i = 2;
+    let mut approx_at = None;
+    while i < args.len() {
+        let a = args[i];
+        if name == "xadd" && eq(a, "nomkstream") {
+            i += 1;
+        } else if eq(a, "maxlen") || eq(a, "minid") {
+            if args.get(i + 1).is_some_and(|m| *m == b"~") {
+                approx_at = Some(i + 1);
+                i += 1;
+            } else if args.get(i + 1).is_some_and(|m| *m == b"=") {
+                i += 1;
+            }
+            i += 2;
+        } else if eq(a, "limit") {
+            i += 2;
+        } else {
+            break;
+        }
+    }
+    if name == "xadd" && i < args.len() && (args[i] == b"*" || args[i].ends_with(b"-*")) {
+        if let Reply::Bulk(id) = reply {
+            out[i] = id.clone();
+        }
+    }
+    if let Some(at) = approx_at {
+        let now = core.now_ms();
+        if let Some(crate::keyspace::Value::Stream(s)) = core.db_at(db).peek(args[1], now).map(|e| &e.value) {
+            out[at] = b"=".to_vec();
+            if at + 1 < out.len() {
+                out[at + 1] = if eq(args[at - 1], "maxlen") {
+                    s.length.to_string().into_bytes()
+                } else {
+                    use crate::keyspace::stream::StreamId;
+                    let all = s.range(StreamId::MIN, StreamId::MAX, 1, false);
+                    all.first().map_or(b"0-0".to_vec(), |e| e.id.to_bytes())
+                };
+            }
+        }
+    }
+    out
 }
 
 /// LMPOP/BLMPOP as `LPOP|RPOP key count`, ZMPOP/BZMPOP as `ZPOPMIN|ZPOPMAX key count` (`count`
