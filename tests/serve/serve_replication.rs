@@ -180,7 +180,13 @@ const SEQUENCE: &[&[&str]] = &[
     &["EXEC"],
     &["SELECT", "0"],
     &["EVAL", "redis.call('set', KEYS[1], 'v') return redis.call('get', KEYS[1])", "1", "one"],
-    &["EVAL", "redis.call('incr', KEYS[1]) redis.call('expire', KEYS[1], 50) redis.call('spop', KEYS[2])", "2", "c", "s"],
+    &[
+        "EVAL",
+        "redis.call('incr', KEYS[1]) redis.call('expire', KEYS[1], 50) redis.call('spop', KEYS[2])",
+        "2",
+        "c",
+        "s",
+    ],
     &["EXPIRE", "c", "-1"],
     &["PUBLISH", "chan", "msg"],
     &["FLUSHDB"],
@@ -268,7 +274,10 @@ fn redis_server_replicates_from_serve() {
     let info = c.call(&["INFO", "replication"]);
     let Reply::Bulk(info) = info else { panic!("{info:?}") };
     let info = String::from_utf8_lossy(&info).to_string();
-    assert!(info.contains("connected_slaves:1\r\n") && info.contains(&format!("port={},state=online", replica.port())), "{info}");
+    assert!(
+        info.contains("connected_slaves:1\r\n") && info.contains(&format!("port={},state=online", replica.port())),
+        "{info}"
+    );
     let role = c.call(&["ROLE"]);
     assert!(matches!(&role, Reply::Array(r) if r[0] == Reply::Bulk(b"master".to_vec())), "{role:?}");
 
@@ -285,4 +294,27 @@ fn redis_server_replicates_from_serve() {
         matches!(c.call(&["INFO", "replication"]),
             Reply::Bulk(b) if String::from_utf8_lossy(&b).contains("connected_slaves:0\r\n"))
     });
+}
+
+#[test]
+fn a_replica_gets_keepalive_pings_and_is_listed() {
+    let serve = LimitlabServe::start(&["--clock", "wall"]);
+    let mut c = Conn::open(serve.port());
+    assert_eq!(c.call(&["CONFIG", "SET", "repl-ping-replica-period", "1"]), Reply::ok());
+    let mut replica = Conn::open(serve.port());
+    replica.attach(b"SYNC\r\n");
+    // Within the period (and a few ticks of the timer), a ping comes, without a SELECT first.
+    let first = replica.bytes_until(b"\r\n");
+    assert_eq!(first, b"*1\r\n");
+    assert_eq!(replica.bytes_until(b"ping\r\n"), b"$4\r\nping\r\n");
+    let list = c.call(&["CLIENT", "LIST"]);
+    let Reply::Bulk(list) = list else { panic!("{list:?}") };
+    let list = String::from_utf8_lossy(&list).to_string();
+    assert_eq!(list.lines().filter(|l| l.contains(" flags=S ")).count(), 1, "{list}");
+    // What the replica sends (REPLCONF ACK) gets no reply; the stream goes on.
+    replica.r.get_mut().write_all(b"*3\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n$1\r\n0\r\n").unwrap();
+    c.call(&["SET", "k", "v"]);
+    let got = replica.bytes_until(b"$1\r\nk\r\n$1\r\nv\r\n");
+    let text = String::from_utf8_lossy(&got).replace("*1\r\n$4\r\nping\r\n", "");
+    assert_eq!(text, "*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n");
 }

@@ -122,7 +122,7 @@ impl CommandSpec {
     /// changed one is touched ([`Core::touch`]).
     ///
     /// While a replica is attached, what the command changed is also recorded for the replication
-    /// stream ([`crate::propagate::run`]).
+    /// stream (see [`crate::propagate`]).
     #[inline]
     pub fn run(&self, core: &mut Core, args: &[&[u8]]) -> Reply {
         if core.repl.active {

@@ -393,8 +393,8 @@ impl Emulator {
         core.expire_waiters();
         core.active_expire();
         if core.repl.active {
-            // Each key the cycle removed goes as a unit of its own.
-            crate::propagate::flush(&mut core);
+            crate::propagate::flush_expired(&mut core);
+            crate::propagate::keepalive(&mut core);
         }
         core.serve_ready();
         out.append(&mut core.outbox);

@@ -6,7 +6,7 @@
 //!   before and after it ([`fingerprint`]), and a handler's [`Core::touch`] counts as a change even
 //!   when the value stayed (`INCRBY k 0`); FLUSHALL, FLUSHDB, SWAPDB, PUBLISH and the FUNCTION
 //!   writes always go. Reads never do.
-//! - Commands go as sent, or rewritten as Redis rewrites them ([`rewrite`]): relative TTLs become
+//! - Commands go as sent, or rewritten as Redis rewrites them (`rewrite`): relative TTLs become
 //!   absolute (`SET ... PXAT`, `PEXPIREAT`, RESTORE's `ABSTTL`), pops that depend on chance or on
 //!   blocking become plain ones (SPOP → SREM or DEL, BLPOP → LPOP, LMPOP → LPOP key count, ...),
 //!   floats become the value they produced (INCRBYFLOAT → `SET ... KEEPTTL`).
@@ -57,6 +57,8 @@ pub struct Repl {
     pub touched: bool,
     /// The replication id (40 hex digits), made when the first replica attaches.
     replid: Option<String>,
+    /// When the last keep-alive PING was sent (the machine's clock, ms).
+    last_ping_ms: Option<i64>,
 }
 
 impl Repl {
@@ -173,15 +175,8 @@ pub fn flush(core: &mut Core) {
     if !core.repl.active {
         return;
     }
-    for i in 0..DATABASES {
-        // Deadlines met in a database the command did not select (MOVE, COPY ... DB).
-        if i != core.selected && core.db_at(i).expired_log.as_ref().is_some_and(|l| !l.is_empty()) {
-            let selected = core.selected;
-            core.select(i);
-            note_expired(core, false);
-            core.select(selected);
-        }
-    }
+    // Deadlines met in a database the command did not select (MOVE, COPY ... DB).
+    expired_elsewhere(core, false);
     note_expired(core, false);
     if core.repl.pending.is_empty() {
         return;
@@ -200,6 +195,27 @@ pub fn flush(core: &mut Core) {
     }
     if wrap {
         emit(core, ops[ops.len() - 1].0, &[b"EXEC".to_vec()]);
+    }
+}
+
+/// [`note_expired`] for the databases other than the selected one.
+fn expired_elsewhere(core: &mut Core, alone: bool) {
+    for i in 0..DATABASES {
+        if i != core.selected && core.db_at(i).expired_log.as_ref().is_some_and(|l| !l.is_empty()) {
+            let selected = core.selected;
+            core.select(i);
+            note_expired(core, alone);
+            core.select(selected);
+        }
+    }
+}
+
+/// After the active expire cycle: each key it removed goes as a unit of its own.
+pub fn flush_expired(core: &mut Core) {
+    if core.repl.active {
+        expired_elsewhere(core, true);
+        note_expired(core, true);
+        flush(core);
     }
 }
 
@@ -258,7 +274,8 @@ fn rewrite(name: &str, core: &mut Core, db: usize, args: &[&[u8]], reply: &Reply
     };
     match name {
         "set" => {
-            let expires = args.len() > 3 && args[3..].iter().any(|a| ["ex", "px", "exat", "pxat"].iter().any(|w| eq(a, w)));
+            let expires =
+                args.len() > 3 && args[3..].iter().any(|a| ["ex", "px", "exat", "pxat"].iter().any(|w| eq(a, w)));
             if expires {
                 if let Some(t) = deadline(core, db, args[1]) {
                     return vec![v(&[b"SET", args[1], args[2], b"PXAT", &t])];
@@ -460,10 +477,36 @@ pub(crate) fn attach(core: &mut Core, replica: Replica) {
     if core.repl.replid.is_none() {
         core.repl.replid = Some(new_replid(core));
     }
+    if let Some(c) = core.client(replica.client) {
+        c.replica = true;
+    }
     core.repl.replicas.retain(|r| r.client != replica.client);
     core.repl.replicas.push(replica);
     core.repl.active = true;
     core.repl.seldb = None;
+}
+
+/// Redis's replication cron: every `repl-ping-replica-period` seconds of the machine's time, the
+/// replicas are sent a `ping` (in the database last selected, so without a `SELECT`), which keeps
+/// a real replica's link from timing out.
+pub(crate) fn keepalive(core: &mut Core) {
+    use crate::clock::Clock;
+    if !core.repl.active || core.master.is_some() {
+        return;
+    }
+    let now = crate::clock::SystemClock.now_millis().0;
+    let period = std::str::from_utf8(core.settings.get("repl-ping-replica-period"))
+        .ok()
+        .and_then(|p| p.parse::<i64>().ok())
+        .unwrap_or(10)
+        .max(1);
+    let last = *core.repl.last_ping_ms.get_or_insert(now);
+    if now - last >= period * 1000 {
+        core.repl.last_ping_ms = Some(now);
+        let start = core.repl.out.len();
+        encode(&mut core.repl.out, &[b"ping"]);
+        core.repl.offset += (core.repl.out.len() - start) as u64;
+    }
 }
 
 /// Forgets replica `id` (its connection closed); with the last one, recording stops.
@@ -476,6 +519,7 @@ pub fn detach(core: &mut Core, id: ClientId) {
         core.repl.active = false;
         core.repl.pending.clear();
         core.repl.out.clear();
+        core.repl.last_ping_ms = None;
         for i in 0..DATABASES {
             core.db_at(i).expired_log = None;
         }

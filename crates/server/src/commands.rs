@@ -331,10 +331,8 @@ fn run_own(server: &Server, conn: &mut Conn, which: Own, args: &[&[u8]], out: &m
             }
         }
         Own::Sync => return sync(server, conn, args, out),
-        Own::Replconf => match replconf(conn, args) {
-            Some(r) => r,
-            None => return None,
-        },
+        // ACK and GETACK get no reply.
+        Own::Replconf => replconf(conn, args)?,
         Own::Asking | Own::ReadOnly | Own::ReadWrite => {
             if server.cluster {
                 Reply::ok()

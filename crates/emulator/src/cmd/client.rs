@@ -300,6 +300,9 @@ fn info_line(out: &mut String, c: &Client, now: i64) {
         None => (format!("127.0.0.1:{}", 40000 + c.id % 20000), "127.0.0.1:6379".to_string()),
     };
     let mut flags = String::new();
+    if c.replica {
+        flags.push('S');
+    }
     if c.multi.is_some() || c.executing.is_some() {
         flags.push('x');
     }
