@@ -59,6 +59,8 @@ pub struct Repl {
     replid: Option<String>,
     /// When the last keep-alive PING was sent (the machine's clock, ms).
     last_ping_ms: Option<i64>,
+    /// Deletions that go after the current unit, each alone (a SET whose deadline has passed).
+    late: Vec<(usize, Vec<Vec<u8>>)>,
 }
 
 impl Repl {
@@ -97,16 +99,29 @@ pub(crate) fn run(spec: &CommandSpec, core: &mut Core, args: &[&[u8]]) -> Reply 
     let before: Vec<u64> = keys.iter().map(|k| fingerprint(core.db.peek(k, now))).collect();
     let outer = std::mem::replace(&mut core.repl.touched, false);
     let reply = spec.run_unrecorded(core, args);
+    // A SET whose deadline has already passed leaves the key for Redis's expire cycle to delete
+    // (the emulator deletes it at once): its DEL goes after the SET, as a unit of its own.
+    let late_del = matches!(spec.name, "set" | "setex" | "psetex")
+        && core.db.expired_log.as_ref().is_some_and(|l| l.last().is_some_and(|k| k.as_slice() == args[1]));
+    if late_del {
+        if let Some(log) = core.db.expired_log.as_mut() {
+            log.pop();
+        }
+    }
     // A key the command found expired was deleted before it ran.
     note_expired(core, false);
     let now = core.now_ms();
     let changed = std::mem::replace(&mut core.repl.touched, outer)
         || always(spec.name, args, &reply)
         || keys.iter().zip(&before).any(|(k, b)| fingerprint(core.db_at(db).peek(k, now)) != *b);
-    if changed {
+    if changed || late_del {
         for argv in rewrite(spec.name, core, db, args, &reply) {
             core.repl.pending.push((db, argv));
         }
+    }
+    if late_del {
+        let del = expire_del(core).to_vec();
+        core.repl.late.push((db, vec![del, args[1].to_vec()]));
     }
     reply
 }
@@ -182,6 +197,7 @@ pub fn flush(core: &mut Core) {
         return;
     }
     let ops = std::mem::take(&mut core.repl.pending);
+    let late = std::mem::take(&mut core.repl.late);
     if core.master.is_some() {
         // A replica's writes come from its master: it sends nothing of its own.
         return;
@@ -195,6 +211,9 @@ pub fn flush(core: &mut Core) {
     }
     if wrap {
         emit(core, ops[ops.len() - 1].0, &[b"EXEC".to_vec()]);
+    }
+    for (db, argv) in &late {
+        emit(core, *db, argv);
     }
 }
 
@@ -274,17 +293,33 @@ fn rewrite(name: &str, core: &mut Core, db: usize, args: &[&[u8]], reply: &Reply
     };
     match name {
         "set" => {
-            let expires =
-                args.len() > 3 && args[3..].iter().any(|a| ["ex", "px", "exat", "pxat"].iter().any(|w| eq(a, w)));
-            if expires {
-                if let Some(t) = deadline(core, db, args[1]) {
-                    return vec![v(&[b"SET", args[1], args[2], b"PXAT", &t])];
-                }
+            let now = core.now_ms();
+            let at = (3..args.len().saturating_sub(1)).find_map(|i| {
+                let n = crate::keyspace::parse_canonical_i64(args[i + 1])?;
+                let a = args[i];
+                let t = if eq(a, "ex") {
+                    now.checked_add(n.checked_mul(1000)?)?
+                } else if eq(a, "px") {
+                    now.checked_add(n)?
+                } else if eq(a, "exat") {
+                    n.checked_mul(1000)?
+                } else if eq(a, "pxat") {
+                    n
+                } else {
+                    return None;
+                };
+                Some(t.to_string().into_bytes())
+            });
+            if let Some(t) = at {
+                return vec![v(&[b"SET", args[1], args[2], b"PXAT", &t])];
             }
         }
         "setex" | "psetex" if args.len() == 4 => {
-            if let Some(t) = deadline(core, db, args[1]) {
-                return vec![v(&[b"SET", args[1], args[3], b"PXAT", &t])];
+            let now = core.now_ms();
+            let unit = if name == "setex" { 1000 } else { 1 };
+            let t = crate::keyspace::parse_canonical_i64(args[2]).and_then(|n| now.checked_add(n.checked_mul(unit)?));
+            if let Some(t) = t {
+                return vec![v(&[b"SET", args[1], args[3], b"PXAT", t.to_string().as_bytes()])];
             }
         }
         "getset" => {
