@@ -15,6 +15,7 @@ mod serve_encodings;
 mod serve_geo;
 mod serve_infra;
 mod serve_pubsub;
+mod serve_replication;
 mod serve_sharp_edges;
 mod serve_streams;
 mod serve_types;

@@ -176,6 +176,7 @@ impl Core {
         for (_, db, key, cost) in candidates {
             self.db_at(db).remove(&key, now);
             self.touch_in(db, &key);
+            crate::propagate::evicted(self, db, &key);
             self.stats.evicted_keys += 1;
             let selected = self.selected;
             self.select(db);

@@ -40,6 +40,8 @@ pub struct Client {
     pub name: Option<Vec<u8>>,
     /// CLIENT NO-EVICT ON.
     pub no_evict: bool,
+    /// Attached as a replica (SYNC): CLIENT LIST's `S` flag.
+    pub replica: bool,
     /// When the connection was opened and when its last command started (virtual clock, ms), for
     /// CLIENT LIST's `age` and `idle`.
     pub created_ms: i64,

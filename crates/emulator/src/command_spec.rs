@@ -120,8 +120,20 @@ impl CommandSpec {
     /// While some client WATCHes keys, a write is watched too: the watched keys of the selected
     /// database that the command names are compared before and after it ([`fingerprint`]), and a
     /// changed one is touched ([`Core::touch`]).
+    ///
+    /// While a replica is attached, what the command changed is also recorded for the replication
+    /// stream (see [`crate::propagate`]).
     #[inline]
     pub fn run(&self, core: &mut Core, args: &[&[u8]]) -> Reply {
+        if core.repl.active {
+            return crate::propagate::run(self, core, args);
+        }
+        self.run_unrecorded(core, args)
+    }
+
+    /// [`CommandSpec::run`] without the replication stream.
+    #[inline]
+    pub(crate) fn run_unrecorded(&self, core: &mut Core, args: &[&[u8]]) -> Reply {
         debug_assert!(!self.has(flags::SCRIPTING));
         core.db.now_hint = core.now_ms();
         crate::keyspace::limits::enter(core.settings.limits());

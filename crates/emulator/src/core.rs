@@ -85,6 +85,9 @@ pub struct Core {
     pub pause: Option<crate::pause::Pause>,
     /// The clients waiting for the pause to end, with their commands, in arrival order.
     pub postponed: Vec<(ClientId, Vec<Vec<u8>>)>,
+    /// The replicas attached with SYNC and the stream of writes they are sent (see
+    /// [`crate::propagate`]).
+    pub repl: crate::propagate::Repl,
 }
 
 impl Core {
@@ -122,6 +125,7 @@ impl Core {
             tracking: Default::default(),
             pause: None,
             postponed: Vec::new(),
+            repl: Default::default(),
         };
         core.started_ms = core.clock.now_millis().0;
         let first = core.new_client();
@@ -301,7 +305,7 @@ impl Core {
     /// `LTRIM` keeping everything, ...).
     #[inline]
     pub fn touch(&mut self, key: &[u8]) {
-        if !self.watches.is_empty() || self.tracking.active() {
+        if !self.watches.is_empty() || self.tracking.active() || self.repl.active {
             self.touch_in(self.selected, key);
         }
     }
@@ -311,6 +315,8 @@ impl Core {
         if self.tracking.active() {
             self.tracking_invalidate(key);
         }
+        // Redis counts the change for its replicas too (`server.dirty`).
+        self.repl.touched = true;
         let mut dirty = Vec::new();
         for w in &self.watches.keys {
             if w.db == db && w.key == key {
@@ -358,13 +364,14 @@ impl Core {
     // ---- expiry ----------------------------------------------------------------------------------
 
     /// Redis's active expire cycle, whole: removes every key of every database whose deadline has
-    /// passed, with its `expired` notification. Only notifications make it visible (a lookup never
-    /// sees an expired key, and KEYS/SCAN/DBSIZE purge first), so it runs only while `expired`
-    /// events are on.
+    /// passed, with its `expired` notification. Only notifications and replicas make it visible (a
+    /// lookup never sees an expired key, and KEYS/SCAN/DBSIZE purge first), so it runs only while
+    /// `expired` events are on or a replica is attached (which is sent a `DEL` for each).
     pub fn active_expire(&mut self) {
         use crate::settings::notify;
         let flags = self.settings.notify_flags();
-        if flags & notify::EXPIRED == 0 || flags & (notify::KEYSPACE | notify::KEYEVENT) == 0 || self.in_script() {
+        let notifies = flags & notify::EXPIRED != 0 && flags & (notify::KEYSPACE | notify::KEYEVENT) != 0;
+        if !(notifies || self.repl.active) || self.in_script() {
             return;
         }
         let now = self.now_ms();

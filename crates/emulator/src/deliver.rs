@@ -19,7 +19,8 @@ pub enum Deliver {
     /// A push that, for the client whose command made it, follows that command's reply (a tracking
     /// invalidation of a key the client itself changed); for others, a [`Deliver::Push`].
     Late(Vec<Reply>),
-    /// Bytes written as they are, whatever the protocol (a MONITOR line: `+...\r\n`).
+    /// Bytes written as they are, whatever the protocol: a MONITOR line (`+...\r\n`), or the
+    /// replication stream for a replica's connection.
     Raw(Vec<u8>),
 }
 

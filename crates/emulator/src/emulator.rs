@@ -243,9 +243,12 @@ impl Emulator {
         self.core.borrow_mut().connect()
     }
 
-    /// Closes a connection (its transaction and WATCHes go). Client 0 is reset instead.
+    /// Closes a connection (its transaction and WATCHes go; a replica is detached). Client 0 is
+    /// reset instead.
     pub fn disconnect(&mut self, id: ClientId) {
-        self.core.borrow_mut().disconnect(id);
+        let mut core = self.core.borrow_mut();
+        crate::propagate::detach(&mut core, id);
+        core.disconnect(id);
     }
 
     /// Runs one command sent by client `id` (opened by [`Emulator::connect`]), in its database and,
@@ -289,6 +292,9 @@ impl Emulator {
             let caching_cmd =
                 args.len() > 1 && args[0].eq_ignore_ascii_case(b"client") && args[1].eq_ignore_ascii_case(b"caching");
             core.tracking_after_command(id, caching_cmd || in_multi);
+        }
+        if core.repl.active {
+            crate::propagate::flush(&mut core);
         }
         reply
     }
@@ -507,6 +513,7 @@ impl Emulator {
             || core.no_reply
             || core.tracking.has_pending()
             || !core.postponed.is_empty()
+            || core.repl.active
     }
 
     /// After a top-level command (or a clock move): serves the blocked clients whose keys are ready
@@ -526,6 +533,7 @@ impl Emulator {
         core.serve_ready();
         core.tracking_broadcast();
         out.append(&mut core.outbox);
+        hand_stream(&mut core, out);
         silent
     }
 
@@ -544,9 +552,48 @@ impl Emulator {
         core.expire_waiters();
         core.active_expire();
         core.tracking_expire();
+        if core.repl.active {
+            crate::propagate::flush_expired(&mut core);
+            crate::propagate::keepalive(&mut core);
+        }
         core.serve_ready();
         core.tracking_broadcast();
         out.append(&mut core.outbox);
+        hand_stream(&mut core, out);
+    }
+
+    // ---- replicas ----------------------------------------------------------------------------
+
+    /// SYNC (or `PSYNC ? -1`) from client `id`: it becomes a replica, and the answer is what its
+    /// connection is sent first: the RDB snapshot of the dataset as a bulk (`$<len>\r\n` and the
+    /// file, no trailing CRLF), after `+FULLRESYNC <replid> <offset>` for PSYNC. From then on the
+    /// changes come as [`Deliver::Raw`](crate::Deliver::Raw) deliveries (see [`crate::propagate`]).
+    /// `ip` and `port` are what INFO shows of it.
+    pub fn attach_replica(&mut self, id: ClientId, psync: bool, ip: &str, port: u16) -> Vec<u8> {
+        let functions = self.scripting.functions_rdb();
+        let mut core = self.core.borrow_mut();
+        let replica = crate::propagate::Replica { client: id, ip: ip.to_string(), port };
+        crate::propagate::attach(&mut core, replica);
+        let rdb = crate::snapshot::rdb(&mut core, &functions);
+        let mut out = Vec::with_capacity(rdb.len() + 64);
+        if psync {
+            out.extend_from_slice(format!("+FULLRESYNC {} {}\r\n", core.repl.replid(), core.repl.offset).as_bytes());
+        }
+        out.extend_from_slice(format!("${}\r\n", rdb.len()).as_bytes());
+        out.extend_from_slice(&rdb);
+        out
+    }
+
+    /// Whether client `id` is an attached replica.
+    pub fn is_replica(&self, id: ClientId) -> bool {
+        self.core.borrow().repl.is_replica(id)
+    }
+
+    /// A replica said the port it listens on (REPLCONF listening-port): INFO shows it.
+    pub fn set_replica_port(&mut self, id: ClientId, port: u16) {
+        if let Some(r) = self.core.borrow_mut().repl.replicas.iter_mut().find(|r| r.client == id) {
+            r.port = port;
+        }
     }
 
     /// When [`Emulator::tick`] has something to do next: the earliest deadline of a blocked client,
@@ -572,5 +619,18 @@ impl Emulator {
     /// Whether client `id` subscribes to anything (RESP2 then allows only the Pub/Sub commands).
     pub fn is_subscribed(&self, id: ClientId) -> bool {
         self.core.borrow().pubsub.subscribed(id)
+    }
+}
+
+/// Moves the stream produced since the last call into deliveries, one copy per replica.
+fn hand_stream(core: &mut Core, out: &mut Vec<crate::deliver::Delivery>) {
+    if core.repl.out.is_empty() {
+        return;
+    }
+    let mut bytes = Some(std::mem::take(&mut core.repl.out));
+    let n = core.repl.replicas.len();
+    for (i, r) in core.repl.replicas.iter().enumerate() {
+        let copy = if i + 1 == n { bytes.take().unwrap_or_default() } else { bytes.clone().unwrap_or_default() };
+        out.push((r.client, crate::deliver::Deliver::Raw(copy)));
     }
 }

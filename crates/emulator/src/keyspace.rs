@@ -407,6 +407,9 @@ pub struct Db {
     trial: Option<Box<Trial>>,
     /// The draws of SPOP, SRANDMEMBER, HRANDFIELD, ZRANDMEMBER and RANDOMKEY (seeded: see its file).
     pub rng: rng::Rng,
+    /// While a replica is attached: the keys removed because their deadline had passed, in order,
+    /// for the replication stream's `DEL`s (see [`crate::propagate`]). `None` otherwise.
+    pub expired_log: Option<Vec<Vec<u8>>>,
 }
 
 /// The undo log of a trial: each key's entry as it was before the trial first touched it (`None`:
@@ -450,6 +453,7 @@ impl Default for Db {
             expired: 0,
             trial: None,
             rng: rng::Rng::default(),
+            expired_log: None,
         }
     }
 }
@@ -499,6 +503,14 @@ impl Db {
         }
     }
 
+    /// Notes a key removed for its deadline, while a replica is attached.
+    #[cold]
+    fn log_expired(&mut self, key: &[u8]) {
+        if let Some(log) = &mut self.expired_log {
+            log.push(key.to_vec());
+        }
+    }
+
     /// Whether an entry with deadline `expire_at` is gone at `now` (Redis's keyIsExpired: `now >
     /// when`; at its deadline a key still exists, PTTL 0).
     #[inline]
@@ -515,6 +527,7 @@ impl Db {
                 self.note(key);
                 self.map.remove(key);
                 self.expired += 1;
+                self.log_expired(key);
                 false
             }
             Some(_) => true,
@@ -542,6 +555,7 @@ impl Db {
         if matches!(expire_at, Some(t) if t < now && expiry_enabled) {
             self.map.remove(key);
             self.expired += 1;
+            self.log_expired(key);
             return None;
         }
         self.now_hint = now;
@@ -624,7 +638,14 @@ impl Db {
             }
         }
         let before = self.map.len();
-        self.map.retain(|_, e| e.expire_at.is_none_or(|t| t >= now));
+        let log = &mut self.expired_log;
+        self.map.retain(|k, e| {
+            let keep = e.expire_at.is_none_or(|t| t >= now);
+            if let (false, Some(log)) = (keep, log.as_mut()) {
+                log.push(k.as_slice().to_vec());
+            }
+            keep
+        });
         self.expired += (before - self.map.len()) as u64;
     }
     pub fn len(&self) -> usize {

@@ -294,6 +294,22 @@ fn save_object(out: &mut Vec<u8>, v: &Value, compress: bool) -> Option<()> {
     Some(())
 }
 
+/// A key and its value as an RDB file holds them (`rdbSaveKeyValuePair` without the deadline): the
+/// value's type byte, the key, the value's body. `None` for a stream.
+pub(crate) fn save_key_value(out: &mut Vec<u8>, key: &[u8], v: &Value, compress: bool) -> Option<()> {
+    let mut obj = Vec::new();
+    save_object(&mut obj, v, compress)?;
+    out.push(obj[0]);
+    save_string(out, key, compress);
+    out.extend_from_slice(&obj[1..]);
+    Some(())
+}
+
+/// A string as an RDB file holds it (`rdbSaveRawString`).
+pub(crate) fn save_raw_string(out: &mut Vec<u8>, s: &[u8], compress: bool) {
+    save_string(out, s, compress);
+}
+
 /// DUMP's payload for `v` (`createDumpPayload`): the object, the RDB version (2 bytes, little
 /// endian) and the CRC-64 of all that (8 bytes, little endian). `None` for a stream.
 pub fn dump(v: &Value, compress: bool) -> Option<Vec<u8>> {

@@ -24,6 +24,8 @@ enum Own {
     Asking,
     ReadOnly,
     ReadWrite,
+    Sync,
+    Replconf,
 }
 
 /// `(command, its name as errors print it, Redis arity, allowed before AUTH)`.
@@ -41,6 +43,9 @@ const OWN: &[(Own, &str, i32, bool)] = &[
     (Own::Asking, "asking", 1, false),
     (Own::ReadOnly, "readonly", 1, false),
     (Own::ReadWrite, "readwrite", 1, false),
+    (Own::Sync, "sync", 1, false),
+    (Own::Sync, "psync", -3, false),
+    (Own::Replconf, "replconf", -1, false),
 ];
 
 fn own(name: &[u8]) -> Option<(Own, &'static str, i32, bool)> {
@@ -117,7 +122,7 @@ fn execute_request(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut V
         if in_multi && !matches!(which, Own::Quit | Own::Reset) {
             server.nodes[conn.node].emu.borrow_mut().refuse_in_transaction(conn.client);
             // SHUTDOWN is one of Redis's `no-multi` commands; the others Redis would queue.
-            let r = if which == Own::Shutdown {
+            let r = if matches!(which, Own::Shutdown | Own::Sync) {
                 Reply::err("ERR Command not allowed inside a transaction")
             } else {
                 Reply::Error(format!("ERR '{name}' is not allowed in a transaction by limitlab serve"))
@@ -380,6 +385,9 @@ fn run_own(server: &Server, conn: &mut Conn, which: Own, args: &[&[u8]], out: &m
                 return None;
             }
         }
+        Own::Sync => return sync(server, conn, args, out),
+        // ACK and GETACK get no reply.
+        Own::Replconf => replconf(conn, args)?,
         Own::Asking | Own::ReadOnly | Own::ReadWrite => {
             if server.cluster {
                 Reply::ok()
@@ -409,6 +417,57 @@ fn password_ok(server: &Server, conn: &mut Conn, user: &[u8], pass: &[u8], comma
         conn.authed = true;
     }
     ok
+}
+
+/// SYNC, or PSYNC (always answered `+FULLRESYNC`): the connection becomes a replica. It is sent
+/// the snapshot now, then the replication stream (`limitlab_emulator::propagate`) as the
+/// emulator hands it over; what it sends from then on (REPLCONF ACK) gets no reply, as from a
+/// replica in Redis.
+fn sync(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut Vec<u8>) -> Option<Reply> {
+    let node = &server.nodes[conn.node];
+    if server.cluster {
+        return reply(conn, out, &Reply::err("ERR limitlab serve does not replicate in cluster mode"));
+    }
+    let mut emu = node.emu.borrow_mut();
+    if emu.is_replica(conn.client) {
+        return None;
+    }
+    if emu.core().master.is_some() {
+        return reply(conn, out, &Reply::err("NOMASTERLINK Can't SYNC while not connected with my master"));
+    }
+    let psync = args[0].eq_ignore_ascii_case(b"psync");
+    let ip = conn.addrs.as_ref().and_then(|(peer, _)| peer.rsplit_once(':')).map_or("", |(ip, _)| ip);
+    let ip = ip.trim_start_matches('[').trim_end_matches(']').to_string();
+    let snapshot = emu.attach_replica(conn.client, psync, &ip, conn.replica_port);
+    let mut dels = Vec::new();
+    emu.after_command(conn.client, &mut dels);
+    drop(emu);
+    out.extend_from_slice(&snapshot);
+    conn.mute = MUTE_OFF;
+    outbox::route(server, conn.node, Some(conn), dels, out);
+    None
+}
+
+/// REPLCONF, as a master answers a replica before and after SYNC: OK to the options of the
+/// handshake (the listening port is kept for INFO), nothing to ACK and GETACK.
+fn replconf(conn: &mut Conn, args: &[&[u8]]) -> Option<Reply> {
+    if args.len() % 2 == 0 {
+        return Some(Reply::err(cmd::SYNTAX));
+    }
+    for pair in args[1..].chunks(2) {
+        let (opt, value) = (pair[0], pair[1]);
+        if opt.eq_ignore_ascii_case(b"listening-port") {
+            match std::str::from_utf8(value).ok().and_then(|v| v.parse::<u16>().ok()) {
+                Some(p) => conn.replica_port = p,
+                None => return Some(Reply::err("ERR value is not an integer or out of range")),
+            }
+        } else if opt.eq_ignore_ascii_case(b"ack") || opt.eq_ignore_ascii_case(b"getack") {
+            return None;
+        } else if !["ip-address", "capa", "rdb-only"].iter().any(|o| opt.eq_ignore_ascii_case(o.as_bytes())) {
+            return Some(Reply::Error(format!("ERR Unrecognized REPLCONF option: {}", String::from_utf8_lossy(opt))));
+        }
+    }
+    Some(Reply::ok())
 }
 
 fn auth(server: &Server, conn: &mut Conn, args: &[&[u8]]) -> Reply {

@@ -37,6 +37,8 @@ pub struct Conn {
     pub subscribed: bool,
     /// CLIENT REPLY: `MUTE_*` bits, 0 when replies are sent.
     pub mute: u8,
+    /// The port the peer said it listens on (REPLCONF listening-port), shown once it is a replica.
+    pub replica_port: u16,
 }
 
 /// A new client of node `node`'s emulator, with the connection's addresses.

@@ -50,6 +50,7 @@ pub async fn handle(server: Rc<Server>, node: usize, mut stream: TcpStream) {
         blocked: false,
         subscribed: false,
         mute: 0,
+        replica_port: 0,
     };
     // Declared after the stream, so dropped before it: the socket stays open while registered.
     let busy = super::busy::Busy::register(&server, &stream, conn.authed);

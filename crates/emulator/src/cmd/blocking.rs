@@ -80,8 +80,8 @@ fn blocking_mpop_keys<'a>(args: &[&'a [u8]]) -> Vec<&'a [u8]> {
 enum Serve {
     /// BLPOP/BRPOP: one element, `[key, element]`.
     Pop { front: bool },
-    /// BLMOVE/BRPOPLPUSH: the element moves to `dst`; the reply is the element.
-    Move { dst: Vec<u8>, from_head: bool, to_head: bool },
+    /// BLMOVE/BRPOPLPUSH (`rpoplpush`): the element moves to `dst`; the reply is the element.
+    Move { dst: Vec<u8>, from_head: bool, to_head: bool, rpoplpush: bool },
     /// BLMPOP: up to `count`, `[key, [elements]]`.
     MPop { front: bool, count: usize },
     /// BZPOPMIN/BZPOPMAX: `[key, member, score]`.
@@ -99,6 +99,39 @@ impl Serve {
     fn stream(&self) -> bool {
         matches!(self, Serve::Stream(_))
     }
+
+    /// What serving a waiter from `key` with reply `r` is propagated as (Redis's
+    /// `serveClientBlockedOnList` and the like): a plain pop, or nothing when nothing was popped.
+    fn propagated(&self, key: &[u8], r: &Reply) -> Option<Vec<Vec<u8>>> {
+        if matches!(r, Reply::Nil | Reply::NilArray | Reply::Error(_)) {
+            return None;
+        }
+        let side = |head: bool| if head { b"left".to_vec() } else { b"right".to_vec() };
+        let count = |r: &Reply| match r {
+            Reply::Array(kv) => match kv.get(1) {
+                Some(Reply::Array(items)) => items.len().to_string().into_bytes(),
+                _ => b"0".to_vec(),
+            },
+            _ => b"0".to_vec(),
+        };
+        let k = key.to_vec();
+        Some(match self {
+            Serve::Pop { front } => vec![if *front { b"LPOP".to_vec() } else { b"RPOP".to_vec() }, k],
+            Serve::Move { dst, rpoplpush: true, .. } => vec![b"RPOPLPUSH".to_vec(), k, dst.clone()],
+            Serve::Move { dst, from_head, to_head, .. } => {
+                vec![b"LMOVE".to_vec(), k, dst.clone(), side(*from_head), side(*to_head)]
+            }
+            Serve::MPop { front, .. } => vec![if *front { b"LPOP".to_vec() } else { b"RPOP".to_vec() }, k, count(r)],
+            Serve::ZPop { max } => vec![if *max { b"ZPOPMAX".to_vec() } else { b"ZPOPMIN".to_vec() }, k],
+            Serve::ZMPop { max, .. } => {
+                vec![if *max { b"ZPOPMAX".to_vec() } else { b"ZPOPMIN".to_vec() }, k, count(r)]
+            }
+            // A served XREAD writes nothing; a served XREADGROUP's XCLAIM/XGROUP SETID are not
+            // propagated yet (docs/fidelity.md).
+            Serve::Stream(_) => return None,
+        })
+    }
+
     /// The reply on timeout: a nil for BLMOVE/BRPOPLPUSH, a nil array for the others.
     fn timeout_reply(&self) -> Reply {
         match self {
@@ -266,24 +299,25 @@ fn brpop(core: &mut Core, a: &[&[u8]]) -> Reply {
     bpop(core, a, false)
 }
 
-fn bmove(core: &mut Core, src: &[u8], dst: &[u8], from_head: bool, to_head: bool, timeout: &[u8]) -> Reply {
+fn bmove(core: &mut Core, src: &[u8], dst: &[u8], sides: (bool, bool), rpoplpush: bool, timeout: &[u8]) -> Reply {
+    let (from_head, to_head) = sides;
     let deadline = tri!(parse_timeout(core, timeout));
     if tri!(lists::has_elements(core, src)) {
         return lists::lmove_keys(core, src, dst, from_head, to_head);
     }
-    block(core, &[src], deadline, Serve::Move { dst: dst.to_vec(), from_head, to_head })
+    block(core, &[src], deadline, Serve::Move { dst: dst.to_vec(), from_head, to_head, rpoplpush })
 }
 
 /// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout.
 fn blmove(core: &mut Core, a: &[&[u8]]) -> Reply {
     let from = tri!(lists::parse_side(a[3]));
     let to = tri!(lists::parse_side(a[4]));
-    bmove(core, a[1], a[2], from, to, a[5])
+    bmove(core, a[1], a[2], (from, to), false, a[5])
 }
 
 /// BRPOPLPUSH source destination timeout.
 fn brpoplpush(core: &mut Core, a: &[&[u8]]) -> Reply {
-    bmove(core, a[1], a[2], false, true, a[3])
+    bmove(core, a[1], a[2], (false, true), true, a[3])
 }
 
 /// BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count].
@@ -349,7 +383,7 @@ impl Core {
                 Ok(None) => Reply::NilArray,
                 Err(e) => e,
             },
-            Serve::Move { dst, from_head, to_head } => lists::lmove_keys(self, key, dst, *from_head, *to_head),
+            Serve::Move { dst, from_head, to_head, .. } => lists::lmove_keys(self, key, dst, *from_head, *to_head),
             Serve::MPop { front, count } => lists::mpop(self, &[key], *front, *count),
             Serve::ZPop { max } => zsets::bzpop_one(self, key, *max),
             Serve::ZMPop { max, count } => zsets::zmpop_keys(self, &[key], *max, *count),
@@ -402,6 +436,11 @@ impl Core {
                 self.caller = w.client;
                 self.resp3 = w.resp3;
                 let r = self.serve_one(&w, &key);
+                if self.repl.active {
+                    if let Some(argv) = w.serve.propagated(&key, &r) {
+                        crate::propagate::served(self, db, argv);
+                    }
+                }
                 self.outbox.push((w.client, Deliver::Unblock(r)));
                 served = true;
                 i = 0;

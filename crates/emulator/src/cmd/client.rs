@@ -332,6 +332,8 @@ fn info_line(out: &mut String, core: &Core, c: &Client, now: i64) {
     let mut flags = String::new();
     if c.monitor {
         flags.push('O');
+    } else if c.replica {
+        flags.push('S');
     }
     if sub + psub + ssub > 0 {
         flags.push('P');

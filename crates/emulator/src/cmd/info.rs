@@ -326,17 +326,27 @@ fn section(core: &mut Core, name: &str, out: &mut String) {
             } else {
                 kv(out, "role", "master");
             }
+            let repl = &core.repl;
+            kv(out, "connected_slaves", repl.replicas.len());
+            for (i, r) in repl.replicas.iter().enumerate() {
+                let line = format!("ip={},port={},state=online,offset={},lag=0", r.ip, r.port, repl.offset);
+                kv(out, &format!("slave{i}"), line);
+            }
+            // The backlog exists from the first replica on (Redis's `createReplicationBacklog`).
+            let backlog = repl.replid() != "0000000000000000000000000000000000000000";
+            let offset = repl.offset.to_string();
+            let histlen = repl.offset.min(1048576).to_string();
+            let first = if backlog { (repl.offset - repl.offset.min(1048576) + 1).to_string() } else { "0".into() };
             for (k, v) in [
-                ("connected_slaves", "0"),
                 ("master_failover_state", "no-failover"),
-                ("master_replid", "0000000000000000000000000000000000000000"),
+                ("master_replid", repl.replid()),
                 ("master_replid2", "0000000000000000000000000000000000000000"),
-                ("master_repl_offset", "0"),
+                ("master_repl_offset", offset.as_str()),
                 ("second_repl_offset", "-1"),
-                ("repl_backlog_active", "0"),
+                ("repl_backlog_active", if backlog { "1" } else { "0" }),
                 ("repl_backlog_size", "1048576"),
-                ("repl_backlog_first_byte_offset", "0"),
-                ("repl_backlog_histlen", "0"),
+                ("repl_backlog_first_byte_offset", first.as_str()),
+                ("repl_backlog_histlen", if backlog { histlen.as_str() } else { "0" }),
             ] {
                 kv(out, k, v);
             }

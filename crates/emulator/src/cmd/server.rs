@@ -1,5 +1,5 @@
-//! Server commands: PING, ECHO, TIME, WAIT, SAVE, REPLICAOF and LOLWUT (the databases' commands are
-//! in [`super::databases`]).
+//! Server commands: PING, ECHO, TIME, WAIT, SAVE, REPLICAOF, ROLE and LOLWUT (the databases' commands
+//! are in [`super::databases`]).
 use crate::command_spec::flags::*;
 use crate::command_spec::{arg_i64, CommandSpec, KeySpec};
 use crate::core::Core;
@@ -15,7 +15,25 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "save", arity: 1, flags: NOSCRIPT, keys: KeySpec::NONE, handler: save },
     CommandSpec { name: "replicaof", arity: 3, flags: NOSCRIPT, keys: KeySpec::NONE, handler: replicaof },
     CommandSpec { name: "slaveof", arity: 3, flags: NOSCRIPT, keys: KeySpec::NONE, handler: replicaof },
+    CommandSpec { name: "role", arity: 1, flags: NOSCRIPT, keys: KeySpec::NONE, handler: role },
 ];
+
+/// ROLE: a master's offset and replicas, or a replica's master (its link always down here).
+fn role(core: &mut Core, _: &[&[u8]]) -> Reply {
+    let b = |s: &str| Reply::Bulk(s.as_bytes().to_vec());
+    if let Some((host, port)) = &core.master {
+        let port = port.parse::<i64>().unwrap_or(0);
+        return Reply::Array(vec![b("slave"), b(host), Reply::Int(port), b("connect"), Reply::Int(-1)]);
+    }
+    let offset = core.repl.offset;
+    let replicas = core
+        .repl
+        .replicas
+        .iter()
+        .map(|r| Reply::Array(vec![b(&r.ip), b(&r.port.to_string()), b(&offset.to_string())]))
+        .collect();
+    Reply::Array(vec![b("master"), Reply::Int(offset as i64), Reply::Array(replicas)])
+}
 
 /// SAVE: nothing is ever written to disk, so there is nothing to save; Redis's reply.
 fn save(_: &mut Core, _: &[&[u8]]) -> Reply {

@@ -145,11 +145,21 @@ impl Scripting {
                 let mut core = self.core.borrow_mut();
                 core.scripting_counts.1 = fns;
                 core.scripting_counts.2 = libs;
+                if core.repl.active {
+                    crate::propagate::record_function(&mut core, a, &r);
+                }
                 r
             }
             "fcall" | "fcall_ro" => self.functions.fcall(&self.core, a, spec.name == "fcall_ro", self.budget),
             _ => cmd::unknown_command(a),
         }
+    }
+
+    /// The libraries as an RDB file holds them: FUNCTION DUMP's payload without its footer.
+    pub(crate) fn functions_rdb(&self) -> Vec<u8> {
+        let mut d = self.functions.dump();
+        d.truncate(d.len().saturating_sub(10));
+        d
     }
 
     fn script_command(&mut self, a: &[&[u8]]) -> Reply {
