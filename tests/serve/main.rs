@@ -11,5 +11,6 @@ mod serve_busy;
 mod serve_clients;
 mod serve_cluster;
 mod serve_infra;
+mod serve_lifeline;
 mod serve_pubsub;
 mod serve_types;
