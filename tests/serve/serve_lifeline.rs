@@ -71,3 +71,17 @@ fn without_the_flag_a_closed_stdin_changes_nothing() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// A dead parent closes every pipe it held: with stderr's reader gone too, the server still exits
+/// (writing its farewell to a closed stderr must not stop it).
+#[test]
+fn exit_with_stdin_when_stderr_is_closed_too() {
+    let (mut child, port) = start(&["--exit-with-stdin"], Stdio::piped());
+    assert_eq!(ping(port), "+PONG\r\n");
+    drop(child.stderr.take());
+    drop(child.stdin.take());
+    let status = exited(&mut child);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(status.is_some_and(|s| s.success()), "{status:?}");
+}

@@ -85,7 +85,9 @@ pub fn plan(a: Args) -> Result<Options> {
 pub fn exit_when_stdin_closes() {
     std::thread::spawn(|| {
         let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
-        eprintln!("limitlab serve: standard input closed (--exit-with-stdin), exiting");
+        // Not eprintln!, which panics (and so never exits) when stderr's reader is gone too, as it
+        // is when the parent that held both pipes died.
+        let _ = writeln!(std::io::stderr(), "limitlab serve: standard input closed (--exit-with-stdin), exiting");
         std::process::exit(0);
     });
 }
