@@ -8,16 +8,17 @@ import time
 import pytest
 from limits import parse, storage, strategies
 
-# (seconds since the first hit, hits at that moment). The limit is 2 per 2 seconds; every
-# decision is at least 0.5 s away from an entry's expiry, so scheduling delays of the real run
-# cannot change it.
-SCHEDULE = [(0.0, 3), (1.0, 1), (2.5, 3), (3.0, 1), (5.0, 2)]
+# (seconds since the first hit, hits at that moment). The limit is 2 per 4 seconds. Delays of the
+# real run only make entries older (sleeps are relative), and every decision is at least 1 s away
+# from flipping that way: the refusals at 2 s and 6 s would need a stall of 2 s and 3 s, the
+# allowances at 5 s and 10 s cannot flip at all.
+SCHEDULE = [(0.0, 3), (2.0, 1), (5.0, 3), (6.0, 1), (10.0, 2)]
 EXPECTED = [True, True, False, False, True, True, False, False, True, True]
 
 
 def decisions(url, wait):
     limiter = strategies.MovingWindowRateLimiter(storage.RedisStorage(url))
-    limit = parse("2 per 2 seconds")
+    limit = parse("2 per 4 seconds")
     out, at = [], 0.0
     for when, hits in SCHEDULE:
         wait(when - at)
@@ -35,4 +36,4 @@ def test_real_sleeping(limitlab):
 def test_clock_advance_moves_client_and_server(limitlab):
     started = time.monotonic()
     assert decisions(limitlab.url, lambda s: limitlab.clock.advance(round(s * 1000))) == EXPECTED
-    assert time.monotonic() - started < 2.0  # nothing slept through the 5 s schedule
+    assert time.monotonic() - started < 5.0  # nothing slept through the 10 s schedule
