@@ -50,14 +50,46 @@ fn runs(cmd: &mut Command) -> bool {
 }
 
 /// Runs a step to success (its output shown on failure) and prints how long it took; its stdout.
+/// A step that is not a build must end within [`STEP_LIMIT`] (it is killed, and the test fails).
 fn step(what: &str, cmd: &mut Command) -> String {
+    let limit = if what.starts_with("cargo build") || what.starts_with("maturin") { None } else { Some(STEP_LIMIT) };
     let t = Instant::now();
-    let out = cmd.stdin(Stdio::null()).output().unwrap_or_else(|e| panic!("{what}: {cmd:?}: {e}"));
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "{what} failed ({}): {cmd:?}\n{stdout}\n{stderr}", out.status);
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what}: {cmd:?}: {e}"));
+    let read = |r: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_string(&mut text);
+            }
+            text
+        })
+    };
+    let stdout = read(child.stdout.take().map(|s| Box::new(s) as _));
+    let stderr = read(child.stderr.take().map(|s| Box::new(s) as _));
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if limit.is_some_and(|l| t.elapsed() > l) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not end within {} s: {cmd:?}\n{}", STEP_LIMIT.as_secs(), stderr.join().unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let (stdout, stderr) = (stdout.join().unwrap(), stderr.join().unwrap());
+    assert!(status.success(), "{what} failed ({status}): {cmd:?}\n{stdout}\n{stderr}");
     eprintln!("packages: {what}: {:.1} s", t.elapsed().as_secs_f64());
-    stdout.into_owned()
+    stdout
 }
+
+/// How long a step other than a build may take (generous: the machine may be loaded).
+const STEP_LIMIT: Duration = Duration::from_secs(600);
 
 /// The Cargo profile of the binary both packages carry: `release` (what a user gets), or what
 /// `LIMITLAB_PACKAGES_PROFILE` names (`dev` reuses the test build's dependencies: a quicker local
@@ -321,6 +353,16 @@ fn node_packages_with_their_helper() {
         "tsc --noEmit (the types as a user writes against them)",
         Command::new(bin_dir.join("tsc")).current_dir(&project).args(["-p", "tsconfig.json"]),
     );
+
+    // A script that never calls stop(): Node exits by itself (the helper keeps no reference on the
+    // event loop), and the server goes with it.
+    let out = step("node forgot-stop.mjs", Command::new("node").current_dir(&project).arg("forgot-stop.mjs"));
+    let pid: u32 = out.trim().parse().unwrap_or_else(|_| panic!("a pid, not {out:?}"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !gone(pid) {
+        assert!(Instant::now() < deadline, "the server {pid} outlived the script that forgot stop()");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 
     let pids = tmp.0.join("pids");
     killed_run_leaves_nothing(

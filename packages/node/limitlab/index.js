@@ -16,6 +16,19 @@ const PLATFORMS = {
 /** Kept of the server's stderr for messages and `log()`. */
 const LOG_TAIL = 64 * 1024;
 
+/** Servers still running: killed when this process exits normally (one listener for them all). */
+const live = new Set();
+let exitHooked = false;
+function killLiveOnExit(child) {
+  live.add(child);
+  if (!exitHooked) {
+    exitHooked = true;
+    process.on('exit', () => {
+      for (const c of live) c.kill('SIGKILL');
+    });
+  }
+}
+
 class LimitlabError extends Error {
   constructor(message) {
     super(message);
@@ -239,11 +252,9 @@ async function startLimitlab(options = {}) {
   let ended = false;
   exited.then(() => {
     ended = true;
+    live.delete(child);
   });
-  const killOnExit = () => {
-    if (!ended) child.kill('SIGKILL');
-  };
-  process.once('exit', killOnExit);
+  killLiveOnExit(child);
 
   const line = await new Promise((resolve, reject) => {
     let out = '';
@@ -270,12 +281,10 @@ async function startLimitlab(options = {}) {
   }).catch(async (err) => {
     child.kill('SIGKILL');
     await Promise.race([exited, new Promise((r) => setTimeout(r, 2000))]);
-    process.off('exit', killOnExit);
     throw new LimitlabError(`limitlab serve did not start (${commandLine}): ${err.message}\nits log:\n${log}`);
   });
   if (!line.startsWith('listening on ')) {
     child.kill('SIGKILL');
-    process.off('exit', killOnExit);
     throw new LimitlabError(`limitlab serve's first line is ${JSON.stringify(line)}\nits log:\n${log}`);
   }
   // Drain anything else it prints; never let its pipes or the process keep the event loop alive.
@@ -354,8 +363,7 @@ async function startLimitlab(options = {}) {
       }
       clearTimeout(timer);
       child.unref();
-      process.off('exit', killOnExit);
-    },
+      },
   };
   if (typeof Symbol.asyncDispose === 'symbol') ll[Symbol.asyncDispose] = ll.stop;
   if (options.fakeTimers) {
