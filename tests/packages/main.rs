@@ -107,7 +107,7 @@ fn binary() -> &'static Path {
         let profile = profile();
         step(
             &format!("cargo build --profile {profile} --bin limitlab"),
-            Command::new(cargo).current_dir(root()).args([
+            outside_the_test(&mut Command::new(cargo)).current_dir(root()).args([
                 "build",
                 "--locked",
                 "--bin",
