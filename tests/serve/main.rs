@@ -14,6 +14,7 @@ mod serve_cluster;
 mod serve_encodings;
 mod serve_geo;
 mod serve_infra;
+mod serve_lifeline;
 mod serve_pubsub;
 mod serve_replication;
 mod serve_sharp_edges;

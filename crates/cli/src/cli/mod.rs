@@ -241,7 +241,14 @@ fn dispatch(command: Command, files: &crate::output::OutDir, out: &mut dyn Write
         Command::Run(a) => run::execute(a, out),
         Command::Plot(a) => plot::run(plot::Plan::new(a)?, files, out),
         Command::Cli(a) => shell::run(shell::Plan::new(a)?, out),
-        Command::Serve(a) => serve::run(serve::plan(a)?, out),
+        Command::Serve(a) => {
+            let watch_stdin = a.exit_with_stdin;
+            let opts = serve::plan(a)?;
+            if watch_stdin {
+                serve::exit_when_stdin_closes();
+            }
+            serve::run(opts, out)
+        }
         Command::Verify(a) => verify::run(verify::Plan::new(a)?, out),
         Command::Bench(a) => bench::run(bench::Plan::new(a)?, out),
         Command::Sweep(a) => sweep::run(sweep::Plan::new(a)?, out),

@@ -39,6 +39,11 @@ pub struct Args {
     /// Refuse connections beyond this many ("max number of clients reached").
     #[arg(long, default_value_t = DEFAULT_MAX_CLIENTS)]
     pub maxclients: usize,
+    /// Exit as soon as standard input reaches its end. A test harness starts the server with stdin a
+    /// pipe it never writes to: when the harness exits, even killed by SIGKILL, the system closes
+    /// the pipe and the server goes too, so no server outlives its test run.
+    #[arg(long)]
+    pub exit_with_stdin: bool,
 }
 
 pub fn plan(a: Args) -> Result<Options> {
@@ -75,6 +80,18 @@ pub fn plan(a: Args) -> Result<Options> {
         script_budget: a.script_budget,
         max_clients: a.maxclients,
     })
+}
+
+/// `--exit-with-stdin`: a thread that reads stdin to its end (or a read error), then ends the process.
+/// The server keeps nothing on disk, so there is nothing to save or flush first.
+pub fn exit_when_stdin_closes() {
+    std::thread::spawn(|| {
+        let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+        // Not eprintln!, which panics (and so never exits) when stderr's reader is gone too, as it
+        // is when the parent that held both pipes died.
+        let _ = writeln!(std::io::stderr(), "limitlab serve: standard input closed (--exit-with-stdin), exiting");
+        std::process::exit(0);
+    });
 }
 
 pub fn run(opts: Options, out: &mut dyn Write) -> Result<()> {
