@@ -247,3 +247,14 @@ fn the_prompt_names_the_server() {
     t.type_line("exit");
     common::wait_for("the prompt to end", || t.child.try_wait().unwrap().is_some());
 }
+
+#[test]
+fn a_tls_server_by_uri() {
+    let Some(tls) = common::TlsServer::start_or_skip("a_tls_server_by_uri") else { return };
+    let url = format!("rediss://127.0.0.1:{}/4", tls.tls_port);
+    let ca = tls.ca.to_str().expect("a UTF-8 path");
+    let (o, e) = ok(&["-u", &url, "--tls-ca", ca, "SET", "tls-k", "v"], b"");
+    assert_eq!((o.as_str(), e.as_str()), ("OK\n", ""));
+    // -u's database was selected: the key is in database 4 only.
+    assert_eq!(ok(&["-u", &url, "--tls-ca", ca], b"GET tls-k\nDEL tls-k\n").0, "v\n1\n");
+}

@@ -53,7 +53,7 @@ pub struct Args {
     /// The server's port (with or without -h).
     #[arg(short = 'p', long = "port", value_name = "PORT", conflicts_with_all = ["redis", "uri"])]
     pub port: Option<u16>,
-    /// The server as a URI, as redis-cli takes it: redis://[USER[:PASSWORD]@]HOST[:PORT][/DB]
+    /// The server as a URI, as redis-cli takes it: `redis://[USER[:PASSWORD]@]HOST[:PORT][/DB]`
     /// (rediss:// for TLS).
     #[arg(short = 'u', value_name = "URI", conflicts_with = "redis")]
     pub uri: Option<String>,
