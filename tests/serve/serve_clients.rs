@@ -1,7 +1,7 @@
 //! Client libraries of other ecosystems against `limitlab serve`: redis-py under Python's `limits`
 //! and ioredis under Node's `rate-limiter-flexible`, each run through a window with CLOCK.ADVANCE
 //! (the scripts assert the libraries' documented decisions), and the same calls against a private
-//! redis-server giving the same decisions. The README's two examples (`examples/clients/`) run too.
+//! redis-server giving the same decisions. The two examples of docs/serve.md (`examples/clients/`) run too.
 //!
 //! The libraries come from `.ci/run` (pinned in `.ci/requirements.txt` and `.ci/package.json`, into
 //! `.ci/venv` and `.ci/node_modules`). Without them the tests are skipped with the reason printed;
@@ -81,7 +81,7 @@ fn python_limits_through_a_window() {
     let mine = shared_steps(&ours, &["fixed alice next window", "sliding carol after the window"]);
     assert_eq!(mine, theirs.lines().collect::<Vec<_>>(), "serve:\n{ours}\nredis:\n{theirs}");
     assert!(theirs.contains("fixed alice x6: [True, True, True, True, True, False]"), "{theirs}");
-    // The README's example.
+    // docs/serve.md's example.
     let serve = LimitlabServe::start(&[]);
     run(Command::new(python()).arg(root().join("examples/clients/limits_test.py")).env("REDIS_URL", serve.url()));
 }
@@ -117,12 +117,12 @@ fn node_rate_limiter_flexible_through_a_window() {
     run(node(&root().join("examples/clients/rlflex_test.js")).env("REDIS_URL", serve.url()));
 }
 
-/// The README shows the two examples as they are.
+/// docs/serve.md shows the two examples as they are.
 #[test]
-fn readme_shows_the_examples() {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+fn the_docs_show_the_examples() {
+    let doc = std::fs::read_to_string(root().join("docs/serve.md")).unwrap();
     for f in ["examples/clients/limits_test.py", "examples/clients/rlflex_test.js"] {
         let text = std::fs::read_to_string(root().join(f)).unwrap();
-        assert!(readme.contains(text.trim_end()), "README.md does not show {f} as it is");
+        assert!(doc.contains(text.trim_end()), "docs/serve.md does not show {f} as it is");
     }
 }
