@@ -581,7 +581,7 @@ proptest! {
     /// answers correctly afterwards.
     #[test]
     fn resp_frames(bytes in wire(), authenticated in any::<bool>(), split in any::<usize>()) {
-        use limitlab_server::parse::{next, Frame};
+        use limitlab_server::parse::{next, Frame, MAX_BULK};
         let mut emu = Emulator::new();
         emu.set_script_budget(200_000);
         let mut args = Vec::new();
@@ -592,8 +592,8 @@ proptest! {
             args.clear();
             // A prefix of what follows is either the same request or not yet a whole one.
             let cut = split % (buf.len() + 1);
-            let partial = next(&buf[..cut], authenticated, &mut Vec::new());
-            let frame = next(buf, authenticated, &mut args);
+            let partial = next(&buf[..cut], authenticated, MAX_BULK, &mut Vec::new());
+            let frame = next(buf, authenticated, MAX_BULK, &mut args);
             match frame {
                 Frame::Incomplete => break,
                 Frame::Error(text) => {
