@@ -39,6 +39,23 @@ impl Conn {
         self.send_all(&[args]);
     }
 
+    /// [`Conn::send`] of arguments that need not be text.
+    pub fn send_bytes(&mut self, args: &[&[u8]]) {
+        let mut b = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            b.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            b.extend_from_slice(a);
+            b.extend_from_slice(b"\r\n");
+        }
+        self.write_raw(&b);
+    }
+
+    /// [`Conn::call`] of arguments that need not be text.
+    pub fn call_bytes(&mut self, args: &[&[u8]]) -> Reply {
+        self.send_bytes(args);
+        self.read()
+    }
+
     /// Writes bytes as they are (inline commands, malformed requests).
     pub fn write_raw(&mut self, bytes: &[u8]) {
         self.r.get_mut().write_all(bytes).expect("send");

@@ -4,45 +4,11 @@
 //! deleted key or a destroyed group with Redis's errors, and timed out by the virtual clock.
 use crate::common;
 
-use std::io::{BufReader, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
+use common::conn::Conn;
 use common::{LimitlabServe, RedisServer};
 use limitlab_emulator::Reply;
-
-struct Conn {
-    r: BufReader<TcpStream>,
-}
-
-impl Conn {
-    fn open(port: u16) -> Conn {
-        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        Conn { r: BufReader::new(s) }
-    }
-    fn send(&mut self, args: &[&[u8]]) {
-        let mut b = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            b.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            b.extend_from_slice(a);
-            b.extend_from_slice(b"\r\n");
-        }
-        self.r.get_mut().write_all(&b).expect("send");
-    }
-    fn read(&mut self) -> Reply {
-        limitlab_server::client::read_reply(&mut self.r).expect("a reply")
-    }
-    fn call(&mut self, args: &[&str]) -> Reply {
-        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-        self.send(&args);
-        self.read()
-    }
-    fn call_bytes(&mut self, args: &[&[u8]]) -> Reply {
-        self.send(args);
-        self.read()
-    }
-}
 
 /// Waits until INFO reports `n` blocked clients.
 fn wait_blocked(c: &mut Conn, n: usize) {
@@ -144,13 +110,13 @@ fn blocked_reads(port: u16, resp3: bool) -> Vec<Reply> {
     b.call(&["DEL", "s", "t"]);
     // XREAD on two keys, one missing: an XADD to the missing one serves it.
     a.call(&["XADD", "s", "1-1", "f", "v"]);
-    a.send(&[b"XREAD", b"BLOCK", b"0", b"STREAMS", b"s", b"t", b"$", b"$"]);
+    a.send_bytes(&[b"XREAD", b"BLOCK", b"0", b"STREAMS", b"s", b"t", b"$", b"$"]);
     wait_blocked(&mut b, 1);
     b.call(&["XADD", "t", "2-1", "g", "w", "h", "x"]);
     got.push(a.read());
     // A group reader is served by the first XADD after its group's last ID; COUNT bounds the read.
     b.call(&["XGROUP", "CREATE", "s", "grp", "$"]);
-    a.send(&[b"XREADGROUP", b"GROUP", b"grp", b"alice", b"COUNT", b"1", b"BLOCK", b"0", b"STREAMS", b"s", b">"]);
+    a.send_bytes(&[b"XREADGROUP", b"GROUP", b"grp", b"alice", b"COUNT", b"1", b"BLOCK", b"0", b"STREAMS", b"s", b">"]);
     wait_blocked(&mut b, 1);
     b.call(&["MULTI"]);
     b.call(&["XADD", "s", "3-1", "a", "1"]);
@@ -161,12 +127,12 @@ fn blocked_reads(port: u16, resp3: bool) -> Vec<Reply> {
     got.push(b.call(&["XINFO", "GROUPS", "s"]));
     // The stream deleted, or its group destroyed, under a group reader: Redis's errors.
     b.call(&["XGROUP", "SETID", "s", "grp", "$"]);
-    a.send(&[b"XREADGROUP", b"GROUP", b"grp", b"bob", b"BLOCK", b"0", b"STREAMS", b"s", b">"]);
+    a.send_bytes(&[b"XREADGROUP", b"GROUP", b"grp", b"bob", b"BLOCK", b"0", b"STREAMS", b"s", b">"]);
     wait_blocked(&mut b, 1);
     b.call(&["XGROUP", "DESTROY", "s", "grp"]);
     got.push(a.read());
     b.call(&["XGROUP", "CREATE", "s", "grp", "$"]);
-    a.send(&[b"XREADGROUP", b"GROUP", b"grp", b"bob", b"BLOCK", b"0", b"STREAMS", b"s", b">"]);
+    a.send_bytes(&[b"XREADGROUP", b"GROUP", b"grp", b"bob", b"BLOCK", b"0", b"STREAMS", b"s", b">"]);
     wait_blocked(&mut b, 1);
     b.call(&["DEL", "s"]);
     got.push(a.read());
@@ -199,7 +165,7 @@ fn blocked_stream_readers_time_out_when_the_virtual_clock_passes_their_deadline(
         &[&b"XREAD"[..], b"BLOCK", b"2000", b"STREAMS", b"s", b"$"][..],
         &[b"XREADGROUP", b"GROUP", b"g", b"c", b"BLOCK", b"2000", b"STREAMS", b"s", b">"],
     ] {
-        a.send(read);
+        a.send_bytes(read);
         wait_blocked(&mut b, 1);
         assert_eq!(b.call(&["CLOCK.ADVANCE", "1500"]), Reply::ok());
         wait_blocked(&mut b, 1);
@@ -208,7 +174,7 @@ fn blocked_stream_readers_time_out_when_the_virtual_clock_passes_their_deadline(
         wait_blocked(&mut b, 0);
     }
     // A reader with no timeout waits through any advance and is served by an XADD.
-    a.send(&[b"XREADGROUP", b"GROUP", b"g", b"c", b"BLOCK", b"0", b"STREAMS", b"s", b">"]);
+    a.send_bytes(&[b"XREADGROUP", b"GROUP", b"g", b"c", b"BLOCK", b"0", b"STREAMS", b"s", b">"]);
     wait_blocked(&mut b, 1);
     b.call(&["CLOCK.ADVANCE", "100000"]);
     wait_blocked(&mut b, 1);

@@ -2,7 +2,7 @@
 //! Redis 7.0's `rdbSaveRio` writes it: the magic, the aux fields (with the replication id and
 //! offset), the function libraries, each non-empty database (`SELECTDB`, `RESIZEDB`, its keys with
 //! their deadlines), the `EOF` opcode and the CRC-64 of all of it. Values use the encodings of
-//! [`crate::rdb`] (DUMP's); streams, which DUMP does not encode either, are left out.
+//! [`crate::rdb`] (DUMP's), streams with their consumer groups included.
 use crate::clock::Clock;
 use crate::core::{Core, DATABASES};
 use crate::lua::functions::rdb::{crc64, rdb_save_len};
@@ -41,12 +41,8 @@ pub(crate) fn rdb(core: &mut Core, functions: &[u8]) -> Vec<u8> {
     let now = core.now_ms();
     for i in 0..DATABASES {
         let db = core.db_at(i);
-        let live: Vec<_> = db
-            .map
-            .iter()
-            .filter(|(_, e)| !(db.expiry_enabled && e.expire_at.is_some_and(|t| t < now)))
-            .filter(|(_, e)| !matches!(e.value, crate::keyspace::Value::Stream(_)))
-            .collect();
+        let live: Vec<_> =
+            db.map.iter().filter(|(_, e)| !(db.expiry_enabled && e.expire_at.is_some_and(|t| t < now))).collect();
         if live.is_empty() {
             continue;
         }
