@@ -36,7 +36,7 @@ fn masked(r: &Reply, first_id: i64) -> String {
         Reply::Status(s) => s.clone(),
         Reply::Error(e) => format!("(error) {e}"),
         Reply::Int(i) => i.to_string(),
-        Reply::Bulk(b) => {
+        Reply::Bulk(b) | Reply::Verbatim(b) => {
             let text = String::from_utf8_lossy(b).into_owned();
             if text.starts_with("id=") {
                 text.lines().map(|l| masked_line(l, first_id)).collect::<Vec<_>>().join(" | ")
