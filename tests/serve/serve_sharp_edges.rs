@@ -69,9 +69,9 @@ fn the_clock_never_moves_before_the_epoch() {
 fn a_redis_command_the_emulator_lacks_is_not_unknown() {
     let serve = LimitlabServe::start(&[]);
     let mut c = conn(serve.port());
-    let e = call(&mut c, &["EVAL", "return redis.call('lolwut')", "0"]).expect_err("an error");
+    let e = call(&mut c, &["EVAL", "return redis.call('lastsave')", "0"]).expect_err("an error");
     assert!(
-        e.to_string().contains("Redis command 'lolwut' called from script is not implemented by limitlab's emulator"),
+        e.to_string().contains("Redis command 'lastsave' called from script is not implemented by limitlab's emulator"),
         "{e}"
     );
     // A command Redis 7.0 lacks as well (WAITAOF came in 7.2): Redis's own error.

@@ -559,9 +559,9 @@ fn redis_commands_the_emulator_lacks() {
         crate::Reply::Error(e) => e,
         other => panic!("{other:?}"),
     };
-    let e = err("return redis.call('lolwut')");
+    let e = err("return redis.call('lastsave')");
     assert!(
-        e.starts_with("ERR Redis command 'lolwut' called from script is not implemented by limitlab's emulator"),
+        e.starts_with("ERR Redis command 'lastsave' called from script is not implemented by limitlab's emulator"),
         "{e}"
     );
     let e = err("return redis.call('nosuchcommand')");
