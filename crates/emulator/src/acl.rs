@@ -1048,7 +1048,8 @@ pub fn genpass(bits: usize) -> Vec<u8> {
     let mut bytes = vec![0u8; chars.div_ceil(2)];
     if getrandom::fill(&mut bytes).is_err() {
         // No system randomness: derive bytes from the time (never expected on a real system).
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        // The machine's time through the clock module, the one place that reads it.
+        let t = crate::clock::Clock::now_micros(&crate::clock::SystemClock).0;
         let h = sha2::Sha256::digest(t.to_le_bytes());
         for (i, b) in bytes.iter_mut().enumerate() {
             *b = h[i % h.len()];

@@ -189,6 +189,12 @@ fn parse_timeout(core: &Core, b: &[u8]) -> Result<i64, Reply> {
     let ms = secs * 1000.0;
     // C's cast of an out-of-range double gives LLONG_MIN on x86-64.
     let t = if ms.is_finite() && ms < 9.2e18 && ms > -9.2e18 { ms as i64 } else { i64::MIN };
+    deadline(core, t)
+}
+
+/// The end of `getTimeoutFromObjectOrReply`, for a timeout already in ms (BLPOP's seconds, XREAD's
+/// ms): the deadline on the emulator's clock, 0 for none.
+pub(crate) fn deadline(core: &Core, t: i64) -> Result<i64, Reply> {
     if t < 0 {
         return Err(Reply::err("ERR timeout is negative"));
     }

@@ -75,17 +75,7 @@ fn xreadgroup(core: &mut Core, a: &[&[u8]]) -> Reply {
 /// `getTimeoutFromObjectOrReply` in milliseconds: the deadline (0 for none) on the emulator's clock.
 fn parse_timeout_ms(core: &Core, b: &[u8]) -> Result<i64, Reply> {
     let t = arg_i64(b).map_err(|_| Reply::err("ERR timeout is not an integer or out of range"))?;
-    if t < 0 {
-        return Err(Reply::err("ERR timeout is negative"));
-    }
-    if t > 0 {
-        let now = core.now_ms();
-        if t > i64::MAX - now {
-            return Err(Reply::err("ERR timeout is out of range"));
-        }
-        return Ok(t + now);
-    }
-    Ok(0)
+    super::blocking::deadline(core, t)
 }
 
 fn xread_generic(core: &mut Core, a: &[&[u8]], xreadgroup: bool) -> Reply {
