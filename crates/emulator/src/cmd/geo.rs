@@ -2,11 +2,12 @@
 //! GEORADIUS, GEORADIUSBYMEMBER and their `_RO` forms. A geo set is a sorted set whose scores are
 //! 52-bit geohashes ([`crate::geohash`]); GEOADD is ZADD with the positions turned into scores, as
 //! Redis rewrites it. Arguments are checked in Redis's order, with its error texts.
+use super::zsets::read;
 use crate::command_spec::flags::*;
 use crate::command_spec::{eq_ic, CommandSpec, KeySpec, NOT_INTEGER, SYNTAX};
 use crate::core::Core;
 use crate::geohash::{self, Shape, ShapeKind};
-use crate::keyspace::{ScoreRange, Value, ZSet, WRONGTYPE};
+use crate::keyspace::{ScoreRange, Value, ZSet};
 use crate::reply::Reply;
 use crate::settings::notify;
 use crate::tri;
@@ -65,18 +66,6 @@ fn radius_keys<'a>(a: &[&'a [u8]]) -> Vec<&'a [u8]> {
         i += 1;
     }
     out
-}
-
-/// The sorted set at `key` for reading.
-fn read<'a>(core: &'a mut Core, key: &[u8]) -> Result<Option<&'a ZSet>, Reply> {
-    let now = core.now_ms();
-    match core.db.get(key, now) {
-        None => Ok(None),
-        Some(e) => match &e.value {
-            Value::ZSet(z) => Ok(Some(z)),
-            _ => Err(Reply::err(WRONGTYPE)),
-        },
-    }
 }
 
 /// A coordinate as `getDoubleFromObject` reads it.

@@ -142,7 +142,7 @@ fn parse_lex_range(min: &[u8], max: &[u8]) -> Result<LexRange, Reply> {
 // ---- key access ------------------------------------------------------------------------------------
 
 /// The sorted set at `key` for reading: `Ok(None)` when missing, WRONGTYPE for other types.
-fn read<'a>(core: &'a mut Core, key: &[u8]) -> Result<Option<&'a ZSet>, Reply> {
+pub(super) fn read<'a>(core: &'a mut Core, key: &[u8]) -> Result<Option<&'a ZSet>, Reply> {
     let now = core.now_ms();
     match core.db.get(key, now) {
         None => Ok(None),
