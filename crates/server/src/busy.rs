@@ -17,9 +17,7 @@
 //! script's end, and so does everything the connection sends after them.
 #![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 use std::cell::{Cell, RefCell};
-use std::future::Future;
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
-use std::pin::pin;
 use std::rc::{Rc, Weak};
 use std::task::Poll;
 use std::time::Duration;
@@ -31,7 +29,6 @@ use limitlab_emulator::lua::{BusyAction, BusyHandler, BusyScript};
 use limitlab_emulator::Reply;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
-use tokio::sync::Notify;
 
 use super::conn::Conn;
 use super::parse::{self, Frame};
@@ -80,7 +77,7 @@ pub struct Entry {
     held: Cell<bool>,
     /// The busy phase read, wrote or held it: its task is woken at the script's end.
     touched: Cell<bool>,
-    wake: Notify,
+    wake: crate::outbox::Signal,
 }
 
 impl Entry {
@@ -98,7 +95,7 @@ impl Entry {
             end_multi: Cell::new(false),
             held: Cell::new(false),
             touched: Cell::new(false),
-            wake: Notify::new(),
+            wake: Default::default(),
         }
     }
 }
@@ -306,7 +303,7 @@ impl Busy {
             for e in self.entries.borrow().iter() {
                 e.held.set(false);
                 if e.touched.replace(false) {
-                    e.wake.notify_one();
+                    e.wake.signal();
                 }
             }
         }
@@ -508,26 +505,32 @@ pub async fn read(
 
 /// Waits until the socket has bytes (read into the entry), a busy phase wakes the connection, or
 /// another client's command left it a delivery (a message, the reply that unblocks it).
+///
+/// The read goes through `AsyncRead::poll_read`, which takes a read that did not fill the buffer
+/// as proof the socket is drained (epoll is edge-triggered: bytes that arrive later raise a new
+/// event), so an unpipelined request costs one `read`, as in Redis, instead of a second one that
+/// only learns `EAGAIN` (`try_read_buf` keeps the readiness until it sees `EAGAIN`).
 async fn wait(entry: &Entry, outbox: &crate::outbox::Outbox, stream: &mut TcpStream) -> std::io::Result<bool> {
-    loop {
-        let mut woken = pin!(entry.wake.notified());
-        let readable = std::future::poll_fn(|cx| {
-            if woken.as_mut().poll(cx).is_ready() || outbox.poll_signal(cx).is_ready() {
-                return Poll::Ready(Ok(false));
-            }
-            stream.poll_read_ready(cx).map_ok(|()| true)
-        })
-        .await?;
-        if !readable {
-            return Ok(true);
+    use tokio::io::{AsyncRead, ReadBuf};
+    std::future::poll_fn(|cx| {
+        if entry.wake.poll_signal(cx).is_ready() || outbox.signal.poll_signal(cx).is_ready() {
+            return Poll::Ready(Ok(true));
         }
+        // Borrowed only while polled: a busy phase reads into the entry while the task waits.
         let mut input = entry.input.borrow_mut();
         input.reserve(READ_CHUNK);
-        match stream.try_read_buf(&mut *input) {
-            Ok(0) => return Ok(false),
-            Ok(_) => return Ok(true),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
-            Err(e) => return Err(e),
+        let mut buf = ReadBuf::uninit(input.spare_capacity_mut());
+        match std::pin::Pin::new(&mut *stream).poll_read(cx, &mut buf) {
+            Poll::Ready(Ok(())) => {
+                let n = buf.filled().len();
+                // SAFETY: `poll_read` initialised the first `n` bytes of the spare capacity
+                // (`ReadBuf::filled`), which are the bytes right after the buffer's length.
+                unsafe { bytes::BufMut::advance_mut(&mut *input, n) };
+                Poll::Ready(Ok(n > 0))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
         }
-    }
+    })
+    .await
 }

@@ -13,20 +13,17 @@ use super::conn::Conn;
 use super::resp;
 use super::state::Server;
 
-/// What was delivered to one connection and not yet written.
-///
-/// The connection's loop waits on it beside its socket after every read, so waiting must cost
-/// nothing: a flag and the task's waker, kept between waits (one thread, no locks), rather than a
-/// `Notify` whose every wait takes a lock.
+/// A wake-up for one connection's task from elsewhere on the thread: a flag and the task's waker,
+/// kept between waits (one thread, no locks), so waiting on it costs nothing, unlike a `Notify`
+/// whose every wait takes a lock. The connection's loop waits on its socket and on these at once.
 #[derive(Default)]
-pub struct Outbox {
-    pub queue: RefCell<VecDeque<Deliver>>,
+pub struct Signal {
     signaled: Cell<bool>,
     waker: RefCell<Option<Waker>>,
 }
 
-impl Outbox {
-    /// Something was queued: wake the connection (or let its next wait end at once).
+impl Signal {
+    /// Wake the connection (or let its next wait end at once).
     pub fn signal(&self) {
         self.signaled.set(true);
         if let Some(w) = self.waker.borrow().as_ref() {
@@ -45,6 +42,13 @@ impl Outbox {
         }
         Poll::Pending
     }
+}
+
+/// What was delivered to one connection and not yet written, and the signal that something was.
+#[derive(Default)]
+pub struct Outbox {
+    pub queue: RefCell<VecDeque<Deliver>>,
+    pub signal: Signal,
 }
 
 /// Writes a push: RESP3's `>` frame, or an array under RESP2.
@@ -96,7 +100,7 @@ pub fn route(server: &Server, node: usize, me: Option<&mut Conn>, dels: Vec<Deli
         }
         if let Some(b) = boxes.get(&to) {
             b.queue.borrow_mut().push_back(d);
-            b.signal();
+            b.signal.signal();
         }
     }
 }
