@@ -253,6 +253,13 @@ fn audit_of_a_private_redis_is_exact_and_read_only() {
         "{s}"
     );
     assert!(s.contains("WARN no_ttl") && s.contains("WARN cross_slot") && s.contains("what to do:"), "{s}");
+    // The evidence reads as a sentence, and sizes group their thousands as the counts do.
+    assert!(s.contains("0 of 40 keys have a hash tag\n"), "{s}");
+    let words: Vec<&str> = s.split_whitespace().collect();
+    for w in words.windows(2).filter(|w| w[1] == "KB" || w[1] == "MB") {
+        let digits = w[0].chars().take_while(char::is_ascii_digit).count();
+        assert!(digits <= 3, "{} {} is not grouped by thousands:\n{s}", w[0], w[1]);
+    }
     assert!(!s.contains(PASSWORD) && !text(&out.stderr).contains(PASSWORD));
     assert!(s.contains("; no key's LRU clock touched (sizes not read: --sizes reads them)\n"), "{s}");
     let out = limitlab(&["audit", "--redis", &url, "--match", "fw:*", "--strict", "--markdown"]);

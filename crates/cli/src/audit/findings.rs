@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use super::PatternReport;
-use crate::report::memory::megabytes;
+use crate::report::memory::{megabytes, one_decimal};
 use crate::report::table::thousands;
 
 /// What a finding is about.
@@ -104,7 +104,7 @@ pub fn size(n: u64) -> String {
     if n < 10 * 1024 {
         format!("{} bytes", thousands(n))
     } else if n < 10 * 1024 * 1024 {
-        format!("{:.1} KB", n as f64 / 1024.0)
+        one_decimal(n as f64 / 1024.0, "KB")
     } else {
         megabytes(n)
     }
@@ -278,15 +278,14 @@ pub fn judge(patterns: &[PatternReport], now_ms: i64) -> Vec<Finding> {
             });
         }
         if p.cross_slot_subjects > 0 {
-            let mut evidence = vec![
-                format!(
-                    "{} {} keys of this pattern in more than one hash slot; {} of {} a hash tag",
-                    count(p.cross_slot_subjects, "subject", "subjects"),
-                    if p.cross_slot_subjects == 1 { "has" } else { "have" },
-                    thousands(p.hash_tagged),
-                    count(p.keys, "key", "keys"),
-                ) + if p.keys == 1 { " has" } else { " have" },
-            ];
+            let mut evidence = vec![format!(
+                "{} {} keys of this pattern in more than one hash slot; {} of {} {} a hash tag",
+                count(p.cross_slot_subjects, "subject", "subjects"),
+                if p.cross_slot_subjects == 1 { "has" } else { "have" },
+                thousands(p.hash_tagged),
+                count(p.keys, "key", "keys"),
+                if p.keys == 1 { "has" } else { "have" },
+            )];
             if let Some((a, sa, b, sb)) = &p.cross_slot_example {
                 evidence.push(format!("for example {a} (slot {sa}) and {b} (slot {sb})"));
             }
@@ -380,5 +379,13 @@ mod tests {
         assert_eq!(duration(1500), "1.5 s");
         assert_eq!(duration(86_400_000 * 3), "3 d");
         assert_eq!(duration(12), "12 ms");
+    }
+
+    #[test]
+    fn sizes_group_thousands_in_every_unit() {
+        assert_eq!(size(2240), "2,240 bytes");
+        assert_eq!(size(18_022), "17.6 KB");
+        assert_eq!(size(2_635_162), "2,573.4 KB");
+        assert_eq!(size(20 * 1024 * 1024), "20.0 MB");
     }
 }

@@ -321,13 +321,17 @@ pub fn measure(plan: &MemoryPlan, mut real: Option<&mut RealRedis>) -> Result<Me
 
 /// `n` bytes in the seed's MB (2^20 bytes), one decimal, thousands separated: `87,913.5 MB`.
 pub fn megabytes(n: u64) -> String {
-    let tenths = (n as f64 / MB * 10.0).round() as u64;
-    format!("{}.{} MB", thousands(tenths / 10), tenths % 10)
+    one_decimal(n as f64 / MB, "MB")
 }
 
 fn seed_mb(mb: f64) -> String {
-    let tenths = (mb * 10.0).round() as u64;
-    format!("{}.{} MB", thousands(tenths / 10), tenths % 10)
+    one_decimal(mb, "MB")
+}
+
+/// `x` with one decimal, thousands separated, then the unit: `87,913.5 MB`, `2,573.4 KB`.
+pub fn one_decimal(x: f64, unit: &str) -> String {
+    let tenths = (x * 10.0).round() as u64;
+    format!("{}.{} {unit}", thousands(tenths / 10), tenths % 10)
 }
 
 use super::script_label as label;
