@@ -463,6 +463,70 @@ mod tests {
     }
 
     #[test]
+    fn a_run_split_by_subject_gives_the_same_results_whatever_the_thread_count() {
+        // Zipf users, hot enough that the scripts refuse, the headers' checks stop at their cap
+        // and subjects tie for the worst window; with costs, so that the production and seed
+        // scripts are judged differently, and a burst.
+        let s = scenario(
+            "name = \"z\"\nlimit = 5\nwindow_ms = 1000\nburst = 8\nalgorithms = \"all\"\n\
+             [traffic]\nkind = \"zipf_users\"\nusers = 3000\ns = 1.05\nrequests = 30000\nduration_ms = 20000\ncost = 2\nphase = \"p\"\n",
+        );
+        let one = run_variants(&s, 5, &all(), 1, Progress::Off).unwrap();
+        for (v, r) in Variant::ALL.iter().zip(&one) {
+            // The same as the script's run on its own feed, unsplit.
+            let limiter = s.builtin_limiter(*v).unwrap();
+            let mut backend = EmulatedBackend::default();
+            backend.set_time_ms(s.start_ms);
+            let feed = Feed::scenario(&s, 5).unwrap().judged(s.params, &[v.takes_cost()]);
+            let alone = run_streaming(&limiter, &mut backend, feed, None).unwrap();
+            assert_eq!((&alone.metrics, &alone.headers), (&r.metrics, &r.headers), "{v}");
+            assert_eq!(r.threads, 1);
+        }
+        assert!(one.iter().any(|r| r.metrics.headers_checked == crate::metrics::HEADER_CHECKS));
+        assert!(one.iter().all(|r| r.metrics.allowed_calls < r.metrics.calls && r.headers.samples.len() >= 2));
+        for jobs in [2, 3, 4, 7] {
+            let split = run_variants(&s, 5, &all(), jobs, Progress::Off).unwrap();
+            for (a, b) in one.iter().zip(&split) {
+                assert_eq!(b.threads, jobs);
+                assert_eq!(
+                    (&a.metrics, &a.headers, &a.subjects, &a.phases),
+                    (&b.metrics, &b.headers, &b.subjects, &b.phases),
+                    "{} on {jobs} threads",
+                    a.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_split_run_fails_at_the_first_failing_request_whichever_shard_meets_it() {
+        // Subject `b` (shard 1 of 2) fails at request 5, `c` (shard 0) at request 7: the run fails
+        // at request 5, as a run on one thread does, though shard 0 fails without knowing of it.
+        let max = crate::shipped::MAX_ARG;
+        let arrivals: Vec<Arrival> = [("a", 1), ("b", 1), ("c", 1), ("a", 1), ("b", max + 1), ("a", 1), ("c", max + 2)]
+            .iter()
+            .enumerate()
+            .map(|(i, &(key, cost))| Arrival {
+                at: Micros((DEFAULT_START.0 + i as i64) * 1000),
+                key: key.into(),
+                cost,
+                phase: String::new(),
+                op: crate::traffic::Op::Request,
+            })
+            .collect();
+        let s = builtin("simulations/uniform.toml").unwrap();
+        let limiter = s.builtin_limiter(Variant::FIXED_WINDOW).unwrap();
+        let feed = || Feed::arrivals(&arrivals).judged(s.params, &[true]);
+        let mut backend = EmulatedBackend::default();
+        let want = run_streaming(&limiter, &mut backend, feed(), None).unwrap_err().to_string();
+        assert!(want.contains(&(max + 1).to_string()), "{want}");
+        for shards in [1, 2, 3] {
+            let got = run_split(&s, feed(), &limiter, shards, None).unwrap_err().to_string();
+            assert_eq!(got, want, "{shards} shards");
+        }
+    }
+
+    #[test]
     fn arrivals_out_of_time_order_stop_every_script_at_the_same_call() {
         // No traffic source produces them (they all sort), but a caller's list may: each script
         // stops at the call that goes back, alone or reading a shared feed.
