@@ -136,7 +136,7 @@ fn run_reports_the_same_on_any_thread_count_and_stats_go_to_stderr() {
     assert_eq!(text(&plain.stdout), text(&stats.stdout));
     let e = text(&stats.stderr);
     assert!(e.starts_with("stats: 3 script(s) x "), "{e}");
-    assert!(e.contains(" s wall") && e.contains("on 2 thread(s)"), "{e}");
+    assert!(e.contains(" s wall") && e.contains(", 2 thread(s) per script"), "{e}");
     if std::path::Path::new("/proc/self/status").exists() {
         assert!(e.contains("peak RSS ") && e.contains(" MB (VmHWM)") && e.contains(" s CPU"), "{e}");
     }

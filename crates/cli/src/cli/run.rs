@@ -15,7 +15,7 @@ use limitlab_emulator::Result;
 use limitlab_engine::sim::coarse;
 use limitlab_engine::sim::decisions_file::DecisionsOut;
 use limitlab_engine::sim::parallel::default_jobs;
-use limitlab_engine::sim::stream::{cpu_secs, peak_rss_bytes, run_variants_with, RunOptions};
+use limitlab_engine::sim::stream::{cpu_secs, default_script_jobs, peak_rss_bytes, run_variants_with, RunOptions};
 use limitlab_engine::sim::{Progress, Scenario};
 
 #[derive(Debug, clap::Args)]
@@ -29,9 +29,10 @@ pub struct Args {
     pub format: FormatArgs,
     #[command(flatten)]
     pub redis: super::verify::RedisArgs,
-    /// Run up to N scripts at once, one thread each (default: every selected script at once, up to
-    /// twice the cores available, so that three scripts on two cores finish together). The report
-    /// is the same whatever N is.
+    /// Run on N threads besides the one producing the traffic. limitlab's shipped scripts run one
+    /// after another, each split by subject across N threads (default: the cores available); other
+    /// scripts run N at once, one thread each (default: every selected script at once, up to twice
+    /// the cores). The report is the same whatever N is.
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
     /// Print the wall time and the peak resident memory (VmHWM) on stderr when done.
@@ -76,18 +77,24 @@ pub fn report(plan: &Plan, progress: Progress) -> Result<RunReport> {
     report_jobs(plan, progress, 0)
 }
 
-/// [`report`] on up to `jobs` threads (0: [`default_run_jobs`]). Arrivals stream through each
-/// script and decisions fold into the metrics as they come (see [`limitlab_engine::sim::stream`]), so
-/// memory does not grow with the number of requests.
+/// [`report`] on `jobs` threads (0: the default, see [`run_variants_with`]). Arrivals stream
+/// through each script and decisions fold into the metrics as they come (see
+/// [`limitlab_engine::sim::stream`]), so memory does not grow with the number of requests.
 pub fn report_jobs(plan: &Plan, progress: Progress, jobs: usize) -> Result<RunReport> {
     report_with(plan, progress, jobs, &RunOptions::default())
 }
 
 /// [`report_jobs`], doing what `opts` asks besides (`--decisions`).
 pub fn report_with(plan: &Plan, progress: Progress, jobs: usize, opts: &RunOptions) -> Result<RunReport> {
+    report_threads(plan, progress, jobs, opts).map(|r| r.0)
+}
+
+/// [`report_with`], and the most threads that ran one script.
+fn report_threads(plan: &Plan, progress: Progress, jobs: usize, opts: &RunOptions) -> Result<(RunReport, usize)> {
     let s = &plan.scenario;
-    let jobs = if jobs == 0 { default_run_jobs(s.scripts.len()) } else { jobs };
     let runs = run_variants_with(s, plan.seed, &s.scripts, jobs, progress, opts)?;
+    let threads = runs.iter().map(|r| r.threads).max().unwrap_or(0);
+    let jobs = if jobs == 0 { default_script_jobs(s.scripts.len()) } else { jobs };
     let coarse = coarse::analyse(s, plan.seed, jobs, &runs)?;
     let (arrivals, subjects, phases) = match runs.first() {
         Some(r) => (r.metrics.calls as usize, r.subjects.len(), r.phases.clone()),
@@ -98,22 +105,16 @@ pub fn report_with(plan: &Plan, progress: Progress, jobs: usize, opts: &RunOptio
         report.results.push(VariantResult { algorithm: r.name.clone(), metrics: r.metrics, headers: Some(r.headers) });
     }
     report.coarse_trace = coarse;
-    Ok(report)
+    Ok((report, threads))
 }
 
-/// Threads for `run` without `--jobs`: every script at once, up to twice the cores. The operating
-/// system shares the cores between them, which balances three scripts on two cores better than
-/// running two and then one.
-pub fn default_run_jobs(scripts: usize) -> usize {
-    scripts.clamp(1, 2 * default_jobs())
-}
-
-/// The `--stats` line: wall time, CPU time, peak memory, on stderr.
+/// The `--stats` line: wall time, CPU time, peak memory, on stderr (`threads`: the most that ran
+/// one script).
 fn print_stats(plan: &Plan, r: &RunReport, secs: f64, threads: usize) {
     let peak = peak_rss_bytes().map_or("unknown".to_string(), |b| format!("{} MB", thousands(b / (1024 * 1024))));
     let cpu = cpu_secs().map_or(String::new(), |c| format!(", {c:.1} s CPU"));
     eprintln!(
-        "stats: {} script(s) x {} requests ({} subjects) in {secs:.1} s wall{cpu} on {threads} thread(s), {} core(s); peak RSS {peak} (VmHWM)",
+        "stats: {} script(s) x {} requests ({} subjects) in {secs:.1} s wall{cpu}, {threads} thread(s) per script, {} core(s); peak RSS {peak} (VmHWM)",
         plan.scenario.scripts.len(),
         thousands(r.arrivals as u64),
         thousands(r.subjects as u64),
@@ -136,10 +137,8 @@ pub fn execute(a: Args, out: &mut dyn Write) -> Result<()> {
     let opts = RunOptions { decisions: a.decisions.as_ref().map(DecisionsOut::new).transpose()? };
     let plan = Plan::new(a)?;
     let progress = crate::progress::sim(plan.format == Format::Json);
-    let r = report_with(&plan, progress, jobs, &opts)?;
+    let (r, threads) = report_threads(&plan, progress, jobs, &opts)?;
     if stats {
-        let n = plan.scenario.scripts.len();
-        let threads = if jobs == 0 { default_run_jobs(n) } else { jobs.min(n) };
         print_stats(&plan, &r, watch.elapsed_secs(), threads);
     }
     let Some(target) = target else { return emit(out, &r.render(plan.format)) };

@@ -4,6 +4,7 @@
 use crate::metrics::HEADER_CHECKS;
 use std::collections::VecDeque;
 
+use super::feed::Shard;
 use super::Record;
 use crate::limiter::honesty;
 use crate::limiter::{Decision, Limiter, Params, Reference};
@@ -90,9 +91,15 @@ pub type ScriptAsk<'a> = dyn FnMut(i64, &[u64]) -> Result<Vec<Decision>> + 'a;
 
 /// The metrics of a run, one decision at a time. Feed it every [`Record`] in call order with the
 /// exact log's verdict and its subject's name, then [`MetricsAcc::finish`].
+///
+/// A run split by subject across threads ([`Shard`]) has one per shard, each fed its own subjects'
+/// decisions in call order; [`MetricsAcc::finish_shards`] then gives what one accumulator fed every
+/// decision gives: the counts are sums, the worst window is per subject, and the headers' checks
+/// are the first [`HEADER_CHECKS`] of the run by request number.
 pub struct MetricsAcc {
     params: Params,
     reports: Reports,
+    shard: Shard,
     calls: u64,
     allowed_calls: u64,
     allowed_units: u64,
@@ -105,8 +112,9 @@ pub struct MetricsAcc {
     false_rejections: u64,
     retry_checked: u64,
     retry_wrong: u64,
-    headers_checked: u64,
-    headers_wrong: u64,
+    /// The headers' checks (request number, whether their promises held): the first
+    /// [`HEADER_CHECKS`] of this accumulator's decisions that had one.
+    header_checks: Vec<(u64, bool)>,
     reference_mismatches: u64,
     /// The newest `now_ms` seen: arrivals must come in time order.
     newest: i64,
@@ -116,9 +124,15 @@ pub struct MetricsAcc {
 
 impl MetricsAcc {
     pub fn new(limiter: &Limiter) -> MetricsAcc {
+        MetricsAcc::sharded(limiter, Shard::ALL)
+    }
+
+    /// An accumulator for `shard`'s subjects only.
+    pub fn sharded(limiter: &Limiter, shard: Shard) -> MetricsAcc {
         MetricsAcc {
             params: limiter.params(),
             reports: limiter.reports(),
+            shard,
             calls: 0,
             allowed_calls: 0,
             allowed_units: 0,
@@ -129,20 +143,20 @@ impl MetricsAcc {
             false_rejections: 0,
             retry_checked: 0,
             retry_wrong: 0,
-            headers_checked: 0,
-            headers_wrong: 0,
+            header_checks: Vec::new(),
             reference_mismatches: 0,
             newest: i64::MIN,
             key: String::new(),
         }
     }
 
-    /// Counts one decision. `exact` is whether an exact sliding log with the same limit and window,
-    /// run on the same calls (each counted as `r.cost`), admits this one; `subject` is the name
-    /// behind `r.key`. Fails on a call earlier than the one before it (the running worst window
-    /// needs time order). Its promises are judged on the script's model, when it has one.
-    pub fn push(&mut self, r: &Record, exact: bool, subject: &str) -> Result<Judged> {
-        self.push_asking(r, exact, subject, None)
+    /// Counts one decision, request number `request` of the run (from 1). `exact` is whether an
+    /// exact sliding log with the same limit and window, run on the same calls (each counted as
+    /// `r.cost`), admits this one; `subject` is the name behind `r.key`. Fails on a call earlier
+    /// than the one before it (the running worst window needs time order). Its promises are judged
+    /// on the script's model, when it has one.
+    pub fn push(&mut self, r: &Record, request: u64, exact: bool, subject: &str) -> Result<Judged> {
+        self.push_asking(r, request, exact, subject, None)
     }
 
     /// [`MetricsAcc::push`], judging the decision's promises ([`honesty`]) on the script's model
@@ -152,13 +166,14 @@ impl MetricsAcc {
     pub fn push_asking(
         &mut self,
         r: &Record,
+        request: u64,
         exact: bool,
         subject: &str,
         mut script: Option<&mut ScriptAsk<'_>>,
     ) -> Result<Judged> {
         if r.now_ms < self.newest {
             return Err(Error::Invalid {
-                context: format!("call #{} (subject `{subject}`)", self.calls + 1),
+                context: format!("call #{request} (subject `{subject}`)"),
                 field: "now_ms".into(),
                 reason: format!(
                     "{} is before the previous call's {}: a streaming run needs arrivals in time order",
@@ -167,7 +182,7 @@ impl MetricsAcc {
             });
         }
         self.newest = r.now_ms;
-        let (k, ph) = (r.key as usize, r.phase as usize);
+        let (k, ph) = (self.shard.local(r.key), r.phase as usize);
         if ph >= self.phases.len() {
             self.phases.resize_with(ph + 1, PhaseCount::default);
         }
@@ -208,7 +223,7 @@ impl MetricsAcc {
         }
         let d = &r.decision;
         let retry = honesty::promises_retry(d, self.reports);
-        let headers = self.headers_checked < HEADER_CHECKS && honesty::promises_headers(d, self.reports);
+        let headers = (self.header_checks.len() as u64) < HEADER_CHECKS && honesty::promises_headers(d, self.reports);
         if !retry && !headers {
             return Ok(judged);
         }
@@ -235,8 +250,7 @@ impl MetricsAcc {
         }
         if headers {
             if let Some(v) = honesty::headers(d, self.reports, &self.params, r.now_ms, r.cost, &mut ask) {
-                self.headers_checked += 1;
-                self.headers_wrong += u64::from(!v.honest());
+                self.header_checks.push((request, v.honest()));
                 judged.headers_honest = Some(v.honest());
             }
         }
@@ -248,35 +262,78 @@ impl MetricsAcc {
 
     /// The metrics; `subjects` and `phases` name every subject and phase index pushed.
     pub fn finish(self, subjects: &[String], phases: &[String]) -> Metrics {
-        let mut max_in_window = 0;
-        let mut worst = None;
-        for (k, w) in self.windows.iter().enumerate() {
-            if w.best > max_in_window {
-                max_in_window = w.best;
-                worst = Some((subjects.get(k).cloned().unwrap_or_default(), w.best_start));
+        MetricsAcc::finish_shards(vec![self], subjects, phases)
+    }
+
+    /// The metrics of a run split by subject, one accumulator per shard (see [`MetricsAcc`]):
+    /// what one accumulator fed every decision in call order gives.
+    pub fn finish_shards(shards: Vec<MetricsAcc>, subjects: &[String], phases: &[String]) -> Metrics {
+        let limit = shards.first().map_or(1, |a| a.params.limit);
+        let mut m = Metrics {
+            calls: 0,
+            allowed_calls: 0,
+            allowed_units: 0,
+            phases: Vec::new(),
+            max_in_window: 0,
+            worst_subject: None,
+            worst_window_start_ms: None,
+            overshoot: 0.0,
+            false_allows: 0,
+            false_rejections: 0,
+            retry_checked: 0,
+            retry_wrong: 0,
+            headers_checked: 0,
+            headers_wrong: 0,
+            reference_mismatches: 0,
+        };
+        // The worst window: the largest, and of those the first subject's (in order of first
+        // appearance), as a walk over every subject in that order finds it.
+        let mut worst: Option<(u64, u32, i64)> = None;
+        let mut checks = Vec::new();
+        for a in shards {
+            m.calls += a.calls;
+            m.allowed_calls += a.allowed_calls;
+            m.allowed_units += a.allowed_units;
+            m.false_allows += a.false_allows;
+            m.false_rejections += a.false_rejections;
+            m.retry_checked += a.retry_checked;
+            m.retry_wrong += a.retry_wrong;
+            m.reference_mismatches += a.reference_mismatches;
+            checks.extend(a.header_checks);
+            if m.phases.len() < a.phases.len() {
+                m.phases.resize_with(a.phases.len(), PhaseCount::default);
+            }
+            for (sum, p) in m.phases.iter_mut().zip(a.phases) {
+                sum.calls += p.calls;
+                sum.units += p.units;
+                sum.allowed_calls += p.allowed_calls;
+                sum.allowed_units += p.allowed_units;
+            }
+            for (j, w) in a.windows.iter().enumerate() {
+                let k = a.shard.subject(j);
+                let better = match worst {
+                    None => w.best > 0,
+                    Some((best, first, _)) => w.best > best || (w.best == best && k < first),
+                };
+                if better {
+                    worst = Some((w.best, k, w.best_start));
+                }
             }
         }
-        let mut counts = self.phases;
-        for (c, name) in counts.iter_mut().zip(phases) {
+        checks.sort_unstable_by_key(|c| c.0);
+        checks.truncate(HEADER_CHECKS as usize);
+        m.headers_checked = checks.len() as u64;
+        m.headers_wrong = checks.iter().filter(|c| !c.1).count() as u64;
+        for (c, name) in m.phases.iter_mut().zip(phases) {
             c.phase = name.clone();
         }
-        Metrics {
-            calls: self.calls,
-            allowed_calls: self.allowed_calls,
-            allowed_units: self.allowed_units,
-            phases: counts,
-            max_in_window,
-            worst_subject: worst.as_ref().map(|w| w.0.clone()),
-            worst_window_start_ms: worst.map(|w| w.1),
-            overshoot: max_in_window as f64 / self.params.limit as f64,
-            false_allows: self.false_allows,
-            false_rejections: self.false_rejections,
-            retry_checked: self.retry_checked,
-            retry_wrong: self.retry_wrong,
-            headers_checked: self.headers_checked,
-            headers_wrong: self.headers_wrong,
-            reference_mismatches: self.reference_mismatches,
+        if let Some((best, k, start)) = worst {
+            m.max_in_window = best;
+            m.worst_subject = Some(subjects.get(k as usize).cloned().unwrap_or_default());
+            m.worst_window_start_ms = Some(start);
         }
+        m.overshoot = m.max_in_window as f64 / limit as f64;
+        m
     }
 }
 
@@ -342,8 +399,8 @@ mod tests {
             cost: 1,
             decision: d,
         };
-        acc.push(&r(10), true, "u").unwrap();
-        let e = acc.push(&r(9), true, "u").unwrap_err().to_string();
+        acc.push(&r(10), 1, true, "u").unwrap();
+        let e = acc.push(&r(9), 2, true, "u").unwrap_err().to_string();
         assert!(e.contains("needs arrivals in time order"), "{e}");
     }
 }

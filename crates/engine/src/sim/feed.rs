@@ -62,6 +62,41 @@ impl Step {
     }
 }
 
+/// A part of a run's subjects, for splitting a run across threads by subject: the subjects whose
+/// index (in order of first appearance) is `index` modulo `count`. A shard's state is indexed by
+/// [`Shard::local`], so each thread holds rows for its own subjects only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl Shard {
+    /// Every subject: a run on one thread.
+    pub const ALL: Shard = Shard { index: 0, count: 1 };
+
+    /// Shard `index` of `count` (at least one).
+    pub fn new(index: usize, count: usize) -> Shard {
+        let count = count.max(1) as u32;
+        Shard { index: index as u32 % count, count }
+    }
+
+    /// Whether `subject` is this shard's.
+    pub fn owns(&self, subject: u32) -> bool {
+        subject % self.count == self.index
+    }
+
+    /// The row of one of this shard's subjects in its own tables.
+    pub fn local(&self, subject: u32) -> usize {
+        (subject / self.count) as usize
+    }
+
+    /// The subject of row `local` of this shard's tables.
+    pub fn subject(&self, local: usize) -> u32 {
+        local as u32 * self.count + self.index
+    }
+}
+
 /// Consecutive requests of a feed, with their subjects' names.
 #[derive(Clone, Debug, Default)]
 pub struct Chunk {
@@ -264,6 +299,16 @@ impl<'a> Feed<'a> {
         match &mut self.source {
             Source::Trace { error, .. } => error.take(),
             _ => None,
+        }
+    }
+
+    /// Whether the requests come in time order, which a run split by subject needs (each shard
+    /// sees only its own subjects' calls, so it could not tell): Zipf traffic and a streamed trace
+    /// come sorted; a list is checked.
+    pub fn in_time_order(&self) -> bool {
+        match &self.source {
+            Source::Listed { arrivals, .. } => arrivals.windows(2).all(|w| w[0].at <= w[1].at),
+            Source::Zipf { .. } | Source::Trace { .. } => true,
         }
     }
 

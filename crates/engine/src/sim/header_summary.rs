@@ -48,11 +48,11 @@ pub struct HeaderSummary {
 type Sample = (u64, i64, String, Decision);
 type Kept = Option<Sample>;
 
-/// Sums up the headers of a run's decisions, one at a time, in call order.
+/// Sums up the headers of a run's decisions, one at a time, in call order. A run split by subject
+/// across threads has one per thread, fed in call order each, then [`HeaderAcc::merge`]d.
 pub struct HeaderAcc {
     params: Params,
     reports: Reports,
-    calls: u64,
     with_ratelimit: u64,
     with_retry_after: u64,
     refused_without: u64,
@@ -66,7 +66,6 @@ impl HeaderAcc {
         HeaderAcc {
             params: limiter.params(),
             reports: limiter.reports(),
-            calls: 0,
             with_ratelimit: 0,
             with_retry_after: 0,
             refused_without: 0,
@@ -76,31 +75,57 @@ impl HeaderAcc {
         }
     }
 
-    /// Counts one decision (the next request of the run) of `subject`.
-    pub fn push(&mut self, r: &Record, subject: &str) {
-        self.calls += 1;
+    /// Counts one decision of `subject`, request number `request` of the run (from 1).
+    pub fn push(&mut self, r: &Record, subject: &str, request: u64) {
         let d = &r.decision;
         if self.reports.remaining && d.remaining >= 0 {
             self.with_ratelimit += 1;
         }
-        let keep = |slot: &mut Kept, calls: u64| *slot = Some((calls, r.now_ms, subject.to_string(), *d));
+        let keep = |slot: &mut Kept| *slot = Some((request, r.now_ms, subject.to_string(), *d));
         if d.allowed {
             if self.first_allowed.is_none() {
-                keep(&mut self.first_allowed, self.calls);
+                keep(&mut self.first_allowed);
             }
             return;
         }
         if self.first_refused.is_none() {
-            keep(&mut self.first_refused, self.calls);
+            keep(&mut self.first_refused);
         }
         if self.reports.retry_after && d.retry_after_ms >= 0 {
             self.with_retry_after += 1;
             let longer = self.longest.as_ref().is_none_or(|l| secs_up(d.retry_after_ms) > secs_up(l.3.retry_after_ms));
             if longer {
-                keep(&mut self.longest, self.calls);
+                keep(&mut self.longest);
             }
         } else {
             self.refused_without += 1;
+        }
+    }
+
+    /// The sums of `self` and `other`, accumulators of the same script over disjoint sets of
+    /// subjects: what one accumulator fed both's decisions in call order holds.
+    pub fn merge(self, other: HeaderAcc) -> HeaderAcc {
+        // The earlier request's sample; for the longest wait, the longer one, then the earlier.
+        let first = |a: Kept, b: Kept| match (a, b) {
+            (Some(a), Some(b)) => Some(if b.0 < a.0 { b } else { a }),
+            (a, b) => a.or(b),
+        };
+        let longest = match (self.longest, other.longest) {
+            (Some(a), Some(b)) => {
+                let (wa, wb) = (secs_up(a.3.retry_after_ms), secs_up(b.3.retry_after_ms));
+                Some(if wb > wa || (wb == wa && b.0 < a.0) { b } else { a })
+            }
+            (a, b) => a.or(b),
+        };
+        HeaderAcc {
+            params: self.params,
+            reports: self.reports,
+            with_ratelimit: self.with_ratelimit + other.with_ratelimit,
+            with_retry_after: self.with_retry_after + other.with_retry_after,
+            refused_without: self.refused_without + other.refused_without,
+            first_allowed: first(self.first_allowed, other.first_allowed),
+            first_refused: first(self.first_refused, other.first_refused),
+            longest,
         }
     }
 
@@ -168,11 +193,11 @@ mod tests {
             reset_after_ms: reset,
             granted: -1,
         };
-        acc.push(&record(0, d(true, 1, -1, 60_000)), "a");
-        acc.push(&record(1, d(true, 0, -1, 59_999)), "a");
-        acc.push(&record(2, d(false, 0, 59_998, 59_998)), "a");
-        acc.push(&record(3, d(false, 0, -1, 59_997)), "b");
-        acc.push(&record(40_000, d(false, 0, 20_000, 20_000)), "a");
+        acc.push(&record(0, d(true, 1, -1, 60_000)), "a", 1);
+        acc.push(&record(1, d(true, 0, -1, 59_999)), "a", 2);
+        acc.push(&record(2, d(false, 0, 59_998, 59_998)), "a", 3);
+        acc.push(&record(3, d(false, 0, -1, 59_997)), "b", 4);
+        acc.push(&record(40_000, d(false, 0, 20_000, 20_000)), "a", 5);
         let s = acc.finish();
         assert_eq!(s.policy, "\"default\";q=2;w=60");
         assert_eq!(
@@ -195,8 +220,8 @@ mod tests {
     fn a_seed_script_has_a_policy_and_no_other_header() {
         let l = Limiter::new(Variant::SEED_FIXED_WINDOW, Params::new(1, 1000)).unwrap();
         let mut acc = HeaderAcc::new(&l);
-        acc.push(&record(0, Decision::allowed_only(true)), "a");
-        acc.push(&record(1, Decision::allowed_only(false)), "a");
+        acc.push(&record(0, Decision::allowed_only(true)), "a", 1);
+        acc.push(&record(1, Decision::allowed_only(false)), "a", 2);
         let s = acc.finish();
         assert_eq!(s.policy, "\"default\";q=1;w=1");
         assert_eq!(

@@ -31,7 +31,7 @@ use crate::backend::Backend;
 use crate::limiter::{Decision, Limiter};
 use crate::spec::exec::{CallRecord, Session};
 use crate::traffic::Arrival;
-use feed::{Chunk, Feed, Step};
+use feed::{Chunk, Feed, Shard, Step};
 use limitlab_emulator::clock::Stopwatch;
 use limitlab_emulator::{Error, Result};
 
@@ -85,33 +85,44 @@ impl Prober<'_> {
     }
 }
 
-/// The loop under [`run`] and [`stream::run_streaming`]: each request of `chunks`, in order,
-/// through `limiter`'s script on `backend`, each decision handed to `each` with its step, its
-/// subject's name, when `recording` the calls the request made with their raw replies (empty
-/// otherwise), and a [`Prober`] to ask the script about it. Keeps no record itself; returns the
-/// wall-clock seconds of the loop, less the time the prober spent asking.
+/// The loop under [`run`] and [`stream::run_streaming`]: each request of `chunks` whose subject is
+/// `shard`'s, in order, through `limiter`'s script on `backend`, each decision handed to `each`
+/// with its step, its subject's name, its request number in the run (from 1, counting every
+/// shard's), when `recording` the calls the request made with their raw replies (empty otherwise),
+/// and a [`Prober`] to ask the script about it. Keeps no record itself; returns the wall-clock
+/// seconds of the loop, less the time the prober spent asking.
 ///
 /// A script error reply (or a reply of the wrong shape) stops the run: it means the script or the
 /// backend is broken, which no metric should paper over. The error names the script, the call, the
-/// subject and the time.
+/// subject and the time, and comes with the failing step's position in the run (from 0, counting
+/// every shard's steps), which tells which of several shards' errors came first.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn drive<C: std::borrow::Borrow<Chunk>>(
     limiter: &Limiter,
     backend: &mut dyn Backend,
     chunks: impl Iterator<Item = C>,
+    shard: Shard,
     bar: Option<&indicatif::ProgressBar>,
     recording: bool,
-    mut each: impl FnMut(&Record, &Step, &str, &[CallRecord], &mut Prober<'_>) -> Result<()>,
-) -> Result<f64> {
+    mut each: impl FnMut(&Record, &Step, &str, u64, &[CallRecord], &mut Prober<'_>) -> Result<()>,
+) -> std::result::Result<f64, (u64, Error)> {
     let name = limiter.name();
     let weighted = limiter.takes_cost();
     let mut session = if recording { Session::recording() } else { limiter.session() };
     let watch = Stopwatch::start();
     let mut asked_secs = 0.0;
-    let mut i = 0usize;
+    // Requests and steps before this one, every shard's counted.
+    let (mut i, mut pos) = (0usize, 0u64);
     for chunk in chunks {
         for (step, subject) in chunk.borrow().iter() {
+            pos += 1;
+            if !shard.owns(step.subject) {
+                i += usize::from(step.op == crate::traffic::Op::Request);
+                continue;
+            }
+            let failed = |e: Error| (pos - 1, e);
             let now_ms = step.at.as_millis().0;
-            limiter.check_call(now_ms, step.cost)?;
+            limiter.check_call(now_ms, step.cost).map_err(failed)?;
             backend.set_time_ms(now_ms);
             // Script, connection and I/O errors say where themselves; any other is put at the call.
             let at = |e: Error, what: &str, field: &str| match e {
@@ -126,21 +137,22 @@ pub(crate) fn drive<C: std::borrow::Borrow<Chunk>>(
                 // A lifecycle operation: played, not decided; it makes no record.
                 limiter
                     .op(backend, &mut session, step.op, subject, now_ms, step.cost)
-                    .map_err(|e| at(e, &format!("{} at ", step.op.name()), "op"))?;
+                    .map_err(|e| failed(at(e, &format!("{} at ", step.op.name()), "op")))?;
                 if let Some(c) = session.record.as_mut() {
                     c.clear();
                 }
                 continue;
             }
-            let decision =
-                limiter.call(backend, &mut session, subject, now_ms, step.cost).map_err(|e| at(e, "", "reply"))?;
+            let decision = limiter
+                .call(backend, &mut session, subject, now_ms, step.cost)
+                .map_err(|e| failed(at(e, "", "reply")))?;
             let cost = if weighted { step.cost } else { 1 };
             let record = Record { at: step.at, now_ms, key: step.subject, phase: step.phase, cost, decision };
             // The calls are taken out while `each` runs: the prober's requests are not recorded.
             let mut calls = session.record.take();
             let mut prober =
                 Prober { limiter, backend: &mut *backend, session: &mut session, asked_secs: &mut asked_secs };
-            each(&record, step, subject, calls.as_deref().unwrap_or(&[]), &mut prober)?;
+            each(&record, step, subject, i as u64 + 1, calls.as_deref().unwrap_or(&[]), &mut prober).map_err(failed)?;
             if let Some(c) = calls.as_mut() {
                 c.clear();
             }
@@ -171,13 +183,13 @@ pub fn run_partial(
     let mut records = Vec::with_capacity(arrivals.len());
     let bar = progress_bar(arrivals.len(), progress, limiter.name());
     let mut feed = Feed::arrivals(arrivals);
-    let driven = drive(limiter, backend, feed.by_ref(), bar.as_ref(), false, |r, _, _, _, _| {
+    let driven = drive(limiter, backend, feed.by_ref(), Shard::ALL, bar.as_ref(), false, |r, _, _, _, _, _| {
         records.push(*r);
         Ok(())
     });
     let elapsed_secs = match driven {
         Ok(s) => s,
-        Err(e) => {
+        Err((_, e)) => {
             if let Some(b) = bar {
                 b.abandon();
             }

@@ -3,16 +3,21 @@
 //! list of arrivals or of decisions. Ten million requests over a million users fit in memory this
 //! way; [`super::run`] plus [`crate::metrics::measure`] would hold both lists (gigabytes).
 //!
-//! [`run_variants`] runs several scripts over the same arrivals: the calling thread produces the
-//! feed once (traffic, interning, the exact log's verdicts) and each script's thread, with its own
-//! emulator, reads the same chunks ([`super::fanout`]).
+//! [`run_variants`] runs several scripts over the same arrivals. When every script is one of
+//! limitlab's shipped ones (each call touches only its own subject's keys), the scripts run one
+//! after another, each split by subject across the threads ([`Shard`]): the calling thread
+//! produces the feed (traffic, interning, the exact log's verdicts) and every thread, with its own
+//! emulator, reads the same chunks ([`super::fanout`]) and runs its own subjects' requests; the
+//! shards' metrics are then merged into exactly what one thread computes, so the report does not
+//! depend on the number of threads, and only one script's keys are alive at a time. Other scripts
+//! (a user's may keep state across subjects) run whole, one thread each, sharing the feed.
 use std::cell::RefCell;
 use std::io::IsTerminal;
 use std::sync::Arc;
 
 use super::acc::{Judged, MetricsAcc};
 use super::decisions_file::{DecisionWriter, DecisionsOut};
-use super::feed::{Chunk, Feed, PhaseNames};
+use super::feed::{Chunk, Feed, PhaseNames, Shard};
 use super::header_summary::{HeaderAcc, HeaderSummary};
 use super::{Progress, Scenario, PROGRESS_MIN};
 use crate::backend::emulated::EmulatedBackend;
@@ -20,7 +25,7 @@ use crate::backend::Backend;
 use crate::limiter::{Limiter, Variant};
 use crate::metrics::Metrics;
 use crate::spec::SharedSpec;
-use crate::Result;
+use crate::{Error, Result};
 
 /// What a streaming run produced.
 #[derive(Clone, Debug)]
@@ -38,6 +43,8 @@ pub struct StreamRun {
     pub headers: HeaderSummary,
     /// Wall-clock seconds of the whole loop (script calls and metrics).
     pub elapsed_secs: f64,
+    /// The threads that ran the script (more than one when the run was split by subject).
+    pub threads: usize,
 }
 
 /// What a streaming run does besides measuring.
@@ -55,50 +62,71 @@ struct Folded {
     elapsed_secs: f64,
 }
 
+/// A fold's error, with the position in the run of the step that failed (see `super::drive`).
+type FoldError = (u64, Error);
+
 impl Folded {
     fn named(self, limiter: &Limiter, subjects: &Arc<Vec<String>>, phases: &[String]) -> StreamRun {
-        let metrics = self.acc.finish(subjects, phases);
+        Folded::named_shards(vec![self], limiter, subjects, phases)
+    }
+
+    /// The run of the shards of one script (one `Folded` each, over disjoint subjects).
+    fn named_shards(
+        shards: Vec<Folded>,
+        limiter: &Limiter,
+        subjects: &Arc<Vec<String>>,
+        phases: &[String],
+    ) -> StreamRun {
+        let threads = shards.len();
+        let elapsed_secs = shards.iter().map(|f| f.elapsed_secs).fold(0.0, f64::max);
+        let (accs, headers): (Vec<MetricsAcc>, Vec<HeaderAcc>) = shards.into_iter().map(|f| (f.acc, f.headers)).unzip();
+        let headers = headers.into_iter().reduce(HeaderAcc::merge).unwrap_or_else(|| HeaderAcc::new(limiter));
         StreamRun {
             name: limiter.name().to_string(),
             variant: limiter.variant(),
-            metrics,
+            metrics: MetricsAcc::finish_shards(accs, subjects, phases),
             subjects: Arc::clone(subjects),
             phases: phases.to_vec(),
-            headers: self.headers.finish(),
-            elapsed_secs: self.elapsed_secs,
+            headers: headers.finish(),
+            elapsed_secs,
+            threads,
         }
     }
 }
 
-/// Runs `chunks` through `limiter`'s script on `backend`, as [`super::run`] does, folding every
-/// decision into a [`MetricsAcc`] instead of keeping it, and into `writer` when given. The chunks
-/// must carry the exact log's verdicts for this script ([`Feed::judged`]).
+/// Runs `chunks` through `limiter`'s script on `backend` (the requests of `shard`'s subjects), as
+/// [`super::run`] does, folding every decision into a [`MetricsAcc`] instead of keeping it, and
+/// into `writer` when given. The chunks must carry the exact log's verdicts for this script
+/// ([`Feed::judged`]).
 fn fold<C: std::borrow::Borrow<Chunk>>(
     limiter: &Limiter,
     backend: &mut dyn Backend,
     chunks: impl Iterator<Item = C>,
+    shard: Shard,
     bar: Option<&indicatif::ProgressBar>,
     writer: Option<DecisionWriter>,
-) -> Result<Folded> {
-    let mut acc = MetricsAcc::new(limiter);
+) -> std::result::Result<Folded, FoldError> {
+    let mut acc = MetricsAcc::sharded(limiter, shard);
     let mut headers = HeaderAcc::new(limiter);
     let weighted = limiter.takes_cost();
     let Some(mut w) = writer else {
-        let elapsed_secs = super::drive(limiter, backend, chunks, bar, false, |r, step, subject, _, prober| {
-            headers.push(r, subject);
-            judge(&mut acc, r, step.exact_admits(weighted), subject, prober).map(|_| ())
-        })?;
+        let elapsed_secs =
+            super::drive(limiter, backend, chunks, shard, bar, false, |r, step, subject, request, _, prober| {
+                headers.push(r, subject, request);
+                judge(&mut acc, r, request, step.exact_admits(weighted), subject, prober).map(|_| ())
+            })?;
         return Ok(Folded { acc, headers, elapsed_secs });
     };
     // The writer names phases; the chunks bring the labels as they first appear.
     let phases = RefCell::new(PhaseNames::default());
     let chunks = chunks.inspect(|c| phases.borrow_mut().learn(c.borrow()));
-    let elapsed_secs = super::drive(limiter, backend, chunks, bar, true, |r, step, subject, calls, prober| {
-        headers.push(r, subject);
-        let judged = judge(&mut acc, r, step.exact_admits(weighted), subject, prober)?;
-        w.write(r, step, subject, phases.borrow().name(step.phase), calls, judged)
-    })?;
-    w.finish()?;
+    let elapsed_secs =
+        super::drive(limiter, backend, chunks, shard, bar, true, |r, step, subject, request, calls, prober| {
+            headers.push(r, subject, request);
+            let judged = judge(&mut acc, r, request, step.exact_admits(weighted), subject, prober)?;
+            w.write(r, step, subject, phases.borrow().name(step.phase), calls, judged)
+        })?;
+    w.finish().map_err(|e| (u64::MAX, e))?;
     Ok(Folded { acc, headers, elapsed_secs })
 }
 
@@ -107,15 +135,16 @@ fn fold<C: std::borrow::Borrow<Chunk>>(
 fn judge(
     acc: &mut MetricsAcc,
     r: &super::Record,
+    request: u64,
     exact: bool,
     subject: &str,
     prober: &mut super::Prober<'_>,
 ) -> Result<Judged> {
     if !prober.can_ask() {
-        return acc.push(r, exact, subject);
+        return acc.push(r, request, exact, subject);
     }
     let mut ask = |at: i64, costs: &[u64]| prober.ask(subject, at, costs);
-    acc.push_asking(r, exact, subject, Some(&mut ask))
+    acc.push_asking(r, request, exact, subject, Some(&mut ask))
 }
 
 /// Runs `feed` through `limiter`'s script on `backend` on this thread, streaming. `bar` shows
@@ -126,39 +155,46 @@ pub fn run_streaming(
     mut feed: Feed,
     bar: Option<&indicatif::ProgressBar>,
 ) -> Result<StreamRun> {
-    let folded = fold(limiter, backend, feed.by_ref(), bar, None);
+    let folded = fold(limiter, backend, feed.by_ref(), Shard::ALL, bar, None);
     if let Some(e) = feed.take_error() {
         return Err(e);
     }
-    let folded = folded?;
+    let folded = folded.map_err(|(_, e)| e)?;
     let (subjects, phases) = feed.into_names();
     Ok(folded.named(limiter, &Arc::new(subjects), &phases))
 }
 
-/// Runs one script of `s` over `chunks` on a fresh emulator (built here: the emulator stays on the
-/// thread that uses it), writing its decisions as script number `index` when `opts` asks.
+/// Runs one script of `s` over `chunks` (the requests of `shard`'s subjects) on a fresh emulator
+/// (built here: the emulator stays on the thread that uses it), writing its decisions as script
+/// number `index` when `opts` asks.
 fn fold_on_emulator<C: std::borrow::Borrow<Chunk>>(
     limiter: &Limiter,
     start_ms: i64,
     chunks: impl Iterator<Item = C>,
+    shard: Shard,
     bar: Option<&indicatif::ProgressBar>,
     opts: &RunOptions,
     index: usize,
-) -> Result<Folded> {
-    let writer = opts.decisions.as_ref().map(|d| DecisionWriter::create(d, index, limiter)).transpose()?;
+) -> std::result::Result<Folded, FoldError> {
+    let writer =
+        opts.decisions.as_ref().map(|d| DecisionWriter::create(d, index, limiter)).transpose().map_err(|e| (0, e))?;
     let mut backend = EmulatedBackend::default();
     backend.set_time_ms(start_ms);
-    let folded = fold(limiter, &mut backend, chunks, bar, writer);
+    let folded = fold(limiter, &mut backend, chunks, shard, bar, writer);
     if let Some(b) = bar {
         b.finish_and_clear();
     }
     folded
 }
 
-/// Runs each of `scripts` over the scenario's arrivals for `seed`, streaming, on a fresh emulator
-/// each, up to `jobs` at a time (0: the cores available), one thread each. The scripts run in
-/// waves of `jobs`; each wave reads one feed, produced once on this thread. Results come in the
-/// order of `scripts`, whatever `jobs` is.
+/// Runs each of `scripts` over the scenario's arrivals for `seed`, streaming, on fresh emulators,
+/// on `jobs` threads besides this one (0: the default, see below). Results come in the order of
+/// `scripts` and are the same whatever `jobs` is.
+///
+/// When every script is a shipped one and the arrivals come in time order, the scripts run one
+/// after another, each split by subject across `jobs` threads (default: the cores available; see
+/// the module documentation). Otherwise they run in waves of `jobs` scripts, one thread each
+/// (default: every script at once, up to twice the cores), each wave reading one feed.
 pub fn run_variants(
     s: &Scenario,
     seed: u64,
@@ -200,10 +236,12 @@ fn run_variants_inner(
 ) -> Result<Vec<StreamRun>> {
     let limiters = scripts.iter().map(|spec| s.limiter(spec)).collect::<Result<Vec<Limiter>>>()?;
     let variants = &limiters;
-    let jobs = if jobs == 0 { super::parallel::default_jobs() } else { jobs }.clamp(1, variants.len().max(1));
     // The first wave's feed, built first so that traffic errors come before anything runs.
     let mut first = Some(Feed::scenario(s, seed)?);
     let total = first.as_ref().map_or(0, Feed::len);
+    let by_subject = opts.decisions.is_none()
+        && variants.iter().all(keeps_to_its_subject)
+        && first.as_ref().is_some_and(Feed::in_time_order);
     let multi = (progress == Progress::Auto && total >= PROGRESS_MIN && std::io::stderr().is_terminal())
         .then(indicatif::MultiProgress::new);
     let bars: Vec<Option<indicatif::ProgressBar>> = variants
@@ -221,6 +259,18 @@ fn run_variants_inner(
         })
         .collect();
     let mut out = Vec::with_capacity(variants.len());
+    if by_subject {
+        let shards = if jobs == 0 { super::parallel::default_jobs() } else { jobs };
+        for (l, bar) in variants.iter().zip(&bars) {
+            let feed = match first.take() {
+                Some(f) => f,
+                None => Feed::scenario(s, seed)?,
+            };
+            out.push(run_split(s, feed.judged(s.params, &[l.takes_cost()]), l, shards, bar.as_ref())?);
+        }
+        return Ok(out);
+    }
+    let jobs = if jobs == 0 { default_script_jobs(variants.len()) } else { jobs }.clamp(1, variants.len().max(1));
     for (n, (wave, bars)) in variants.chunks(jobs).zip(bars.chunks(jobs)).enumerate() {
         let feed = match first.take() {
             Some(f) => f,
@@ -246,10 +296,10 @@ fn run_wave(
     first: usize,
 ) -> Vec<Result<StreamRun>> {
     let bar = |i: usize| bars.get(i).and_then(Option::as_ref);
-    let folded: Vec<Result<Folded>> = match wave {
-        [l] => vec![fold_on_emulator(l, s.start_ms, feed.by_ref(), bar(0), opts, first)],
+    let folded: Vec<std::result::Result<Folded, FoldError>> = match wave {
+        [l] => vec![fold_on_emulator(l, s.start_ms, feed.by_ref(), Shard::ALL, bar(0), opts, first)],
         _ => super::fanout::fan_out(&mut feed, wave.len(), |i, chunks| {
-            fold_on_emulator(&wave[i], s.start_ms, chunks, bar(i), opts, first + i)
+            fold_on_emulator(&wave[i], s.start_ms, chunks, Shard::ALL, bar(i), opts, first + i)
         }),
     };
     if let Some(e) = feed.take_error() {
@@ -257,7 +307,62 @@ fn run_wave(
     }
     let (subjects, phases) = feed.into_names();
     let subjects = Arc::new(subjects);
-    folded.into_iter().zip(wave).map(|(f, l)| f.map(|f| f.named(l, &subjects, &phases))).collect()
+    folded.into_iter().zip(wave).map(|(f, l)| f.map(|f| f.named(l, &subjects, &phases)).map_err(|e| e.1)).collect()
+}
+
+/// Threads for [`run_variants`] when the scripts run whole, one thread each, and no number is
+/// given: every script at once, up to twice the cores. The operating system shares the cores
+/// between them, which balances three scripts on two cores better than running two and then one.
+pub fn default_script_jobs(scripts: usize) -> usize {
+    scripts.clamp(1, 2 * super::parallel::default_jobs())
+}
+
+/// Whether each of `limiter`'s calls touches only its own subject's keys, so that a run can be
+/// split by subject: limitlab's shipped scripts, as shipped (a user's spec or script may keep state
+/// across subjects, or name a model without running its script).
+fn keeps_to_its_subject(limiter: &Limiter) -> bool {
+    limiter.variant().is_some_and(|v| Arc::ptr_eq(limiter.shared_spec(), &crate::spec::builtin::spec(v)))
+}
+
+/// One script over `feed`, split by subject across `shards` threads (the feed produced on this
+/// one), or on this thread alone for one shard. The first error of the run, in request order,
+/// whichever shard met it, is the run's error: the one a run on one thread stops at.
+fn run_split(
+    s: &Scenario,
+    mut feed: Feed,
+    limiter: &Limiter,
+    shards: usize,
+    bar: Option<&indicatif::ProgressBar>,
+) -> Result<StreamRun> {
+    let opts = RunOptions::default();
+    let folded = if shards <= 1 {
+        vec![fold_on_emulator(limiter, s.start_ms, feed.by_ref(), Shard::ALL, bar, &opts, 0)]
+    } else {
+        super::fanout::fan_out(&mut feed, shards, |i, chunks| {
+            let bar = if i == 0 { bar } else { None };
+            fold_on_emulator(limiter, s.start_ms, chunks, Shard::new(i, shards), bar, &opts, 0)
+        })
+    };
+    if let Some(e) = feed.take_error() {
+        return Err(e);
+    }
+    let mut parts = Vec::with_capacity(folded.len());
+    let mut first_error: Option<FoldError> = None;
+    for f in folded {
+        match f {
+            Ok(part) => parts.push(part),
+            Err(e) => {
+                if first_error.as_ref().is_none_or(|f| e.0 < f.0) {
+                    first_error = Some(e);
+                }
+            }
+        }
+    }
+    if let Some((_, e)) = first_error {
+        return Err(e);
+    }
+    let (subjects, phases) = feed.into_names();
+    Ok(Folded::named_shards(parts, limiter, &Arc::new(subjects), &phases))
 }
 
 /// The process's peak resident memory in bytes (VmHWM in /proc/self/status), where there is one.
@@ -358,6 +463,70 @@ mod tests {
     }
 
     #[test]
+    fn a_run_split_by_subject_gives_the_same_results_whatever_the_thread_count() {
+        // Zipf users, hot enough that the scripts refuse, the headers' checks stop at their cap
+        // and subjects tie for the worst window; with costs, so that the production and seed
+        // scripts are judged differently, and a burst.
+        let s = scenario(
+            "name = \"z\"\nlimit = 5\nwindow_ms = 1000\nburst = 8\nalgorithms = \"all\"\n\
+             [traffic]\nkind = \"zipf_users\"\nusers = 3000\ns = 1.05\nrequests = 30000\nduration_ms = 20000\ncost = 2\nphase = \"p\"\n",
+        );
+        let one = run_variants(&s, 5, &all(), 1, Progress::Off).unwrap();
+        for (v, r) in Variant::ALL.iter().zip(&one) {
+            // The same as the script's run on its own feed, unsplit.
+            let limiter = s.builtin_limiter(*v).unwrap();
+            let mut backend = EmulatedBackend::default();
+            backend.set_time_ms(s.start_ms);
+            let feed = Feed::scenario(&s, 5).unwrap().judged(s.params, &[v.takes_cost()]);
+            let alone = run_streaming(&limiter, &mut backend, feed, None).unwrap();
+            assert_eq!((&alone.metrics, &alone.headers), (&r.metrics, &r.headers), "{v}");
+            assert_eq!(r.threads, 1);
+        }
+        assert!(one.iter().any(|r| r.metrics.headers_checked == crate::metrics::HEADER_CHECKS));
+        assert!(one.iter().all(|r| r.metrics.allowed_calls < r.metrics.calls && r.headers.samples.len() >= 2));
+        for jobs in [2, 3, 4, 7] {
+            let split = run_variants(&s, 5, &all(), jobs, Progress::Off).unwrap();
+            for (a, b) in one.iter().zip(&split) {
+                assert_eq!(b.threads, jobs);
+                assert_eq!(
+                    (&a.metrics, &a.headers, &a.subjects, &a.phases),
+                    (&b.metrics, &b.headers, &b.subjects, &b.phases),
+                    "{} on {jobs} threads",
+                    a.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_split_run_fails_at_the_first_failing_request_whichever_shard_meets_it() {
+        // Subject `b` (shard 1 of 2) fails at request 5, `c` (shard 0) at request 7: the run fails
+        // at request 5, as a run on one thread does, though shard 0 fails without knowing of it.
+        let max = crate::shipped::MAX_ARG;
+        let arrivals: Vec<Arrival> = [("a", 1), ("b", 1), ("c", 1), ("a", 1), ("b", max + 1), ("a", 1), ("c", max + 2)]
+            .iter()
+            .enumerate()
+            .map(|(i, &(key, cost))| Arrival {
+                at: Micros((DEFAULT_START.0 + i as i64) * 1000),
+                key: key.into(),
+                cost,
+                phase: String::new(),
+                op: crate::traffic::Op::Request,
+            })
+            .collect();
+        let s = builtin("simulations/uniform.toml").unwrap();
+        let limiter = s.builtin_limiter(Variant::FIXED_WINDOW).unwrap();
+        let feed = || Feed::arrivals(&arrivals).judged(s.params, &[true]);
+        let mut backend = EmulatedBackend::default();
+        let want = run_streaming(&limiter, &mut backend, feed(), None).unwrap_err().to_string();
+        assert!(want.contains(&(max + 1).to_string()), "{want}");
+        for shards in [1, 2, 3] {
+            let got = run_split(&s, feed(), &limiter, shards, None).unwrap_err().to_string();
+            assert_eq!(got, want, "{shards} shards");
+        }
+    }
+
+    #[test]
     fn arrivals_out_of_time_order_stop_every_script_at_the_same_call() {
         // No traffic source produces them (they all sort), but a caller's list may: each script
         // stops at the call that goes back, alone or reading a shared feed.
@@ -385,7 +554,7 @@ mod tests {
         let mut feed = Feed::arrivals(&arrivals).judged(Params::new(10, 1000), &weights);
         let errors = super::super::fanout::fan_out(&mut feed, 2, |i, chunks| {
             let mut backend = EmulatedBackend::default();
-            fold(&limiters[i], &mut backend, chunks, None, None).err().map(|e| e.to_string())
+            fold(&limiters[i], &mut backend, chunks, Shard::ALL, None, None).err().map(|e| e.1.to_string())
         });
         assert_eq!(errors, [Some(want.to_string()), Some(want.to_string())]);
     }
