@@ -15,7 +15,7 @@ use limitlab_emulator::Result;
 use limitlab_engine::sim::coarse;
 use limitlab_engine::sim::decisions_file::DecisionsOut;
 use limitlab_engine::sim::parallel::default_jobs;
-use limitlab_engine::sim::stream::{cpu_secs, default_script_jobs, peak_rss_bytes, run_variants_with, RunOptions};
+use limitlab_engine::sim::stream::{cpu_secs, default_script_jobs, peak_rss_bytes, run_variants_with, RunOptions, RunTiming};
 use limitlab_engine::sim::{Progress, Scenario};
 
 #[derive(Debug, clap::Args)]
@@ -89,11 +89,20 @@ pub fn report_with(plan: &Plan, progress: Progress, jobs: usize, opts: &RunOptio
     report_threads(plan, progress, jobs, opts).map(|r| r.0)
 }
 
-/// [`report_with`], and the most threads that ran one script.
-fn report_threads(plan: &Plan, progress: Progress, jobs: usize, opts: &RunOptions) -> Result<(RunReport, usize)> {
+/// Each script's name and where its run's time went (for `--stats`).
+type Timings = Vec<(String, RunTiming)>;
+
+/// [`report_with`], the most threads that ran one script, and each script's timing.
+fn report_threads(
+    plan: &Plan,
+    progress: Progress,
+    jobs: usize,
+    opts: &RunOptions,
+) -> Result<(RunReport, usize, Timings)> {
     let s = &plan.scenario;
     let runs = run_variants_with(s, plan.seed, &s.scripts, jobs, progress, opts)?;
     let threads = runs.iter().map(|r| r.threads).max().unwrap_or(0);
+    let timings = runs.iter().map(|r| (r.name.clone(), r.timing.clone())).collect();
     let jobs = if jobs == 0 { default_script_jobs(s.scripts.len()) } else { jobs };
     let coarse = coarse::analyse(s, plan.seed, jobs, &runs)?;
     let (arrivals, subjects, phases) = match runs.first() {
@@ -105,12 +114,12 @@ fn report_threads(plan: &Plan, progress: Progress, jobs: usize, opts: &RunOption
         report.results.push(VariantResult { algorithm: r.name.clone(), metrics: r.metrics, headers: Some(r.headers) });
     }
     report.coarse_trace = coarse;
-    Ok((report, threads))
+    Ok((report, threads, timings))
 }
 
 /// The `--stats` line: wall time, CPU time, peak memory, on stderr (`threads`: the most that ran
 /// one script).
-fn print_stats(plan: &Plan, r: &RunReport, secs: f64, threads: usize) {
+fn print_stats(plan: &Plan, r: &RunReport, runs: &Timings, secs: f64, threads: usize) {
     let peak = peak_rss_bytes().map_or("unknown".to_string(), |b| format!("{} MB", thousands(b / (1024 * 1024))));
     let cpu = cpu_secs().map_or(String::new(), |c| format!(", {c:.1} s CPU"));
     eprintln!(
@@ -120,6 +129,22 @@ fn print_stats(plan: &Plan, r: &RunReport, secs: f64, threads: usize) {
         thousands(r.subjects as u64),
         default_jobs(),
     );
+    let mut scripts_secs = 0.0;
+    for (name, t) in runs {
+        scripts_secs += t.wall_secs;
+        let threads: Vec<String> = t.thread_cpu_secs.iter().map(|c| format!("{c:.1}")).collect();
+        eprintln!(
+            "stats:   {}: {:.1} s wall; CPU s per thread {}, feed {:.1}; merge {:.2} s",
+            name,
+            t.wall_secs,
+            threads.join(" / "),
+            t.feed_cpu_secs,
+            t.merge_secs
+        );
+    }
+    if !runs.is_empty() {
+        eprintln!("stats:   outside the scripts (start-up, analysis, report): {:.1} s wall", (secs - scripts_secs).max(0.0));
+    }
 }
 
 pub fn run(plan: Plan, out: &mut dyn Write) -> Result<()> {
@@ -137,9 +162,9 @@ pub fn execute(a: Args, out: &mut dyn Write) -> Result<()> {
     let opts = RunOptions { decisions: a.decisions.as_ref().map(DecisionsOut::new).transpose()? };
     let plan = Plan::new(a)?;
     let progress = crate::progress::sim(plan.format == Format::Json);
-    let (r, threads) = report_threads(&plan, progress, jobs, &opts)?;
+    let (r, threads, timings) = report_threads(&plan, progress, jobs, &opts)?;
     if stats {
-        print_stats(&plan, &r, watch.elapsed_secs(), threads);
+        print_stats(&plan, &r, &timings, watch.elapsed_secs(), threads);
     }
     let Some(target) = target else { return emit(out, &r.render(plan.format)) };
     let mut real = target.connect()?;

@@ -100,6 +100,8 @@ pub struct MetricsAcc {
     params: Params,
     reports: Reports,
     shard: Shard,
+    /// The subject of each row of `windows`, when the rows are a shard's own ([`Shard::row`]).
+    row_subjects: Vec<u32>,
     calls: u64,
     allowed_calls: u64,
     allowed_units: u64,
@@ -133,6 +135,7 @@ impl MetricsAcc {
             params: limiter.params(),
             reports: limiter.reports(),
             shard,
+            row_subjects: Vec::new(),
             calls: 0,
             allowed_calls: 0,
             allowed_units: 0,
@@ -156,19 +159,21 @@ impl MetricsAcc {
     /// than the one before it (the running worst window needs time order). Its promises are judged
     /// on the script's model, when it has one.
     pub fn push(&mut self, r: &Record, request: u64, exact: bool, subject: &str) -> Result<Judged> {
-        self.push_asking(r, request, exact, subject, None)
+        self.push_asking(r, request, exact, subject, r.key, None)
     }
 
     /// [`MetricsAcc::push`], judging the decision's promises ([`honesty`]) on the script's model
     /// when it has one, else by asking the script itself through `script` (a run on an emulator).
     /// Without either they are not judged. An error asking the script stops the run, as an error
-    /// of the run's own requests does.
+    /// of the run's own requests does. `row` is the subject's row in this accumulator's shard
+    /// ([`Shard::row`]; `r.key` for a single shard).
     pub fn push_asking(
         &mut self,
         r: &Record,
         request: u64,
         exact: bool,
         subject: &str,
+        row: u32,
         mut script: Option<&mut ScriptAsk<'_>>,
     ) -> Result<Judged> {
         if r.now_ms < self.newest {
@@ -182,12 +187,16 @@ impl MetricsAcc {
             });
         }
         self.newest = r.now_ms;
-        let (k, ph) = (self.shard.local(r.key), r.phase as usize);
+        let (k, ph) = (row as usize, r.phase as usize);
         if ph >= self.phases.len() {
             self.phases.resize_with(ph + 1, PhaseCount::default);
         }
         if k >= self.windows.len() {
             self.windows.resize_with(k + 1, SubjectWindow::default);
+            if self.shard.count > 1 {
+                // A shard's rows come in order of first appearance, one new row at a time.
+                self.row_subjects.resize(k + 1, r.key);
+            }
         }
         let p = &mut self.phases[ph];
         p.calls += 1;
@@ -310,7 +319,7 @@ impl MetricsAcc {
                 sum.allowed_units += p.allowed_units;
             }
             for (j, w) in a.windows.iter().enumerate() {
-                let k = a.shard.subject(j);
+                let k = if a.shard.count > 1 { a.row_subjects.get(j).copied().unwrap_or(u32::MAX) } else { j as u32 };
                 let better = match worst {
                     None => w.best > 0,
                     Some((best, first, _)) => w.best > best || (w.best == best && k < first),

@@ -10,6 +10,7 @@
 //! is generated as it goes, and a trace of at least [`STREAM_MIN_BYTES`] sorted by time is read as it
 //! goes ([`crate::traffic::TraceStream`]); other traffic is small and made whole first.
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use crate::limiter::Params;
 use crate::metrics::ExactLog;
@@ -46,6 +47,10 @@ pub struct Step {
     pub phase: u32,
     /// Where the subject's name ends in its chunk's names; it starts where the previous step's ends.
     name_end: u32,
+    /// The shard that runs this subject, and the subject's row in that shard's tables (see
+    /// [`Feed::sharded`]; without it, shard 0 and the subject's index).
+    shard: u32,
+    row: u32,
     /// The exact log's verdicts ([`EXACT_WEIGHTED`], [`EXACT_UNIT`]): a bit is set when it admits.
     exact: u8,
     /// A request, or a lifecycle operation the runner plays without deciding (and the exact logs
@@ -62,9 +67,9 @@ impl Step {
     }
 }
 
-/// A part of a run's subjects, for splitting a run across threads by subject: the subjects whose
-/// index (in order of first appearance) is `index` modulo `count`. A shard's state is indexed by
-/// [`Shard::local`], so each thread holds rows for its own subjects only.
+/// A part of a run's subjects, for splitting a run across threads by subject: shard `index` of
+/// `count` runs the subjects the feed placed in it ([`Feed::sharded`]), and indexes its state by
+/// the rows the feed gave them ([`Shard::row`]), so each thread holds rows for its own subjects only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shard {
     pub index: u32,
@@ -81,19 +86,54 @@ impl Shard {
         Shard { index: index as u32 % count, count }
     }
 
-    /// Whether `subject` is this shard's.
-    pub fn owns(&self, subject: u32) -> bool {
-        subject % self.count == self.index
+    /// Whether `step`'s subject is this shard's (every subject, for a single shard).
+    pub fn owns(&self, step: &Step) -> bool {
+        self.count <= 1 || step.shard == self.index
     }
 
-    /// The row of one of this shard's subjects in its own tables.
-    pub fn local(&self, subject: u32) -> usize {
-        (subject / self.count) as usize
+    /// The row of `step`'s subject in this shard's tables: its index in [`Feed::subjects`] for a
+    /// single shard, else the row the feed gave it (rows are given in order of first appearance).
+    pub fn row(&self, step: &Step) -> u32 {
+        if self.count <= 1 {
+            step.subject
+        } else {
+            step.row
+        }
+    }
+}
+
+/// Where a feed split by subject puts each subject ([`Feed::sharded`]): a subject, when it first
+/// appears, goes to the shard that has been given the fewest steps so far (the first of them on a
+/// tie), so a hot subject does not leave the other shards idle; the choice depends only on the
+/// steps before it, so it is the same on every pass over the same arrivals.
+struct Placement {
+    /// (shard, row) of every subject, by index.
+    of: Vec<(u32, u32)>,
+    /// The steps given to each shard so far.
+    load: Vec<u64>,
+    /// The rows each shard has given out.
+    rows: Vec<u32>,
+}
+
+impl Placement {
+    fn new(shards: usize) -> Placement {
+        Placement { of: Vec::new(), load: vec![0; shards], rows: vec![0; shards] }
     }
 
-    /// The subject of row `local` of this shard's tables.
-    pub fn subject(&self, local: usize) -> u32 {
-        local as u32 * self.count + self.index
+    /// The shard and row of `subject` (new subjects come with the next index).
+    fn place(&mut self, subject: u32) -> (u32, u32) {
+        let (shard, row) = match self.of.get(subject as usize) {
+            Some(&p) => p,
+            None => {
+                let shard = (0..self.load.len()).min_by_key(|&i| self.load[i]).unwrap_or(0);
+                let p = (shard as u32, self.rows[shard]);
+                self.rows[shard] += 1;
+                self.of.push(p);
+                p
+            }
+        };
+        self.load[shard as usize] += 1;
+        (shard, row)
     }
 }
 
@@ -182,15 +222,69 @@ enum Source<'a> {
     Trace { it: Box<TraceStream>, subjects: Interner, error: Option<Error> },
 }
 
+/// The exact log's verdicts on every step of a feed, both ways of counting, two bits a step: what
+/// a pass that judged them ([`Feed::recording`]) leaves for later passes over the same arrivals
+/// ([`Feed::replaying`]), which then keep no exact log at all.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Verdicts {
+    /// Four steps a byte, the first in the low bits.
+    bits: Vec<u8>,
+    len: usize,
+}
+
+impl Verdicts {
+    fn push(&mut self, exact: u8) {
+        let (byte, shift) = (self.len / 4, self.len % 4 * 2);
+        if shift == 0 {
+            self.bits.push(0);
+        }
+        self.bits[byte] |= (exact & 3) << shift;
+        self.len += 1;
+    }
+
+    fn get(&self, i: usize) -> u8 {
+        self.bits.get(i / 4).map_or(0, |b| b >> (i % 4 * 2) & 3)
+    }
+
+    /// The number of steps.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// Where a feed's verdicts go or come from.
+enum Memo {
+    Off,
+    Record(Verdicts),
+    Replay(Arc<Verdicts>, usize),
+}
+
 /// The exact logs a feed keeps: one per way of counting that its scripts need.
 struct Judges {
     weighted: Option<ExactLog>,
     unit: Option<ExactLog>,
+    memo: Memo,
 }
 
 impl Judges {
     /// The verdicts of a request; a lifecycle operation is applied to the logs instead (no verdict).
     fn judge(&mut self, op: Op, subject: u32, now_ms: i64, cost: u64) -> u8 {
+        if let Memo::Replay(v, next) = &mut self.memo {
+            *next += 1;
+            return v.get(*next - 1);
+        }
+        let exact = self.judge_anew(op, subject, now_ms, cost);
+        if let Memo::Record(v) = &mut self.memo {
+            v.push(exact);
+        }
+        exact
+    }
+
+    fn judge_anew(&mut self, op: Op, subject: u32, now_ms: i64, cost: u64) -> u8 {
         if op == Op::Request {
             return self.verdicts(subject, now_ms, cost);
         }
@@ -224,7 +318,10 @@ pub struct Feed<'a> {
     source: Source<'a>,
     phases: Interner,
     judges: Judges,
+    placement: Option<Placement>,
     len: usize,
+    /// Whether every step has been given.
+    done: bool,
 }
 
 impl Feed<'static> {
@@ -280,7 +377,8 @@ impl<'a> Feed<'a> {
     }
 
     fn new(source: Source<'a>, len: usize) -> Feed<'a> {
-        Feed { source, phases: Interner::default(), judges: Judges { weighted: None, unit: None }, len }
+        let judges = Judges { weighted: None, unit: None, memo: Memo::Off };
+        Feed { source, phases: Interner::default(), judges, placement: None, len, done: false }
     }
 
     /// The same feed with the exact log's verdicts (limit and window from `params`) for every
@@ -290,6 +388,35 @@ impl<'a> Feed<'a> {
         let log = || Some(ExactLog::new(params));
         self.judges.weighted = if weighted.iter().any(|&w| w) { log() } else { None };
         self.judges.unit = if weighted.iter().any(|&w| !w) { log() } else { None };
+        self
+    }
+
+    /// The same feed, keeping every step's verdicts (both ways of counting, whichever this feed
+    /// judges) for [`Feed::take_verdicts`].
+    pub fn recording(mut self) -> Feed<'a> {
+        self.judges.memo = Memo::Record(Verdicts::default());
+        self
+    }
+
+    /// The verdicts kept by [`Feed::recording`], once the feed has given every step (`None`
+    /// before, or when not recording).
+    pub fn take_verdicts(&mut self) -> Option<Verdicts> {
+        match &mut self.judges.memo {
+            Memo::Record(v) if self.done => Some(std::mem::take(v)),
+            _ => None,
+        }
+    }
+
+    /// The same feed, its verdicts read from `verdicts` (recorded on a pass over the same arrivals
+    /// that judged both ways of counting its scripts need) instead of judged anew.
+    pub fn replaying(mut self, verdicts: Arc<Verdicts>) -> Feed<'a> {
+        self.judges = Judges { weighted: None, unit: None, memo: Memo::Replay(verdicts, 0) };
+        self
+    }
+
+    /// The same feed, its subjects placed in `shards` shards by load (see [`Shard`]).
+    pub fn sharded(mut self, shards: usize) -> Feed<'a> {
+        self.placement = (shards > 1).then(|| Placement::new(shards));
         self
     }
 
@@ -349,7 +476,7 @@ impl Iterator for Feed<'_> {
 
     fn next(&mut self) -> Option<Chunk> {
         let mut chunk = Chunk::default();
-        let Feed { source, phases, judges, .. } = self;
+        let Feed { source, phases, judges, placement, .. } = self;
         let known_phases = phases.names.len();
         match source {
             Source::Zipf { it, ranks, subjects } => {
@@ -365,13 +492,15 @@ impl Iterator for Feed<'_> {
                     chunk.names.push_str(it.key_prefix());
                     chunk.names.push_str(itoa::Buffer::new().format(rank));
                     let cost = it.cost();
-                    let exact = judges.verdicts(subject, at.as_millis().0, cost);
+                    let exact = judges.judge(Op::Request, subject, at.as_millis().0, cost);
                     chunk.steps.push(Step {
                         at,
                         cost,
                         subject,
                         phase,
                         name_end: chunk.names.len() as u32,
+                        shard: 0,
+                        row: subject,
                         exact,
                         op: Op::Request,
                     });
@@ -394,6 +523,8 @@ impl Iterator for Feed<'_> {
                         subject,
                         phase,
                         name_end: chunk.names.len() as u32,
+                        shard: 0,
+                        row: subject,
                         exact,
                         op: a.op,
                     });
@@ -421,15 +552,23 @@ impl Iterator for Feed<'_> {
                         subject,
                         phase,
                         name_end: chunk.names.len() as u32,
+                        shard: 0,
+                        row: subject,
                         exact,
                         op: a.op,
                     });
                 }
             }
         }
+        if let Some(p) = placement {
+            for step in &mut chunk.steps {
+                (step.shard, step.row) = p.place(step.subject);
+            }
+        }
         if !chunk.is_empty() {
             chunk.new_phases = phases.names.get(known_phases..).unwrap_or_default().to_vec();
         }
+        self.done = chunk.is_empty();
         (!chunk.is_empty()).then_some(chunk)
     }
 }

@@ -116,7 +116,7 @@ pub(crate) fn drive<C: std::borrow::Borrow<Chunk>>(
     for chunk in chunks {
         for (step, subject) in chunk.borrow().iter() {
             pos += 1;
-            if !shard.owns(step.subject) {
+            if !shard.owns(step) {
                 i += usize::from(step.op == crate::traffic::Op::Request);
                 continue;
             }

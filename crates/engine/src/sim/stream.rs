@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use super::acc::{Judged, MetricsAcc};
 use super::decisions_file::{DecisionWriter, DecisionsOut};
-use super::feed::{Chunk, Feed, PhaseNames, Shard};
+use super::feed::{Chunk, Feed, PhaseNames, Shard, Verdicts};
 use super::header_summary::{HeaderAcc, HeaderSummary};
 use super::{Progress, Scenario, PROGRESS_MIN};
 use crate::backend::emulated::EmulatedBackend;
@@ -26,6 +26,7 @@ use crate::limiter::{Limiter, Variant};
 use crate::metrics::Metrics;
 use crate::spec::SharedSpec;
 use crate::{Error, Result};
+use limitlab_emulator::clock::Stopwatch;
 
 /// What a streaming run produced.
 #[derive(Clone, Debug)]
@@ -45,6 +46,23 @@ pub struct StreamRun {
     pub elapsed_secs: f64,
     /// The threads that ran the script (more than one when the run was split by subject).
     pub threads: usize,
+    /// Where the time went, for `run --stats`.
+    pub timing: RunTiming,
+}
+
+/// Where a script's run spent its time (wall-clock and CPU figures: for `run --stats`, never in a
+/// report).
+#[derive(Clone, Debug, Default)]
+pub struct RunTiming {
+    /// The whole run of this script: feed, threads, merge.
+    pub wall_secs: f64,
+    /// CPU seconds of each thread that ran the script (its emulator's start and drop included).
+    pub thread_cpu_secs: Vec<f64>,
+    /// CPU seconds of the thread that produced the feed for the script's threads (0 when the
+    /// script ran on that thread).
+    pub feed_cpu_secs: f64,
+    /// Wall seconds merging the threads' metrics and naming subjects and phases.
+    pub merge_secs: f64,
 }
 
 /// What a streaming run does besides measuring.
@@ -60,6 +78,8 @@ struct Folded {
     acc: MetricsAcc,
     headers: HeaderAcc,
     elapsed_secs: f64,
+    /// The CPU seconds of the thread that folded it (0 when not measured).
+    cpu_secs: f64,
 }
 
 /// A fold's error, with the position in the run of the step that failed (see `super::drive`).
@@ -77,19 +97,24 @@ impl Folded {
         subjects: &Arc<Vec<String>>,
         phases: &[String],
     ) -> StreamRun {
+        let watch = Stopwatch::start();
         let threads = shards.len();
         let elapsed_secs = shards.iter().map(|f| f.elapsed_secs).fold(0.0, f64::max);
+        let thread_cpu_secs = shards.iter().map(|f| f.cpu_secs).collect();
         let (accs, headers): (Vec<MetricsAcc>, Vec<HeaderAcc>) = shards.into_iter().map(|f| (f.acc, f.headers)).unzip();
         let headers = headers.into_iter().reduce(HeaderAcc::merge).unwrap_or_else(|| HeaderAcc::new(limiter));
+        let (metrics, headers) = (MetricsAcc::finish_shards(accs, subjects, phases), headers.finish());
+        let timing = RunTiming { thread_cpu_secs, merge_secs: watch.elapsed_secs(), ..RunTiming::default() };
         StreamRun {
             name: limiter.name().to_string(),
             variant: limiter.variant(),
-            metrics: MetricsAcc::finish_shards(accs, subjects, phases),
+            metrics,
             subjects: Arc::clone(subjects),
             phases: phases.to_vec(),
-            headers: headers.finish(),
+            headers,
             elapsed_secs,
             threads,
+            timing,
         }
     }
 }
@@ -113,9 +138,9 @@ fn fold<C: std::borrow::Borrow<Chunk>>(
         let elapsed_secs =
             super::drive(limiter, backend, chunks, shard, bar, false, |r, step, subject, request, _, prober| {
                 headers.push(r, subject, request);
-                judge(&mut acc, r, request, step.exact_admits(weighted), subject, prober).map(|_| ())
+                judge(&mut acc, r, request, step.exact_admits(weighted), subject, shard.row(step), prober).map(|_| ())
             })?;
-        return Ok(Folded { acc, headers, elapsed_secs });
+        return Ok(Folded { acc, headers, elapsed_secs, cpu_secs: 0.0 });
     };
     // The writer names phases; the chunks bring the labels as they first appear.
     let phases = RefCell::new(PhaseNames::default());
@@ -123,11 +148,11 @@ fn fold<C: std::borrow::Borrow<Chunk>>(
     let elapsed_secs =
         super::drive(limiter, backend, chunks, shard, bar, true, |r, step, subject, request, calls, prober| {
             headers.push(r, subject, request);
-            let judged = judge(&mut acc, r, request, step.exact_admits(weighted), subject, prober)?;
+            let judged = judge(&mut acc, r, request, step.exact_admits(weighted), subject, shard.row(step), prober)?;
             w.write(r, step, subject, phases.borrow().name(step.phase), calls, judged)
         })?;
     w.finish().map_err(|e| (u64::MAX, e))?;
-    Ok(Folded { acc, headers, elapsed_secs })
+    Ok(Folded { acc, headers, elapsed_secs, cpu_secs: 0.0 })
 }
 
 /// Counts one decision into `acc`, its promises judged on the script's model or, without one, by
@@ -138,13 +163,14 @@ fn judge(
     request: u64,
     exact: bool,
     subject: &str,
+    row: u32,
     prober: &mut super::Prober<'_>,
 ) -> Result<Judged> {
     if !prober.can_ask() {
-        return acc.push(r, request, exact, subject);
+        return acc.push_asking(r, request, exact, subject, row, None);
     }
     let mut ask = |at: i64, costs: &[u64]| prober.ask(subject, at, costs);
-    acc.push_asking(r, request, exact, subject, Some(&mut ask))
+    acc.push_asking(r, request, exact, subject, row, Some(&mut ask))
 }
 
 /// Runs `feed` through `limiter`'s script on `backend` on this thread, streaming. `bar` shows
@@ -176,6 +202,7 @@ fn fold_on_emulator<C: std::borrow::Borrow<Chunk>>(
     opts: &RunOptions,
     index: usize,
 ) -> std::result::Result<Folded, FoldError> {
+    let cpu = thread_cpu_secs();
     let writer =
         opts.decisions.as_ref().map(|d| DecisionWriter::create(d, index, limiter)).transpose().map_err(|e| (0, e))?;
     let mut backend = EmulatedBackend::default();
@@ -184,7 +211,9 @@ fn fold_on_emulator<C: std::borrow::Borrow<Chunk>>(
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    folded
+    drop(backend);
+    let used = thread_cpu_secs().zip(cpu).map_or(0.0, |(end, start)| end - start);
+    folded.map(|f| Folded { cpu_secs: used, ..f })
 }
 
 /// Runs each of `scripts` over the scenario's arrivals for `seed`, streaming, on fresh emulators,
@@ -261,12 +290,23 @@ fn run_variants_inner(
     let mut out = Vec::with_capacity(variants.len());
     if by_subject {
         let shards = if jobs == 0 { super::parallel::default_jobs() } else { jobs };
+        // The first script's feed judges every request both ways the scripts count and keeps the
+        // verdicts; the later scripts' feeds read them instead of keeping exact logs of their own.
+        let weights: Vec<bool> = variants.iter().map(Limiter::takes_cost).collect();
+        let mut verdicts: Option<Arc<Verdicts>> = None;
         for (l, bar) in variants.iter().zip(&bars) {
-            let feed = match first.take() {
-                Some(f) => f,
-                None => Feed::scenario(s, seed)?,
+            let watch = Stopwatch::start();
+            let feed = match (first.take(), &verdicts) {
+                (Some(f), _) => f.judged(s.params, &weights).recording(),
+                (None, Some(v)) => Feed::scenario(s, seed)?.replaying(Arc::clone(v)),
+                (None, None) => Feed::scenario(s, seed)?.judged(s.params, &weights),
             };
-            out.push(run_split(s, feed.judged(s.params, &[l.takes_cost()]), l, shards, bar.as_ref())?);
+            let (mut run, kept) = run_split(s, feed.sharded(shards), l, shards, bar.as_ref())?;
+            if verdicts.is_none() {
+                verdicts = kept.map(Arc::new);
+            }
+            run.timing.wall_secs = watch.elapsed_secs();
+            out.push(run);
         }
         return Ok(out);
     }
@@ -325,16 +365,18 @@ fn keeps_to_its_subject(limiter: &Limiter) -> bool {
 }
 
 /// One script over `feed`, split by subject across `shards` threads (the feed produced on this
-/// one), or on this thread alone for one shard. The first error of the run, in request order,
-/// whichever shard met it, is the run's error: the one a run on one thread stops at.
+/// one, placed in as many shards: [`Feed::sharded`]), or on this thread alone for one shard. The
+/// first error of the run, in request order, whichever shard met it, is the run's error: the one a
+/// run on one thread stops at. Also gives the verdicts the feed kept, when it was recording.
 fn run_split(
     s: &Scenario,
     mut feed: Feed,
     limiter: &Limiter,
     shards: usize,
     bar: Option<&indicatif::ProgressBar>,
-) -> Result<StreamRun> {
+) -> Result<(StreamRun, Option<Verdicts>)> {
     let opts = RunOptions::default();
+    let cpu = thread_cpu_secs();
     let folded = if shards <= 1 {
         vec![fold_on_emulator(limiter, s.start_ms, feed.by_ref(), Shard::ALL, bar, &opts, 0)]
     } else {
@@ -343,6 +385,8 @@ fn run_split(
             fold_on_emulator(limiter, s.start_ms, chunks, Shard::new(i, shards), bar, &opts, 0)
         })
     };
+    let feed_cpu_secs =
+        if shards <= 1 { 0.0 } else { thread_cpu_secs().zip(cpu).map_or(0.0, |(end, start)| end - start) };
     if let Some(e) = feed.take_error() {
         return Err(e);
     }
@@ -361,8 +405,11 @@ fn run_split(
     if let Some((_, e)) = first_error {
         return Err(e);
     }
+    let verdicts = feed.take_verdicts();
     let (subjects, phases) = feed.into_names();
-    Ok(Folded::named_shards(parts, limiter, &Arc::new(subjects), &phases))
+    let mut run = Folded::named_shards(parts, limiter, &Arc::new(subjects), &phases);
+    run.timing.feed_cpu_secs = feed_cpu_secs;
+    Ok((run, verdicts))
 }
 
 /// The process's peak resident memory in bytes (VmHWM in /proc/self/status), where there is one.
@@ -376,7 +423,16 @@ pub fn peak_rss_bytes() -> Option<u64> {
 /// The process's CPU time so far (user and system), in seconds, from /proc/self/stat (whose clock
 /// ticks are USER_HZ, 100 per second on Linux).
 pub fn cpu_secs() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    stat_cpu_secs("/proc/self/stat")
+}
+
+/// The calling thread's CPU time so far, as [`cpu_secs`] reads the process's.
+pub fn thread_cpu_secs() -> Option<f64> {
+    stat_cpu_secs("/proc/thread-self/stat")
+}
+
+fn stat_cpu_secs(path: &str) -> Option<f64> {
+    let stat = std::fs::read_to_string(path).ok()?;
     // Fields after the command name (which may hold spaces) start after the last ')'.
     let rest = &stat[stat.rfind(')')? + 1..];
     let f: Vec<&str> = rest.split_whitespace().collect();
@@ -521,7 +577,7 @@ mod tests {
         let want = run_streaming(&limiter, &mut backend, feed(), None).unwrap_err().to_string();
         assert!(want.contains(&(max + 1).to_string()), "{want}");
         for shards in [1, 2, 3] {
-            let got = run_split(&s, feed(), &limiter, shards, None).unwrap_err().to_string();
+            let got = run_split(&s, feed().sharded(shards), &limiter, shards, None).unwrap_err().to_string();
             assert_eq!(got, want, "{shards} shards");
         }
     }
