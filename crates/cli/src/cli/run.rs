@@ -15,7 +15,9 @@ use limitlab_emulator::Result;
 use limitlab_engine::sim::coarse;
 use limitlab_engine::sim::decisions_file::DecisionsOut;
 use limitlab_engine::sim::parallel::default_jobs;
-use limitlab_engine::sim::stream::{cpu_secs, default_script_jobs, peak_rss_bytes, run_variants_with, RunOptions, RunTiming};
+use limitlab_engine::sim::stream::{
+    cpu_secs, default_script_jobs, peak_rss_bytes, run_variants_with, RunOptions, RunTiming,
+};
 use limitlab_engine::sim::{Progress, Scenario};
 
 #[derive(Debug, clap::Args)]
@@ -129,6 +131,10 @@ fn print_stats(plan: &Plan, r: &RunReport, runs: &Timings, secs: f64, threads: u
         thousands(r.subjects as u64),
         default_jobs(),
     );
+    // Only a run split by subject times each script (the others run side by side).
+    if runs.iter().all(|(_, t)| t.wall_secs == 0.0) {
+        return;
+    }
     let mut scripts_secs = 0.0;
     for (name, t) in runs {
         scripts_secs += t.wall_secs;
@@ -142,8 +148,11 @@ fn print_stats(plan: &Plan, r: &RunReport, runs: &Timings, secs: f64, threads: u
             t.merge_secs
         );
     }
-    if !runs.is_empty() {
-        eprintln!("stats:   outside the scripts (start-up, analysis, report): {:.1} s wall", (secs - scripts_secs).max(0.0));
+    {
+        eprintln!(
+            "stats:   outside the scripts (start-up, analysis, report): {:.1} s wall",
+            (secs - scripts_secs).max(0.0)
+        );
     }
 }
 

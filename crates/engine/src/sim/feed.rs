@@ -685,6 +685,71 @@ mod tests {
         assert!(none.iter().all(|s| !s.exact_admits(true) && !s.exact_admits(false)));
     }
 
+    /// Zipf traffic with costs, judged both ways (production and seed scripts together).
+    fn zipf_scenario() -> Scenario {
+        let text = "name = \"z\"\nlimit = 3\nwindow_ms = 100\nalgorithms = \"all\"\n\
+                    [traffic]\nkind = \"zipf_users\"\nusers = 400\nrequests = 20000\nduration_ms = 3000\ncost = 2\n";
+        Scenario::from_toml(text, std::path::Path::new("zipf.toml")).unwrap()
+    }
+
+    #[test]
+    fn verdicts_kept_from_one_pass_replay_on_the_next() {
+        let s = zipf_scenario();
+        let both = [true, false];
+        let judged: Vec<Step> = Feed::scenario(&s, 2).unwrap().judged(s.params, &both).flat_map(|c| c.steps).collect();
+        let mut recording = Feed::scenario(&s, 2).unwrap().judged(s.params, &both).recording();
+        assert!(recording.take_verdicts().is_none(), "nothing before the feed is done");
+        let recorded: Vec<Step> = recording.by_ref().flat_map(|c| c.steps).collect();
+        let verdicts = recording.take_verdicts().unwrap();
+        assert_eq!(verdicts.len(), judged.len());
+        let replayed: Vec<Step> =
+            Feed::scenario(&s, 2).unwrap().replaying(Arc::new(verdicts)).flat_map(|c| c.steps).collect();
+        assert_eq!(recorded, judged);
+        assert_eq!(replayed, judged);
+        assert!(judged.iter().any(|s| s.exact_admits(true) != s.exact_admits(false)), "the two ways differ here");
+    }
+
+    #[test]
+    fn subjects_are_placed_by_load_where_they_first_appear() {
+        // `hot` sends every third request: the subjects after it go to the other shards until
+        // their loads catch up, so no shard ends more than one subject's requests ahead.
+        let arrivals: Vec<Arrival> = (0..6_000)
+            .map(|i| Arrival {
+                at: Micros(i),
+                key: if i % 3 == 0 { "hot".into() } else { format!("u{}", i / 6) },
+                cost: 1,
+                phase: String::new(),
+                op: Op::Request,
+            })
+            .collect();
+        for shards in [2usize, 3] {
+            let steps: Vec<Step> = Feed::arrivals(&arrivals).sharded(shards).flat_map(|c| c.steps).collect();
+            let mut load = vec![0u64; shards];
+            let mut rows: Vec<Vec<u32>> = vec![Vec::new(); shards];
+            for st in &steps {
+                load[st.shard as usize] += 1;
+                let r = &mut rows[st.shard as usize];
+                // Rows are given in order of first appearance within the shard, each subject keeps its own.
+                match r.iter().position(|&k| k == st.subject) {
+                    Some(row) => assert_eq!(row as u32, st.row),
+                    None => {
+                        assert_eq!(st.row as usize, r.len());
+                        r.push(st.subject);
+                    }
+                }
+            }
+            assert_eq!(steps[0].shard, 0, "the first subject goes to the first shard");
+            let (lo, hi) = (load.iter().min().unwrap(), load.iter().max().unwrap());
+            assert!(hi - lo <= 6 * shards as u64, "{shards} shards: loads {load:?}");
+            // A split by subject index would give the hot subject's shard a third more than its share.
+            assert!(*hi <= 6_000 / shards as u64 + 6, "{load:?}");
+            let again: Vec<Step> = Feed::arrivals(&arrivals).sharded(shards).flat_map(|c| c.steps).collect();
+            assert_eq!(again, steps, "the same placement on every pass");
+        }
+        // Unsharded: shard 0, and the row is the subject.
+        assert!(Feed::arrivals(&arrivals).flat_map(|c| c.steps).all(|s| s.shard == 0 && s.row == s.subject));
+    }
+
     /// A big sorted trace is streamed, and the feed is the one reading it whole gives: the same
     /// steps, names, verdicts and tables, with the scenario's start and tie rule.
     #[test]
