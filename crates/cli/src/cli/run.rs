@@ -148,12 +148,10 @@ fn print_stats(plan: &Plan, r: &RunReport, runs: &Timings, secs: f64, threads: u
             t.merge_secs
         );
     }
-    {
-        eprintln!(
-            "stats:   outside the scripts (start-up, analysis, report): {:.1} s wall",
-            (secs - scripts_secs).max(0.0)
-        );
-    }
+    eprintln!(
+        "stats:   outside the scripts (start-up, analysis, report): {:.1} s wall",
+        (secs - scripts_secs).max(0.0)
+    );
 }
 
 pub fn run(plan: Plan, out: &mut dyn Write) -> Result<()> {
