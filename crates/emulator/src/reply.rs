@@ -220,7 +220,7 @@ fn exact_digits(a: f64, p: usize) -> Option<(u128, i32)> {
     let e = biased - 1075; // a = m * 2^e
     // 2^top <= a < 2^(top + 1); the decimal exponent is within one of top * log10(2).
     let top = e + 52;
-    let mut x = (top as f64 * std::f64::consts::LOG10_2).floor() as i32;
+    let mut x = (top * 78_913) >> 18; // floor(top * log10(2)), exact for |top| < 2,620
     for _ in 0..3 {
         let s = p as i32 - 1 - x; // digits = round(a * 10^s)
         // a * 10^s = num / den, both integers.
@@ -242,7 +242,8 @@ fn exact_digits(a: f64, p: usize) -> Option<(u128, i32)> {
             }
             den <<= -e;
         }
-        let (mut q, r) = (num / den, num % den);
+        // (Over a power of two, when the number has a fraction: a shift and a mask.)
+        let (mut q, r) = if s >= 0 && e < 0 { (num >> -e, num & (den - 1)) } else { (num / den, num % den) };
         // Round half to even (glibc rounds the exact value in the default rounding mode).
         if r > den - r || (r == den - r && q & 1 == 1) {
             q += 1;
@@ -262,17 +263,9 @@ fn exact_digits(a: f64, p: usize) -> Option<(u128, i32)> {
 /// [`exact_digits`]): the `%e` style below 10^-4 or from 10^p, else the `%f` style, with trailing
 /// zeros of the fraction (and a bare point) removed.
 fn write_g_digits(out: &mut Vec<u8>, digits: u128, exp: i32, p: usize) {
-    let mut buf = [0u8; 40];
-    let all = {
-        let mut n = digits;
-        let mut i = p;
-        while i > 0 {
-            i -= 1;
-            buf[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-        }
-        &buf[..p]
-    };
+    // Exactly p digits (the first is not zero), below 10^17: a u64.
+    let mut itoa = itoa::Buffer::new();
+    let all = itoa.format(digits as u64).as_bytes();
     // The digits left once the fraction's trailing zeros go (the first digit is never zero).
     let kept = all.iter().rposition(|&c| c != b'0').map_or(1, |i| i + 1);
     if exp < -4 || exp >= p as i32 {
