@@ -192,9 +192,8 @@ pub fn write_g(out: &mut Vec<u8>, d: f64, prec: usize) {
 }
 
 /// 10^0 ..= 10^17 as doubles (all exact).
-const POW10_F64: [f64; 18] = [
-    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17,
-];
+const POW10_F64: [f64; 18] =
+    [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17];
 
 /// 10^0 ..= 10^38, every power of ten a `u128` holds.
 const POW10: [u128; 39] = {
@@ -218,12 +217,12 @@ fn exact_digits(a: f64, p: usize) -> Option<(u128, i32)> {
     }
     let m = u128::from((bits & ((1 << 52) - 1)) | (1 << 52));
     let e = biased - 1075; // a = m * 2^e
-    // 2^top <= a < 2^(top + 1); the decimal exponent is within one of top * log10(2).
+                           // 2^top <= a < 2^(top + 1); the decimal exponent is within one of top * log10(2).
     let top = e + 52;
     let mut x = (top * 78_913) >> 18; // floor(top * log10(2)), exact for |top| < 2,620
     for _ in 0..3 {
         let s = p as i32 - 1 - x; // digits = round(a * 10^s)
-        // a * 10^s = num / den, both integers.
+                                  // a * 10^s = num / den, both integers.
         let mut num = m;
         let mut den = 1u128;
         if s >= 0 {
@@ -385,9 +384,29 @@ mod tests {
         // (where the exponent moves when rounding carries), the ends of the 128-bit fast path,
         // and a token bucket's fractional counts.
         let mut values = vec![
-            0.5, 2.5, 0.125, 0.375, 1.25, 9.5, 99.5, 999.5, 0.000095, 0.00009999999999999999, 9.999999999999999e16,
-            99999999999999990.0, 1e-22, 1e-23, 1.7e38, 3.4e38, 2f64.powi(126), 2f64.powi(127), 2f64.powi(128),
-            f64::MIN_POSITIVE, 5e-324, f64::MAX, 7.9919999999999998,
+            0.5,
+            2.5,
+            0.125,
+            0.375,
+            1.25,
+            9.5,
+            99.5,
+            999.5,
+            0.000095,
+            0.00009999999999999999,
+            9.999999999999999e16,
+            99999999999999990.0,
+            1e-22,
+            1e-23,
+            1.7e38,
+            3.4e38,
+            2f64.powi(126),
+            2f64.powi(127),
+            2f64.powi(128),
+            f64::MIN_POSITIVE,
+            5e-324,
+            f64::MAX,
+            7.992,
         ];
         for i in 0..2000 {
             values.push(i as f64 * 8.0 / 1000.0);
