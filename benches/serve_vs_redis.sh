@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # redis-benchmark against `limitlab serve` and a private redis-server, with the same client flags, in
-# one run: EVALSHA of scripts/fixed_window.lua (one connection's worth of pipelining -P 16, and none),
-# then GET, SET and INCR. Each test alternates between the two servers ROUNDS times and keeps each
-# server's best round (this machine's speed drifts for tens of seconds at a time; alternating puts both
-# servers in the same phases). Prints a markdown table (the one in docs/performance.md).
+# one run: PING (no work: the ceiling of the kernel and the client), EVALSHA of scripts/fixed_window.lua
+# (one connection's worth of pipelining -P 16, and none), then GET, SET and INCR. Each test alternates
+# between the two servers ROUNDS times and keeps each server's best round (this machine's speed drifts
+# for tens of seconds at a time; alternating puts both servers in the same phases). Prints a markdown
+# table (the one in docs/performance.md).
 #
 #   benches/serve_vs_redis.sh                 # N=200000 requests per round, C=50 clients, ROUNDS=3
 #   N=50000 ROUNDS=1 benches/serve_vs_redis.sh
@@ -89,6 +90,8 @@ now_ms="$(date +%s%3N)"
 one_s="$(redis-cli -p "$serve_port" EVALSHA "$sha" 1 'rl:{check}' 100 60000 "$now_ms" | tr '\n' ' ')"
 one_r="$(redis-cli -p "$redis_port" EVALSHA "$sha" 1 'rl:{check}' 100 60000 "$now_ms" | tr '\n' ' ')"
 [ "$one_s" = "$one_r" ] || { echo "EVALSHA differs: serve '$one_s', redis '$one_r'" >&2; exit 1; }
+# The ceiling the kernel and the client set on one request per round trip: PING does no work at all.
+run_test "PING" "-t ping_mbulk"
 run_test "EVALSHA fixed_window" "" EVALSHA "$sha" 1 'rl:{__rand_int__}' 100 60000 "$now_ms"
 run_test "EVALSHA fixed_window, pipelined" "-P 16" EVALSHA "$sha" 1 'rl:{__rand_int__}' 100 60000 "$now_ms"
 for t in get set incr; do

@@ -160,15 +160,148 @@ pub fn format_human_double(d: f64) -> String {
     }
 }
 
-/// C's `printf("%.<prec>g", d)` for finite `d` (and `nan`/`inf` spelled as glibc does).
+/// C's `printf("%.<prec>g", d)` as glibc prints it (`nan`/`inf` spelled as glibc does).
 pub fn fmt_g(d: f64, prec: usize) -> String {
+    let mut out = Vec::with_capacity(24);
+    write_g(&mut out, d, prec);
+    // SAFETY: write_g writes ASCII only (digits, signs, `.`, `e`, and the words of glibc).
+    unsafe { String::from_utf8_unchecked(out) }
+}
+
+/// [`fmt_g`] appended to `out`, with no allocation of its own when `|d|` is between about 1e-22
+/// and 2^127 (every number a script sends, in practice): the `prec` significant digits are the
+/// exact value `m * 2^e` scaled by a power of ten and rounded half to even, in 128-bit integers,
+/// which is what glibc's exact conversion gives. Anything else takes the general path.
+pub fn write_g(out: &mut Vec<u8>, d: f64, prec: usize) {
+    let p = prec.max(1);
+    if d.is_finite() && d != 0.0 && p <= 17 {
+        if d.abs() < POW10_F64[p] && d == (d as i64) as f64 {
+            // An integer of at most p digits prints as its digits.
+            out.extend_from_slice(itoa::Buffer::new().format(d as i64).as_bytes());
+            return;
+        }
+        if let Some((digits, exp)) = exact_digits(d.abs(), p) {
+            if d < 0.0 {
+                out.push(b'-');
+            }
+            write_g_digits(out, digits, exp, p);
+            return;
+        }
+    }
+    out.extend_from_slice(fmt_g_general(d, p).as_bytes());
+}
+
+/// 10^0 ..= 10^17 as doubles (all exact).
+const POW10_F64: [f64; 18] =
+    [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17];
+
+/// 10^0 ..= 10^38, every power of ten a `u128` holds.
+const POW10: [u128; 39] = {
+    let mut t = [1u128; 39];
+    let mut i = 1;
+    while i < 39 {
+        t[i] = t[i - 1] * 10;
+        i += 1;
+    }
+    t
+};
+
+/// The `p` significant digits of `a > 0` (finite) rounded half to even, as an integer of exactly `p`
+/// digits, and the decimal exponent of the first: `a ≈ digits * 10^(exp + 1 - p)`. None when the
+/// exact arithmetic would not fit in 128 bits.
+fn exact_digits(a: f64, p: usize) -> Option<(u128, i32)> {
+    let bits = a.to_bits();
+    let biased = ((bits >> 52) & 0x7ff) as i32;
+    if biased == 0 {
+        return None; // subnormal: far below the range of the fast path
+    }
+    let m = u128::from((bits & ((1 << 52) - 1)) | (1 << 52));
+    let e = biased - 1075; // a = m * 2^e
+                           // 2^top <= a < 2^(top + 1); the decimal exponent is within one of top * log10(2).
+    let top = e + 52;
+    let mut x = (top * 78_913) >> 18; // floor(top * log10(2)), exact for |top| < 2,620
+    for _ in 0..3 {
+        let s = p as i32 - 1 - x; // digits = round(a * 10^s)
+                                  // a * 10^s = num / den, both integers.
+        let mut num = m;
+        let mut den = 1u128;
+        if s >= 0 {
+            num = num.checked_mul(*POW10.get(s as usize)?)?;
+        } else {
+            den = *POW10.get((-s) as usize)?;
+        }
+        if e >= 0 {
+            if num.leading_zeros() <= e as u32 {
+                return None;
+            }
+            num <<= e;
+        } else {
+            if den.leading_zeros() <= (-e) as u32 {
+                return None;
+            }
+            den <<= -e;
+        }
+        // (Over a power of two, when the number has a fraction: a shift and a mask.)
+        let (mut q, r) = if s >= 0 && e < 0 { (num >> -e, num & (den - 1)) } else { (num / den, num % den) };
+        // Round half to even (glibc rounds the exact value in the default rounding mode).
+        if r > den - r || (r == den - r && q & 1 == 1) {
+            q += 1;
+        }
+        if q < POW10[p - 1] {
+            x -= 1;
+        } else if q >= POW10[p] {
+            x += 1;
+        } else {
+            return Some((q, x));
+        }
+    }
+    None
+}
+
+/// `%.<p>g` of a positive number given as its `p` digits and decimal exponent (see
+/// [`exact_digits`]): the `%e` style below 10^-4 or from 10^p, else the `%f` style, with trailing
+/// zeros of the fraction (and a bare point) removed.
+fn write_g_digits(out: &mut Vec<u8>, digits: u128, exp: i32, p: usize) {
+    // Exactly p digits (the first is not zero), below 10^17: a u64.
+    let mut itoa = itoa::Buffer::new();
+    let all = itoa.format(digits as u64).as_bytes();
+    // The digits left once the fraction's trailing zeros go (the first digit is never zero).
+    let kept = all.iter().rposition(|&c| c != b'0').map_or(1, |i| i + 1);
+    if exp < -4 || exp >= p as i32 {
+        out.push(all[0]);
+        if kept > 1 {
+            out.push(b'.');
+            out.extend_from_slice(&all[1..kept]);
+        }
+        out.push(b'e');
+        out.push(if exp < 0 { b'-' } else { b'+' });
+        let e = exp.unsigned_abs();
+        if e < 10 {
+            out.push(b'0');
+        }
+        out.extend_from_slice(itoa::Buffer::new().format(e).as_bytes());
+    } else if exp >= 0 {
+        let int = exp as usize + 1;
+        out.extend_from_slice(&all[..int]);
+        if kept > int {
+            out.push(b'.');
+            out.extend_from_slice(&all[int..kept]);
+        }
+    } else {
+        out.extend_from_slice(b"0.");
+        out.extend(std::iter::repeat_n(b'0', (-exp - 1) as usize));
+        out.extend_from_slice(&all[..kept]);
+    }
+}
+
+/// `%.<p>g` through the standard library's exact formatting: the fallback of [`write_g`].
+fn fmt_g_general(d: f64, p: usize) -> String {
     if d.is_nan() {
         return if d.is_sign_negative() { "-nan".into() } else { "nan".into() };
     }
     if d.is_infinite() {
         return if d > 0.0 { "inf".into() } else { "-inf".into() };
     }
-    let p = if prec == 0 { 1 } else { prec };
     if d == 0.0 {
         return if d.is_sign_negative() { "-0".into() } else { "0".into() };
     }
@@ -240,6 +373,62 @@ mod tests {
             for d in [v, -v] {
                 for prec in [1, 2, 6, 13, 14, 15, 16, 17] {
                     assert_eq!(fmt_g(d, prec), c_g(d, prec), "{d} at %.{prec}g");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn g_formatting_of_any_double_at_any_precision_matches_the_c_library() {
+        // Ties at every precision (rounded half to even), values either side of a power of ten
+        // (where the exponent moves when rounding carries), the ends of the 128-bit fast path,
+        // and a token bucket's fractional counts.
+        let mut values = vec![
+            0.5,
+            2.5,
+            0.125,
+            0.375,
+            1.25,
+            9.5,
+            99.5,
+            999.5,
+            0.000095,
+            0.00009999999999999999,
+            9.999999999999999e16,
+            99999999999999990.0,
+            1e-22,
+            1e-23,
+            1.7e38,
+            3.4e38,
+            2f64.powi(126),
+            2f64.powi(127),
+            2f64.powi(128),
+            f64::MIN_POSITIVE,
+            5e-324,
+            f64::MAX,
+            7.992,
+        ];
+        for i in 0..2000 {
+            values.push(i as f64 * 8.0 / 1000.0);
+            values.push(8.0 - i as f64 / 7.0);
+        }
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..20_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let v = f64::from_bits(seed);
+            if v.is_finite() {
+                values.push(v);
+            }
+            // Mostly inside the fast path's range: a 53-bit mantissa scaled by 10^-25 ..= 10^40.
+            let m = (seed >> 11) as f64;
+            values.push(m * 10f64.powi((seed % 66) as i32 - 40));
+        }
+        for v in values {
+            for d in [v, -v] {
+                for prec in 1..=17 {
+                    assert_eq!(fmt_g(d, prec), c_g(d, prec), "{d:e} at %.{prec}g");
                 }
             }
         }

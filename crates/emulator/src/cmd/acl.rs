@@ -297,11 +297,11 @@ impl Core {
     /// The ACL check of a call by client `id` (Redis's `ACLCheckAllPerm`); a denial is logged with
     /// `context` (`toplevel`, `multi`, `lua`) and returned with the command's full name.
     pub fn acl_check(&mut self, id: ClientId, args: &[&[u8]], context: &'static str) -> Result<(), (Denied, String)> {
-        let Some(c) = self.clients.get(id.index()).and_then(Option::as_ref) else { return Ok(()) };
-        let Some(user) = self.acl.user(c.user.as_deref()) else { return Ok(()) };
-        if user.unrestricted() {
+        if self.acl_unrestricted(id) {
             return Ok(());
         }
+        let c = self.clients[id.index()].as_ref().expect("a client (acl_unrestricted)");
+        let user = self.acl.user(c.user.as_deref()).expect("a user (acl_unrestricted)");
         let Err((d, pos)) = user.check(args) else { return Ok(()) };
         let u = acl::universe();
         let full = u.of_call(args).map_or_else(String::new, |i| u.cmds[i].full.clone());
@@ -312,6 +312,13 @@ impl Core {
         let username = user.name.clone();
         self.acl_log(id, d.reason(), context, &object, &username);
         Err((d, full))
+    }
+
+    /// Whether [`Core::acl_check`] lets client `id` run anything: it has no user, or one with every
+    /// command, key and channel.
+    pub fn acl_unrestricted(&self, id: ClientId) -> bool {
+        let Some(c) = self.clients.get(id.index()).and_then(Option::as_ref) else { return true };
+        self.acl.user(c.user.as_deref()).is_none_or(|u| u.unrestricted())
     }
 
     /// Adds an entry to the ACL log for client `id`.

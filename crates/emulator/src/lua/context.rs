@@ -32,6 +32,11 @@ pub(crate) struct RunState {
     pub(crate) allow_oom: Cell<bool>,
     /// The embedder's busy handler and what it is told of a long run (see [`super::busy`]).
     pub(crate) busy: super::busy::BusyState,
+    /// The caller's user may run any command on any key (`Core::acl_unrestricted`), judged at the
+    /// run's first `redis.call` (None before it): no script can change a user or the caller's login
+    /// (ACL, AUTH and CONFIG are `noscript`), so `redis.call` skips the ACL check for the rest of
+    /// the run.
+    pub(crate) acl_open: Cell<Option<bool>>,
 }
 
 /// What the C functions need; owned by the VM and handed to them as a light userdata upvalue.

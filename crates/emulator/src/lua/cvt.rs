@@ -34,43 +34,8 @@ pub(crate) fn cvt_u64(x: f64) -> u64 {
     }
 }
 
-/// C's `printf("%.<prec>g", x)` as glibc prints it (used for cjson numbers).
-pub(crate) fn fmt_g(x: f64, prec: usize) -> String {
-    if x.is_nan() {
-        return if x.is_sign_negative() { "-nan".into() } else { "nan".into() };
-    }
-    if x.is_infinite() {
-        return if x < 0.0 { "-inf".into() } else { "inf".into() };
-    }
-    let p = prec.max(1);
-    // The exponent %e would print decides between the fixed and exponent styles.
-    let e_form = format!("{:.*e}", p - 1, x);
-    let epos = e_form.rfind('e').unwrap_or(e_form.len());
-    let exp: i32 = e_form[epos + 1..].parse().unwrap_or(0);
-    if exp < -4 || exp >= p as i32 {
-        let mut mant = e_form[..epos].to_string();
-        strip_fraction_zeros(&mut mant);
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{mant}e{sign}{:02}", exp.unsigned_abs())
-    } else {
-        let decimals = (p as i32 - 1 - exp).max(0) as usize;
-        let mut s = format!("{:.*}", decimals, x);
-        strip_fraction_zeros(&mut s);
-        s
-    }
-}
-
-/// Drops trailing zeros after a decimal point, and the point itself when nothing follows it.
-fn strip_fraction_zeros(s: &mut String) {
-    if s.contains('.') {
-        while s.ends_with('0') {
-            s.pop();
-        }
-        if s.ends_with('.') {
-            s.pop();
-        }
-    }
-}
+/// C's `printf("%.<prec>g", x)` as glibc prints it (used for cjson numbers): the one in `reply`.
+pub(crate) use crate::reply::fmt_g;
 
 #[cfg(test)]
 mod tests {

@@ -14,18 +14,14 @@ use super::call::call_checked;
 use super::context::CallCtx;
 use super::cvt::cvt_i64;
 use super::stack::{one_line, push_bytes};
-use crate::reply::{fmt_g, Reply, ReplySink};
+use crate::reply::{write_g, Reply, ReplySink};
 
 /// Most commands have few arguments: up to this many are kept on the stack.
 const INLINE_ARGS: usize = 16;
 
-/// Formats a Lua number argument as Redis 7.0 does (`%.17g`), with a fast path for integers.
+/// Formats a Lua number argument as Redis 7.0 does (`%.17g`).
 fn push_number(buf: &mut Vec<u8>, n: f64) {
-    if n.fract() == 0.0 && n.abs() < 1e17 && !(n == 0.0 && n.is_sign_negative()) {
-        buf.extend_from_slice(itoa::Buffer::new().format(n as i64).as_bytes());
-    } else {
-        buf.extend_from_slice(fmt_g(n, 17).as_bytes());
-    }
+    write_g(buf, n, 17);
 }
 
 /// Where `redis.call` writes a command's reply: onto the Lua stack, as `redisProtocolToLuaType`.

@@ -281,7 +281,8 @@ pub(crate) unsafe extern "C-unwind" fn acl_check_cmd(l: *mut ffi::lua_State) -> 
 /// which the returned lifetime (tied to `buf`) does not enforce: the caller uses them within the call.
 unsafe fn arg_bytes(l: *mut ffi::lua_State, i: c_int, buf: &mut Vec<u8>) -> &[u8] {
     if ffi::lua_type(l, i) == ffi::LUA_TNUMBER {
-        *buf = crate::reply::fmt_g(ffi::lua_tonumber(l, i), 17).into_bytes();
+        buf.clear();
+        crate::reply::write_g(buf, ffi::lua_tonumber(l, i), 17);
         buf
     } else {
         let mut len = 0usize;

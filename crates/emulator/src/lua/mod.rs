@@ -74,6 +74,7 @@ impl Scripting {
             cross_slot: Cell::new(false),
             commands: RefCell::default(),
             busy: Default::default(),
+            acl_open: Cell::new(None),
             oom_at_start: Cell::new(false),
             allow_oom: Cell::new(false),
         });

@@ -57,6 +57,7 @@ pub(super) fn run_function(
         core.frozen_ms = Some(now);
         let oom = core.settings.maxmemory() > 0 && super::refusals::out_of_memory(&mut core);
         st.oom_at_start.set(oom);
+        st.acl_open.set(None);
         let threshold = st.busy.on().then(|| core.settings.int("busy-reply-threshold"));
         st.busy.begin(name, eval, threshold);
         core.selected
