@@ -216,13 +216,13 @@ fn exact_digits(a: f64, p: usize) -> Option<(u128, i32)> {
         return None; // subnormal: far below the range of the fast path
     }
     let m = u128::from((bits & ((1 << 52) - 1)) | (1 << 52));
-    let e = biased - 1075; // a = m * 2^e
-                           // 2^top <= a < 2^(top + 1); the decimal exponent is within one of top * log10(2).
+    // a = m * 2^e, and 2^top <= a < 2^(top + 1): the decimal exponent is within one of top * log10(2).
+    let e = biased - 1075;
     let top = e + 52;
     let mut x = (top * 78_913) >> 18; // floor(top * log10(2)), exact for |top| < 2,620
     for _ in 0..3 {
-        let s = p as i32 - 1 - x; // digits = round(a * 10^s)
-                                  // a * 10^s = num / den, both integers.
+        // digits = round(a * 10^s), with a * 10^s = num / den, both integers.
+        let s = p as i32 - 1 - x;
         let mut num = m;
         let mut den = 1u128;
         if s >= 0 {
@@ -407,7 +407,35 @@ mod tests {
             5e-324,
             f64::MAX,
             7.992,
+            // cjson's numbers (`%.14g`) at the edges of plain and exponent notation.
+            0.0,
+            -0.0,
+            0.1,
+            0.25,
+            1e-4,
+            2f64.powi(53),
+            1e15,
+            1e14,
+            123456789012345.0,
+            1e100,
+            0.0001234,
+            1.0 / 3.0,
+            9.999999999999995,
+            99999999999999.5,
+            1e21,
+            -1.5e-10,
+            123456.789,
+            0.00012345678901234,
         ];
+        // Multiples of 1/8 and three-digit integers scaled by 10^-20 ..= 10^19.
+        let mut seed: u64 = 0x1234_5678_9abc_def0;
+        for _ in 0..3000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            values.push((seed % 100_000) as f64 / 8.0);
+            values.push((seed % 1000) as f64 * 10f64.powi((seed % 40) as i32 - 20));
+        }
         for i in 0..2000 {
             values.push(i as f64 * 8.0 / 1000.0);
             values.push(8.0 - i as f64 / 7.0);
@@ -432,5 +460,7 @@ mod tests {
                 }
             }
         }
+        assert_eq!(fmt_g(f64::INFINITY, 14), "inf");
+        assert_eq!(fmt_g(f64::NEG_INFINITY, 14), "-inf");
     }
 }
