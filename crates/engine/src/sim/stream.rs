@@ -212,7 +212,7 @@ fn fold_on_emulator<C: std::borrow::Borrow<Chunk>>(
         b.finish_and_clear();
     }
     drop(backend);
-    let used = thread_cpu_secs().zip(cpu).map_or(0.0, |(end, start)| end - start);
+    let used = thread_cpu_since(cpu);
     folded.map(|f| Folded { cpu_secs: used, ..f })
 }
 
@@ -385,8 +385,7 @@ fn run_split(
             fold_on_emulator(limiter, s.start_ms, chunks, Shard::new(i, shards), bar, &opts, 0)
         })
     };
-    let feed_cpu_secs =
-        if shards <= 1 { 0.0 } else { thread_cpu_secs().zip(cpu).map_or(0.0, |(end, start)| end - start) };
+    let feed_cpu_secs = if shards <= 1 { 0.0 } else { thread_cpu_since(cpu) };
     if let Some(e) = feed.take_error() {
         return Err(e);
     }
@@ -429,6 +428,12 @@ pub fn cpu_secs() -> Option<f64> {
 /// The calling thread's CPU time so far, as [`cpu_secs`] reads the process's.
 pub fn thread_cpu_secs() -> Option<f64> {
     stat_cpu_secs("/proc/thread-self/stat")
+}
+
+/// The calling thread's CPU seconds since `start` (a [`thread_cpu_secs`] reading), 0 where the
+/// system does not say.
+fn thread_cpu_since(start: Option<f64>) -> f64 {
+    thread_cpu_secs().zip(start).map_or(0.0, |(end, start)| end - start)
 }
 
 fn stat_cpu_secs(path: &str) -> Option<f64> {
