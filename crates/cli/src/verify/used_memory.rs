@@ -14,7 +14,8 @@
 //! taken on a fresh connection (so the reader's own buffers are the same both times), the loading
 //! connection is closed before the second and a reading counts only once the reader is the
 //! server's one client (the server frees a closed connection's buffers when it gets to it, which
-//! on a busy machine can be late), and readings are repeated until two in a row agree (the server
+//! on a busy machine can be late), the slow log is emptied first (on a busy machine commands are
+//! slow, and each logged one keeps its arguments), and readings are repeated until two in a row agree (the server
 //! finishes an incremental rehash in its cron, within a second or so).
 use std::time::Duration;
 
@@ -111,7 +112,8 @@ fn connect(url: &str) -> Result<redis::Connection> {
 
 /// `used_memory` read on a fresh connection once the reader is the server's only client (the
 /// server has freed every closed connection and its buffers, however slowly the machine lets it
-/// get to them), repeated until two such readings 300 ms apart agree (at most 50 readings).
+/// get to them) and its slow log is emptied (SLOWLOG RESET), repeated until two such readings
+/// 300 ms apart agree (at most 50 readings).
 pub fn settled_used_memory(url: &str) -> Result<i64> {
     let field = |info: &str, name: &str| -> Option<i64> {
         info.lines()
@@ -120,6 +122,10 @@ pub fn settled_used_memory(url: &str) -> Result<i64> {
     };
     let read = || -> Result<Option<i64>> {
         let mut c = connect(url)?;
+        // The slow log keeps a copy of every logged command's arguments (up to 128 entries, some
+        // 400 bytes each for a limiter's EVALSHA); on a loaded machine many commands take over
+        // its 10 ms threshold, which moved a 10,000-subject growth by 3%.
+        let _: () = redis::cmd("SLOWLOG").arg("RESET").query(&mut c).map_err(|e| redis_err("SLOWLOG RESET", e))?;
         let info: String =
             redis::cmd("INFO").arg("clients").arg("memory").query(&mut c).map_err(|e| redis_err("INFO", e))?;
         let used = field(&info, "used_memory").ok_or_else(|| Error::Redis("INFO memory has no used_memory".into()))?;
