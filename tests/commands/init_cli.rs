@@ -337,6 +337,8 @@ fn nothing_recognised_exits_2_and_says_what_init_knows() {
         "{stderr}"
     );
     assert!(stdout.contains("no rate limiter init knows"), "{stdout}");
+    // One prefix: the binary's own, then the command's (not "limitlab: limitlab init: ...").
+    assert!(stderr.starts_with("limitlab: init: "), "{stderr}");
     assert!(!dir.0.join("out").exists());
     let out = limitlab(&["init", &format!("{}/nope", dir.path())]);
     assert_eq!(out.status.code(), Some(2));

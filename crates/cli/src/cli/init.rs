@@ -41,7 +41,7 @@ pub struct Plan {
 }
 
 fn invalid(field: &str, reason: String) -> Error {
-    Error::Invalid { context: "limitlab init".into(), field: field.into(), reason }
+    Error::Invalid { context: "init".into(), field: field.into(), reason }
 }
 
 impl Plan {

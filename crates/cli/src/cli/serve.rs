@@ -48,7 +48,7 @@ pub struct Args {
 
 pub fn plan(a: Args) -> Result<Options> {
     let invalid =
-        |field: &str, reason: String| Error::Invalid { context: "limitlab serve".into(), field: field.into(), reason };
+        |field: &str, reason: String| Error::Invalid { context: "serve".into(), field: field.into(), reason };
     let at = a.at.unwrap_or(DEFAULT_START.0);
     if !(0..=limitlab_engine::limiter::MAX_ARG as i64).contains(&at) {
         return Err(invalid(

@@ -132,7 +132,7 @@ pub struct Plan {
 }
 
 fn invalid(field: &str, reason: String) -> Error {
-    Error::Invalid { context: "limitlab cli".into(), field: field.into(), reason }
+    Error::Invalid { context: "cli".into(), field: field.into(), reason }
 }
 
 impl Plan {

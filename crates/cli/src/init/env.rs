@@ -50,7 +50,7 @@ pub fn shown(base: &Path, path: &Path) -> String {
 }
 
 fn invalid(field: &str, reason: String) -> Error {
-    Error::Invalid { context: "limitlab init".into(), field: field.into(), reason }
+    Error::Invalid { context: "init".into(), field: field.into(), reason }
 }
 
 /// The package directories to look in for one PATH argument: the directory itself when it is a

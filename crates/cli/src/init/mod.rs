@@ -356,7 +356,7 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<()> {
             ),
             (true, _) => "recognised libraries, but no spec could be written (see above)".to_string(),
         };
-        return Err(Error::Invalid { context: "limitlab init".into(), field: "PATH".into(), reason });
+        return Err(Error::Invalid { context: "init".into(), field: "PATH".into(), reason });
     }
     write_all(&files, &opts.out, opts.force)?;
     // Each written spec must load, and one request must run: say what a first request gets.
@@ -446,7 +446,7 @@ fn write_all(files: &[Out], dir: &Path, force: bool) -> Result<()> {
         .collect();
     if !in_the_way.is_empty() && !force {
         return Err(Error::Invalid {
-            context: "limitlab init".into(),
+            context: "init".into(),
             field: "--out".into(),
             reason: format!(
                 "{} already exist with other content (--force overwrites): {}",
