@@ -47,8 +47,7 @@ pub struct Args {
 }
 
 pub fn plan(a: Args) -> Result<Options> {
-    let invalid =
-        |field: &str, reason: String| Error::Invalid { context: "serve".into(), field: field.into(), reason };
+    let invalid = |field: &str, reason: String| Error::Invalid { context: "serve".into(), field: field.into(), reason };
     let at = a.at.unwrap_or(DEFAULT_START.0);
     if !(0..=limitlab_engine::limiter::MAX_ARG as i64).contains(&at) {
         return Err(invalid(
