@@ -1,8 +1,8 @@
 //! The one raw RESP connection of the tests that talk to a server byte by byte (`limitlab serve`
 //! and a private redis-server alike): requests are written as RESP arrays, replies read with the
-//! server crate's own reader, and a read that waits longer than the timeout fails the test instead
-//! of hanging it.
-use std::io::{BufReader, Read, Write};
+//! server crate's own reader or as the raw bytes that carry them, and a read that waits longer than
+//! the timeout fails the test instead of hanging it.
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
@@ -84,6 +84,55 @@ impl Conn {
         }
     }
 
+    /// One RESP2/RESP3 value, as the exact bytes that carry it (for replies compared byte for byte).
+    pub fn read_raw(&mut self) -> Vec<u8> {
+        let mut out = self.raw_line();
+        let n = || std::str::from_utf8(&out[1..out.len() - 2]).unwrap().parse::<i64>().unwrap();
+        match out[0] {
+            b'$' | b'=' | b'!' => {
+                let len = n();
+                if len >= 0 {
+                    let mut body = vec![0u8; len as usize + 2];
+                    self.r.read_exact(&mut body).expect("a bulk body");
+                    out.extend_from_slice(&body);
+                }
+            }
+            b'*' | b'~' | b'>' | b'%' => {
+                let items = if out[0] == b'%' { n() * 2 } else { n() };
+                for _ in 0..items.max(0) {
+                    let item = self.read_raw();
+                    out.extend_from_slice(&item);
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+
+    /// [`Conn::call`] whose reply is [`Conn::read_raw`]'s bytes.
+    pub fn call_raw(&mut self, args: &[&str]) -> Vec<u8> {
+        self.send(args);
+        self.read_raw()
+    }
+
+    /// Attaches as a replica: writes `first` (SYNC or PSYNC) as it is and reads the lines before the
+    /// snapshot (without their CRLF) and the snapshot itself; the command stream follows.
+    pub fn attach(&mut self, first: &[u8]) -> (Vec<Vec<u8>>, Vec<u8>) {
+        self.write_raw(first);
+        let mut headers = Vec::new();
+        loop {
+            let mut l = self.raw_line();
+            l.truncate(l.len() - 2);
+            if let Some(n) = l.strip_prefix(b"$") {
+                let n: usize = std::str::from_utf8(n).unwrap().parse().expect("a length");
+                let mut rdb = vec![0u8; n];
+                self.r.read_exact(&mut rdb).expect("the snapshot");
+                return (headers, rdb);
+            }
+            headers.push(l);
+        }
+    }
+
     /// The raw bytes the server sends until they end with `end`.
     pub fn bytes_until(&mut self, end: &[u8]) -> Vec<u8> {
         let mut got = Vec::new();
@@ -98,5 +147,13 @@ impl Conn {
     /// Whether the server closed the connection (reads until then).
     pub fn closed(&mut self) -> bool {
         limitlab_server::client::read_reply(&mut self.r).is_err()
+    }
+
+    /// One line as sent, with its CRLF (a line cut short fails the test).
+    fn raw_line(&mut self) -> Vec<u8> {
+        let mut l = Vec::new();
+        self.r.read_until(b'\n', &mut l).expect("a line");
+        assert!(l.ends_with(b"\r\n"), "cut line {:?}", String::from_utf8_lossy(&l));
+        l
     }
 }

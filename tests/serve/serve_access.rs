@@ -5,82 +5,21 @@
 //! ACL CAT is one, and differs between two runs of Redis itself).
 use crate::common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
+use common::conn::Conn;
 use common::{LimitlabServe, RedisServer};
 
-/// A connection that sends commands and reads replies as raw RESP bytes.
-struct Conn {
-    r: BufReader<TcpStream>,
-}
-
-impl Conn {
-    fn open(port: u16) -> Conn {
-        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        Conn { r: BufReader::new(s) }
-    }
-
-    fn send(&mut self, args: &[&str]) {
-        let mut b = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            b.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            b.extend_from_slice(a.as_bytes());
-            b.extend_from_slice(b"\r\n");
+/// Waits until INFO says `n` clients are blocked.
+fn wait_blocked(c: &mut Conn, n: usize) {
+    let want = format!("blocked_clients:{n}\r\n");
+    for _ in 0..2000 {
+        if String::from_utf8_lossy(&c.call_raw(&["INFO", "clients"])).contains(&want) {
+            return;
         }
-        self.r.get_mut().write_all(&b).expect("send");
+        std::thread::sleep(Duration::from_millis(5));
     }
-
-    fn line(&mut self) -> Vec<u8> {
-        let mut l = Vec::new();
-        self.r.read_until(b'\n', &mut l).expect("a line");
-        assert!(l.ends_with(b"\r\n"), "cut line {:?}", String::from_utf8_lossy(&l));
-        l
-    }
-
-    /// One RESP2/RESP3 value, as the bytes that carry it.
-    fn read(&mut self) -> Vec<u8> {
-        let mut out = self.line();
-        let n = || std::str::from_utf8(&out[1..out.len() - 2]).unwrap().parse::<i64>().unwrap();
-        match out[0] {
-            b'$' | b'=' | b'!' => {
-                let len = n();
-                if len >= 0 {
-                    let mut body = vec![0u8; len as usize + 2];
-                    self.r.read_exact(&mut body).expect("a bulk body");
-                    out.extend_from_slice(&body);
-                }
-            }
-            b'*' | b'~' | b'>' | b'%' => {
-                let items = if out[0] == b'%' { n() * 2 } else { n() };
-                for _ in 0..items.max(0) {
-                    let item = self.read();
-                    out.extend_from_slice(&item);
-                }
-            }
-            _ => {}
-        }
-        out
-    }
-
-    fn call(&mut self, args: &[&str]) -> Vec<u8> {
-        self.send(args);
-        self.read()
-    }
-
-    /// Waits until INFO says `n` clients are blocked.
-    fn wait_blocked(&mut self, n: usize) {
-        let want = format!("blocked_clients:{n}\r\n");
-        for _ in 0..2000 {
-            if String::from_utf8_lossy(&self.call(&["INFO", "clients"])).contains(&want) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        panic!("never {n} blocked clients");
-    }
+    panic!("never {n} blocked clients");
 }
 
 fn text(b: &[u8]) -> String {
@@ -93,7 +32,7 @@ fn same_replies(serve: u16, redis: u16, conns: usize, steps: &[(usize, &[&str])]
     let mut ours: Vec<Conn> = (0..conns).map(|_| Conn::open(serve)).collect();
     let mut theirs: Vec<Conn> = (0..conns).map(|_| Conn::open(redis)).collect();
     for (i, args) in steps {
-        let (a, b) = (ours[*i].call(args), theirs[*i].call(args));
+        let (a, b) = (ours[*i].call_raw(args), theirs[*i].call_raw(args));
         assert_eq!(text(&a), text(&b), "reply to {args:?} on connection {i}");
     }
 }
@@ -209,7 +148,7 @@ fn acl_rules_auth_and_refusals_reply_as_redis_does() {
 
 /// The ACL log's entries as Redis writes them, their age and client line aside.
 fn log_entries(c: &mut Conn) -> Vec<String> {
-    let raw = text(&c.call(&["ACL", "LOG"]));
+    let raw = text(&c.call_raw(&["ACL", "LOG"]));
     let parts: Vec<&str> = raw.split("\r\n").collect();
     let mut out = Vec::new();
     let mut i = 0;
@@ -231,17 +170,29 @@ fn the_acl_log_records_what_redis_records() {
     let mut logs = Vec::new();
     for port in [serve.port(), redis.port()] {
         let (mut admin, mut user) = (Conn::open(port), Conn::open(port));
-        admin.call(&["ACL", "SETUSER", "lim", "on", ">p", "+get", "+set", "+eval", "+publish", "~k*", "resetchannels"]);
-        user.call(&["AUTH", "lim", "nope"]);
-        user.call(&["AUTH", "lim", "p"]);
-        user.call(&["GET", "zz"]);
-        user.call(&["GET", "zz"]);
-        user.call(&["DEL", "k1"]);
-        user.call(&["PUBLISH", "c", "m"]);
-        user.call(&["EVAL", "return redis.pcall('set','x','1')", "0"]);
+        admin.call_raw(&[
+            "ACL",
+            "SETUSER",
+            "lim",
+            "on",
+            ">p",
+            "+get",
+            "+set",
+            "+eval",
+            "+publish",
+            "~k*",
+            "resetchannels",
+        ]);
+        user.call_raw(&["AUTH", "lim", "nope"]);
+        user.call_raw(&["AUTH", "lim", "p"]);
+        user.call_raw(&["GET", "zz"]);
+        user.call_raw(&["GET", "zz"]);
+        user.call_raw(&["DEL", "k1"]);
+        user.call_raw(&["PUBLISH", "c", "m"]);
+        user.call_raw(&["EVAL", "return redis.pcall('set','x','1')", "0"]);
         logs.push(log_entries(&mut admin));
-        assert_eq!(text(&admin.call(&["ACL", "LOG", "RESET"])), "+OK\r\n");
-        assert_eq!(text(&admin.call(&["ACL", "LOG"])), "*0\r\n");
+        assert_eq!(text(&admin.call_raw(&["ACL", "LOG", "RESET"])), "+OK\r\n");
+        assert_eq!(text(&admin.call_raw(&["ACL", "LOG"])), "*0\r\n");
     }
     assert_eq!(logs[0].len(), 5, "{:?}", logs[0]);
     assert_eq!(logs[0], logs[1]);
@@ -274,7 +225,7 @@ fn monitor_shows_commands_as_redis_does() {
     let mut seen = Vec::new();
     for port in [serve.port(), redis.port()] {
         let (mut mon, mut c) = (Conn::open(port), Conn::open(port));
-        assert_eq!(text(&mon.call(&["MONITOR"])), "+OK\r\n");
+        assert_eq!(text(&mon.call_raw(&["MONITOR"])), "+OK\r\n");
         let steps: &[&[&str]] = &[
             &["SET", "a", "1"],
             &["SET", "x y", "a\"b\n\x01"],
@@ -291,22 +242,22 @@ fn monitor_shows_commands_as_redis_does() {
             &["PING"],
         ];
         for s in steps {
-            c.call(s);
+            c.call_raw(s);
         }
         // Ten of the thirteen are shown (not CONFIG GET, an admin command, nor the two refused
         // before they ran), with the script's two calls.
         let mut lines = Vec::new();
         for _ in 0..12 {
-            lines.extend(mon.read());
+            lines.extend(mon.read_raw());
         }
         // The monitor itself may not touch keys; its own PING is shown after its reply.
-        let mut own = mon.call(&["GET", "a"]);
-        own.extend(mon.call(&["PING"]));
-        lines.extend(mon.read());
-        let list = text(&c.call(&["CLIENT", "LIST"]));
+        let mut own = mon.call_raw(&["GET", "a"]);
+        own.extend(mon.call_raw(&["PING"]));
+        lines.extend(mon.read_raw());
+        let list = text(&c.call_raw(&["CLIENT", "LIST"]));
         assert!(list.contains("flags=O"), "{list}");
-        assert_eq!(text(&mon.call(&["RESET"])), "+RESET\r\n");
-        let list = text(&c.call(&["CLIENT", "LIST"]));
+        assert_eq!(text(&mon.call_raw(&["RESET"])), "+RESET\r\n");
+        let list = text(&c.call_raw(&["CLIENT", "LIST"]));
         assert!(!list.contains("flags=O"), "{list}");
         seen.push((text(&own), normalized_monitor(&lines)));
     }
@@ -323,43 +274,43 @@ fn tracking_invalidations_arrive_as_redis_sends_them() {
     for port in [serve.port(), redis.port()] {
         let (mut redir, mut tracker, mut writer, mut r3) =
             (Conn::open(port), Conn::open(port), Conn::open(port), Conn::open(port));
-        let id = text(&redir.call(&["CLIENT", "ID"]));
+        let id = text(&redir.call_raw(&["CLIENT", "ID"]));
         let id = id.trim_start_matches(':').trim_end().to_string();
         let mut got = Vec::new();
-        got.extend(redir.call(&["SUBSCRIBE", "__redis__:invalidate"]));
-        got.extend(tracker.call(&["CLIENT", "TRACKING", "on", "REDIRECT", &id]));
-        got.extend(tracker.call(&["GET", "a"]));
-        writer.call(&["SET", "b", "1"]);
-        writer.call(&["SET", "a", "1"]);
-        got.extend(redir.read());
-        got.extend(tracker.call(&["CLIENT", "TRACKING", "off"]));
+        got.extend(redir.call_raw(&["SUBSCRIBE", "__redis__:invalidate"]));
+        got.extend(tracker.call_raw(&["CLIENT", "TRACKING", "on", "REDIRECT", &id]));
+        got.extend(tracker.call_raw(&["GET", "a"]));
+        writer.call_raw(&["SET", "b", "1"]);
+        writer.call_raw(&["SET", "a", "1"]);
+        got.extend(redir.read_raw());
+        got.extend(tracker.call_raw(&["CLIENT", "TRACKING", "off"]));
         got.extend(
-            tracker.call(&["CLIENT", "TRACKING", "on", "BCAST", "REDIRECT", &id, "PREFIX", "p:", "PREFIX", "q:"]),
+            tracker.call_raw(&["CLIENT", "TRACKING", "on", "BCAST", "REDIRECT", &id, "PREFIX", "p:", "PREFIX", "q:"]),
         );
-        writer.call(&["MSET", "p:1", "1", "q:1", "1", "r:1", "1", "p:2", "2"]);
-        got.extend(redir.read());
-        got.extend(redir.read());
-        got.extend(tracker.call(&["CLIENT", "TRACKINGINFO"]));
-        got.extend(tracker.call(&["CLIENT", "GETREDIR"]));
-        got.extend(tracker.call(&["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "p"]));
-        got.extend(tracker.call(&["CLIENT", "TRACKING", "on", "OPTIN"]));
-        got.extend(tracker.call(&["CLIENT", "CACHING", "yes"]));
+        writer.call_raw(&["MSET", "p:1", "1", "q:1", "1", "r:1", "1", "p:2", "2"]);
+        got.extend(redir.read_raw());
+        got.extend(redir.read_raw());
+        got.extend(tracker.call_raw(&["CLIENT", "TRACKINGINFO"]));
+        got.extend(tracker.call_raw(&["CLIENT", "GETREDIR"]));
+        got.extend(tracker.call_raw(&["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "p"]));
+        got.extend(tracker.call_raw(&["CLIENT", "TRACKING", "on", "OPTIN"]));
+        got.extend(tracker.call_raw(&["CLIENT", "CACHING", "yes"]));
         // RESP3: pushes on the same connection, after the reply of the command that caused them.
         // (HELLO's reply holds the connection's id, which differs.)
-        let _ = r3.call(&["HELLO", "3"]);
-        got.extend(r3.call(&["CLIENT", "TRACKING", "on"]));
-        got.extend(r3.call(&["HSET", "h", "f", "1"]));
-        got.extend(r3.call(&["HGET", "h", "f"]));
-        got.extend(r3.call(&["HDEL", "h", "f"]));
-        got.extend(r3.read());
-        got.extend(r3.call(&["GET", "g"]));
-        writer.call(&["SET", "g", "1"]);
-        got.extend(r3.call(&["PING"]));
-        got.extend(r3.call(&["FLUSHALL"]));
-        got.extend(r3.read());
-        got.extend(r3.call(&["CLIENT", "TRACKINGINFO"]));
-        got.extend(r3.call(&["RESET"]));
-        got.extend(r3.call(&["CLIENT", "TRACKINGINFO"]));
+        let _ = r3.call_raw(&["HELLO", "3"]);
+        got.extend(r3.call_raw(&["CLIENT", "TRACKING", "on"]));
+        got.extend(r3.call_raw(&["HSET", "h", "f", "1"]));
+        got.extend(r3.call_raw(&["HGET", "h", "f"]));
+        got.extend(r3.call_raw(&["HDEL", "h", "f"]));
+        got.extend(r3.read_raw());
+        got.extend(r3.call_raw(&["GET", "g"]));
+        writer.call_raw(&["SET", "g", "1"]);
+        got.extend(r3.call_raw(&["PING"]));
+        got.extend(r3.call_raw(&["FLUSHALL"]));
+        got.extend(r3.read_raw());
+        got.extend(r3.call_raw(&["CLIENT", "TRACKINGINFO"]));
+        got.extend(r3.call_raw(&["RESET"]));
+        got.extend(r3.call_raw(&["CLIENT", "TRACKINGINFO"]));
         // (The redirect's CLIENT ID depends on the connections made before.)
         seen.push(text(&got).replace(&format!(":{id}\r\n"), ":ID\r\n"));
     }
@@ -375,19 +326,19 @@ fn client_pause_holds_writes_until_unpause() {
     for port in [serve.port(), redis.port()] {
         let (mut admin, mut w, mut r) = (Conn::open(port), Conn::open(port), Conn::open(port));
         let mut got = Vec::new();
-        got.extend(admin.call(&["CLIENT", "PAUSE", "abc"]));
-        got.extend(admin.call(&["CLIENT", "PAUSE", "-1"]));
-        got.extend(admin.call(&["CLIENT", "PAUSE", "10", "sometimes"]));
-        got.extend(admin.call(&["CLIENT", "PAUSE", "100000", "WRITE"]));
+        got.extend(admin.call_raw(&["CLIENT", "PAUSE", "abc"]));
+        got.extend(admin.call_raw(&["CLIENT", "PAUSE", "-1"]));
+        got.extend(admin.call_raw(&["CLIENT", "PAUSE", "10", "sometimes"]));
+        got.extend(admin.call_raw(&["CLIENT", "PAUSE", "100000", "WRITE"]));
         w.send(&["SET", "k", "v"]);
-        admin.wait_blocked(1);
+        wait_blocked(&mut admin, 1);
         // Reads go on; a wrong number of arguments is answered at once.
-        got.extend(r.call(&["GET", "k"]));
-        got.extend(r.call(&["SET", "k"]));
-        got.extend(admin.call(&["CLIENT", "UNPAUSE"]));
-        got.extend(w.read());
-        admin.wait_blocked(0);
-        got.extend(r.call(&["GET", "k"]));
+        got.extend(r.call_raw(&["GET", "k"]));
+        got.extend(r.call_raw(&["SET", "k"]));
+        got.extend(admin.call_raw(&["CLIENT", "UNPAUSE"]));
+        got.extend(w.read_raw());
+        wait_blocked(&mut admin, 0);
+        got.extend(r.call_raw(&["GET", "k"]));
         seen.push(text(&got));
     }
     assert_eq!(seen[0], seen[1]);
@@ -398,14 +349,14 @@ fn client_pause_holds_writes_until_unpause() {
 fn a_pause_ends_when_the_virtual_clock_passes_it() {
     let serve = LimitlabServe::start(&[]);
     let (mut admin, mut w) = (Conn::open(serve.port()), Conn::open(serve.port()));
-    assert_eq!(text(&admin.call(&["CLIENT", "PAUSE", "1000", "WRITE"])), "+OK\r\n");
+    assert_eq!(text(&admin.call_raw(&["CLIENT", "PAUSE", "1000", "WRITE"])), "+OK\r\n");
     w.send(&["INCR", "n"]);
-    admin.wait_blocked(1);
+    wait_blocked(&mut admin, 1);
     // CLOCK.ADVANCE is the server's own command, never paused.
-    assert_eq!(text(&admin.call(&["CLOCK.ADVANCE", "999"])), "+OK\r\n");
-    admin.wait_blocked(1);
-    assert_eq!(text(&admin.call(&["GET", "n"])), "$-1\r\n");
-    assert_eq!(text(&admin.call(&["CLOCK.ADVANCE", "1"])), "+OK\r\n");
-    assert_eq!(text(&w.read()), ":1\r\n");
-    admin.wait_blocked(0);
+    assert_eq!(text(&admin.call_raw(&["CLOCK.ADVANCE", "999"])), "+OK\r\n");
+    wait_blocked(&mut admin, 1);
+    assert_eq!(text(&admin.call_raw(&["GET", "n"])), "$-1\r\n");
+    assert_eq!(text(&admin.call_raw(&["CLOCK.ADVANCE", "1"])), "+OK\r\n");
+    assert_eq!(text(&w.read_raw()), ":1\r\n");
+    wait_blocked(&mut admin, 0);
 }

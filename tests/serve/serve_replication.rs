@@ -3,72 +3,9 @@
 //! redis-server started with `--replicaof` follows it.
 use crate::common;
 
-use std::io::{BufReader, Read, Write};
-use std::net::TcpStream;
-use std::time::Duration;
-
+use common::conn::Conn;
 use common::{LimitlabServe, RedisServer, TempDir};
 use limitlab_emulator::Reply;
-
-/// A connection that sends commands and reads replies.
-struct Conn {
-    r: BufReader<TcpStream>,
-}
-
-impl Conn {
-    fn open(port: u16) -> Conn {
-        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        Conn { r: BufReader::new(s) }
-    }
-    fn send(&mut self, args: &[&str]) {
-        let mut b = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            b.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
-        }
-        self.r.get_mut().write_all(&b).expect("send");
-    }
-    fn call(&mut self, args: &[&str]) -> Reply {
-        self.send(args);
-        limitlab_server::client::read_reply(&mut self.r).expect("a reply")
-    }
-    /// One line, without its CRLF.
-    fn line(&mut self) -> Vec<u8> {
-        let mut got = Vec::new();
-        let mut b = [0u8; 1];
-        while !got.ends_with(b"\r\n") {
-            self.r.read_exact(&mut b).expect("a line");
-            got.push(b[0]);
-        }
-        got.truncate(got.len() - 2);
-        got
-    }
-    /// Sends `first` (SYNC or PSYNC) raw and reads the header lines and the snapshot.
-    fn attach(&mut self, first: &[u8]) -> (Vec<Vec<u8>>, Vec<u8>) {
-        self.r.get_mut().write_all(first).expect("send");
-        let mut headers = Vec::new();
-        loop {
-            let l = self.line();
-            if let Some(n) = l.strip_prefix(b"$") {
-                let n: usize = std::str::from_utf8(n).unwrap().parse().expect("a length");
-                let mut rdb = vec![0u8; n];
-                self.r.read_exact(&mut rdb).expect("the snapshot");
-                return (headers, rdb);
-            }
-            headers.push(l);
-        }
-    }
-    /// The stream's bytes until they end with `end`.
-    fn bytes_until(&mut self, end: &[u8]) -> Vec<u8> {
-        let mut got = Vec::new();
-        let mut b = [0u8; 1];
-        while !got.ends_with(end) {
-            self.r.read_exact(&mut b).unwrap_or_else(|e| panic!("{e} after {:?}", String::from_utf8_lossy(&got)));
-            got.push(b[0]);
-        }
-        got
-    }
-}
 
 /// The dataset of both the snapshot test and the replica test: every type, TTLs, several
 /// databases, a function library.
@@ -312,7 +249,7 @@ fn a_replica_gets_keepalive_pings_and_is_listed() {
     let list = String::from_utf8_lossy(&list).to_string();
     assert_eq!(list.lines().filter(|l| l.contains(" flags=S ")).count(), 1, "{list}");
     // What the replica sends (REPLCONF ACK) gets no reply; the stream goes on.
-    replica.r.get_mut().write_all(b"*3\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n$1\r\n0\r\n").unwrap();
+    replica.write_raw(b"*3\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n$1\r\n0\r\n");
     c.call(&["SET", "k", "v"]);
     let got = replica.bytes_until(b"$1\r\nk\r\n$1\r\nv\r\n");
     let text = String::from_utf8_lossy(&got).replace("*1\r\n$4\r\nping\r\n", "");
