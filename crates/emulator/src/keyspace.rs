@@ -123,11 +123,12 @@ pub use zset::{LexBound, LexRange, ScoreRange, ZRef, ZSet};
 /// Up to [`Hash::INDEX_FROM`]` - 1` fields a lookup scans `fields` (as Redis scans a listpack): a
 /// rate limiter's hash has two or three fields, and a scan of those is cheaper than hashing the
 /// field name, and saves a table per subject. From [`Hash::INDEX_FROM`] fields on, `index` maps
-/// every field to its position; below that it is empty.
+/// every field to its position; below that it is None (boxed: a hash lives inline in the keyspace
+/// table's slot, and small hashes, a limiter's, never have one).
 #[derive(Clone, Debug, Default)]
 pub struct Hash {
     pub fields: Vec<(SmallBytes, SmallBytes)>,
-    pub index: FxHashMap<SmallBytes, usize>,
+    pub index: Option<Box<FxHashMap<SmallBytes, usize>>>,
     /// True once Redis would have converted the hash to a hashtable.
     pub hashtable: bool,
 }
@@ -148,7 +149,7 @@ impl Hash {
         if self.fields.len() < Self::INDEX_FROM {
             self.fields.iter().position(|(name, _)| short_eq(name, f))
         } else {
-            self.index.get(f).copied()
+            self.index.as_ref().and_then(|m| m.get(f)).copied()
         }
     }
     pub fn get(&self, f: &[u8]) -> Option<&[u8]> {
@@ -188,9 +189,11 @@ impl Hash {
                 self.fields.push((SmallBytes::new(f), v));
                 let n = self.fields.len();
                 if n == Self::INDEX_FROM {
-                    self.index = self.fields.iter().enumerate().map(|(i, (name, _))| (name.clone(), i)).collect();
-                } else if n > Self::INDEX_FROM {
-                    self.index.insert(SmallBytes::new(f), n - 1);
+                    self.index = Some(Box::new(
+                        self.fields.iter().enumerate().map(|(i, (name, _))| (name.clone(), i)).collect(),
+                    ));
+                } else if let Some(m) = self.index.as_mut().filter(|_| n > Self::INDEX_FROM) {
+                    m.insert(SmallBytes::new(f), n - 1);
                 }
                 true
             }
@@ -205,44 +208,43 @@ impl Hash {
     /// into the hole and a removal stays O(1) however big the hash is.
     pub fn remove(&mut self, f: &[u8]) -> bool {
         let Some(i) = self.position(f) else { return false };
-        let indexed = self.fields.len() >= Self::INDEX_FROM;
-        if indexed {
-            self.index.remove(f);
+        if let Some(m) = self.index.as_mut() {
+            m.remove(f);
         }
         if self.hashtable {
             self.fields.swap_remove(i);
-            if indexed {
-                if let Some((moved, _)) = self.fields.get(i) {
-                    if let Some(idx) = self.index.get_mut(moved.as_slice()) {
-                        *idx = i;
-                    }
+            if let (Some(m), Some((moved, _))) = (self.index.as_mut(), self.fields.get(i)) {
+                if let Some(idx) = m.get_mut(moved.as_slice()) {
+                    *idx = i;
                 }
             }
         } else {
             self.fields.remove(i);
-            if indexed {
+            if let Some(m) = self.index.as_mut() {
                 for (j, (name, _)) in self.fields.iter().enumerate().skip(i) {
-                    if let Some(idx) = self.index.get_mut(name.as_slice()) {
+                    if let Some(idx) = m.get_mut(name.as_slice()) {
                         *idx = j;
                     }
                 }
             }
         }
-        if self.fields.len() < Self::INDEX_FROM && !self.index.is_empty() {
-            self.index = FxHashMap::default();
+        if self.fields.len() < Self::INDEX_FROM {
+            self.index = None;
         }
         true
     }
 }
 
-/// A value stored under a key.
+/// A value stored under a key. It lives inline in the keyspace table's slot (with its key and
+/// the rest of its [`Entry`]), so the types that are large and rare in a limiter's keyspace (sorted
+/// sets, sets, streams) are boxed: every slot is as large as the largest variant.
 #[derive(Clone, Debug)]
 pub enum Value {
     Str(RStr),
     Hash(Hash),
-    ZSet(ZSet),
+    ZSet(Box<ZSet>),
     List(VecDeque<Vec<u8>>),
-    Set(SetValue),
+    Set(Box<SetValue>),
     Stream(Box<Stream>),
 }
 
@@ -371,8 +373,9 @@ pub struct Entry {
     /// makes without touching (TYPE, EXISTS, TTL, OBJECT, MEMORY USAGE) leave it.
     pub lru_ms: i64,
     /// Set by COPY of a small integer (0..10000, which Redis keeps as one shared object): the copy is
-    /// an object of its own (OBJECT REFCOUNT 1) while it holds this value.
-    pub unshared_int: Option<i64>,
+    /// an object of its own (OBJECT REFCOUNT 1) while it holds this value. A u16 (the values fit):
+    /// the entry lives in the keyspace table's slot, so its size is paid once per key.
+    pub unshared_int: Option<u16>,
 }
 
 impl Entry {

@@ -429,12 +429,12 @@ mod tests {
         }
         Value::Hash(h)
     }
-    fn zset(pairs: &[(f64, &str)]) -> ZSet {
+    fn zset(pairs: &[(f64, &str)]) -> Box<ZSet> {
         let mut z = ZSet::new();
         for (sc, m) in pairs {
             z.insert(m.as_bytes(), *sc);
         }
-        z
+        Box::new(z)
     }
 
     #[test]
@@ -550,7 +550,7 @@ mod tests {
             for m in &members {
                 s.insert(m.as_bytes());
             }
-            Value::Set(s)
+            Value::Set(Box::new(s))
         };
         let ints = |n: usize| (1..=n).map(|i| i.to_string()).collect::<Vec<_>>();
         for (n, want) in [(1, 64), (2, 64), (3, 64), (10, 80), (100, 272), (512, 1328), (513, 24_712), (1000, 40_296)] {

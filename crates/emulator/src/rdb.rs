@@ -549,7 +549,7 @@ fn zset_from_text(flat: Vec<Vec<u8>>) -> Option<Value> {
             return None;
         }
     }
-    Some(Value::ZSet(z))
+    Some(Value::ZSet(Box::new(z)))
 }
 
 /// A set from its members (intset while they allow it); `None` for a repeat or no members.
@@ -563,7 +563,7 @@ fn set_from(members: Vec<Vec<u8>>) -> Option<Value> {
             return None;
         }
     }
-    Some(Value::Set(s))
+    Some(Value::Set(Box::new(s)))
 }
 
 /// Reads `n` strings (refusing counts the payload cannot hold before allocating for them).
@@ -669,7 +669,7 @@ pub fn load(p: &[u8]) -> Option<Value> {
                     return None;
                 }
             }
-            Some(Value::ZSet(z))
+            Some(Value::ZSet(Box::new(z)))
         }
         _ => None,
     }
@@ -708,10 +708,10 @@ mod tests {
         for (m, s) in [("a", 1.0), ("b", 2.5), ("c", -3.0), ("d", f64::INFINITY), ("e", 1e300)] {
             z.insert(m.as_bytes(), s);
         }
-        let Value::ZSet(zb) = round_trip(&Value::ZSet(z.clone())) else { panic!() };
+        let Value::ZSet(zb) = round_trip(&Value::ZSet(Box::new(z.clone()))) else { panic!() };
         assert_eq!(zb.iter().collect::<Vec<_>>(), z.iter().collect::<Vec<_>>());
         z.convert_to_skiplist();
-        let Value::ZSet(zb) = round_trip(&Value::ZSet(z.clone())) else { panic!() };
+        let Value::ZSet(zb) = round_trip(&Value::ZSet(Box::new(z.clone()))) else { panic!() };
         assert_eq!(zb.iter().collect::<Vec<_>>(), z.iter().collect::<Vec<_>>());
         let list: VecDeque<Vec<u8>> = (0..3000).map(|i| format!("element-{i}").into_bytes()).collect();
         let Value::List(lb) = round_trip(&Value::List(list.clone())) else { panic!() };
@@ -721,7 +721,7 @@ mod tests {
             for m in &members {
                 s.insert(m.as_bytes());
             }
-            let Value::Set(sb) = round_trip(&Value::Set(s.clone())) else { panic!() };
+            let Value::Set(sb) = round_trip(&Value::Set(Box::new(s.clone()))) else { panic!() };
             assert_eq!(sb.hashtable, s.hashtable);
             let mut a: Vec<_> = sb.members.iter().cloned().collect();
             let mut b: Vec<_> = s.members.iter().cloned().collect();

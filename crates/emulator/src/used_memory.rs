@@ -91,7 +91,7 @@ pub fn value_bytes(value: &Value) -> f64 {
 pub fn key_cost(key: &[u8], entry: &Entry, cluster: bool) -> KeyCost {
     // A COPY of a small integer is an object of its own while it holds that value.
     let value = match (&entry.value, entry.unshared_int) {
-        (Value::Str(RStr::Int(v)), Some(u)) if *v == u => value_usage(&entry.value, 1) as f64,
+        (Value::Str(RStr::Int(v)), Some(u)) if *v == i64::from(u) => value_usage(&entry.value, 1) as f64,
         (v, _) => value_bytes(v),
     };
     KeyCost {

@@ -433,7 +433,7 @@ fn search(core: &mut Core, a: &[&[u8]], kind: Kind, nostore: bool) -> Reply {
                 let score = if storedist { p.dist / shape.conversion } else { p.score };
                 result.insert_new(&p.member, score);
             }
-            core.db.set(dst, Value::ZSet(result), None);
+            core.db.set(dst, Value::ZSet(Box::new(result)), None);
             core.touch(dst);
             let event = if geosearch { "geosearchstore" } else { "georadiusstore" };
             core.notify(notify::ZSET, event, dst);

@@ -242,7 +242,7 @@ fn copy(core: &mut Core, a: &[&[u8]]) -> Reply {
     let Some(mut entry) = core.db.get(src, now).cloned() else { return Reply::Int(0) };
     // The copy is a new object: a small integer in it is no longer the shared one.
     entry.unshared_int = match entry.value {
-        Value::Str(RStr::Int(i)) if (0..10_000).contains(&i) => Some(i),
+        Value::Str(RStr::Int(i)) if (0..10_000).contains(&i) => Some(i as u16),
         _ => None,
     };
     // `streamDup` allocates each listpack at its exact size.
@@ -488,14 +488,15 @@ fn object(core: &mut Core, a: &[&[u8]]) -> Reply {
         "encoding" => Reply::Bulk(encoding_of(&e.value).as_bytes().to_vec()),
         "refcount" => Reply::Int(match e.value {
             // Integers below 10000 are Redis's shared objects (but not a COPY of one).
-            Value::Str(RStr::Int(i)) if (0..10_000).contains(&i) && e.unshared_int != Some(i) => i32::MAX as i64,
+            Value::Str(RStr::Int(i)) if (0..10_000).contains(&i) && e.unshared_int.map(i64::from) != Some(i) => {
+                i32::MAX as i64
+            }
             _ => 1,
         }),
         // Redis's LRU clock counts whole seconds. A shared integer is one object for the whole
         // server, made at start-up, whose last use lookups do not update.
         "idletime" => {
-            let shared =
-                matches!(e.value, Value::Str(RStr::Int(i)) if (0..10_000).contains(&i) && e.unshared_int != Some(i));
+            let shared = matches!(e.value, Value::Str(RStr::Int(i)) if (0..10_000).contains(&i) && e.unshared_int.map(i64::from) != Some(i));
             let since = if shared { core.started_ms } else { e.lru_ms };
             Reply::Int((now.div_euclid(1000) - since.div_euclid(1000)).max(0))
         }

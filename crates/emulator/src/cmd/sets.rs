@@ -61,7 +61,7 @@ fn sadd(core: &mut Core, a: &[&[u8]]) -> Reply {
         None => {
             let mut s = SetValue::for_first(members[0]);
             let added = members.iter().filter(|m| s.insert(m)).count() as i64;
-            core.db.set(a[1], Value::Set(s), None);
+            core.db.set(a[1], Value::Set(Box::new(s)), None);
             Reply::Int(added)
         }
     }
@@ -294,7 +294,7 @@ fn smove(core: &mut Core, a: &[&[u8]]) -> Reply {
         None => {
             let mut s = SetValue::for_first(member);
             s.insert(member);
-            core.db.set(a[2], Value::Set(s), None);
+            core.db.set(a[2], Value::Set(Box::new(s)), None);
         }
     }
     Reply::Int(1)
@@ -309,7 +309,7 @@ fn sets_of(core: &mut Core, keys: &[&[u8]]) -> Result<Vec<Option<SetValue>>, Rep
         match core.db.get_mut(k, now) {
             None => out.push(None),
             Some(e) => match &e.value {
-                Value::Set(s) => out.push(Some(s.clone())),
+                Value::Set(s) => out.push(Some(SetValue::clone(s))),
                 _ => return Err(Reply::err(WRONGTYPE)),
             },
         }
@@ -376,7 +376,7 @@ fn set_op_store(core: &mut Core, a: &[&[u8]], op: SetOp) -> Reply {
     if s.is_empty() {
         core.db.remove(a[1], now);
     } else {
-        core.db.set(a[1], Value::Set(s), None);
+        core.db.set(a[1], Value::Set(Box::new(s)), None);
     }
     Reply::Int(n)
 }

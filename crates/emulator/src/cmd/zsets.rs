@@ -261,7 +261,7 @@ fn zadd_generic(core: &mut Core, a: &[&[u8]], incr_cmd: bool) -> Reply {
         None => {
             let mut z = ZSet::new();
             let c = tri!(zadd_into(&mut z, pairs, f));
-            core.db.set(key, Value::ZSet(z), None);
+            core.db.set(key, Value::ZSet(Box::new(z)), None);
             c
         }
     };

@@ -297,7 +297,7 @@ fn store(core: &mut Core, key: &[u8], result: ZSet) -> Reply {
             core.touch(key);
         }
     } else {
-        core.db.set(key, Value::ZSet(result), None);
+        core.db.set(key, Value::ZSet(Box::new(result)), None);
         core.touch(key);
     }
     Reply::Int(n)
