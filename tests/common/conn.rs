@@ -144,6 +144,21 @@ impl Conn {
         got
     }
 
+    /// Waits until INFO says `n` clients are blocked (a blocking command sent on another
+    /// connection has reached the server), polling every 5 ms for up to 10 s.
+    pub fn wait_blocked(&mut self, n: usize) {
+        let want = format!("blocked_clients:{n}\r\n");
+        for _ in 0..2000 {
+            if let Reply::Bulk(b) = self.call(&["INFO", "clients"]) {
+                if String::from_utf8_lossy(&b).contains(&want) {
+                    return;
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        panic!("never {n} blocked clients");
+    }
+
     /// Whether the server closed the connection (reads until then).
     pub fn closed(&mut self) -> bool {
         limitlab_server::client::read_reply(&mut self.r).is_err()

@@ -12,11 +12,11 @@ use std::process::Command;
 
 use super::common::{have_binary, LimitlabServe, TempDir};
 
-/// Units that run in seconds on serve and cover the protocol, INFO, transactions, pub/sub, scripts'
-/// neighbours, functions (with a function that runs long, killed from another connection) and the
-/// data types most limiters touch.
+/// Units that run in seconds on serve and cover the protocol, INFO, transactions (with what they
+/// send a replica), pub/sub, scripts' neighbours, functions (with a function that runs long, killed
+/// from another connection) and the data types most limiters touch.
 const FAST_UNITS: &[&str] =
-    &["type/incr", "info-command", "protocol", "bitfield", "pubsub", "type/string", "functions"];
+    &["type/incr", "info-command", "protocol", "bitfield", "pubsub", "type/string", "functions", "multi"];
 
 /// The suite's folder, or why there is none.
 fn suite() -> Result<PathBuf, String> {

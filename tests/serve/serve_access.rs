@@ -5,22 +5,8 @@
 //! ACL CAT is one, and differs between two runs of Redis itself).
 use crate::common;
 
-use std::time::Duration;
-
 use common::conn::Conn;
 use common::{LimitlabServe, RedisServer};
-
-/// Waits until INFO says `n` clients are blocked.
-fn wait_blocked(c: &mut Conn, n: usize) {
-    let want = format!("blocked_clients:{n}\r\n");
-    for _ in 0..2000 {
-        if String::from_utf8_lossy(&c.call_raw(&["INFO", "clients"])).contains(&want) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    panic!("never {n} blocked clients");
-}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -331,13 +317,13 @@ fn client_pause_holds_writes_until_unpause() {
         got.extend(admin.call_raw(&["CLIENT", "PAUSE", "10", "sometimes"]));
         got.extend(admin.call_raw(&["CLIENT", "PAUSE", "100000", "WRITE"]));
         w.send(&["SET", "k", "v"]);
-        wait_blocked(&mut admin, 1);
+        admin.wait_blocked(1);
         // Reads go on; a wrong number of arguments is answered at once.
         got.extend(r.call_raw(&["GET", "k"]));
         got.extend(r.call_raw(&["SET", "k"]));
         got.extend(admin.call_raw(&["CLIENT", "UNPAUSE"]));
         got.extend(w.read_raw());
-        wait_blocked(&mut admin, 0);
+        admin.wait_blocked(0);
         got.extend(r.call_raw(&["GET", "k"]));
         seen.push(text(&got));
     }
@@ -351,12 +337,12 @@ fn a_pause_ends_when_the_virtual_clock_passes_it() {
     let (mut admin, mut w) = (Conn::open(serve.port()), Conn::open(serve.port()));
     assert_eq!(text(&admin.call_raw(&["CLIENT", "PAUSE", "1000", "WRITE"])), "+OK\r\n");
     w.send(&["INCR", "n"]);
-    wait_blocked(&mut admin, 1);
+    admin.wait_blocked(1);
     // CLOCK.ADVANCE is the server's own command, never paused.
     assert_eq!(text(&admin.call_raw(&["CLOCK.ADVANCE", "999"])), "+OK\r\n");
-    wait_blocked(&mut admin, 1);
+    admin.wait_blocked(1);
     assert_eq!(text(&admin.call_raw(&["GET", "n"])), "$-1\r\n");
     assert_eq!(text(&admin.call_raw(&["CLOCK.ADVANCE", "1"])), "+OK\r\n");
     assert_eq!(text(&w.read_raw()), ":1\r\n");
-    wait_blocked(&mut admin, 0);
+    admin.wait_blocked(0);
 }

@@ -3,8 +3,6 @@
 //! as a private redis-server sends them in RESP2 and RESP3.
 use crate::common;
 
-use std::time::Duration;
-
 use common::conn::Conn;
 use common::{LimitlabServe, RedisServer};
 use limitlab_emulator::Reply;
@@ -13,40 +11,26 @@ fn bulk(s: &str) -> Reply {
     Reply::Bulk(s.as_bytes().to_vec())
 }
 
-/// Waits until INFO reports `n` blocked clients (the blocking command reached the server).
-fn wait_blocked(c: &mut Conn, n: usize) {
-    let want = format!("blocked_clients:{n}\r\n");
-    for _ in 0..2000 {
-        if let Reply::Bulk(b) = c.call(&["INFO", "clients"]) {
-            if String::from_utf8_lossy(&b).contains(&want) {
-                return;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    panic!("never {n} blocked clients");
-}
-
 #[test]
 fn blpop_times_out_when_the_virtual_clock_passes_its_deadline_and_is_served_by_a_push() {
     let serve = LimitlabServe::start(&[]);
     let (mut a, mut b) = (Conn::open(serve.port()), Conn::open(serve.port()));
     // Nothing to pop: the client waits; 1.5 s of virtual time is not its 2 s timeout.
     a.send(&["BLPOP", "q", "2"]);
-    wait_blocked(&mut b, 1);
+    b.wait_blocked(1);
     assert_eq!(b.call(&["CLOCK.ADVANCE", "1500"]), Reply::ok());
     assert_eq!(b.call(&["LLEN", "q"]), Reply::Int(0));
-    wait_blocked(&mut b, 1);
+    b.wait_blocked(1);
     b.call(&["CLOCK.ADVANCE", "600"]);
     assert_eq!(a.read(), Reply::NilArray);
-    wait_blocked(&mut b, 0);
+    b.wait_blocked(0);
 
     // Blocked again (no timeout): a push serves it after the push's own reply, first blocked first.
     a.send(&["BLPOP", "q", "other", "0"]);
-    wait_blocked(&mut b, 1);
+    b.wait_blocked(1);
     let mut c = Conn::open(serve.port());
     c.send(&["BRPOP", "q", "0"]);
-    wait_blocked(&mut b, 2);
+    b.wait_blocked(2);
     assert_eq!(b.call(&["RPUSH", "q", "x", "y"]), Reply::Int(2));
     assert_eq!(a.read(), Reply::Array(vec![bulk("q"), bulk("x")]));
     assert_eq!(c.read(), Reply::Array(vec![bulk("q"), bulk("y")]));
@@ -55,7 +39,7 @@ fn blpop_times_out_when_the_virtual_clock_passes_its_deadline_and_is_served_by_a
 
     // Inside MULTI a blocking command answers at once, and the queued push serves waiters after EXEC.
     c.send(&["BLPOP", "q", "0"]);
-    wait_blocked(&mut b, 1);
+    b.wait_blocked(1);
     b.call(&["MULTI"]);
     b.call(&["BLPOP", "none", "0"]);
     b.call(&["LPUSH", "q", "z"]);
@@ -68,7 +52,7 @@ fn blpop_times_out_when_the_virtual_clock_passes_its_deadline_and_is_served_by_a
         other => panic!("{other:?}"),
     };
     a.send(&["BLPOP", "q", "0"]);
-    wait_blocked(&mut b, 1);
+    b.wait_blocked(1);
     assert_eq!(b.call(&["CLIENT", "UNBLOCK", &id, "ERROR"]), Reply::Int(1));
     assert_eq!(a.read(), Reply::Error("UNBLOCKED client unblocked via CLIENT UNBLOCK".into()));
     assert_eq!(b.call(&["CLIENT", "UNBLOCK", &id]), Reply::Int(0));

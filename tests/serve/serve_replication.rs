@@ -125,6 +125,27 @@ const SEQUENCE: &[&[&str]] = &[
         "s",
     ],
     &["EXPIRE", "c", "-1"],
+    // Stream reads of a group: new entries go as XCLAIMs (NOACK: XGROUP SETID), history and
+    // empty reads as nothing (IDs explicit: `*` would depend on the moment).
+    &["XADD", "st", "1-1", "f", "a"],
+    &["XADD", "st", "1-2", "f", "b"],
+    &["XADD", "st", "1-3", "f", "c"],
+    &["XGROUP", "CREATE", "st", "g", "0"],
+    &["MULTI"],
+    &["XREADGROUP", "GROUP", "g", "c1", "COUNT", "2", "STREAMS", "st", ">"],
+    &["XREADGROUP", "GROUP", "g", "c1", "STREAMS", "st", ">"],
+    &["EXEC"],
+    &["XREADGROUP", "GROUP", "g", "c1", "STREAMS", "st", "0"],
+    &["XREADGROUP", "GROUP", "g", "c2", "STREAMS", "st", ">"],
+    &["XADD", "st", "1-4", "f", "d"],
+    &["XADD", "st", "1-5", "f", "e"],
+    &["XREADGROUP", "GROUP", "g", "c2", "NOACK", "STREAMS", "st", ">"],
+    &["XADD", "st2", "2-1", "f", "x"],
+    &["XGROUP", "CREATE", "st2", "g", "0"],
+    &["XADD", "st", "1-6", "f", "g"],
+    &["XREADGROUP", "GROUP", "g", "c3", "COUNT", "1", "STREAMS", "st", "st2", ">", ">"],
+    &["XADD", "st2", "2-2", "f", "y"],
+    &["EVAL", "return redis.call('XREADGROUP', 'GROUP', 'g', 'c1', 'STREAMS', KEYS[1], '>')", "1", "st2"],
     &["PUBLISH", "chan", "msg"],
     &["FLUSHDB"],
     &["SET", "end-marker", "1"],
@@ -140,7 +161,11 @@ fn stream_of(port: u16) -> String {
         let r = c.call(cmd);
         assert!(!r.is_error(), "{cmd:?}: {r:?}");
     }
-    let bytes = replica.bytes_until(b"$10\r\nend-marker\r\n$1\r\n1\r\n");
+    normalized(replica.bytes_until(b"$10\r\nend-marker\r\n$1\r\n1\r\n"))
+}
+
+/// A replication stream as text, keep-alive PINGs left out and every 13-digit number replaced by `T`.
+fn normalized(bytes: Vec<u8>) -> String {
     // The keep-alive PINGs a master sends every `repl-ping-replica-period` seconds come when they
     // come: left out, as Redis's own test helper skips them.
     let text = String::from_utf8(bytes).expect("text").replace("*1\r\n$4\r\nping\r\n", "");
@@ -158,6 +183,47 @@ fn stream_of(port: u16) -> String {
         }
     }
     out
+}
+
+/// The stream while blocked group readers are served by one XADD: a reader (c1, group g) and a
+/// NOACK reader (c2, group g2, a consumer it creates), each served as a unit of its own.
+fn served_stream_of(port: u16) -> String {
+    let mut replica = Conn::open(port);
+    replica.attach(b"SYNC\r\n");
+    let mut c = Conn::open(port);
+    for cmd in [
+        &["XADD", "bs", "1-1", "f", "a"][..],
+        &["XGROUP", "CREATE", "bs", "g", "$"],
+        &["XGROUP", "CREATE", "bs", "g2", "$"],
+    ] {
+        let r = c.call(cmd);
+        assert!(!r.is_error(), "{cmd:?}: {r:?}");
+    }
+    let mut b1 = Conn::open(port);
+    b1.send(&["XREADGROUP", "GROUP", "g", "c1", "BLOCK", "0", "STREAMS", "bs", ">"]);
+    c.wait_blocked(1);
+    let mut b2 = Conn::open(port);
+    b2.send(&["XREADGROUP", "GROUP", "g2", "c2", "NOACK", "BLOCK", "0", "STREAMS", "bs", ">"]);
+    c.wait_blocked(2);
+    assert!(!c.call(&["XADD", "bs", "1-2", "f", "b"]).is_error());
+    for b in [&mut b1, &mut b2] {
+        let r = b.read();
+        assert!(matches!(r, Reply::Array(_)), "{r:?}");
+    }
+    assert!(!c.call(&["SET", "end-marker", "1"]).is_error());
+    normalized(replica.bytes_until(b"$10\r\nend-marker\r\n$1\r\n1\r\n"))
+}
+
+#[test]
+fn served_group_readers_replicate_as_redis_byte_for_byte() {
+    let Some(redis) = RedisServer::start_or_skip("served_group_readers_replicate_as_redis_byte_for_byte") else {
+        return;
+    };
+    let serve = LimitlabServe::start(&[]);
+    let want = served_stream_of(redis.port());
+    let got = served_stream_of(serve.port());
+    assert_eq!(got, want);
+    assert!(want.contains("XCLAIM") && want.contains("CREATECONSUMER"), "{want}");
 }
 
 #[test]

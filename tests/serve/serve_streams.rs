@@ -4,25 +4,9 @@
 //! deleted key or a destroyed group with Redis's errors, and timed out by the virtual clock.
 use crate::common;
 
-use std::time::Duration;
-
 use common::conn::Conn;
 use common::{LimitlabServe, RedisServer};
 use limitlab_emulator::Reply;
-
-/// Waits until INFO reports `n` blocked clients.
-fn wait_blocked(c: &mut Conn, n: usize) {
-    let want = format!("blocked_clients:{n}\r\n");
-    for _ in 0..2000 {
-        if let Reply::Bulk(b) = c.call(&["INFO", "clients"]) {
-            if String::from_utf8_lossy(&b).contains(&want) {
-                return;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    panic!("never {n} blocked clients");
-}
 
 /// A stream with a deleted entry, big and negative integers, entries with other fields than the
 /// node's first, two groups (one with a NOACK read and a moved last ID), pending entries of several
@@ -111,13 +95,13 @@ fn blocked_reads(port: u16, resp3: bool) -> Vec<Reply> {
     // XREAD on two keys, one missing: an XADD to the missing one serves it.
     a.call(&["XADD", "s", "1-1", "f", "v"]);
     a.send_bytes(&[b"XREAD", b"BLOCK", b"0", b"STREAMS", b"s", b"t", b"$", b"$"]);
-    wait_blocked(&mut b, 1);
+    b.wait_blocked(1);
     b.call(&["XADD", "t", "2-1", "g", "w", "h", "x"]);
     got.push(a.read());
     // A group reader is served by the first XADD after its group's last ID; COUNT bounds the read.
     b.call(&["XGROUP", "CREATE", "s", "grp", "$"]);
     a.send_bytes(&[b"XREADGROUP", b"GROUP", b"grp", b"alice", b"COUNT", b"1", b"BLOCK", b"0", b"STREAMS", b"s", b">"]);
-    wait_blocked(&mut b, 1);
+    b.wait_blocked(1);
     b.call(&["MULTI"]);
     b.call(&["XADD", "s", "3-1", "a", "1"]);
     b.call(&["XADD", "s", "3-2", "a", "2"]);
@@ -128,12 +112,12 @@ fn blocked_reads(port: u16, resp3: bool) -> Vec<Reply> {
     // The stream deleted, or its group destroyed, under a group reader: Redis's errors.
     b.call(&["XGROUP", "SETID", "s", "grp", "$"]);
     a.send_bytes(&[b"XREADGROUP", b"GROUP", b"grp", b"bob", b"BLOCK", b"0", b"STREAMS", b"s", b">"]);
-    wait_blocked(&mut b, 1);
+    b.wait_blocked(1);
     b.call(&["XGROUP", "DESTROY", "s", "grp"]);
     got.push(a.read());
     b.call(&["XGROUP", "CREATE", "s", "grp", "$"]);
     a.send_bytes(&[b"XREADGROUP", b"GROUP", b"grp", b"bob", b"BLOCK", b"0", b"STREAMS", b"s", b">"]);
-    wait_blocked(&mut b, 1);
+    b.wait_blocked(1);
     b.call(&["DEL", "s"]);
     got.push(a.read());
     // In MULTI, BLOCK is ignored: a nil reply at once.
@@ -166,18 +150,18 @@ fn blocked_stream_readers_time_out_when_the_virtual_clock_passes_their_deadline(
         &[b"XREADGROUP", b"GROUP", b"g", b"c", b"BLOCK", b"2000", b"STREAMS", b"s", b">"],
     ] {
         a.send_bytes(read);
-        wait_blocked(&mut b, 1);
+        b.wait_blocked(1);
         assert_eq!(b.call(&["CLOCK.ADVANCE", "1500"]), Reply::ok());
-        wait_blocked(&mut b, 1);
+        b.wait_blocked(1);
         b.call(&["CLOCK.ADVANCE", "600"]);
         assert_eq!(a.read(), Reply::NilArray);
-        wait_blocked(&mut b, 0);
+        b.wait_blocked(0);
     }
     // A reader with no timeout waits through any advance and is served by an XADD.
     a.send_bytes(&[b"XREADGROUP", b"GROUP", b"g", b"c", b"BLOCK", b"0", b"STREAMS", b"s", b">"]);
-    wait_blocked(&mut b, 1);
+    b.wait_blocked(1);
     b.call(&["CLOCK.ADVANCE", "100000"]);
-    wait_blocked(&mut b, 1);
+    b.wait_blocked(1);
     b.call(&["XADD", "s", "5-1", "f", "v"]);
     let bulk = |s: &str| Reply::Bulk(s.as_bytes().to_vec());
     assert_eq!(

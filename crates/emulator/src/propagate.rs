@@ -23,6 +23,7 @@
 //! Nothing here runs while no replica is attached: the only cost is one test of
 //! [`Repl::active`] per command.
 use crate::clients::{fingerprint, ClientId};
+use crate::cmd::stream_propagate::{self, GroupRead};
 use crate::command_spec::{flags, CommandSpec};
 use crate::core::{Core, DATABASES};
 use crate::reply::Reply;
@@ -86,7 +87,7 @@ fn expire_del(core: &Core) -> &'static [u8] {
 
 /// Runs a command while a replica is attached, recording what it changed.
 pub(crate) fn run(spec: &CommandSpec, core: &mut Core, args: &[&[u8]]) -> Reply {
-    if !spec.has(flags::WRITE | flags::MAY_REPLICATE) {
+    if !spec.has(flags::WRITE | flags::MAY_REPLICATE) && !subcommand_writes(spec, args) {
         let r = spec.run_unrecorded(core, args);
         // Keys a read found expired; some commands' deletions are not one unit in Redis.
         let alone = matches!(spec.name, "randomkey" | "scan" | "keys" | "dbsize");
@@ -97,6 +98,12 @@ pub(crate) fn run(spec: &CommandSpec, core: &mut Core, args: &[&[u8]]) -> Reply 
     let keys = spec.keys.keys(args);
     let now = core.now_ms();
     let before: Vec<u64> = keys.iter().map(|k| fingerprint(core.db.peek(k, now))).collect();
+    // A group read goes as what it did to the group (`cmd::stream_propagate`), which needs to know
+    // the consumers it creates.
+    let group_read = (spec.name == "xreadgroup").then(|| GroupRead::parse(args)).flatten().map(|r| {
+        let existed = r.consumers_exist(core, db);
+        (r, existed)
+    });
     let outer = std::mem::replace(&mut core.repl.touched, false);
     let reply = spec.run_unrecorded(core, args);
     // A SET whose deadline has already passed leaves the key for Redis's expire cycle to delete
@@ -115,7 +122,11 @@ pub(crate) fn run(spec: &CommandSpec, core: &mut Core, args: &[&[u8]]) -> Reply 
         || always(spec.name, args, &reply)
         || keys.iter().zip(&before).any(|(k, b)| fingerprint(core.db_at(db).peek(k, now)) != *b);
     if changed || late_del {
-        for argv in rewrite(spec.name, core, db, args, &reply) {
+        let cmds = match &group_read {
+            Some((read, existed)) if !reply.is_error() => stream_propagate::effects(core, db, read, existed, &reply),
+            _ => rewrite(spec.name, core, db, args, &reply),
+        };
+        for argv in cmds {
             core.repl.pending.push((db, argv));
         }
     }
@@ -124,6 +135,23 @@ pub(crate) fn run(spec: &CommandSpec, core: &mut Core, args: &[&[u8]]) -> Reply 
         core.repl.late.push((db, vec![del, args[1].to_vec()]));
     }
     reply
+}
+
+/// Whether `args` name a subcommand that Redis 7.0's table flags `write` (XGROUP CREATE, SETID,
+/// CREATECONSUMER, DELCONSUMER, DESTROY): the container command itself carries no such flag.
+fn subcommand_writes(spec: &CommandSpec, args: &[&[u8]]) -> bool {
+    args.len() >= 2
+        && crate::cmd::command::subcommands(spec.name)
+            .is_some_and(|subs| subs.iter().any(|s| s.write && args[1].eq_ignore_ascii_case(s.name.as_bytes())))
+}
+
+/// A blocked group reader was served: what serving it did to the group goes as a unit of its own
+/// (in MULTI/EXEC when it is more than one command), as Redis's `afterCommand` for the reader.
+pub(crate) fn served_unit(core: &mut Core, db: usize, cmds: Vec<Vec<Vec<u8>>>) {
+    if core.repl.active && !cmds.is_empty() {
+        core.repl.pending.extend(cmds.into_iter().map(|c| (db, c)));
+        flush(core);
+    }
 }
 
 /// The commands Redis propagates whatever they changed (when they succeed).

@@ -662,11 +662,13 @@ enum Filter {
 }
 
 /// A subcommand of a command that has them (Redis 7.0's `<command>|<subcommand>` entries): its
-/// arity (counting the command and the subcommand) and whether scripts may call it.
+/// arity (counting the command and the subcommand), whether scripts may call it, and whether it writes.
 pub struct Sub {
     pub name: &'static str,
     pub arity: i32,
     pub noscript: bool,
+    /// Flagged `write` (what the replicas are sent when it changes the dataset).
+    pub write: bool,
 }
 
 /// The subcommands of a command that has them, from Redis 7.0.15's table
@@ -685,6 +687,7 @@ pub fn subcommands(command: &str) -> Option<&'static [Sub]> {
                         name: s.name.split_once('|').map_or(s.name.as_str(), |(_, n)| n),
                         arity: s.arity as i32,
                         noscript: s.has_flag("noscript"),
+                        write: s.has_flag("write"),
                     })
                     .collect();
                 (c.name.as_str(), subs)

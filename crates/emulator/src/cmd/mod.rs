@@ -29,6 +29,7 @@ pub mod server;
 pub mod sets;
 pub mod sort;
 pub mod stream_groups;
+pub mod stream_propagate;
 pub mod stream_read;
 pub mod streams;
 pub mod strings;
