@@ -146,6 +146,18 @@ const SEQUENCE: &[&[&str]] = &[
     &["XREADGROUP", "GROUP", "g", "c3", "COUNT", "1", "STREAMS", "st", "st2", ">", ">"],
     &["XADD", "st2", "2-2", "f", "y"],
     &["EVAL", "return redis.call('XREADGROUP', 'GROUP', 'g', 'c1', 'STREAMS', KEYS[1], '>')", "1", "st2"],
+    // redis.set_repl(redis.REPL_NONE): the commands themselves stay off the stream (XADD, SET's
+    // rewrite), what a command sends on its own (the group read's XCLAIM) does not.
+    &[
+        "EVAL",
+        "redis.set_repl(redis.REPL_NONE) redis.call('set', KEYS[1], 'v', 'EX', 100) \
+         redis.call('xadd', KEYS[2], '5-1', 'f', 'v') redis.call('xreadgroup', 'GROUP', 'g', 'c9', 'STREAMS', KEYS[2], '>') \
+         redis.set_repl(redis.REPL_ALL) redis.call('set', KEYS[3], 'v2')",
+        "3",
+        "rk",
+        "st",
+        "rk2",
+    ],
     &["PUBLISH", "chan", "msg"],
     &["FLUSHDB"],
     &["SET", "end-marker", "1"],
@@ -236,6 +248,11 @@ fn the_replication_stream_is_redis_byte_for_byte() {
     assert_eq!(lines(&got), lines(&want));
     // The deadlines themselves: SET ... EX 100 goes as PXAT the clock's time plus 100 s.
     assert!(want.contains("$4\r\nPXAT\r\n$13\r\nT\r\n"), "{want}");
+    // The script under REPL_NONE: its group read's XCLAIM went, its SET did not.
+    assert!(
+        want.contains("$2\r\nc9\r\n") && want.contains("$3\r\nrk2\r\n") && !want.contains("$2\r\nrk\r\n"),
+        "{want}"
+    );
 }
 
 #[test]

@@ -21,6 +21,10 @@ pub struct Core {
     pub clock: VirtualClock,
     /// While a script runs, key expiry is judged at the script's start time (Redis 7.0 semantics).
     pub frozen_ms: Option<i64>,
+    /// While a script runs: its `redis.set_repl` left replicas out (REPL_NONE or REPL_AOF), so the
+    /// commands it calls are not sent to them as themselves; what a command sends on its own (the
+    /// SREMs of SPOP with a count, a group read's XCLAIMs) still goes, as in Redis 7.0.
+    pub script_repl_off: bool,
     /// Cluster mode: commands and scripts must keep to one hash slot.
     pub cluster: bool,
     /// The caller speaks RESP3 (a script after `redis.setresp(3)`): some replies change shape, e.g.
@@ -98,6 +102,7 @@ impl Core {
             parked: (0..DATABASES).map(|_| Db::default()).collect(),
             clock,
             frozen_ms: None,
+            script_repl_off: false,
             cluster: false,
             resp3: false,
             clients: vec![Some(Client::default())],

@@ -126,6 +126,13 @@ pub(crate) fn run(spec: &CommandSpec, core: &mut Core, args: &[&[u8]]) -> Reply 
             Some((read, existed)) if !reply.is_error() => stream_propagate::effects(core, db, read, existed, &reply),
             _ => rewrite(spec.name, core, db, args, &reply),
         };
+        // Under a script's `redis.set_repl(redis.REPL_NONE)` a command is not sent as itself (nor
+        // rewritten); what it propagates on its own still goes.
+        let cmds: Vec<_> = if core.script_repl_off {
+            cmds.into_iter().filter(|argv| sent_on_its_own(spec.name, args, argv, group_read.is_some())).collect()
+        } else {
+            cmds
+        };
         for argv in cmds {
             core.repl.pending.push((db, argv));
         }
@@ -135,6 +142,13 @@ pub(crate) fn run(spec: &CommandSpec, core: &mut Core, args: &[&[u8]]) -> Reply 
         core.repl.late.push((db, vec![del, args[1].to_vec()]));
     }
     reply
+}
+
+/// Whether `argv`, one of the commands `name` (called with `args`) is propagated as, is one the
+/// command sends on its own (Redis's `alsoPropagate` from inside the command: SPOP with a count's
+/// SREMs, a group read's XCLAIMs and XGROUP commands), not the command itself or its rewrite.
+fn sent_on_its_own(name: &str, args: &[&[u8]], argv: &[Vec<u8>], group_read: bool) -> bool {
+    group_read || (name == "spop" && args.len() == 3 && argv.first().is_some_and(|c| eq(c, "srem")))
 }
 
 /// Whether `args` name a subcommand that Redis 7.0's table flags `write` (XGROUP CREATE, SETID,

@@ -117,6 +117,11 @@ pub(crate) unsafe extern "C-unwind" fn set_repl(l: *mut ffi::lua_State) -> c_int
     if flags & !3 != 0 {
         raise(l, "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.");
     }
+    // REPL_REPLICA (2) is the bit that sends the script's commands to replicas; the emulator keeps
+    // no AOF. No borrow of the core is held while Lua code runs.
+    if let Ok(mut core) = ctx(l).core.try_borrow_mut() {
+        core.script_repl_off = flags & 2 == 0;
+    }
     0
 }
 

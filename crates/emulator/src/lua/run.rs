@@ -55,6 +55,7 @@ pub(super) fn run_function(
         let mut core = core.borrow_mut();
         let now = core.now_ms();
         core.frozen_ms = Some(now);
+        core.script_repl_off = false;
         let oom = core.settings.maxmemory() > 0 && super::refusals::out_of_memory(&mut core);
         st.oom_at_start.set(oom);
         st.acl_open.set(None);
@@ -106,6 +107,7 @@ pub(super) fn run_function(
     {
         let mut core = core.borrow_mut();
         core.frozen_ms = None;
+        core.script_repl_off = false;
         core.select(db);
     }
     // SAFETY: the cap's fields, as above; the script has returned.
