@@ -146,12 +146,20 @@ const SEQUENCE: &[&[&str]] = &[
     &["XREADGROUP", "GROUP", "g", "c3", "COUNT", "1", "STREAMS", "st", "st2", ">", ">"],
     &["XADD", "st2", "2-2", "f", "y"],
     &["EVAL", "return redis.call('XREADGROUP', 'GROUP', 'g', 'c1', 'STREAMS', KEYS[1], '>')", "1", "st2"],
+    // XCLAIM and XAUTOCLAIM go as one canonical XCLAIM per entry claimed or dropped (a deleted
+    // entry's names its old consumer), or XGROUP SETID when only LASTID moved the group.
+    &["XCLAIM", "st", "g", "c5", "0", "1-1", "1-2"],
+    &["XDEL", "st", "1-3"],
+    &["XCLAIM", "st", "g", "c5", "0", "1-3"],
+    &["XCLAIM", "st", "g", "c5", "0", "1-1", "JUSTID", "LASTID", "9-9"],
+    &["XCLAIM", "st", "g", "c5", "0", "1-99", "LASTID", "10-1"],
+    &["XAUTOCLAIM", "st", "g", "c6", "0", "0-0", "COUNT", "10"],
     // redis.set_repl(redis.REPL_NONE): the commands themselves stay off the stream (XADD, SET's
     // rewrite), what a command sends on its own (the group read's XCLAIM) does not.
     &[
         "EVAL",
         "redis.set_repl(redis.REPL_NONE) redis.call('set', KEYS[1], 'v', 'EX', 100) \
-         redis.call('xadd', KEYS[2], '5-1', 'f', 'v') redis.call('xreadgroup', 'GROUP', 'g', 'c9', 'STREAMS', KEYS[2], '>') \
+         redis.call('xadd', KEYS[2], '11-1', 'f', 'v') redis.call('xreadgroup', 'GROUP', 'g', 'c9', 'STREAMS', KEYS[2], '>') \
          redis.set_repl(redis.REPL_ALL) redis.call('set', KEYS[3], 'v2')",
         "3",
         "rk",

@@ -62,6 +62,12 @@ pub struct Repl {
     last_ping_ms: Option<i64>,
     /// Deletions that go after the current unit, each alone (a SET whose deadline has passed).
     late: Vec<(usize, Vec<Vec<u8>>)>,
+    /// What the running command sent on its own (Redis's `alsoPropagate` from inside a command:
+    /// XCLAIM's and XAUTOCLAIM's canonical XCLAIMs), sent instead of the command.
+    pub(crate) own: Vec<Vec<Vec<u8>>>,
+    /// The running command is not sent as itself (Redis's `preventCommandPropagation`): only
+    /// [`Repl::own`] goes.
+    pub(crate) prevented: bool,
 }
 
 impl Repl {
@@ -105,7 +111,10 @@ pub(crate) fn run(spec: &CommandSpec, core: &mut Core, args: &[&[u8]]) -> Reply 
         (r, existed)
     });
     let outer = std::mem::replace(&mut core.repl.touched, false);
+    let (outer_own, outer_prevented) = (std::mem::take(&mut core.repl.own), std::mem::take(&mut core.repl.prevented));
     let reply = spec.run_unrecorded(core, args);
+    let own = std::mem::replace(&mut core.repl.own, outer_own);
+    let prevented = std::mem::replace(&mut core.repl.prevented, outer_prevented);
     // A SET whose deadline has already passed leaves the key for Redis's expire cycle to delete
     // (the emulator deletes it at once): its DEL goes after the SET, as a unit of its own.
     let late_del = matches!(spec.name, "set" | "setex" | "psetex")
@@ -123,13 +132,16 @@ pub(crate) fn run(spec: &CommandSpec, core: &mut Core, args: &[&[u8]]) -> Reply 
         || keys.iter().zip(&before).any(|(k, b)| fingerprint(core.db_at(db).peek(k, now)) != *b);
     if changed || late_del {
         let cmds = match &group_read {
+            _ if prevented => own.clone(),
             Some((read, existed)) if !reply.is_error() => stream_propagate::effects(core, db, read, existed, &reply),
             _ => rewrite(spec.name, core, db, args, &reply),
         };
         // Under a script's `redis.set_repl(redis.REPL_NONE)` a command is not sent as itself (nor
         // rewritten); what it propagates on its own still goes.
         let cmds: Vec<_> = if core.script_repl_off {
-            cmds.into_iter().filter(|argv| sent_on_its_own(spec.name, args, argv, group_read.is_some())).collect()
+            cmds.into_iter()
+                .filter(|argv| prevented || sent_on_its_own(spec.name, args, argv, group_read.is_some()))
+                .collect()
         } else {
             cmds
         };

@@ -13,6 +13,7 @@ use crate::reply::Reply;
 use crate::settings::notify;
 use crate::tri;
 
+use super::stream_propagate;
 use super::streams::{entry_reply, interval_id, parse_id, stream_mut};
 
 pub static COMMANDS: &[CommandSpec] = &[
@@ -395,6 +396,7 @@ fn xclaim(core: &mut Core, a: &[&[u8]]) -> Reply {
     let mut retrycount: i64 = -1;
     let mut deliverytime: i64 = -1;
     let mut changed = false;
+    let mut lastid = None;
     while j < a.len() {
         let moreargs = j + 1 < a.len();
         let opt = a[j];
@@ -413,23 +415,30 @@ fn xclaim(core: &mut Core, a: &[&[u8]]) -> Reply {
             retrycount = tri!(ll_or(a[j], "Invalid RETRYCOUNT option argument for XCLAIM"));
         } else if eq_ic(opt, "lastid") && moreargs {
             j += 1;
-            let (id, _) = tri!(parse_id(a[j], 0, true, false));
-            let g = tri!(group_or_nogroup(core, key, group)).cgroups.get_mut(group).expect("present");
-            if id > g.last_id {
-                g.last_id = id;
-                changed = true;
-            }
+            lastid = Some(tri!(parse_id(a[j], 0, true, false)).0);
         } else {
             return Reply::Error(format!("ERR Unrecognized XCLAIM option '{}'", cstr(opt)));
         }
         j += 1;
+    }
+    // LASTID moves the group once every option is read (an option refused later leaves it).
+    let mut propagate_last_id = false;
+    if let Some(id) = lastid {
+        let g = tri!(group_or_nogroup(core, key, group)).cgroups.get_mut(group).expect("present");
+        if id > g.last_id {
+            g.last_id = id;
+            changed = true;
+            propagate_last_id = true;
+        }
     }
     if deliverytime == -1 || deliverytime < 0 || deliverytime > now {
         deliverytime = now;
     }
     let mut out = Vec::new();
     let mut have_consumer = false;
-    for id in ids {
+    for (k, id) in ids.into_iter().enumerate() {
+        // The ID as the command named it: what the replicas' XCLAIM names.
+        let id_arg = a[5 + k];
         let s = tri!(group_or_nogroup(core, key, group));
         let live = s.entry(id).is_some();
         let g = s.cgroups.get_mut(group).expect("present");
@@ -438,7 +447,10 @@ fn xclaim(core: &mut Core, a: &[&[u8]]) -> Reply {
                 if let Some(c) = g.consumers.get_mut(&nack.consumer) {
                     c.pel.remove(&id);
                 }
+                let last = g.last_id;
                 changed = true;
+                stream_propagate::xclaim(core, key, group, id_arg, &nack, last);
+                propagate_last_id = false;
             }
             continue;
         }
@@ -468,12 +480,20 @@ fn xclaim(core: &mut Core, a: &[&[u8]]) -> Reply {
         } else if !justid {
             nack.delivery_count += 1;
         }
+        let (nack, last) = (nack.clone(), g.last_id);
         changed = true;
         out.push(if justid { Reply::Bulk(id.to_bytes()) } else { s.entry(id).map_or(Reply::Nil, entry_reply) });
+        stream_propagate::xclaim(core, key, group, id_arg, &nack, last);
+        propagate_last_id = false;
+    }
+    if propagate_last_id {
+        let g = tri!(group_or_nogroup(core, key, group)).cgroups[group].clone();
+        stream_propagate::setid(core, key, group, &g);
     }
     if changed || have_consumer {
         core.touch(key);
     }
+    stream_propagate::prevent(core);
     Reply::Array(out)
 }
 
@@ -543,6 +563,8 @@ fn xautoclaim(core: &mut Core, a: &[&[u8]]) -> Reply {
             if let Some(c) = g.consumers.get_mut(&nack.consumer) {
                 c.pel.remove(&id);
             }
+            let last = g.last_id;
+            stream_propagate::xclaim(core, key, group, &id.to_bytes(), &nack, last);
             deleted.push(Reply::Bulk(id.to_bytes()));
             count -= 1;
             if eof {
@@ -565,7 +587,9 @@ fn xautoclaim(core: &mut Core, a: &[&[u8]]) -> Reply {
         if !justid {
             nack.delivery_count += 1;
         }
+        let (nack, last) = (nack.clone(), g.last_id);
         claimed.push(if justid { Reply::Bulk(id.to_bytes()) } else { s.entry(id).map_or(Reply::Nil, entry_reply) });
+        stream_propagate::xclaim(core, key, group, &id.to_bytes(), &nack, last);
         count -= 1;
         if eof {
             break;
@@ -576,6 +600,7 @@ fn xautoclaim(core: &mut Core, a: &[&[u8]]) -> Reply {
     if !claimed.is_empty() || !deleted.is_empty() || have_consumer {
         core.touch(key);
     }
+    stream_propagate::prevent(core);
     Reply::Array(vec![
         Reply::Bulk(next.unwrap_or(StreamId::MIN).to_bytes()),
         Reply::Array(claimed),

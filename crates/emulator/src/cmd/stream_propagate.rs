@@ -4,9 +4,12 @@
 //! NOACK read moves the group instead (`XGROUP SETID ... ENTRIESREAD`, `streamPropagateGroupID`),
 //! after creating its consumer when the read made it (`XGROUP CREATECONSUMER`,
 //! `streamPropagateConsumerCreation`). A read of the consumer's history, or one that found nothing
-//! new, sends nothing. The same holds when a blocked reader is served.
+//! new, sends nothing. The same holds when a blocked reader is served. XCLAIM and XAUTOCLAIM send
+//! the same canonical XCLAIM per entry they claim or drop, from inside their handlers ([`xclaim`],
+//! [`setid`], [`prevent`]), and are not sent as themselves.
 use crate::command_spec::eq_ic;
 use crate::core::Core;
+use crate::keyspace::stream::{ConsumerGroup, Nack};
 use crate::keyspace::{StreamId, Value};
 use crate::reply::Reply;
 
@@ -142,9 +145,7 @@ pub(crate) fn key_effects(
     let Some(Value::Stream(s)) = core.db_at(db).peek(key, now).map(|e| &e.value) else { return out };
     let Some(g) = s.cgroups.get(read.group) else { return out };
     if read.noack {
-        let last = g.last_id.to_bytes();
-        let read_count = g.entries_read.to_string();
-        out.push(v(&[b"XGROUP", b"SETID", key, read.group, &last, b"ENTRIESREAD", read_count.as_bytes()]));
+        out.push(setid_argv(key, read.group, g));
         return out;
     }
     for id in ids {
@@ -152,24 +153,65 @@ pub(crate) fn key_effects(
         else {
             continue;
         };
-        let (time, count) = (nack.delivery_time.to_string(), nack.delivery_count.to_string());
         // Each entry is new to the group, so the group's last ID when it was read is its own.
-        out.push(v(&[
-            b"XCLAIM",
-            key,
-            read.group,
-            &nack.consumer,
-            b"0",
-            id,
-            b"TIME",
-            time.as_bytes(),
-            b"RETRYCOUNT",
-            count.as_bytes(),
-            b"FORCE",
-            b"JUSTID",
-            b"LASTID",
-            id,
-        ]));
+        out.push(xclaim_argv(key, read.group, id, nack, id));
     }
     out
+}
+
+/// Redis's `streamPropagateXCLAIM`, from inside XCLAIM or XAUTOCLAIM while a replica is attached:
+/// the XCLAIM that gives the entry `id` (as the command named it) to `nack`'s consumer, with its
+/// delivery time and count and the group's last ID, sent instead of the command (which is not sent
+/// as itself once it claimed or dropped anything, or moved the group).
+pub(crate) fn xclaim(core: &mut Core, key: &[u8], group: &[u8], id: &[u8], nack: &Nack, last_id: StreamId) {
+    if !core.repl.active {
+        return;
+    }
+    let argv = xclaim_argv(key, group, id, nack, &last_id.to_bytes());
+    core.repl.own.push(argv);
+}
+
+/// `XCLAIM key group consumer 0 id TIME ms RETRYCOUNT n FORCE JUSTID LASTID last`: the entry `id`
+/// given to `nack`'s consumer with its delivery time and count, the group's last ID `last`.
+fn xclaim_argv(key: &[u8], group: &[u8], id: &[u8], nack: &Nack, last: &[u8]) -> Vec<Vec<u8>> {
+    let (time, count) = (nack.delivery_time.to_string(), nack.delivery_count.to_string());
+    let parts: [&[u8]; 14] = [
+        b"XCLAIM",
+        key,
+        group,
+        &nack.consumer,
+        b"0",
+        id,
+        b"TIME",
+        time.as_bytes(),
+        b"RETRYCOUNT",
+        count.as_bytes(),
+        b"FORCE",
+        b"JUSTID",
+        b"LASTID",
+        last,
+    ];
+    parts.iter().map(|p| p.to_vec()).collect()
+}
+
+/// Redis's `streamPropagateGroupID`, from inside a command while a replica is attached.
+pub(crate) fn setid(core: &mut Core, key: &[u8], group: &[u8], g: &ConsumerGroup) {
+    if core.repl.active {
+        let argv = setid_argv(key, group, g);
+        core.repl.own.push(argv);
+    }
+}
+
+/// `XGROUP SETID key group last-id ENTRIESREAD n`: the group's last ID and read counter.
+fn setid_argv(key: &[u8], group: &[u8], g: &ConsumerGroup) -> Vec<Vec<u8>> {
+    let (last, read) = (g.last_id.to_bytes(), g.entries_read.to_string());
+    let parts: [&[u8]; 7] = [b"XGROUP", b"SETID", key, group, &last, b"ENTRIESREAD", read.as_bytes()];
+    parts.iter().map(|p| p.to_vec()).collect()
+}
+
+/// Redis's `preventCommandPropagation`: the running command goes only as what it sent on its own.
+pub(crate) fn prevent(core: &mut Core) {
+    if core.repl.active {
+        core.repl.prevented = true;
+    }
 }
