@@ -5,8 +5,8 @@
 //! after creating its consumer when the read made it (`XGROUP CREATECONSUMER`,
 //! `streamPropagateConsumerCreation`). A read of the consumer's history, or one that found nothing
 //! new, sends nothing. The same holds when a blocked reader is served. XCLAIM and XAUTOCLAIM send
-//! the same canonical XCLAIM per entry they claim or drop, from inside their handlers ([`xclaim`],
-//! [`setid`], [`prevent`]), and are not sent as themselves.
+//! the same canonical XCLAIM per entry they claim or drop, from inside their handlers (`xclaim`,
+//! `setid`, `prevent`), and are not sent as themselves.
 use crate::command_spec::eq_ic;
 use crate::core::Core;
 use crate::keyspace::stream::{ConsumerGroup, Nack};
