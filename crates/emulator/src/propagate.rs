@@ -23,7 +23,6 @@
 //! Nothing here runs while no replica is attached: the only cost is one test of
 //! [`Repl::active`] per command.
 use crate::clients::{fingerprint, ClientId};
-use crate::cmd::stream_propagate::{self, GroupRead};
 use crate::command_spec::{flags, CommandSpec};
 use crate::core::{Core, DATABASES};
 use crate::reply::Reply;
@@ -63,7 +62,7 @@ pub struct Repl {
     /// Deletions that go after the current unit, each alone (a SET whose deadline has passed).
     late: Vec<(usize, Vec<Vec<u8>>)>,
     /// What the running command sent on its own (Redis's `alsoPropagate` from inside a command:
-    /// XCLAIM's and XAUTOCLAIM's canonical XCLAIMs), sent instead of the command.
+    /// `cmd::stream_propagate`), sent instead of the command.
     pub(crate) own: Vec<Vec<Vec<u8>>>,
     /// The running command is not sent as itself (Redis's `preventCommandPropagation`): only
     /// [`Repl::own`] goes.
@@ -104,12 +103,6 @@ pub(crate) fn run(spec: &CommandSpec, core: &mut Core, args: &[&[u8]]) -> Reply 
     let keys = spec.keys.keys(args);
     let now = core.now_ms();
     let before: Vec<u64> = keys.iter().map(|k| fingerprint(core.db.peek(k, now))).collect();
-    // A group read goes as what it did to the group (`cmd::stream_propagate`), which needs to know
-    // the consumers it creates.
-    let group_read = (spec.name == "xreadgroup").then(|| GroupRead::parse(args)).flatten().map(|r| {
-        let existed = r.consumers_exist(core, db);
-        (r, existed)
-    });
     let outer = std::mem::replace(&mut core.repl.touched, false);
     let (outer_own, outer_prevented) = (std::mem::take(&mut core.repl.own), std::mem::take(&mut core.repl.prevented));
     let reply = spec.run_unrecorded(core, args);
@@ -131,17 +124,11 @@ pub(crate) fn run(spec: &CommandSpec, core: &mut Core, args: &[&[u8]]) -> Reply 
         || always(spec.name, args, &reply)
         || keys.iter().zip(&before).any(|(k, b)| fingerprint(core.db_at(db).peek(k, now)) != *b);
     if changed || late_del {
-        let cmds = match &group_read {
-            _ if prevented => own.clone(),
-            Some((read, existed)) if !reply.is_error() => stream_propagate::effects(core, db, read, existed, &reply),
-            _ => rewrite(spec.name, core, db, args, &reply),
-        };
+        let cmds = if prevented { own } else { rewrite(spec.name, core, db, args, &reply) };
         // Under a script's `redis.set_repl(redis.REPL_NONE)` a command is not sent as itself (nor
         // rewritten); what it propagates on its own still goes.
         let cmds: Vec<_> = if core.script_repl_off {
-            cmds.into_iter()
-                .filter(|argv| prevented || sent_on_its_own(spec.name, args, argv, group_read.is_some()))
-                .collect()
+            cmds.into_iter().filter(|argv| prevented || sent_on_its_own(spec.name, args, argv)).collect()
         } else {
             cmds
         };
@@ -156,11 +143,11 @@ pub(crate) fn run(spec: &CommandSpec, core: &mut Core, args: &[&[u8]]) -> Reply 
     reply
 }
 
-/// Whether `argv`, one of the commands `name` (called with `args`) is propagated as, is one the
-/// command sends on its own (Redis's `alsoPropagate` from inside the command: SPOP with a count's
-/// SREMs, a group read's XCLAIMs and XGROUP commands), not the command itself or its rewrite.
-fn sent_on_its_own(name: &str, args: &[&[u8]], argv: &[Vec<u8>], group_read: bool) -> bool {
-    group_read || (name == "spop" && args.len() == 3 && argv.first().is_some_and(|c| eq(c, "srem")))
+/// Whether `argv`, one of the commands `name` (called with `args`) is rewritten as, is one Redis
+/// sends from inside the command (`alsoPropagate`: SPOP with a count's SREMs), not the command
+/// itself or its rewrite. (The stream commands' own sends come in [`Repl::own`].)
+fn sent_on_its_own(name: &str, args: &[&[u8]], argv: &[Vec<u8>]) -> bool {
+    name == "spop" && args.len() == 3 && argv.first().is_some_and(|c| eq(c, "srem"))
 }
 
 /// Whether `args` name a subcommand that Redis 7.0's table flags `write` (XGROUP CREATE, SETID,

@@ -24,7 +24,6 @@ use crate::reply::Reply;
 use crate::tri;
 
 use super::lists;
-use super::stream_propagate::{effects, GroupRead};
 use super::zsets;
 
 pub static COMMANDS: &[CommandSpec] = &[
@@ -468,19 +467,11 @@ impl Core {
         let keys = self.blocking.waiters[i].keys.clone();
         self.caller = client;
         self.resp3 = resp3;
-        let db = self.selected;
         for (k, key) in keys.iter().enumerate() {
-            // A group read served goes to the replicas as what it did to the group.
-            let read = wait.group.as_ref().filter(|_| self.repl.active).map(|(group, consumer, noack)| {
-                let read = GroupRead { group, consumer, noack: *noack, keys: vec![(key.as_slice(), b">".as_slice())] };
-                let existed = read.consumers_exist(self, db);
-                (read, existed)
-            });
             if let Some(r) = super::stream_read::serve_waiter(self, key, k, &wait, resp3) {
-                if let Some((read, existed)) = read.filter(|_| !r.is_error()) {
-                    let cmds = effects(self, db, &read, &existed, &r);
-                    crate::propagate::served_unit(self, db, cmds);
-                }
+                // A group read served sends the replicas what it did to the group.
+                let sent = std::mem::take(&mut self.repl.own);
+                crate::propagate::served_unit(self, self.selected, sent);
                 self.blocking.waiters.remove(i);
                 self.outbox.push((client, Deliver::Unblock(r)));
                 return true;

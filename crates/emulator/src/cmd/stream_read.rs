@@ -11,6 +11,7 @@ use crate::reply::Reply;
 use crate::tri;
 
 use super::stream_groups::{create_consumer, cstr};
+use super::stream_propagate;
 use super::streams::{entry_reply, parse_id, stream_mut};
 
 pub static COMMANDS: &[CommandSpec] = &[
@@ -69,7 +70,10 @@ fn xread(core: &mut Core, a: &[&[u8]]) -> Reply {
 }
 
 fn xreadgroup(core: &mut Core, a: &[&[u8]]) -> Reply {
-    xread_generic(core, a, true)
+    let r = xread_generic(core, a, true);
+    // The replicas get what the read did to the group (sent from `read_group`), never the read.
+    stream_propagate::prevent(core);
+    r
 }
 
 /// `getTimeoutFromObjectOrReply` in milliseconds: the deadline (0 for none) on the emulator's clock.
@@ -203,6 +207,9 @@ fn xread_generic(core: &mut Core, a: &[&[u8]], xreadgroup: bool) -> Reply {
                 let exists = s.cgroups[g].consumers.contains_key(consumer);
                 if !exists {
                     create_consumer(core, key, g, consumer);
+                    if noack {
+                        stream_propagate::consumer_created(core, key, g, consumer);
+                    }
                 }
                 let s = stream_mut(core, key).ok().flatten().expect("present");
                 s.cgroups.get_mut(g).expect("present").consumers.get_mut(consumer).expect("present").seen_time = now;
@@ -245,6 +252,10 @@ pub(crate) fn read_group(
     noack: bool,
 ) -> Reply {
     let now = core.now_ms();
+    // What the replicas get (see `stream_propagate`), built only while one is attached.
+    let record = core.repl.active;
+    let mut sent = Vec::new();
+    let mut moved = false;
     let Ok(Some(s)) = stream_mut(core, key) else { return Reply::Array(Vec::new()) };
     let Some(start) = gt.incr() else { return Reply::Array(Vec::new()) };
     let entries: Vec<(StreamId, Reply)> =
@@ -253,6 +264,7 @@ pub(crate) fn read_group(
     for (id, reply) in entries {
         let g = &s.cgroups[group];
         if id > g.last_id {
+            moved = true;
             let read = if g.entries_read != INVALID_ENTRIES_READ && !s.range_has_tombstones(id) {
                 Some(g.entries_read + 1)
             } else if s.entries_added > 0 {
@@ -273,10 +285,21 @@ pub(crate) fn read_group(
                     c.pel.remove(&id);
                 }
             }
-            g.pel.insert(id, Nack { delivery_time: now, delivery_count: 1, consumer: consumer.to_vec() });
+            let nack = Nack { delivery_time: now, delivery_count: 1, consumer: consumer.to_vec() };
+            if record {
+                // The entry is new to the group, so the group's last ID is its own.
+                let id = id.to_bytes();
+                sent.push(stream_propagate::xclaim_argv(key, group, &id, &nack, &id));
+            }
+            g.pel.insert(id, nack);
             g.consumers.get_mut(consumer).expect("present").pel.insert(id);
         }
         out.push(reply);
+    }
+    core.repl.own.extend(sent);
+    if noack && moved {
+        let g = stream_mut(core, key).ok().flatten().expect("present").cgroups[group].clone();
+        stream_propagate::setid(core, key, group, &g);
     }
     Reply::Array(out)
 }
@@ -340,6 +363,9 @@ pub(crate) fn serve_waiter(core: &mut Core, key: &[u8], k: usize, w: &StreamWait
                 Some(c) => c.seen_time = now,
                 None => {
                     create_consumer(core, key, g, consumer);
+                    if *noack {
+                        stream_propagate::consumer_created(core, key, g, consumer);
+                    }
                 }
             }
             core.touch(key);
