@@ -1213,6 +1213,16 @@ LUA_API void lua_memcapfields (lua_State *L, struct lua_MemCap *out) {
 }
 
 
+/*
+** limitlab: how many results the caller of the running function wants (LUA_MULTRET: all it returns).
+** A C function called as a statement (`redis.call('SET', k, v)` alone on its line) is wanted for 0:
+** whatever it pushes is dropped by the call's return, so it may push nothing.
+*/
+LUA_API int lua_wantedresults (lua_State *L) {
+  return L->ci->nresults;
+}
+
+
 LUA_API const void *lua_fixedstring (lua_State *L, const char *s) {
   TString *ts;
   lua_lock(L);

@@ -199,6 +199,7 @@ LUA_API int   (lua_isreadonlytable) (lua_State *L, int objindex);
 LUA_API int   (lua_tablenohash) (lua_State *L, int objindex);  /* limitlab (lapi.c) */
 LUA_API int   (lua_tablearraysize) (lua_State *L, int objindex);  /* limitlab (lapi.c) */
 LUA_API int   (lua_rawgetitype) (lua_State *L, int idx, int n, lua_Number *num);  /* limitlab */
+LUA_API int   (lua_wantedresults) (lua_State *L);  /* limitlab */
 /* limitlab: one argument of a C function as lua_peekargs describes it */
 struct lua_PeekArg {
   const char *str;  /* a string's bytes (not converted: only for LUA_TSTRING) */

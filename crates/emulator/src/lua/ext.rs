@@ -22,6 +22,9 @@ extern "C-unwind" {
     /// The type of `t[n]` (raw) for the table at `idx`, without pushing it; `*num` receives it
     /// when it is a number.
     pub fn lua_rawgetitype(l: *mut mlua::ffi::lua_State, idx: c_int, n: c_int, num: *mut f64) -> c_int;
+    /// How many results the caller of the running C function wants: 0 when it is called as a
+    /// statement, so that nothing it returns can be seen; -1 (LUA_MULTRET) for all of them.
+    pub fn lua_wantedresults(l: *mut mlua::ffi::lua_State) -> c_int;
     /// Describes the running C function's arguments 1..=n (n at most `lua_gettop`) into `out`.
     pub fn lua_peekargs(l: *mut mlua::ffi::lua_State, n: c_int, out: *mut PeekArg);
     /// How many strings the longest chain of the state's string table holds (interning a string

@@ -33,11 +33,21 @@ struct LuaSink {
     /// The reply needed more stack than Lua gives a C function: `redis.call` and `redis.pcall` raise
     /// "stack overflow (reply too deep)", once nothing here holds memory or a borrow.
     overflow: bool,
+    /// The call is a statement (`redis.call('SET', k, v)` alone): its caller wants no result, so
+    /// a reply that is neither an error (raised) nor a container (whose depth can raise "reply too
+    /// deep", as in Redis) is not converted at all: no script can see it.
+    discard: bool,
+    /// A reply was dropped under `discard`: nothing was pushed.
+    skipped: bool,
 }
 
 impl ReplySink for LuaSink {
     fn reply(&mut self, r: Reply) {
         self.failed = r.is_error();
+        if self.discard && !matches!(r, Reply::Error(_) | Reply::Array(_) | Reply::Set(_) | Reply::Map(_)) {
+            self.skipped = true;
+            return;
+        }
         // SAFETY: pushes on the stack of the running `redis.call`, above its arguments, while `r`
         // (which owns memory) is alive: nothing may raise. With the cap lifted no push can, and
         // push_reply checks the stack without raising (see it).
@@ -53,6 +63,11 @@ impl ReplySink for LuaSink {
     /// it pushes and, if the reply took the script past it, the script is killed at its next loop
     /// or call (see [`super::budget::LiftedCap`]); the allocator itself never fails.
     fn bulks(&mut self, n: usize, items: &mut dyn Iterator<Item = Option<&[u8]>>) {
+        if self.discard {
+            // A flat array of strings and nils: it cannot be too deep, so dropping it unseen is safe.
+            self.skipped = true;
+            return;
+        }
         let l = self.l;
         // SAFETY: push_array's flat case: the same table, the same elements (a nil as push_reply
         // pushes Reply::Nil, which allocates nothing), pushed on the stack of the running
@@ -350,14 +365,19 @@ unsafe fn push_array(l: *mut ffi::lua_State, v: &[Reply], resp: u8) -> bool {
 /// any of it exists, and the sink's pushes cannot raise. The raises of the call itself come after
 /// the block, with only plain values alive.
 unsafe fn generic_call(l: *mut ffi::lua_State, raise: bool) -> c_int {
-    let (failed, overflow) = {
+    let (failed, overflow, skipped) = {
         let ctx = &*(ffi::lua_touserdata(l, ffi::lua_upvalueindex(1)) as *const CallCtx);
-        let mut out = LuaSink { l, resp: ctx.state.resp.get(), failed: false, overflow: false };
+        let discard = super::ext::lua_wantedresults(l) == 0;
+        let mut out =
+            LuaSink { l, resp: ctx.state.resp.get(), failed: false, overflow: false, discard, skipped: false };
         if let Some(reply) = run_from_stack(l, ctx, &mut out) {
             out.reply(reply);
         }
-        (out.failed, out.overflow)
+        (out.failed, out.overflow, out.skipped)
     };
+    if skipped {
+        return 0;
+    }
     if overflow {
         // What luaL_checkstack raises, from this same C function (so with the same position).
         ffi::luaL_error(l, c"stack overflow (%s)".as_ptr(), c"reply too deep".as_ptr());
