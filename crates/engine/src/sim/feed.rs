@@ -214,12 +214,59 @@ impl Interner {
 enum Source<'a> {
     /// Zipf users, streamed. Users are told apart by rank, so a request costs no string unless its
     /// user is new (the subject table then gets the user's name).
-    Zipf { it: Box<ZipfIter>, ranks: FxHashMap<u64, u32>, subjects: Vec<String> },
+    Zipf { it: Box<ZipfIter>, ranks: RankIndex, subjects: Vec<String> },
     /// A list of arrivals (small sources, generated whole, and the batch runner's slices).
     Listed { arrivals: Cow<'a, [Arrival]>, next: usize, subjects: Interner },
     /// A big trace sorted by time, read as it goes; a failure to read it on (the file changed since
     /// it was scanned) ends the feed and is kept for [`Feed::take_error`].
     Trace { it: Box<TraceStream>, subjects: Interner, error: Option<Error> },
+}
+
+/// Each Zipf rank's subject index, given in order of first appearance. Ranks run from 1 to the
+/// number of users, so up to [`RankIndex::DENSE_MAX`] users it is an array indexed by rank (4
+/// bytes a user, zeroed pages that the system maps only once touched): one load where a hash map
+/// hashed, probed and, at a million users, missed the cache twice as often (its entries are four
+/// times as wide). Past that bound (a sparse run over a huge population), a hash map.
+#[derive(Debug)]
+enum RankIndex {
+    /// The subject index plus one, by rank (0: not seen yet).
+    Dense(Vec<u32>),
+    Sparse(FxHashMap<u64, u32>),
+}
+
+impl RankIndex {
+    /// The most users given an array (64 MB of address space at most).
+    const DENSE_MAX: u64 = 1 << 24;
+
+    fn new(users: u64) -> RankIndex {
+        if users <= Self::DENSE_MAX {
+            RankIndex::Dense(vec![0; users as usize + 1])
+        } else {
+            RankIndex::Sparse(FxHashMap::default())
+        }
+    }
+
+    /// The subject of `rank`, which becomes `next` when the rank is new.
+    #[inline]
+    fn subject(&mut self, rank: u64, next: u32) -> u32 {
+        match self {
+            RankIndex::Dense(v) => {
+                let i = rank as usize;
+                if i >= v.len() {
+                    // A rank past the users (the sampler never gives one): kept correct all the same.
+                    v.resize(i + 1, 0);
+                }
+                let slot = &mut v[i];
+                if *slot == 0 {
+                    *slot = next + 1;
+                    next
+                } else {
+                    *slot - 1
+                }
+            }
+            RankIndex::Sparse(m) => *m.entry(rank).or_insert(next),
+        }
+    }
 }
 
 /// The exact log's verdicts on every step of a feed, both ways of counting, two bits a step: what
@@ -359,7 +406,7 @@ impl Feed<'static> {
             })?;
             if let Some(it) = z.iter(Millis(s.start_ms).as_micros(), seed) {
                 let len = it.len();
-                let source = Source::Zipf { it: Box::new(it), ranks: FxHashMap::default(), subjects: Vec::new() };
+                let source = Source::Zipf { it: Box::new(it), ranks: RankIndex::new(z.users), subjects: Vec::new() };
                 return Ok(Feed::new(source, len));
             }
         }
@@ -485,7 +532,7 @@ impl Iterator for Feed<'_> {
                 while chunk.steps.len() < CHUNK_LEN && chunk.names.len() < CHUNK_NAME_BYTES {
                     let Some((at, rank)) = it.next_rank() else { break };
                     let next = subjects.len() as u32;
-                    let subject = *ranks.entry(rank).or_insert(next);
+                    let subject = ranks.subject(rank, next);
                     if subject == next {
                         subjects.push(crate::traffic::numbered(it.key_prefix(), rank));
                     }
@@ -657,6 +704,29 @@ mod tests {
         assert_eq!(a.len(), 10_000);
         assert_eq!(a, b, "names, indices and verdicts");
         assert_eq!(zipf.into_names(), listed.into_names());
+    }
+
+    #[test]
+    fn ranks_get_subjects_in_order_of_first_appearance_dense_or_sparse() {
+        let ranks = [3u64, 1, 3, 5, 1, 9, 5];
+        let want = [0u32, 1, 0, 2, 1, 3, 2];
+        // A dense index of 5 users, given a rank past them too (grows); a sparse one.
+        for mut index in [RankIndex::new(5), RankIndex::Sparse(FxHashMap::default())] {
+            let mut next = 0;
+            let got: Vec<u32> = ranks
+                .iter()
+                .map(|&r| {
+                    let s = index.subject(r, next);
+                    if s == next {
+                        next += 1;
+                    }
+                    s
+                })
+                .collect();
+            assert_eq!(got, want, "{index:?}");
+        }
+        assert!(matches!(RankIndex::new(RankIndex::DENSE_MAX), RankIndex::Dense(_)));
+        assert!(matches!(RankIndex::new(RankIndex::DENSE_MAX + 1), RankIndex::Sparse(_)));
     }
 
     #[test]
