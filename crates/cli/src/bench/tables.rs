@@ -71,15 +71,22 @@ pub fn tables(r: &BenchReport) -> Vec<Table> {
         t.row(row);
     }
     t.note(format!("Workload: {}.", r.workload));
-    t.note(
+    let rounds = match r.sizes.rounds {
+        0 | 1 => String::new(),
+        n => format!(
+            " Each script's engines took {n} turns each, one engine after another, and each engine's figure is its \
+             fastest turn, so that a slow spell of the machine during one engine's turn does not decide a ratio."
+        ),
+    };
+    t.note(format!(
         "Native: the script's exact Rust reference model (the ceiling). Emulator: EVALSHA on the embedded \
          emulator, in process. Redis: EVALSHA over one loopback connection, one call per round trip or N \
          per round trip (pipelined); client and server share the machine. Emulator / pipelined is against \
          the fastest depth. Emulator runs the script through its spec (KEYS, ARGV and the decision as \
          every tool reads them); Emulator, direct calls a shipped script the hand-written way, so Spec \
          path / direct is what the spec costs. Every rate is that of the fastest of 5 equal chunks of \
-         the timed calls, for every engine alike: on a shared machine outside load slows some chunks.",
-    );
+         the timed calls, for every engine alike: on a shared machine outside load slows some chunks.{rounds}"
+    ));
     for s in &r.scripts {
         for n in &s.redis_notes {
             t.note(format!("{n}."));
