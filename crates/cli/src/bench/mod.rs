@@ -379,6 +379,37 @@ fn say(opts: &BenchOptions, what: &str) {
     }
 }
 
+/// What decides how a script's Redis turns are run and judged (see [`run`]).
+struct RedisPlan {
+    /// The server-clock commands the script calls: such a script decides there by the wall clock,
+    /// not the workload's virtual times, so its Redis figures are timed, not compared.
+    clock: Vec<String>,
+    /// Nor are they compared when its decisions change when keys do not expire (a TTL too short
+    /// for them): a server expires keys on its wall clock. limitlab's own scripts are proven not to.
+    on_expiry: bool,
+    /// Keys the script writes outside the run's prefix: such a script is not run on Redis.
+    outside: Vec<String>,
+}
+
+impl RedisPlan {
+    fn find(
+        spec: &SharedSpec,
+        w: &Workload,
+        l: &Limiter,
+        reference: &[Decision],
+        longest: usize,
+        skip: usize,
+    ) -> Result<RedisPlan> {
+        let clock = crate::verify::against_redis::clock_reads(spec);
+        let on_expiry = spec.model.is_none() && {
+            let kept = engines::emulator_without_expiry(w, l, longest)?;
+            kept[..] != reference[..longest.min(reference.len())]
+        };
+        let outside = engines::outside_keys(w, l, skip.min(1000))?;
+        Ok(RedisPlan { clock, on_expiry, outside })
+    }
+}
+
 /// Runs the benchmark.
 pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
     let sizes = opts.sizes;
@@ -393,6 +424,9 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
         let longest = skip + sizes.emulator.max(sizes.redis_single).max(sizes.redis_pipelined);
         let mut reference: Vec<Decision> = Vec::new();
         let mut merged: Option<ScriptRow> = None;
+        // How this script's Redis turns are run and judged: the same in every round, so found in
+        // the first round that has a server (it needs the reference) and kept.
+        let mut plan: Option<RedisPlan> = None;
         let rounds = sizes.rounds.max(1);
         for round in 0..rounds {
             let of = if rounds > 1 { format!(" (round {} of {rounds})", round + 1) } else { String::new() };
@@ -434,15 +468,11 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
                 redis_notes: Vec::new(),
             };
             if let Some(lv) = live.as_mut() {
-                // A script that reads the server's clock decides there by the wall clock, not the
-                // workload's virtual times: its Redis figures are timed, not compared.
-                let clock = crate::verify::against_redis::clock_reads(spec);
-                // Nor one whose decisions change when keys do not expire (a TTL too short for them):
-                // a server expires keys on its wall clock. limitlab's own scripts are proven not to.
-                let on_expiry = spec.model.is_none() && {
-                    let kept = engines::emulator_without_expiry(&w, &l, longest)?;
-                    kept[..] != reference[..longest.min(reference.len())]
+                let RedisPlan { clock, on_expiry, outside } = match &mut plan {
+                    Some(p) => p,
+                    none => none.insert(RedisPlan::find(spec, &w, &l, &reference, longest, skip)?),
                 };
+                let on_expiry = *on_expiry;
                 let checked = |t: &Timed| {
                     if clock.is_empty() && !on_expiry {
                         Measure::of(t, &reference)
@@ -450,7 +480,6 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
                         Measure::unchecked(t)
                     }
                 };
-                let outside = engines::outside_keys(&w, &l, skip.min(1000))?;
                 // Redis's own time inside EVALSHA over this round's calls (the fastest round's is
                 // kept, as every engine keeps its fastest round).
                 let before = lv.conn.evalsha_stats();
