@@ -279,32 +279,62 @@ int luaV_equalval (lua_State *L, const TValue *t1, const TValue *t2) {
 }
 
 
+/* limitlab: how many numbers of one pass of a concatenation are written into the result directly
+** (the rest are turned into strings in place first, as stock 5.1.5 turns them all) */
+#define LIMITLAB_CONCATNUMS 4
+
 void luaV_concat (lua_State *L, int total, int last) {
   do {
     StkId top = L->base + last + 1;
     int n = 2;  /* number of elements handled in this pass (at least 2) */
-    if (!(ttisstring(top-2) || ttisnumber(top-2)) || !tostring(L, top-1)) {
+    /* limitlab: the operands are tested here and converted below: a number is written into the
+    ** result's buffer as luaO_num2str writes it, never interned as a string of its own (`key ..
+    ** ':' .. window` made two new strings, `window`'s and the result). Operands are temporaries of
+    ** the concatenation (the compiler moves them into consecutive registers), so nothing can see
+    ** whether a number became a string in place before it was consumed. */
+    if (!(ttisstring(top-2) || ttisnumber(top-2)) || !(ttisstring(top-1) || ttisnumber(top-1))) {
       if (!call_binTM(L, top-2, top-1, top-2, TM_CONCAT))
         luaG_concaterror(L, top-2, top-1);
-    } else if (tsvalue(top-1)->len == 0)  /* second op is empty? */
+    } else if (ttisstring(top-1) && tsvalue(top-1)->len == 0)  /* second op is empty? */
       (void)tostring(L, top - 2);  /* result is first op (as string) */
     else {
       /* at least two string values; get as many as possible */
-      size_t tl = tsvalue(top-1)->len;
+      char nb[LIMITLAB_CONCATNUMS][LUAI_MAXNUMBER2STR];  /* limitlab: numbers' digits */
+      size_t nl[LIMITLAB_CONCATNUMS];
+      int nn = 0;
+      size_t tl = 0;
       char *buffer;
       int i;
       /* collect total length */
-      for (n = 1; n < total && tostring(L, top-n-1); n++) {
-        size_t l = tsvalue(top-n-1)->len;
+      for (n = 1; n <= total; n++) {
+        StkId o = top-n;
+        size_t l;
+        if (ttisnumber(o) && nn < LIMITLAB_CONCATNUMS) {
+          l = nl[nn] = luaO_num2str(nb[nn], nvalue(o));
+          nn++;
+        }
+        else if (n > 1 && !tostring(L, o))
+          break;
+        else
+          l = tsvalue(o)->len;
         if (l >= MAX_SIZET - tl) luaG_runerror(L, "string length overflow");
         tl += l;
       }
+      n--;  /* the operands taken: top-n .. top-1 */
       buffer = luaZ_openspace(L, &G(L)->buff, tl);
       tl = 0;
       for (i=n; i>0; i--) {  /* concat all strings */
-        size_t l = tsvalue(top-i)->len;
-        memcpy(buffer+tl, svalue(top-i), l);
-        tl += l;
+        StkId o = top-i;
+        if (ttisnumber(o)) {  /* limitlab: formatted above, the last one first */
+          nn--;
+          memcpy(buffer+tl, nb[nn], nl[nn]);
+          tl += nl[nn];
+        }
+        else {
+          size_t l = tsvalue(o)->len;
+          memcpy(buffer+tl, svalue(o), l);
+          tl += l;
+        }
       }
       setsvalue2s(L, top-n, luaS_newlstr(L, buffer, tl));
     }
