@@ -422,17 +422,13 @@ static void Arith (lua_State *L, StkId ra, const TValue *rb,
 
 /*
 ** limitlab: threaded dispatch where the compiler has labels as values (GCC, Clang). vmnext is what
-** `continue` did (back to the top of the loop: fetch, line hook, dispatch), done in place.
+** `continue` did (back to the top of the loop: fetch, dispatch), done in place.
 */
 #if defined(__GNUC__)
 #define LIMITLAB_CGOTO
 #define vmlabel(op)	L_##op:
+/* No line hook test: this build has no line hooks (lua_sethook drops LUA_MASKLINE, see ldebug.c) */
 #define vmnext	{ i = *pc++; \
-    if (L->hookmask & LUA_MASKLINE) { \
-      traceexec(L, pc); \
-      if (L->status == LUA_YIELD) { L->savedpc = pc - 1; return; } \
-      base = L->base; \
-    } \
     ra = RA(i); \
     goto *disptab[GET_OPCODE(i)]; }
 #else
