@@ -73,12 +73,84 @@ void *luaM_toobig (lua_State *L) {
 #define LIMITLAB_MEMSLACK ((lu_mem)1 << 20)
 
 /*
+** limitlab: the memory cap's slow path (see luaM_realloc_), out of line so that the usual call
+** saves no more registers than it needs.
+*/
+static void limitlab_overcap (lua_State *L, lu_mem after) {
+  global_State *g = G(L);
+  if (!g->limitlab_memhit) {
+    lua_Debug ar;
+    int level;
+    g->limitlab_memhit = 1;
+    /* Where the script was: the innermost Lua function's current line (a C function such as
+    ** string.rep has none), for the kill's message should this allocation be the one refused. */
+    g->limitlab_memline = 0;
+    for (level = 0; g->limitlab_memline <= 0 && lua_getstack(L, level, &ar); level++) {
+      if (lua_getinfo(L, "l", &ar)) g->limitlab_memline = ar.currentline;
+    }
+    if (L->hookmask & LUA_MASKCOUNT) L->hookcount = 1;
+  }
+  if (after > g->limitlab_memcap + LIMITLAB_MEMSLACK)
+    luaD_throw(L, LUA_ERRMEM);
+}
+
+
+/*
+** limitlab: small blocks. A script's run allocates and frees a dozen small objects (the strings of
+** KEYS, ARGV and replies, tables and their parts), the collector frees them in batches, and each
+** went to the allocator and back. A block of up to LIMITLAB_SMALLMAX bytes is now allocated with
+** its size rounded up to a multiple of 8 (its class) and, once freed, kept in its class's list for
+** the next allocation of that class, up to LIMITLAB_FREEMAX bytes in all (the rest go back to the
+** allocator; luaM_limitlab_drain gives back all of them). Lua's own count (totalbytes, which the
+** collector, collectgarbage('count') and the memory cap read) is unchanged: it counts the sizes
+** asked for. The allocator is asked for and given back the rounded size, so its own accounting
+** agrees with itself.
+*/
+#define LIMITLAB_FREEMAX ((lu_mem)256 << 10)
+#define smallclass(s)	(((s) + 7) >> 3)
+
+static void *limitlab_smallnew (lua_State *L, global_State *g, size_t c) {
+  void *b = g->limitlab_free[c];
+  if (b != NULL) {
+    g->limitlab_free[c] = *(void **)b;
+    g->limitlab_freebytes -= c << 3;
+    return b;
+  }
+  b = (*g->frealloc)(g->ud, NULL, 0, c << 3);
+  if (b == NULL) luaD_throw(L, LUA_ERRMEM);
+  return b;
+}
+
+static void limitlab_smallfree (global_State *g, void *b, size_t c) {
+  if (g->limitlab_freebytes + (c << 3) <= LIMITLAB_FREEMAX) {
+    *(void **)b = g->limitlab_free[c];
+    g->limitlab_free[c] = b;
+    g->limitlab_freebytes += c << 3;
+  }
+  else
+    (*g->frealloc)(g->ud, b, c << 3, 0);
+}
+
+void luaM_limitlab_drain (lua_State *L) {
+  global_State *g = G(L);
+  size_t c;
+  for (c = 1; c <= LIMITLAB_SMALLCLASSES; c++) {
+    while (g->limitlab_free[c] != NULL) {
+      void *b = g->limitlab_free[c];
+      g->limitlab_free[c] = *(void **)b;
+      (*g->frealloc)(g->ud, b, c << 3, 0);
+    }
+  }
+  g->limitlab_freebytes = 0;
+}
+
+/*
 ** generic allocation routine.
 */
 void *luaM_realloc_ (lua_State *L, void *block, size_t osize, size_t nsize) {
   global_State *g = G(L);
-  lua_assert((osize == 0) == (block == NULL));
   lu_mem after = (g->totalbytes - osize) + nsize;
+  lua_assert((osize == 0) == (block == NULL));
   /* limitlab: the emulator's memory cap per script run (lua_memcapfields; "no cap" is the largest
   ** value, so that the usual case costs one comparison). The first growth past the cap is let
   ** through and makes the count hook fire at the next loop or call: the emulator kills the script
@@ -86,25 +158,27 @@ void *luaM_realloc_ (lua_State *L, void *block, size_t osize, size_t nsize) {
   ** none). Past the cap by more than LIMITLAB_MEMSLACK (one allocation that large, or a script
   ** that never loops or calls again), growth fails as an allocation failure would; shrinking is
   ** always allowed. */
-  if (after > g->limitlab_memcap && nsize > osize) {
-    if (!g->limitlab_memhit) {
-      lua_Debug ar;
-      int level;
-      g->limitlab_memhit = 1;
-      /* Where the script was: the innermost Lua function's current line (a C function such as
-      ** string.rep has none), for the kill's message should this allocation be the one refused. */
-      g->limitlab_memline = 0;
-      for (level = 0; g->limitlab_memline <= 0 && lua_getstack(L, level, &ar); level++) {
-        if (lua_getinfo(L, "l", &ar)) g->limitlab_memline = ar.currentline;
+  if (after > g->limitlab_memcap && nsize > osize)
+    limitlab_overcap(L, after);
+  if (osize <= LIMITLAB_SMALLMAX && nsize <= LIMITLAB_SMALLMAX) {  /* limitlab: small blocks */
+    size_t oc = smallclass(osize), nc = smallclass(nsize);
+    if (oc != nc) {
+      void *nb = NULL;
+      if (nc != 0) {
+        nb = limitlab_smallnew(L, g, nc);
+        if (oc != 0) memcpy(nb, block, osize < nsize ? osize : nsize);
       }
-      if (L->hookmask & LUA_MASKCOUNT) L->hookcount = 1;
+      if (oc != 0) limitlab_smallfree(g, block, oc);
+      block = nb;
     }
-    if (after > g->limitlab_memcap + LIMITLAB_MEMSLACK)
+  }
+  else {  /* a large block on one side at least; a small one is of its class's size */
+    size_t os = osize <= LIMITLAB_SMALLMAX ? smallclass(osize) << 3 : osize;
+    size_t ns = nsize <= LIMITLAB_SMALLMAX ? smallclass(nsize) << 3 : nsize;
+    block = (*g->frealloc)(g->ud, block, os, ns);
+    if (block == NULL && ns > 0)
       luaD_throw(L, LUA_ERRMEM);
   }
-  block = (*g->frealloc)(g->ud, block, osize, nsize);
-  if (block == NULL && nsize > 0)
-    luaD_throw(L, LUA_ERRMEM);
   lua_assert((nsize == 0) == (block == NULL));
   g->totalbytes = after;
   return block;

@@ -15,6 +15,12 @@
 
 #define MEMERRMSG	"not enough memory"
 
+/* limitlab: blocks of up to LIMITLAB_SMALLMAX bytes are allocated in size classes of 8 bytes and,
+** once freed, kept for the next allocation of their class (lmem.c) */
+#define LIMITLAB_SMALLMAX	256
+#define LIMITLAB_SMALLCLASSES	(LIMITLAB_SMALLMAX / 8)
+LUAI_FUNC void luaM_limitlab_drain (lua_State *L);
+
 
 #define luaM_reallocv(L,b,on,n,e) \
 	((cast(size_t, (n)+1) <= MAX_SIZET/(e)) ?  /* +1 to avoid warnings */ \

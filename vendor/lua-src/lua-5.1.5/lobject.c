@@ -122,11 +122,26 @@ size_t luaO_num2str (char *s, lua_Number n) {
   if (n > -1e14 && n < 1e14 && n == (lua_Number)(long long)n && !(n == 0 && 1 / n < 0)) {
     long long v = (long long)n;
     unsigned long long u = (v < 0) ? (unsigned long long)(-v) : (unsigned long long)v;
+    /* limitlab: two digits a division, from a table of "00" to "99", written from the end */
+    static const char pairs[] =
+      "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+      "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+      "8081828384858687888990919293949596979899";
     char digits[16];
-    size_t i = 0, len = 0;
+    char *p = digits + sizeof(digits);
+    size_t len = 0, nd;
     if (v < 0) s[len++] = '-';
-    do { digits[i++] = (char)('0' + (int)(u % 10)); u /= 10; } while (u != 0);
-    while (i > 0) s[len++] = digits[--i];
+    while (u >= 100) {
+      unsigned r = (unsigned)(u % 100);
+      u /= 100;
+      p -= 2;
+      memcpy(p, pairs + 2 * r, 2);
+    }
+    if (u >= 10) { p -= 2; memcpy(p, pairs + 2 * u, 2); }
+    else *--p = (char)('0' + (int)u);
+    nd = (size_t)(digits + sizeof(digits) - p);
+    memcpy(s + len, p, nd);
+    len += nd;
     s[len] = '\0';
     return len;
   }

@@ -111,6 +111,7 @@ static void close_state (lua_State *L) {
   luaM_freearray(L, G(L)->strt.hash, G(L)->strt.size, TString *);
   luaZ_freebuffer(L, &g->buff);
   freestack(L, L);
+  luaM_limitlab_drain(L);  /* limitlab: the kept small blocks (lmem.c) */
   lua_assert(g->totalbytes == sizeof(LG));
   (*g->frealloc)(g->ud, fromstate(L), state_size(LG), 0);
 }
@@ -178,6 +179,8 @@ LUA_API lua_State *lua_newstate (lua_Alloc f, void *ud) {
   g->limitlab_memcap = MAX_LUMEM;
   g->limitlab_memhit = 0;
   g->limitlab_memline = 0;
+  for (i=0; i<=LIMITLAB_SMALLCLASSES; i++) g->limitlab_free[i] = NULL;  /* limitlab */
+  g->limitlab_freebytes = 0;
   g->gcpause = LUAI_GCPAUSE;
   g->gcstepmul = LUAI_GCMUL;
   g->gcdept = 0;

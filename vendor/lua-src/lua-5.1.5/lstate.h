@@ -84,6 +84,8 @@ typedef struct global_State {
   lu_mem limitlab_memcap;  /* limitlab: refuse growth past this many bytes (MAX_LUMEM: no cap) */
   int limitlab_memhit;  /* limitlab: the cap was reached since the last lua_memcap */
   int limitlab_memline;  /* limitlab: the line of the innermost Lua function running then (0: none) */
+  void *limitlab_free[LIMITLAB_SMALLCLASSES + 1];  /* limitlab: freed small blocks, by size class (lmem.c) */
+  lu_mem limitlab_freebytes;  /* limitlab: bytes in limitlab_free */
   lu_mem estimate;  /* an estimate of number of bytes actually in use */
   lu_mem gcdept;  /* how much GC is `behind schedule' */
   int gcpause;  /* size of pause between successive GCs */
