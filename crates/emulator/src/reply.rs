@@ -115,6 +115,8 @@ pub trait ReplySink {
     fn reply(&mut self, r: Reply);
     /// An array of `n` bulk strings, `None` for a nil one (HMGET).
     fn bulks(&mut self, n: usize, items: &mut dyn Iterator<Item = Option<&[u8]>>);
+    /// One bulk string, `None` for nil (GET).
+    fn bulk(&mut self, b: Option<&[u8]>);
 }
 
 impl ReplySink for Option<Reply> {
@@ -125,6 +127,9 @@ impl ReplySink for Option<Reply> {
         let mut v = Vec::with_capacity(n);
         v.extend(items.map(|x| x.map_or(Reply::Nil, |b| Reply::Bulk(b.to_vec()))));
         *self = Some(Reply::Array(v));
+    }
+    fn bulk(&mut self, b: Option<&[u8]>) {
+        *self = Some(b.map_or(Reply::Nil, |b| Reply::Bulk(b.to_vec())));
     }
 }
 

@@ -42,6 +42,7 @@ pub mod zsets_store;
 pub fn direct(spec: &CommandSpec) -> Option<Direct> {
     match spec.name {
         "hmget" => Some(hashes::hmget_to),
+        "get" => Some(strings::get_to),
         _ => None,
     }
 }
@@ -178,9 +179,10 @@ mod tests {
     #[test]
     fn direct_forms_write_what_their_handlers_return() {
         let names = all().filter(|spec| direct(spec).is_some()).map(|spec| spec.name).collect::<Vec<_>>();
-        assert!(names.contains(&"hmget"), "{names:?}");
+        assert!(names.contains(&"hmget") && names.contains(&"get"), "{names:?}");
         let mut core = Core::new(VirtualClock::default());
-        let setup: [&[&[u8]]; 2] = [&[b"HSET", b"h", b"w", b"17", b"n", b""], &[b"SET", b"s", b"v"]];
+        let setup: [&[&[u8]]; 3] =
+            [&[b"HSET", b"h", b"w", b"17", b"n", b""], &[b"SET", b"s", b"v"], &[b"SET", b"i", b"-42"]];
         for args in setup {
             let spec = lookup(args[0]).unwrap();
             assert!(!spec.run(&mut core, args).is_error());
@@ -189,11 +191,15 @@ mod tests {
         for name in names {
             let found = cache.find(name.to_uppercase().as_bytes()).expect("in the table");
             let run_direct = found.direct.expect("found with its direct form");
+            // Each command's own arity: HMGET takes fields, GET only the key.
+            let arity = found.spec.arity;
             for args in [
                 vec![name.as_bytes(), b"h", b"w", b"x", b"n", b"w"],
                 vec![name.as_bytes(), b"nokey", b"a"],
                 vec![name.as_bytes(), b"s", b"a"],
+                vec![name.as_bytes(), b"i", b"a"],
             ] {
+                let args = if arity > 0 { args[..arity as usize].to_vec() } else { args };
                 let mut out = None;
                 run_direct(&mut core, &args, &mut out);
                 assert_eq!(out, Some(found.spec.run(&mut core, &args)), "{args:?}");

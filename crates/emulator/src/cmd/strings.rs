@@ -5,7 +5,7 @@ use crate::command_spec::{arg_i64, eq_ic, CommandSpec, KeySpec, NOT_INTEGER, SYN
 use crate::core::Core;
 use crate::keyspace::{parse_canonical_i64, RStr, Value, WRONGTYPE};
 use crate::longdouble;
-use crate::reply::Reply;
+use crate::reply::{Reply, ReplySink};
 use crate::tri;
 
 pub static COMMANDS: &[CommandSpec] = &[
@@ -50,9 +50,20 @@ pub(crate) fn read_str(core: &mut Core, key: &[u8]) -> Result<Option<Vec<u8>>, R
 }
 
 fn get(core: &mut Core, a: &[&[u8]]) -> Reply {
-    match tri!(read_str(core, a[1])) {
-        Some(v) => Reply::Bulk(v),
-        None => Reply::Nil,
+    let mut out = None;
+    get_to(core, a, &mut out);
+    out.expect("get_to writes a reply")
+}
+
+/// GET through a [`ReplySink`] (`redis.call` pushes the value straight onto the Lua stack, without
+/// a copy of its own: an integer's digits are written on the stack).
+pub(super) fn get_to(core: &mut Core, a: &[&[u8]], out: &mut dyn ReplySink) {
+    let now = core.now_ms();
+    match core.db.get(a[1], now).map(|e| &e.value) {
+        None => out.bulk(None),
+        Some(Value::Str(RStr::Int(i))) => out.bulk(Some(itoa::Buffer::new().format(*i).as_bytes())),
+        Some(Value::Str(RStr::Raw(v) | RStr::Grown(v) | RStr::Exact(v))) => out.bulk(Some(v)),
+        Some(_) => out.reply(Reply::err(WRONGTYPE)),
     }
 }
 

@@ -132,7 +132,10 @@ fn call_found(
     }
     core.resp3 = st.resp.get() == 3;
     core.count_lookups(spec, argv);
-    let reply = match found.direct {
+    // A direct form skips what `CommandSpec::run` adds around a handler: recording for a replica
+    // (a read's lazily expired keys) and keyspace events. Neither is needed unless set up.
+    let direct = found.direct.filter(|_| !core.repl.active && core.settings.notify_flags() == 0);
+    let reply = match direct {
         Some(direct) => {
             direct(&mut core, argv, out);
             None

@@ -89,6 +89,28 @@ impl ReplySink for LuaSink {
             lifted.restore();
         }
     }
+    /// Pushed while the command still borrows the keyspace, as [`LuaSink::bulks`] pushes: one
+    /// string (or nil), in the first of the LUA_MINSTACK slots, with the cap lifted.
+    fn bulk(&mut self, b: Option<&[u8]>) {
+        if self.discard {
+            // Neither an error nor a container: a statement's call drops it unseen (see `reply`).
+            self.skipped = true;
+            return;
+        }
+        // SAFETY: as in `bulks`: one push on the stack of the running `redis.call` above its
+        // arguments (a slot Lua gave it), of the keyspace's bytes, alive for the call; with the
+        // cap lifted nothing raises while the caller holds the keyspace borrow.
+        unsafe {
+            let lifted = super::budget::LiftedCap::lift(self.l);
+            match b {
+                Some(b) => push_bytes(self.l, b),
+                None => {
+                    push_reply(self.l, &Reply::Nil, self.resp);
+                }
+            }
+            lifted.restore();
+        }
+    }
 }
 
 /// Runs the command given by the Lua arguments 1..=n; never raises. A command with a direct form
