@@ -443,7 +443,10 @@ static void Arith (lua_State *L, StkId ra, const TValue *rb,
 ** String keys go straight to the string lookup and whole numbers inside the array part straight to
 ** their slot; anything else takes luaH_get, as luaV_gettable would.
 */
-static const TValue *limitlab_fastget (Table *h, const TValue *key) {
+#if defined(__GNUC__)
+__attribute__((always_inline))  /* limitlab: a few instructions, on the path of every table read */
+#endif
+static inline const TValue *limitlab_fastget (Table *h, const TValue *key) {
   const TValue *res;
   if (ttisstring(key))
     res = luaH_getstr(h, rawtsvalue(key));
