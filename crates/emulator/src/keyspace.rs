@@ -26,12 +26,16 @@ impl RStr {
             None => RStr::Raw(b.to_vec()),
         }
     }
+    /// Calls `f` with the bytes of the value (an integer's digits formatted on the stack).
+    pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        match self {
+            RStr::Int(i) => f(itoa::Buffer::new().format(*i).as_bytes()),
+            RStr::Raw(v) | RStr::Grown(v) | RStr::Exact(v) => f(v),
+        }
+    }
     /// The bytes of the value (formats integers).
     pub fn to_bytes(&self) -> Vec<u8> {
-        match self {
-            RStr::Int(i) => i.to_string().into_bytes(),
-            RStr::Raw(v) | RStr::Grown(v) | RStr::Exact(v) => v.clone(),
-        }
+        self.with_bytes(<[u8]>::to_vec)
     }
     /// Length in bytes, as STRLEN reports it.
     pub fn len(&self) -> usize {

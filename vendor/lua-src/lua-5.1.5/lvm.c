@@ -57,23 +57,6 @@ int luaV_tostring (lua_State *L, StkId obj) {
 }
 
 
-static void traceexec (lua_State *L, const Instruction *pc) {
-  lu_byte mask = L->hookmask;
-  const Instruction *oldpc = L->savedpc;
-  L->savedpc = pc;
-  /* limitlab: count hooks are called from limitlab_count, not here */
-  if (mask & LUA_MASKLINE) {
-    Proto *p = ci_func(L->ci)->l.p;
-    int npc = pcRel(pc, p);
-    int newline = getline(p, npc);
-    /* call linehook when enter a new function, when jump back (loop),
-       or when enter a new line */
-    if (npc == 0 || pc <= oldpc || newline != getline(p, pcRel(oldpc, p)))
-      luaD_callhook(L, LUA_HOOKLINE, newline);
-  }
-}
-
-
 static void callTMres (lua_State *L, StkId res, const TValue *f,
                         const TValue *p1, const TValue *p2) {
   ptrdiff_t result = savestack(L, res);
@@ -313,7 +296,7 @@ void luaV_concat (lua_State *L, int total, int last) {
           l = nl[nn] = luaO_num2str(nb[nn], nvalue(o));
           nn++;
         }
-        else if (n > 1 && !tostring(L, o))
+        else if (!tostring(L, o))  /* top-1 is a string or a number (tested above) */
           break;
         else
           l = tsvalue(o)->len;
@@ -533,14 +516,7 @@ void luaV_execute (lua_State *L, int nexeccalls) {
   /* main loop of interpreter */
   for (;;) {
     i = *pc++;
-    if (L->hookmask & LUA_MASKLINE) {  /* limitlab: line hooks only; counts go by limitlab_count */
-      traceexec(L, pc);
-      if (L->status == LUA_YIELD) {  /* did hook yield? */
-        L->savedpc = pc - 1;
-        return;
-      }
-      base = L->base;
-    }
+    /* limitlab: no line hook test (lua_sethook drops LUA_MASKLINE); counts go by limitlab_count */
     /* warning!! several calls may realloc the stack and invalidate `ra' */
     ra = RA(i);
     lua_assert(base == L->base && L->base == L->ci->base);

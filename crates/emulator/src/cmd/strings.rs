@@ -61,8 +61,7 @@ pub(super) fn get_to(core: &mut Core, a: &[&[u8]], out: &mut dyn ReplySink) {
     let now = core.now_ms();
     match core.db.get(a[1], now).map(|e| &e.value) {
         None => out.bulk(None),
-        Some(Value::Str(RStr::Int(i))) => out.bulk(Some(itoa::Buffer::new().format(*i).as_bytes())),
-        Some(Value::Str(RStr::Raw(v) | RStr::Grown(v) | RStr::Exact(v))) => out.bulk(Some(v)),
+        Some(Value::Str(s)) => s.with_bytes(|b| out.bulk(Some(b))),
         Some(_) => out.reply(Reply::err(WRONGTYPE)),
     }
 }

@@ -78,12 +78,7 @@ impl ReplySink for LuaSink {
             let lifted = super::budget::LiftedCap::lift(l);
             new_array(l, n, self.resp);
             for (i, x) in items.enumerate() {
-                match x {
-                    Some(b) => push_bytes(l, b),
-                    None => {
-                        push_reply(l, &Reply::Nil, self.resp);
-                    }
-                }
+                push_bulk(l, x, self.resp);
                 ffi::lua_rawseti_(l, -2, (i + 1) as c_int);
             }
             lifted.restore();
@@ -102,13 +97,23 @@ impl ReplySink for LuaSink {
         // cap lifted nothing raises while the caller holds the keyspace borrow.
         unsafe {
             let lifted = super::budget::LiftedCap::lift(self.l);
-            match b {
-                Some(b) => push_bytes(self.l, b),
-                None => {
-                    push_reply(self.l, &Reply::Nil, self.resp);
-                }
-            }
+            push_bulk(self.l, b, self.resp);
             lifted.restore();
+        }
+    }
+}
+
+/// Pushes a bulk string, or nil as `push_reply` pushes `Reply::Nil` (which allocates nothing).
+///
+/// # Safety
+///
+/// As [`push_bytes`]: a free stack slot on the running state `l`; it may allocate (the string),
+/// so run with the memory cap lifted where a raise must not unwind.
+unsafe fn push_bulk(l: *mut ffi::lua_State, b: Option<&[u8]>, resp: u8) {
+    match b {
+        Some(b) => push_bytes(l, b),
+        None => {
+            push_reply(l, &Reply::Nil, resp);
         }
     }
 }
