@@ -6,7 +6,7 @@ use super::ext::{memcap, MemCap};
 use super::stack::push_error_buff;
 
 /// Default budget of one script call, in loop iterations and Lua function calls (our Lua counts its
-/// count hook on backward jumps and function entries, not per instruction: vendor/lua-src): about a
+/// count hook on backward jumps and function entries, not per instruction: crates/lua): about a
 /// second of busy Lua on this machine class.
 pub const DEFAULT_BUDGET: u64 = 50_000_000;
 

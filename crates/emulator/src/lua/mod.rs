@@ -239,7 +239,7 @@ impl Scripting {
     }
 
     fn compile(&self, body: &[u8]) -> Result<Function, Reply> {
-        // No mode check: our Lua parses every chunk as source (vendor/lua-src), so a body that
+        // No mode check: our Lua parses every chunk as source (crates/lua), so a body that
         // looks like bytecode fails to parse, with Redis's words.
         self.vm.lua.load(body).set_name("@user_script").into_function().map_err(|e| {
             let msg = match &e {

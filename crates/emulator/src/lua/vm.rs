@@ -32,6 +32,19 @@ pub(super) struct Vm {
     pub(super) names: [*const std::ffi::c_void; 2],
     /// The state's byte count and memory cap, set and read in place around each run.
     pub(super) mem: ext::MemCap,
+    /// mlua's own allocation function and its user data (mlua's per-state bookkeeping), given back
+    /// to the state before mlua closes it: mlua frees that bookkeeping only when it finds its own
+    /// allocator on the state.
+    mlua_alloc: (mlua::ffi::lua_Alloc, *mut std::ffi::c_void),
+}
+
+impl Drop for Vm {
+    fn drop(&mut self) {
+        // SAFETY: the state is live (the `lua` field, dropped after this, closes it) and no call is
+        // under way. mlua's allocator frees and grows the state's mimalloc blocks through the global
+        // allocator, which is mimalloc (alloc.rs), as it did before `finish` swapped it out.
+        unsafe { mlua::ffi::lua_setallocf(self.state, self.mlua_alloc.0, self.mlua_alloc.1) };
+    }
 }
 
 impl Vm {
@@ -100,7 +113,7 @@ impl Vm {
         }
         g.raw_set("debug", Value::Nil)?;
         // luaSetErrorMetatable: reading a missing global raises (a C function, as in Redis). Then, as
-        // Redis 7.0 does in its patched Lua (ours has the same patch, vendor/lua-src), every table
+        // Redis 7.0 does in its patched Lua (ours has the same patch, crates/lua), every table
         // scripts can reach from the globals is made read-only (the string metatable too).
         // SAFETY: exec_raw runs the closure as a C function under mlua's protected call, so it has
         // LUA_MINSTACK free slots (it never holds more than five; protect_tables checks its own),
@@ -162,11 +175,12 @@ impl Vm {
         // allocation is under way). lua_alloc ignores the user data, which stays mlua's (mlua reads
         // it back with lua_getallocf). Every block the state holds came from mimalloc, through
         // mlua's allocator over the global allocator, so lua_alloc can free and grow it.
-        unsafe {
+        let mlua_alloc = unsafe {
             let mut ud = std::ptr::null_mut();
-            mlua::ffi::lua_getallocf(state, &mut ud);
+            let f = mlua::ffi::lua_getallocf(state, &mut ud);
             mlua::ffi::lua_setallocf(state, lua_alloc, ud);
-        }
+            (f, ud)
+        };
         // SAFETY: interns two constant names on the main state, between calls; lua_fixedstring makes
         // them permanent, so the pointers live as long as the state. The allocation cannot be refused
         // (no memory cap outside runs; lua_alloc never fails), so nothing raises outside a
@@ -176,7 +190,7 @@ impl Vm {
         // SAFETY: `state` is the live main state; the pointers it returns point into its global
         // state and stay valid as long as it (the Vm that keeps them owns the state).
         let mem = unsafe { ext::memcap(state) };
-        Ok(Vm { lua, ctx, handler, state, handler_ref, names, mem })
+        Ok(Vm { lua, ctx, handler, state, handler_ref, names, mem, mlua_alloc })
     }
 
     /// After a kill the hook fires at every chance (count 1); the next script starts with the usual
