@@ -55,11 +55,11 @@ use limitlab_engine::limiter::{subject_key, Limiter, Params, Variant};
 use limitlab_engine::traffic::{part_seed, TrafficSpec};
 
 /// The read half of the non-atomic limiter.
-pub const NONATOMIC_GET: &str = include_str!("../../../../scripts/variants/fixed_window_get.lua");
+pub const NONATOMIC_GET: &str = include_str!("../../scripts/variants/fixed_window_get.lua");
 /// The write half of the non-atomic limiter.
-pub const NONATOMIC_INCR: &str = include_str!("../../../../scripts/variants/fixed_window_incr.lua");
+pub const NONATOMIC_INCR: &str = include_str!("../../scripts/variants/fixed_window_incr.lua");
 /// The embedded `simulations/race.toml`.
-pub const RACE_TOML: &str = include_str!("../../../../simulations/race.toml");
+pub const RACE_TOML: &str = include_str!("../../simulations/race.toml");
 
 /// The most application servers in one cell.
 pub const MAX_SERVERS: u32 = 1000;

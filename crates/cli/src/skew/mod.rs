@@ -30,9 +30,9 @@ use limitlab_engine::spec::SharedSpec;
 use limitlab_engine::traffic::TrafficSpec;
 
 /// Prepended to a script, makes it use Redis's clock (`TIME`) instead of ARGV's `now_ms`.
-pub const TIME_PRELUDE: &str = include_str!("../../../../scripts/variants/time_prelude.lua");
+pub const TIME_PRELUDE: &str = include_str!("../../scripts/variants/time_prelude.lua");
 /// The embedded `simulations/skew.toml`.
-pub const SKEW_TOML: &str = include_str!("../../../../simulations/skew.toml");
+pub const SKEW_TOML: &str = include_str!("../../simulations/skew.toml");
 
 /// The most servers, and the largest skew (one day).
 pub const MAX_SERVERS: u32 = 1000;

@@ -4,9 +4,9 @@ use super::store::{KeyStore, Store};
 use super::{lua_tostring, Decision, Params, ShippedModel};
 
 /// The production script.
-pub const SCRIPT: &str = include_str!("../../../../scripts/fixed_window.lua");
+pub const SCRIPT: &str = include_str!("../../scripts/fixed_window.lua");
 /// The seed article's snippet, completed.
-pub const SEED_SCRIPT: &str = include_str!("../../../../scripts/seed/fixed_window.lua");
+pub const SEED_SCRIPT: &str = include_str!("../../scripts/seed/fixed_window.lua");
 
 /// The hash the production script keeps per subject: fields `w` and `n`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

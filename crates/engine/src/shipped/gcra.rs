@@ -4,7 +4,7 @@ use super::store::{KeyStore, Store};
 use super::{ceil_div, Decision, Params, ShippedModel};
 
 /// The production script.
-pub const SCRIPT: &str = include_str!("../../../../scripts/gcra.lua");
+pub const SCRIPT: &str = include_str!("../../scripts/gcra.lua");
 
 fn gcd(mut a: u64, mut b: u64) -> u64 {
     while b > 0 {

@@ -6,9 +6,9 @@ use super::store::{KeyStore, Store};
 use super::{lua_tostring, Decision, Params, ShippedModel};
 
 /// The production script.
-pub const SCRIPT: &str = include_str!("../../../../scripts/sliding_log.lua");
+pub const SCRIPT: &str = include_str!("../../scripts/sliding_log.lua");
 /// The seed article's sliding log, completed.
-pub const SEED_SCRIPT: &str = include_str!("../../../../scripts/seed/sliding_log.lua");
+pub const SEED_SCRIPT: &str = include_str!("../../scripts/seed/sliding_log.lua");
 
 /// The production script's sorted set, as `(score, members with that score)` in score order.
 ///

@@ -4,9 +4,9 @@ use super::store::{KeyStore, Store};
 use super::{ceil_div, Decision, Params, ShippedModel};
 
 /// The production script.
-pub const SCRIPT: &str = include_str!("../../../../scripts/token_bucket.lua");
+pub const SCRIPT: &str = include_str!("../../scripts/token_bucket.lua");
 /// The seed article's snippet, completed.
-pub const SEED_SCRIPT: &str = include_str!("../../../../scripts/seed/token_bucket.lua");
+pub const SEED_SCRIPT: &str = include_str!("../../scripts/seed/token_bucket.lua");
 
 /// The hash the production script keeps per subject: fields `n` and `t`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

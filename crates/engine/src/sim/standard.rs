@@ -17,13 +17,13 @@ use crate::spec::SharedSpec;
 use crate::Result;
 
 /// The boundary-burst scenario: the seed's table, reproduced with the seed's own scripts.
-pub const BOUNDARY_BURST: &str = include_str!("../../../../simulations/boundary_burst.toml");
+pub const BOUNDARY_BURST: &str = include_str!("../../simulations/boundary_burst.toml");
 /// A warm-up, a quiet spell, then a burst.
-pub const IDLE_THEN_BURST: &str = include_str!("../../../../simulations/idle_then_burst.toml");
+pub const IDLE_THEN_BURST: &str = include_str!("../../simulations/idle_then_burst.toml");
 /// Many users at a steady rate just above the limit.
-pub const UNIFORM: &str = include_str!("../../../../simulations/uniform.toml");
+pub const UNIFORM: &str = include_str!("../../simulations/uniform.toml");
 /// One user at the seed's memory setting: 1,000 per minute, 1,000 requests inside the window.
-pub const MEMORY_PER_USER: &str = include_str!("../../../../simulations/memory_per_user.toml");
+pub const MEMORY_PER_USER: &str = include_str!("../../simulations/memory_per_user.toml");
 
 /// Every embedded scenario as (file name, text), in the order `compare` reports them.
 pub const STANDARD: [(&str, &str); 4] = [
