@@ -100,6 +100,23 @@ fn debug_refused(port: u16) -> Vec<Vec<u8>> {
     t
 }
 
+/// The same while a script is busy: the refusal comes before BUSY, as Redis checks it first.
+fn debug_refused_while_busy(port: u16) -> Vec<Vec<u8>> {
+    let mut a = Conn::open(port);
+    let mut b = Conn::open(port);
+    assert_eq!(a.call(&["CONFIG", "SET", "busy-reply-threshold", "20"]), Reply::ok());
+    a.send(&["EVAL", "while true do end", "0"]);
+    common::wait_for("the script to be busy", || matches!(b.call(&["PING"]), Reply::Error(e) if e.starts_with("BUSY")));
+    let mut t: Vec<Vec<u8>> =
+        [&["DEBUG", "SLEEP", "0"][..], &["DEBUG"], &["MULTI"], &["DEBUG", "SLEEP", "0"], &["EXEC"]]
+            .iter()
+            .map(|args| b.call_raw(args))
+            .collect();
+    t.push(b.call_raw(&["SCRIPT", "KILL"]));
+    t.push(a.read_raw());
+    t
+}
+
 #[test]
 fn debug_is_refused_unless_enabled_with_redis_text() {
     let serve = LimitlabServe::start(&["--requirepass", "pw"]);
@@ -108,6 +125,8 @@ fn debug_is_refused_unless_enabled_with_redis_text() {
     assert_eq!(ours[0], refused, "{}", String::from_utf8_lossy(&ours[0]));
     assert_eq!(ours[4], refused, "DEBUG SLEEP 99999999999 is refused, not slept");
     assert_eq!(ours[11], b"+PONG\r\n");
+    let busy = debug_refused_while_busy(LimitlabServe::start(&[]).port());
+    assert_eq!(busy[0], refused, "{}", String::from_utf8_lossy(&busy[0]));
     if common::require_binaries("debug_is_refused_unless_enabled_with_redis_text", &["redis-server"]) {
         // Redis's default, said explicitly (whatever the launcher's configuration holds).
         let redis_default = RedisServer::start_with(&["--enable-debug-command", "no"]);
@@ -115,6 +134,8 @@ fn debug_is_refused_unless_enabled_with_redis_text() {
         let theirs = debug_refused(redis_default.port());
         let show = |v: &Vec<Vec<u8>>| v.iter().map(|r| String::from_utf8_lossy(r).into_owned()).collect::<Vec<_>>();
         assert_eq!(show(&ours), show(&theirs));
+        let redis_busy = RedisServer::start_with(&["--enable-debug-command", "no"]);
+        assert_eq!(show(&busy), show(&debug_refused_while_busy(redis_busy.port())));
     }
     // `yes` lets every connection run it; `local` those from 127.0.0.1 (the tests' own).
     for mode in ["yes", "local"] {

@@ -142,8 +142,8 @@ pub enum Stopped {
     /// A client sent SHUTDOWN.
     Shutdown,
     /// The process received this signal (`SIGINT`, `SIGTERM`): the command under way finished
-    /// first, as the signal is only seen between commands (a script that never ends is stopped
-    /// with SCRIPT KILL or FUNCTION KILL first).
+    /// first, except a script still running (killed at its next count-hook tick) and `DEBUG
+    /// SLEEP` (which ends its sleep), so that the server stops within a second.
     Signal(&'static str),
 }
 

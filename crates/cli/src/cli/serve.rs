@@ -1,7 +1,8 @@
 //! `limitlab serve`: the emulator as a Redis server (see [`limitlab_server`]). The first line on stdout
 //! says where it listens (`listening on 127.0.0.1:PORT`, every port of a cluster on that one line,
 //! separated by spaces), so a test harness can start it with `--port 0` and read the port. SIGINT and
-//! SIGTERM stop it between commands: the one under way finishes and is answered, then it prints
+//! SIGTERM stop it between commands (a script still running is killed, `DEBUG SLEEP` cut short): the
+//! one under way finishes and is answered, then it prints
 //! `received SIGINT, stopped after the command under way` and exits with status 0.
 use std::io::Write;
 use std::net::IpAddr;
