@@ -149,6 +149,61 @@ fn debug_is_refused_unless_enabled_with_redis_text() {
     }
 }
 
+/// A connection to 127.0.0.1:`port` from source address 127.0.0.2: on loopback, and yet not a local
+/// client for Redis, which takes only 127.0.0.1 and ::1 as local.
+fn connect_from_127_0_0_2(port: u16) -> TcpStream {
+    use std::os::fd::FromRawFd;
+    let addr = |ip: [u8; 4], port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(ip) },
+        sin_zero: [0; 8],
+    };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: a new socket, bound and connected with sockaddr_in values that live across the calls;
+    // its descriptor is handed to the TcpStream, which then owns it alone.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let stream = TcpStream::from_raw_fd(fd);
+        let src = addr([127, 0, 0, 2], 0);
+        let r = libc::bind(fd, (&src as *const libc::sockaddr_in).cast(), len);
+        assert_eq!(r, 0, "bind 127.0.0.2: {}", std::io::Error::last_os_error());
+        let dst = addr([127, 0, 0, 1], port);
+        let r = libc::connect(fd, (&dst as *const libc::sockaddr_in).cast(), len);
+        assert_eq!(r, 0, "connect: {}", std::io::Error::last_os_error());
+        stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        stream
+    }
+}
+
+/// DEBUG SLEEP 0 from 127.0.0.1 and from 127.0.0.2.
+fn debug_from_two_addresses(port: u16) -> Vec<Vec<u8>> {
+    let mut local = Conn::open(port);
+    let mut t = vec![local.call_raw(&["DEBUG", "SLEEP", "0"])];
+    let mut other = connect_from_127_0_0_2(port);
+    other.write_all(b"*3\r\n$5\r\nDEBUG\r\n$5\r\nSLEEP\r\n$1\r\n0\r\n").unwrap();
+    let mut r = std::io::BufReader::new(other);
+    let mut line = Vec::new();
+    std::io::BufRead::read_until(&mut r, b'\n', &mut line).unwrap();
+    t.push(line);
+    t
+}
+
+/// `--enable-debug-command local`: a connection from 127.0.0.1 runs DEBUG, one from another loopback
+/// address is refused, as Redis decides.
+#[test]
+fn debug_local_allows_only_127_0_0_1_and_1() {
+    let serve = LimitlabServe::start(&["--enable-debug-command", "local"]);
+    let ours = debug_from_two_addresses(serve.port());
+    assert_eq!(ours, vec![b"+OK\r\n".to_vec(), format!("-{}\r\n", limitlab_server::DEBUG_REFUSED).into_bytes()]);
+    if common::require_binaries("debug_local_allows_only_127_0_0_1_and_1", &["redis-server"]) {
+        // Without protected mode, which would turn the second connection away first (serve has none).
+        let redis = RedisServer::start_with(&["--enable-debug-command", "local", "--protected-mode", "no"]);
+        assert_eq!(ours, debug_from_two_addresses(redis.port()));
+    }
+}
+
 /// A server held by `DEBUG SLEEP 99999999999` stops on SIGTERM.
 #[test]
 fn sigterm_stops_a_server_held_by_debug_sleep() {
