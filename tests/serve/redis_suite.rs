@@ -59,6 +59,8 @@ fn run_unit(unit: &str) {
 /// Runs one unit on a fresh server; `Err` (the runner's output and the unit's log) when the suite
 /// recorded no outcome at all. Panics when a test that passes on Redis failed.
 fn run_unit_once(dir: &std::path::Path, unit: &str) -> Result<(), String> {
+    // No `--enable-debug-command`: the outcomes compared with were recorded on a Redis 7.0.15 started
+    // with `enable-debug-command no` (run_units.sh), in a mode without the `needs:debug` tests.
     let serve = LimitlabServe::start(&["--clock", "wall"]);
     let out = TempDir::new(&format!("redis-suite-{}", unit.replace('/', "_")));
     let run = Command::new(dir.join("run_units.sh"))

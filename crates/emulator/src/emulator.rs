@@ -68,6 +68,13 @@ impl Emulator {
         self.scripting.set_busy_handler(h);
     }
 
+    /// A flag that kills the running script or function at its next count-hook tick once set (a
+    /// server stopping on SIGTERM sets it from its signal handler); read only while a busy handler
+    /// is installed ([`Emulator::set_busy_handler`]). None removes it.
+    pub fn set_stop_flag(&mut self, f: Option<&'static std::sync::atomic::AtomicBool>) {
+        self.scripting.set_stop_flag(f);
+    }
+
     /// Sets how many bytes of Lua memory one script run may add before it is killed with an error
     /// (default [`lua::DEFAULT_MEMORY`]; 0 for no cap, as in Redis). The emulator stays usable.
     pub fn set_script_memory(&mut self, bytes: usize) {

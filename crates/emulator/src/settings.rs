@@ -254,6 +254,8 @@ pub struct Settings {
     limits: crate::keyspace::limits::EncodingLimits,
     /// `proto-max-bulk-len` and `client-query-buffer-limit`, which the server's request parser reads.
     requests: RequestLimits,
+    /// Parameters a server fixes at startup on top of Redis's immutable ones ([`Settings::fix`]).
+    fixed: Vec<&'static str>,
 }
 
 /// The limits on requests a server reads (`proto-max-bulk-len`, `client-query-buffer-limit`);
@@ -309,6 +311,15 @@ impl Settings {
         self.refresh();
     }
 
+    /// Makes a parameter (canonical name) one CONFIG SET refuses as Redis refuses an immutable one:
+    /// a server that cannot change it while running (its listening port, say) says so instead of
+    /// answering OK and changing nothing.
+    pub fn fix(&mut self, name: &'static str) {
+        if !self.fixed.contains(&name) {
+            self.fixed.push(name);
+        }
+    }
+
     fn refresh(&mut self) {
         self.notify = notify_flags_from(self.get("notify-keyspace-events")).unwrap_or(0);
         self.maxmemory = self.int("maxmemory");
@@ -357,7 +368,7 @@ impl Settings {
             let failed = |why: &str| {
                 Reply::Error(format!("ERR CONFIG SET failed (possibly related to argument '{shown}') - {why}"))
             };
-            if IMMUTABLE.contains(&c) {
+            if IMMUTABLE.contains(&c) || self.fixed.contains(&c) {
                 return Err(failed("can't set immutable config"));
             }
             if PROTECTED.contains(&c) {
@@ -379,6 +390,9 @@ impl Settings {
 
 /// Parameters whose lower bound is not 0 (Redis's `createLongLongConfig` minimums).
 const MINIMUMS: &[(&str, i64)] = &[("proto-max-bulk-len", 1024 * 1024), ("client-query-buffer-limit", 1024 * 1024)];
+
+/// Parameters with both bounds of their own (Redis's `createUIntConfig` and the like).
+const BOUNDS: &[(&str, i64, i64)] = &[("maxclients", 1, u32::MAX as i64)];
 
 /// Checks a value for parameter `name` and returns it as CONFIG GET will show it.
 fn normalize(name: &'static str, v: &[u8]) -> Result<Vec<u8>, String> {
@@ -421,6 +435,11 @@ fn normalize(name: &'static str, v: &[u8]) -> Result<Vec<u8>, String> {
         } else {
             parse_int(v).ok_or("argument couldn't be parsed into an integer")?
         };
+        if let Some((_, min, max)) = BOUNDS.iter().find(|(n, _, _)| *n == name) {
+            if n < *min || n > *max {
+                return Err(format!("argument must be between {min} and {max} inclusive"));
+            }
+        }
         if let Some((_, min)) = MINIMUMS.iter().find(|(n, _)| *n == name) {
             if n < *min {
                 return Err(format!("argument must be between {min} and {} inclusive", i64::MAX));

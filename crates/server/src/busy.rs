@@ -54,6 +54,8 @@ const LATER: &[&str] = &["auth", "hello", "quit", "reset", "multi", "discard", "
 /// One connection, as a busy phase sees it.
 pub struct Entry {
     fd: RawFd,
+    /// Its peer is 127.0.0.1 or ::1 (`--enable-debug-command local`).
+    local: bool,
     /// Its task waits in [`read`] with every whole request it had answered: a busy phase may serve it.
     idle: Cell<bool>,
     /// Bytes read and not yet run (the task's buffer while it is idle).
@@ -81,9 +83,10 @@ pub struct Entry {
 }
 
 impl Entry {
-    fn new(fd: RawFd, authed: bool) -> Entry {
+    fn new(stream: &TcpStream, authed: bool) -> Entry {
         Entry {
-            fd,
+            fd: stream.as_raw_fd(),
+            local: stream.peer_addr().is_ok_and(|a| super::commands::local_ip(a.ip())),
             idle: Cell::new(true),
             input: RefCell::new(BytesMut::new()),
             output: RefCell::new(Vec::new()),
@@ -131,7 +134,7 @@ impl Busy {
         let fd = stream.as_raw_fd();
         let found = server.busy.entries.borrow().iter().find(|e| e.fd == fd).cloned();
         let entry = found.unwrap_or_else(|| {
-            let e = Rc::new(Entry::new(fd, authed));
+            let e = Rc::new(Entry::new(stream, authed));
             server.busy.entries.borrow_mut().push(e.clone());
             e
         });
@@ -142,7 +145,7 @@ impl Busy {
     /// Makes the entry of a connection just accepted, before its task first runs: a script that runs
     /// long before then (the task waits behind it) still serves it.
     pub fn adopt(&self, stream: &TcpStream, authed: bool) {
-        self.entries.borrow_mut().push(Rc::new(Entry::new(stream.as_raw_fd(), authed)));
+        self.entries.borrow_mut().push(Rc::new(Entry::new(stream, authed)));
     }
 
     /// Registers a listening socket, for the connections that arrive while a script runs long.
@@ -227,7 +230,7 @@ impl Busy {
                 let _ = std_stream.set_nodelay(true);
                 // Inside the runtime (the hook runs in a task), so the stream can join its reactor.
                 let Ok(stream) = TcpStream::from_std(std_stream) else { continue };
-                if server.clients.get() >= server.max_clients {
+                if !server.nodes[node].admit() {
                     tokio::task::spawn_local(super::connection::refuse(stream));
                     continue;
                 }
@@ -273,6 +276,11 @@ impl Busy {
                             Some(r) => Some(r),
                             None => {
                                 e.held.set(true);
+                                if server.stopping.get() {
+                                    // SHUTDOWN NOSAVE: nothing after it is answered.
+                                    drop(args);
+                                    input.clear();
+                                }
                                 return action;
                             }
                         }
@@ -333,6 +341,10 @@ fn decide(server: &Server, e: &Entry, args: &[&[u8]], s: &BusyScript<'_>, action
         if !cmd::arity_ok(arity, args.len()) {
             return Some(cmd::arity_error(own));
         }
+        if own == "debug" && !server.debug_allowed(e.local) {
+            // Checked before BUSY, as Redis checks its protected commands.
+            return Some(Reply::err(crate::DEBUG_REFUSED));
+        }
     } else {
         match cmd::lookup(name) {
             None => return Some(cmd::unknown_command(args)),
@@ -380,7 +392,7 @@ fn decide(server: &Server, e: &Entry, args: &[&[u8]], s: &BusyScript<'_>, action
         for e in server.busy.entries.borrow().iter() {
             e.held.set(true);
         }
-        e.input.borrow_mut().clear();
+        // The caller ([`Busy::answer`]) holds `e.input` and drops what follows the request.
         *action = BusyAction::Kill;
         return None;
     }

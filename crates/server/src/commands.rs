@@ -105,6 +105,11 @@ fn execute_request(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut V
                 return reply(conn, out, &e);
             }
         }
+        // Redis checks its protected commands right after the arity, before authentication.
+        if which == Own::Debug && !server.debug_allowed(is_local(conn)) {
+            server.nodes[conn.node].emu.borrow_mut().refuse_in_transaction(conn.client);
+            return reply(conn, out, &Reply::err(crate::DEBUG_REFUSED));
+        }
         if !no_auth && needs_auth(server, conn) {
             return reply(conn, out, &Reply::err(NOAUTH));
         }
@@ -169,6 +174,13 @@ fn execute_request(server: &Server, conn: &mut Conn, args: &[&[u8]], out: &mut V
     let node = &server.nodes[conn.node];
     let mut emu = node.emu.borrow_mut();
     let r = emu.execute_as_with(conn.client, args, conn.resp3);
+    if (args[0].len() == 6 && args[0].eq_ignore_ascii_case(b"config"))
+        || (args[0].len() == 4 && args[0].eq_ignore_ascii_case(b"exec"))
+    {
+        // CONFIG SET maxclients (alone or in a transaction) applies to the next connection.
+        let max = emu.core().settings.int("maxclients");
+        node.max_clients.set(max.clamp(1, u32::MAX as i64) as usize);
+    }
     if emu.pending() {
         drop(emu);
         return after_effects(server, conn, r, out);
@@ -548,13 +560,39 @@ fn hello(server: &Server, conn: &mut Conn, args: &[&[u8]]) -> Reply {
     ])
 }
 
-/// DEBUG: only `SLEEP seconds`, which blocks the whole server as Redis's does (`DEBUG SLEEP 0` is
-/// the no-op clients send).
+/// Whether the connection's peer is 127.0.0.1 or ::1 (Redis's `islocalClient`).
+fn is_local(conn: &Conn) -> bool {
+    conn.addrs
+        .as_ref()
+        .and_then(|(peer, _)| peer.parse::<std::net::SocketAddr>().ok())
+        .is_some_and(|a| local_ip(a.ip()))
+}
+
+/// 127.0.0.1 or ::1, the addresses Redis takes for a local client.
+pub fn local_ip(ip: std::net::IpAddr) -> bool {
+    ip == std::net::IpAddr::from([127, 0, 0, 1]) || ip == std::net::IpAddr::from(std::net::Ipv6Addr::LOCALHOST)
+}
+
+/// DEBUG (once `--enable-debug-command` allows it): only `SLEEP seconds`, which blocks the whole
+/// server as Redis's does (`DEBUG SLEEP 0` is the no-op clients send), for as long as asked, but
+/// in slices: SIGINT or SIGTERM ends the sleep, so the server stops within a second.
 fn debug(args: &[&[u8]]) -> Reply {
     if args[1].eq_ignore_ascii_case(b"sleep") && args.len() == 3 {
-        let secs = std::str::from_utf8(args[2]).ok().and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
-        if secs > 0.0 && secs.is_finite() {
-            std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(3600.0)));
+        // Redis reads the seconds with strtod and no check: what does not parse sleeps 0.
+        let secs = std::str::from_utf8(args[2]).ok().and_then(|s| s.trim().parse::<f64>().ok()).unwrap_or(0.0);
+        if secs > 0.0 {
+            // Too long to represent: until a signal.
+            let until = std::time::Duration::try_from_secs_f64(secs)
+                .ok()
+                .and_then(|d| std::time::Instant::now().checked_add(d));
+            const SLICE: std::time::Duration = std::time::Duration::from_millis(10);
+            while !crate::signalled() {
+                let left = until.map_or(SLICE, |u| u.saturating_duration_since(std::time::Instant::now()));
+                if left.is_zero() {
+                    break;
+                }
+                std::thread::sleep(left.min(SLICE));
+            }
         }
         return Reply::ok();
     }

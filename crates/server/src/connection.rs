@@ -30,6 +30,7 @@ pub async fn refuse(mut stream: TcpStream) {
 
 /// Serves one connection to the end.
 pub async fn handle(server: Rc<Server>, node: usize, mut stream: TcpStream) {
+    // The node counted it when it was accepted (`Node::admit`).
     server.clients.set(server.clients.get() + 1);
     let addrs = match (stream.peer_addr(), stream.local_addr()) {
         (Ok(p), Ok(l)) => Some((p.to_string(), l.to_string())),
@@ -59,6 +60,7 @@ pub async fn handle(server: Rc<Server>, node: usize, mut stream: TcpStream) {
     outbox::unregister(&server, conn.node, conn.client);
     server.nodes[conn.node].emu.borrow_mut().disconnect(conn.client);
     server.clients.set(server.clients.get() - 1);
+    server.nodes[conn.node].clients.set(server.nodes[conn.node].clients.get() - 1);
     give_back_memory(&server, conn.grew);
 }
 

@@ -31,6 +31,7 @@ pub mod state;
 use std::cell::{Cell, RefCell};
 use std::net::{IpAddr, SocketAddr};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use limitlab_emulator::clock::{Millis, VirtualClock};
 use limitlab_emulator::Emulator;
@@ -39,6 +40,57 @@ pub use state::{Node, Server};
 
 /// Redis's default `maxclients`.
 pub const DEFAULT_MAX_CLIENTS: usize = 10_000;
+
+/// Redis's text when DEBUG is refused (`enable-debug-command`).
+pub const DEBUG_REFUSED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
+
+/// Who may run a protected command (Redis's `enable-debug-command`: `no`, `yes`, `local`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Protected {
+    /// Nobody (Redis's default).
+    #[default]
+    No,
+    /// Every connection.
+    Yes,
+    /// Connections from 127.0.0.1 or ::1.
+    Local,
+}
+
+impl Protected {
+    /// As CONFIG GET shows it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protected::No => "no",
+            Protected::Yes => "yes",
+            Protected::Local => "local",
+        }
+    }
+}
+
+/// Set by the SIGINT/SIGTERM handler, which runs even while the one thread is held by a script
+/// (whose count hook then kills it) or DEBUG SLEEP (which sleeps in slices and looks): the
+/// server stops within a second whatever it is doing.
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+/// Whether SIGINT or SIGTERM arrived since the server started.
+pub fn signalled() -> bool {
+    SIGNALLED.load(Ordering::Relaxed)
+}
+
+/// Installs the handler that sets [`SIGNALLED`] (once per process; tokio's own runs beside it).
+fn watch_signals() -> Result<()> {
+    static INSTALLED: std::sync::OnceLock<std::result::Result<(), String>> = std::sync::OnceLock::new();
+    let done = INSTALLED.get_or_init(|| {
+        for sig in [libc::SIGINT, libc::SIGTERM] {
+            // SAFETY: the action only stores to an atomic, which is async-signal-safe, and
+            // allocates nothing.
+            unsafe { signal_hook_registry::register(sig, || SIGNALLED.store(true, Ordering::Relaxed)) }
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    });
+    done.clone().map_err(|e| io_err("signal handlers".into(), std::io::Error::other(e)))
+}
 
 /// How a server is started.
 #[derive(Clone, Debug)]
@@ -58,8 +110,10 @@ pub struct Options {
     /// The script budget (loop iterations and calls) of every node's emulator; None: no budget, as in
     /// Redis (SCRIPT KILL and FUNCTION KILL stop a long script).
     pub script_budget: Option<u64>,
-    /// Connections beyond this many are refused with Redis's text.
+    /// Connections beyond this many are refused with Redis's text (CONFIG SET maxclients changes it).
     pub max_clients: usize,
+    /// Who may run DEBUG (Redis's `enable-debug-command`).
+    pub enable_debug_command: Protected,
 }
 
 impl Default for Options {
@@ -73,6 +127,7 @@ impl Default for Options {
             requirepass: None,
             script_budget: None,
             max_clients: DEFAULT_MAX_CLIENTS,
+            enable_debug_command: Protected::No,
         }
     }
 }
@@ -87,8 +142,8 @@ pub enum Stopped {
     /// A client sent SHUTDOWN.
     Shutdown,
     /// The process received this signal (`SIGINT`, `SIGTERM`): the command under way finished
-    /// first, as the signal is only seen between commands (a script that never ends is stopped
-    /// with SCRIPT KILL or FUNCTION KILL first).
+    /// first, except a script still running (killed at its next count-hook tick) and `DEBUG
+    /// SLEEP` (which ends its sleep), so that the server stops within a second.
     Signal(&'static str),
 }
 
@@ -134,6 +189,17 @@ async fn serve(opts: Options, ready: impl FnOnce(&[SocketAddr])) -> Result<Stopp
             // KILL, SHUTDOWN NOSAVE: busy.rs), unless a budget is given.
             emu.set_script_budget(opts.script_budget.unwrap_or(u64::MAX));
             emu.enable_blocking();
+            emu.set_stop_flag(Some(&SIGNALLED));
+            {
+                let mut core = emu.core();
+                let settings = &mut core.settings;
+                settings.force("maxclients", opts.max_clients.to_string().into_bytes());
+                settings.force("enable-debug-command", opts.enable_debug_command.name().as_bytes().to_vec());
+                // The listener is bound once: CONFIG SET port/bind are refused as Redis refuses an
+                // immutable parameter, rather than answered OK with nothing moved.
+                settings.fix("port");
+                settings.fix("bind");
+            }
             if let Some(p) = &opts.requirepass {
                 // The default user's password, as `requirepass` in Redis's configuration.
                 let _ = emu.execute(&[b"CONFIG", b"SET", b"requirepass", p]);
@@ -144,6 +210,8 @@ async fn serve(opts: Options, ready: impl FnOnce(&[SocketAddr])) -> Result<Stopp
                 id: cluster::node_id(i),
                 slots: ranges[i],
                 outboxes: RefCell::new(Default::default()),
+                max_clients: Cell::new(opts.max_clients),
+                clients: Cell::new(0),
             }
         })
         .collect();
@@ -153,7 +221,7 @@ async fn serve(opts: Options, ready: impl FnOnce(&[SocketAddr])) -> Result<Stopp
         clock,
         wall_offset: opts.wall.then(|| Cell::new(0)),
         requirepass: opts.requirepass.clone(),
-        max_clients: opts.max_clients,
+        debug: opts.enable_debug_command,
         clients: Cell::new(0),
         closed_since_collect: Cell::new(0),
         stopping: Cell::new(false),
@@ -165,6 +233,8 @@ async fn serve(opts: Options, ready: impl FnOnce(&[SocketAddr])) -> Result<Stopp
         node.emu.borrow_mut().set_busy_handler(Some(busy::Busy::handler(&server)));
     }
     server.sync_clock();
+    watch_signals()?;
+    SIGNALLED.store(false, Ordering::Relaxed);
     use tokio::signal::unix::{signal, SignalKind};
     let mut interrupt = signal(SignalKind::interrupt()).map_err(|e| io_err("SIGINT handler".into(), e))?;
     let mut terminate = signal(SignalKind::terminate()).map_err(|e| io_err("SIGTERM handler".into(), e))?;
@@ -246,7 +316,7 @@ async fn accept_loop(server: Rc<Server>, node: usize, listener: tokio::net::TcpL
             return;
         }
         let _ = stream.set_nodelay(true);
-        if server.clients.get() >= server.max_clients {
+        if !server.nodes[node].admit() {
             tokio::task::spawn_local(connection::refuse(stream));
             continue;
         }

@@ -20,6 +20,23 @@ pub struct Node {
     pub slots: (u16, u16),
     /// Every open connection's outbox, by its client in this node's emulator.
     pub outboxes: RefCell<HashMap<ClientId, Rc<Outbox>>>,
+    /// Its `maxclients` (`--maxclients`, then CONFIG SET): connections beyond are refused.
+    pub max_clients: Cell<usize>,
+    /// Its open connections (counted from the accept: [`Node::admit`]).
+    pub clients: Cell<usize>,
+}
+
+impl Node {
+    /// Counts a connection just accepted, or returns false when it must be refused ("max number of
+    /// clients reached"). Counted at the accept, not when its task starts: a burst accepted in one
+    /// go must not pass the limit.
+    pub fn admit(&self) -> bool {
+        if self.clients.get() >= self.max_clients.get() {
+            return false;
+        }
+        self.clients.set(self.clients.get() + 1);
+        true
+    }
 }
 
 /// What every connection shares.
@@ -31,7 +48,8 @@ pub struct Server {
     /// command (CLOCK.ADVANCE and CLOCK.SET change the offset).
     pub wall_offset: Option<Cell<i64>>,
     pub requirepass: Option<Vec<u8>>,
-    pub max_clients: usize,
+    /// `--enable-debug-command`.
+    pub debug: super::Protected,
     /// Open connections.
     pub clients: Cell<usize>,
     /// Connections closed since the allocator last gave memory back.
@@ -46,6 +64,16 @@ pub struct Server {
 }
 
 impl Server {
+    /// Whether DEBUG may run from a connection (`local`: its peer is 127.0.0.1 or ::1), as
+    /// Redis's `allowProtectedAction` decides.
+    pub fn debug_allowed(&self, local: bool) -> bool {
+        match self.debug {
+            super::Protected::Yes => true,
+            super::Protected::No => false,
+            super::Protected::Local => local,
+        }
+    }
+
     /// Brings the virtual clock to the machine's time in `--clock wall` mode.
     #[inline]
     pub fn sync_clock(&self) {

@@ -124,9 +124,9 @@ fn section(core: &mut Core, name: &str, out: &mut String) {
         "clients" => {
             out.push_str("# Clients\r\n");
             kv(out, "connected_clients", core.connections().count());
+            kv(out, "cluster_connections", 0);
+            kv(out, "maxclients", core.settings.int("maxclients"));
             for (k, v) in [
-                ("cluster_connections", 0),
-                ("maxclients", 10000),
                 ("client_recent_max_input_buffer", 0),
                 ("client_recent_max_output_buffer", 0),
                 ("blocked_clients", core.blocking.count() + core.postponed.len()),

@@ -104,6 +104,9 @@ pub(crate) struct BusyState {
     pub(crate) counts: Cell<(usize, usize)>,
     /// The handler asked for the kill.
     pub(crate) by_user: Cell<bool>,
+    /// Set from outside the thread (a server's signal handler): the run is killed at the next tick,
+    /// before `busy-reply-threshold` too.
+    pub(crate) stop: Cell<Option<&'static std::sync::atomic::AtomicBool>>,
 }
 
 impl BusyState {
@@ -145,6 +148,10 @@ impl BusyState {
 pub(crate) fn tick(st: &RunState) -> bool {
     let b = &st.busy;
     let Some(since) = b.since.get() else { return false };
+    if b.stop.get().is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed)) {
+        b.by_user.set(true);
+        return true;
+    }
     let ms = since.elapsed().as_millis();
     if st.loading.get() {
         return ms >= LOAD_TIMEOUT_MS;

@@ -110,6 +110,13 @@ impl Scripting {
         *self.state.busy.handler.borrow_mut() = h;
     }
 
+    /// A flag that, once set (from a signal handler, say), kills the running script at its next
+    /// count-hook tick, whether or not it has passed `busy-reply-threshold`. Only read while a busy
+    /// handler is installed.
+    pub fn set_stop_flag(&mut self, f: Option<&'static std::sync::atomic::AtomicBool>) {
+        self.state.busy.stop.set(f);
+    }
+
     /// Sets the budget of one script call, in loop iterations and Lua function calls.
     pub fn set_budget(&mut self, b: u64) {
         self.budget = b;
