@@ -11,6 +11,7 @@ mod check_cli;
 mod cli;
 mod docs_figures;
 mod docs_specs;
+mod files_io;
 mod fixtures_cli;
 mod golden;
 mod init_cli;

@@ -83,7 +83,7 @@ impl Scenario {
     /// Reads and validates a scenario file. Relative trace paths in it are taken relative to the
     /// file's directory.
     pub fn from_file(path: &Path) -> Result<Scenario> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+        let text = crate::files::read_text(path)?;
         let mut s = Scenario::from_toml(&text, path)?;
         // (Spec paths were resolved against the same directory while validating.)
         if let Some(dir) = path.parent() {

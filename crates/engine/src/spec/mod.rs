@@ -311,7 +311,7 @@ pub struct Disk;
 
 impl Files for Disk {
     fn read(&self, path: &Path) -> std::io::Result<String> {
-        std::fs::read_to_string(path)
+        crate::files::read_text_io(path)
     }
 }
 
@@ -436,7 +436,7 @@ pub fn family_bound(family: Algorithm, params: &Params) -> f64 {
 impl Spec {
     /// Reads and validates a spec file; its scripts are read relative to its directory.
     pub fn from_file(path: &Path) -> Result<Spec> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+        let text = crate::files::read_text(path)?;
         let dir = path.parent().unwrap_or(Path::new("")).to_path_buf();
         Spec::from_toml(&text, path, &dir, &Disk)
     }

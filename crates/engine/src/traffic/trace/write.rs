@@ -71,8 +71,10 @@ pub fn write_csv_to<W: Write>(out: W, arrivals: &[Arrival], path: &Path) -> Resu
 /// `rebase = "absolute"`) reads back identically. See [`write_csv_to`].
 pub fn write_csv(path: impl AsRef<Path>, arrivals: &[Arrival]) -> Result<()> {
     let path = path.as_ref();
-    let file = std::fs::File::create(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
-    write_csv_to(file, arrivals, path)
+    crate::files::write_atomic_path(path, |temp| {
+        let file = std::fs::File::create(temp).map_err(|source| Error::Io { path: temp.to_owned(), source })?;
+        write_csv_to(file, arrivals, temp)
+    })
 }
 
 /// Reads a CSV file as written by [`write_csv`]: absolute times, ties left as they are.
