@@ -15,6 +15,7 @@ mod files_io;
 mod fixtures_cli;
 mod golden;
 mod init_cli;
+mod input_errors;
 mod memory_cli;
 mod mutants;
 mod output_files;
