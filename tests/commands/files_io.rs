@@ -239,3 +239,25 @@ fn an_interrupted_run_leaves_no_parts() {
         assert_eq!(listing(&out), Vec::<String>::new(), "{sig}");
     }
 }
+
+/// `init` writes its specs and scripts together: with room for the script and not for the spec,
+/// neither is left (before, a 0-byte or truncated file stayed under its final name).
+#[test]
+fn init_leaves_every_file_whole_or_none() {
+    let dir = TempDir::new("init-fsize");
+    let nm = super::init_cli::fake_rlflex(&dir.0, "11.4.0", Some(super::init_cli::OWN_SCRIPT));
+    let out_dir = dir.0.join("out");
+    let args = ["init", nm.to_str().unwrap(), "--out", out_dir.to_str().unwrap()];
+    let out = file_size_limit(limitlab().args(args), 512).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("rate_limiter_flexible_fixed_window.toml: File too large (os error 27)"), "{err}");
+    assert_eq!(listing(&out_dir), Vec::<String>::new());
+    // Without the limit both are written, whole.
+    let out = limitlab().args(args).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        listing(&out_dir),
+        ["rate_limiter_flexible_fixed_window.lua", "rate_limiter_flexible_fixed_window.toml"]
+    );
+}
