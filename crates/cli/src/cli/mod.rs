@@ -40,7 +40,8 @@ pub struct Cli {
     /// Where commands write files: attack's traces, scenario files and plots, check's replays of
     /// failures, plot's pictures, init's specs. Made when the first file is written; never one of
     /// the directories limitlab ships (simulations/, plots/) unless named here. A file that cannot
-    /// be written is named in one warning on stderr; the results still print.
+    /// be written is named in one warning on stderr; the results still print, and the exit status
+    /// is 2. Every file is written whole under a temporary name, then renamed.
     #[arg(long, global = true, value_name = "DIR", default_value = crate::output::DEFAULT_DIR)]
     pub out: PathBuf,
     #[command(subcommand)]
