@@ -194,9 +194,13 @@ impl Temp {
         // The final name's extension last, for writers that choose a format by it (an image's).
         let suffix = target.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
         let mut live = live();
+        // Created as any new file would be (0666 less the umask), not owner-only as temporary
+        // files usually are: it becomes the user's output.
+        use std::os::unix::fs::PermissionsExt;
         let file = tempfile::Builder::new()
             .prefix(&format!(".{name}."))
             .suffix(&suffix)
+            .permissions(std::fs::Permissions::from_mode(0o666))
             .tempfile_in(dir)
             .map_err(|source| Error::Io { path: target.to_path_buf(), source })?;
         let path = file.path().to_path_buf();
@@ -349,6 +353,13 @@ mod tests {
         let p = d.join("a.csv");
         write_bytes(&p, "one").unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "one");
+        // The umask's mode, as std::fs::write gives, not a temporary file's 0600.
+        let plain = d.join("plain");
+        std::fs::write(&plain, "x").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&p), mode(&plain));
+        std::fs::remove_file(&plain).unwrap();
         let e = write_atomic(&p, |w| {
             w.write_all(b"half")?;
             Err(std::io::Error::other("disk full"))
