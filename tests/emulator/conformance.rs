@@ -415,7 +415,7 @@ fn cli_only_lines_match_real_redis_cli() {
 /// A real server read a TTL after a second boundary passed since its expiry was set: not a
 /// difference (issue 36: `getex.txt` failed on a loaded machine with 99 for 100). The pause is made
 /// sure of, not hoped for: the case is cut after its first `GETEX k EX 100`, and the rest sent 1.6 s
-/// later, when `TTL k` is 98 (Redis rounds to the nearest second).
+/// later, when `TTL k` is 98 or less (Redis rounds to the nearest second).
 #[test]
 fn real_redis_ttls_read_after_a_second_boundary_still_match() {
     let Some(server) =
@@ -430,20 +430,29 @@ fn real_redis_ttls_read_after_a_second_boundary_still_match() {
     reset_server(port);
     let started = std::time::Instant::now();
     let mut got = redis_cli(port, &part(&case.lines[..cut]));
+    let before_pause = got.len();
     std::thread::sleep(std::time::Duration::from_millis(1600));
     got.extend(redis_cli(port, &part(&case.lines[cut..])));
     let elapsed = started.elapsed();
     let expected = case.expected().unwrap();
     assert_ne!(got, expected, "the pause changes the TTLs read");
-    assert_eq!(matches_but_for_elapsed_ttls(&case, &got, &expected, elapsed), Some(1));
+    // At least the TTL read across the pause (later reads may cross a boundary too on a loaded
+    // machine).
+    let tolerated = matches_but_for_elapsed_ttls(&case, &got, &expected, elapsed);
+    assert!(tolerated.is_some_and(|n| n >= 1), "{tolerated:?}");
 
-    // Anything else differing is still a difference: a TTL higher than recorded, or another line.
+    // The read across the pause: `TTL k`, the first line after it, 98 or less (Redis rounds).
     let text = String::from_utf8(got.clone()).unwrap();
-    let higher = text.replacen("\n98\n", "\n101\n", 1);
-    assert_ne!(higher, text);
+    let (head, tail) = text.split_at(before_pause);
+    let (ttl, rest) = tail.split_once('\n').unwrap();
+    assert!(ttl.parse::<i64>().is_ok_and(|t| (1..=98).contains(&t)), "TTL k after the pause: {ttl}");
+    // Anything else differing is still a difference: a TTL higher than recorded, or another line.
+    let higher = format!("{head}101\n{rest}");
     assert_eq!(matches_but_for_elapsed_ttls(&case, higher.as_bytes(), &expected, elapsed), None);
     let other = text.replacen("\nv\n", "\nw\n", 1);
+    assert_ne!(other, text);
     assert_eq!(matches_but_for_elapsed_ttls(&case, other.as_bytes(), &expected, elapsed), None);
-    // A TTL lower by more than the time the case took is a difference too.
+    // A TTL lower by more than the time the case took is a difference too (98 or less for 100 is
+    // two seconds or more; a case that took none allows one).
     assert_eq!(matches_but_for_elapsed_ttls(&case, &got, &expected, std::time::Duration::ZERO), None);
 }
