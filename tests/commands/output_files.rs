@@ -1,6 +1,6 @@
 //! Where commands write files: one output directory (`--out DIR`, default `limitlab-out/` in the
 //! current directory), never a shipped file; names that say which script and which check; a
-//! directory that cannot be written costs a warning, not the results; saved scenario files name
+//! directory that cannot be written costs a warning and exit status 2, not the results; saved scenario files name
 //! spec files relative to themselves.
 use std::path::Path;
 use std::process::{Command, Output};
