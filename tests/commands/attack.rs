@@ -172,9 +172,12 @@ fn bad_arguments_are_errors_not_panics() {
             &["--script", "leaky", "--limit", "10", "--window", "1000"],
             "unknown algorithm `leaky`; valid names: fixed_window",
         ),
-        (&["--script", "fixed_window", "--limit", "0", "--window", "1000"], "field `limit`"),
+        (&["--script", "fixed_window", "--limit", "0", "--window", "1000"], "command line: field `--limit`"),
         (&["--script", "fixed_window", "--limit", "10", "--window", "1000", "--budget", "0"], "field `budget`"),
-        (&["--script", "fixed_window", "--limit", "10", "--window", "1000", "--burst", "5"], "field `burst`"),
+        (
+            &["--script", "fixed_window", "--limit", "10", "--window", "1000", "--burst", "5"],
+            "command line: field `--burst`",
+        ),
     ];
     for (args, want) in cases {
         let all = [&["attack"][..], args, &["--out", d]].concat();

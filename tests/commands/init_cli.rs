@@ -298,7 +298,7 @@ fn a_project_directory_is_searched_for_node_modules_and_a_venv() {
 
 /// A package named like a known library, with a script of our own in the place the library keeps
 /// its own, so that the tests below need nothing installed.
-fn fake_rlflex(dir: &Path, version: &str, script: Option<&str>) -> PathBuf {
+pub(super) fn fake_rlflex(dir: &Path, version: &str, script: Option<&str>) -> PathBuf {
     let pkg = dir.join("node_modules/rate-limiter-flexible");
     std::fs::create_dir_all(pkg.join("lib")).unwrap();
     std::fs::write(
@@ -317,7 +317,7 @@ fn fake_rlflex(dir: &Path, version: &str, script: Option<&str>) -> PathBuf {
 }
 
 /// consumed and the key's PTTL, the shape the client reads (our own few lines).
-const OWN_SCRIPT: &str = "local n = redis.call('incrby', KEYS[1], ARGV[1]) \\\nif n == tonumber(ARGV[1]) then redis.call('expire', KEYS[1], ARGV[2]) end \\\nreturn {n, redis.call('pttl', KEYS[1])}";
+pub(super) const OWN_SCRIPT: &str = "local n = redis.call('incrby', KEYS[1], ARGV[1]) \\\nif n == tonumber(ARGV[1]) then redis.call('expire', KEYS[1], ARGV[2]) end \\\nreturn {n, redis.call('pttl', KEYS[1])}";
 
 #[test]
 fn nothing_recognised_exits_2_and_says_what_init_knows() {

@@ -1,6 +1,6 @@
 //! Where commands write files: one output directory (`--out DIR`, default `limitlab-out/` in the
 //! current directory), never a shipped file; names that say which script and which check; a
-//! directory that cannot be written costs a warning, not the results; saved scenario files name
+//! directory that cannot be written costs a warning and exit status 2, not the results; saved scenario files name
 //! spec files relative to themselves.
 use std::path::Path;
 use std::process::{Command, Output};
@@ -98,19 +98,20 @@ fn the_global_out_flag_goes_before_or_after_the_subcommand() {
 }
 
 /// An output directory that cannot be made (under a plain file: even root cannot): the report
-/// prints in full, and one line on stderr names every file not written.
+/// prints in full, one line on stderr names every file not written, and the exit status is 2.
 #[test]
 fn an_unwritable_output_directory_costs_one_warning_not_the_results() {
     let dir = workdir("out-unwritable");
     std::fs::write(dir.0.join("blocker"), "").unwrap();
     let out = limitlab_in(&dir.0, &[&ATTACK[..], &["--out", "blocker/out", "--json"][..]].concat());
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["results"].as_array().map(Vec::len), Some(2), "{v}");
     assert!(v["results"][0].get("trace").is_none(), "a file not written is not reported as written: {v}");
     let err = text(&out.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(err.lines().count(), 2, "{err}");
     assert!(err.starts_with("limitlab: warning: 6 files not written ("), "{err}");
+    assert!(err.lines().nth(1).unwrap().ends_with(": 6 files not written (see the warning above)"), "{err}");
     for f in ATTACK_FILES {
         assert!(err.contains(&format!("blocker/out/{f}")), "{f}: {err}");
     }

@@ -263,6 +263,49 @@ fn redis_cli(port: u16, input: &[u8]) -> Vec<u8> {
     }
 }
 
+/// Whether a real server's output `got` for `case` is the recording `expected` but for TTLs read
+/// later than when recorded: the case ran for `elapsed`, so a `TTL` (`PTTL`) of a key with an
+/// expiry may be up to `elapsed` rounded up to whole seconds (milliseconds) lower than recorded,
+/// never higher, never another sign. Everything else must be byte for byte the same.
+///
+/// The output is split per command by the line counts the emulator prints for each (its virtual
+/// clock does not move, so its TTLs are the recorded ones); when the emulator does not print the
+/// recording, nothing is split and nothing is tolerated. Returns how many TTL reads differed.
+fn matches_but_for_elapsed_ttls(
+    case: &Case,
+    got: &[u8],
+    expected: &[u8],
+    elapsed: std::time::Duration,
+) -> Option<usize> {
+    let chunks = catch_unwind(AssertUnwindSafe(|| run_lines_on_emulator(case))).ok()?;
+    let emulated: Vec<u8> = chunks.iter().flat_map(|(_, c)| c.iter().copied()).collect();
+    if emulated != expected {
+        return None;
+    }
+    let mut got_lines = got.split_inclusive(|&b| b == b'\n');
+    let mut tolerated = 0;
+    for (line_no, chunk) in &chunks {
+        let n = chunk.iter().filter(|&&b| b == b'\n').count();
+        let mine: Vec<u8> = got_lines.by_ref().take(n).flatten().copied().collect();
+        if mine == *chunk {
+            continue;
+        }
+        let command = String::from_utf8_lossy(&case.lines[line_no - 1]).trim().to_ascii_uppercase();
+        let slack = match command.split_whitespace().next() {
+            Some("TTL") => elapsed.as_secs() as i64 + 1,
+            Some("PTTL") => elapsed.as_millis() as i64 + 1,
+            _ => return None,
+        };
+        let int = |b: &[u8]| std::str::from_utf8(b).ok()?.trim_end_matches('\n').parse::<i64>().ok();
+        let (Some(want), Some(have)) = (int(chunk), int(&mine)) else { return None };
+        if !(want > 0 && have > 0 && have <= want && want - have <= slack) {
+            return None;
+        }
+        tolerated += 1;
+    }
+    got_lines.next().is_none().then_some(tolerated)
+}
+
 fn reset_server(port: u16) {
     let out = redis_cli(port, b"FLUSHALL\nSCRIPT FLUSH\n");
     assert_eq!(out, b"OK\nOK\n", "resetting the server");
@@ -285,7 +328,9 @@ fn real_redis_matches_recorded_output() {
     for case in &cases {
         total_lines += case.command_count();
         reset_server(port);
+        let started = std::time::Instant::now();
         let got = redis_cli(port, &case.input());
+        let elapsed = started.elapsed();
         if record {
             std::fs::write(&case.out, &got).unwrap_or_else(|e| panic!("writing {}: {e}", case.out.display()));
             println!("recorded {} ({} bytes)", case.out.display(), got.len());
@@ -296,6 +341,11 @@ fn real_redis_matches_recorded_output() {
             continue;
         };
         if got == expected {
+            continue;
+        }
+        // A TTL read a second boundary (or more, on a loaded machine) after its expiry was set.
+        if let Some(n) = matches_but_for_elapsed_ttls(case, &got, &expected, elapsed) {
+            println!("{}: {n} TTL reads lower than recorded, within the {elapsed:?} the case took", case.name);
             continue;
         }
         // Find the command: replay it one line per redis-cli call on a fresh database.
@@ -360,4 +410,49 @@ fn cli_only_lines_match_real_redis_cli() {
     let mut ours = Vec::new();
     redis_cli::run_on(&input[..], &mut ours, |_| limitlab_emulator::Reply::ok()).unwrap();
     assert_eq!(String::from_utf8_lossy(&ours), String::from_utf8_lossy(&real));
+}
+
+/// A real server read a TTL after a second boundary passed since its expiry was set: not a
+/// difference (issue 36: `getex.txt` failed on a loaded machine with 99 for 100). The pause is made
+/// sure of, not hoped for: the case is cut after its first `GETEX k EX 100`, and the rest sent 1.6 s
+/// later, when `TTL k` is 98 or less (Redis rounds to the nearest second).
+#[test]
+fn real_redis_ttls_read_after_a_second_boundary_still_match() {
+    let Some(server) =
+        RedisServer::start_or_skip_needing("real_redis_ttls_read_after_a_second_boundary_still_match", &["redis-cli"])
+    else {
+        return;
+    };
+    let port = server.port();
+    let case = load_cases().into_iter().find(|c| c.name == "getex").expect("tests/cases/getex.txt");
+    let cut = 1 + case.lines.iter().position(|l| l == b"GETEX k EX 100").expect("a GETEX k EX 100 line");
+    let part = |lines: &[Vec<u8>]| lines.iter().flat_map(|l| l.iter().copied().chain([b'\n'])).collect::<Vec<u8>>();
+    reset_server(port);
+    let started = std::time::Instant::now();
+    let mut got = redis_cli(port, &part(&case.lines[..cut]));
+    let before_pause = got.len();
+    std::thread::sleep(std::time::Duration::from_millis(1600));
+    got.extend(redis_cli(port, &part(&case.lines[cut..])));
+    let elapsed = started.elapsed();
+    let expected = case.expected().unwrap();
+    assert_ne!(got, expected, "the pause changes the TTLs read");
+    // At least the TTL read across the pause (later reads may cross a boundary too on a loaded
+    // machine).
+    let tolerated = matches_but_for_elapsed_ttls(&case, &got, &expected, elapsed);
+    assert!(tolerated.is_some_and(|n| n >= 1), "{tolerated:?}");
+
+    // The read across the pause: `TTL k`, the first line after it, 98 or less (Redis rounds).
+    let text = String::from_utf8(got.clone()).unwrap();
+    let (head, tail) = text.split_at(before_pause);
+    let (ttl, rest) = tail.split_once('\n').unwrap();
+    assert!(ttl.parse::<i64>().is_ok_and(|t| (1..=98).contains(&t)), "TTL k after the pause: {ttl}");
+    // Anything else differing is still a difference: a TTL higher than recorded, or another line.
+    let higher = format!("{head}101\n{rest}");
+    assert_eq!(matches_but_for_elapsed_ttls(&case, higher.as_bytes(), &expected, elapsed), None);
+    let other = text.replacen("\nv\n", "\nw\n", 1);
+    assert_ne!(other, text);
+    assert_eq!(matches_but_for_elapsed_ttls(&case, other.as_bytes(), &expected, elapsed), None);
+    // A TTL lower by more than the time the case took is a difference too (98 or less for 100 is
+    // two seconds or more; a case that took none allows one).
+    assert_eq!(matches_but_for_elapsed_ttls(&case, &got, &expected, std::time::Duration::ZERO), None);
 }

@@ -179,14 +179,15 @@ fn killed_run_leaves_nothing(what: &str, cmd: &mut Command, pids_file: &Path) {
     assert!(!pids.is_empty() && pids.iter().all(|&p| !gone(p)), "{what}: servers {pids:?} not running");
     child.kill().expect("SIGKILL"); // Child::kill is SIGKILL on Unix: no handler, no teardown
     child.wait().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
+    // A minute, polled: servers notice their parent is gone within a second, later on a loaded machine.
+    let deadline = Instant::now() + Duration::from_secs(60);
     while !pids.iter().all(|&p| gone(p)) {
         if Instant::now() > deadline {
             let left: Vec<u32> = pids.iter().copied().filter(|&p| !gone(p)).collect();
             for &p in &left {
                 common::signal_pid(p, "KILL");
             }
-            panic!("{what}: servers {left:?} outlived the killed run by 20 s");
+            panic!("{what}: servers {left:?} outlived the killed run by 60 s");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -358,7 +359,7 @@ fn node_packages_with_their_helper() {
     // event loop), and the server goes with it.
     let out = step("node forgot-stop.mjs", Command::new("node").current_dir(&project).arg("forgot-stop.mjs"));
     let pid: u32 = out.trim().parse().unwrap_or_else(|_| panic!("a pid, not {out:?}"));
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(60);
     while !gone(pid) {
         assert!(Instant::now() < deadline, "the server {pid} outlived the script that forgot stop()");
         std::thread::sleep(Duration::from_millis(20));

@@ -201,11 +201,14 @@ fn a_timeout_stops_the_run_and_the_call_in_flight_runs_once() {
     let msg = err.to_string();
     assert!(msg.contains("no reply within 300 ms"), "{msg}");
     assert!(msg.contains("after 5 replies (3 script calls)"), "{msg}");
-    assert!(waited >= Duration::from_millis(250) && waited < Duration::from_secs(5), "{waited:?}");
+    // At least the timeout; at most far more than it, for a machine too loaded to wake the waiting
+    // thread on time (the point is that the call does not wait for the stopped server forever).
+    assert!(waited >= Duration::from_millis(250) && waited < Duration::from_secs(60), "{waited:?}");
     let again = real.eval(&script, &[key.as_bytes()], &[]).unwrap_err().to_string();
     assert!(again.contains("the connection failed earlier"), "{again}");
     // The call in flight reached the server and ran there once, after it resumed: never twice.
-    let deadline = Instant::now() + Duration::from_secs(5);
+    // (Polled for up to a minute: a resumed server on a loaded machine can take seconds.)
+    let deadline = Instant::now() + Duration::from_secs(60);
     let mut conn = raw(&server);
     loop {
         let n: i64 = redis::cmd("GET").arg(&key).query(&mut conn).unwrap();

@@ -1,7 +1,10 @@
 //! Where limitlab writes files: one directory, named by the global `--out DIR` (default
 //! [`DEFAULT_DIR`], `limitlab-out/` in the current directory), made when the first file is written.
-//! A file that cannot be written (a read-only directory) does not stop the command: its results
-//! still print, and [`OutDir::warn`] says once on stderr what was not written and why.
+//! Every file is written atomically (a temporary name beside it, then renamed: see
+//! [`limitlab_engine::files`]), so a file is there whole or not at all. A file that cannot be
+//! written (a read-only directory, a full disk) does not stop the command: its results still print,
+//! [`OutDir::warn`] says once on stderr what was not written and why, and the command then fails
+//! ([`OutDir::failure`]), so that its exit status is not 0.
 use std::cell::RefCell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -30,8 +33,8 @@ impl OutDir {
         &self.dir
     }
 
-    /// Writes the file `name` in the directory with `write` (which gets its path), making the
-    /// directory first. Returns the path when written; otherwise remembers the failure for
+    /// Writes the file `name` in the directory with `write` (which gets the path of a temporary
+    /// file beside it, renamed to `name` once written whole), making the directory first. Returns the path when written; otherwise remembers the failure for
     /// [`OutDir::warn`] and returns `None`.
     pub fn write(&self, name: &str, write: impl FnOnce(&Path) -> Result<()>) -> Option<PathBuf> {
         self.write_all(&[name], |paths| write(&paths[0])).map(|mut p| p.remove(0))
@@ -43,7 +46,7 @@ impl OutDir {
         let paths: Vec<PathBuf> = names.iter().map(|n| self.dir.join(n)).collect();
         let done = std::fs::create_dir_all(&self.dir)
             .map_err(|source| Error::Io { path: self.dir.clone(), source })
-            .and_then(|()| write(&paths));
+            .and_then(|()| limitlab_engine::files::write_atomic_paths(&paths, write));
         match done {
             Ok(()) => Some(paths),
             Err(e) => {
@@ -51,8 +54,7 @@ impl OutDir {
                     Error::Io { source, .. } => source.to_string(),
                     other => other.to_string(),
                 };
-                let mut failed = self.not_written.borrow_mut();
-                failed.extend(paths.into_iter().map(|path| NotWritten { path, reason: reason.clone() }));
+                self.note(paths.into_iter().map(|path| NotWritten { path, reason: reason.clone() }));
                 None
             }
         }
@@ -60,7 +62,13 @@ impl OutDir {
 
     /// Remembers files a lower layer could not write (`check`'s replays).
     pub fn note(&self, files: impl IntoIterator<Item = NotWritten>) {
-        self.not_written.borrow_mut().extend(files);
+        let mut known = self.not_written.borrow_mut();
+        for f in files {
+            // Each file once, with the first reason it was not written.
+            if !known.iter().any(|k| k.path == f.path) {
+                known.push(f);
+            }
+        }
     }
 
     /// The warning about the files not written, one line; `None` when every file was written.
@@ -85,6 +93,20 @@ impl OutDir {
             names.join(", "),
             if n == 1 { "it" } else { "them" },
         ))
+    }
+
+    /// The error a command that wrote everything else ends with when a file was not written (exit
+    /// status 2, as for any file that cannot be written).
+    pub fn failure(&self) -> Option<Error> {
+        let files = self.not_written.borrow();
+        let first = files.first()?;
+        Some(Error::Io {
+            path: first.path.clone(),
+            source: std::io::Error::other(format!(
+                "{} not written (see the warning above)",
+                if files.len() == 1 { "1 file".to_string() } else { format!("{} files", files.len()) }
+            )),
+        })
     }
 
     /// Prints [`OutDir::warning`] on `err`, when there is one.

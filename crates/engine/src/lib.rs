@@ -14,6 +14,7 @@
 pub mod attack;
 pub mod backend;
 pub mod check;
+pub mod files;
 pub mod harness;
 pub mod limiter;
 pub mod metrics;

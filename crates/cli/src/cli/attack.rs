@@ -68,8 +68,11 @@ pub fn run(plan: Plan, files: &OutDir, out: &mut dyn Write) -> Result<()> {
     for (f, r) in found.iter().zip(report.results.iter_mut()) {
         let stem = format!("attack_{part}_{}", f.goal.name());
         let csv = files.write(&format!("{stem}.csv"), |p| write_csv(p, &f.arrivals));
-        let toml = files.write(&format!("{stem}.toml"), |p| {
-            write_file(p, &scenario(s, f, &stem, p, r.overshoot, r.false_rejection_rate))
+        // The scenario names itself by its final path (it is written under a temporary one).
+        let toml_name = format!("{stem}.toml");
+        let toml_path = files.dir().join(&toml_name);
+        let toml = files.write(&toml_name, |p| {
+            write_file(p, &scenario(s, f, &stem, &toml_path, r.overshoot, r.false_rejection_rate))
         });
         if let (Some(csv), Some(toml)) = (csv, toml) {
             r.trace = Some(csv.display().to_string());

@@ -40,7 +40,8 @@ pub struct Cli {
     /// Where commands write files: attack's traces, scenario files and plots, check's replays of
     /// failures, plot's pictures, init's specs. Made when the first file is written; never one of
     /// the directories limitlab ships (simulations/, plots/) unless named here. A file that cannot
-    /// be written is named in one warning on stderr; the results still print.
+    /// be written is named in one warning on stderr; the results still print, and the exit status
+    /// is 2. Every file is written whole under a temporary name, then renamed.
     #[arg(long, global = true, value_name = "DIR", default_value = crate::output::DEFAULT_DIR)]
     pub out: PathBuf,
     #[command(subcommand)]
@@ -226,13 +227,22 @@ impl FormatArgs {
 /// Runs a parsed command line, writing reports to `out`.
 pub fn execute(cli: Cli, out: &mut dyn Write) -> Result<()> {
     let files = crate::output::OutDir::new(cli.out);
+    // A command stopped by SIGINT/SIGTERM leaves no temporary file or part behind (`serve` and
+    // `cli` write none, and stop on their own terms).
+    if !matches!(cli.command, Command::Serve(_) | Command::Cli(_)) {
+        limitlab_engine::files::clean_up_on_signals();
+    }
     let done = dispatch(cli.command, &files, out);
     files.warn(&mut std::io::stderr());
     // The lines of traces skipped with `--skip-bad-lines` (or a trace's `skip_bad_lines`).
     for s in limitlab_engine::traffic::trace::skipped::take() {
         eprintln!("limitlab: {s}");
     }
-    done
+    // A file not written fails a command that otherwise succeeded (its own error comes first).
+    match (done, files.failure()) {
+        (Ok(()), Some(e)) => Err(e),
+        (done, _) => done,
+    }
 }
 
 fn dispatch(command: Command, files: &crate::output::OutDir, out: &mut dyn Write) -> Result<()> {

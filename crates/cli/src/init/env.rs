@@ -112,9 +112,7 @@ fn entries(dir: &Path) -> Vec<PathBuf> {
 
 /// Reads a file as text; a missing or unreadable file is an [`Error::Io`].
 pub fn read(path: &Path) -> Result<String> {
-    std::fs::read(path)
-        .map_err(|source| Error::Io { path: path.to_path_buf(), source })
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
+    limitlab_engine::files::read_bytes(path).map(|b| String::from_utf8_lossy(&b).into_owned())
 }
 
 /// The npm package `name` in `root` (a `node_modules`), from its `package.json`.

@@ -456,10 +456,14 @@ fn write_all(files: &[Out], dir: &Path, force: bool) -> Result<()> {
         });
     }
     std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
-    for f in files {
-        std::fs::write(&f.path, &f.text).map_err(|source| Error::Io { path: f.path.clone(), source })?;
-    }
-    Ok(())
+    // All renamed into place once all are written whole; on an error none is left.
+    let targets: Vec<PathBuf> = files.iter().map(|f| f.path.clone()).collect();
+    limitlab_engine::files::write_atomic_paths(&targets, |temps| {
+        for (f, temp) in files.iter().zip(temps) {
+            std::fs::write(temp, &f.text).map_err(|source| Error::Io { path: temp.clone(), source })?;
+        }
+        Ok(())
+    })
 }
 
 enum SmokeError {

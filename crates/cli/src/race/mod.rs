@@ -97,7 +97,7 @@ pub struct RaceSpec {
 impl RaceSpec {
     /// Reads and validates a race file; a relative trace path is taken from the file's directory.
     pub fn from_file(path: &Path) -> Result<RaceSpec> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+        let text = limitlab_engine::files::read_text(path)?;
         let mut s = RaceSpec::from_toml(&text, path)?;
         if let Some(dir) = path.parent() {
             s.traffic.resolve_paths(dir);

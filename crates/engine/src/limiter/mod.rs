@@ -47,12 +47,16 @@ impl Limiter {
                 Error::Invalid { field, reason, .. } => Error::Invalid { context: spec.name.clone(), field, reason },
                 other => other,
             })?;
-        } else if params.limit == 0 || params.window_ms == 0 || params.limit > MAX_ARG || params.window_ms > MAX_ARG {
-            return Err(Error::Invalid {
-                context: spec.name.clone(),
-                field: "limit".into(),
-                reason: format!("limit and window_ms must be integers from 1 to {MAX_ARG}"),
-            });
+        } else {
+            for (field, v) in [("limit", params.limit), ("window_ms", params.window_ms)] {
+                if v == 0 || v > MAX_ARG {
+                    return Err(Error::Invalid {
+                        context: spec.name.clone(),
+                        field: field.into(),
+                        reason: format!("{v} is not an integer from 1 to {MAX_ARG}"),
+                    });
+                }
+            }
         }
         let program = Arc::new(spec.compile(&params)?);
         Ok(Limiter { takes_cost: spec.uses_cost(), reports: spec.reports(), spec, params, program })
@@ -164,7 +168,24 @@ pub fn limiter_with(
     if let Some(b) = burst {
         p.burst = Some(b);
     }
-    Limiter::from_spec(spec, p)
+    // A value from the command line is its flag's mistake, not the spec's.
+    let name = spec.name.clone();
+    Limiter::from_spec(spec, p).map_err(|e| match e {
+        Error::Invalid { field, reason, context } => {
+            let flag = match field.as_str() {
+                "limit" if limit.is_some() => "--limit",
+                "window_ms" if window_ms.is_some() => "--window",
+                "burst" if burst.is_some() => "--burst",
+                _ => return Error::Invalid { context, field, reason },
+            };
+            Error::Invalid {
+                context: "command line".into(),
+                field: flag.into(),
+                reason: format!("{reason} (for {name})"),
+            }
+        }
+        other => other,
+    })
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ fn parameters_are_checked_as_the_scripts_check_them() {
     assert!(Limiter::new(Variant::FIXED_WINDOW, Params::new(1, 1000).with_burst(2)).is_err());
     assert!(Limiter::new(Variant::SLIDING_WINDOW, Params::new(1 << 20, 1 << 30)).is_ok());
     let e = Limiter::new(Variant::SLIDING_WINDOW, Params::new(1 << 21, 1 << 30)).unwrap_err();
-    assert_eq!(e.to_string(), "sliding_window: field `limit`: limit * window_ms must not exceed 2^50");
+    assert_eq!(e.to_string(), "sliding_window: field `window_ms`: limit * window_ms must not exceed 2^50: with limit 2097152, window_ms is at most 536870912");
     assert!(Limiter::new(Variant::TOKEN_BUCKET, Params::new(1, 1 << 30).with_burst(1 << 21)).is_err());
     // The seed scripts check nothing, so neither does the limiter beyond the basic ranges.
     assert!(Limiter::new(Variant::SEED_SLIDING_WINDOW, Params::new(1 << 21, 1 << 30)).is_ok());

@@ -47,7 +47,13 @@ impl Direct {
         }
         let scaled = |a: u64, what: &str| {
             if (a as u128) * (params.window_ms as u128) > MAX_SCALED as u128 {
-                Err(invalid(what, format!("{what} * window_ms must not exceed 2^50")))
+                Err(invalid(
+                    "window_ms",
+                    format!(
+                        "{what} * window_ms must not exceed 2^50: with {what} {a}, window_ms is at most {}",
+                        MAX_SCALED / a.max(1)
+                    ),
+                ))
             } else {
                 Ok(())
             }

@@ -136,21 +136,21 @@ impl DecisionsOut {
             let path = path.to_path_buf();
             move |source| Error::Io { path, source }
         };
-        let result = (|| {
-            let file = File::create(&self.path).map_err(io(&self.path))?;
+        let result = crate::files::write_atomic_path(&self.path, |temp| {
+            let file = File::create(temp).map_err(io(temp))?;
             let mut out = BufWriter::new(file);
             if self.format == DecisionsFormat::Csv {
                 let mut header = csv_writer(&mut out);
-                header.write_record(COLUMNS).map_err(|e| io(&self.path)(e.into()))?;
-                header.flush().map_err(io(&self.path))?;
+                header.write_record(COLUMNS).map_err(|e| io(temp)(e.into()))?;
+                header.flush().map_err(io(temp))?;
             }
             for i in 0..count {
                 let part = self.part(i);
                 let mut f = File::open(&part).map_err(io(&part))?;
-                std::io::copy(&mut f, &mut out).map_err(io(&self.path))?;
+                std::io::copy(&mut f, &mut out).map_err(io(temp))?;
             }
-            out.flush().map_err(io(&self.path))
-        })();
+            out.flush().map_err(io(temp))
+        });
         self.discard(count);
         result
     }
@@ -158,7 +158,7 @@ impl DecisionsOut {
     /// Removes the parts of `count` scripts (after a failed run, or once joined).
     pub fn discard(&self, count: usize) {
         for i in 0..count {
-            let _ = std::fs::remove_file(self.part(i));
+            crate::files::remove_part(&self.part(i));
         }
     }
 }
@@ -217,7 +217,7 @@ impl DecisionWriter {
     /// A writer for script number `index` of the run (its part of `out`).
     pub fn create(out: &DecisionsOut, index: usize, limiter: &Limiter) -> Result<DecisionWriter> {
         let path = out.part(index);
-        let file = File::create(&path).map_err(|source| Error::Io { path: path.clone(), source })?;
+        let file = crate::files::create_part(&path)?;
         let bare = matches!(limiter.spec().program, Program::Declarative(_)) && limiter.program().calls.len() == 1;
         Ok(DecisionWriter {
             rows: match out.format {

@@ -387,7 +387,7 @@ impl Feed<'static> {
                 }
                 other => other,
             };
-            let big = std::fs::metadata(&t.path).is_ok_and(|m| m.len() >= min_bytes);
+            let big = crate::files::trace_len(&t.path).is_ok_and(|n| n >= min_bytes);
             if big {
                 let scan = t.scan().map_err(named)?;
                 if scan.sorted() {

@@ -83,7 +83,7 @@ impl Scenario {
     /// Reads and validates a scenario file. Relative trace paths in it are taken relative to the
     /// file's directory.
     pub fn from_file(path: &Path) -> Result<Scenario> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+        let text = crate::files::read_text(path)?;
         let mut s = Scenario::from_toml(&text, path)?;
         // (Spec paths were resolved against the same directory while validating.)
         if let Some(dir) = path.parent() {
@@ -115,10 +115,21 @@ impl Scenario {
             if x <= 0 {
                 return Err(invalid(v.span(), field, format!("must be a positive integer, got {x}")));
             }
+            if x as u64 > crate::shipped::MAX_ARG {
+                return Err(invalid(v.span(), field, format!("must be at most {}, got {x}", crate::shipped::MAX_ARG)));
+            }
             Ok(x as u64)
         };
         if raw.name.get_ref().trim().is_empty() {
             return Err(invalid(raw.name.span(), "name", "must not be empty".into()));
+        }
+        let name_len = raw.name.get_ref().trim().len();
+        if name_len > crate::spec::MAX_NAME {
+            return Err(invalid(
+                raw.name.span(),
+                "name",
+                format!("is {name_len} bytes long; at most {} (reports and file names use it)", crate::spec::MAX_NAME),
+            ));
         }
         let limit = positive(&raw.limit, "limit")?;
         let window_ms = positive(&raw.window_ms, "window_ms")?;

@@ -44,7 +44,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::backend::Script;
-use crate::shipped::{Algorithm, Params, Variant};
+use crate::shipped::{Algorithm, Params, Variant, MAX_ARG};
 use crate::toml_input::{at_line, from_toml, line_of};
 use expr::{Const, Expr, Scope, Template};
 use limitlab_emulator::{Error, Result};
@@ -301,6 +301,10 @@ struct RawDecision {
     granted: Option<Spanned<String>>,
 }
 
+/// The longest `name` a spec or scenario may have, in bytes: reports print it and file names
+/// are made from it.
+pub const MAX_NAME: usize = 200;
+
 /// Where a spec reads its scripts from: the file system, or limitlab's embedded copies.
 pub trait Files {
     fn read(&self, path: &Path) -> std::io::Result<String>;
@@ -311,7 +315,7 @@ pub struct Disk;
 
 impl Files for Disk {
     fn read(&self, path: &Path) -> std::io::Result<String> {
-        std::fs::read_to_string(path)
+        crate::files::read_text_io(path)
     }
 }
 
@@ -436,7 +440,7 @@ pub fn family_bound(family: Algorithm, params: &Params) -> f64 {
 impl Spec {
     /// Reads and validates a spec file; its scripts are read relative to its directory.
     pub fn from_file(path: &Path) -> Result<Spec> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+        let text = crate::files::read_text(path)?;
         let dir = path.parent().unwrap_or(Path::new("")).to_path_buf();
         Spec::from_toml(&text, path, &dir, &Disk)
     }
@@ -454,6 +458,13 @@ impl Spec {
         let name = raw.name.get_ref().trim().to_string();
         if name.is_empty() || name.contains(char::is_whitespace) {
             return Err(invalid(raw.name.span(), "name", "must be a non-empty word (reports use it)".into()));
+        }
+        if name.len() > MAX_NAME {
+            return Err(invalid(
+                raw.name.span(),
+                "name",
+                format!("is {} bytes long; at most {MAX_NAME} (reports and file names use it)", name.len()),
+            ));
         }
         let family = match &raw.family {
             Some(f) => Some(family_of(f.get_ref()).ok_or_else(|| {
@@ -504,6 +515,9 @@ impl Spec {
             if x <= 0 {
                 return Err(invalid(v.span(), field, format!("must be a positive integer, got {x}")));
             }
+            if x as u64 > MAX_ARG {
+                return Err(invalid(v.span(), field, format!("must be at most {MAX_ARG}, got {x}")));
+            }
             Ok(x as u64)
         };
         // `limit`, `window_ms` and the optional `burst` of `[policy]` or a `[[policy.and]]`.
@@ -522,6 +536,21 @@ impl Spec {
             })
         };
         let policy = params(&pol.limit, &pol.window_ms, &pol.burst, "policy")?;
+        // A model's own rules (a window too long for the limit, a burst the script has not) are
+        // the policy's mistake too: said here, at its line.
+        if let Some(v) = model {
+            crate::shipped::direct::Direct::new(v, policy).map_err(|e| match e {
+                Error::Invalid { field, reason, .. } => {
+                    let span = match field.as_str() {
+                        "limit" => pol.limit.span(),
+                        "burst" => pol.burst.as_ref().map_or(pol.limit.span(), |b| b.span()),
+                        _ => pol.window_ms.span(),
+                    };
+                    invalid(span, &format!("policy.{field}"), reason)
+                }
+                other => other,
+            })?;
+        }
         let mut also: Vec<(String, Params)> = Vec::new();
         for (i, more) in pol.and.iter().enumerate() {
             let m = more.get_ref();

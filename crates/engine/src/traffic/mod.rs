@@ -229,7 +229,9 @@ impl TrafficSpec {
     /// Makes relative trace paths relative to `base` (the directory of the scenario file naming them).
     pub fn resolve_paths(&mut self, base: &Path) {
         match self {
-            TrafficSpec::Trace(t) if t.path.is_relative() => t.path = base.join(&t.path),
+            TrafficSpec::Trace(t) if t.path.is_relative() && !crate::files::is_stdin(&t.path) => {
+                t.path = base.join(&t.path)
+            }
             TrafficSpec::Mix(m) => m.parts.iter_mut().for_each(|p| p.resolve_paths(base)),
             _ => {}
         }

@@ -90,7 +90,11 @@ pub enum TraceFormat {
 
 impl TraceFormat {
     /// The format a file name suggests: `.csv`, `.tsv`/`.tab`, `.jsonl`/`.ndjson`/`.json`, `.log`.
+    /// Standard input (`-`, `/dev/stdin`) is read as CSV unless `format` says otherwise.
     pub fn from_path(path: &Path) -> Option<TraceFormat> {
+        if crate::files::is_stdin(path) {
+            return Some(TraceFormat::Csv);
+        }
         let ext = path.extension()?.to_str()?.to_ascii_lowercase();
         Some(match ext.as_str() {
             "csv" => TraceFormat::Csv,
@@ -334,7 +338,7 @@ impl TraceSpec {
     /// The file's text.
     fn read_text(&self) -> Result<String> {
         self.validate()?;
-        let bytes = std::fs::read(&self.path).map_err(|source| Error::Io { path: self.path.clone(), source })?;
+        let bytes = crate::files::read_trace(&self.path)?;
         String::from_utf8(bytes).map_err(|e| {
             let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
             let line = 1 + valid.iter().filter(|&&b| b == b'\n').count();

@@ -23,7 +23,7 @@ impl std::fmt::Debug for TlsFiles {
 impl TlsFiles {
     /// Reads a PEM file of CA certificates; a file without one is refused.
     pub fn read(path: &std::path::Path) -> Result<TlsFiles> {
-        let ca_pem = std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+        let ca_pem = crate::files::read_bytes(path)?;
         if !String::from_utf8_lossy(&ca_pem).contains("-----BEGIN CERTIFICATE-----") {
             return Err(Error::Invalid {
                 context: "--tls-ca".into(),

@@ -9,7 +9,6 @@
 //! in the same order), and the same stable order among equal times.
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::fs::File;
 use std::io::{BufRead, BufReader};
 
 use super::{invalid, Columns, Raw, Rebase, TickCount, Ticks, TraceFormat, TraceSpec, CONTEXT};
@@ -24,7 +23,7 @@ const CHUNK_BYTES: usize = if cfg!(test) { 1 << 14 } else { 1 << 20 };
 /// Reads a trace file a chunk of whole records at a time (a quoted CSV field may span lines: a
 /// chunk never ends inside one).
 struct Chunks {
-    reader: BufReader<File>,
+    reader: BufReader<Box<dyn std::io::Read + Send>>,
     /// The line the next chunk starts on.
     line: usize,
     columns: Option<Columns>,
@@ -37,7 +36,7 @@ struct Chunks {
 impl Chunks {
     fn open(spec: &TraceSpec) -> Result<Chunks> {
         spec.validate()?;
-        let file = File::open(&spec.path).map_err(|source| Error::Io { path: spec.path.clone(), source })?;
+        let file = crate::files::open_trace(&spec.path)?;
         let delimited = matches!(spec.resolved_format()?, TraceFormat::Csv | TraceFormat::Tsv);
         Ok(Chunks {
             reader: BufReader::with_capacity(1 << 16, file),
@@ -118,8 +117,7 @@ impl TraceSpec {
     /// a file that is not sorted, the tie counts (`sharing`, `busiest`) are left at what the sorted
     /// part had; [`TraceSpec::ticks`] reads such a file whole instead.
     pub fn scan(&self) -> Result<Scan> {
-        let bytes =
-            std::fs::metadata(&self.path).map_err(|source| Error::Io { path: self.path.clone(), source })?.len();
+        let bytes = crate::files::trace_len(&self.path)?;
         let mut chunks = Chunks::open(self)?;
         let mut raws = Vec::new();
         let mut count = TickCount::default();

@@ -20,11 +20,17 @@ impl TraceSpec {
     /// A CSV/JSONL time: (µs, resolution in µs).
     pub(super) fn parse_time(&self, s: &str, millis: bool) -> std::result::Result<(i64, i64), String> {
         let date_like = s.len() >= 10 && s.as_bytes()[4] == b'-' && s.as_bytes()[..4].iter().all(u8::is_ascii_digit);
-        match self.time_format {
+        let (at, res) = match self.time_format {
             TimeFormat::Rfc3339 => parse_rfc3339(s),
             TimeFormat::Auto if date_like => parse_rfc3339(s),
             _ => parse_decimal(s, if millis { 3 } else { 6 }),
+        }?;
+        // The virtual clock starts at the epoch: a time before it is a mistake in the file (a
+        // sign, a column of offsets), not a request to replay.
+        if at < 0 {
+            return Err(format!("time `{s}` is negative (before 1970-01-01); times count from the epoch, from 0"));
         }
+        Ok((at, res))
     }
 }
 

@@ -71,8 +71,10 @@ pub fn write_csv_to<W: Write>(out: W, arrivals: &[Arrival], path: &Path) -> Resu
 /// `rebase = "absolute"`) reads back identically. See [`write_csv_to`].
 pub fn write_csv(path: impl AsRef<Path>, arrivals: &[Arrival]) -> Result<()> {
     let path = path.as_ref();
-    let file = std::fs::File::create(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
-    write_csv_to(file, arrivals, path)
+    crate::files::write_atomic_path(path, |temp| {
+        let file = std::fs::File::create(temp).map_err(|source| Error::Io { path: temp.to_owned(), source })?;
+        write_csv_to(file, arrivals, temp)
+    })
 }
 
 /// Reads a CSV file as written by [`write_csv`]: absolute times, ties left as they are.
@@ -104,7 +106,7 @@ mod tests {
             crate::traffic::Poisson { keys: 5, cost: 3, ..crate::traffic::Poisson::new(100.0, 3000) }.arrivals(T0, 9),
         );
         arrivals.push(Arrival {
-            at: Micros(-1_500_001),
+            at: Micros(1_500_001),
             key: "comma, \"quoted\" key".into(),
             cost: 7,
             phase: "x y".into(),
@@ -131,7 +133,15 @@ mod tests {
         let s = TraceSpec { rebase: Rebase::Absolute, ..TraceSpec::new(&path) };
         assert_eq!(s.read(Micros(0)).unwrap(), arrivals);
         let text = std::fs::read_to_string(&path).unwrap();
-        assert!(text.starts_with("time,key,cost,phase\n-1.500001,"), "{}", &text[..60]);
+        assert!(text.starts_with("time,key,cost,phase\n0.000000,"), "{}", &text[..60]);
+        assert!(text.contains("\n1.500001,"), "{}", &text[..120]);
+        // A time before the epoch is refused when read back, at its line.
+        std::fs::write(&path, "time,key\n1,a\n-1.5,b\n").unwrap();
+        let e = read_csv(&path).unwrap_err().to_string();
+        assert!(
+            e.ends_with("round.csv:3: time `-1.5` is negative (before 1970-01-01); times count from the epoch, from 0"),
+            "{e}"
+        );
         // Lifecycle operations add the `op` column, and read back.
         arrivals.push(Arrival { at: Micros(T0.0 + 1), key: "k".into(), cost: 2, phase: String::new(), op: Op::Refund });
         crate::traffic::sort_stable(&mut arrivals);
