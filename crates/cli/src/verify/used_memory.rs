@@ -131,11 +131,20 @@ pub fn settled_used_memory(url: &str) -> Result<i64> {
         let used = field(&info, "used_memory").ok_or_else(|| Error::Redis("INFO memory has no used_memory".into()))?;
         Ok((field(&info, "connected_clients") == Some(1)).then_some(used))
     };
+    // While a dict is being rehashed, both of its tables are allocated and used_memory does not move
+    // until the old one is freed: two equal readings then prove nothing. The server rehashes in its
+    // cron, 1 ms a tick, which a loaded machine starves. `DEBUG HTSTATS` names a rehashing table
+    // ("rehashing target"); where DEBUG is refused (Redis 7.0's default), this wait is skipped.
+    let rehashing = || -> Result<bool> {
+        let mut c = connect(url)?;
+        let stats: redis::RedisResult<String> = redis::cmd("DEBUG").arg("HTSTATS").arg(0).query(&mut c);
+        Ok(stats.map(|s| s.contains("rehashing target")).unwrap_or(false))
+    };
     let mut last = read()?;
     for _ in 0..50 {
         std::thread::sleep(Duration::from_millis(300));
         let now = read()?;
-        if now.is_some() && now == last {
+        if now.is_some() && now == last && !rehashing()? {
             return Ok(now.unwrap_or_default());
         }
         last = now;
