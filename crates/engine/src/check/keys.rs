@@ -98,6 +98,12 @@ impl Ctx<'_> {
         if let Some((_, pat, i)) = early.first() {
             c.replay = self.save(pat.name, "ttl", &pat.arrivals[..=*i]);
         }
+        let ttl_reads: usize = runs.iter().map(|(_, p)| p.ttl_checked).sum();
+        let compared: usize = if relies { 0 } else { runs.iter().map(|(r, _)| r.played.len()).sum() };
+        c.judged(
+            keys + ttl_reads + compared,
+            &["keys after each request", "keys after the traffic", "expiry on and off"],
+        );
         let mut wrong = Vec::new();
         if !no_ttl.is_empty() {
             wrong.push(format!("{} key(s) without a TTL (they pile up forever)", no_ttl.len()));
@@ -180,6 +186,7 @@ impl Ctx<'_> {
                 touched += 1;
             }
         }
+        c.judged(calls + touched, &["patterns", "calls", "keys touched on a cluster node"]);
         if c.evidence.is_empty() {
             c.summary = format!("every one of {calls} calls names keys of one hash slot, and the scripts touch only those ({touched} requests replayed on a cluster node)");
         } else {

@@ -38,7 +38,9 @@ use probes::Probes;
 use run::Replay;
 
 pub use ctx::save_replay;
-pub use report::{CheckOptions, CheckReport, CheckResult, NotWritten, PatternTraffic, SearchTraffic, Status, Traffic};
+pub use report::{
+    CheckOptions, CheckReport, CheckResult, Coverage, NotWritten, PatternTraffic, SearchTraffic, Status, Traffic,
+};
 pub use sizes::{
     search_size, DEFAULT_MAX_FALSE_REJECTION_RATE, DEFAULT_OVERSHOOT_BOUND, FLOOD_MAX, HEADER_PROBES_MIN,
     HEADER_PROBE_REQUESTS, PROBES, PROBE_UNITS, ROOM_PROBE, SEARCH_FULL_SIZE, SEARCH_FULL_SIZE_MODEL, TTL_PROBES,
@@ -203,6 +205,7 @@ pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
     ctx.memory(&mut runs)?;
     stages.done();
     for c in &mut ctx.checks {
+        c.no_pass_without_cases();
         if let Some((_, reason)) = spec.waive.iter().find(|(n, _)| n == c.name) {
             let verdict = match c.status {
                 Status::Fail => "would fail",

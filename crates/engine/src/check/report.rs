@@ -44,11 +44,64 @@ pub struct CheckResult {
     /// A scenario file that replays the traffic behind a failure (`limitlab run FILE`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replay: Option<String>,
+    /// What the verdict rests on: how many cases were judged, over which dimensions. `None` for a
+    /// figure (memory, speed), which judges nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<Coverage>,
+}
+
+/// How many cases a check judged and over which dimensions of the input (costs, times, key
+/// states, operations, callers' clocks, patterns).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Coverage {
+    pub cases: u64,
+    pub dimensions: Vec<String>,
+}
+
+impl Coverage {
+    /// `412 cases over times, key states`, or `0 cases`.
+    pub fn describe(&self) -> String {
+        let n = if self.cases == 1 { "1 case".to_string() } else { format!("{} cases", self.cases) };
+        if self.dimensions.is_empty() {
+            n
+        } else {
+            format!("{n} over {}", self.dimensions.join(", "))
+        }
+    }
 }
 
 impl CheckResult {
+    /// A verdict that has judged nothing yet (0 cases); a figure has no coverage at all.
     pub(super) fn new(name: &'static str, status: Status, summary: String) -> CheckResult {
-        CheckResult { name, status, summary, evidence: Vec::new(), replay: None }
+        let coverage = (status != Status::Info).then(Coverage::default);
+        CheckResult { name, status, summary, evidence: Vec::new(), replay: None, coverage }
+    }
+
+    /// Records that `cases` cases were judged over `dimensions`.
+    pub(super) fn judged(&mut self, cases: usize, dimensions: &[&str]) {
+        self.coverage =
+            Some(Coverage { cases: cases as u64, dimensions: dimensions.iter().map(|d| d.to_string()).collect() });
+    }
+
+    /// Adds `cases` more cases over `dimensions` (those not named yet).
+    pub(super) fn judged_more(&mut self, cases: usize, dimensions: &[&str]) {
+        let c = self.coverage.get_or_insert_with(Coverage::default);
+        c.cases += cases as u64;
+        for d in dimensions {
+            if !c.dimensions.iter().any(|x| x == d) {
+                c.dimensions.push(d.to_string());
+            }
+        }
+    }
+
+    /// The rule no check escapes: a PASS over no case is a check that could not have failed, so it
+    /// is a SKIP, saying so. Every other verdict is left as it is.
+    pub fn no_pass_without_cases(&mut self) {
+        if self.status == Status::Pass && self.coverage.as_ref().is_none_or(|c| c.cases == 0) {
+            self.status = Status::Skip;
+            self.summary = format!("no case was judged, so no verdict ({})", self.summary);
+            self.coverage.get_or_insert_with(Coverage::default);
+        }
     }
 }
 
