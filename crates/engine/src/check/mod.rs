@@ -43,8 +43,8 @@ pub use report::{
 };
 pub use sizes::{
     search_size, DEFAULT_MAX_FALSE_REJECTION_RATE, DEFAULT_OVERSHOOT_BOUND, FLOOD_MAX, HEADER_PROBES_MIN,
-    HEADER_PROBE_REQUESTS, PROBES, PROBE_UNITS, ROOM_PROBE, SEARCH_FULL_SIZE, SEARCH_FULL_SIZE_MODEL, TTL_PROBES,
-    TTL_WINDOWS,
+    HEADER_PROBE_REQUESTS, MAX_CHECKED_CAPACITY, PROBES, PROBE_UNITS, ROOM_PROBE, SEARCH_FULL_SIZE,
+    SEARCH_FULL_SIZE_MODEL, TTL_PROBES, TTL_WINDOWS,
 };
 
 /// Progress on stderr while `check` runs, one step per stage; only at a terminal, and only when
@@ -91,6 +91,22 @@ impl Drop for Stages {
 pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
     let p = limiter.params();
     let spec = limiter.spec();
+    // The traffic is sized from the policy (a burst is a quarter more than the capacity): above
+    // MAX_CHECKED_CAPACITY it would be more requests, and memory, than a check can hold, so such a
+    // policy is refused at once, saying so, instead of running out of memory.
+    for (name, q) in spec.policies(&p) {
+        if q.limit.max(q.capacity()) > MAX_CHECKED_CAPACITY {
+            return Err(Error::Invalid {
+                context: spec.origin.display().to_string(),
+                field: if name == "policy" { "policy.limit".into() } else { format!("policy `{name}`") },
+                reason: format!(
+                    "limit {} (capacity {}) is above the {MAX_CHECKED_CAPACITY} that `check` judges: its patterns send more than the capacity in one burst, so their memory grows with it (docs/reliability.md); check the same limiter at a smaller --limit (and --burst), at the same window",
+                    q.limit,
+                    q.capacity()
+                ),
+            });
+        }
+    }
     let origin = attack::origin_ms(p.window_ms);
     let bound = Some(limiter.overshoot_bound().unwrap_or(DEFAULT_OVERSHOOT_BOUND));
     let bound_source = match (spec.max_overshoot, spec.family) {

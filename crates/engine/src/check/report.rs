@@ -83,17 +83,6 @@ impl CheckResult {
             Some(Coverage { cases: cases as u64, dimensions: dimensions.iter().map(|d| d.to_string()).collect() });
     }
 
-    /// Adds `cases` more cases over `dimensions` (those not named yet).
-    pub(super) fn judged_more(&mut self, cases: usize, dimensions: &[&str]) {
-        let c = self.coverage.get_or_insert_with(Coverage::default);
-        c.cases += cases as u64;
-        for d in dimensions {
-            if !c.dimensions.iter().any(|x| x == d) {
-                c.dimensions.push(d.to_string());
-            }
-        }
-    }
-
     /// The rule no check escapes: a PASS over no case is a check that could not have failed, so it
     /// is a SKIP, saying so. Every other verdict is left as it is.
     pub fn no_pass_without_cases(&mut self) {
@@ -194,5 +183,30 @@ pub struct CheckOptions {
 impl Default for CheckOptions {
     fn default() -> Self {
         CheckOptions { seed: 0, timing: true, out: None, iterations: 200, progress: false }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_check_can_pass_over_zero_cases() {
+        for status in [Status::Pass, Status::Fail, Status::Skip, Status::Waived, Status::Info] {
+            for cases in [0usize, 1, 7] {
+                let mut c = CheckResult::new("x", status, "all honest".into());
+                if cases > 0 {
+                    c.judged(cases, &["times"]);
+                }
+                c.no_pass_without_cases();
+                if status == Status::Pass && cases == 0 {
+                    assert_eq!(c.status, Status::Skip);
+                    assert!(c.summary.starts_with("no case was judged"), "{}", c.summary);
+                } else {
+                    assert_eq!(c.status, status, "{status:?} with {cases} cases");
+                }
+                assert!(c.status != Status::Pass || c.coverage.as_ref().is_some_and(|v| v.cases > 0));
+            }
+        }
     }
 }
