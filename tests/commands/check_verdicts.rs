@@ -195,6 +195,6 @@ fn a_limit_of_10_to_the_15_is_refused_at_once_with_a_clear_error() {
     let out = limitlab(&["check", "fixed_window", "--limit", "999999999999999", "--no-save"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("is above the 100000 that `check` judges") && err.contains("smaller --limit"), "{err}");
+    assert!(err.contains("is above the 50000 that `check` judges") && err.contains("smaller --limit"), "{err}");
     assert!(started.elapsed() < std::time::Duration::from_secs(60));
 }

@@ -86,9 +86,28 @@ impl Ctx<'_> {
                 }
             }
         }
-        c.judged(judged, &["subject states", "times after the request"]);
+        let (explored, failed) = self.explore("peek", &|r, _, at, sent| {
+            let a = arrival_at("explore", at, 0);
+            let ok = r.step(&a, at).is_some();
+            sent.push(a);
+            ok.then_some(true)
+        });
+        if let Some((_, what, sent)) = failed {
+            c.evidence.push(format!("a request of cost 0, {what}"));
+            if c.replay.is_none() {
+                c.replay = self.save("explore", "peek", &sent);
+            }
+        }
+        c.judged(
+            judged + explored,
+            &[
+                "subject states (missing, partly used, full; live, expiring, expired)",
+                "call times at any ms",
+                "consequences up to three windows later",
+            ],
+        );
         if c.evidence.is_empty() {
-            c.summary = format!("{judged} requests of cost 0 (at an unused, a partly used and a full subject) left as much room as no request, then, half a window and a window later");
+            c.summary = format!("{judged} requests of cost 0 (at an unused, a partly used and a full subject) left as much room as no request, then, half a window and a window later; so did {explored} explored ones (any state, time and later measurement)");
         } else {
             c.status = Status::Fail;
             c.summary = format!("{} request(s) of cost 0 changed what fits: cost 0 must only read", c.evidence.len());
@@ -230,8 +249,40 @@ impl Ctx<'_> {
                 crate::spec::Op::Request => {}
             }
         }
+        // Refunds explored: any fill, time and measurement (specs that read `cost`: the
+        // measurement fills the capacity in one request).
+        let mut explored = 0;
+        if have.contains(&crate::spec::Op::Refund) && self.limiter.takes_cost() {
+            let (n, failed) = self.explore("refund", &|r, c, at, sent| {
+                // A request on a missing or expired key may start a window there, which no refund
+                // can take back: that is the request's doing, not the refund's. Judged on a live
+                // subject (used less than half a window before), where both worlds share the window.
+                if c.fill == 0 || c.gap >= w / 2 {
+                    return Some(false);
+                }
+                let a = arrival_at("explore", at, k);
+                let i = r.step(&a, at)?;
+                sent.push(a);
+                if !r.played[i].decision.allowed {
+                    return Some(false);
+                }
+                let back = at + c.later / 2;
+                r.op(crate::spec::Op::Refund, "explore", back, k).ok()?;
+                Some(true)
+            });
+            explored = n;
+            if let Some((_, what, sent)) = failed {
+                c.evidence.push(format!("a request of cost {k} admitted at the call's time and refunded half way to the measurement, {what}"));
+                if c.replay.is_none() {
+                    c.replay = self.save("explore", "lifecycle", &sent);
+                }
+            }
+        }
         let names: Vec<&str> = have.iter().map(|o| o.name()).collect();
-        c.judged(judged, &["operations", "times after the request"]);
+        c.judged(
+            judged + explored,
+            &["operations", "times after the request", "explored refunds: subject states, times, consequences later"],
+        );
         if c.evidence.is_empty() {
             c.summary = format!(
                 "{judged} lifecycle operations ({}) each left the subjects exactly as the world without what they undo",

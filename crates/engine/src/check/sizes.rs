@@ -14,7 +14,7 @@ pub const DEFAULT_OVERSHOOT_BOUND: f64 = 2.0;
 /// capacity, and every request played is kept with its calls until the verdicts are given, so the
 /// memory of a check grows with the capacity: at this cap it stays within the figures of
 /// docs/reliability.md. A larger policy is refused with a clear error (exit 2) at once.
-pub const MAX_CHECKED_CAPACITY: u64 = 100_000;
+pub const MAX_CHECKED_CAPACITY: u64 = 50_000;
 /// A key may outlive the traffic by this many windows.
 pub const TTL_WINDOWS: i64 = 10;
 /// Probes per pattern and check (the first ones of each kind, in order).
