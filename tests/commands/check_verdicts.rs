@@ -198,3 +198,22 @@ fn a_limit_of_10_to_the_15_is_refused_at_once_with_a_clear_error() {
     assert!(err.contains("is above the 50000 that `check` judges") && err.contains("smaller --limit"), "{err}");
     assert!(started.elapsed() < std::time::Duration::from_secs(60));
 }
+
+#[test]
+fn a_cost_0_call_that_starts_a_window_is_found_by_exploring_what_fits_afterwards() {
+    // Item 3: the fixed probes (a used subject, room at the instant) see nothing; the exploration
+    // measures what the following traffic gets, and shrinks the case to a missing key.
+    let dir = common::TempDir::new("check-valkey-peek");
+    let out = limitlab(&["check", &verdicts("valkey_check"), "--json", "--no-timing", "--out", dir.path()]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{v:#}");
+    let p = check(&v, "peek");
+    assert_eq!(p["status"], "fail", "{v:#}");
+    let ev = p["evidence"].to_string();
+    assert!(ev.contains("explored, shrunk to: 0 of 10 units used") && ev.contains("gave 10 unit(s) too many"), "{ev}");
+    // The shrunk case's traffic is saved, and `run` replays it.
+    let replay = p["replay"].as_str().unwrap_or_else(|| panic!("no replay: {p:#}"));
+    assert!(Path::new(replay).exists(), "{replay}");
+    let out = limitlab(&["run", replay, "--out", dir.path()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}
