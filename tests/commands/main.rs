@@ -8,6 +8,7 @@ mod common;
 mod attack;
 mod bench_cli;
 mod check_cli;
+mod check_verdicts;
 mod cli;
 mod docs_figures;
 mod docs_specs;

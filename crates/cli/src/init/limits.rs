@@ -160,7 +160,13 @@ fn build(pkg: &Installed, flags: &Flags) -> Outcome {
         out.plans.push(Plan {
             stem: format!("limits_{algo}"),
             algorithm: algo,
-            top: format!("description = \"{description}\"\nfamily = \"{family}\"\n"),
+            // limits' WindowStats.reset_time is when the next unit is back for the moving and
+            // sliding windows (docs/specs.md, "Reset: what it means"); the fixed window's is the
+            // whole quota's.
+            top: format!(
+                "description = \"{description}\"\nfamily = \"{family}\"\n{}",
+                if algo == "fixed_window" { "" } else { "reset_means = \"unit\"\n" }
+            ),
             policy: policy.clone(),
             scripts,
             body: format!("{VARS}{calls}"),

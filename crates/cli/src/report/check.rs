@@ -22,7 +22,14 @@ pub fn text(r: &CheckReport) -> String {
     let _ = writeln!(s, "{}", traffic_line(&r.traffic));
     s.push('\n');
     for c in &r.checks {
-        let _ = writeln!(s, "{} {:<17} {}", c.status.label(), c.name, c.summary);
+        match &c.coverage {
+            Some(cov) => {
+                let _ = writeln!(s, "{} {:<17} [{}] {}", c.status.label(), c.name, cov.describe(), c.summary);
+            }
+            None => {
+                let _ = writeln!(s, "{} {:<17} {}", c.status.label(), c.name, c.summary);
+            }
+        }
         for e in &c.evidence {
             let _ = writeln!(s, "       {e}");
         }
@@ -137,7 +144,8 @@ pub fn junit(r: &CheckReport) -> String {
     let classname = format!("limitlab.check.{}", r.spec);
     for c in &r.checks {
         put(Event::Start(start("testcase", &[("classname", &classname), ("name", c.name)])));
-        let mut body = c.evidence.join("\n");
+        let mut body = c.coverage.as_ref().map(|cov| format!("judged: {}\n", cov.describe())).unwrap_or_default();
+        body.push_str(&c.evidence.join("\n"));
         if let Some(p) = &c.replay {
             body.push_str(&format!("\nreplay: limitlab run {p}"));
         }
@@ -179,6 +187,7 @@ mod tests {
             summary: summary.into(),
             evidence: evidence.iter().map(|e| e.to_string()).collect(),
             replay: None,
+            coverage: None,
         };
         CheckReport {
             spec: "a<b>".into(),

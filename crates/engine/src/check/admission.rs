@@ -24,6 +24,7 @@ impl Ctx<'_> {
                 c.evidence.push(format!("after {}: {e}", at(pat.name, *i, r)));
             }
         }
+        c.judged(calls, &["patterns", "times", "subjects", "costs"]);
         if c.evidence.is_empty() {
             c.summary = format!("{calls} requests over {} patterns, no error", self.patterns.len());
         } else {
@@ -55,6 +56,7 @@ impl Ctx<'_> {
                 }
             }
         }
+        c.judged(n, &["patterns", "times", "subjects", "costs"]);
         if c.evidence.is_empty() {
             c.summary = format!("{n} decisions identical to the exact model `{}`", name.name());
         } else {
@@ -212,6 +214,16 @@ impl Ctx<'_> {
             c.summary = format!("every policy within its bound; {}", c.summary);
         }
         c.evidence = lines;
+        let played: usize = runs.iter().map(|(r, _)| r.played.len()).sum();
+        let searched = search.map(|t| t.requests as usize).unwrap_or(0);
+        let mut dims = vec!["patterns", "windows at every start"];
+        if searched > 0 {
+            dims.push("attack search");
+        }
+        if several {
+            dims.push("policies");
+        }
+        c.judged(played + searched, &dims);
         if c.status == Status::Fail {
             c.replay = self.save("overshoot", "overshoot", arrivals);
         }
@@ -223,6 +235,7 @@ impl Ctx<'_> {
         let mut c = CheckResult::new("false_rejections", Status::Pass, String::new());
         // (share, what, pattern)
         let mut worst: Option<(f64, String, &Pattern)> = None;
+        let mut judged = 0usize;
         for ((r, _), pat) in runs.iter().zip(self.patterns) {
             let exact_admits = r.played.iter().filter(|p| p.exact).count();
             let (rate, what) = match pat.name.split('@').next().unwrap_or(pat.name) {
@@ -257,6 +270,7 @@ impl Ctx<'_> {
                 }
                 _ => continue,
             };
+            judged += r.played.len();
             if worst.as_ref().is_none_or(|w| rate > w.0) {
                 worst = Some((rate, what, pat));
             }
@@ -275,6 +289,7 @@ impl Ctx<'_> {
         } else {
             "the default; set max_false_rejection_rate in the spec"
         };
+        c.judged(judged, &["steady patterns", "times", "subjects"]);
         match worst {
             Some((rate, what, pat)) if rate > max => {
                 c.status = Status::Fail;

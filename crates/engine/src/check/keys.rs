@@ -43,15 +43,30 @@ impl Ctx<'_> {
         // Expiry: the same traffic with expired keys kept. A script that resets its window by
         // letting a key expire (INCR + PEXPIRE on the first hit) depends on expiry by design;
         // that is seen on sparse traffic (a refusal appears when nothing expires) and skips this.
-        let sparse = self.patterns.iter().find(|p| p.name == "sparse");
-        let relies = match sparse {
-            Some(pat) => {
+        // Reliance is asked directly, at any capacity: a subject filled to its capacity, then one
+        // request two windows later. Refused with expiry switched off only, the script frees its
+        // window by letting the key expire (a pattern of a few requests never fills a capacity of
+        // 100, so looking for a refusal in the sparse pattern misses it at large limits).
+        let relies = {
+            let p = self.limiter.params();
+            let (w1, cap) = (p.window_ms as i64, p.capacity());
+            let t0 = crate::attack::origin_ms(p.window_ms) + w1 / 3;
+            let refused_later = |expiry: bool| -> bool {
                 let mut r = Replay::new(self.limiter);
-                r.backend.emu.set_expiry(false);
-                r.play(&pat.arrivals, |_, _| Ok(()));
-                r.played.iter().any(|p| !p.decision.allowed)
-            }
-            None => false,
+                r.backend.emu.set_expiry(expiry);
+                let fill = if self.limiter.takes_cost() {
+                    vec![super::ctx::arrival_at("relies", t0, cap)]
+                } else {
+                    (0..cap.min(crate::check::run::FULL_SIZE * 100))
+                        .map(|_| super::ctx::arrival_at("relies", t0, 1))
+                        .collect()
+                };
+                r.play(&fill, |_, _| Ok(()));
+                let later = t0 + 2 * w1 + 1;
+                r.play(&[super::ctx::arrival_at("relies", later, 1)], |_, _| Ok(()));
+                r.played.last().is_some_and(|x| x.now_ms == later && !x.decision.allowed)
+            };
+            refused_later(false) && !refused_later(true)
         };
         let mut early = Vec::new();
         if !relies {
@@ -98,6 +113,12 @@ impl Ctx<'_> {
         if let Some((_, pat, i)) = early.first() {
             c.replay = self.save(pat.name, "ttl", &pat.arrivals[..=*i]);
         }
+        let ttl_reads: usize = runs.iter().map(|(_, p)| p.ttl_checked).sum();
+        let compared: usize = if relies { 0 } else { runs.iter().map(|(r, _)| r.played.len()).sum() };
+        c.judged(
+            keys + ttl_reads + compared,
+            &["keys after each request", "keys after the traffic", "expiry on and off"],
+        );
         let mut wrong = Vec::new();
         if !no_ttl.is_empty() {
             wrong.push(format!("{} key(s) without a TTL (they pile up forever)", no_ttl.len()));
@@ -180,6 +201,7 @@ impl Ctx<'_> {
                 touched += 1;
             }
         }
+        c.judged(calls + touched, &["patterns", "calls", "keys touched on a cluster node"]);
         if c.evidence.is_empty() {
             c.summary = format!("every one of {calls} calls names keys of one hash slot, and the scripts touch only those ({touched} requests replayed on a cluster node)");
         } else {

@@ -45,10 +45,9 @@ impl Ctx<'_> {
         let (w, cap) = (p.window_ms as i64, p.capacity());
         let t = attack::origin_ms(p.window_ms) + w / 3;
         let mut c = CheckResult::new("peek", Status::Pass, String::new());
-        let mut fills = vec![cap - cap.min(ROOM_PROBE / 2), cap];
-        if cap <= ROOM_PROBE {
-            fills.insert(0, 0);
-        }
+        // An unused subject at every capacity (a cost-0 call on a missing key is where scripts
+        // that write on a read go wrong), a partly used one and a full one.
+        let mut fills = vec![0, cap - cap.min(ROOM_PROBE / 2), cap];
         fills.dedup();
         let mut judged = 0;
         for &fill in &fills {
@@ -87,8 +86,28 @@ impl Ctx<'_> {
                 }
             }
         }
+        let (explored, failed) = self.explore("peek", &|r, _, at, sent| {
+            let a = arrival_at("explore", at, 0);
+            let ok = r.step(&a, at).is_some();
+            sent.push(a);
+            ok.then_some(true)
+        });
+        if let Some((_, what, sent)) = failed {
+            c.evidence.push(format!("a request of cost 0, {what}"));
+            if c.replay.is_none() {
+                c.replay = self.save("explore", "peek", &sent);
+            }
+        }
+        c.judged(
+            judged + explored,
+            &[
+                "subject states (missing, partly used, full; live, expiring, expired)",
+                "call times at any ms",
+                "consequences up to three windows later",
+            ],
+        );
         if c.evidence.is_empty() {
-            c.summary = format!("{judged} requests of cost 0 (at an unused, a partly used and a full subject) left as much room as no request, then, half a window and a window later");
+            c.summary = format!("{judged} requests of cost 0 (at an unused, a partly used and a full subject) left as much room as no request, then, half a window and a window later; so did {explored} explored ones (any state, time and later measurement)");
         } else {
             c.status = Status::Fail;
             c.summary = format!("{} request(s) of cost 0 changed what fits: cost 0 must only read", c.evidence.len());
@@ -230,7 +249,40 @@ impl Ctx<'_> {
                 crate::spec::Op::Request => {}
             }
         }
+        // Refunds explored: any fill, time and measurement (specs that read `cost`: the
+        // measurement fills the capacity in one request).
+        let mut explored = 0;
+        if have.contains(&crate::spec::Op::Refund) && self.limiter.takes_cost() {
+            let (n, failed) = self.explore("refund", &|r, c, at, sent| {
+                // A request on a missing or expired key may start a window there, which no refund
+                // can take back: that is the request's doing, not the refund's. Judged on a live
+                // subject (used less than half a window before), where both worlds share the window.
+                if c.fill == 0 || c.gap >= w / 2 {
+                    return Some(false);
+                }
+                let a = arrival_at("explore", at, k);
+                let i = r.step(&a, at)?;
+                sent.push(a);
+                if !r.played[i].decision.allowed {
+                    return Some(false);
+                }
+                let back = at + c.later / 2;
+                r.op(crate::spec::Op::Refund, "explore", back, k).ok()?;
+                Some(true)
+            });
+            explored = n;
+            if let Some((_, what, sent)) = failed {
+                c.evidence.push(format!("a request of cost {k} admitted at the call's time and refunded half way to the measurement, {what}"));
+                if c.replay.is_none() {
+                    c.replay = self.save("explore", "lifecycle", &sent);
+                }
+            }
+        }
         let names: Vec<&str> = have.iter().map(|o| o.name()).collect();
+        c.judged(
+            judged + explored,
+            &["operations", "times after the request", "explored refunds: subject states, times, consequences later"],
+        );
         if c.evidence.is_empty() {
             c.summary = format!(
                 "{judged} lifecycle operations ({}) each left the subjects exactly as the world without what they undo",
@@ -275,6 +327,11 @@ impl Ctx<'_> {
         let behind = offsets([1, w / 4, w / 2, w, 2 * w]);
         let ahead = offsets([1, 50.min(w / 2), w / 4, w / 2, 0]);
         let mut refused_once = false;
+        let mut cases = 0usize;
+        // Overshoots a skewed caller's world shows that the same world with that caller on time
+        // shows too: they are `overshoot`'s, not this check's (a check fails only for what its own
+        // stimulus changes).
+        let mut not_ours: Vec<String> = Vec::new();
         for &back in &behind {
             // The subject refused at t, then a caller `back` behind, then an on-time caller.
             let mut r = Replay::new(self.limiter);
@@ -293,6 +350,7 @@ impl Ctx<'_> {
                 continue;
             }
             refused_once = true;
+            cases += 1;
             let lag = r.step(&req(t - back), t);
             let next = lag.and_then(|_| r.step(&req(t), t));
             match (lag, next) {
@@ -311,32 +369,47 @@ impl Ctx<'_> {
             // Room for one: cap - 1 on time, the last unit taken by the skewed caller, then on-time
             // callers when the window is about to let the on-time ones go.
             if back < 2 * w && cap >= 2 {
-                let mut r = Replay::new(self.limiter);
-                for _ in 0..cap - 1 {
-                    r.step(&req(t), t);
-                }
-                r.step(&req(t - back), t);
+                // The same world twice: the last unit taken by a caller `back` ms behind, then by
+                // one on time. Only what the skew changes is judged.
                 let later = t + w - back.max(2) / 2;
-                for _ in 0..=cap {
-                    match r.step(&req(later), later) {
-                        Some(i) if !r.played[i].decision.allowed => break,
-                        Some(_) => {}
-                        None => break,
+                let world = |lag: i64| {
+                    let mut r = Replay::new(self.limiter);
+                    for _ in 0..cap - 1 {
+                        r.step(&req(t), t);
                     }
-                }
+                    r.step(&req(t - lag), t);
+                    for _ in 0..=cap {
+                        match r.step(&req(later), later) {
+                            Some(i) if !r.played[i].decision.allowed => break,
+                            Some(_) => {}
+                            None => break,
+                        }
+                    }
+                    r
+                };
+                let r = world(back);
                 if let Some((_, e)) = &r.error {
                     c.evidence.push(format!(
                         "a caller {back} ms behind with room left, then on-time callers at {later}: error: {}",
                         e.lines().next().unwrap_or("")
                     ));
                 } else {
+                    cases += 1;
                     let admitted = r.played.iter().filter(|x| x.decision.allowed).count() as f64;
-                    if admitted / p.limit as f64 > bound + 1e-9 {
+                    let on_time = world(0);
+                    let admitted_on_time = on_time.played.iter().filter(|x| x.decision.allowed).count() as f64;
+                    if admitted / p.limit as f64 > bound + 1e-9 && admitted > admitted_on_time {
                         c.evidence.push(format!(
-                            "{} requests admitted between {t} and {later} on the server's clock (less than one window): {} on time at {t}, the last unit taken by a caller {back} ms behind, then {} on time at {later}; {:.2} of the limit, above the bound {bound:.3}: the skewed request left the window early",
+                            "{} requests admitted between {t} and {later} on the server's clock (less than one window): {} on time at {t}, the last unit taken by a caller {back} ms behind, then {} on time at {later}; {:.2} of the limit, above the bound {bound:.3}, where {} were admitted with that caller on time: the skewed request left the window early",
                             admitted,
                             cap - 1,
                             admitted as u64 - r.played.iter().take(cap as usize).filter(|x| x.decision.allowed).count() as u64,
+                            admitted / p.limit as f64,
+                            admitted_on_time
+                        ));
+                    } else if admitted / p.limit as f64 > bound + 1e-9 && not_ours.is_empty() {
+                        not_ours.push(format!(
+                            "{admitted} admitted between {t} and {later} with the last unit taken by a caller {back} ms behind ({:.2} of the limit, above the bound {bound:.3}), but {admitted_on_time} with every caller on time: not the skew's doing, see `overshoot`",
                             admitted / p.limit as f64
                         ));
                     }
@@ -346,6 +419,7 @@ impl Ctx<'_> {
         for &fwd in &ahead {
             let mut r = Replay::new(self.limiter);
             let ok = r.step(&req(t), t).and_then(|_| r.step(&req(t + fwd), t)).and_then(|_| r.step(&req(t + 1), t + 1));
+            cases += 1;
             if ok.is_none() {
                 c.evidence.push(format!(
                     "a caller {fwd} ms ahead of the server (now_ms {}, server at {t}), or the on-time caller after it, got an error: {}",
@@ -354,9 +428,12 @@ impl Ctx<'_> {
                 ));
             }
         }
-        if !c.evidence.is_empty() {
+        c.judged(cases, &["callers behind", "callers ahead", "subject states (refused, with room)"]);
+        let fails = c.evidence.len();
+        c.evidence.extend(not_ours);
+        if fails > 0 {
             c.status = Status::Fail;
-            c.summary = format!("{} problem(s) with callers whose clock is off the server's", c.evidence.len());
+            c.summary = format!("{fails} problem(s) with callers whose clock is off the server's");
         } else if !refused_once {
             c.summary = format!(
                 "callers up to {} ms ahead get no error; {} requests at one ms were never refused, so refunds by callers behind cannot be told apart",

@@ -44,7 +44,9 @@ impl Probes {
                 }
             }
         };
-        if reports.remaining {
+        // A `remaining` that reads nil for this decision is "not reported" (docs/specs.md): nothing
+        // to judge, not a -1 out of range.
+        if reports.remaining && d.remaining != crate::limiter::Decision::NOT_REPORTED {
             if d.remaining < 0 || d.remaining > cap {
                 self.remaining.push((i, format!("remaining {} is outside 0..={cap}", d.remaining)));
             } else if self.remaining_checked < PROBES {

@@ -7,6 +7,10 @@ use super::run::Replay;
 use crate::attack;
 use crate::spec::headers::headers;
 
+/// What the promises of a decision are judged over: every pattern's requests, at their times, after
+/// admissions and refusals alike, then asked again at the same ms and at the time promised.
+const DIMS: [&str; 4] = ["patterns", "times", "states after admissions and refusals", "both directions"];
+
 impl Ctx<'_> {
     pub(super) fn probe_check(
         &mut self,
@@ -14,6 +18,7 @@ impl Ctx<'_> {
         runs: &[(Replay<'_>, Probes)],
         reported: bool,
         what: &str,
+        dims: &[&str],
         pick: impl Fn(&Probes) -> (&Vec<(usize, String)>, usize),
     ) {
         if !reported {
@@ -35,6 +40,7 @@ impl Ctx<'_> {
             }
         }
         let bad: usize = runs.iter().map(|(_, p)| pick(p).0.len()).sum();
+        c.judged(checked + bad, dims);
         if bad > 0 {
             c.status = Status::Fail;
             c.summary = format!("{bad} of the {what} values checked were wrong");
@@ -46,19 +52,19 @@ impl Ctx<'_> {
 
     pub(super) fn remaining(&mut self, runs: &[(Replay<'_>, Probes)]) {
         let reported = self.limiter.reports().remaining;
-        self.probe_check("remaining", runs, reported, "remaining", |p| (&p.remaining, p.remaining_checked));
+        self.probe_check("remaining", runs, reported, "remaining", &DIMS, |p| (&p.remaining, p.remaining_checked));
     }
 
     pub(super) fn retry_after(&mut self, runs: &[(Replay<'_>, Probes)]) {
         let reported = self.limiter.reports().retry_after;
-        self.probe_check("retry_after", runs, reported, "retry_after", |p| (&p.retry, p.retry_checked));
+        self.probe_check("retry_after", runs, reported, "retry_after", &DIMS, |p| (&p.retry, p.retry_checked));
     }
 
     pub(super) fn headers(&mut self, runs: &[(Replay<'_>, Probes)]) {
         let r = self.limiter.reports();
         let p = self.limiter.params();
         let policy = headers(&crate::limiter::Decision::allowed_only(true), r, &p).policy;
-        self.probe_check("headers", runs, r.retry_after || (r.remaining && r.reset), "header", |p| {
+        self.probe_check("headers", runs, r.retry_after || (r.remaining && r.reset), "header", &DIMS, |p| {
             (&p.headers, p.headers_checked)
         });
         if let Some(c) = self.checks.last_mut() {
@@ -77,7 +83,14 @@ impl Ctx<'_> {
             ));
             return;
         }
-        self.probe_check("refusals", runs, true, "refusal", |p| (&p.refusals, p.refusals_checked));
+        self.probe_check(
+            "refusals",
+            runs,
+            true,
+            "refusal",
+            &["costs", "times", "states before a refusal", "patterns"],
+            |p| (&p.refusals, p.refusals_checked),
+        );
     }
 
     /// A limiter that grants part of a request (`granted`): every admitted request is given from 1
@@ -120,6 +133,7 @@ impl Ctx<'_> {
                 }
             }
         }
+        c.judged(judged, &["patterns", "costs", "admissions and refusals"]);
         if bad > 0 {
             c.status = Status::Fail;
             c.summary = format!("{bad} of {judged} decisions granted what they did not admit");
@@ -191,6 +205,7 @@ impl Ctx<'_> {
                 }
             }
         }
+        c.judged(costs.len(), &["costs above the capacity", "fresh subjects"]);
         if c.evidence.iter().any(|e| !e.contains("answered with an error")) {
             c.status = Status::Fail;
             c.summary = format!("a request above the capacity ({cap}) was admitted, or promised a retry");

@@ -44,11 +44,53 @@ pub struct CheckResult {
     /// A scenario file that replays the traffic behind a failure (`limitlab run FILE`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replay: Option<String>,
+    /// What the verdict rests on: how many cases were judged, over which dimensions. `None` for a
+    /// figure (memory, speed), which judges nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<Coverage>,
+}
+
+/// How many cases a check judged and over which dimensions of the input (costs, times, key
+/// states, operations, callers' clocks, patterns).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Coverage {
+    pub cases: u64,
+    pub dimensions: Vec<String>,
+}
+
+impl Coverage {
+    /// `412 cases over times, key states`, or `0 cases`.
+    pub fn describe(&self) -> String {
+        let n = if self.cases == 1 { "1 case".to_string() } else { format!("{} cases", self.cases) };
+        if self.dimensions.is_empty() {
+            n
+        } else {
+            format!("{n} over {}", self.dimensions.join(", "))
+        }
+    }
 }
 
 impl CheckResult {
+    /// A verdict that has judged nothing yet (0 cases); a figure has no coverage at all.
     pub(super) fn new(name: &'static str, status: Status, summary: String) -> CheckResult {
-        CheckResult { name, status, summary, evidence: Vec::new(), replay: None }
+        let coverage = (status != Status::Info).then(Coverage::default);
+        CheckResult { name, status, summary, evidence: Vec::new(), replay: None, coverage }
+    }
+
+    /// Records that `cases` cases were judged over `dimensions`.
+    pub(super) fn judged(&mut self, cases: usize, dimensions: &[&str]) {
+        self.coverage =
+            Some(Coverage { cases: cases as u64, dimensions: dimensions.iter().map(|d| d.to_string()).collect() });
+    }
+
+    /// The rule no check escapes: a PASS over no case is a check that could not have failed, so it
+    /// is a SKIP, saying so. Every other verdict is left as it is.
+    pub fn no_pass_without_cases(&mut self) {
+        if self.status == Status::Pass && self.coverage.as_ref().is_none_or(|c| c.cases == 0) {
+            self.status = Status::Skip;
+            self.summary = format!("no case was judged, so no verdict ({})", self.summary);
+            self.coverage.get_or_insert_with(Coverage::default);
+        }
     }
 }
 
@@ -141,5 +183,30 @@ pub struct CheckOptions {
 impl Default for CheckOptions {
     fn default() -> Self {
         CheckOptions { seed: 0, timing: true, out: None, iterations: 200, progress: false }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_check_can_pass_over_zero_cases() {
+        for status in [Status::Pass, Status::Fail, Status::Skip, Status::Waived, Status::Info] {
+            for cases in [0usize, 1, 7] {
+                let mut c = CheckResult::new("x", status, "all honest".into());
+                if cases > 0 {
+                    c.judged(cases, &["times"]);
+                }
+                c.no_pass_without_cases();
+                if status == Status::Pass && cases == 0 {
+                    assert_eq!(c.status, Status::Skip);
+                    assert!(c.summary.starts_with("no case was judged"), "{}", c.summary);
+                } else {
+                    assert_eq!(c.status, status, "{status:?} with {cases} cases");
+                }
+                assert!(c.status != Status::Pass || c.coverage.as_ref().is_some_and(|v| v.cases > 0));
+            }
+        }
     }
 }

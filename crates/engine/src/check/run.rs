@@ -190,9 +190,16 @@ pub struct Replay<'l> {
     pub runaway: Option<Error>,
 }
 
-/// Whether `e` is the emulator killing a script that ran past its budget or memory cap.
+/// Whether `e` is the emulator killing a script that ran past its budget or memory cap, an adapter
+/// past its budget, or a mistake of the spec itself (whatever the script answers): no verdict can
+/// be given then, so `check` stops with it.
 pub fn is_runaway(e: &Error) -> bool {
-    matches!(e, Error::Script { reply, .. } if reply.contains("Script killed by limitlab"))
+    match e {
+        Error::Script { reply, .. } => reply.contains("Script killed by limitlab"),
+        Error::Invalid { reason, .. } => reason.contains(crate::limiter::call::WHOLE_ARRAY),
+        Error::Lua(m) => m.contains(crate::spec::adapter::OVER_BUDGET),
+        _ => false,
+    }
 }
 
 impl<'l> Replay<'l> {

@@ -10,6 +10,11 @@ pub const DEFAULT_MAX_FALSE_REJECTION_RATE: f64 = 0.05;
 /// bound of the standard families (a fixed window or a sliding window counter may admit twice the
 /// limit in a window). A limiter that admits more than that is not limiting at its policy.
 pub const DEFAULT_OVERSHOOT_BOUND: f64 = 2.0;
+/// The largest limit and capacity `check` judges. Its bursts send a quarter more than the
+/// capacity, and every request played is kept with its calls until the verdicts are given, so the
+/// memory of a check grows with the capacity: at this cap it stays within the figures of
+/// docs/reliability.md. A larger policy is refused with a clear error (exit 2) at once.
+pub const MAX_CHECKED_CAPACITY: u64 = 50_000;
 /// A key may outlive the traffic by this many windows.
 pub const TTL_WINDOWS: i64 = 10;
 /// Probes per pattern and check (the first ones of each kind, in order).

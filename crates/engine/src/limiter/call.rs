@@ -9,6 +9,10 @@ use crate::spec::{adapter, CompiledCall, Program, Target};
 use limitlab_emulator::Reply;
 use limitlab_emulator::{Error, Result};
 
+/// The words a spec error starts with when `allowed` reads a whole reply array: a mistake in the
+/// spec whatever the script answers, so `check` stops with it (exit 2) instead of judging.
+pub const WHOLE_ARRAY: &str = "the whole reply is an array";
+
 impl Limiter {
     /// What the adapter runs under: this limiter's spec, policy and reported fields.
     fn policy(&self) -> adapter::Policy<'_> {
@@ -158,7 +162,24 @@ impl Limiter {
         // everything else is evaluated. Both give the same answers (see `Expr::quick_truth`).
         let allowed = match e.quick_truth(replies) {
             Some(b) => b,
-            None => e.eval(req, replies).map_err(|r| spec_error(spec, src, r, subject, now_ms, cost))?.admits(),
+            None => match e.eval(req, replies).map_err(|r| spec_error(spec, src, r, subject, now_ms, cost))? {
+                // A whole reply array is no admission: Lua's truth would read it as "yes" for every
+                // request. The spec means one of its elements.
+                crate::spec::expr::Value::Arr(a) => {
+                    return Err(spec_error(
+                        spec,
+                        src,
+                        format!(
+                            "{WHOLE_ARRAY}: `allowed` reads a reply array of {} element(s), not one value; name the element that says yes or no, e.g. `r[1] == 1`",
+                            a.len()
+                        ),
+                        subject,
+                        now_ms,
+                        cost,
+                    ))
+                }
+                v => v.admits(),
+            },
         };
         let mut d = Decision::allowed_only(allowed);
         for (slot, f, up) in [

@@ -13,8 +13,9 @@
 //! inside an array as `false`, arrays as tables); an error reply stops the run with its text.
 //! `request` returns `{allowed = true|false|1|0, remaining = n, retry_after_ms = n, reset_ms = n}`,
 //! every field but `allowed` optional.
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value as LuaValue};
 
@@ -41,7 +42,17 @@ pub struct AdapterState {
     /// The metatable every `req` gets, whose `__index` holds the policy's and the spec's constants,
     /// made once for the policy it was made for (a request sets only its own variables).
     consts: RefCell<Option<(Params, Table)>>,
+    /// Loop iterations and calls left to the function running now (see [`OVER_BUDGET`]).
+    budget_left: Rc<Cell<i64>>,
 }
+
+/// The words of the error an adapter gets when one of its functions runs past the script budget
+/// (`--script-budget`, the same count of loop iterations and calls every script runs under): an
+/// adapter that loops forever ends with this error instead of hanging the command.
+pub const OVER_BUDGET: &str = "adapter stopped: it ran past its budget of loop iterations and calls";
+
+/// How often (in loop iterations and calls) the adapter's budget hook runs.
+const ADAPTER_HOOK_EVERY: u32 = 10_000;
 
 /// Defines the deep copy that [`SAVE`] and [`RESTORE`] use (tables within copied too, a table
 /// met twice copied once), run once when the adapter loads.
@@ -77,6 +88,21 @@ impl AdapterState {
         let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())
             .map_err(|e| lua_err(path, e))?;
         let chunk_name = format!("@{}", path.display());
+        let budget_left = Rc::new(Cell::new(limitlab_emulator::lua::default_budget().min(i64::MAX as u64) as i64));
+        let left = budget_left.clone();
+        lua.set_hook(mlua::HookTriggers::new().every_nth_instruction(ADAPTER_HOOK_EVERY), move |_, _| {
+            let l = left.get() - ADAPTER_HOOK_EVERY as i64;
+            left.set(l);
+            if l <= 0 {
+                Err(mlua::Error::runtime(format!(
+                    "{OVER_BUDGET} ({}; --script-budget sets it)",
+                    limitlab_emulator::lua::default_budget()
+                )))
+            } else {
+                Ok(mlua::VmState::Continue)
+            }
+        })
+        .map_err(|e| lua_err(path, e))?;
         lua.load(DEEP_COPY).set_name("=limitlab").exec().map_err(|e| lua_err(path, e))?;
         lua.load(source).set_name(chunk_name).exec().map_err(|e| lua_err(path, e))?;
         let f: LuaValue = lua.globals().get("request").map_err(|e| lua_err(path, e))?;
@@ -87,7 +113,7 @@ impl AdapterState {
                 reason: "an adapter defines `function request(req)`".into(),
             });
         }
-        Ok(AdapterState { lua, path: path.to_path_buf(), consts: RefCell::new(None) })
+        Ok(AdapterState { lua, path: path.to_path_buf(), consts: RefCell::new(None), budget_left })
     }
 
     /// Whether the adapter defines a global function `name` (`refund`, `reset`, `clear`).
@@ -98,11 +124,13 @@ impl AdapterState {
     /// Keeps a deep copy of the global `client` table (the adapter's client-side state), for
     /// [`AdapterState::restore`] after a "what if".
     pub fn save(&self) -> Result<()> {
+        self.budget_left.set(limitlab_emulator::lua::default_budget().min(i64::MAX as u64) as i64);
         self.lua.load(SAVE).set_name("=limitlab").exec().map_err(|e| lua_err(&self.path, e))
     }
 
     /// Puts back the `client` table kept by [`AdapterState::save`].
     pub fn restore(&self) -> Result<()> {
+        self.budget_left.set(limitlab_emulator::lua::default_budget().min(i64::MAX as u64) as i64);
         self.lua.load(RESTORE).set_name("=limitlab").exec().map_err(|e| lua_err(&self.path, e))
     }
 
@@ -181,6 +209,8 @@ impl AdapterState {
         let spec = ctx.spec;
         let lua = &self.lua;
         let path = &self.path;
+        // Each function run gets the whole budget.
+        self.budget_left.set(limitlab_emulator::lua::default_budget().min(i64::MAX as u64) as i64);
         let describe = || describe_request(req.subject, req.now_ms, req.cost);
         let wrap = |e: mlua::Error| -> Error {
             // A script error raised through eval() comes back as our own Error inside mlua's.

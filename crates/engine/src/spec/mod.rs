@@ -911,6 +911,40 @@ impl Spec {
         // Compile once with the spec's own policy: an unknown variable or a malformed expression is
         // a mistake in the spec, reported now rather than at the first request.
         spec.compile(&policy)?;
+        // Every `[let]` compiles on its own too: one that is never used is still a mistake when it
+        // cannot mean anything (a cycle, an unknown name).
+        if let Program::Declarative(d) = &spec.program {
+            let consts = spec.consts(&policy);
+            let names: Vec<String> = d.calls.iter().chain(d.ops.iter().flatten()).map(|c| c.name.clone()).collect();
+            for (lname, e) in &raw.lets {
+                let scope = expr::Scope { consts: &consts, calls: &names, lets: &spec.lets, depth: 0 };
+                if let Err(r) = expr::compile(e.get_ref(), &scope) {
+                    return Err(invalid(e.span(), &format!("let.{lname}"), r));
+                }
+            }
+            // A script a request calls must answer: one with no `return` answers nil to every
+            // request, and no `allowed` can read a decision from that.
+            for c in &d.calls {
+                if let Target::Script(i) = &c.target {
+                    let sc = &spec.scripts[*i];
+                    let code = lua_code(&sc.script.body);
+                    let returns =
+                        code.split(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_')).any(|w| w == "return");
+                    if !returns {
+                        let at = raw.scripts.get(&sc.name).map(|p| p.span()).unwrap_or(0..0);
+                        return Err(invalid(
+                            at,
+                            &format!("scripts.{}", sc.name),
+                            format!(
+                                "{} {}: the script returns nothing, so every request's reply is nil; `allowed` needs a reply that says yes or no (a script ends with `return ...`)",
+                                sc.path.display(),
+                                if code.trim().is_empty() { "is empty" } else { "has no `return`" }
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
         if let Some(b) = &pol.burst {
             if !spec.uses_burst() && model.is_none() {
                 return Err(invalid(b.span(), "policy.burst", "no template or expression reads `burst`".into()));
@@ -1021,9 +1055,14 @@ impl Spec {
         self.mentions("cost")
     }
 
-    /// Whether any piece of the program mentions the word `name` (an adapter: always).
+    /// Whether any piece of the program mentions the word `name`. An adapter is read as Lua text:
+    /// `cost` counts when the file (comments aside) names it (`req.cost`), so a per-request client
+    /// is not judged with weighted traffic it cannot send; `burst` is assumed read.
     fn mentions(&self, name: &str) -> bool {
         match &self.program {
+            Program::Adapter { source, .. } if name == "cost" => {
+                lua_code(source).split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|w| w == name)
+            }
             Program::Adapter { .. } => true,
             Program::Declarative(d) => {
                 let Declarative { calls, allowed, remaining, retry_after_ms, reset_ms, granted, ops } = &**d;
@@ -1063,6 +1102,35 @@ impl Spec {
     pub fn script_by_sha(&self, sha: &str) -> Option<&SpecScript> {
         self.scripts.iter().find(|s| s.script.sha == sha)
     }
+}
+
+/// Lua source without its comments (`-- ...` to the end of the line, and `--[[ ... ]]`), roughly:
+/// enough to tell whether code (not a comment) names a word. Strings are kept.
+pub(crate) fn lua_code(source: &str) -> String {
+    let mut out = String::with_capacity(source.len());
+    let mut rest = source;
+    while let Some(i) = rest.find("--") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 2..];
+        let level = after.strip_prefix('[').map(|a| a.chars().take_while(|&c| c == '=').count());
+        match level.filter(|&n| after[1 + n..].starts_with('[')) {
+            Some(n) => {
+                let close = format!("]{}]", "=".repeat(n));
+                rest = match after.find(&close) {
+                    Some(j) => &after[j + close.len()..],
+                    None => "",
+                };
+            }
+            None => {
+                rest = match after.find('\n') {
+                    Some(j) => &after[j..],
+                    None => "",
+                };
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A script as the command line names it: one of limitlab's built-in names (`fixed_window`,
