@@ -9,6 +9,9 @@
 //!   failed checks. (A few bases fail a check by their library's design, e.g. a fixed window that
 //!   counts refused requests fails `refusals`; a harmless change keeps exactly that verdict.)
 //!
+//! Every entry names its bug class, one of tests/mutants/README.md's, each with the real limiter
+//! library's issue, pull request or changelog it was taken from.
+//!
 //! Every misjudged mutant is listed in one failure. The mutants run on two threads.
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -19,13 +22,16 @@ use std::sync::Mutex;
 use serde::Deserialize;
 
 /// The checks `check` judges (memory and speed are figures, never failures).
-const CHECKS: [&str; 12] = [
+const CHECKS: [&str; 15] = [
     "errors",
     "model",
     "overshoot",
     "false_rejections",
     "remaining",
+    "granted",
     "refusals",
+    "peek",
+    "lifecycle",
     "oversized",
     "retry_after",
     "headers",
@@ -51,6 +57,8 @@ struct Mutant {
     /// The file, relative to the base spec's directory, that the mutant replaces.
     replaces: String,
     verdict: String,
+    /// The bug class, one of those tests/mutants/README.md lists with its source.
+    class: String,
     catch: Vec<String>,
     why: String,
 }
@@ -70,10 +78,37 @@ fn manifest() -> Vec<Mutant> {
     m.mutant
 }
 
+/// The bug classes of tests/mutants/README.md: each row of its table is
+/// `| `class` | the bug | <source URL> what the source shows |`; the class and its source (URL and
+/// summary), or the problems with a row.
+fn classes() -> (Vec<(String, String)>, Vec<String>) {
+    let path = mutants_dir().join("README.md");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let (mut classes, mut problems) = (Vec::new(), Vec::new());
+    for line in text.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        let name = cells[0].trim_matches('`').to_string();
+        let source = cells.get(2).copied().unwrap_or("");
+        let url = source.strip_prefix("<https://").and_then(|s| s.split_once('>'));
+        match url {
+            Some((u, summary)) if !u.is_empty() && !summary.trim().is_empty() => {}
+            _ => problems.push(format!("README.md: class `{name}` has no source (`<https://...> summary`)")),
+        }
+        if classes.iter().any(|(c, _)| *c == name) {
+            problems.push(format!("README.md: class `{name}` listed twice"));
+        }
+        classes.push((name, source.to_string()));
+    }
+    (classes, problems)
+}
+
 #[test]
 fn the_manifest_and_the_mutant_files_agree() {
     let all = manifest();
-    let mut problems = Vec::new();
+    let (classes, mut problems) = classes();
+    if classes.len() < 20 {
+        problems.push(format!("README.md lists {} bug classes, at least 20 wanted", classes.len()));
+    }
     let mut names = BTreeSet::new();
     for m in &all {
         if !names.insert(m.name.as_str()) {
@@ -96,6 +131,9 @@ fn the_manifest_and_the_mutant_files_agree() {
         }
         if m.why.trim().is_empty() {
             problems.push(format!("{}: no why", m.name));
+        }
+        if !classes.iter().any(|(c, _)| *c == m.class) {
+            problems.push(format!("{}: class `{}` is not one of tests/mutants/README.md's", m.name, m.class));
         }
         let base = root().join(&m.base);
         if !base.is_file() {
@@ -124,6 +162,14 @@ fn the_manifest_and_the_mutant_files_agree() {
     let passes = all.iter().filter(|m| m.verdict == "pass").count();
     if fails < 60 {
         problems.push(format!("{fails} fail mutants, at least 60 wanted"));
+    }
+    if all.len() < 250 {
+        problems.push(format!("{} mutants, at least 250 wanted", all.len()));
+    }
+    for (c, _) in &classes {
+        if !all.iter().any(|m| m.class == *c && m.verdict == "fail") {
+            problems.push(format!("class `{c}` has no fail mutant"));
+        }
     }
     if passes < 10 {
         problems.push(format!("{passes} pass mutants, at least 10 wanted"));
