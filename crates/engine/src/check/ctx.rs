@@ -91,6 +91,6 @@ pub fn save_replay(
         t.push_str(&format!("start_ms = {}\n", a.at.as_millis().0));
     }
     t.push_str(&format!("\n[traffic]\nkind = \"trace\"\npath = \"{stem}.csv\"\nrebase = \"absolute\"\n"));
-    std::fs::write(&toml, t).map_err(|source| Error::Io { path: toml.clone(), source })?;
+    crate::files::write_bytes(&toml, t)?;
     Ok(toml.display().to_string())
 }
