@@ -155,7 +155,9 @@ const VERDICTS: [(&str, &[&str], &str); 11] = [
     // exactly msBeforeNext later is still refused (1 ms early), and so is the whole quota at reset
     // and it adds the points before comparing (INCRBY in the script), so a refused request of cost 4
     // still takes the units a request of cost 1 would have had
-    ("rate_limiter_flexible_fixed_window", &["retry_after", "headers", "refusals"], "was refused too"),
+    // and a consume of 0 points on an idle subject creates the key with its expiry (INCRBY 0, then
+    // PEXPIRE): the window starts at that call, so a whole limit more fits around it (`peek`)
+    ("rate_limiter_flexible_fixed_window", &["retry_after", "headers", "refusals", "peek"], "was refused too"),
     // the script restarts the window when PTTL is 0 or less, so timeToExpire is exact: every check holds
     ("rate_limit_redis_fixed_window", &[], ""),
     // the scripts start with `#!lua flags=allow-key-locking`, a flag Redis 7.0 refuses at SCRIPT LOAD:
@@ -170,7 +172,9 @@ const VERDICTS: [(&str, &[&str], &str); 11] = [
     ("limits_moving_window", &["retry_after", "headers"], "was refused too"),
     // the window shifts only once the current counter's PTTL is below the expiry, 1 ms after the reset
     // the stats give; and a fresh counter (PTTL twice the expiry) reports its reset as now
-    ("limits_sliding_window", &["retry_after", "headers"], "was refused too"),
+    // and a hit of cost 0 on an idle subject SETs the current counter to 0 with PX twice the expiry:
+    // the window starts at that call, so one unit more fits a window later than without it (`peek`)
+    ("limits_sliding_window", &["retry_after", "headers", "peek"], "was refused too"),
     // the log has no TTL (a background Leaker trims it, which a spec cannot say yet), and in the
     // sliding log each entry carries the caller's clock: a request from a caller behind the server
     // leaves the window early (more than the limit in one window on the server's clock)
