@@ -201,7 +201,8 @@ pub fn cost_per_call(limiter: &Limiter, p: &Params, origin: i64) -> u64 {
 /// Shortened, the requests over the limit (those an exact log refuses, which are the costly ones
 /// for a script that reads its log when it refuses) shrink with the budget, down to
 /// [`LEAN_MARGIN`](super::sizes::LEAN_MARGIN); what is at the limit stays:
-/// - the bursts still send the whole capacity, and a margin over it;
+/// - the bursts still send the whole capacity and a margin over it, `boundary_burst`'s second one
+///   twice the margin (a sliding log refuses all of it, at the cost of a full read each);
 /// - `steady_overload` runs 2 windows at the limit plus twice the margin per window, so a
 ///   limiter that admits more than its limit in a window still shows it;
 /// - `under_limit` runs 1 subject at half the rate for 2 windows;
@@ -226,13 +227,16 @@ pub fn patterns_within(p: &Params, origin: i64, seed: u64, per_call: u64) -> (Ve
         let mut a = Vec::new();
         let pat = match pat.name {
             "boundary_burst" => {
-                let n = c + m;
+                // The second burst is where a sliding log refuses everything: it sends twice the
+                // margin, so a limiter that admits past its limit across the boundary still shows
+                // it (the attack search, confirmed at this policy, measures how far).
+                let (n, n2) = (c + m, 2 * m);
                 spread(&mut a, origin, w - w / 10..w, n, "b", 1, "end of window");
-                spread(&mut a, origin, w..w + w / 10, n, "b", 1, "start of next");
+                spread(&mut a, origin, w..w + w / 10, n2, "b", 1, "start of next");
                 Pattern {
                     name: pat.name,
                     description: format!(
-                        "{n} requests in the last tenth of a window, {n} in the first tenth of the next"
+                        "{n} requests in the last tenth of a window, {n2} in the first tenth of the next"
                     ),
                     arrivals: a,
                 }
@@ -283,8 +287,9 @@ pub fn patterns_within(p: &Params, origin: i64, seed: u64, per_call: u64) -> (Ve
     }
     let kept: u64 = out.iter().map(|x| x.arrivals.len() as u64).sum();
     let why = format!(
-        "patterns shortened from {total} to {kept} requests: a call costs {per_call} (its keys hold about {} KB at the capacity), and {total} requests at that cost are over the budget of {WORK_BUDGET}; bursts still send the capacity and {m} over it, steady_overload 2 windows over the limit",
-        per_call.saturating_sub(1) * super::sizes::KEY_BYTES_PER_CALL / 1024
+        "patterns shortened from {total} to {kept} requests: a call costs {per_call} (its keys hold about {} KB at the capacity), and {total} requests at that cost are over the budget of {WORK_BUDGET}; bursts still send the capacity and {m} over it (boundary_burst's second burst {}), steady_overload 2 windows over the limit, under_limit 1 subject for 2 windows",
+        per_call.saturating_sub(1) * super::sizes::KEY_BYTES_PER_CALL / 1024,
+        2 * m
     );
     (out, Some(why))
 }
