@@ -59,7 +59,7 @@ pub const CALIBRATION: u64 = 64;
 /// The work the first policy's patterns may do, in calls of cost 1 (requests times
 /// [`run::cost_per_call`]): above it they are shortened ([`run::patterns_within`]). The standard
 /// patterns of a script of constant cost stay within it at every policy `check` judges.
-pub const WORK_BUDGET: u64 = 2_000_000;
+pub const WORK_BUDGET: u64 = 1_000_000;
 /// The fewest requests over the capacity that a shortened burst sends (fewer when a quarter of the
 /// capacity is fewer).
 pub const LEAN_MARGIN: u64 = 64;
