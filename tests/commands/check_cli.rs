@@ -560,3 +560,42 @@ fn a_large_policy_is_checked_with_bounded_traffic_and_the_same_verdict() {
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("traffic: boundary_burst 40, idle_then_burst 31, steady_overload 240,"), "{text}");
 }
+
+/// The patterns of `fixture` at 10,000 per minute, sized by what one call of its script costs:
+/// (the cost per call, the requests of each pattern, why they were shortened).
+fn sized_at_10k(fixture: &str) -> (u64, Vec<(&'static str, usize)>, Option<String>) {
+    use limitlab_engine::check::run;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(fixture);
+    let spec = limitlab_engine::spec::Spec::from_file(&path).unwrap_or_else(|e| panic!("{e}"));
+    let limiter = limitlab_engine::limiter::limiter_with(std::sync::Arc::new(spec), Some(10_000), Some(60_000), None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let p = limiter.params();
+    let origin = limitlab_engine::attack::origin_ms(p.window_ms);
+    let per_call = run::cost_per_call(&limiter, &p, origin);
+    let (patterns, why) = run::patterns_within(&p, origin, 0, per_call);
+    (per_call, patterns.iter().map(|x| (x.name, x.arrivals.len())).collect(), why)
+}
+
+/// Cost-aware sizing: a script that reads its whole log when it refuses (limits' moving window) is
+/// judged at 10,000 per minute with fewer requests than a script of constant cost at the same
+/// policy, and what each check needs is kept: the bursts still send more than the capacity, the
+/// steady overload a full window over the limit. A correctness test of the sizing, not of time.
+#[test]
+fn check_sizes_patterns_by_the_cost_of_a_call() {
+    let (log_cost, log, why) = sized_at_10k("limits_moving_window.toml");
+    let (flat_cost, flat, flat_why) = sized_at_10k("upstash_fixed_window.toml");
+    assert_eq!(flat_cost, 1, "a counter costs one call");
+    assert!(flat_why.is_none(), "{flat_why:?}");
+    assert!(log_cost > 100, "a log of 10,000 stamps read per call: {log_cost}");
+    let total = |v: &[(&str, usize)]| v.iter().map(|(_, n)| n).sum::<usize>();
+    assert!(total(&log) < total(&flat) / 2, "{log:?} against {flat:?}");
+    let why = why.expect("the moving window's patterns say why they were shortened");
+    assert!(why.contains("a call costs") && why.contains("budget"), "{why}");
+    let n = |v: &[(&str, usize)], name: &str| v.iter().find(|(x, _)| *x == name).map(|(_, n)| *n).unwrap_or(0);
+    // The first burst alone is over the capacity; the steady overload is more than two windows at the limit.
+    assert!(n(&log, "boundary_burst") > 10_000 && n(&log, "idle_then_burst") > 10_001, "{log:?}");
+    assert!(n(&log, "steady_overload") > 20_000, "{log:?}");
+    assert!(n(&log, "under_limit") > 0 && n(&log, "sparse") == 20, "{log:?}");
+    // The same spec and seed size the same patterns.
+    assert_eq!(sized_at_10k("limits_moving_window.toml").1, log);
+}

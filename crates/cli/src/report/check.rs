@@ -75,6 +75,9 @@ pub fn traffic_line(t: &Traffic) -> String {
         )),
         None => s.push_str("; no attack search at this policy"),
     }
+    if let Some(why) = &t.shortened {
+        s.push_str(&format!("; {why}"));
+    }
     s
 }
 
@@ -198,7 +201,7 @@ mod tests {
             seed: 1,
             bound: None,
             bound_source: String::new(),
-            traffic: Traffic { patterns: Vec::new(), scaled: false, search: None },
+            traffic: Traffic { patterns: Vec::new(), scaled: false, cost_per_call: 1, shortened: None, search: None },
             checks: vec![
                 check(
                     "refusals",

@@ -46,7 +46,7 @@ pub use report::{
 pub use sizes::{
     search_size, DEFAULT_MAX_FALSE_REJECTION_RATE, DEFAULT_OVERSHOOT_BOUND, FLOOD_MAX, HEADER_PROBES_MIN,
     HEADER_PROBE_REQUESTS, MAX_CHECKED_CAPACITY, PROBES, PROBE_UNITS, ROOM_PROBE, SEARCH_FULL_SIZE,
-    SEARCH_FULL_SIZE_MODEL, TTL_PROBES, TTL_WINDOWS,
+    SEARCH_FULL_SIZE_MODEL, TTL_PROBES, TTL_WINDOWS, WORK_BUDGET,
 };
 
 /// Progress on stderr while `check` runs, one step per stage; only at a terminal, and only when
@@ -122,7 +122,10 @@ pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
     // The patterns of the first policy, then those of each further one (`[[policy.and]]`), named
     // `boundary_burst@minute`.
     let policies = spec.policies(&p);
-    let mut patterns = run::patterns(&p, origin, opts.seed);
+    // Sized by what a call of this script costs: a script that reads its whole log per call gets
+    // shorter patterns (what each check needs kept), within the same work.
+    let per_call = run::cost_per_call(limiter, &p, origin);
+    let (mut patterns, shortened) = run::patterns_within(&p, origin, opts.seed, per_call);
     // The fastest rate any policy allows, in units per ms.
     let fastest = policies.iter().map(|(_, q)| q.limit as f64 / q.window_ms as f64).fold(0.0, f64::max);
     for (name, more) in policies.iter().skip(1) {
@@ -188,6 +191,8 @@ pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
             })
             .collect(),
         scaled: run::scaled(&p),
+        cost_per_call: per_call,
+        shortened,
         search: None,
     };
 

@@ -128,8 +128,20 @@ pub struct Traffic {
     pub patterns: Vec<PatternTraffic>,
     /// Whether the patterns were scaled (the policy is above [`run::FULL_SIZE`](super::run::FULL_SIZE)).
     pub scaled: bool,
+    /// What one call of the script costs, in calls whose keys hold at most a KB (see
+    /// [`run::cost_per_call`](super::run::cost_per_call)): 1 for a counter or a short log.
+    #[serde(skip_serializing_if = "is_one")]
+    pub cost_per_call: u64,
+    /// How and why the patterns were shortened to stay within the work budget; `None` when they
+    /// were not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shortened: Option<String>,
     /// The attack search; `None` when it could not run at this policy.
     pub search: Option<SearchTraffic>,
+}
+
+fn is_one(n: &u64) -> bool {
+    *n == 1
 }
 
 /// One pattern's size.

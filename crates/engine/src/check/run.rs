@@ -156,6 +156,144 @@ pub fn patterns(p: &Params, origin: i64, seed: u64) -> Vec<Pattern> {
     out
 }
 
+/// The cost of one call of `limiter` at policy `p`, in units of a call whose keys hold at most
+/// [`KEY_BYTES_PER_CALL`](super::sizes::KEY_BYTES_PER_CALL) bytes: one plus the bytes its subject's
+/// keys hold once a full capacity was admitted, per that many bytes. A script that reads its whole
+/// log per call does work that grows with that log; one that keeps a counter or two does not.
+///
+/// Measured on a fresh emulator, deterministically (never by the clock): one subject sends
+/// [`CALIBRATION`](super::sizes::CALIBRATION) requests, then as many again, at the start of a
+/// window; the bytes its keys hold after each give the growth per admitted request, extrapolated to
+/// the capacity (measured there when the capacity is within the calibration). 1 when the script
+/// errs or stores nothing: the patterns show that.
+pub fn cost_per_call(limiter: &Limiter, p: &Params, origin: i64) -> u64 {
+    use super::sizes::{CALIBRATION, KEY_BYTES_PER_CALL};
+    let c = p.capacity();
+    let mut r = Replay::new(limiter);
+    let w = p.window_ms as i64 * 1000;
+    let n2 = c.min(2 * CALIBRATION);
+    let n1 = (n2 / 2).max(1);
+    let mut bytes = [0u64; 2];
+    let mut sent = 0u64;
+    for (slot, n) in [(0usize, n1), (1, n2)] {
+        while sent < n {
+            let a = arrival(origin, (w / 100).max(1) * sent as i64 / n2.max(1) as i64, "calibrate", 1, "calibration");
+            if r.step(&a, a.at.as_millis().0).is_none() {
+                return 1;
+            }
+            sent += 1;
+        }
+        bytes[slot] = match r.memory() {
+            Ok((b, _, _)) => b,
+            Err(_) => return 1,
+        };
+    }
+    let grow = if n2 > n1 { bytes[1].saturating_sub(bytes[0]) / (n2 - n1) } else { 0 };
+    let full = bytes[1] + grow * (c - n2);
+    1 + full / KEY_BYTES_PER_CALL
+}
+
+/// [`patterns`], kept within [`WORK_BUDGET`](super::sizes::WORK_BUDGET) for a script whose call
+/// costs `per_call` ([`cost_per_call`]): when the patterns' requests times that cost are over the
+/// budget, each pattern is shortened to what its checks need, and the second value says how and
+/// why (the report's coverage). The first policy's patterns only; `None` when nothing was cut.
+///
+/// Shortened, the requests over the limit (those an exact log refuses, which are the costly ones
+/// for a script that reads its log when it refuses) shrink with the budget, down to
+/// [`LEAN_MARGIN`](super::sizes::LEAN_MARGIN); what is at the limit stays:
+/// - the bursts still send the whole capacity and a margin over it, `boundary_burst`'s second one
+///   twice the margin (a sliding log refuses all of it, at the cost of a full read each);
+/// - `steady_overload` runs 2 windows at the limit plus twice the margin per window, so a
+///   limiter that admits more than its limit in a window still shows it;
+/// - `under_limit` runs 1 subject at half the rate for 2 windows;
+/// - `costs` sends fewer requests (at least [`FULL_SIZE`]); `sparse` is as it was.
+pub fn patterns_within(p: &Params, origin: i64, seed: u64, per_call: u64) -> (Vec<Pattern>, Option<String>) {
+    use super::sizes::{LEAN_MARGIN, WORK_BUDGET};
+    let full = patterns(p, origin, seed);
+    let total: u64 = full.iter().map(|x| x.arrivals.len() as u64).sum();
+    let work = total.saturating_mul(per_call);
+    if work <= WORK_BUDGET {
+        return (full, None);
+    }
+    let w = p.window_ms as i64 * 1000;
+    let l = p.limit;
+    let c = p.capacity();
+    let quarter = c.div_ceil(4);
+    // The share of the work the budget allows, applied to what is over the limit.
+    let m =
+        ((quarter as u128 * WORK_BUDGET as u128).div_ceil(work as u128) as u64).max(LEAN_MARGIN.min(quarter)).max(1);
+    let mut out = Vec::new();
+    for pat in full {
+        let mut a = Vec::new();
+        let pat = match pat.name {
+            "boundary_burst" => {
+                // The second burst is where a sliding log refuses everything: it sends twice the
+                // margin, so a limiter that admits past its limit across the boundary still shows
+                // it (the attack search, confirmed at this policy, measures how far).
+                let (n, n2) = (c + m, 2 * m);
+                spread(&mut a, origin, w - w / 10..w, n, "b", 1, "end of window");
+                spread(&mut a, origin, w..w + w / 10, n2, "b", 1, "start of next");
+                Pattern {
+                    name: pat.name,
+                    description: format!(
+                        "{n} requests in the last tenth of a window, {n2} in the first tenth of the next"
+                    ),
+                    arrivals: a,
+                }
+            }
+            "idle_then_burst" => {
+                let n = c + m;
+                a.push(arrival(origin, 0, "i", 1, "warm-up"));
+                spread(&mut a, origin, 3 * w..3 * w + w / 100, n, "i", 1, "burst");
+                Pattern {
+                    name: pat.name,
+                    description: format!("one request, three idle windows, then {n} within a hundredth of a window"),
+                    arrivals: a,
+                }
+            }
+            "steady_overload" => {
+                let per = l + 2 * m;
+                spread(&mut a, origin, 0..2 * w, 2 * per, "o", 1, "overload");
+                Pattern {
+                    name: pat.name,
+                    description: format!("one subject over the rate ({per} requests per window) for 2 windows"),
+                    arrivals: a,
+                }
+            }
+            "under_limit" => {
+                let keep: Vec<Arrival> =
+                    pat.arrivals.into_iter().filter(|x| x.key == "u0" && x.at.0 < (origin * 1000 + 2 * w)).collect();
+                Pattern {
+                    name: pat.name,
+                    description: "1 subject at half the rate, random gaps, for 2 windows".into(),
+                    arrivals: keep,
+                }
+            }
+            "costs" => {
+                let n = ((pat.arrivals.len() as u128 * WORK_BUDGET as u128 / work as u128) as usize)
+                    .max(FULL_SIZE as usize)
+                    .min(pat.arrivals.len());
+                let mut arrivals = pat.arrivals;
+                arrivals.truncate(n);
+                Pattern {
+                    name: pat.name,
+                    description: format!("{} (its first {n} requests)", pat.description),
+                    arrivals,
+                }
+            }
+            _ => pat,
+        };
+        out.push(pat);
+    }
+    let kept: u64 = out.iter().map(|x| x.arrivals.len() as u64).sum();
+    let why = format!(
+        "patterns shortened from {total} to {kept} requests: a call costs {per_call} (its keys hold about {} KB at the capacity), and {total} requests at that cost are over the budget of {WORK_BUDGET}; bursts still send the capacity and {m} over it (boundary_burst's second burst {}), steady_overload 2 windows over the limit, under_limit 1 subject for 2 windows",
+        per_call.saturating_sub(1) * super::sizes::KEY_BYTES_PER_CALL / 1024,
+        2 * m
+    );
+    (out, Some(why))
+}
+
 /// One request as played, with what the exact log says and the calls it made.
 #[derive(Clone, Debug)]
 pub struct Played {

@@ -50,3 +50,16 @@ pub fn search_size(limiter: &Limiter) -> u64 {
     let cap = if limiter.reference().is_some() { SEARCH_FULL_SIZE_MODEL } else { SEARCH_FULL_SIZE };
     limiter.params().limit.min(cap)
 }
+
+/// The bytes of keys one call may read and still count as one call of work (see
+/// [`run::cost_per_call`]): a counter, a hash of a few fields or a short log.
+pub const KEY_BYTES_PER_CALL: u64 = 1024;
+/// The requests per step of the calibration that measures a call's cost ([`run::cost_per_call`]).
+pub const CALIBRATION: u64 = 64;
+/// The work the first policy's patterns may do, in calls of cost 1 (requests times
+/// [`run::cost_per_call`]): above it they are shortened ([`run::patterns_within`]). The standard
+/// patterns of a script of constant cost stay within it at every policy `check` judges.
+pub const WORK_BUDGET: u64 = 1_000_000;
+/// The fewest requests over the capacity that a shortened burst sends (fewer when a quarter of the
+/// capacity is fewer).
+pub const LEAN_MARGIN: u64 = 64;
