@@ -30,6 +30,7 @@ mod promises;
 mod report;
 pub mod run;
 mod sizes;
+mod told;
 
 use crate::attack;
 use crate::limiter::Limiter;
