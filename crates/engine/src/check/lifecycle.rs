@@ -449,5 +449,6 @@ impl Ctx<'_> {
             );
         }
         self.checks.push(c);
+        self.told_skew();
     }
 }

@@ -36,6 +36,9 @@ pub(super) struct Told {
     pub skew: i64,
     /// The fill's offset in its window (any ms of the window).
     pub phase: i64,
+    /// 0 to 3: the call `gap` ms after the fill; 4 to 7: at the ms the fill's keys expire, 2 ms
+    /// before to 1 ms after (`edge - 6`), whatever `gap` says.
+    pub edge: i64,
 }
 
 /// The dimensions every told exploration covers, for the check lines.
@@ -82,17 +85,29 @@ impl Ctx<'_> {
         let p = self.limiter.params();
         let (w, cap) = (p.window_ms as i64, p.capacity());
         let origin = attack::origin_ms(p.window_ms);
-        let strategy = (0..=cap, 0..=2 * w, costs, skews, 0..w)
-            .prop_map(|(fill, gap, cost, skew, phase)| Told { fill, gap, cost, skew, phase });
+        let strategy = (0..=cap, 0..=2 * w, costs, skews, 0..w, 0..8i64)
+            .prop_map(|(fill, gap, cost, skew, phase, edge)| Told { fill, gap, cost, skew, phase, edge });
+        // The call's time: `gap` after the fill, or at the edge of its keys' expiry.
+        let call_at = |c: &Told, r: &mut Replay<'_>| -> i64 {
+            let t0 = origin + c.phase;
+            if c.edge < 4 {
+                return t0 + c.gap;
+            }
+            let pttl = r.keys_with_ttl().ok().and_then(|v| v.iter().map(|(_, t)| *t).filter(|t| *t > 0).max());
+            match pttl {
+                Some(t) => t0 + (t + c.edge - 6).max(0),
+                None => t0 + c.gap,
+            }
+        };
         let play = |c: &Told, sent: &mut Vec<Arrival>| -> Verdict {
             let t0 = origin + c.phase;
-            let at = t0 + c.gap;
             let mut r = Replay::new(self.limiter);
             if c.fill > 0 {
                 let a = arrival_at("told", t0, c.fill);
                 r.step(&a, t0).ok_or_else(|| format!("{} units used at {t0}: error: {}", c.fill, r.error_line()))?;
                 sent.push(a);
             }
+            let at = call_at(c, &mut r);
             let a = arrival_at("told", at + c.skew, c.cost);
             let i = r.step(&a, at).ok_or_else(|| format!("the call: error: {}", r.error_line()))?;
             sent.push(a);
@@ -114,12 +129,13 @@ impl Ctx<'_> {
                 let mut sent = Vec::new();
                 let _ = play(&c, &mut sent);
                 let t0 = origin + c.phase;
-                let at = t0 + c.gap;
+                let at = sent.last().map(|a| a.at.as_millis().0 - c.skew).unwrap_or(t0 + c.gap);
                 let what = format!(
-                    "explored, shrunk to: {} of {cap} units used at {t0}, then a request of cost {} at {at} (+{} ms) from a caller whose clock reads {} ({}): {}",
+                    "explored, shrunk to: {} of {cap} units used at {t0}, then a request of cost {} at {at} (+{} ms{}) from a caller whose clock reads {} ({}): {}",
                     c.fill,
                     c.cost,
-                    c.gap,
+                    at - t0,
+                    if c.edge >= 4 { format!(", {} ms from the keys' expiry", c.edge - 6) } else { String::new() },
                     at + c.skew,
                     match c.skew {
                         0 => "on time".to_string(),
@@ -393,5 +409,30 @@ impl Ctx<'_> {
             Ok(true)
         });
         self.add_told("peek", out, &["callers behind and ahead"]);
+    }
+}
+
+impl Ctx<'_> {
+    /// Callers behind the server, explored: one whose clock is behind must not be refused where a
+    /// caller on time, asked on the same keyspace at the same ms, is admitted (its lag must not
+    /// cost it room the subject has).
+    pub(super) fn told_skew(&mut self) {
+        let w = self.limiter.params().window_ms as i64;
+        let out = self.explore_told("clock_skew", self.told_costs(1), -2 * w..=-1, &|ask, c, d, now| {
+            if d.allowed {
+                return Ok(false);
+            }
+            let at = now - c.skew;
+            // The call refused; the same request on time on the keyspace before it: asked on the
+            // keyspace after it, which a refusal leaves as it was (`refusals` judges that).
+            let Some(v) = ask(at, at, &[c.cost]) else { return Ok(false) };
+            if v[0].allowed {
+                return Err(format!(
+                    "refused, but the same request from a caller on time at that ms was admitted: the lag cost the caller room the subject has"
+                ));
+            }
+            Ok(true)
+        });
+        self.add_told("clock_skew", out, &["explored key states", "call times at any ms", "costs", "callers behind"]);
     }
 }
