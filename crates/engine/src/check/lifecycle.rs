@@ -449,6 +449,5 @@ impl Ctx<'_> {
             );
         }
         self.checks.push(c);
-        self.told_skew();
     }
 }
