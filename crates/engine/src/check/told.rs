@@ -291,7 +291,7 @@ impl Ctx<'_> {
         let params = self.limiter.params();
         let cap = params.capacity();
         let quota_max = crate::limiter::honesty::QUOTA_PROBE_MAX;
-        let out = self.explore_told("headers", self.told_costs(1), self.skews(), &|ask, c, d, now| {
+        let out = self.explore_told("headers", self.told_costs(0), self.skews(), &|ask, c, d, now| {
             let mut same = |x: i64, costs: &[u64]| ask(x - c.skew, x, costs);
             let v = crate::limiter::honesty::headers_judged(d, reports, &params, now, c.cost, true, &mut same);
             if let Some(v) = &v {
