@@ -113,7 +113,6 @@ impl Ctx<'_> {
             c.summary = format!("{} request(s) of cost 0 changed what fits: cost 0 must only read", c.evidence.len());
         }
         self.checks.push(c);
-        self.told_peek();
     }
 
     /// The client's lifecycle operations, each against the world where it has nothing to undo:

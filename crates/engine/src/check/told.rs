@@ -258,7 +258,9 @@ impl Ctx<'_> {
         if !reports.retry_after {
             return;
         }
-        let out = self.explore_told("retry_after", self.told_costs(1), self.skews(), &|ask, c, d, now| {
+        // Callers on time: a caller behind may rightly be told its own clock's wait (a bucket that
+        // refills only for time after its last update), which is no promise to judge it by.
+        let out = self.explore_told("retry_after", self.told_costs(1), 0..=0, &|ask, c, d, now| {
             let mut same = |x: i64, costs: &[u64]| ask(x - c.skew, x, costs);
             match crate::limiter::honesty::retry_after(d, reports, now, c.cost, &mut same) {
                 None => Ok(false),
@@ -277,7 +279,7 @@ impl Ctx<'_> {
                 }
             }
         });
-        self.add_told("retry_after", out, &TOLD_DIMS);
+        self.add_told("retry_after", out, &TOLD_DIMS[..3]);
     }
 
     /// The headers, explored: `Retry-After` and `RateLimit` kept by the same caller, and a
@@ -360,19 +362,21 @@ impl Ctx<'_> {
             if d.allowed {
                 return Ok(true);
             }
-            if c.fill == 0 {
-                return Err(format!("cost {} (the capacity) refused on an unused subject", c.cost));
+            // Refused: once the subject has recovered it fits, and a refusal that says it never
+            // will (no retry_after) is wrong.
+            let later = now + recover;
+            let Some(v) = ask(later, later, &[c.cost]) else { return Ok(false) };
+            if !v[0].allowed {
+                return Err(format!(
+                    "cost {} (the capacity) refused, and refused again at {later}, after the subject had {recover} ms to recover: a request of the capacity must fit an unused subject",
+                    c.cost
+                ));
             }
             if reports.retry_after && d.retry_after_ms == Decision::NOT_REPORTED {
-                let later = now + recover;
-                if let Some(v) = ask(later, later, &[c.cost]) {
-                    if v[0].allowed {
-                        return Err(format!(
-                            "cost {} (the capacity) refused without a retry_after, as if it could never fit, but the same request at {later} was admitted",
-                            c.cost
-                        ));
-                    }
-                }
+                return Err(format!(
+                    "cost {} (the capacity) refused without a retry_after, as if it could never fit, but the same request at {later} was admitted",
+                    c.cost
+                ));
             }
             Ok(true)
         });
@@ -385,53 +389,5 @@ impl Ctx<'_> {
                 "costs of the capacity and above",
             ],
         );
-    }
-}
-
-impl Ctx<'_> {
-    /// Cost 0 from callers on time, behind and ahead, explored: what fits callers on time at the
-    /// same ms, half a window and a window later is what fits had the call never come (the world
-    /// without it played beside).
-    pub(super) fn told_peek(&mut self) {
-        if !self.limiter.takes_cost() {
-            return;
-        }
-        let p = self.limiter.params();
-        let (w, cap) = (p.window_ms as i64, p.capacity());
-        let origin = attack::origin_ms(p.window_ms);
-        let fill = cap.saturating_sub(super::sizes::ROOM_PROBE);
-        let mut costs = Vec::new();
-        if fill > 0 {
-            costs.push(fill);
-        }
-        costs.extend(std::iter::repeat_n(1, 2 * super::sizes::ROOM_PROBE as usize));
-        let units =
-            |v: &[Decision]| -> u64 { v.iter().zip(&costs).filter(|(d, _)| d.allowed).map(|(d, &c)| d.units(c)).sum() };
-        let out = self.explore_told("peek", 0..=0, self.skews(), &|ask, c, _, now| {
-            let at = now - c.skew;
-            let t0 = origin + c.phase;
-            let mut b = Replay::new(self.limiter);
-            if c.fill > 0 {
-                b.step(&arrival_at("told", t0, c.fill), t0).ok_or_else(|| b.error_line().to_string())?;
-            }
-            b.skip_turn();
-            // On-time callers from the later of the two clocks: before it, a caller ahead may
-            // rightly have moved the state on to its own time.
-            for later in [0, w / 2, w] {
-                let m = at.max(now) + later;
-                let (Some(x), Ok(y)) = (ask(m, m, &costs), b.probe_many("told", m, m, &costs)) else {
-                    return Ok(false);
-                };
-                let (x, y) = (units(&x), units(&y));
-                if x != y {
-                    return Err(format!(
-                        "then at {m} (+{later} ms) {x} unit(s) fit a caller on time where {y} fit without the call: the request of cost 0 {}",
-                        if x < y { "used up room" } else { "gave room back" }
-                    ));
-                }
-            }
-            Ok(true)
-        });
-        self.add_told("peek", out, &["callers behind and ahead"]);
     }
 }
