@@ -221,7 +221,7 @@ impl Ctx<'_> {
         }
         let cap = self.limiter.params().capacity() as i64;
         let probe_units = super::sizes::PROBE_UNITS;
-        let out = self.explore_told("remaining", self.told_costs(0), self.skews(), &|ask, c, d, now| {
+        let out = self.explore_told("remaining", self.told_costs(1), self.skews(), &|ask, c, d, now| {
             if d.remaining == Decision::NOT_REPORTED {
                 return Ok(false);
             }
@@ -293,7 +293,7 @@ impl Ctx<'_> {
         let params = self.limiter.params();
         let cap = params.capacity();
         let quota_max = crate::limiter::honesty::QUOTA_PROBE_MAX;
-        let out = self.explore_told("headers", self.told_costs(0), self.skews(), &|ask, c, d, now| {
+        let out = self.explore_told("headers", self.told_costs(1), 0..=0, &|ask, c, d, now| {
             let mut same = |x: i64, costs: &[u64]| ask(x - c.skew, x, costs);
             let v = crate::limiter::honesty::headers_judged(d, reports, &params, now, c.cost, true, &mut same);
             if let Some(v) = &v {
@@ -324,7 +324,7 @@ impl Ctx<'_> {
             }
             Ok(v.is_some())
         });
-        self.add_told("headers", out, &TOLD_DIMS);
+        self.add_told("headers", out, &TOLD_DIMS[..3]);
     }
 
     /// Requests of the capacity and a little above, explored over key states and times: above the
