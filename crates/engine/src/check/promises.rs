@@ -53,11 +53,13 @@ impl Ctx<'_> {
     pub(super) fn remaining(&mut self, runs: &[(Replay<'_>, Probes)]) {
         let reported = self.limiter.reports().remaining;
         self.probe_check("remaining", runs, reported, "remaining", &DIMS, |p| (&p.remaining, p.remaining_checked));
+        self.told_remaining();
     }
 
     pub(super) fn retry_after(&mut self, runs: &[(Replay<'_>, Probes)]) {
         let reported = self.limiter.reports().retry_after;
         self.probe_check("retry_after", runs, reported, "retry_after", &DIMS, |p| (&p.retry, p.retry_checked));
+        self.told_retry_after();
     }
 
     pub(super) fn headers(&mut self, runs: &[(Replay<'_>, Probes)]) {
@@ -70,6 +72,7 @@ impl Ctx<'_> {
         if let Some(c) = self.checks.last_mut() {
             c.evidence.insert(0, format!("RateLimit-Policy: {policy}"));
         }
+        self.told_headers();
     }
 
     pub(super) fn refusals(&mut self, runs: &[(Replay<'_>, Probes)]) {
@@ -220,5 +223,6 @@ impl Ctx<'_> {
             c.summary = format!("requests of cost {} and {} (capacity {cap}) were refused", costs[0], costs[1]);
         }
         self.checks.push(c);
+        self.told_oversized();
     }
 }

@@ -157,12 +157,12 @@ pub fn patterns(p: &Params, origin: i64, seed: u64) -> Vec<Pattern> {
 }
 
 /// The cost of one call of `limiter` at policy `p`, in units of a call whose keys hold at most
-/// [`KEY_BYTES_PER_CALL`](super::sizes::KEY_BYTES_PER_CALL) bytes: one plus the bytes its subject's
+/// `sizes::KEY_BYTES_PER_CALL` bytes: one plus the bytes its subject's
 /// keys hold once a full capacity was admitted, per that many bytes. A script that reads its whole
 /// log per call does work that grows with that log; one that keeps a counter or two does not.
 ///
 /// Measured on a fresh emulator, deterministically (never by the clock): one subject sends
-/// [`CALIBRATION`](super::sizes::CALIBRATION) requests, then as many again, at the start of a
+/// `sizes::CALIBRATION` requests, then as many again, at the start of a
 /// window; the bytes its keys hold after each give the growth per admitted request, extrapolated to
 /// the capacity (measured there when the capacity is within the calibration). 1 when the script
 /// errs or stores nothing: the patterns show that.
@@ -193,14 +193,14 @@ pub fn cost_per_call(limiter: &Limiter, p: &Params, origin: i64) -> u64 {
     1 + full / KEY_BYTES_PER_CALL
 }
 
-/// [`patterns`], kept within [`WORK_BUDGET`](super::sizes::WORK_BUDGET) for a script whose call
+/// [`patterns`], kept within `sizes::WORK_BUDGET` for a script whose call
 /// costs `per_call` ([`cost_per_call`]): when the patterns' requests times that cost are over the
 /// budget, each pattern is shortened to what its checks need, and the second value says how and
 /// why (the report's coverage). The first policy's patterns only; `None` when nothing was cut.
 ///
 /// Shortened, the requests over the limit (those an exact log refuses, which are the costly ones
 /// for a script that reads its log when it refuses) shrink with the budget, down to
-/// [`LEAN_MARGIN`](super::sizes::LEAN_MARGIN); what is at the limit stays:
+/// `sizes::LEAN_MARGIN`; what is at the limit stays:
 /// - the bursts still send the whole capacity and a margin over it, `boundary_burst`'s second one
 ///   twice the margin (a sliding log refuses all of it, at the cost of a full read each);
 /// - `steady_overload` runs 2 windows at the limit plus twice the margin per window, so a

@@ -1,0 +1,393 @@
+//! What a caller is told, explored: the promises of one decision (`remaining`, `retry_after`, the
+//! reset behind the headers, requests of the capacity and above) judged over cases generated with
+//! proptest, not only at the times the standard patterns reach. A case is a key state (units used,
+//! from none, a missing key, to the capacity, and when: live, expiring, expired, any ms up to two
+//! windows before the call), the call's cost over the range the promise covers, and the caller's
+//! clock (on time, behind the server by up to two windows, ahead by up to half a window). The call
+//! is played on a fresh emulator; its reply is judged against what the limiter then really does,
+//! asked on a copy of the keyspace ([`Replay::probe_many`]) by the same caller (its clock as far off
+//! the server's as in the call). A failing case is shrunk by proptest to the smallest it finds.
+//!
+//! The runner's seed is derived from the check's seed and the promise: the same spec, policy and
+//! seed explore the same cases and give the same report.
+use proptest::strategy::Strategy;
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+
+use super::ctx::{arrival_at, Ctx};
+use super::report::{CheckResult, Status};
+use super::run::Replay;
+use crate::attack;
+use crate::limiter::Decision;
+use crate::traffic::Arrival;
+
+/// Cases explored per promise.
+pub const TOLD_CASES: u32 = 64;
+
+/// One generated case.
+#[derive(Clone, Debug)]
+pub(super) struct Told {
+    /// Units used before the call, in one request on time (0: a missing key).
+    pub fill: u64,
+    /// ms from the fill to the call (up to two windows: live, expiring, expired keys).
+    pub gap: i64,
+    /// The call's cost.
+    pub cost: u64,
+    /// The caller's clock minus the server's at the call (negative: behind).
+    pub skew: i64,
+    /// The fill's offset in its window (any ms of the window).
+    pub phase: i64,
+    /// 0 to 3: the call `gap` ms after the fill; 4 to 7: at the ms the fill's keys expire, 2 ms
+    /// before to 1 ms after (`edge - 6`), whatever `gap` says.
+    pub edge: i64,
+}
+
+/// The dimensions every told exploration covers, for the check lines.
+pub(super) const TOLD_DIMS: [&str; 4] = [
+    "explored key states (missing, partly used, full; live, expiring, expired)",
+    "call times at any ms",
+    "costs",
+    "callers on time, behind and ahead",
+];
+
+fn runner(seed: u64, promise: &str) -> TestRunner {
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    bytes[8] = 0x7e;
+    for (i, b) in promise.bytes().enumerate() {
+        bytes[9 + i % 23] ^= b;
+    }
+    let config = Config { cases: TOLD_CASES, failure_persistence: None, max_shrink_iters: 256, ..Config::default() };
+    TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes))
+}
+
+/// The judged outcome of one case: `Ok(true)` judged and kept, `Ok(false)` nothing to judge,
+/// `Err(why)` a broken promise.
+pub(super) type Verdict = std::result::Result<bool, String>;
+
+/// The question a judge asks of the keyspace the call left: the same subject's requests of `costs`
+/// at the server's `server_ms` from a caller whose clock reads `caller_ms`, on a copy.
+pub(super) type Asker<'a> = dyn FnMut(i64, i64, &[u64]) -> Option<Vec<Decision>> + 'a;
+
+/// What a judge gets: the asker, the case, the decision, and the caller's clock at the call.
+pub(super) type Judge<'j> = dyn Fn(&mut Asker<'_>, &Told, &Decision, i64) -> Verdict + 'j;
+
+impl Ctx<'_> {
+    /// Explores `promise` over fills `0..=cap`, gaps up to two windows, costs in `costs` and
+    /// caller clocks `skews`, each case judged by `judge` (given the caller's clock at the call);
+    /// (cases judged, the shrunk failure: what it shows and its traffic).
+    pub(super) fn explore_told(
+        &self,
+        promise: &str,
+        costs: std::ops::RangeInclusive<u64>,
+        skews: std::ops::RangeInclusive<i64>,
+        judge: &Judge<'_>,
+    ) -> (usize, Option<(String, Vec<Arrival>)>) {
+        let p = self.limiter.params();
+        let (w, cap) = (p.window_ms as i64, p.capacity());
+        let origin = attack::origin_ms(p.window_ms);
+        let strategy = (0..=cap, 0..=2 * w, costs, skews, 0..w, 0..8i64)
+            .prop_map(|(fill, gap, cost, skew, phase, edge)| Told { fill, gap, cost, skew, phase, edge });
+        // The call's time: `gap` after the fill, or at the edge of its keys' expiry.
+        let call_at = |c: &Told, r: &mut Replay<'_>| -> i64 {
+            let t0 = origin + c.phase;
+            if c.edge < 4 {
+                return t0 + c.gap;
+            }
+            let pttl = r.keys_with_ttl().ok().and_then(|v| v.iter().map(|(_, t)| *t).filter(|t| *t > 0).max());
+            match pttl {
+                Some(t) => t0 + (t + c.edge - 6).max(0),
+                None => t0 + c.gap,
+            }
+        };
+        let play = |c: &Told, sent: &mut Vec<Arrival>| -> Verdict {
+            let t0 = origin + c.phase;
+            let mut r = Replay::new(self.limiter);
+            if c.fill > 0 {
+                let a = arrival_at("told", t0, c.fill);
+                r.step(&a, t0).ok_or_else(|| format!("{} units used at {t0}: error: {}", c.fill, r.error_line()))?;
+                sent.push(a);
+            }
+            let at = call_at(c, &mut r);
+            let a = arrival_at("told", at + c.skew, c.cost);
+            let i = r.step(&a, at).ok_or_else(|| format!("the call: error: {}", r.error_line()))?;
+            sent.push(a);
+            let d = r.played[i].decision;
+            let mut ask = |server: i64, caller: i64, costs: &[u64]| r.probe_many("told", server, caller, costs).ok();
+            judge(&mut ask, c, &d, at + c.skew)
+        };
+        let judged = std::cell::Cell::new(0usize);
+        let mut run = runner(self.opts.seed, promise);
+        let out = run.run(&strategy, |c| {
+            if play(&c, &mut Vec::new()).map_err(TestCaseError::fail)? {
+                judged.set(judged.get() + 1);
+            }
+            Ok(())
+        });
+        match out {
+            Ok(()) => (judged.get(), None),
+            Err(TestError::Fail(why, c)) => {
+                let mut sent = Vec::new();
+                let _ = play(&c, &mut sent);
+                let t0 = origin + c.phase;
+                let at = sent.last().map(|a| a.at.as_millis().0 - c.skew).unwrap_or(t0 + c.gap);
+                let what = format!(
+                    "explored, shrunk to: {} of {cap} units used at {t0}, then a request of cost {} at {at} (+{} ms{}) from a caller whose clock reads {} ({}): {}",
+                    c.fill,
+                    c.cost,
+                    at - t0,
+                    if c.edge >= 4 { format!(", {} ms from the keys' expiry", c.edge - 6) } else { String::new() },
+                    at + c.skew,
+                    match c.skew {
+                        0 => "on time".to_string(),
+                        s if s < 0 => format!("{} ms behind", -s),
+                        s => format!("{s} ms ahead"),
+                    },
+                    why.message()
+                );
+                (judged.get().max(1), Some((what, sent)))
+            }
+            Err(TestError::Abort(_)) => (judged.get(), None),
+        }
+    }
+
+    /// Adds a told exploration to the check just pushed (named `name`): its cases, and a failure
+    /// with its evidence and replay.
+    pub(super) fn add_told(
+        &mut self,
+        name: &str,
+        explored: (usize, Option<(String, Vec<Arrival>)>),
+        told_dims: &[&str],
+    ) {
+        let (n, failed) = explored;
+        let replay = failed.as_ref().and_then(|(_, sent)| self.save("explore", name, sent));
+        let Some(c) = self.checks.iter_mut().rev().find(|c| c.name == name) else { return };
+        if c.status == Status::Skip {
+            return;
+        }
+        let (cases, mut dims) = match &c.coverage {
+            Some(cov) => (cov.cases as usize, cov.dimensions.clone()),
+            None => (0, Vec::new()),
+        };
+        for &d in told_dims {
+            if !dims.iter().any(|x| x == d) {
+                dims.push(d.to_string());
+            }
+        }
+        let dims: Vec<&str> = dims.iter().map(String::as_str).collect();
+        CheckResult::judged(c, cases + n, &dims);
+        match failed {
+            Some((what, _)) => {
+                c.evidence.push(what);
+                if c.replay.is_none() {
+                    c.replay = replay;
+                }
+                if c.status != Status::Fail {
+                    c.status = Status::Fail;
+                    c.summary = format!("an explored case broke the promise ({n} explored)");
+                }
+            }
+            None => c.summary = format!("{}; {n} explored cases held too", c.summary),
+        }
+    }
+}
+
+/// The first `n` of `v` admitted in a row.
+fn admitted_in_a_row(v: &[Decision]) -> usize {
+    v.iter().take_while(|x| x.allowed).count()
+}
+
+impl Ctx<'_> {
+    /// The caller clocks explored: behind by up to two windows, ahead by up to half a window.
+    fn skews(&self) -> std::ops::RangeInclusive<i64> {
+        let w = self.limiter.params().window_ms as i64;
+        -2 * w..=w / 2
+    }
+
+    /// The costs a promise of a request is explored over: 0 to the capacity, or 1 for a spec that
+    /// never reads `cost`.
+    fn told_costs(&self, from: u64) -> std::ops::RangeInclusive<u64> {
+        if self.limiter.takes_cost() {
+            from..=self.limiter.params().capacity().max(from)
+        } else {
+            1..=1
+        }
+    }
+
+    /// `remaining`, explored: within 0..=capacity, and that many requests of cost 1 by the same
+    /// caller at the same ms are admitted, the one after them refused.
+    pub(super) fn told_remaining(&mut self) {
+        if !self.limiter.reports().remaining {
+            return;
+        }
+        let cap = self.limiter.params().capacity() as i64;
+        let probe_units = super::sizes::PROBE_UNITS;
+        let out = self.explore_told("remaining", self.told_costs(1), self.skews(), &|ask, c, d, now| {
+            if d.remaining == Decision::NOT_REPORTED {
+                return Ok(false);
+            }
+            let what = if d.allowed { "admitted" } else { "refused" };
+            if d.remaining < 0 || d.remaining > cap {
+                return Err(format!("{what}, told remaining {}, outside 0..={cap}", d.remaining));
+            }
+            let fits = d.remaining as usize;
+            let units = vec![1u64; fits.min(probe_units) + usize::from(fits <= probe_units)];
+            let server = now - c.skew;
+            let Some(v) = ask(server, now, &units) else { return Ok(false) };
+            let admitted = admitted_in_a_row(&v);
+            if admitted < fits.min(probe_units) {
+                return Err(format!(
+                    "{what}, told remaining {}, but only {admitted} request(s) of cost 1 by the same caller at the same ms were admitted",
+                    d.remaining
+                ));
+            }
+            if fits <= probe_units && admitted > fits {
+                return Err(format!(
+                    "{what}, told remaining {}, but {admitted} request(s) of cost 1 by the same caller at the same ms were admitted",
+                    d.remaining
+                ));
+            }
+            Ok(true)
+        });
+        self.add_told("remaining", out, &TOLD_DIMS);
+    }
+
+    /// `retry_after`, explored: retrying (the same caller, the same request) after it is
+    /// admitted, 1 ms earlier refused.
+    pub(super) fn told_retry_after(&mut self) {
+        let reports = self.limiter.reports();
+        if !reports.retry_after {
+            return;
+        }
+        // Callers on time: a caller behind may rightly be told its own clock's wait (a bucket that
+        // refills only for time after its last update), which is no promise to judge it by.
+        let out = self.explore_told("retry_after", self.told_costs(1), 0..=0, &|ask, c, d, now| {
+            let mut same = |x: i64, costs: &[u64]| ask(x - c.skew, x, costs);
+            match crate::limiter::honesty::retry_after(d, reports, now, c.cost, &mut same) {
+                None => Ok(false),
+                Some(mut v) => {
+                    // A skewed caller's keys expire on the server's clock, not its own: what it is
+                    // told is judged one way, that retrying then is admitted (not that 1 ms
+                    // earlier is refused: its keys may be gone by then).
+                    if c.skew != 0 {
+                        v.wrong.retain(|x| !x.contains("1 ms earlier"));
+                    }
+                    if v.wrong.is_empty() {
+                        Ok(true)
+                    } else {
+                        Err(v.wrong.join("; "))
+                    }
+                }
+            }
+        });
+        self.add_told("retry_after", out, &TOLD_DIMS[..3]);
+    }
+
+    /// The headers, explored: `Retry-After` and `RateLimit` kept by the same caller, and a
+    /// `reset` meaning the whole quota back not later than it says (1 ms before it, the quota is
+    /// not all back yet, when some of it was used).
+    pub(super) fn told_headers(&mut self) {
+        let reports = self.limiter.reports();
+        if !(reports.retry_after || (reports.remaining && reports.reset)) {
+            return;
+        }
+        let params = self.limiter.params();
+        let cap = params.capacity();
+        let quota_max = crate::limiter::honesty::QUOTA_PROBE_MAX;
+        let out = self.explore_told("headers", self.told_costs(1), 0..=0, &|ask, c, d, now| {
+            let mut same = |x: i64, costs: &[u64]| ask(x - c.skew, x, costs);
+            let v = crate::limiter::honesty::headers_judged(d, reports, &params, now, c.cost, true, &mut same);
+            if let Some(v) = &v {
+                if !v.wrong.is_empty() {
+                    return Err(v.wrong.join("; "));
+                }
+            }
+            // The reset, to the ms: the quota not back before it (else it was told too late), for
+            // a caller on time (a skewed caller's keys expire on the server's clock).
+            if c.skew == 0
+                && reports.reset
+                && reports.reset_means == crate::spec::ResetMeans::Quota
+                && d.reset_after_ms >= 1
+                && cap <= quota_max
+            {
+                let units = vec![1u64; cap as usize];
+                let at = now + d.reset_after_ms;
+                if let (Some(now_v), Some(early)) = (same(now, &units), same(at - 1, &units)) {
+                    if admitted_in_a_row(&now_v) < cap as usize && admitted_in_a_row(&early) == cap as usize {
+                        return Err(format!(
+                            "told reset {} ms, but the whole quota ({cap}) was back 1 ms before that, at {}: reset told too late",
+                            d.reset_after_ms,
+                            at - 1
+                        ));
+                    }
+                }
+                return Ok(true);
+            }
+            Ok(v.is_some())
+        });
+        self.add_told("headers", out, &TOLD_DIMS[..3]);
+    }
+
+    /// Requests of the capacity and a little above, explored over key states and times: above the
+    /// capacity never admitted (beyond a partial grant of at most the capacity) and never promised
+    /// a retry that is refused; of the capacity, admitted on an unused subject, and never told it
+    /// cannot fit (no `retry_after`) when it fits once the subject has recovered.
+    pub(super) fn told_oversized(&mut self) {
+        if !self.limiter.takes_cost() {
+            return;
+        }
+        let p = self.limiter.params();
+        let (cap, w) = (p.capacity(), p.window_ms as i64);
+        let reports = self.limiter.reports();
+        // The time a subject takes to recover from full: its capacity at the limit's rate, and a
+        // window more.
+        let recover = (cap.div_ceil(p.limit.max(1)) as i64 + 1) * w;
+        let out = self.explore_told("oversized", cap..=cap + 2, 0..=0, &|ask, c, d, now| {
+            if c.cost > cap {
+                if d.allowed && !(reports.granted && d.units(c.cost) <= cap) {
+                    return Err(format!("cost {} admitted, though the capacity is {cap}", c.cost));
+                }
+                if !d.allowed && reports.retry_after && d.retry_after_ms >= 0 {
+                    let later = now + d.retry_after_ms;
+                    if let Some(v) = ask(later, later, &[c.cost]) {
+                        if !v[0].allowed {
+                            return Err(format!(
+                                "cost {} refused with retry_after {} ms, but it can never fit (capacity {cap}): retrying at {later} was refused",
+                                c.cost, d.retry_after_ms
+                            ));
+                        }
+                    }
+                }
+                return Ok(true);
+            }
+            if d.allowed {
+                return Ok(true);
+            }
+            // Refused: once the subject has recovered it fits, and a refusal that says it never
+            // will (no retry_after) is wrong.
+            let later = now + recover;
+            let Some(v) = ask(later, later, &[c.cost]) else { return Ok(false) };
+            if !v[0].allowed {
+                return Err(format!(
+                    "cost {} (the capacity) refused, and refused again at {later}, after the subject had {recover} ms to recover: a request of the capacity must fit an unused subject",
+                    c.cost
+                ));
+            }
+            if reports.retry_after && d.retry_after_ms == Decision::NOT_REPORTED {
+                return Err(format!(
+                    "cost {} (the capacity) refused without a retry_after, as if it could never fit, but the same request at {later} was admitted",
+                    c.cost
+                ));
+            }
+            Ok(true)
+        });
+        self.add_told(
+            "oversized",
+            out,
+            &[
+                "explored key states (missing, partly used, full; live, expiring, expired)",
+                "call times at any ms",
+                "costs of the capacity and above",
+            ],
+        );
+    }
+}
