@@ -45,6 +45,11 @@ const THREADS: usize = 2;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Manifest {
+    /// The variants `check` still misjudges (issue 35's yardstick, tests/mutants/README.md): the test
+    /// fails when one of them becomes judged right (take it off the list) and when any other variant
+    /// is misjudged, so the list is always exactly what `check` misses.
+    #[serde(default)]
+    open: Vec<String>,
     mutant: Vec<Mutant>,
 }
 
@@ -71,11 +76,14 @@ fn mutants_dir() -> PathBuf {
     root().join("tests/mutants")
 }
 
-fn manifest() -> Vec<Mutant> {
+fn read_manifest() -> Manifest {
     let path = mutants_dir().join("manifest.toml");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let m: Manifest = toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    m.mutant
+    toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn manifest() -> Vec<Mutant> {
+    read_manifest().mutant
 }
 
 /// The bug classes of tests/mutants/README.md: each row of its table is
@@ -315,11 +323,19 @@ fn check_fails_every_bug_and_passes_every_harmless_variant() {
     std::fs::remove_dir_all(&scratch).ok();
     let fails = all.iter().filter(|m| m.verdict == "fail").count();
     let caught = fails - wrong.iter().filter(|(i, _)| all[*i].verdict == "fail").count();
+    let open: BTreeSet<String> = read_manifest().open.into_iter().collect();
+    for name in &open {
+        assert!(all.iter().any(|m| &m.name == name), "open list: no variant named {name}");
+    }
+    let now_right: Vec<&String> = open.iter().filter(|n| !wrong.iter().any(|(i, _)| &all[*i].name == *n)).collect();
+    let new_wrong: Vec<&str> =
+        wrong.iter().filter(|(i, _)| !open.contains(&all[*i].name)).map(|w| w.1.as_str()).collect();
+    eprintln!("check caught {caught} of {fails} bugs and misjudged {} of {} mutants", wrong.len(), all.len());
     assert!(
-        wrong.is_empty(),
-        "check caught {caught} of {fails} bugs and misjudged {} of {} mutants:\n  {}",
+        new_wrong.is_empty() && now_right.is_empty(),
+        "check caught {caught} of {fails} bugs and misjudged {} of {} mutants.\nJudged right now, take them off the open list: {now_right:?}\nMisjudged and not on the open list:\n  {}",
         wrong.len(),
         all.len(),
-        wrong.iter().map(|w| w.1.as_str()).collect::<Vec<_>>().join("\n  ")
+        new_wrong.join("\n  ")
     );
 }
