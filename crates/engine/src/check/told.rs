@@ -159,7 +159,11 @@ impl Ctx<'_> {
         told_dims: &[&str],
     ) {
         let (n, failed) = explored;
-        let replay = failed.as_ref().and_then(|(_, sent)| self.save("explore", name, sent));
+        // A replay already saved for this check (a pattern's) is kept: saving the exploration's
+        // traffic would write over that file, which the check's replay names.
+        let has_replay = self.checks.iter().rev().find(|c| c.name == name).is_some_and(|c| c.replay.is_some());
+        let replay =
+            if has_replay { None } else { failed.as_ref().and_then(|(_, sent)| self.save("explore", name, sent)) };
         let Some(c) = self.checks.iter_mut().rev().find(|c| c.name == name) else { return };
         if c.status == Status::Skip {
             return;
