@@ -124,9 +124,19 @@ impl Deadline {
         Deadline(std::time::Instant::now() + within)
     }
 
+    /// `within` from now, or `None` when that is past what the machine's clock can represent.
+    pub fn try_after(within: std::time::Duration) -> Option<Self> {
+        std::time::Instant::now().checked_add(within).map(Deadline)
+    }
+
     /// Whether the deadline has passed.
     pub fn passed(&self) -> bool {
         std::time::Instant::now() > self.0
+    }
+
+    /// The time left until the deadline (zero once it has passed).
+    pub fn left(&self) -> std::time::Duration {
+        self.0.saturating_duration_since(std::time::Instant::now())
     }
 }
 

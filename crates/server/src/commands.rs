@@ -577,21 +577,20 @@ pub fn local_ip(ip: std::net::IpAddr) -> bool {
 /// server as Redis's does (`DEBUG SLEEP 0` is the no-op clients send), for as long as asked, but
 /// in slices: SIGINT or SIGTERM ends the sleep, so the server stops within a second.
 fn debug(args: &[&[u8]]) -> Reply {
+    use limitlab_emulator::clock::Deadline;
     if args[1].eq_ignore_ascii_case(b"sleep") && args.len() == 3 {
         // Redis reads the seconds with strtod and no check: what does not parse sleeps 0.
         let secs = std::str::from_utf8(args[2]).ok().and_then(|s| s.trim().parse::<f64>().ok()).unwrap_or(0.0);
         if secs > 0.0 {
             // Too long to represent: until a signal.
-            let until = std::time::Duration::try_from_secs_f64(secs)
-                .ok()
-                .and_then(|d| std::time::Instant::now().checked_add(d));
+            let until = std::time::Duration::try_from_secs_f64(secs).ok().and_then(Deadline::try_after);
             const SLICE: std::time::Duration = std::time::Duration::from_millis(10);
             while !crate::signalled() {
-                let left = until.map_or(SLICE, |u| u.saturating_duration_since(std::time::Instant::now()));
+                let left = until.map_or(SLICE, |u| u.left());
                 if left.is_zero() {
                     break;
                 }
-                std::thread::sleep(left.min(SLICE));
+                limitlab_emulator::clock::pause(left.min(SLICE));
             }
         }
         return Reply::ok();
