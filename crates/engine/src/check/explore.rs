@@ -37,14 +37,16 @@ pub(super) struct Case {
     pub phase: i64,
 }
 
-/// The runner for `promise`, seeded from the check's seed (the same seed, the same cases).
-fn runner(seed: u64, promise: &str) -> TestRunner {
+/// A runner of `cases` cases for one exploration, seeded from the check's seed and `tag` (the
+/// promise's name, with a prefix of its own per kind of exploration): the same seed, the same
+/// cases. The tag's bytes are folded into the 24 bytes after the seed's.
+pub(super) fn runner(seed: u64, tag: &[u8], cases: u32) -> TestRunner {
     let mut bytes = [0u8; 32];
     bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    for (i, b) in promise.bytes().enumerate() {
+    for (i, b) in tag.iter().enumerate() {
         bytes[8 + i % 24] ^= b;
     }
-    let config = Config { cases: EXPLORE_CASES, failure_persistence: None, max_shrink_iters: 256, ..Config::default() };
+    let config = Config { cases, failure_persistence: None, max_shrink_iters: 256, ..Config::default() };
     TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes))
 }
 
@@ -130,7 +132,7 @@ impl Ctx<'_> {
             }
         };
         let judged = std::cell::Cell::new(0usize);
-        let mut run = runner(self.opts.seed, promise);
+        let mut run = runner(self.opts.seed, promise.as_bytes(), EXPLORE_CASES);
         let out = run.run(&cases(cap, w), |c| {
             let Some((a, b)) = judge(&c, &mut Vec::new()).map_err(TestCaseError::fail)? else { return Ok(()) };
             judged.set(judged.get() + 1);

@@ -11,7 +11,7 @@
 //! The runner's seed is derived from the check's seed and the promise: the same spec, policy and
 //! seed explore the same cases and give the same report.
 use proptest::strategy::Strategy;
-use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+use proptest::test_runner::{TestCaseError, TestError};
 
 use super::ctx::{arrival_at, Ctx};
 use super::report::{CheckResult, Status};
@@ -48,17 +48,6 @@ pub(super) const TOLD_DIMS: [&str; 4] = [
     "costs",
     "callers on time, behind and ahead",
 ];
-
-fn runner(seed: u64, promise: &str) -> TestRunner {
-    let mut bytes = [0u8; 32];
-    bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    bytes[8] = 0x7e;
-    for (i, b) in promise.bytes().enumerate() {
-        bytes[9 + i % 23] ^= b;
-    }
-    let config = Config { cases: TOLD_CASES, failure_persistence: None, max_shrink_iters: 256, ..Config::default() };
-    TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes))
-}
 
 /// The judged outcome of one case: `Ok(true)` judged and kept, `Ok(false)` nothing to judge,
 /// `Err(why)` a broken promise.
@@ -116,7 +105,9 @@ impl Ctx<'_> {
             judge(&mut ask, c, &d, at + c.skew)
         };
         let judged = std::cell::Cell::new(0usize);
-        let mut run = runner(self.opts.seed, promise);
+        // Its own stream: a 0x7e byte before the promise's name.
+        let tag: Vec<u8> = std::iter::once(0x7e).chain(promise.bytes()).collect();
+        let mut run = super::explore::runner(self.opts.seed, &tag, TOLD_CASES);
         let out = run.run(&strategy, |c| {
             if play(&c, &mut Vec::new()).map_err(TestCaseError::fail)? {
                 judged.set(judged.get() + 1);
