@@ -114,13 +114,15 @@ pub fn read_bytes(path: &Path) -> Result<Vec<u8>> {
         .map_err(|source| Error::Io { path: path.to_path_buf(), source })
 }
 
+/// What a trace read as a stream is called in the error past its cap.
+const STREAM_TRACE: &str = "a trace that is not a regular file (save it to a file)";
+
 /// A trace: a regular file opened to be streamed (no cap), or a stream's kept bytes (at most
 /// [`STREAM_CAP`]).
 pub fn open_trace(path: &Path) -> Result<Box<dyn Read + Send>> {
     let io = |source| Error::Io { path: path.to_path_buf(), source };
     if is_stream(path) {
-        let bytes =
-            stream_bytes(path, STREAM_CAP, "a trace that is not a regular file (save it to a file)").map_err(io)?;
+        let bytes = stream_bytes(path, STREAM_CAP, STREAM_TRACE).map_err(io)?;
         return Ok(Box::new(std::io::Cursor::new(bytes)));
     }
     Ok(Box::new(File::open(path).map_err(io)?))
@@ -128,17 +130,11 @@ pub fn open_trace(path: &Path) -> Result<Box<dyn Read + Send>> {
 
 /// A trace's size in bytes (a stream's is read, as [`open_trace`] does).
 pub fn trace_len(path: &Path) -> Result<u64> {
-    let mut r = open_trace(path)?;
     if is_stream(path) {
-        let mut n = 0u64;
-        let mut buf = [0u8; 1 << 14];
-        loop {
-            match r.read(&mut buf) {
-                Ok(0) => return Ok(n),
-                Ok(k) => n += k as u64,
-                Err(source) => return Err(Error::Io { path: path.to_path_buf(), source }),
-            }
-        }
+        // The kept bytes: their length, not a read through them.
+        return stream_bytes(path, STREAM_CAP, STREAM_TRACE)
+            .map(|b| b.len() as u64)
+            .map_err(|source| Error::Io { path: path.to_path_buf(), source });
     }
     std::fs::metadata(path).map(|m| m.len()).map_err(|source| Error::Io { path: path.to_path_buf(), source })
 }
