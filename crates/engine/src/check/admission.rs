@@ -1,6 +1,6 @@
 //! The checks of what is admitted: errors on valid traffic, the exact model, the attack search,
 //! the overshoot over the limit and false rejections.
-use super::ctx::{at, Ctx};
+use super::ctx::{arrival_at, at, Ctx};
 use super::probes::Probes;
 use super::report::{CheckResult, SearchTraffic, Status};
 use super::run::{Pattern, Replay};
@@ -214,9 +214,23 @@ impl Ctx<'_> {
             c.summary = format!("every policy within its bound; {}", c.summary);
         }
         c.evidence = lines;
-        let played: usize = runs.iter().map(|(r, _)| r.played.len()).sum();
+        // The bound of every family at one instant, explored over states and idles.
+        let (instants, burst) = self.explore_instant();
+        let mut explored_replay = None;
+        if let Some((what, sent)) = burst {
+            c.evidence.insert(0, what);
+            if c.status != Status::Fail {
+                c.status = Status::Fail;
+                c.summary = format!(
+                    "more than the capacity admitted at one instant in an explored case ({instants} explored); {}",
+                    c.summary
+                );
+                explored_replay = self.save("explore", "overshoot", &sent);
+            }
+        }
+        let played: usize = runs.iter().map(|(r, _)| r.played.len()).sum::<usize>() + instants;
         let searched = search.map(|t| t.requests as usize).unwrap_or(0);
-        let mut dims = vec!["patterns", "windows at every start"];
+        let mut dims = vec!["patterns", "windows at every start", "explored instants after any fill and idle"];
         if searched > 0 {
             dims.push("attack search");
         }
@@ -224,7 +238,9 @@ impl Ctx<'_> {
             dims.push("policies");
         }
         c.judged(played + searched, &dims);
-        if c.status == Status::Fail {
+        if explored_replay.is_some() {
+            c.replay = explored_replay;
+        } else if c.status == Status::Fail {
             c.replay = self.save("overshoot", "overshoot", arrivals);
         }
         self.checks.push(c);
@@ -289,7 +305,22 @@ impl Ctx<'_> {
         } else {
             "the default; set max_false_rejection_rate in the spec"
         };
-        c.judged(judged, &["steady patterns", "times", "subjects"]);
+        // An admitted request takes no more than its cost from what fits afterwards, explored
+        // over key states (at the ms they expire too), times and later measurements: a request
+        // that carries a stale count into a new window (or re-arms it) refuses the traffic after it.
+        let dims = super::explore::Dims { skews: 0..=0, edges: true, soon: true, cases: super::explore::EXPLORE_CASES };
+        let (explored, took_more) = self.explore("admission", dims, &|r, _, at, sent| {
+            let a = arrival_at("explore", at, 1);
+            let i = r.step(&a, at)?;
+            sent.push(a);
+            let d = r.played[i].decision;
+            Some(d.allowed.then(|| super::explore::Allowance { takes: d.units(1), gives: true }))
+        });
+        let mut dims = vec!["steady patterns", "times", "subjects"];
+        if explored > 0 {
+            dims.extend(["explored admissions: key states (expiring to the ms), times, consequences later"]);
+        }
+        c.judged(judged + explored, &dims);
         match worst {
             Some((rate, what, pat)) if rate > max => {
                 c.status = Status::Fail;
@@ -298,6 +329,18 @@ impl Ctx<'_> {
             }
             Some((_, what, _)) => c.summary = format!("at worst {what}, within {max} ({source})"),
             None => c.status = Status::Skip,
+        }
+        if let Some((_, what, sent)) = took_more {
+            c.evidence.insert(0, format!("a request of cost 1 admitted at the call's time, {what}"));
+            if c.status != Status::Fail {
+                c.status = Status::Fail;
+                c.summary = format!(
+                    "an admitted request took more than its cost from the requests after it in an explored case ({explored} explored)"
+                );
+                c.replay = self.save("explore", "false_rejections", &sent);
+            }
+        } else if explored > 0 && c.status == Status::Pass {
+            c.summary = format!("{}; no admission took more than its cost in {explored} explored cases", c.summary);
         }
         self.checks.push(c);
     }

@@ -2,6 +2,7 @@
 //! refund, reset and clear (`lifecycle`), and callers whose clock is off the server's
 //! (`clock_skew`).
 use super::ctx::{arrival_at, Ctx};
+use super::explore::{Allowance, Dims, EXPLORE_CASES};
 use super::report::{CheckResult, Status};
 use super::run::Replay;
 use super::sizes::{DEFAULT_OVERSHOOT_BOUND, ROOM_PROBE};
@@ -86,11 +87,18 @@ impl Ctx<'_> {
                 }
             }
         }
-        let (explored, failed) = self.explore("peek", &|r, _, at, sent| {
-            let a = arrival_at("explore", at, 0);
+        // From callers on time, behind by up to two windows and ahead by up to half a window: a
+        // read from a clock ahead that writes its own window or bucket into the key moves the
+        // callers on time.
+        let skews = -2 * w..=w / 2;
+        let dims = Dims { skews, edges: true, soon: true, cases: 2 * EXPLORE_CASES };
+        let (explored, failed) = self.explore("peek", dims, &|r, c, at, sent| {
+            let a = arrival_at("explore", at + c.skew, 0);
             let ok = r.step(&a, at).is_some();
             sent.push(a);
-            ok.then_some(true)
+            // From a clock ahead, a write may hand out early what a request from that clock
+            // would (`clock_skew`'s); taking room from the callers on time is the read's fault.
+            ok.then_some(Some(Allowance { takes: 0, gives: c.skew != 0 }))
         });
         if let Some((_, what, sent)) = failed {
             c.evidence.push(format!("a request of cost 0, {what}"));
@@ -103,11 +111,12 @@ impl Ctx<'_> {
             &[
                 "subject states (missing, partly used, full; live, expiring, expired)",
                 "call times at any ms",
+                "callers on time, behind and ahead",
                 "consequences up to three windows later",
             ],
         );
         if c.evidence.is_empty() {
-            c.summary = format!("{judged} requests of cost 0 (at an unused, a partly used and a full subject) left as much room as no request, then, half a window and a window later; so did {explored} explored ones (any state, time and later measurement)");
+            c.summary = format!("{judged} requests of cost 0 (at an unused, a partly used and a full subject) left as much room as no request, then, half a window and a window later; so did {explored} explored ones (any state, time, caller's clock and later measurement)");
         } else {
             c.status = Status::Fail;
             c.summary = format!("{} request(s) of cost 0 changed what fits: cost 0 must only read", c.evidence.len());
@@ -253,23 +262,27 @@ impl Ctx<'_> {
         // measurement fills the capacity in one request).
         let mut explored = 0;
         if have.contains(&crate::spec::Op::Refund) && self.limiter.takes_cost() {
-            let (n, failed) = self.explore("refund", &|r, c, at, sent| {
-                // A request on a missing or expired key may start a window there, which no refund
-                // can take back: that is the request's doing, not the refund's. Judged on a live
-                // subject (used less than half a window before), where both worlds share the window.
-                if c.fill == 0 || c.gap >= w / 2 {
-                    return Some(false);
-                }
-                let a = arrival_at("explore", at, k);
-                let i = r.step(&a, at)?;
-                sent.push(a);
-                if !r.played[i].decision.allowed {
-                    return Some(false);
-                }
-                let back = at + c.later / 2;
-                r.op(crate::spec::Op::Refund, "explore", back, k).ok()?;
-                Some(true)
-            });
+            let (n, failed) = self.explore(
+                "refund",
+                Dims { skews: 0..=0, edges: false, soon: false, cases: EXPLORE_CASES },
+                &|r, c, at, sent| {
+                    // A request on a missing or expired key may start a window there, which no refund
+                    // can take back: that is the request's doing, not the refund's. Judged on a live
+                    // subject (used less than half a window before), where both worlds share the window.
+                    if c.fill == 0 || c.gap >= w / 2 {
+                        return Some(None);
+                    }
+                    let a = arrival_at("explore", at, k);
+                    let i = r.step(&a, at)?;
+                    sent.push(a);
+                    if !r.played[i].decision.allowed {
+                        return Some(None);
+                    }
+                    let back = at + c.later / 2;
+                    r.op(crate::spec::Op::Refund, "explore", back, k).ok()?;
+                    Some(Some(Allowance::NOTHING))
+                },
+            );
             explored = n;
             if let Some((_, what, sent)) = failed {
                 c.evidence.push(format!("a request of cost {k} admitted at the call's time and refunded half way to the measurement, {what}"));

@@ -371,6 +371,12 @@ impl<'l> Replay<'l> {
         }
     }
 
+    /// Sends every request from now on to client process `p` (of the spec's `processes`): one
+    /// process that knows everything it did, for comparisons of worlds that differ by one request.
+    pub fn pin_process(&mut self, p: usize) {
+        self.session.pin = Some(p);
+    }
+
     /// Lets the next client process's turn pass without a request: a world without a request
     /// routes the requests after it to the same processes as one with it.
     pub fn skip_turn(&mut self) {

@@ -98,7 +98,13 @@ impl Ctx<'_> {
             }
             let at = call_at(c, &mut r);
             let a = arrival_at("told", at + c.skew, c.cost);
-            let i = r.step(&a, at).ok_or_else(|| format!("the call: error: {}", r.error_line()))?;
+            let Some(i) = r.step(&a, at) else {
+                // A request of cost 0 that errors is `peek`'s to judge.
+                if c.cost == 0 {
+                    return Ok(false);
+                }
+                return Err(format!("the call: error: {}", r.error_line()));
+            };
             sent.push(a);
             let d = r.played[i].decision;
             let mut ask = |server: i64, caller: i64, costs: &[u64]| r.probe_many("told", server, caller, costs).ok();
@@ -198,8 +204,8 @@ impl Ctx<'_> {
         -2 * w..=w / 2
     }
 
-    /// The costs a promise of a request is explored over: 0 to the capacity, or 1 for a spec that
-    /// never reads `cost`.
+    /// The costs a promise of a request is explored over: `from` (0: a request that only reads
+    /// is told the truth too) to the capacity, or 1 for a spec that never reads `cost`.
     fn told_costs(&self, from: u64) -> std::ops::RangeInclusive<u64> {
         if self.limiter.takes_cost() {
             from..=self.limiter.params().capacity().max(from)
@@ -288,7 +294,7 @@ impl Ctx<'_> {
         let params = self.limiter.params();
         let cap = params.capacity();
         let quota_max = crate::limiter::honesty::QUOTA_PROBE_MAX;
-        let out = self.explore_told("headers", self.told_costs(1), 0..=0, &|ask, c, d, now| {
+        let out = self.explore_told("headers", self.told_costs(0), 0..=0, &|ask, c, d, now| {
             let mut same = |x: i64, costs: &[u64]| ask(x - c.skew, x, costs);
             let v = crate::limiter::honesty::headers_judged(d, reports, &params, now, c.cost, true, &mut same);
             if let Some(v) = &v {
@@ -298,20 +304,33 @@ impl Ctx<'_> {
             }
             // The reset, to the ms: the quota not back before it (else it was told too late), for
             // a caller on time (a skewed caller's keys expire on the server's clock).
+            // Nor short of it at the reset (else it was told too early: a client that waits for
+            // it is refused).
             if c.skew == 0
                 && reports.reset
                 && reports.reset_means == crate::spec::ResetMeans::Quota
-                && d.reset_after_ms >= 1
+                && d.reset_after_ms >= 0
                 && cap <= quota_max
             {
                 let units = vec![1u64; cap as usize];
                 let at = now + d.reset_after_ms;
-                if let (Some(now_v), Some(early)) = (same(now, &units), same(at - 1, &units)) {
-                    if admitted_in_a_row(&now_v) < cap as usize && admitted_in_a_row(&early) == cap as usize {
+                if d.reset_after_ms >= 1 {
+                    if let (Some(now_v), Some(early)) = (same(now, &units), same(at - 1, &units)) {
+                        if admitted_in_a_row(&now_v) < cap as usize && admitted_in_a_row(&early) == cap as usize {
+                            return Err(format!(
+                                "told reset {} ms, but the whole quota ({cap}) was back 1 ms before that, at {}: reset told too late",
+                                d.reset_after_ms,
+                                at - 1
+                            ));
+                        }
+                    }
+                }
+                if let Some(then) = same(at, &units) {
+                    let back = admitted_in_a_row(&then);
+                    if back < cap as usize {
                         return Err(format!(
-                            "told reset {} ms, but the whole quota ({cap}) was back 1 ms before that, at {}: reset told too late",
-                            d.reset_after_ms,
-                            at - 1
+                            "told reset {} ms, but at {at} only {back} of {cap} requests of cost 1 were admitted: reset told too early",
+                            d.reset_after_ms
                         ));
                     }
                 }
