@@ -21,13 +21,16 @@ use crate::limiter::Decision;
 use crate::traffic::Arrival;
 
 /// Cases explored per promise.
-pub const TOLD_CASES: u32 = 64;
+pub const TOLD_CASES: u32 = 128;
 
 /// One generated case.
 #[derive(Clone, Debug)]
 pub(super) struct Told {
     /// Units used before the call, in one request on time (0: a missing key).
     pub fill: u64,
+    /// Units used a window before the fill, in one request on time (0: none), so that the state
+    /// holds two windows' usage (a sliding window's previous and current counts).
+    pub prev: u64,
     /// ms from the fill to the call (up to two windows: live, expiring, expired keys).
     pub gap: i64,
     /// The call's cost.
@@ -43,7 +46,7 @@ pub(super) struct Told {
 
 /// The dimensions every told exploration covers, for the check lines.
 pub(super) const TOLD_DIMS: [&str; 4] = [
-    "explored key states (missing, partly used, full; live, expiring, expired)",
+    "explored key states (missing, partly used, full; live, expiring, expired; one window or two)",
     "call times at any ms",
     "costs",
     "callers on time, behind and ahead",
@@ -74,8 +77,12 @@ impl Ctx<'_> {
         let p = self.limiter.params();
         let (w, cap) = (p.window_ms as i64, p.capacity());
         let origin = attack::origin_ms(p.window_ms);
-        let strategy = (0..=cap, 0..=2 * w, costs, skews, 0..w, 0..8i64)
-            .prop_map(|(fill, gap, cost, skew, phase, edge)| Told { fill, gap, cost, skew, phase, edge });
+        // Usage a window before the fill in half the cases.
+        let prev = proptest::prop_oneof![proptest::strategy::Just(0), 0..=cap];
+        // The lowest cost of the range (0 where a read is explored, 1 else) in half the cases.
+        let costs = proptest::prop_oneof![proptest::strategy::Just(*costs.start()), costs];
+        let strategy = ((0..=cap, prev), 0..=2 * w, costs, skews, 0..w, 0..8i64)
+            .prop_map(|((fill, prev), gap, cost, skew, phase, edge)| Told { fill, prev, gap, cost, skew, phase, edge });
         // The call's time: `gap` after the fill, or at the edge of its keys' expiry.
         let call_at = |c: &Told, r: &mut Replay<'_>| -> i64 {
             let t0 = origin + c.phase;
@@ -91,6 +98,12 @@ impl Ctx<'_> {
         let play = |c: &Told, sent: &mut Vec<Arrival>| -> Verdict {
             let t0 = origin + c.phase;
             let mut r = Replay::new(self.limiter);
+            if c.prev > 0 {
+                let a = arrival_at("told", t0 - w, c.prev);
+                r.step(&a, t0 - w)
+                    .ok_or_else(|| format!("{} units used at {}: error: {}", c.prev, t0 - w, r.error_line()))?;
+                sent.push(a);
+            }
             if c.fill > 0 {
                 let a = arrival_at("told", t0, c.fill);
                 r.step(&a, t0).ok_or_else(|| format!("{} units used at {t0}: error: {}", c.fill, r.error_line()))?;
@@ -128,7 +141,8 @@ impl Ctx<'_> {
                 let t0 = origin + c.phase;
                 let at = sent.last().map(|a| a.at.as_millis().0 - c.skew).unwrap_or(t0 + c.gap);
                 let what = format!(
-                    "explored, shrunk to: {} of {cap} units used at {t0}, then a request of cost {} at {at} (+{} ms{}) from a caller whose clock reads {} ({}): {}",
+                    "explored, shrunk to: {}{} of {cap} units used at {t0}, then a request of cost {} at {at} (+{} ms{}) from a caller whose clock reads {} ({}): {}",
+                    if c.prev > 0 { format!("{} units used at {}, then ", c.prev, t0 - w) } else { String::new() },
                     c.fill,
                     c.cost,
                     at - t0,
