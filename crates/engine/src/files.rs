@@ -236,6 +236,12 @@ pub fn write_atomic_paths(targets: &[PathBuf], write: impl FnOnce(&[PathBuf]) ->
     };
     write(&paths).map_err(named)?;
     for (t, target) in temps.iter().zip(targets) {
+        // A file written over keeps its mode (a report a team made read-only for others stays
+        // so), as a file rewritten in place would; a new one has the umask's.
+        if let Ok(old) = std::fs::metadata(target) {
+            std::fs::set_permissions(&t.path, old.permissions())
+                .map_err(|source| Error::Io { path: target.clone(), source })?;
+        }
         // Reopened: the writer may have replaced the file rather than written into it.
         File::open(&t.path).and_then(|f| f.sync_all()).map_err(|source| Error::Io { path: target.clone(), source })?;
     }
@@ -363,6 +369,11 @@ mod tests {
         .unwrap_err();
         assert!(e.to_string().contains("a.csv") && e.to_string().contains("disk full"), "{e}");
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "one", "the old file is kept");
+        // A file written over keeps its own mode.
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write_bytes(&p, "two").unwrap();
+        assert_eq!((std::fs::read_to_string(&p).unwrap().as_str(), mode(&p)), ("two", 0o640));
+        write_bytes(&p, "one").unwrap();
         let q = d.join("b.png");
         assert!(write_atomic_path(&q, |t| {
             assert!(t.to_string_lossy().ends_with(".png"), "{t:?}");
