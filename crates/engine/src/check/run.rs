@@ -40,10 +40,7 @@ fn spread(out: &mut Vec<Arrival>, origin: i64, us: Range<i64>, n: u64, key: &str
     }
 }
 
-/// Policies up to this size (limit and capacity) get the patterns at their full length; above it,
-/// each pattern keeps its shape but plays fewer windows and subjects, and its bursts are a quarter
-/// over the capacity instead of two or three times it (see [`patterns`]).
-pub const FULL_SIZE: u64 = 100;
+pub use super::sizes::FULL_SIZE;
 
 /// Whether a policy is above [`FULL_SIZE`], so that [`patterns`] scales its patterns.
 pub fn scaled(p: &Params) -> bool {

@@ -1,6 +1,5 @@
 //! The numbers `check` judges and sizes by: the default bounds, how many probes each pattern
 //! asks, and the policy the attack search runs at.
-use super::run;
 use crate::limiter::Limiter;
 
 /// The share of what an exact sliding log admits that a limiter may refuse in the steady patterns,
@@ -25,22 +24,27 @@ pub const TTL_PROBES: usize = 500;
 pub const PROBE_UNITS: usize = 64;
 /// The most requests of a `flood@<policy>` pattern (a further policy's own danger).
 pub const FLOOD_MAX: u64 = 50_000;
+/// Policies up to this size (limit and capacity) get the patterns at their full length; above it,
+/// each pattern keeps its shape but plays fewer windows and subjects, and its bursts are a quarter
+/// over the capacity instead of two or three times it (see [`patterns`](super::run::patterns)).
+pub const FULL_SIZE: u64 = 100;
+
 /// The room left by the fill before counting it unit by unit (see `Ctx::room`).
 pub const ROOM_PROBE: u64 = 8;
 
 /// The requests the header probes of one pattern may send: a `RateLimit` promise is judged by
-/// sending the whole capacity, so above [`run::FULL_SIZE`] that promise is no longer judged once the
+/// sending the whole capacity, so above [`FULL_SIZE`] that promise is no longer judged once the
 /// probes have sent this many (after at least [`HEADER_PROBES_MIN`] decisions); `Retry-After`, one
 /// request each, still is. Up to the full size it never binds: 50 decisions of at most
 /// `1 + capacity` requests each stay under it.
-pub const HEADER_PROBE_REQUESTS: usize = PROBES / 2 * (run::FULL_SIZE as usize + 1);
+pub const HEADER_PROBE_REQUESTS: usize = PROBES / 2 * (FULL_SIZE as usize + 1);
 /// Decisions whose headers are judged in each pattern, whatever they cost.
 pub const HEADER_PROBES_MIN: usize = 2;
 
 /// The largest limit the attack search runs at as it is, for a spec without an exact model: every
 /// one of its patterns is then played through the script on the emulator. Above it, the search runs
 /// at this limit (the same window, the capacity scaled alike) and its winners are scaled up.
-pub const SEARCH_FULL_SIZE: u64 = run::FULL_SIZE;
+pub const SEARCH_FULL_SIZE: u64 = FULL_SIZE;
 /// The same for a spec with an exact model, which the search asks instead of the emulator.
 pub const SEARCH_FULL_SIZE_MODEL: u64 = 1000;
 
@@ -52,13 +56,20 @@ pub fn search_size(limiter: &Limiter) -> u64 {
 }
 
 /// The bytes of keys one call may read and still count as one call of work (see
-/// [`run::cost_per_call`]): a counter, a hash of a few fields or a short log.
+/// [`cost_per_call`]): a counter, a hash of a few fields or a short log.
+///
+/// [`cost_per_call`]: super::run::cost_per_call
 pub const KEY_BYTES_PER_CALL: u64 = 1024;
-/// The requests per step of the calibration that measures a call's cost ([`run::cost_per_call`]).
+/// The requests per step of the calibration that measures a call's cost ([`cost_per_call`]).
+///
+/// [`cost_per_call`]: super::run::cost_per_call
 pub const CALIBRATION: u64 = 64;
 /// The work the first policy's patterns may do, in calls of cost 1 (requests times
-/// [`run::cost_per_call`]): above it they are shortened ([`run::patterns_within`]). The standard
-/// patterns of a script of constant cost stay within it at every policy `check` judges.
+/// [`cost_per_call`]): above it they are shortened ([`patterns_within`]). The standard patterns of a
+/// script of constant cost stay within it at every policy `check` judges.
+///
+/// [`cost_per_call`]: super::run::cost_per_call
+/// [`patterns_within`]: super::run::patterns_within
 pub const WORK_BUDGET: u64 = 1_000_000;
 /// The fewest requests over the capacity that a shortened burst sends (fewer when a quarter of the
 /// capacity is fewer).
