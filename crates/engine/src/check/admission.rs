@@ -216,17 +216,12 @@ impl Ctx<'_> {
         c.evidence = lines;
         // The bound of every family at one instant, explored over states and idles.
         let (instants, burst) = self.explore_instant();
-        let mut explored_replay = None;
         if let Some((what, sent)) = burst {
-            c.evidence.insert(0, what);
-            if c.status != Status::Fail {
-                c.status = Status::Fail;
-                c.summary = format!(
-                    "more than the capacity admitted at one instant in an explored case ({instants} explored); {}",
-                    c.summary
-                );
-                explored_replay = self.save("explore", "overshoot", &sent);
-            }
+            let summary = format!(
+                "more than the capacity admitted at one instant in an explored case ({instants} explored); {}",
+                c.summary
+            );
+            self.fail_explored(&mut c, what, summary, &sent);
         }
         let played: usize = runs.iter().map(|(r, _)| r.played.len()).sum::<usize>() + instants;
         let searched = search.map(|t| t.requests as usize).unwrap_or(0);
@@ -238,9 +233,7 @@ impl Ctx<'_> {
             dims.push("policies");
         }
         c.judged(played + searched, &dims);
-        if explored_replay.is_some() {
-            c.replay = explored_replay;
-        } else if c.status == Status::Fail {
+        if c.status == Status::Fail && c.replay.is_none() {
             c.replay = self.save("overshoot", "overshoot", arrivals);
         }
         self.checks.push(c);
@@ -318,7 +311,7 @@ impl Ctx<'_> {
         });
         let mut dims = vec!["steady patterns", "times", "subjects"];
         if explored > 0 {
-            dims.extend(["explored admissions: key states (expiring to the ms), times, consequences later"]);
+            dims.push("explored admissions: key states (expiring to the ms), times, consequences later");
         }
         c.judged(judged + explored, &dims);
         match worst {
@@ -331,14 +324,15 @@ impl Ctx<'_> {
             None => c.status = Status::Skip,
         }
         if let Some((_, what, sent)) = took_more {
-            c.evidence.insert(0, format!("a request of cost 1 admitted at the call's time, {what}"));
-            if c.status != Status::Fail {
-                c.status = Status::Fail;
-                c.summary = format!(
-                    "an admitted request took more than its cost from the requests after it in an explored case ({explored} explored)"
-                );
-                c.replay = self.save("explore", "false_rejections", &sent);
-            }
+            let summary = format!(
+                "an admitted request took more than its cost from the requests after it in an explored case ({explored} explored)"
+            );
+            self.fail_explored(
+                &mut c,
+                format!("a request of cost 1 admitted at the call's time, {what}"),
+                summary,
+                &sent,
+            );
         } else if explored > 0 && c.status == Status::Pass {
             c.summary = format!("{}; no admission took more than its cost in {explored} explored cases", c.summary);
         }

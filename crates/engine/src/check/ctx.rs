@@ -2,7 +2,7 @@
 //! and the helpers to name a request, play one, and save the traffic behind a failure.
 use std::path::Path;
 
-use super::report::{CheckOptions, CheckResult, NotWritten};
+use super::report::{CheckOptions, CheckResult, NotWritten, Status};
 use super::run::{Pattern, Replay};
 use crate::limiter::Limiter;
 use limitlab_emulator::{Error, Result};
@@ -40,6 +40,24 @@ pub(super) fn at(pat: &str, i: usize, r: &Replay<'_>) -> String {
 }
 
 impl Ctx<'_> {
+    /// Puts an explored case that broke `c`'s promise first in its evidence; a check not yet failed
+    /// by its patterns fails with `summary` and replays the case's traffic (a check already failed
+    /// keeps its own summary and replay).
+    pub(super) fn fail_explored(
+        &self,
+        c: &mut CheckResult,
+        what: String,
+        summary: String,
+        sent: &[crate::traffic::Arrival],
+    ) {
+        c.evidence.insert(0, what);
+        if c.status != Status::Fail {
+            c.status = Status::Fail;
+            c.summary = summary;
+            c.replay = self.save("explore", c.name, sent);
+        }
+    }
+
     /// Writes `arrivals` as a trace and a scenario file that replays them, when an output directory
     /// is set; returns the scenario's path.
     pub(super) fn save(&self, pattern: &str, check: &str, arrivals: &[crate::traffic::Arrival]) -> Option<String> {

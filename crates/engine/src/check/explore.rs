@@ -76,6 +76,53 @@ pub(super) fn runner(seed: u64, tag: &[u8], cases: u32) -> TestRunner {
     TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes))
 }
 
+/// What [`run_cases`]'s test says of one case.
+pub(super) enum Judged {
+    /// Nothing to judge in this case.
+    Nothing,
+    /// Judged, and the promise held.
+    Held,
+    /// Judged, and the promise was broken: why.
+    Broke(String),
+}
+
+/// Runs `cases` cases of `strategy` with [`runner`]'s seed; `test` judges one case (`Err(why)`: an
+/// error, or a broken promise the test does not count as judged). Returns the cases judged and the
+/// case proptest shrank a failure to, with its reason.
+pub(super) fn run_cases<S: Strategy>(
+    seed: u64,
+    tag: &[u8],
+    cases: u32,
+    strategy: &S,
+    test: impl Fn(&S::Value) -> std::result::Result<Judged, String>,
+) -> (usize, Option<(S::Value, String)>) {
+    let judged = std::cell::Cell::new(0usize);
+    let out = runner(seed, tag, cases).run(strategy, |c| match test(&c).map_err(TestCaseError::fail)? {
+        Judged::Nothing => Ok(()),
+        Judged::Held => {
+            judged.set(judged.get() + 1);
+            Ok(())
+        }
+        Judged::Broke(why) => {
+            judged.set(judged.get() + 1);
+            Err(TestCaseError::fail(why))
+        }
+    });
+    match out {
+        Ok(()) | Err(TestError::Abort(_)) => (judged.get(), None),
+        Err(TestError::Fail(why, c)) => (judged.get().max(1), Some((c, why.message().to_string()))),
+    }
+}
+
+/// A caller's clock against the server's, in words: "on time", "N ms behind", "N ms ahead".
+pub(super) fn clock_offset(skew: i64) -> String {
+    match skew {
+        0 => "on time".to_string(),
+        s if s < 0 => format!("{} ms behind", -s),
+        s => format!("{s} ms ahead"),
+    }
+}
+
 /// What one exploration covers besides key states and times.
 pub(super) struct Dims {
     /// The caller's clock minus the server's at the call (`0..=0`: callers on time).
@@ -153,20 +200,9 @@ impl Ctx<'_> {
             let a = arrival_at(subject, at_ms, fill);
             let i = r.step(&a, at_ms)?;
             sent.push(a);
-            if r.played[i].decision.allowed {
-                got += r.played[i].decision.units(fill);
-            }
+            got += r.played[i].decision.units(fill);
         }
-        for _ in 0..2 * ROOM_PROBE {
-            let a = arrival_at(subject, at_ms, 1);
-            let i = r.step(&a, at_ms)?;
-            sent.push(a);
-            if !r.played[i].decision.allowed {
-                break;
-            }
-            got += r.played[i].decision.units(1);
-        }
-        Some(got)
+        Some(got + singles_played(r, subject, at_ms, 2 * ROOM_PROBE, sent)?)
     }
 
     /// Explores `promise` with `act` (what the call does in the world that has it, at the
@@ -193,11 +229,7 @@ impl Ctx<'_> {
                 return t0 + c.gap;
             }
             let mut r = self.world();
-            let pttl = r
-                .step(&arrival_at("explore", t0, c.fill), t0)
-                .and_then(|_| r.keys_with_ttl().ok())
-                .and_then(|v| v.iter().map(|(_, t)| *t).filter(|t| *t > 0).max());
-            match pttl {
+            match r.step(&arrival_at("explore", t0, c.fill), t0).and_then(|_| r.longest_ttl()) {
                 Some(t) => t0 + (t + c.edge - 6).max(0),
                 None => t0 + c.gap,
             }
@@ -235,55 +267,42 @@ impl Ctx<'_> {
                 _ => Ok(None),
             }
         };
-        let judged = std::cell::Cell::new(0usize);
-        let mut run = runner(self.opts.seed, promise.as_bytes(), dims.cases);
-        let out = run.run(&cases(cap, w, &dims), |c| {
-            let Some((a, b, allow)) = judge(&c, &mut Vec::new()).map_err(TestCaseError::fail)? else { return Ok(()) };
-            judged.set(judged.get() + 1);
+        let (judged, failed) = run_cases(self.opts.seed, promise.as_bytes(), dims.cases, &cases(cap, w, &dims), |c| {
+            let Some((a, b, allow)) = judge(c, &mut Vec::new())? else { return Ok(Judged::Nothing) };
             let k = allow.takes;
             if a > b && !allow.gives {
-                return Err(TestCaseError::fail(format!(
+                return Ok(Judged::Broke(format!(
                     "{a} unit(s) admitted then where {b} were without the call: it gave {} unit(s) too many",
                     a - b
                 )));
             }
             if b.saturating_sub(a) > k {
-                return Err(TestCaseError::fail(format!(
+                return Ok(Judged::Broke(format!(
                     "{a} unit(s) admitted then where {b} were without the call: it took {} unit(s){}",
                     b - a,
                     if k > 0 { format!(", more than the {k} it was admitted for") } else { String::new() }
                 )));
             }
-            Ok(())
+            Ok(Judged::Held)
         });
-        match out {
-            Ok(()) => (judged.get(), None),
-            Err(TestError::Fail(why, c)) => {
-                // The shrunk case once more, for its own traffic.
-                let mut sent = Vec::new();
-                let _ = judge(&c, &mut sent);
-                let t0 = origin + c.phase;
-                let at = call_at(&c);
-                let what = format!(
-                    "explored, shrunk to: {} of {cap} units used at {t0}, the call at {at} (+{} ms{}{}), what fits measured at {} and {} (+{} ms and +{} ms after the call): {}",
-                    c.fill,
-                    at - t0,
-                    if c.edge >= 4 && c.fill > 0 { format!(", {} ms from the keys' expiry", c.edge - 6) } else { String::new() },
-                    match c.skew {
-                        0 => String::new(),
-                        s if s < 0 => format!(", from a caller whose clock is {} ms behind", -s),
-                        s => format!(", from a caller whose clock is {s} ms ahead"),
-                    },
-                    at + c.later,
-                    at + c.later + c.then,
-                    c.later,
-                    c.later + c.then,
-                    why.message()
-                );
-                (judged.get().max(1), Some((c, what, sent)))
-            }
-            Err(TestError::Abort(_)) => (judged.get(), None),
-        }
+        let Some((c, why)) = failed else { return (judged, None) };
+        // The shrunk case once more, for its own traffic.
+        let mut sent = Vec::new();
+        let _ = judge(&c, &mut sent);
+        let t0 = origin + c.phase;
+        let at = call_at(&c);
+        let what = format!(
+            "explored, shrunk to: {} of {cap} units used at {t0}, the call at {at} (+{} ms{}{}), what fits measured at {} and {} (+{} ms and +{} ms after the call): {why}",
+            c.fill,
+            at - t0,
+            if c.edge >= 4 && c.fill > 0 { format!(", {} ms from the keys' expiry", c.edge - 6) } else { String::new() },
+            if c.skew == 0 { String::new() } else { format!(", from a caller whose clock is {}", clock_offset(c.skew)) },
+            at + c.later,
+            at + c.later + c.then,
+            c.later,
+            c.later + c.then,
+        );
+        (judged, Some((c, what, sent)))
     }
 }
 
@@ -327,49 +346,36 @@ impl Ctx<'_> {
             let mut r = self.world();
             r.backend.emu.set_expiry(expiry);
             self.units_played(&mut r, "expiry", t0, c.fill, sent)?;
-            let m1 = if c.at_edge {
-                let pttl = r.keys_with_ttl().ok()?.iter().map(|(_, t)| *t).max().filter(|t| *t >= 0)?;
-                t0 + (pttl + c.near).max(0)
-            } else {
-                t0 + c.far
-            };
+            let m1 = if c.at_edge { t0 + (r.longest_ttl()? + c.near).max(0) } else { t0 + c.far };
             let x = self.room_played(&mut r, "expiry", m1, sent)?;
             let y = self.room_played(&mut r, "expiry", m1 + c.then, sent)?;
             Some((x + y, m1))
         };
-        let judged = std::cell::Cell::new(0usize);
-        let mut run = runner(self.opts.seed, b"\x7fexpiry", EXPLORE_CASES);
-        let out = run.run(&strategy, |c| {
-            let (Some((on, _)), Some((off, _))) = (world(&c, true, &mut Vec::new()), world(&c, false, &mut Vec::new()))
+        let (judged, failed) = run_cases(self.opts.seed, b"\x7fexpiry", EXPLORE_CASES, &strategy, |c| {
+            let (Some((on, _)), Some((off, _))) = (world(c, true, &mut Vec::new()), world(c, false, &mut Vec::new()))
             else {
-                return Ok(());
+                return Ok(Judged::Nothing);
             };
-            judged.set(judged.get() + 1);
             if on > off {
-                return Err(TestCaseError::fail(format!(
+                return Ok(Judged::Broke(format!(
                     "{on} unit(s) admitted where {off} were with expired keys kept: a key expired while its usage still counted"
                 )));
             }
-            Ok(())
+            Ok(Judged::Held)
         });
-        match out {
-            Ok(()) | Err(TestError::Abort(_)) => (judged.get(), None),
-            Err(TestError::Fail(why, c)) => {
-                let mut sent = Vec::new();
-                let m1 = world(&c, true, &mut sent).map(|(_, m)| m).unwrap_or_default();
-                let t0 = origin + c.phase;
-                let what = format!(
-                    "explored, shrunk to: {} of {cap} units used at {t0}, what fits measured at {m1} (+{} ms{}) and {} (+{} ms): {}",
-                    c.fill,
-                    m1 - t0,
-                    if c.at_edge { format!(", {} ms from the keys' expiry", c.near) } else { String::new() },
-                    m1 + c.then,
-                    m1 + c.then - t0,
-                    why.message()
-                );
-                (judged.get().max(1), Some((what, sent)))
-            }
-        }
+        let Some((c, why)) = failed else { return (judged, None) };
+        let mut sent = Vec::new();
+        let m1 = world(&c, true, &mut sent).map(|(_, m)| m).unwrap_or_default();
+        let t0 = origin + c.phase;
+        let what = format!(
+            "explored, shrunk to: {} of {cap} units used at {t0}, what fits measured at {m1} (+{} ms{}) and {} (+{} ms): {why}",
+            c.fill,
+            m1 - t0,
+            if c.at_edge { format!(", {} ms from the keys' expiry", c.near) } else { String::new() },
+            m1 + c.then,
+            m1 + c.then - t0,
+        );
+        (judged, Some((what, sent)))
     }
 }
 
@@ -399,16 +405,7 @@ impl Ctx<'_> {
             got += r.played[i].decision.units(first);
             left = ROOM_PROBE;
         }
-        for _ in 0..left {
-            let a = arrival_at(subject, at_ms, 1);
-            let i = r.step(&a, at_ms)?;
-            sent.push(a);
-            if !r.played[i].decision.allowed {
-                break;
-            }
-            got += r.played[i].decision.units(1);
-        }
-        Some(got)
+        Some(got + singles_played(r, subject, at_ms, left, sent)?)
     }
 
     /// Explores the bound every family keeps at a single instant: whatever came before (a fill of
@@ -434,31 +431,39 @@ impl Ctx<'_> {
             let at = t0 + idle;
             Some((self.units_played(&mut r, "instant", at, cap + ROOM_PROBE, sent)?, t0, at))
         };
-        let judged = std::cell::Cell::new(0usize);
-        let mut run = runner(self.opts.seed, b"\x7finstant", EXPLORE_CASES);
-        let out = run.run(&strategy, |c| {
-            let Some((got, _, _)) = play(c, &mut Vec::new()) else { return Ok(()) };
-            judged.set(judged.get() + 1);
+        let (judged, failed) = run_cases(self.opts.seed, b"\x7finstant", EXPLORE_CASES, &strategy, |&c| {
+            let Some((got, _, _)) = play(c, &mut Vec::new()) else { return Ok(Judged::Nothing) };
             if got > cap {
-                return Err(TestCaseError::fail(format!(
+                return Ok(Judged::Broke(format!(
                     "{got} units admitted to one subject at one ms, more than the capacity ({cap})"
                 )));
             }
-            Ok(())
+            Ok(Judged::Held)
         });
-        match out {
-            Ok(()) | Err(TestError::Abort(_)) => (judged.get(), None),
-            Err(TestError::Fail(why, c)) => {
-                let mut sent = Vec::new();
-                let (_, t0, at) = play(c, &mut sent).unwrap_or_default();
-                let what = format!(
-                    "explored, shrunk to: {} of {cap} units used at {t0}, then requests at {at} (+{} ms): {}",
-                    c.0,
-                    at - t0,
-                    why.message()
-                );
-                (judged.get().max(1), Some((what, sent)))
-            }
-        }
+        let Some((c, why)) = failed else { return (judged, None) };
+        let mut sent = Vec::new();
+        let (_, t0, at) = play(c, &mut sent).unwrap_or_default();
+        let what = format!(
+            "explored, shrunk to: {} of {cap} units used at {t0}, then requests at {at} (+{} ms): {why}",
+            c.0,
+            at - t0
+        );
+        (judged, Some((what, sent)))
     }
+}
+
+/// Plays requests of cost 1 from `subject` at `at_ms`, up to `n` of them, until one is refused; the
+/// units admitted, and the arrivals sent. `None` on an error.
+fn singles_played(r: &mut Replay<'_>, subject: &str, at_ms: i64, n: u64, sent: &mut Vec<Arrival>) -> Option<u64> {
+    let mut got = 0;
+    for _ in 0..n {
+        let a = arrival_at(subject, at_ms, 1);
+        let i = r.step(&a, at_ms)?;
+        sent.push(a);
+        if !r.played[i].decision.allowed {
+            break;
+        }
+        got += r.played[i].decision.units(1);
+    }
+    Some(got)
 }

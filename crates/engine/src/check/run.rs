@@ -543,6 +543,12 @@ impl<'l> Replay<'l> {
         metrics::measure(&trace, self.limiter)
     }
 
+    /// The longest PTTL of the keys now, in ms (`None`: no key with a TTL left), when the last
+    /// of the state expires.
+    pub fn longest_ttl(&mut self) -> Option<i64> {
+        self.keys_with_ttl().ok()?.into_iter().map(|(_, t)| t).filter(|t| *t > 0).max()
+    }
+
     /// Every key of the emulator with its PTTL (-1: no TTL), sorted.
     pub fn keys_with_ttl(&mut self) -> Result<Vec<(String, i64)>> {
         self.backend.keys_with_ttl()

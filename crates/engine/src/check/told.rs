@@ -11,9 +11,9 @@
 //! The runner's seed is derived from the check's seed and the promise: the same spec, policy and
 //! seed explore the same cases and give the same report.
 use proptest::strategy::Strategy;
-use proptest::test_runner::{TestCaseError, TestError};
 
 use super::ctx::{arrival_at, Ctx};
+use super::explore::Judged;
 use super::report::{CheckResult, Status};
 use super::run::Replay;
 use crate::attack;
@@ -89,8 +89,7 @@ impl Ctx<'_> {
             if c.edge < 4 {
                 return t0 + c.gap;
             }
-            let pttl = r.keys_with_ttl().ok().and_then(|v| v.iter().map(|(_, t)| *t).filter(|t| *t > 0).max());
-            match pttl {
+            match r.longest_ttl() {
                 Some(t) => t0 + (t + c.edge - 6).max(0),
                 None => t0 + c.gap,
             }
@@ -123,42 +122,28 @@ impl Ctx<'_> {
             let mut ask = |server: i64, caller: i64, costs: &[u64]| r.probe_many("told", server, caller, costs).ok();
             judge(&mut ask, c, &d, at + c.skew)
         };
-        let judged = std::cell::Cell::new(0usize);
         // Its own stream: a 0x7e byte before the promise's name.
         let tag: Vec<u8> = std::iter::once(0x7e).chain(promise.bytes()).collect();
-        let mut run = super::explore::runner(self.opts.seed, &tag, TOLD_CASES);
-        let out = run.run(&strategy, |c| {
-            if play(&c, &mut Vec::new()).map_err(TestCaseError::fail)? {
-                judged.set(judged.get() + 1);
-            }
-            Ok(())
+        let (judged, failed) = super::explore::run_cases(self.opts.seed, &tag, TOLD_CASES, &strategy, |c| {
+            // A broken promise comes back as `Err` here, and is not counted as judged.
+            Ok(if play(c, &mut Vec::new())? { Judged::Held } else { Judged::Nothing })
         });
-        match out {
-            Ok(()) => (judged.get(), None),
-            Err(TestError::Fail(why, c)) => {
-                let mut sent = Vec::new();
-                let _ = play(&c, &mut sent);
-                let t0 = origin + c.phase;
-                let at = sent.last().map(|a| a.at.as_millis().0 - c.skew).unwrap_or(t0 + c.gap);
-                let what = format!(
-                    "explored, shrunk to: {}{} of {cap} units used at {t0}, then a request of cost {} at {at} (+{} ms{}) from a caller whose clock reads {} ({}): {}",
-                    if c.prev > 0 { format!("{} units used at {}, then ", c.prev, t0 - w) } else { String::new() },
-                    c.fill,
-                    c.cost,
-                    at - t0,
-                    if c.edge >= 4 { format!(", {} ms from the keys' expiry", c.edge - 6) } else { String::new() },
-                    at + c.skew,
-                    match c.skew {
-                        0 => "on time".to_string(),
-                        s if s < 0 => format!("{} ms behind", -s),
-                        s => format!("{s} ms ahead"),
-                    },
-                    why.message()
-                );
-                (judged.get().max(1), Some((what, sent)))
-            }
-            Err(TestError::Abort(_)) => (judged.get(), None),
-        }
+        let Some((c, why)) = failed else { return (judged, None) };
+        let mut sent = Vec::new();
+        let _ = play(&c, &mut sent);
+        let t0 = origin + c.phase;
+        let at = sent.last().map(|a| a.at.as_millis().0 - c.skew).unwrap_or(t0 + c.gap);
+        let what = format!(
+            "explored, shrunk to: {}{} of {cap} units used at {t0}, then a request of cost {} at {at} (+{} ms{}) from a caller whose clock reads {} ({}): {why}",
+            if c.prev > 0 { format!("{} units used at {}, then ", c.prev, t0 - w) } else { String::new() },
+            c.fill,
+            c.cost,
+            at - t0,
+            if c.edge >= 4 { format!(", {} ms from the keys' expiry", c.edge - 6) } else { String::new() },
+            at + c.skew,
+            super::explore::clock_offset(c.skew),
+        );
+        (judged, Some((what, sent)))
     }
 
     /// Adds a told exploration to the check just pushed (named `name`): its cases, and a failure
