@@ -225,7 +225,10 @@ impl Ctx<'_> {
         }
         let played: usize = runs.iter().map(|(r, _)| r.played.len()).sum::<usize>() + instants;
         let searched = search.map(|t| t.requests as usize).unwrap_or(0);
-        let mut dims = vec!["patterns", "windows at every start", "explored instants after any fill and idle"];
+        let mut dims = vec!["patterns", "windows at every start"];
+        if instants > 0 {
+            dims.push("explored instants after any fill and idle");
+        }
         if searched > 0 {
             dims.push("attack search");
         }

@@ -393,14 +393,6 @@ impl Ctx<'_> {
             }
             Ok(true)
         });
-        self.add_told(
-            "oversized",
-            out,
-            &[
-                "explored key states (missing, partly used, full; live, expiring, expired)",
-                "call times at any ms",
-                "costs of the capacity and above",
-            ],
-        );
+        self.add_told("oversized", out, &[TOLD_DIMS[0], TOLD_DIMS[1], "costs of the capacity and above"]);
     }
 }
