@@ -17,7 +17,7 @@ fn limitlab(args: &[&str]) -> Output {
 
 /// (fixture file stem, the checks that must fail and nothing else, a phrase the first failing
 /// check's evidence or summary must hold)
-const BROKEN: [(&str, &[&str], &str); 17] = [
+const BROKEN: [(&str, &[&str], &str); 18] = [
     // The dynamic limit's key is sent as "" (raw): slot 0, beside the counter's slot.
     ("upstash_dynamic_limit", &["cluster", "refusals"], "(slot 0): CROSSSLOT on Redis Cluster"),
     // Two processes each spend the room they last heard of: up to twice the limit between syncs,
@@ -28,7 +28,9 @@ const BROKEN: [(&str, &[&str], &str); 17] = [
     // library's own script does): a refused request of cost 4 uses up the units that a request of
     // cost 1 would still have had. A property of the library, judged as one.
     ("escaping_key", &["refusals", "cluster"], "the refusal used up"),
-    ("fixed_window_no_ttl", &["ttl"], "with no TTL"),
+    // (And, explored with callers off the server's clock: a lagging caller is told to retry when
+    // its own window ends, where the server's next window already holds usage.)
+    ("fixed_window_no_ttl", &["ttl", "clock_skew"], "with no TTL"),
     // (Found by the exploration of skewed callers: a request of cost 0 still HSETs the window it
     // computed, so one from a clock ahead, in the window's last ms, stores the next window; the
     // callers on time are then counted in it and lose what was left of theirs.)
@@ -56,6 +58,9 @@ const BROKEN: [(&str, &[&str], &str); 17] = [
     // @upstash/ratelimit's sliding window answers -1 on a refusal, which its client reads as
     // remaining 0, though a request of cost 1 may still fit.
     ("upstash_sliding_window", &["remaining"], "remaining 0 after this request (refused)"),
+    // The bucket refills only once a caller's clock passes its last update, but the wait it tells
+    // a caller behind that update is counted from the caller's own clock: too early by the lag.
+    ("valkey_token_bucket", &["clock_skew"], "was refused too"),
 ];
 
 fn report(spec: &Path) -> (serde_json::Value, Option<i32>) {
@@ -147,8 +152,9 @@ fn same_seed_same_bytes_and_junit_for_ci() {
     let x = String::from_utf8(j.stdout).unwrap();
     assert!(x.starts_with("<?xml"), "{x}");
     assert_eq!(x.matches("<testcase ").count(), x.matches("</testcase>").count());
-    assert_eq!(x.matches("<failure ").count(), 1, "{x}");
-    assert!(x.contains("failures=\"1\""), "{x}");
+    // `ttl` (no TTL) and `clock_skew` (a lagging caller told to retry when its own window ends).
+    assert_eq!(x.matches("<failure ").count(), 2, "{x}");
+    assert!(x.contains("failures=\"2\""), "{x}");
     assert_eq!(j.status.code(), Some(1));
 }
 
@@ -602,4 +608,67 @@ fn check_sizes_patterns_by_the_cost_of_a_call() {
     assert!(n(&log, "under_limit") > 0 && n(&log, "sparse") == 20, "{log:?}");
     // The same spec and seed size the same patterns.
     assert_eq!(sized_at_10k("limits_moving_window.toml").1, log);
+}
+
+/// A failure that judges one reply names the line of the script whose `return` made it, and the
+/// line named is the file's own text at that line (JSON and text).
+#[test]
+fn a_failure_names_the_line_of_the_script_that_decided() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (stem, check, text) in [
+        // @upstash/ratelimit's sliding window answers -1 on a refusal (remaining read as 0).
+        ("upstash_sliding_window", "remaining", "return -1"),
+        // The bucket's wait for a caller behind its last update, counted from the caller's clock.
+        (
+            "valkey_token_bucket",
+            "clock_skew",
+            "return {'false', text(level), tostring(ceil_div(need - level, limit)), reset}",
+        ),
+    ] {
+        let (v, code) = report(&root.join(format!("tests/fixtures/{stem}.toml")));
+        assert_eq!(code, Some(1), "{stem}");
+        let c = check_named(&v, check);
+        assert_eq!(c["status"], "fail", "{stem}: {c:#}");
+        let d = &c["decided_at"];
+        assert_eq!(d["text"], text, "{stem}: {c:#}");
+        let file = d["file"].as_str().unwrap();
+        assert!(file.ends_with(&format!("{stem}.lua")), "{file}");
+        let line = d["line"].as_u64().unwrap() as usize;
+        let body = std::fs::read_to_string(root.join(file)).unwrap();
+        assert_eq!(body.lines().nth(line - 1).map(str::trim), Some(text), "{stem}: line {line}");
+        // A case from a caller off the server's clock writes no replay (a trace cannot say so) and
+        // says why; one on time does not say it.
+        let ev = c["evidence"].to_string();
+        let off = ev.contains(" ms behind)") || ev.contains(" ms ahead)");
+        assert_eq!(ev.contains("no replay written"), off, "{stem}: {c:#}");
+        assert!(off || check != "clock_skew", "{stem}: {c:#}");
+        // Passing checks name nothing.
+        for p in v["checks"].as_array().unwrap().iter().filter(|c| c["status"] != "fail") {
+            assert!(p.get("decided_at").is_none(), "{stem}: {p:#}");
+        }
+    }
+    let out = limitlab(&["check", "tests/fixtures/upstash_sliding_window.toml", "--no-save", "--no-timing"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("       decided at tests/fixtures/upstash_sliding_window.lua:"), "{text}");
+}
+
+/// `max_clock_lag` is a number of windows the explorations reach (0 to 2), and `weighted` a
+/// boolean; anything else stops `check` with the file, the field and the reason.
+#[test]
+fn clock_lag_and_weighted_are_checked_where_they_are_read() {
+    for (tag, edit, field, reason) in [
+        ("check_lag3", "max_clock_lag = 3.0\n", "max_clock_lag", "from 0 to 2"),
+        ("check_lagneg", "max_clock_lag = -1.0\n", "max_clock_lag", "from 0"),
+        ("check_weighted", "weighted = \"yes\"\n", "weighted", "boolean"),
+    ] {
+        let (_dir, spec) =
+            fixture_copy(tag, "upstash_fixed_window", |t| t.replacen("\n[policy]", &format!("\n{edit}[policy]"), 1));
+        let out = limitlab(&["check", &spec, "--no-save"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{tag}: {err}");
+        assert!(
+            err.contains("upstash_fixed_window.toml") && err.contains(field) && err.contains(reason),
+            "{tag}: {err}"
+        );
+    }
 }

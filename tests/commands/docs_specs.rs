@@ -163,7 +163,17 @@ fn the_reference_names_every_variable_constant_and_function() {
     let mut names: Vec<&str> = limitlab_engine::spec::expr::Var::ALL.iter().map(|(n, _)| *n).collect();
     names.extend(limitlab_engine::spec::POLICY_NAMES);
     names.extend(["floor(x)", "ceil(x)", "round(x)", "min(a, b, ...)", "max(a, b, ...)", "abs(x)", "num(x)"]);
-    names.extend(["name", "description", "family", "max_overshoot", "max_false_rejection_rate", "adapter", "model"]);
+    names.extend([
+        "name",
+        "description",
+        "family",
+        "max_overshoot",
+        "max_false_rejection_rate",
+        "max_clock_lag",
+        "weighted",
+        "adapter",
+        "model",
+    ]);
     names.extend(["script", "command", "keys", "args", "when", "allowed", "remaining", "retry_after_ms", "reset_ms"]);
     names.extend([
         "granted",

@@ -179,7 +179,9 @@ const VERDICTS: [(&str, &[&str], &str); 11] = [
     // sliding log each entry carries the caller's clock: a request from a caller behind the server
     // leaves the window early (more than the limit in one window on the server's clock)
     ("pyrate_limiter_sliding_log", &["ttl", "clock_skew"], "with no TTL"),
-    ("pyrate_limiter_fixed_window", &["ttl"], "with no TTL"),
+    // and its window is the caller's clock's: a caller behind is told to retry when its own window
+    // ends, by then the server's current window, which already holds usage (`clock_skew`)
+    ("pyrate_limiter_fixed_window", &["ttl", "clock_skew"], "with no TTL"),
     // integer µs GCRA, retry computed in the script, a PEXPIRE of twice the drain time; a request of
     // weight 0 still writes its TAT (now, on a fresh key), so one from a clock ahead stores a TAT in
     // the future and callers on time lose the difference

@@ -1,5 +1,5 @@
--- upstash_sliding_window.lua -- a sliding-window counter in the style of @upstash/ratelimit's
--- slidingWindow.
+-- two_counter_window.lua -- a base of the mutation corpus: tests/fixtures/upstash_sliding_window.lua
+-- as it is (a sliding-window counter in the style of @upstash/ratelimit's slidingWindow).
 --
 -- Style: one counter per fixed window, named by the window's index; the previous window's count is
 -- weighted by the part of it the sliding window still covers, rounded down, and added to the

@@ -75,6 +75,19 @@ impl Emulator {
         self.scripting.set_stop_flag(f);
     }
 
+    /// Turns script line tracing on or off (off by default): while on, each script or function run
+    /// records the last line of its own code that ran, the `return` (or error) that made its reply
+    /// ([`Emulator::last_script_line`]).
+    pub fn set_line_trace(&mut self, on: bool) {
+        self.scripting.set_line_trace(on);
+    }
+
+    /// With line tracing on: the last script run's SHA (or function's name) and the last line of
+    /// its code that ran.
+    pub fn last_script_line(&self) -> Option<(String, u32)> {
+        self.scripting.last_line()
+    }
+
     /// Sets how many bytes of Lua memory one script run may add before it is killed with an error
     /// (default [`lua::DEFAULT_MEMORY`]; 0 for no cap, as in Redis). The emulator stays usable.
     pub fn set_script_memory(&mut self, bytes: usize) {

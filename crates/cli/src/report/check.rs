@@ -33,6 +33,9 @@ pub fn text(r: &CheckReport) -> String {
         for e in &c.evidence {
             let _ = writeln!(s, "       {e}");
         }
+        if let Some(d) = &c.decided_at {
+            let _ = writeln!(s, "       decided at {}", d.describe());
+        }
         if let Some(p) = &c.replay {
             let _ = writeln!(s, "       replay: limitlab run {p}");
         }
@@ -149,6 +152,9 @@ pub fn junit(r: &CheckReport) -> String {
         put(Event::Start(start("testcase", &[("classname", &classname), ("name", c.name)])));
         let mut body = c.coverage.as_ref().map(|cov| format!("judged: {}\n", cov.describe())).unwrap_or_default();
         body.push_str(&c.evidence.join("\n"));
+        if let Some(d) = &c.decided_at {
+            body.push_str(&format!("\ndecided at {}", d.describe()));
+        }
         if let Some(p) = &c.replay {
             body.push_str(&format!("\nreplay: limitlab run {p}"));
         }
@@ -191,6 +197,7 @@ mod tests {
             evidence: evidence.iter().map(|e| e.to_string()).collect(),
             replay: None,
             coverage: None,
+            decided_at: None,
         };
         CheckReport {
             spec: "a<b>".into(),

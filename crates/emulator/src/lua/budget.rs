@@ -102,8 +102,8 @@ pub(crate) fn hook_key() -> *mut std::ffi::c_void {
 ///
 /// # Safety
 ///
-/// Called by Lua only, as the count hook of a VM's states (set in [`super::vm::Vm::finish`];
-/// coroutines inherit it), with LUA_MINSTACK free slots. The registry then holds, under
+/// Called by Lua only, as the count hook (and, while lines are traced, the return hook) of a VM's
+/// states (set in [`super::vm::Vm::finish`]; coroutines inherit it), with LUA_MINSTACK free slots. The registry then holds, under
 /// [`hook_key`], the address of the VM's run state, which outlives the Lua state (the VM's call
 /// context holds an Rc of it). It raises with nothing alive but that shared reference.
 pub(crate) unsafe extern "C-unwind" fn budget_hook(l: *mut mlua::ffi::lua_State, ar: *mut mlua::ffi::lua_Debug) {
@@ -112,6 +112,20 @@ pub(crate) unsafe extern "C-unwind" fn budget_hook(l: *mut mlua::ffi::lua_State,
     ffi::lua_rawget(l, ffi::LUA_REGISTRYINDEX);
     let st = &*(ffi::lua_touserdata(l, -1) as *const RunState);
     ffi::lua_settop(l, -2);
+    // Line tracing: note the line if it is the script's own code (not a library's), and nothing else.
+    // Line tracing (the return hook is on): a function of the script's own code (not a library's,
+    // not a C function) returning notes the line of its `return`; nothing else happens.
+    if (*ar).event == ffi::LUA_HOOKRET {
+        if let Some((_, line)) = st.lines.borrow_mut().as_mut() {
+            if ffi::lua_getinfo(l, c"Sl".as_ptr(), ar) != 0 && !(*ar).source.is_null() && (*ar).currentline > 0 {
+                let src = std::ffi::CStr::from_ptr((*ar).source).to_bytes();
+                if src == b"@user_script" || src == b"@user_function" {
+                    *line = (*ar).currentline;
+                }
+            }
+        }
+        return;
+    }
     // The allocator refused to grow past the run's memory cap (lmem.c makes the hook fire at the
     // next loop or call): the script is killed, whether or not it caught that error.
     if !st.killed.get() && memory_hit(l) {

@@ -37,6 +37,10 @@ pub(crate) struct RunState {
     /// (ACL, AUTH and CONFIG are `noscript`), so `redis.call` skips the ACL check for the rest of
     /// the run.
     pub(crate) acl_open: Cell<Option<bool>>,
+    /// Line tracing, for naming the line that made a script's reply: off (`None`), or the last run's
+    /// name (the script's SHA, or the function's name) and the last line of its own chunk that ran
+    /// (0: none yet). See [`super::Scripting::set_line_trace`].
+    pub(crate) lines: RefCell<Option<(String, i32)>>,
 }
 
 /// What the C functions need; owned by the VM and handed to them as a light userdata upvalue.

@@ -194,6 +194,11 @@ impl Functions {
         Ok(Functions { vm, load, libraries: IndexMap::new(), budget: super::budget::default_budget() })
     }
 
+    /// Line tracing on the functions' VM ([`super::Scripting::set_line_trace`]).
+    pub(super) fn set_line_hook(&self, on: bool) {
+        self.vm.set_line_hook(on);
+    }
+
     /// The library holding the function `name` (case-insensitive, as Redis's functions dict), and
     /// the function's index in it.
     fn find(&self, name: &[u8]) -> Option<(&Library, usize)> {

@@ -77,6 +77,7 @@ impl Scripting {
             acl_open: Cell::new(None),
             oom_at_start: Cell::new(false),
             allow_oom: Cell::new(false),
+            lines: RefCell::new(None),
         });
         let rng = Rc::new(rand48::Rand48::default());
         let vm = Vm::new(&core, &state, &rng)?;
@@ -96,6 +97,24 @@ impl Scripting {
     /// Sets the memory cap of one script call: the bytes of Lua memory it may add (0: no cap).
     pub fn set_memory_cap(&mut self, bytes: usize) {
         self.state.memory_room.set(bytes);
+    }
+
+    /// Turns line tracing on or off: while on, every script and function run records the last
+    /// line of its own code that ran (the `return` or `error` that made its reply), read with
+    /// [`Scripting::last_line`]. Off by default: the line hook costs every line a call.
+    pub fn set_line_trace(&mut self, on: bool) {
+        *self.state.lines.borrow_mut() = on.then(|| (String::new(), 0));
+        self.vm.set_line_hook(on);
+        self.functions.set_line_hook(on);
+    }
+
+    /// With line tracing on, the last run's name (a script's SHA, a function's name) and the last
+    /// line of its code that ran; `None` when tracing is off or no line ran.
+    pub fn last_line(&self) -> Option<(String, u32)> {
+        match &*self.state.lines.borrow() {
+            Some((name, line)) if *line > 0 => Some((name.clone(), *line as u32)),
+            _ => None,
+        }
     }
 
     /// In cluster mode, the slot the last script run was bound to: its declared keys' slot, or,

@@ -36,6 +36,10 @@ pub(super) fn run_function(
     st.read_only.set(read_only);
     st.resp.set(2);
     st.killed.set(false);
+    if let Some((run, line)) = st.lines.borrow_mut().as_mut() {
+        name.clone_into(run);
+        *line = 0;
+    }
     st.budget_left.set(budget.min(i64::MAX as u64) as i64);
     let room = st.memory_room.get();
     // SAFETY: the cap's fields point into the VM's global state (see Vm::mem), alive as long as the

@@ -648,3 +648,28 @@ fn script_flush_child() {
     let after = live_blocks();
     println!("flush growth: {} {FLUSHES}", after as i64 - before as i64);
 }
+
+#[test]
+fn line_tracing_names_the_line_that_replied() {
+    let mut e = Emulator::new();
+    let body = "local n = tonumber(ARGV[1])\nif n > 5 then\n  return 'big'\nend\nlocal t = {}\nfor i = 1, 3 do t[i] = i end\nreturn #t\n";
+    let sha = super::sha1_hex(body.as_bytes());
+    let run = |e: &mut Emulator, n: &[u8]| e.execute(&[b"EVAL", body.as_bytes(), b"0", n]);
+    // Off by default: nothing recorded.
+    assert_eq!(run(&mut e, b"9"), Reply::bulk("big"));
+    assert_eq!(e.last_script_line(), None);
+    e.set_line_trace(true);
+    assert_eq!(run(&mut e, b"9"), Reply::bulk("big"));
+    assert_eq!(e.last_script_line(), Some((sha.clone(), 3)));
+    assert_eq!(run(&mut e, b"1"), Reply::Int(3));
+    assert_eq!(e.last_script_line(), Some((sha.clone(), 7)));
+    // A function's own line, not the library's registration.
+    let lib = "#!lua name=tr\nredis.register_function('f', function(keys, args)\n  if args[1] == 'a' then\n    return 1\n  end\n  return 2\nend)\n";
+    assert_eq!(e.execute(&[b"FUNCTION", b"LOAD", lib.as_bytes()]), Reply::bulk("tr"));
+    assert_eq!(e.execute(&[b"FCALL", b"f", b"0", b"b"]), Reply::Int(2));
+    assert_eq!(e.last_script_line(), Some(("f".to_string(), 6)));
+    // Off again: no hook, nothing recorded, the same replies.
+    e.set_line_trace(false);
+    assert_eq!(run(&mut e, b"9"), Reply::bulk("big"));
+    assert_eq!(e.last_script_line(), None);
+}

@@ -157,7 +157,12 @@ impl Vm {
                 ffi::lua_pushlightuserdata(l, hook_key());
                 ffi::lua_pushlightuserdata(l, st);
                 ffi::lua_rawset(l, ffi::LUA_REGISTRYINDEX);
-                ffi::lua_sethook(l, Some(budget_hook), ffi::LUA_MASKCOUNT, HOOK_EVERY as std::os::raw::c_int);
+                ffi::lua_sethook(
+                    l,
+                    Some(budget_hook),
+                    hook_mask(&*st.cast::<RunState>()),
+                    HOOK_EVERY as std::os::raw::c_int,
+                );
                 // A lazier collector than Lua's default (pause 200): scripts allocate many short-lived
                 // strings and tables, and each cycle re-marks the ~50 KB the libraries keep alive. Not
                 // much lazier: the heap between cycles is then about 4x that, ~200 KB, which stays in
@@ -193,6 +198,22 @@ impl Vm {
         Ok(Vm { lua, ctx, handler, state, handler_ref, names, mem, mlua_alloc })
     }
 
+    /// Adds the return event to the hook (or takes it off), for [`super::Scripting::set_line_trace`]
+    /// (this Lua has no line hook; a return hook sees the line of the `return` that ran).
+    pub(super) fn set_line_hook(&self, on: bool) {
+        let ret = if on { mlua::ffi::LUA_MASKRET } else { 0 };
+        // SAFETY: sets the hook fields of the live main state, between calls: nothing is allocated
+        // or raised. Coroutines created later inherit the mask.
+        unsafe {
+            mlua::ffi::lua_sethook(
+                self.state,
+                Some(budget_hook),
+                mlua::ffi::LUA_MASKCOUNT | ret,
+                HOOK_EVERY as std::os::raw::c_int,
+            );
+        }
+    }
+
     /// After a kill the hook fires at every chance (count 1); the next script starts with the usual
     /// pace again.
     pub(super) fn rearm_hook(&self) {
@@ -202,10 +223,19 @@ impl Vm {
             mlua::ffi::lua_sethook(
                 self.state,
                 Some(budget_hook),
-                mlua::ffi::LUA_MASKCOUNT,
+                hook_mask(&self.ctx.state),
                 HOOK_EVERY as std::os::raw::c_int,
             );
         }
+    }
+}
+
+/// The hook's events: the count, and returns while lines are traced.
+fn hook_mask(st: &RunState) -> std::os::raw::c_int {
+    if st.lines.borrow().is_some() {
+        mlua::ffi::LUA_MASKCOUNT | mlua::ffi::LUA_MASKRET
+    } else {
+        mlua::ffi::LUA_MASKCOUNT
     }
 }
 

@@ -2,7 +2,7 @@
 //! and the helpers to name a request, play one, and save the traffic behind a failure.
 use std::path::Path;
 
-use super::report::{CheckOptions, CheckResult, NotWritten, Status};
+use super::report::{CheckOptions, CheckResult, DecidedAt, NotWritten, Status};
 use super::run::{Pattern, Replay};
 use crate::limiter::Limiter;
 use limitlab_emulator::{Error, Result};
@@ -39,6 +39,10 @@ pub(super) fn at(pat: &str, i: usize, r: &Replay<'_>) -> String {
     }
 }
 
+/// What an explored failure from a caller off the server's clock says instead of a replay.
+pub(super) const NO_SKEWED_REPLAY: &str =
+    "(no replay written: a trace cannot yet say that a caller's clock is off the server's, and replayed on one clock the case would show something else)";
+
 impl Ctx<'_> {
     /// Puts an explored case that broke `c`'s promise first in its evidence; a check not yet failed
     /// by its patterns fails with `summary` and replays the case's traffic (a check already failed
@@ -56,6 +60,48 @@ impl Ctx<'_> {
             c.summary = summary;
             c.replay = self.save("explore", c.name, sent);
         }
+    }
+
+    /// The spec's script file and line behind a traced run ([`Replay::step_traced`]): the script
+    /// whose SHA it ran, or the function library that defines the function it called.
+    pub(super) fn decided_at(&self, run: Option<(String, u32)>) -> Option<DecidedAt> {
+        let (name, line) = run?;
+        let spec = self.limiter.spec();
+        let file = spec.scripts.iter().find(|s| s.script.sha == name).or_else(|| {
+            spec.libraries.iter().find(|l| {
+                let body = &l.script.body;
+                body.contains(&format!("'{name}'")) || body.contains(&format!("\"{name}\""))
+            })
+        })?;
+        let text = file.script.body.lines().nth(line.checked_sub(1)? as usize)?.trim().to_string();
+        Some(DecidedAt { file: file.path.display().to_string(), line, text })
+    }
+
+    /// The line behind the reply to the last of `arrivals`, played on a fresh world (each at its
+    /// own time, as the patterns are).
+    pub(super) fn decided_by_replay(&self, arrivals: &[crate::traffic::Arrival]) -> Option<DecidedAt> {
+        let (last, before) = arrivals.split_last()?;
+        let mut r = Replay::new(self.limiter);
+        for a in before {
+            r.step(a, a.at.as_millis().0)?;
+        }
+        self.decided_at(r.step_traced(last, last.at.as_millis().0)?.1)
+    }
+
+    /// [`Ctx::save`] of an explored case's traffic, unless a caller's clock in it was off the
+    /// server's (`skewed`): a trace has no column for that, and replayed with every request at its
+    /// caller's time the case would show something else. Then nothing is written, and the note to
+    /// add to the evidence says why.
+    pub(super) fn save_explored(
+        &self,
+        check: &str,
+        arrivals: &[crate::traffic::Arrival],
+        skewed: bool,
+    ) -> (Option<String>, Option<String>) {
+        if skewed {
+            return (None, Some(NO_SKEWED_REPLAY.to_string()));
+        }
+        (self.save("explore", check, arrivals), None)
     }
 
     /// Writes `arrivals` as a trace and a scenario file that replays them, when an output directory

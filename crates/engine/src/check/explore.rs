@@ -162,6 +162,13 @@ impl Ctx<'_> {
         r
     }
 
+    /// The lag in ms the spec declares its keys are built for (`max_clock_lag`, in windows): 0
+    /// when it declares none.
+    pub(super) fn max_lag_ms(&self) -> i64 {
+        let w = self.limiter.params().window_ms as f64;
+        (self.limiter.spec().max_clock_lag.unwrap_or(0.0) * w).floor() as i64
+    }
+
     /// Plays what fits `subject` at `at_ms` (not asked: played, so that what it writes counts for
     /// what comes after): the largest request that fits whole (found by asking), then requests of
     /// cost 1 until one is refused (a spec that never reads `cost`, with a capacity up to
@@ -169,10 +176,22 @@ impl Ctx<'_> {
     /// capacity, then requests of 1); the units admitted, and the arrivals sent. `None` on an
     /// error.
     fn room_played(&self, r: &mut Replay<'_>, subject: &str, at_ms: i64, sent: &mut Vec<Arrival>) -> Option<u64> {
+        self.room_played_by(r, subject, at_ms, 0, sent)
+    }
+
+    /// [`Ctx::room_played`] by a caller whose clock reads `skew` ms off the server's.
+    fn room_played_by(
+        &self,
+        r: &mut Replay<'_>,
+        subject: &str,
+        at_ms: i64,
+        skew: i64,
+        sent: &mut Vec<Arrival>,
+    ) -> Option<u64> {
         let cap = self.limiter.params().capacity();
         // A spec that never reads `cost`: request by request, the whole capacity and more.
         if !self.limiter.takes_cost() && cap <= INSTANT_REQUESTS_MAX {
-            return self.units_played(r, subject, at_ms, cap + ROOM_PROBE, sent);
+            return self.units_played_by(r, subject, at_ms, skew, cap + ROOM_PROBE, sent);
         }
         let mut got = 0;
         // The largest single request that fits whole, found by asking (a copy of the keyspace,
@@ -180,7 +199,7 @@ impl Ctx<'_> {
         // capacity.
         let fill = if self.limiter.takes_cost() {
             let fits = |r: &mut Replay<'_>, c: u64| -> Option<bool> {
-                let d = r.probe(subject, at_ms, at_ms, c).ok()?;
+                let d = r.probe(subject, at_ms, at_ms + skew, c).ok()?;
                 Some(d.allowed && d.units(c) == c)
             };
             let (mut lo, mut hi) = (0, cap);
@@ -197,12 +216,12 @@ impl Ctx<'_> {
             cap.saturating_sub(ROOM_PROBE)
         };
         if fill > 0 {
-            let a = arrival_at(subject, at_ms, fill);
+            let a = arrival_at(subject, at_ms + skew, fill);
             let i = r.step(&a, at_ms)?;
             sent.push(a);
             got += r.played[i].decision.units(fill);
         }
-        Some(got + singles_played(r, subject, at_ms, 2 * ROOM_PROBE, sent)?)
+        Some(got + singles_played(r, subject, at_ms, skew, 2 * ROOM_PROBE, sent)?)
     }
 
     /// Explores `promise` with `act` (what the call does in the world that has it, at the
@@ -321,6 +340,15 @@ pub(super) struct Expiry {
     pub far: i64,
     /// ms from the first measurement to the second.
     pub then: i64,
+    /// 0, or where the spec declares `max_clock_lag`: a caller this many ms behind the server
+    /// writes `mine` units `after` ms after the fill (its clock at or before the fill's), and what
+    /// fits is measured for that caller.
+    pub lag: i64,
+    pub mine: u64,
+    pub after: i64,
+    /// For a lagging caller, the measurement at the keys' expiry comes up to `late` ms (at most
+    /// its lag) later: the span its clock may still count what the server's forgot.
+    pub late: i64,
 }
 
 impl Ctx<'_> {
@@ -330,52 +358,99 @@ impl Ctx<'_> {
     /// kept. More admitted with expiry than without means a key's expiry forgot usage that still
     /// counted. (Less admitted is a script that relies on its keys being gone once stale, which
     /// every server honours.) (cases judged, the shrunk failure with its traffic).
-    pub(super) fn explore_expiry(&self) -> (usize, Option<(String, Vec<Arrival>)>) {
+    pub(super) fn explore_expiry(&self) -> (usize, Option<(String, Vec<Arrival>, bool)>) {
         let p = self.limiter.params();
         let (w, cap) = (p.window_ms as i64, p.capacity());
         let origin = attack::origin_ms(p.window_ms);
         // A spec that never reads `cost` is filled request by request, up to
         // `INSTANT_REQUESTS_MAX` of them.
         let fills = if self.limiter.takes_cost() { 1..=cap.max(1) } else { 1..=cap.clamp(1, INSTANT_REQUESTS_MAX) };
-        let strategy = (fills, 0..w, proptest::bool::ANY, -2..=1i64, 0..=2 * w, 1..=w)
-            .prop_map(|(fill, phase, at_edge, near, far, then)| Expiry { fill, phase, at_edge, near, far, then });
+        let max_lag = self.max_lag_ms();
+        // A lagging caller in half the cases where the spec declares a lag it is built for.
+        let lag = if max_lag > 0 { prop_oneof![Just(0), 1..=max_lag].boxed() } else { Just(0).boxed() };
+        // The lagging write right after the fill in a third of the cases (its clock furthest
+        // behind); the measurement at once, 1 ms or up to the lag after the keys' expiry.
+        let after = prop_oneof![Just(0), 0..=max_lag];
+        let late = prop_oneof![Just(0), Just(1), 0..=max_lag];
+        let strategy = (fills.clone(), 0..w, proptest::bool::ANY, -2..=1i64, 0..=2 * w, 1..=w, lag, fills, after, late)
+            .prop_map(|(fill, phase, at_edge, near, far, then, lag, mine, after, late)| Expiry {
+                fill,
+                phase,
+                at_edge,
+                near,
+                far,
+                then,
+                lag,
+                mine,
+                after: after.min(lag),
+                late: late.min(lag),
+            });
         // What fits at the two measurements, with `expiry` on or off; `None` when the case has
         // nothing to judge (an error in either world: the other checks own it).
-        let world = |c: &Expiry, expiry: bool, sent: &mut Vec<Arrival>| -> Option<(u64, i64)> {
+        let world = |c: &Expiry, expiry: bool, sent: &mut Vec<Arrival>| -> Option<([u64; 2], i64, i64)> {
             let t0 = origin + c.phase;
             let mut r = self.world();
             r.backend.emu.set_expiry(expiry);
             self.units_played(&mut r, "expiry", t0, c.fill, sent)?;
-            let m1 = if c.at_edge { t0 + (r.longest_ttl()? + c.near).max(0) } else { t0 + c.far };
-            let x = self.room_played(&mut r, "expiry", m1, sent)?;
-            let y = self.room_played(&mut r, "expiry", m1 + c.then, sent)?;
-            Some((x + y, m1))
+            // The lagging caller's write while the fill's keys live (what a caller finds after
+            // they expired is no usage of its own; a limiter cannot know of a caller's lag before
+            // it writes), then what fits for it (its clock `lag` behind).
+            let last = if c.lag > 0 {
+                let after = match r.longest_ttl() {
+                    Some(t) if t >= 1 => c.after.min(t - 1),
+                    _ => c.after,
+                };
+                // Refused, it wrote nothing of its own: nothing to judge.
+                if self.units_played_by(&mut r, "expiry", t0 + after, -c.lag, c.mine, sent)? == 0 {
+                    return None;
+                }
+                t0 + after
+            } else {
+                t0
+            };
+            let m1 = if c.at_edge { last + (r.longest_ttl()? + c.near + c.late).max(0) } else { last + c.far };
+            let x = self.room_played_by(&mut r, "expiry", m1, -c.lag, sent)?;
+            let y = self.room_played_by(&mut r, "expiry", m1 + c.then, -c.lag, sent)?;
+            Some(([x, y], m1, last))
         };
-        let (judged, failed) = run_cases(self.opts.seed, b"\x7fexpiry", EXPLORE_CASES, &strategy, |c| {
-            let (Some((on, _)), Some((off, _))) = (world(c, true, &mut Vec::new()), world(c, false, &mut Vec::new()))
+        // Twice the cases where half of them are a lagging caller's.
+        let n = if max_lag > 0 { 2 * EXPLORE_CASES } else { EXPLORE_CASES };
+        let (judged, failed) = run_cases(self.opts.seed, b"\x7fexpiry", n, &strategy, |c| {
+            let (Some((on, _, _)), Some((off, _, _))) =
+                (world(c, true, &mut Vec::new()), world(c, false, &mut Vec::new()))
             else {
                 return Ok(Judged::Nothing);
             };
-            if on > off {
+            // More at the first measurement, or over both: the worlds are the same until then.
+            let (first, both) = (on[0] > off[0], on[0] + on[1] > off[0] + off[1]);
+            if first || both {
+                let (a, b) = if first { (on[0], off[0]) } else { (on[0] + on[1], off[0] + off[1]) };
                 return Ok(Judged::Broke(format!(
-                    "{on} unit(s) admitted where {off} were with expired keys kept: a key expired while its usage still counted"
+                    "{a} unit(s) admitted{} where {b} were with expired keys kept: a key expired while its usage still counted",
+                    if first { " at the first measurement" } else { "" }
                 )));
             }
             Ok(Judged::Held)
         });
         let Some((c, why)) = failed else { return (judged, None) };
         let mut sent = Vec::new();
-        let m1 = world(&c, true, &mut sent).map(|(_, m)| m).unwrap_or_default();
         let t0 = origin + c.phase;
+        let (m1, last) = world(&c, true, &mut sent).map(|(_, m, l)| (m, l)).unwrap_or((t0, t0));
+        let lagging = if c.lag > 0 {
+            format!(", then {} by a caller {} ms behind at {} (its clock {}),", c.mine, c.lag, last, last - c.lag)
+        } else {
+            ",".to_string()
+        };
         let what = format!(
-            "explored, shrunk to: {} of {cap} units used at {t0}, what fits measured at {m1} (+{} ms{}) and {} (+{} ms): {why}",
+            "explored, shrunk to: {} of {cap} units used at {t0}{lagging} what fits{} measured at {m1} (+{} ms{}) and {} (+{} ms): {why}",
             c.fill,
+            if c.lag > 0 { " for that caller" } else { "" },
             m1 - t0,
-            if c.at_edge { format!(", {} ms from the keys' expiry", c.near) } else { String::new() },
+            if c.at_edge { format!(", {} ms from the keys' expiry", c.near + c.late) } else { String::new() },
             m1 + c.then,
             m1 + c.then - t0,
         );
-        (judged, Some((what, sent)))
+        (judged, Some((what, sent, c.lag > 0)))
     }
 }
 
@@ -395,17 +470,30 @@ impl Ctx<'_> {
         upto: u64,
         sent: &mut Vec<Arrival>,
     ) -> Option<u64> {
+        self.units_played_by(r, subject, at_ms, 0, upto, sent)
+    }
+
+    /// [`Ctx::units_played`] by a caller whose clock reads `skew` ms off the server's.
+    fn units_played_by(
+        &self,
+        r: &mut Replay<'_>,
+        subject: &str,
+        at_ms: i64,
+        skew: i64,
+        upto: u64,
+        sent: &mut Vec<Arrival>,
+    ) -> Option<u64> {
         let mut got = 0;
         let mut left = upto;
         if self.limiter.takes_cost() && upto > ROOM_PROBE {
             let first = upto - ROOM_PROBE;
-            let a = arrival_at(subject, at_ms, first);
+            let a = arrival_at(subject, at_ms + skew, first);
             let i = r.step(&a, at_ms)?;
             sent.push(a);
             got += r.played[i].decision.units(first);
             left = ROOM_PROBE;
         }
-        Some(got + singles_played(r, subject, at_ms, left, sent)?)
+        Some(got + singles_played(r, subject, at_ms, skew, left, sent)?)
     }
 
     /// Explores the bound every family keeps at a single instant: whatever came before (a fill of
@@ -452,12 +540,20 @@ impl Ctx<'_> {
     }
 }
 
-/// Plays requests of cost 1 from `subject` at `at_ms`, up to `n` of them, until one is refused; the
+/// Plays requests of cost 1 from `subject` at the server's `at_ms` (the caller's clock `skew` ms
+/// off it), up to `n` of them, until one is refused; the
 /// units admitted, and the arrivals sent. `None` on an error.
-fn singles_played(r: &mut Replay<'_>, subject: &str, at_ms: i64, n: u64, sent: &mut Vec<Arrival>) -> Option<u64> {
+fn singles_played(
+    r: &mut Replay<'_>,
+    subject: &str,
+    at_ms: i64,
+    skew: i64,
+    n: u64,
+    sent: &mut Vec<Arrival>,
+) -> Option<u64> {
     let mut got = 0;
     for _ in 0..n {
-        let a = arrival_at(subject, at_ms, 1);
+        let a = arrival_at(subject, at_ms + skew, 1);
         let i = r.step(&a, at_ms)?;
         sent.push(a);
         if !r.played[i].decision.allowed {

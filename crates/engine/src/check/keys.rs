@@ -106,17 +106,24 @@ impl Ctx<'_> {
         // The same comparison, explored: any fill, measured at the ms its keys expire and
         // anywhere up to two windows later.
         let (explored, expired_early) = if relies { (0, None) } else { self.explore_expiry() };
-        if let Some((what, sent)) = &expired_early {
+        if let Some((what, sent, lagging)) = &expired_early {
             c.evidence.push(what.clone());
             if c.replay.is_none() {
-                c.replay = self.save("explore", "ttl", sent);
+                let (replay, no_replay) = self.save_explored("ttl", sent, *lagging);
+                c.replay = replay;
+                c.evidence.extend(no_replay);
             }
         }
         let ttl_reads: usize = runs.iter().map(|(_, p)| p.ttl_checked).sum();
         let compared: usize = if relies { 0 } else { runs.iter().map(|(r, _)| r.played.len()).sum() };
         let mut dims = vec!["keys after each request", "keys after the traffic", "expiry on and off"];
+        let lagging;
         if explored > 0 {
             dims.extend(["explored fills", "times at the ms keys expire and up to two windows later"]);
+            if self.max_lag_ms() > 0 {
+                lagging = format!("callers up to {} ms behind (max_clock_lag)", self.max_lag_ms());
+                dims.push(&lagging);
+            }
         }
         c.judged(keys + ttl_reads + compared + explored, &dims);
         let mut wrong = Vec::new();

@@ -100,10 +100,12 @@ impl Ctx<'_> {
             // would (`clock_skew`'s); taking room from the callers on time is the read's fault.
             ok.then_some(Some(Allowance { takes: 0, gives: c.skew != 0 }))
         });
-        if let Some((_, what, sent)) = failed {
+        if let Some((case, what, sent)) = failed {
             c.evidence.push(format!("a request of cost 0, {what}"));
             if c.replay.is_none() {
-                c.replay = self.save("explore", "peek", &sent);
+                let (replay, no_replay) = self.save_explored("peek", &sent, case.skew != 0);
+                c.replay = replay;
+                c.evidence.extend(no_replay);
             }
         }
         c.judged(

@@ -5,6 +5,7 @@ use super::probes::Probes;
 use super::report::{CheckResult, Status};
 use super::run::Replay;
 use crate::attack;
+use crate::limiter::Decision;
 use crate::spec::headers::headers;
 
 /// What the promises of a decision are judged over: every pattern's requests, at their times, after
@@ -36,6 +37,9 @@ impl Ctx<'_> {
             if let Some((i, _)) = bad.first() {
                 if c.replay.is_none() {
                     c.replay = self.save(pat.name, name, &pat.arrivals[..=*i]);
+                }
+                if c.decided_at.is_none() {
+                    c.decided_at = self.decided_by_replay(&pat.arrivals[..=*i]);
                 }
             }
         }
@@ -196,6 +200,10 @@ impl Ctx<'_> {
                 if c.replay.is_none() {
                     c.replay = self.save("oversized", "oversized", std::slice::from_ref(&a));
                 }
+            } else if self.limiter.reports().retry_after && d.retry_after_ms == Decision::TOLD_NEGATIVE {
+                c.evidence.push(format!(
+                    "cost {cost} was refused and told a negative retry_after, though it can never fit (capacity {cap}): a caller retries at once; give nil"
+                ));
             } else if self.limiter.reports().retry_after && d.retry_after_ms >= 0 {
                 let later = at_ms + d.retry_after_ms;
                 if let Ok(v) = r.probe(&subject, later, later, cost) {

@@ -48,6 +48,27 @@ pub struct CheckResult {
     /// figure (memory, speed), which judges nothing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub coverage: Option<Coverage>,
+    /// The line of the script that made the reply behind the first failure, where one can be named
+    /// (the reply the evidence judges, replayed with the emulator's line tracing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decided_at: Option<DecidedAt>,
+}
+
+/// A line of a spec's script (or function library): the `return` (or error) that made a reply.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DecidedAt {
+    /// The file, as the spec names it in messages (`scripts/fixed_window.lua`).
+    pub file: String,
+    pub line: u32,
+    /// The line's text, trimmed.
+    pub text: String,
+}
+
+impl DecidedAt {
+    /// `scripts/fixed_window.lua:92: `return {0, left, reset, reset}``.
+    pub fn describe(&self) -> String {
+        format!("{}:{}: `{}`", self.file, self.line, self.text)
+    }
 }
 
 /// How many cases a check judged and over which dimensions of the input (costs, times, key
@@ -74,7 +95,7 @@ impl CheckResult {
     /// A verdict that has judged nothing yet (0 cases); a figure has no coverage at all.
     pub(super) fn new(name: &'static str, status: Status, summary: String) -> CheckResult {
         let coverage = (status != Status::Info).then(Coverage::default);
-        CheckResult { name, status, summary, evidence: Vec::new(), replay: None, coverage }
+        CheckResult { name, status, summary, evidence: Vec::new(), replay: None, coverage, decided_at: None }
     }
 
     /// Records that `cases` cases were judged over `dimensions`.

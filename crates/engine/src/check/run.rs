@@ -433,6 +433,16 @@ impl<'l> Replay<'l> {
         Some(self.played.len() - 1)
     }
 
+    /// [`Replay::step`] with the emulator's script line tracing on: the request's index, and the
+    /// last script run's SHA (or function's name) with the line of its code that made the reply.
+    pub fn step_traced(&mut self, a: &Arrival, server_ms: i64) -> Option<(usize, Option<(String, u32)>)> {
+        self.backend.emu.set_line_trace(true);
+        let i = self.step(a, server_ms);
+        let line = self.backend.emu.last_script_line();
+        self.backend.emu.set_line_trace(false);
+        i.map(|i| (i, line))
+    }
+
     /// Runs a lifecycle operation (refund, reset, clear) of `subject` at `at_ms` (both clocks); its
     /// calls are recorded with the next request's.
     pub fn op(&mut self, op: crate::spec::Op, subject: &str, at_ms: i64, cost: u64) -> Result<()> {

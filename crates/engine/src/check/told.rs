@@ -44,6 +44,16 @@ pub(super) struct Told {
     pub edge: i64,
 }
 
+/// A told exploration's shrunk failure: what it shows, its traffic, and the line of the script
+/// that made the call's reply, where one can be named.
+pub(super) struct Explored {
+    pub what: String,
+    pub sent: Vec<Arrival>,
+    pub decided_at: Option<super::report::DecidedAt>,
+    /// The caller's clock was off the server's (no replay can be written yet).
+    pub skewed: bool,
+}
+
 /// The dimensions every told exploration covers, for the check lines.
 pub(super) const TOLD_DIMS: [&str; 4] = [
     "explored key states (missing, partly used, full; live, expiring, expired; one window or two)",
@@ -73,7 +83,7 @@ impl Ctx<'_> {
         costs: std::ops::RangeInclusive<u64>,
         skews: std::ops::RangeInclusive<i64>,
         judge: &Judge<'_>,
-    ) -> (usize, Option<(String, Vec<Arrival>)>) {
+    ) -> (usize, Option<Explored>) {
         let p = self.limiter.params();
         let (w, cap) = (p.window_ms as i64, p.capacity());
         let origin = attack::origin_ms(p.window_ms);
@@ -94,7 +104,9 @@ impl Ctx<'_> {
                 None => t0 + c.gap,
             }
         };
-        let play = |c: &Told, sent: &mut Vec<Arrival>| -> Verdict {
+        // `line`: where to note the line of the script that made the call's reply (the replay of a
+        // failure only).
+        let play = |c: &Told, sent: &mut Vec<Arrival>, line: Option<&mut Option<(String, u32)>>| -> Verdict {
             let t0 = origin + c.phase;
             let mut r = Replay::new(self.limiter);
             if c.prev > 0 {
@@ -110,7 +122,14 @@ impl Ctx<'_> {
             }
             let at = call_at(c, &mut r);
             let a = arrival_at("told", at + c.skew, c.cost);
-            let Some(i) = r.step(&a, at) else {
+            let stepped = match line {
+                Some(line) => r.step_traced(&a, at).map(|(i, l)| {
+                    *line = l;
+                    i
+                }),
+                None => r.step(&a, at),
+            };
+            let Some(i) = stepped else {
                 // A request of cost 0 that errors is `peek`'s to judge.
                 if c.cost == 0 {
                     return Ok(false);
@@ -126,11 +145,12 @@ impl Ctx<'_> {
         let tag: Vec<u8> = std::iter::once(0x7e).chain(promise.bytes()).collect();
         let (judged, failed) = super::explore::run_cases(self.opts.seed, &tag, TOLD_CASES, &strategy, |c| {
             // A broken promise comes back as `Err` here, and is not counted as judged.
-            Ok(if play(c, &mut Vec::new())? { Judged::Held } else { Judged::Nothing })
+            Ok(if play(c, &mut Vec::new(), None)? { Judged::Held } else { Judged::Nothing })
         });
         let Some((c, why)) = failed else { return (judged, None) };
         let mut sent = Vec::new();
-        let _ = play(&c, &mut sent);
+        let mut line = None;
+        let _ = play(&c, &mut sent, Some(&mut line));
         let t0 = origin + c.phase;
         let at = sent.last().map(|a| a.at.as_millis().0 - c.skew).unwrap_or(t0 + c.gap);
         let what = format!(
@@ -143,23 +163,20 @@ impl Ctx<'_> {
             at + c.skew,
             super::explore::clock_offset(c.skew),
         );
-        (judged, Some((what, sent)))
+        (judged, Some(Explored { what, sent, decided_at: self.decided_at(line), skewed: c.skew != 0 }))
     }
 
     /// Adds a told exploration to the check just pushed (named `name`): its cases, and a failure
     /// with its evidence and replay.
-    pub(super) fn add_told(
-        &mut self,
-        name: &str,
-        explored: (usize, Option<(String, Vec<Arrival>)>),
-        told_dims: &[&str],
-    ) {
+    pub(super) fn add_told(&mut self, name: &str, explored: (usize, Option<Explored>), told_dims: &[&str]) {
         let (n, failed) = explored;
         // A replay already saved for this check (a pattern's) is kept: saving the exploration's
         // traffic would write over that file, which the check's replay names.
         let has_replay = self.checks.iter().rev().find(|c| c.name == name).is_some_and(|c| c.replay.is_some());
-        let replay =
-            if has_replay { None } else { failed.as_ref().and_then(|(_, sent)| self.save("explore", name, sent)) };
+        let (replay, no_replay) = match &failed {
+            Some(f) if !has_replay => self.save_explored(name, &f.sent, f.skewed),
+            _ => (None, None),
+        };
         let Some(c) = self.checks.iter_mut().rev().find(|c| c.name == name) else { return };
         if c.status == Status::Skip {
             return;
@@ -176,10 +193,14 @@ impl Ctx<'_> {
         let dims: Vec<&str> = dims.iter().map(String::as_str).collect();
         CheckResult::judged(c, cases + n, &dims);
         match failed {
-            Some((what, _)) => {
-                c.evidence.push(what);
+            Some(f) => {
+                c.evidence.push(f.what);
+                c.evidence.extend(no_replay);
                 if c.replay.is_none() {
                     c.replay = replay;
+                }
+                if c.decided_at.is_none() {
+                    c.decided_at = f.decided_at;
                 }
                 if c.status != Status::Fail {
                     c.status = Status::Fail;
@@ -252,34 +273,73 @@ impl Ctx<'_> {
     }
 
     /// `retry_after`, explored: retrying (the same caller, the same request) after it is
-    /// admitted, 1 ms earlier refused.
+    /// admitted, 1 ms earlier refused. Callers on time: what a caller off the server's clock is
+    /// told is `clock_skew`'s ([`Ctx::told_skew`]), its own stimulus.
     pub(super) fn told_retry_after(&mut self) {
         let reports = self.limiter.reports();
         if !reports.retry_after {
             return;
         }
-        // Callers on time: a caller behind may rightly be told its own clock's wait (a bucket that
-        // refills only for time after its last update), which is no promise to judge it by.
         let out = self.explore_told("retry_after", self.told_costs(1), 0..=0, &|ask, c, d, now| {
-            let mut same = |x: i64, costs: &[u64]| ask(x - c.skew, x, costs);
+            let mut same = |x: i64, costs: &[u64]| ask(x, x, costs);
             match crate::limiter::honesty::retry_after(d, reports, now, c.cost, &mut same) {
                 None => Ok(false),
-                Some(mut v) => {
-                    // A skewed caller's keys expire on the server's clock, not its own: what it is
-                    // told is judged one way, that retrying then is admitted (not that 1 ms
-                    // earlier is refused: its keys may be gone by then).
-                    if c.skew != 0 {
-                        v.wrong.retain(|x| !x.contains("1 ms earlier"));
-                    }
-                    if v.wrong.is_empty() {
-                        Ok(true)
-                    } else {
-                        Err(v.wrong.join("; "))
-                    }
-                }
+                Some(v) if v.wrong.is_empty() => Ok(true),
+                Some(v) => Err(v.wrong.join("; ")),
             }
         });
         self.add_told("retry_after", out, &TOLD_DIMS[..3]);
+    }
+
+    /// `clock_skew`, explored: what a caller behind or ahead of the server is told, kept on its own
+    /// clock. A `retry_after` (and the `Retry-After` it makes) is a promise to the caller that acts
+    /// on it: retrying then, the same caller is admitted. One way only: being admitted earlier is
+    /// no fault (its keys expire on the server's clock), and the reset and the `RateLimit` quota
+    /// are not judged (a limiter with a key per window rightly restarts a lagging caller's window
+    /// on its own clock, where usage of the server's next window may already be). A caller behind
+    /// a bucket's last update must be told the refill time plus its lag.
+    pub(super) fn told_skew(&mut self) {
+        let reports = self.limiter.reports();
+        if !reports.retry_after {
+            return;
+        }
+        let params = self.limiter.params();
+        let out = self.explore_told("clock_skew", self.told_costs(1), self.skews(), &|ask, c, d, now| {
+            // A negative wait is `retry_after`'s to judge, whoever is told it.
+            if c.skew == 0 || d.retry_after_ms == Decision::TOLD_NEGATIVE {
+                return Ok(false);
+            }
+            let mut same = |x: i64, costs: &[u64]| ask(x - c.skew, x, costs);
+            let mut wrong = Vec::new();
+            if let Some(mut v) = crate::limiter::honesty::retry_after(d, reports, now, c.cost, &mut same) {
+                v.wrong.retain(|x| !x.contains("1 ms earlier"));
+                wrong.extend(v.wrong);
+            }
+            if let Some(v) = crate::limiter::honesty::headers_judged(d, reports, &params, now, c.cost, false, &mut same)
+            {
+                wrong.extend(v.wrong);
+            }
+            if wrong.is_empty() {
+                return Ok(crate::limiter::honesty::promises_retry(d, reports));
+            }
+            // The same request from a caller on time at the same ms: when what it is told breaks
+            // the promise too, the skew changes nothing, and the verdict is `retry_after`'s or
+            // `headers`'.
+            let server = now - c.skew;
+            let mut on_time = |x: i64, costs: &[u64]| ask(x, x, costs);
+            if let Some(d0) = on_time(server, &[c.cost]).map(|v| v[0]) {
+                let retry = crate::limiter::honesty::retry_after(&d0, reports, server, c.cost, &mut on_time)
+                    .is_some_and(|v| v.wrong.iter().any(|x| !x.contains("1 ms earlier")));
+                let header =
+                    crate::limiter::honesty::headers_judged(&d0, reports, &params, server, c.cost, false, &mut on_time)
+                        .is_some_and(|v| !v.wrong.is_empty());
+                if retry || header {
+                    return Ok(false);
+                }
+            }
+            Err(wrong.join("; "))
+        });
+        self.add_told("clock_skew", out, &[TOLD_DIMS[0], TOLD_DIMS[1], TOLD_DIMS[2], "callers behind and ahead"]);
     }
 
     /// The headers, explored: `Retry-After` and `RateLimit` kept by the same caller, and a
@@ -294,19 +354,17 @@ impl Ctx<'_> {
         let cap = params.capacity();
         let quota_max = crate::limiter::honesty::QUOTA_PROBE_MAX;
         let out = self.explore_told("headers", self.told_costs(0), 0..=0, &|ask, c, d, now| {
-            let mut same = |x: i64, costs: &[u64]| ask(x - c.skew, x, costs);
+            let mut same = |x: i64, costs: &[u64]| ask(x, x, costs);
             let v = crate::limiter::honesty::headers_judged(d, reports, &params, now, c.cost, true, &mut same);
             if let Some(v) = &v {
                 if !v.wrong.is_empty() {
                     return Err(v.wrong.join("; "));
                 }
             }
-            // The reset, to the ms: the quota not back before it (else it was told too late), for
-            // a caller on time (a skewed caller's keys expire on the server's clock).
-            // Nor short of it at the reset (else it was told too early: a client that waits for
-            // it is refused).
-            if c.skew == 0
-                && reports.reset
+            // The reset, to the ms: the quota not back before it (else it was told too late), nor
+            // short of it at the reset (else it was told too early: a client that waits for it is
+            // refused).
+            if reports.reset
                 && reports.reset_means == crate::spec::ResetMeans::Quota
                 && d.reset_after_ms >= 0
                 && cap <= quota_max

@@ -65,6 +65,12 @@ fn promises_quota(d: &Decision, reports: Reports) -> bool {
 /// Judges `d`'s `retry_after_ms` (a request of `cost` decided at `now_ms`): `None` when it makes no
 /// promise.
 pub fn retry_after(d: &Decision, reports: Reports, now_ms: i64, cost: u64, ask: &mut Ask<'_>) -> Option<Verdict> {
+    if reports.retry_after && !d.allowed && d.retry_after_ms == Decision::TOLD_NEGATIVE {
+        return Some(Verdict {
+            checked: 1,
+            wrong: vec!["refused and told a negative retry_after: a caller that waits that long retries at once (leave it nil when the request never fits)".into()],
+        });
+    }
     if !promises_retry(d, reports) {
         return None;
     }

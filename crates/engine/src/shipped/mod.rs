@@ -257,6 +257,11 @@ impl Decision {
     /// The value of a field a seed script does not report.
     pub const NOT_REPORTED: i64 = -1;
 
+    /// The `retry_after_ms` of a refusal whose client (an adapter) tells its caller a negative
+    /// wait, which the declarative form cannot say (there a negative value, like nil, is "no
+    /// retry": the request never fits). Below every real value, so it promises no retry.
+    pub const TOLD_NEGATIVE: i64 = i64::MIN;
+
     /// The decision of a seed script, which only reports `allowed`.
     pub fn allowed_only(allowed: bool) -> Decision {
         Decision {

@@ -210,6 +210,10 @@ struct Row<'a> {
 /// A decision field as the file writes it: `None` (empty, `null`) when the spec does not report it
 /// or its expression gave `nil` for this decision.
 fn field(reported: bool, value: i64) -> Option<i64> {
+    // A negative wait an adapter told is written as -1 (its value is not kept).
+    if reported && value == Decision::TOLD_NEGATIVE {
+        return Some(-1);
+    }
     (reported && value != Decision::NOT_REPORTED).then_some(value)
 }
 

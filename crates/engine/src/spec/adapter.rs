@@ -187,10 +187,17 @@ impl AdapterState {
             LuaValue::Number(x) => x != 0.0,
             _ => return Err(bad(path, "allowed", "true, false, 1 or 0", &describe())),
         };
+        // A refusal told a negative wait: the caller would retry at once (nil says "never fits").
+        let retry_after_ms = match num("retry_after_ms", true)? {
+            x if !allowed && x < 0 && !matches!(out.get::<LuaValue>("retry_after_ms"), Ok(LuaValue::Nil)) => {
+                Decision::TOLD_NEGATIVE
+            }
+            x => x,
+        };
         Ok(Decision {
             allowed,
             remaining: num("remaining", false)?,
-            retry_after_ms: num("retry_after_ms", true)?,
+            retry_after_ms,
             reset_after_ms: num("reset_ms", true)?,
             granted: if ctx.reports.granted { num("granted", false)? } else { Decision::NOT_REPORTED },
         })

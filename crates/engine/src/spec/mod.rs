@@ -138,6 +138,13 @@ pub struct Spec {
     pub max_overshoot: Option<f64>,
     /// The largest share of calls an exact sliding log admits that the author accepts refused.
     pub max_false_rejection_rate: Option<f64>,
+    /// How far behind the server (and the other callers) a caller's clock may be, in windows,
+    /// with the limiter's keys still holding its usage for as long as its own clock counts it:
+    /// the lag the author built the key's TTL for (`None`, as 0: none promised).
+    pub max_clock_lag: Option<f64>,
+    /// Whether the client sends requests of any cost (`weighted`), when stated; else read from
+    /// the program ([`Spec::uses_cost`]).
+    pub weighted: Option<bool>,
     /// The intended policy (limit per window, burst): the default when a tool is given no other.
     pub policy: Params,
     /// limitlab's exact Rust model of the script, for its own shipped scripts.
@@ -228,6 +235,8 @@ struct RawSpec {
     family: Option<Spanned<String>>,
     max_overshoot: Option<Spanned<f64>>,
     max_false_rejection_rate: Option<Spanned<f64>>,
+    max_clock_lag: Option<Spanned<f64>>,
+    weighted: Option<bool>,
     model: Option<Spanned<String>>,
     adapter: Option<Spanned<String>>,
     reports: Option<Spanned<Vec<String>>>,
@@ -490,6 +499,16 @@ impl Spec {
         };
         let max_overshoot = positive_f(&raw.max_overshoot, "max_overshoot")?;
         let max_false_rejection_rate = positive_f(&raw.max_false_rejection_rate, "max_false_rejection_rate")?;
+        let max_clock_lag = positive_f(&raw.max_clock_lag, "max_clock_lag")?;
+        if let (Some(r), Some(x)) = (&raw.max_clock_lag, max_clock_lag) {
+            if x > 2.0 {
+                return Err(invalid(
+                    r.span(),
+                    "max_clock_lag",
+                    format!("is in windows, from 0 to 2 (the lags `check` explores); got {x}"),
+                ));
+            }
+        }
         if let (Some(r), Some(x)) = (&raw.max_false_rejection_rate, max_false_rejection_rate) {
             if x > 1.0 {
                 return Err(invalid(
@@ -896,6 +915,8 @@ impl Spec {
             family,
             max_overshoot,
             max_false_rejection_rate,
+            max_clock_lag,
+            weighted: raw.weighted,
             policy,
             model,
             scripts,
@@ -1050,9 +1071,10 @@ impl Spec {
         self.mentions("burst")
     }
 
-    /// Whether any template or expression reads `cost` (an adapter may: assumed yes).
+    /// Whether the client sends requests of any cost: `weighted` when the spec says, else whether
+    /// any template or expression reads `cost` (an adapter: whether its code names `cost`).
     pub fn uses_cost(&self) -> bool {
-        self.mentions("cost")
+        self.weighted.unwrap_or_else(|| self.mentions("cost"))
     }
 
     /// Whether any piece of the program mentions the word `name`. An adapter is read as Lua text:
