@@ -85,7 +85,7 @@ fn replies_are_read_as_the_specs_say() {
     assert!(matches!(&e, Error::Script { reply, .. } if reply == "ERR invalid cost"), "{e}");
     let e = ours.read_single(Reply::Int(1), "u", 0, 1, &mut buf).unwrap_err().to_string();
     assert!(
-        e.starts_with("scripts/fixed_window.toml:21: field `decision.allowed`: index 1 of 1, which is not an array"),
+        e.starts_with("scripts/fixed_window.toml:22: field `decision.allowed`: index 1 of 1, which is not an array"),
         "{e}"
     );
     let seed = Limiter::new(Variant::SEED_FIXED_WINDOW, Params::new(3, 1000)).unwrap();
