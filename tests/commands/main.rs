@@ -10,6 +10,7 @@ mod bench_cli;
 mod check_cli;
 mod check_verdicts;
 mod cli;
+mod docs_architecture;
 mod docs_figures;
 mod docs_specs;
 mod files_io;
