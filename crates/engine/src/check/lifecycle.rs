@@ -7,6 +7,7 @@ use super::report::{CheckResult, Status};
 use super::run::Replay;
 use super::sizes::{DEFAULT_OVERSHOOT_BOUND, ROOM_PROBE};
 use crate::attack;
+use crate::spec::Op;
 
 impl Ctx<'_> {
     /// How much fits `subject` at `at_ms` on `r`: a request of nearly the capacity (leaving
@@ -135,7 +136,7 @@ impl Ctx<'_> {
     /// - clear: every subject has as much room as an unused one.
     pub(super) fn lifecycle(&mut self) {
         let spec = self.limiter.spec();
-        let have: Vec<crate::spec::Op> = crate::spec::Op::ALL.into_iter().filter(|o| spec.has_op(*o)).collect();
+        let have: Vec<Op> = Op::ALL.into_iter().filter(|o| spec.has_op(*o)).collect();
         if have.is_empty() {
             self.checks.push(CheckResult::new(
                 "lifecycle",
@@ -148,150 +149,20 @@ impl Ctx<'_> {
         let (w, cap) = (p.window_ms as i64, p.capacity());
         let t = attack::origin_ms(p.window_ms) + w / 3;
         let k = if self.limiter.takes_cost() { cap.min(2) } else { 1 };
-        let before = cap.saturating_sub(k + ROOM_PROBE / 2);
         let mut c = CheckResult::new("lifecycle", Status::Pass, String::new());
         let mut judged = 0;
-        let err = |c: &mut CheckResult, r: &Replay<'_>, what: &str| {
-            let e = r.error_line();
-            c.evidence.push(format!("{what}: error: {e}"));
-        };
-        // `fill` units of `subject` at `at` (one request when the spec reads cost).
-        let fill = |r: &mut Replay<'_>, subject: &str, at: i64, n: u64| -> bool {
-            if n == 0 {
-                return true;
-            }
-            if self.limiter.takes_cost() {
-                r.step(&arrival_at(subject, at, n), at).is_some()
-            } else {
-                (0..n).all(|_| r.step(&arrival_at(subject, at, 1), at).is_some())
-            }
-        };
         for &op in &have {
-            match op {
-                crate::spec::Op::Refund => {
-                    for later in [0, w / 2, w] {
-                        let t2 = t + later;
-                        let mut a = Replay::new(self.limiter);
-                        let mut b = Replay::new(self.limiter);
-                        if !(fill(&mut a, "life", t - 1, before) && fill(&mut b, "life", t - 1, before)) {
-                            err(
-                                &mut c,
-                                if a.error.is_some() { &a } else { &b },
-                                &format!("{before} units used at {}", t - 1),
-                            );
-                            break;
-                        }
-                        let Some(i) = a.step(&arrival_at("life", t, k), t) else {
-                            err(&mut c, &a, &format!("a request of cost {k} at {t}"));
-                            break;
-                        };
-                        if !a.played[i].decision.allowed {
-                            continue;
-                        }
-                        if a.op(op, "life", t2, k).is_err() {
-                            err(&mut c, &a, &format!("a refund of {k} at {t2}"));
-                            break;
-                        }
-                        b.align_turns(&a);
-                        judged += 1;
-                        if let (Some(x), Some(y)) = (self.room(&mut a, "life", t2), self.room(&mut b, "life", t2)) {
-                            if x != y {
-                                c.evidence.push(format!(
-                                    "{before} of {cap} units used at {}, a request of cost {k} admitted at {t} and refunded at {t2} (+{later} ms): {x} unit(s) fit then where {y} fit had the request never come: the refund gave back {}",
-                                    t - 1,
-                                    if x > y { format!("{} unit(s) too many", x - y) } else { format!("{} unit(s) too few", y - x) }
-                                ));
-                            }
-                        }
-                    }
-                }
-                crate::spec::Op::Reset | crate::spec::Op::Clear => {
-                    for later in [0, w / 2] {
-                        let t2 = t + later;
-                        let mut a = Replay::new(self.limiter);
-                        let mut b = Replay::new(self.limiter);
-                        if !(fill(&mut a, "life", t - 1, cap)
-                            && fill(&mut a, "other", t - 1, cap)
-                            && fill(&mut b, "other", t - 1, cap))
-                        {
-                            err(
-                                &mut c,
-                                if a.error.is_some() { &a } else { &b },
-                                &format!("{cap} units used at {}", t - 1),
-                            );
-                            break;
-                        }
-                        if a.op(op, "life", t2, 0).is_err() {
-                            err(&mut c, &a, &format!("a {} at {t2}", op.name()));
-                            break;
-                        }
-                        b.align_turns(&a);
-                        judged += 1;
-                        let fresh = self.room(&mut b, "life", t2);
-                        let (x, y) = (self.room(&mut a, "life", t2), fresh);
-                        if let (Some(x), Some(y)) = (x, y) {
-                            if x != y {
-                                c.evidence.push(format!(
-                                    "a full subject, then a {} at {t2} (+{later} ms): {x} unit(s) fit where an unused subject has {y}",
-                                    op.name()
-                                ));
-                            }
-                        }
-                        // The other subject: untouched by a reset of one, unused after a clear.
-                        let y = if op == crate::spec::Op::Clear {
-                            let mut fresh = Replay::new(self.limiter);
-                            fresh.align_turns(&a);
-                            self.room(&mut fresh, "other", t2)
-                        } else {
-                            self.room(&mut b, "other", t2)
-                        };
-                        let x = self.room(&mut a, "other", t2);
-                        if let (Some(x), Some(y)) = (x, y) {
-                            if x != y {
-                                c.evidence.push(format!(
-                                    "a {} of subject `life` at {t2}: the other subject, full before, then has {x} unit(s) of room where {y} {}",
-                                    op.name(),
-                                    if op == crate::spec::Op::Clear { "are an unused subject's: a clear must reset every subject" } else { "were its own: a reset of one subject must not touch another" }
-                                ));
-                            }
-                        }
-                    }
-                }
-                crate::spec::Op::Request => {}
-            }
+            judged += match op {
+                Op::Refund => self.refunds_played(&mut c, t, k),
+                Op::Reset | Op::Clear => self.resets_played(&mut c, op, t),
+                Op::Request => 0,
+            };
         }
         // Refunds explored: any fill, time and measurement (specs that read `cost`: the
         // measurement fills the capacity in one request).
         let mut explored = 0;
-        if have.contains(&crate::spec::Op::Refund) && self.limiter.takes_cost() {
-            let (n, failed) = self.explore(
-                "refund",
-                Dims { skews: 0..=0, edges: false, soon: false, cases: EXPLORE_CASES },
-                &|r, c, at, sent| {
-                    // A request on a missing or expired key may start a window there, which no refund
-                    // can take back: that is the request's doing, not the refund's. Judged on a live
-                    // subject (used less than half a window before), where both worlds share the window.
-                    if c.fill == 0 || c.gap >= w / 2 {
-                        return Some(None);
-                    }
-                    let a = arrival_at("explore", at, k);
-                    let i = r.step(&a, at)?;
-                    sent.push(a);
-                    if !r.played[i].decision.allowed {
-                        return Some(None);
-                    }
-                    let back = at + c.later / 2;
-                    r.op(crate::spec::Op::Refund, "explore", back, k).ok()?;
-                    Some(Some(Allowance::NOTHING))
-                },
-            );
-            explored = n;
-            if let Some((_, what, sent)) = failed {
-                c.evidence.push(format!("a request of cost {k} admitted at the call's time and refunded half way to the measurement, {what}"));
-                if c.replay.is_none() {
-                    c.replay = self.save("explore", "lifecycle", &sent);
-                }
-            }
+        if have.contains(&Op::Refund) && self.limiter.takes_cost() {
+            explored = self.refunds_explored(&mut c, k);
         }
         let names: Vec<&str> = have.iter().map(|o| o.name()).collect();
         c.judged(
@@ -308,6 +179,151 @@ impl Ctx<'_> {
             c.summary = format!("{} problem(s) with the client's {}", c.evidence.len(), names.join(", "));
         }
         self.checks.push(c);
+    }
+
+    /// `n` units of `subject` at `at` (one request when the spec reads cost); false on an error.
+    fn fill(&self, r: &mut Replay<'_>, subject: &str, at: i64, n: u64) -> bool {
+        if n == 0 {
+            return true;
+        }
+        if self.limiter.takes_cost() {
+            r.step(&arrival_at(subject, at, n), at).is_some()
+        } else {
+            (0..n).all(|_| r.step(&arrival_at(subject, at, 1), at).is_some())
+        }
+    }
+
+    /// A request of cost `k` at `t` refunded at once, half a window and a window later, against the
+    /// world where it never came: the same room afterwards. The cases judged.
+    fn refunds_played(&self, c: &mut CheckResult, t: i64, k: u64) -> usize {
+        let p = self.limiter.params();
+        let (w, cap) = (p.window_ms as i64, p.capacity());
+        let before = cap.saturating_sub(k + ROOM_PROBE / 2);
+        let mut judged = 0;
+        for later in [0, w / 2, w] {
+            let t2 = t + later;
+            let mut a = Replay::new(self.limiter);
+            let mut b = Replay::new(self.limiter);
+            if !(self.fill(&mut a, "life", t - 1, before) && self.fill(&mut b, "life", t - 1, before)) {
+                failed(c, if a.error.is_some() { &a } else { &b }, &format!("{before} units used at {}", t - 1));
+                break;
+            }
+            let Some(i) = a.step(&arrival_at("life", t, k), t) else {
+                failed(c, &a, &format!("a request of cost {k} at {t}"));
+                break;
+            };
+            if !a.played[i].decision.allowed {
+                continue;
+            }
+            if a.op(Op::Refund, "life", t2, k).is_err() {
+                failed(c, &a, &format!("a refund of {k} at {t2}"));
+                break;
+            }
+            b.align_turns(&a);
+            judged += 1;
+            if let (Some(x), Some(y)) = (self.room(&mut a, "life", t2), self.room(&mut b, "life", t2)) {
+                if x != y {
+                    c.evidence.push(format!(
+                        "{before} of {cap} units used at {}, a request of cost {k} admitted at {t} and refunded at {t2} (+{later} ms): {x} unit(s) fit then where {y} fit had the request never come: the refund gave back {}",
+                        t - 1,
+                        if x > y { format!("{} unit(s) too many", x - y) } else { format!("{} unit(s) too few", y - x) }
+                    ));
+                }
+            }
+        }
+        judged
+    }
+
+    /// A reset (or a clear) of a full subject at once and half a window later: the subject then as
+    /// an unused one, and another subject untouched by a reset, unused after a clear. The cases
+    /// judged.
+    fn resets_played(&self, c: &mut CheckResult, op: Op, t: i64) -> usize {
+        let p = self.limiter.params();
+        let (w, cap) = (p.window_ms as i64, p.capacity());
+        let mut judged = 0;
+        for later in [0, w / 2] {
+            let t2 = t + later;
+            let mut a = Replay::new(self.limiter);
+            let mut b = Replay::new(self.limiter);
+            if !(self.fill(&mut a, "life", t - 1, cap)
+                && self.fill(&mut a, "other", t - 1, cap)
+                && self.fill(&mut b, "other", t - 1, cap))
+            {
+                failed(c, if a.error.is_some() { &a } else { &b }, &format!("{cap} units used at {}", t - 1));
+                break;
+            }
+            if a.op(op, "life", t2, 0).is_err() {
+                failed(c, &a, &format!("a {} at {t2}", op.name()));
+                break;
+            }
+            b.align_turns(&a);
+            judged += 1;
+            let fresh = self.room(&mut b, "life", t2);
+            let (x, y) = (self.room(&mut a, "life", t2), fresh);
+            if let (Some(x), Some(y)) = (x, y) {
+                if x != y {
+                    c.evidence.push(format!(
+                        "a full subject, then a {} at {t2} (+{later} ms): {x} unit(s) fit where an unused subject has {y}",
+                        op.name()
+                    ));
+                }
+            }
+            // The other subject: untouched by a reset of one, unused after a clear.
+            let y = if op == Op::Clear {
+                let mut fresh = Replay::new(self.limiter);
+                fresh.align_turns(&a);
+                self.room(&mut fresh, "other", t2)
+            } else {
+                self.room(&mut b, "other", t2)
+            };
+            let x = self.room(&mut a, "other", t2);
+            if let (Some(x), Some(y)) = (x, y) {
+                if x != y {
+                    c.evidence.push(format!(
+                        "a {} of subject `life` at {t2}: the other subject, full before, then has {x} unit(s) of room where {y} {}",
+                        op.name(),
+                        if op == Op::Clear { "are an unused subject's: a clear must reset every subject" } else { "were its own: a reset of one subject must not touch another" }
+                    ));
+                }
+            }
+        }
+        judged
+    }
+
+    /// Refunds explored: a request of cost `k` refunded half way to the measurement, on a live
+    /// subject, takes nothing from what fits afterwards. The cases judged.
+    fn refunds_explored(&self, c: &mut CheckResult, k: u64) -> usize {
+        let w = self.limiter.params().window_ms as i64;
+        let (n, failed) = self.explore(
+            "refund",
+            Dims { skews: 0..=0, edges: false, soon: false, cases: EXPLORE_CASES },
+            &|r, case, at, sent| {
+                // A request on a missing or expired key may start a window there, which no refund
+                // can take back: that is the request's doing, not the refund's. Judged on a live
+                // subject (used less than half a window before), where both worlds share the window.
+                if case.fill == 0 || case.gap >= w / 2 {
+                    return Some(None);
+                }
+                let a = arrival_at("explore", at, k);
+                let i = r.step(&a, at)?;
+                sent.push(a);
+                if !r.played[i].decision.allowed {
+                    return Some(None);
+                }
+                let back = at + case.later / 2;
+                r.op(Op::Refund, "explore", back, k).ok()?;
+                Some(Some(Allowance::NOTHING))
+            },
+        );
+        if let Some((_, what, sent)) = failed {
+            c.evidence.push(format!(
+                "a request of cost {k} admitted at the call's time and refunded half way to the measurement, {what}"
+            ));
+            if c.replay.is_none() {
+                c.replay = self.save("explore", "lifecycle", &sent);
+            }
+        }
+        n
     }
 
     /// Callers whose clock is off the server's, played (not asked "what if"), so that what a
@@ -464,4 +480,9 @@ impl Ctx<'_> {
         }
         self.checks.push(c);
     }
+}
+
+/// An operation of the lifecycle check that got an error: its evidence.
+fn failed(c: &mut CheckResult, r: &Replay<'_>, what: &str) {
+    c.evidence.push(format!("{what}: error: {}", r.error_line()));
 }

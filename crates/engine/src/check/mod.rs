@@ -96,67 +96,14 @@ impl Drop for Stages {
 pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
     let p = limiter.params();
     let spec = limiter.spec();
-    // The traffic is sized from the policy (a burst is a quarter more than the capacity): above
-    // MAX_CHECKED_CAPACITY it would be more requests, and memory, than a check can hold, so such a
-    // policy is refused at once, saying so, instead of running out of memory.
-    for (name, q) in spec.policies(&p) {
-        if q.limit.max(q.capacity()) > MAX_CHECKED_CAPACITY {
-            return Err(Error::Invalid {
-                context: spec.origin.display().to_string(),
-                field: if name == "policy" { "policy.limit".into() } else { format!("policy `{name}`") },
-                reason: format!(
-                    "limit {} (capacity {}) is above the {MAX_CHECKED_CAPACITY} that `check` judges: its patterns send more than the capacity in one burst, so their memory grows with it (docs/reliability.md); check the same limiter at a smaller --limit (and --burst), at the same window",
-                    q.limit,
-                    q.capacity()
-                ),
-            });
-        }
-    }
+    refuse_above_full_size(limiter)?;
     let origin = attack::origin_ms(p.window_ms);
     let bound = Some(limiter.overshoot_bound().unwrap_or(DEFAULT_OVERSHOOT_BOUND));
-    let bound_source = match (spec.max_overshoot, spec.family) {
-        (Some(_), _) => "max_overshoot in the spec".to_string(),
-        (None, Some(f)) => format!("the {} family's bound", crate::sim::standard::seed_name(f).to_lowercase()),
-        (None, None) => {
-            "the default: the loosest bound of the standard families; give `family` or `max_overshoot` to judge tighter"
-                .to_string()
-        }
-    };
-    // The patterns of the first policy, then those of each further one (`[[policy.and]]`), named
-    // `boundary_burst@minute`.
-    let policies = spec.policies(&p);
+    let bound_source = bound_source(spec);
     // Sized by what a call of this script costs: a script that reads its whole log per call gets
     // shorter patterns (what each check needs kept), within the same work.
     let per_call = run::cost_per_call(limiter, &p, origin);
-    let (mut patterns, shortened) = run::patterns_within(&p, origin, opts.seed, per_call);
-    // The fastest rate any policy allows, in units per ms.
-    let fastest = policies.iter().map(|(_, q)| q.limit as f64 / q.window_ms as f64).fold(0.0, f64::max);
-    for (name, more) in policies.iter().skip(1) {
-        for mut pat in run::patterns(more, attack::origin_ms(more.window_ms), opts.seed) {
-            // A pattern's name is static text in reports; these few are made once per check.
-            pat.name = Box::leak(format!("{}@{name}", pat.name).into_boxed_str());
-            patterns.push(pat);
-        }
-        // The longer policy's own danger: traffic as fast as the others let through (twice the
-        // fastest rate) for two of its windows, at most 40 of its limits and FLOOD_MAX requests.
-        let w = more.window_ms as i64;
-        let n = ((4.0 * fastest * w as f64).ceil() as u64).clamp(2, (40 * more.limit).min(FLOOD_MAX));
-        let at0 = attack::origin_ms(more.window_ms);
-        let arrivals = (0..n as i64)
-            .map(|i| crate::traffic::Arrival {
-                at: limitlab_emulator::clock::Micros(at0 * 1000 + i * 2 * w * 1000 / n as i64),
-                key: "f".into(),
-                cost: 1,
-                phase: "flood".into(),
-                op: crate::traffic::Op::Request,
-            })
-            .collect();
-        patterns.push(run::Pattern {
-            name: Box::leak(format!("flood@{name}").into_boxed_str()),
-            description: format!("{n} requests over two windows of `{name}`, twice the fastest rate any policy allows"),
-            arrivals,
-        });
-    }
+    let (patterns, shortened) = all_patterns(limiter, opts.seed, per_call);
     let mut ctx = Ctx { limiter, opts, patterns: &patterns, checks: Vec::new(), not_written: Default::default() };
     // Shown for a policy above the full size, whose check takes seconds.
     let stages = Stages::new(opts.progress, patterns.len() + 5);
@@ -233,15 +180,7 @@ pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
     stages.done();
     for c in &mut ctx.checks {
         c.no_pass_without_cases();
-        if let Some((_, reason)) = spec.waive.iter().find(|(n, _)| n == c.name) {
-            let verdict = match c.status {
-                Status::Fail => "would fail",
-                Status::Pass => "would pass",
-                _ => "not judged",
-            };
-            c.summary = format!("waived by the spec: {reason} ({verdict}: {})", c.summary);
-            c.status = Status::Waived;
-        }
+        waive(c, spec);
     }
     if opts.timing {
         let per_sec = if secs > 0.0 { decisions as f64 / secs } else { 0.0 };
@@ -267,6 +206,90 @@ pub fn check(limiter: &Limiter, opts: &CheckOptions) -> Result<CheckReport> {
         checks: ctx.checks,
         not_written: ctx.not_written.into_inner(),
     })
+}
+
+/// The traffic is sized from the policy (a burst is a quarter more than the capacity): above
+/// [`MAX_CHECKED_CAPACITY`] it would be more requests, and memory, than a check can hold, so such a
+/// policy is refused at once, saying so, instead of running out of memory.
+fn refuse_above_full_size(limiter: &Limiter) -> Result<()> {
+    let spec = limiter.spec();
+    for (name, q) in spec.policies(&limiter.params()) {
+        if q.limit.max(q.capacity()) > MAX_CHECKED_CAPACITY {
+            return Err(Error::Invalid {
+                context: spec.origin.display().to_string(),
+                field: if name == "policy" { "policy.limit".into() } else { format!("policy `{name}`") },
+                reason: format!(
+                    "limit {} (capacity {}) is above the {MAX_CHECKED_CAPACITY} that `check` judges: its patterns send more than the capacity in one burst, so their memory grows with it (docs/reliability.md); check the same limiter at a smaller --limit (and --burst), at the same window",
+                    q.limit,
+                    q.capacity()
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Where the overshoot bound comes from, for the report.
+fn bound_source(spec: &crate::spec::Spec) -> String {
+    match (spec.max_overshoot, spec.family) {
+        (Some(_), _) => "max_overshoot in the spec".to_string(),
+        (None, Some(f)) => format!("the {} family's bound", crate::sim::standard::seed_name(f).to_lowercase()),
+        (None, None) => {
+            "the default: the loosest bound of the standard families; give `family` or `max_overshoot` to judge tighter"
+                .to_string()
+        }
+    }
+}
+
+/// The patterns of the first policy (sized by `per_call`, with why they were shortened), then
+/// those of each further one (`[[policy.and]]`), named `boundary_burst@minute`, each with a flood
+/// of its own.
+fn all_patterns(limiter: &Limiter, seed: u64, per_call: u64) -> (Vec<run::Pattern>, Option<String>) {
+    let p = limiter.params();
+    let policies = limiter.spec().policies(&p);
+    let (mut patterns, shortened) = run::patterns_within(&p, attack::origin_ms(p.window_ms), seed, per_call);
+    // The fastest rate any policy allows, in units per ms.
+    let fastest = policies.iter().map(|(_, q)| q.limit as f64 / q.window_ms as f64).fold(0.0, f64::max);
+    for (name, more) in policies.iter().skip(1) {
+        for mut pat in run::patterns(more, attack::origin_ms(more.window_ms), seed) {
+            // A pattern's name is static text in reports; these few are made once per check.
+            pat.name = Box::leak(format!("{}@{name}", pat.name).into_boxed_str());
+            patterns.push(pat);
+        }
+        // The longer policy's own danger: traffic as fast as the others let through (twice the
+        // fastest rate) for two of its windows, at most 40 of its limits and FLOOD_MAX requests.
+        let w = more.window_ms as i64;
+        let n = ((4.0 * fastest * w as f64).ceil() as u64).clamp(2, (40 * more.limit).min(FLOOD_MAX));
+        let at0 = attack::origin_ms(more.window_ms);
+        let arrivals = (0..n as i64)
+            .map(|i| crate::traffic::Arrival {
+                at: limitlab_emulator::clock::Micros(at0 * 1000 + i * 2 * w * 1000 / n as i64),
+                key: "f".into(),
+                cost: 1,
+                phase: "flood".into(),
+                op: crate::traffic::Op::Request,
+            })
+            .collect();
+        patterns.push(run::Pattern {
+            name: Box::leak(format!("flood@{name}").into_boxed_str()),
+            description: format!("{n} requests over two windows of `{name}`, twice the fastest rate any policy allows"),
+            arrivals,
+        });
+    }
+    (patterns, shortened)
+}
+
+/// A check the spec waives (`[waive]`) says so, with the spec's reason and what it would have been.
+fn waive(c: &mut CheckResult, spec: &crate::spec::Spec) {
+    if let Some((_, reason)) = spec.waive.iter().find(|(n, _)| n == c.name) {
+        let verdict = match c.status {
+            Status::Fail => "would fail",
+            Status::Pass => "would pass",
+            _ => "not judged",
+        };
+        c.summary = format!("waived by the spec: {reason} ({verdict}: {})", c.summary);
+        c.status = Status::Waived;
+    }
 }
 
 /// The error `check` stops with when the emulator killed a script: where, and why no verdict.
