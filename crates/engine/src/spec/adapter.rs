@@ -236,45 +236,7 @@ impl AdapterState {
             }
             Error::Lua(format!("adapter {}: {e}\n  during the {}", path.display(), describe()))
         };
-        let t = lua.create_table().map_err(wrap)?;
-        let set = |k: &str, v: LuaValue| t.set(k, v).map_err(wrap);
-        set("subject", LuaValue::String(lua.create_string(req.subject).map_err(wrap)?))?;
-        set("now_ms", LuaValue::Number(req.now_ms as f64))?;
-        set("now_us", LuaValue::Number(req.now_ms as f64 * 1000.0))?;
-        set("now_s", LuaValue::Number(req.now_ms as f64 / 1000.0))?;
-        set("now_sec", LuaValue::Number(req.now_ms.div_euclid(1000) as f64))?;
-        set("cost", LuaValue::Number(req.cost as f64))?;
-        let w = req.window_ms.max(1);
-        set("window_index", LuaValue::Number(req.now_ms.div_euclid(w) as f64))?;
-        set("prev_window_index", LuaValue::Number((req.now_ms.div_euclid(w) - 1) as f64))?;
-        set("window_start_ms", LuaValue::Number((req.now_ms.div_euclid(w) * w) as f64))?;
-        set("seq", LuaValue::Number(req.seq as f64))?;
-        // The constants through a shared metatable: `req.limit` reads them, and a request sets only
-        // its own variables.
-        let params = ctx.params;
-        let meta = {
-            let mut cached = self.consts.borrow_mut();
-            match cached.as_ref() {
-                Some((p, m)) if *p == params => m.clone(),
-                _ => {
-                    let values = lua.create_table().map_err(wrap)?;
-                    for (name, c) in spec.consts(&params) {
-                        let v = match c {
-                            Const::Int(i) => LuaValue::Number(i as f64),
-                            Const::Num(x) => LuaValue::Number(x),
-                            Const::Str(s) => LuaValue::String(lua.create_string(&s).map_err(wrap)?),
-                            Const::Bool(b) => LuaValue::Boolean(b),
-                        };
-                        values.set(name, v).map_err(wrap)?;
-                    }
-                    let m = lua.create_table().map_err(wrap)?;
-                    m.set("__index", values).map_err(wrap)?;
-                    *cached = Some((params, m.clone()));
-                    m
-                }
-            }
-        };
-        t.set_metatable(Some(meta)).map_err(wrap)?;
+        let t = self.req_table(ctx, req, &wrap)?;
         let prefix = backend.key_prefix().to_string();
         let backend = RefCell::new(backend);
         let record = RefCell::new(record);
@@ -287,31 +249,8 @@ impl AdapterState {
                     scope.create_function_mut(
                         move |lua, (name, keys, args): (mlua::LuaString, Option<Table>, Option<Table>)| {
                             let name_s = name.to_str()?.to_string();
-                            let mut kv: Vec<String> = Vec::new();
-                            let mut av: Vec<String> = Vec::new();
-                            for (tbl, out, pre) in [(&keys, &mut kv, prefix.as_str()), (&args, &mut av, "")] {
-                                if let Some(tb) = tbl {
-                                    for v in tb.clone().sequence_values::<LuaValue>() {
-                                        let v = v?;
-                                        let s = match &v {
-                                            LuaValue::String(s) => s.to_str()?.to_string(),
-                                            LuaValue::Integer(i) => i.to_string(),
-                                            LuaValue::Number(_) => lua
-                                                .coerce_string(v.clone())?
-                                                .map(|s| s.to_str().map(|x| x.to_string()))
-                                                .transpose()?
-                                                .unwrap_or_default(),
-                                            other => {
-                                                return Err(mlua::Error::runtime(format!(
-                                                    "{kind}: keys and args are strings or numbers, got a {}",
-                                                    other.type_name()
-                                                )))
-                                            }
-                                        };
-                                        out.push(format!("{pre}{s}"));
-                                    }
-                                }
-                            }
+                            let kv = strings_of(lua, kind, keys.as_ref(), prefix)?;
+                            let av = strings_of(lua, kind, args.as_ref(), "")?;
                             let kb: Vec<&[u8]> = kv.iter().map(|s| s.as_bytes()).collect();
                             let ab: Vec<&[u8]> = av.iter().map(|s| s.as_bytes()).collect();
                             let mut b = backend.borrow_mut();
@@ -365,6 +304,51 @@ impl AdapterState {
             })
             .map_err(wrap)?;
         Ok(out)
+    }
+
+    /// The request's table for the adapter: its own variables (`subject`, the times, `cost`, the
+    /// window's index, `seq`), and the constants through a metatable shared by every request of
+    /// the same policy (`req.limit` reads them).
+    fn req_table(&self, ctx: &Policy<'_>, req: &Request<'_>, wrap: &dyn Fn(mlua::Error) -> Error) -> Result<Table> {
+        let lua = &self.lua;
+        let t = lua.create_table().map_err(wrap)?;
+        let set = |k: &str, v: LuaValue| t.set(k, v).map_err(wrap);
+        set("subject", LuaValue::String(lua.create_string(req.subject).map_err(wrap)?))?;
+        set("now_ms", LuaValue::Number(req.now_ms as f64))?;
+        set("now_us", LuaValue::Number(req.now_ms as f64 * 1000.0))?;
+        set("now_s", LuaValue::Number(req.now_ms as f64 / 1000.0))?;
+        set("now_sec", LuaValue::Number(req.now_ms.div_euclid(1000) as f64))?;
+        set("cost", LuaValue::Number(req.cost as f64))?;
+        let w = req.window_ms.max(1);
+        set("window_index", LuaValue::Number(req.now_ms.div_euclid(w) as f64))?;
+        set("prev_window_index", LuaValue::Number((req.now_ms.div_euclid(w) - 1) as f64))?;
+        set("window_start_ms", LuaValue::Number((req.now_ms.div_euclid(w) * w) as f64))?;
+        set("seq", LuaValue::Number(req.seq as f64))?;
+        let params = ctx.params;
+        let meta = {
+            let mut cached = self.consts.borrow_mut();
+            match cached.as_ref() {
+                Some((p, m)) if *p == params => m.clone(),
+                _ => {
+                    let values = lua.create_table().map_err(wrap)?;
+                    for (name, c) in ctx.spec.consts(&params) {
+                        let v = match c {
+                            Const::Int(i) => LuaValue::Number(i as f64),
+                            Const::Num(x) => LuaValue::Number(x),
+                            Const::Str(s) => LuaValue::String(lua.create_string(&s).map_err(wrap)?),
+                            Const::Bool(b) => LuaValue::Boolean(b),
+                        };
+                        values.set(name, v).map_err(wrap)?;
+                    }
+                    let m = lua.create_table().map_err(wrap)?;
+                    m.set("__index", values).map_err(wrap)?;
+                    *cached = Some((params, m.clone()));
+                    m
+                }
+            }
+        };
+        t.set_metatable(Some(meta)).map_err(wrap)?;
+        Ok(t)
     }
 }
 
@@ -425,4 +409,31 @@ fn to_lua(lua: &Lua, r: &Reply, top: bool) -> mlua::Result<LuaValue> {
             LuaValue::Table(t)
         }
     })
+}
+
+/// The keys (or args) an adapter passed to `eval` or `command` (`kind`), as the strings sent, each
+/// after `prefix`: strings as they are, numbers as Lua's `tostring` writes them.
+fn strings_of(lua: &Lua, kind: &str, list: Option<&Table>, prefix: &str) -> mlua::Result<Vec<String>> {
+    let mut out = Vec::new();
+    let Some(tb) = list else { return Ok(out) };
+    for v in tb.clone().sequence_values::<LuaValue>() {
+        let v = v?;
+        let s = match &v {
+            LuaValue::String(s) => s.to_str()?.to_string(),
+            LuaValue::Integer(i) => i.to_string(),
+            LuaValue::Number(_) => lua
+                .coerce_string(v.clone())?
+                .map(|s| s.to_str().map(|x| x.to_string()))
+                .transpose()?
+                .unwrap_or_default(),
+            other => {
+                return Err(mlua::Error::runtime(format!(
+                    "{kind}: keys and args are strings or numbers, got a {}",
+                    other.type_name()
+                )))
+            }
+        };
+        out.push(format!("{prefix}{s}"));
+    }
+    Ok(out)
 }
