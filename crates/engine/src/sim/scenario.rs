@@ -149,68 +149,7 @@ impl Scenario {
             }
         };
 
-        let mut scripts: Vec<SharedSpec> = Vec::new();
-        if let Some(algos) = &raw.algorithms {
-            let span = algos.span();
-            let names: Vec<String> = match algos.get_ref() {
-                toml::Value::String(s) => vec![s.clone()],
-                toml::Value::Array(a) => {
-                    let mut v = Vec::with_capacity(a.len());
-                    for x in a {
-                        match x {
-                            toml::Value::String(s) => v.push(s.clone()),
-                            other => {
-                                return Err(invalid(
-                                    span,
-                                    "algorithms",
-                                    format!("expected algorithm names (strings), got {other}"),
-                                ))
-                            }
-                        }
-                    }
-                    v
-                }
-                other => {
-                    return Err(invalid(
-                        span,
-                        "algorithms",
-                        format!("expected \"all\" or a list of names, got {other}"),
-                    ))
-                }
-            };
-            for n in &names {
-                if n.trim().eq_ignore_ascii_case("all") {
-                    scripts.extend(Variant::ALL.iter().map(|&v| builtin::spec(v)));
-                    continue;
-                }
-                let v: Variant = n
-                    .parse()
-                    .map_err(|e: crate::limiter::UnknownVariant| invalid(span.clone(), "algorithms", e.to_string()))?;
-                scripts.push(builtin::spec(v));
-            }
-            if names.is_empty() {
-                return Err(invalid(span, "algorithms", "names no algorithm; use \"all\" or a list of names".into()));
-            }
-        }
-        if let Some(files) = &raw.scripts {
-            let dir = origin.parent().unwrap_or(Path::new(""));
-            for f in files.get_ref() {
-                let spec = Spec::from_file(&dir.join(f)).map_err(|e| Error::Invalid {
-                    context: at(files.span()),
-                    field: "scripts".into(),
-                    reason: e.to_string(),
-                })?;
-                scripts.push(Arc::new(spec));
-            }
-        }
-        if scripts.is_empty() {
-            return Err(Error::Invalid {
-                context: origin.display().to_string(),
-                field: "algorithms".into(),
-                reason: "names no script; give `algorithms` (\"all\" or built-in names) or `scripts` (spec files)"
-                    .into(),
-            });
-        }
+        let mut scripts = selected_scripts(&raw, origin, text)?;
         let mut seen = std::collections::HashSet::new();
         scripts.retain(|s| seen.insert(s.name.clone()));
 
@@ -286,6 +225,75 @@ impl Scenario {
             other => other,
         })
     }
+}
+
+/// The scripts a scenario selects: `algorithms` (built-in names, or "all") and `scripts` (spec
+/// files, relative to the scenario), in that order; at least one.
+fn selected_scripts(raw: &Raw, origin: &Path, text: &str) -> Result<Vec<SharedSpec>> {
+    let at = |span: std::ops::Range<usize>| at_line(origin, text, span.start);
+    let invalid = |span: std::ops::Range<usize>, field: &str, reason: String| Error::Invalid {
+        context: at(span),
+        field: field.to_string(),
+        reason,
+    };
+    let mut scripts: Vec<SharedSpec> = Vec::new();
+    if let Some(algos) = &raw.algorithms {
+        let span = algos.span();
+        let names: Vec<String> = match algos.get_ref() {
+            toml::Value::String(s) => vec![s.clone()],
+            toml::Value::Array(a) => {
+                let mut v = Vec::with_capacity(a.len());
+                for x in a {
+                    match x {
+                        toml::Value::String(s) => v.push(s.clone()),
+                        other => {
+                            return Err(invalid(
+                                span,
+                                "algorithms",
+                                format!("expected algorithm names (strings), got {other}"),
+                            ))
+                        }
+                    }
+                }
+                v
+            }
+            other => {
+                return Err(invalid(span, "algorithms", format!("expected \"all\" or a list of names, got {other}")))
+            }
+        };
+        for n in &names {
+            if n.trim().eq_ignore_ascii_case("all") {
+                scripts.extend(Variant::ALL.iter().map(|&v| builtin::spec(v)));
+                continue;
+            }
+            let v: Variant = n
+                .parse()
+                .map_err(|e: crate::limiter::UnknownVariant| invalid(span.clone(), "algorithms", e.to_string()))?;
+            scripts.push(builtin::spec(v));
+        }
+        if names.is_empty() {
+            return Err(invalid(span, "algorithms", "names no algorithm; use \"all\" or a list of names".into()));
+        }
+    }
+    if let Some(files) = &raw.scripts {
+        let dir = origin.parent().unwrap_or(Path::new(""));
+        for f in files.get_ref() {
+            let spec = Spec::from_file(&dir.join(f)).map_err(|e| Error::Invalid {
+                context: at(files.span()),
+                field: "scripts".into(),
+                reason: e.to_string(),
+            })?;
+            scripts.push(Arc::new(spec));
+        }
+    }
+    if scripts.is_empty() {
+        return Err(Error::Invalid {
+            context: origin.display().to_string(),
+            field: "algorithms".into(),
+            reason: "names no script; give `algorithms` (\"all\" or built-in names) or `scripts` (spec files)".into(),
+        });
+    }
+    Ok(scripts)
 }
 
 #[cfg(test)]
