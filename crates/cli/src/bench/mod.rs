@@ -540,20 +540,7 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
                         }
                     ));
                 }
-                if on_expiry && clock.is_empty() && outside.is_empty() {
-                    row.redis_notes.push(format!(
-                    "{v}: Redis decisions not compared: they depend on when keys expire (on the emulator they change \
-                     when keys are kept past their TTL), and a server expires keys on its wall clock, not the \
-                     workload's virtual times"
-                ));
-                }
-                if !clock.is_empty() && outside.is_empty() {
-                    row.redis_notes.push(format!(
-                    "{v}: Redis decisions not compared: it reads the server's clock ({}), so there they follow the \
-                     wall clock, not the workload's virtual times",
-                    clock.join(", ")
-                ));
-                }
+                not_compared(&mut row, v, on_expiry, clock, outside);
                 if let (Some(lv), Some((c0, u0))) = (live.as_mut(), before) {
                     if let Some((c1, u1)) = lv.conn.evalsha_stats() {
                         if c1 > c0 {
@@ -570,6 +557,47 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
         scripts.push(merged.expect("at least one round"));
     }
 
+    let sliding_log = sliding_log_rows(opts, &mut live, &mut ns)?;
+    drop(live);
+
+    Ok(BenchReport {
+        machine: Machine::detect(),
+        quick: opts.quick,
+        sizes,
+        workload: format!(
+            "{} users called in turn, one call per virtual ms, limit {} per {} ms (about one call in five refused)",
+            w.users, w.params.limit, w.params.window_ms
+        ),
+        redis,
+        pipelines: opts.pipelines.clone(),
+        scripts,
+        sliding_log,
+    })
+}
+
+/// Why a script's Redis decisions are not compared with the reference (it reads the server's clock,
+/// or its decisions depend on when keys expire), noted on its row.
+fn not_compared(row: &mut ScriptRow, v: &str, on_expiry: bool, clock: &[String], outside: &[String]) {
+    if on_expiry && clock.is_empty() && outside.is_empty() {
+        row.redis_notes.push(format!(
+            "{v}: Redis decisions not compared: they depend on when keys expire (on the emulator they change \
+             when keys are kept past their TTL), and a server expires keys on its wall clock, not the \
+             workload's virtual times"
+        ));
+    }
+    if !clock.is_empty() && outside.is_empty() {
+        row.redis_notes.push(format!(
+            "{v}: Redis decisions not compared: it reads the server's clock ({}), so there they follow the \
+             wall clock, not the workload's virtual times",
+            clock.join(", ")
+        ));
+    }
+}
+
+/// The sliding log's table: the shipped script and the seed's at each log size (when the sliding log
+/// is among the scripts), on Redis at the deepest pipeline when there is one.
+fn sliding_log_rows(opts: &BenchOptions, live: &mut Option<Live>, ns: &mut u64) -> Result<Vec<LogRow>> {
+    let sizes = opts.sizes;
     let mut sliding_log = Vec::new();
     let deepest = opts.pipelines.iter().copied().max();
     // The sliding log's size table is about the sliding log: only when it is among the scripts.
@@ -596,7 +624,7 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
         let seed_emulator = Measure::of(&engines::emulator(&w, &seed, fill, n)?, &seed_reference);
         let mut redis_pipelined = None;
         if let (Some(lv), Some(depth)) = (live.as_mut(), deepest) {
-            ns += 1;
+            *ns += 1;
             let prefix = format!("{}{ns}:", lv.real.key_prefix());
             let t = lv.conn.run(&w, &l, &prefix, depth, fill, n)?;
             redis_pipelined = Some(Pipelined { depth, measure: Measure::of(&t, &reference) });
@@ -611,21 +639,7 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
             zset_steps_per_call,
         });
     }
-    drop(live);
-
-    Ok(BenchReport {
-        machine: Machine::detect(),
-        quick: opts.quick,
-        sizes,
-        workload: format!(
-            "{} users called in turn, one call per virtual ms, limit {} per {} ms (about one call in five refused)",
-            w.users, w.params.limit, w.params.window_ms
-        ),
-        redis,
-        pipelines: opts.pipelines.clone(),
-        scripts,
-        sliding_log,
-    })
+    Ok(sliding_log)
 }
 
 #[cfg(test)]
