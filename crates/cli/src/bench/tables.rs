@@ -42,7 +42,15 @@ pub fn header(r: &BenchReport) -> String {
 
 /// The tables, in print order.
 pub fn tables(r: &BenchReport) -> Vec<Table> {
-    let mut out = Vec::new();
+    let mut out = vec![rates(r), times(r)];
+    if !r.sliding_log.is_empty() {
+        out.push(sliding_log(r));
+    }
+    out
+}
+
+/// Decisions per second, one engine at a time, with the ratios between them and the notes.
+fn rates(r: &BenchReport) -> Table {
     let mut headers: Vec<String> =
         ["Script", "Native (Rust)", "Emulator", "Redis, 1 connection"].iter().map(|s| s.to_string()).collect();
     for d in &r.pipelines {
@@ -98,8 +106,11 @@ pub fn tables(r: &BenchReport) -> Vec<Table> {
         None => {}
     }
     t.note(check_note(r));
-    out.push(t);
+    t
+}
 
+/// Time per decision, with the Redis server's own time inside EVALSHA.
+fn times(r: &BenchReport) -> Table {
     let mut t = Table::new(
         "Time per decision (µs): where it goes",
         &[
@@ -133,64 +144,64 @@ pub fn tables(r: &BenchReport) -> Vec<Table> {
          replies. It bounds what one Redis core can do however many clients pipeline to it, and the \
          emulator, which runs the same interpreter, cannot be many times faster than it.",
     );
-    out.push(t);
+    t
+}
 
-    if !r.sliding_log.is_empty() {
-        let depth = r.sliding_log.iter().find_map(|l| l.redis_pipelined.map(|p| p.depth));
-        let redis_h = depth.map_or("Redis, pipelined".to_string(), |d| format!("Redis, pipeline {d}"));
-        let mut t = Table::new(
-            "Sliding log, log full: decisions per second against its size L",
-            &[
-                "L",
-                "Native (Rust)",
-                "Emulator",
-                "Emulator (seed script)",
-                &redis_h,
-                "Emulator µs per decision",
-                "Commands only, no Lua",
-                "Skiplist steps per decision",
-            ],
-        );
-        for l in &r.sliding_log {
-            let us = if l.emulator.per_sec > 0.0 { 1e6 / l.emulator.per_sec } else { 0.0 };
-            t.row(vec![
-                thousands(l.l),
-                rate(&l.native),
-                rate(&l.emulator),
-                rate(&l.seed_emulator),
-                l.redis_pipelined.map_or("-".into(), |p| rate(&p.measure)),
-                format!("{us:.2}"),
-                thousands(l.commands_per_sec.round() as u64),
-                format!("{:.1}", l.zset_steps_per_call),
-            ]);
-        }
-        if let (Some(a), Some(b)) = (r.sliding_log.first(), r.sliding_log.last()) {
-            if b.l > a.l && a.emulator.per_sec > 0.0 && b.emulator.per_sec > 0.0 && a.commands_per_sec > 0.0 {
-                t.note(format!(
-                    "From L = {} to {}: the log is {} times longer and log2 L {:.1} times larger; skiplist steps \
-                     per decision grow {:.1} times, the commands' time per call {:.2} times, the script's time per \
-                     decision {:.2} times (linear growth would be {}x).",
-                    thousands(a.l),
-                    thousands(b.l),
-                    thousands(b.l / a.l),
-                    (b.l as f64).log2() / (a.l.max(2) as f64).log2(),
-                    b.zset_steps_per_call / a.zset_steps_per_call.max(1e-9),
-                    a.commands_per_sec / b.commands_per_sec.max(1e-9),
-                    a.emulator.per_sec / b.emulator.per_sec,
-                    thousands(b.l / a.l)
-                ));
-            }
-        }
-        t.note(
-            "Limit L per L ms, one user, one call per ms: after L untimed calls fill the log, every call \
-             removes the entry that just left the window and adds its own (ZRANGE, ZREMRANGEBYSCORE, ZCARD, \
-             ZADD, PEXPIRE on a zset of L members). Commands only: those five commands sent to the \
-             emulator without Lua. Skiplist steps: nodes the emulator's sorted set visited per decision \
-             (searches, walks, removals), counted, not timed.",
-        );
-        out.push(t);
+/// The sliding log with its log full, against the log's size L.
+fn sliding_log(r: &BenchReport) -> Table {
+    let depth = r.sliding_log.iter().find_map(|l| l.redis_pipelined.map(|p| p.depth));
+    let redis_h = depth.map_or("Redis, pipelined".to_string(), |d| format!("Redis, pipeline {d}"));
+    let mut t = Table::new(
+        "Sliding log, log full: decisions per second against its size L",
+        &[
+            "L",
+            "Native (Rust)",
+            "Emulator",
+            "Emulator (seed script)",
+            &redis_h,
+            "Emulator µs per decision",
+            "Commands only, no Lua",
+            "Skiplist steps per decision",
+        ],
+    );
+    for l in &r.sliding_log {
+        let us = if l.emulator.per_sec > 0.0 { 1e6 / l.emulator.per_sec } else { 0.0 };
+        t.row(vec![
+            thousands(l.l),
+            rate(&l.native),
+            rate(&l.emulator),
+            rate(&l.seed_emulator),
+            l.redis_pipelined.map_or("-".into(), |p| rate(&p.measure)),
+            format!("{us:.2}"),
+            thousands(l.commands_per_sec.round() as u64),
+            format!("{:.1}", l.zset_steps_per_call),
+        ]);
     }
-    out
+    if let (Some(a), Some(b)) = (r.sliding_log.first(), r.sliding_log.last()) {
+        if b.l > a.l && a.emulator.per_sec > 0.0 && b.emulator.per_sec > 0.0 && a.commands_per_sec > 0.0 {
+            t.note(format!(
+                "From L = {} to {}: the log is {} times longer and log2 L {:.1} times larger; skiplist steps \
+                 per decision grow {:.1} times, the commands' time per call {:.2} times, the script's time per \
+                 decision {:.2} times (linear growth would be {}x).",
+                thousands(a.l),
+                thousands(b.l),
+                thousands(b.l / a.l),
+                (b.l as f64).log2() / (a.l.max(2) as f64).log2(),
+                b.zset_steps_per_call / a.zset_steps_per_call.max(1e-9),
+                a.commands_per_sec / b.commands_per_sec.max(1e-9),
+                a.emulator.per_sec / b.emulator.per_sec,
+                thousands(b.l / a.l)
+            ));
+        }
+    }
+    t.note(
+        "Limit L per L ms, one user, one call per ms: after L untimed calls fill the log, every call \
+         removes the entry that just left the window and adds its own (ZRANGE, ZREMRANGEBYSCORE, ZCARD, \
+         ZADD, PEXPIRE on a zset of L members). Commands only: those five commands sent to the \
+         emulator without Lua. Skiplist steps: nodes the emulator's sorted set visited per decision \
+         (searches, walks, removals), counted, not timed.",
+    );
+    t
 }
 
 /// Whether every engine decided as the reference did.
