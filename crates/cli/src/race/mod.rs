@@ -444,28 +444,7 @@ fn simulate(spec: &RaceSpec, limiter: &Limiter, cell: &Cell, subjects: &[String]
                 let tx = txs[i as usize].as_ref().expect("a request in flight");
                 clock.set_micros(Micros(t));
                 let key = counter_key(r);
-                let emu = &mut backend.emu;
-                ok_reply(emu.execute_as(tx.client, &[b"MULTI"]))?;
-                emu.execute_as(tx.client, &[b"INCR", key.as_bytes()]);
-                // The counter's TTL comes with its first INCR: the count read was 0, and EXEC only
-                // runs if it still is.
-                if tx.count == 0 {
-                    let ttl = (2 * window).to_string();
-                    emu.execute_as(tx.client, &[b"PEXPIRE", key.as_bytes(), ttl.as_bytes()]);
-                }
-                let ran = match emu.execute_as(tx.client, &[b"EXEC"]) {
-                    Reply::Array(replies) => match replies.first() {
-                        Some(Reply::Int(n)) if *n == tx.count + 1 => true,
-                        other => {
-                            return Err(Error::Redis(format!(
-                                "EXEC's INCR replied {other:?} after a GET of {}",
-                                tx.count
-                            )))
-                        }
-                    },
-                    Reply::NilArray | Reply::Nil => false,
-                    other => return Err(Error::Redis(format!("EXEC replied {other:?}"))),
-                };
+                let ran = exec(&mut backend.emu, tx, &key, window)?;
                 push(&mut queue, t + tx.lat[5], Ev::ExecReply(i, ran));
             }
             Ev::ExecReply(i, ran) => {
@@ -533,6 +512,32 @@ fn simulate(spec: &RaceSpec, limiter: &Limiter, cell: &Cell, subjects: &[String]
             }
         }
     }
+    Ok(WatchFigures { figures: figures(&counted, spec.limit), exec_aborted, gave_up })
+}
+
+/// A WATCHed request's transaction: MULTI, INCR of its window's counter (with the counter's TTL
+/// when the count read was 0, so that the TTL comes with the first INCR), EXEC. Whether it ran
+/// (EXEC is refused when a watched key changed).
+fn exec(emu: &mut limitlab_emulator::Emulator, tx: &Tx, key: &str, window: i64) -> Result<bool> {
+    ok_reply(emu.execute_as(tx.client, &[b"MULTI"]))?;
+    emu.execute_as(tx.client, &[b"INCR", key.as_bytes()]);
+    if tx.count == 0 {
+        let ttl = (2 * window).to_string();
+        emu.execute_as(tx.client, &[b"PEXPIRE", key.as_bytes(), ttl.as_bytes()]);
+    }
+    match emu.execute_as(tx.client, &[b"EXEC"]) {
+        Reply::Array(replies) => match replies.first() {
+            Some(Reply::Int(n)) if *n == tx.count + 1 => Ok(true),
+            other => Err(Error::Redis(format!("EXEC's INCR replied {other:?} after a GET of {}", tx.count))),
+        },
+        Reply::NilArray | Reply::Nil => Ok(false),
+        other => Err(Error::Redis(format!("EXEC replied {other:?}"))),
+    }
+}
+
+/// What was admitted per (subject, window): in all, in how many windows, the most in one, and what
+/// went over `limit`.
+fn figures(counted: &HashMap<(u32, i64), u64>, limit: u64) -> Figures {
     let mut f = Figures::default();
     let mut windows: Vec<(&(u32, i64), &u64)> = counted.iter().collect();
     windows.sort();
@@ -540,12 +545,12 @@ fn simulate(spec: &RaceSpec, limiter: &Limiter, cell: &Cell, subjects: &[String]
         f.admitted += n;
         f.windows += 1;
         f.worst_window = f.worst_window.max(n);
-        if n > spec.limit {
-            f.over_admitted += n - spec.limit;
+        if n > limit {
+            f.over_admitted += n - limit;
             f.windows_over += 1;
         }
     }
-    Ok(WatchFigures { figures: f, exec_aborted, gave_up })
+    f
 }
 
 /// A status reply (WATCH, MULTI, UNWATCH answer OK).
