@@ -249,61 +249,7 @@ pub fn measure(plan: &MemoryPlan, mut real: Option<&mut RealRedis>) -> Result<Me
             plan.users,
         ));
         if let Some(r) = real.as_deref_mut() {
-            if !outside.is_empty() && (r.is_cluster() || !r.allow_outside_keys()) {
-                return Err(Error::Invalid {
-                    context: format!("memory, spec {}", spec.origin.display()),
-                    field: "keys".into(),
-                    reason: format!(
-                        "the script writes keys outside the run's key prefix `{}` ({}), which on {} would land among \
-                         other clients' keys; nothing was sent. Pass them in KEYS, or on a standalone server that is \
-                         yours, add --allow-outside-keys",
-                        r.key_prefix(),
-                        outside.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "),
-                        r.describe()
-                    ),
-                });
-            }
-            let mut existed = Vec::new();
-            for k in &outside {
-                if matches!(r.command(&[b"EXISTS", k.as_bytes()])?, Reply::Int(n) if n > 0) {
-                    existed.push(k.clone());
-                }
-            }
-            let shimmed = limiter.with_script_body(with_long_ttls(limiter.script()));
-            let measured = run_user(r, &shimmed, &plan.subject, &times).and_then(|mut m| {
-                m.extend(usage_of(r, &outside)?);
-                Ok(m)
-            });
-            let cleaned = r.cleanup();
-            let measured = match measured {
-                Ok(m) => m,
-                // A failure (connection lost, timeout, an error reply such as OOM): which script, how
-                // far, what became of the keys.
-                Err(e) => {
-                    let keys = match &cleaned {
-                        Ok(n) => format!("{n} keys of the run were removed"),
-                        Err(c) => format!("its keys under `{}` could not be removed ({c})", r.key_prefix()),
-                    };
-                    let done = format!(
-                        "memory on {}, script `{}`: stopped while filling one user's keys ({} calls): {e}; {keys}",
-                        r.describe(),
-                        spec.name,
-                        times.len()
-                    );
-                    return Err(match e {
-                        Error::Connection(_) => Error::Connection(done),
-                        _ => Error::Redis(done),
-                    });
-                }
-            };
-            for k in outside.iter().filter(|k| !existed.contains(k)) {
-                r.command(&[b"UNLINK", k.as_bytes()])?;
-            }
-            cleaned?;
-            let bytes: u64 = measured.iter().map(|k| k.bytes).sum();
-            row.real_bytes_per_user = Some(bytes);
-            row.real_total_bytes = Some(bytes.saturating_mul(plan.users));
-            row.real_keys = Some(measured);
+            on_redis(r, spec, &limiter, plan, &times, &outside, &mut row)?;
         }
         rows.push(row);
     }
@@ -317,6 +263,77 @@ pub fn measure(plan: &MemoryPlan, mut real: Option<&mut RealRedis>) -> Result<Me
         redis: real.map(|r| r.describe()),
         rows,
     })
+}
+
+/// One user's keys measured on the real server `r` too (the script with long TTLs, so that nothing
+/// expires while it is measured), the run's keys removed after, and the keys the script wrote
+/// outside the run's prefix removed unless they existed; refused before anything is sent when the
+/// script writes outside the prefix where that is not allowed.
+fn on_redis(
+    r: &mut RealRedis,
+    spec: &limitlab_engine::spec::SharedSpec,
+    limiter: &Limiter,
+    plan: &MemoryPlan,
+    times: &[i64],
+    outside: &[String],
+    row: &mut MemoryRow,
+) -> Result<()> {
+    if !outside.is_empty() && (r.is_cluster() || !r.allow_outside_keys()) {
+        return Err(Error::Invalid {
+            context: format!("memory, spec {}", spec.origin.display()),
+            field: "keys".into(),
+            reason: format!(
+                "the script writes keys outside the run's key prefix `{}` ({}), which on {} would land among \
+                 other clients' keys; nothing was sent. Pass them in KEYS, or on a standalone server that is \
+                 yours, add --allow-outside-keys",
+                r.key_prefix(),
+                outside.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "),
+                r.describe()
+            ),
+        });
+    }
+    let mut existed = Vec::new();
+    for k in outside {
+        if matches!(r.command(&[b"EXISTS", k.as_bytes()])?, Reply::Int(n) if n > 0) {
+            existed.push(k.clone());
+        }
+    }
+    let shimmed = limiter.with_script_body(with_long_ttls(limiter.script()));
+    let measured = run_user(r, &shimmed, &plan.subject, times).and_then(|mut m| {
+        m.extend(usage_of(r, outside)?);
+        Ok(m)
+    });
+    let cleaned = r.cleanup();
+    let measured = match measured {
+        Ok(m) => m,
+        // A failure (connection lost, timeout, an error reply such as OOM): which script, how
+        // far, what became of the keys.
+        Err(e) => {
+            let keys = match &cleaned {
+                Ok(n) => format!("{n} keys of the run were removed"),
+                Err(c) => format!("its keys under `{}` could not be removed ({c})", r.key_prefix()),
+            };
+            let done = format!(
+                "memory on {}, script `{}`: stopped while filling one user's keys ({} calls): {e}; {keys}",
+                r.describe(),
+                spec.name,
+                times.len()
+            );
+            return Err(match e {
+                Error::Connection(_) => Error::Connection(done),
+                _ => Error::Redis(done),
+            });
+        }
+    };
+    for k in outside.iter().filter(|k| !existed.contains(k)) {
+        r.command(&[b"UNLINK", k.as_bytes()])?;
+    }
+    cleaned?;
+    let bytes: u64 = measured.iter().map(|k| k.bytes).sum();
+    row.real_bytes_per_user = Some(bytes);
+    row.real_total_bytes = Some(bytes.saturating_mul(plan.users));
+    row.real_keys = Some(measured);
+    Ok(())
 }
 
 /// `n` bytes in the seed's MB (2^20 bytes), one decimal, thousands separated: `87,913.5 MB`.
