@@ -65,30 +65,7 @@ impl<R: RngCore> Gen<'_, R> {
     pub(super) fn zset_cmd(&mut self) -> Command {
         let k = self.key(Family::Zset);
         match self.rng.random_range(0..32) {
-            0..=4 => {
-                let mut b = B::new("ZADD").key(&k);
-                for o in ["NX", "XX", "GT", "LT", "CH", "INCR"] {
-                    if self.chance(8) {
-                        b = b.lit(o);
-                    }
-                }
-                if self.chance(2) {
-                    // Past 128 members (or a long member) a listpack becomes a skiplist.
-                    for i in 0..130 {
-                        b = b.lit(i.to_string()).lit(format!("member{i}"));
-                    }
-                    b = b.fx(Fx::Unmeasurable(k.clone()));
-                } else {
-                    for _ in 0..self.rng.random_range(1..4) {
-                        let (s, m) = (self.score(), self.member());
-                        b = b.lit(s).lit(m);
-                    }
-                    if self.chance(3) {
-                        b = b.lit("1").lit("x".repeat(70)).fx(Fx::Unmeasurable(k.clone()));
-                    }
-                }
-                b.build()
-            }
+            0..=4 => self.zadd(&k),
             5 => {
                 let (s, m) = (self.score(), self.member());
                 B::new("ZINCRBY").key(&k).lit(s).lit(m).build()
@@ -120,43 +97,7 @@ impl<R: RngCore> Gen<'_, R> {
                 let (a, z) = (self.pick(LEX_BOUNDS), self.pick(LEX_BOUNDS));
                 B::new("ZLEXCOUNT").key(&k).lit(a).lit(z).fx(Fx::LexRange(k.clone())).build()
             }
-            14..=17 => {
-                let mut b = B::new("ZRANGE").key(&k);
-                let by = self.rng.random_range(0..3);
-                let rev = self.chance(30);
-                let (a, z) = match by {
-                    0 => (self.index(), self.index()),
-                    1 => (self.pick(SCORE_BOUNDS).to_string(), self.pick(SCORE_BOUNDS).to_string()),
-                    _ => (self.pick(LEX_BOUNDS).to_string(), self.pick(LEX_BOUNDS).to_string()),
-                };
-                b = b.lit(a).lit(z);
-                let mut opts: Vec<&str> = Vec::new();
-                match by {
-                    1 => opts.push("BYSCORE"),
-                    2 => {
-                        opts.push("BYLEX");
-                        b = b.fx(Fx::LexRange(k.clone()));
-                    }
-                    _ => {}
-                }
-                if rev {
-                    opts.push("REV");
-                }
-                if self.chance(30) {
-                    opts.push("WITHSCORES");
-                }
-                if opts.len() > 1 && self.chance(30) {
-                    opts.swap(0, 1);
-                }
-                for o in opts {
-                    b = b.lit(o);
-                }
-                if self.chance(25) {
-                    let (o, c) = (self.index(), self.index());
-                    b = b.lit("LIMIT").lit(o).lit(c);
-                }
-                b.build()
-            }
+            14..=17 => self.zrange(&k),
             18 => {
                 let (a, z) = (self.index(), self.index());
                 let mut b = B::new("ZREVRANGE").key(&k).lit(a).lit(z);
@@ -233,6 +174,71 @@ impl<R: RngCore> Gen<'_, R> {
                 b.build()
             }
         }
+    }
+
+    /// ZADD with any of its flags, a few members, or past 128 members (a skiplist).
+    fn zadd(&mut self, k: &str) -> Command {
+        let mut b = B::new("ZADD").key(k);
+        for o in ["NX", "XX", "GT", "LT", "CH", "INCR"] {
+            if self.chance(8) {
+                b = b.lit(o);
+            }
+        }
+        if self.chance(2) {
+            // Past 128 members (or a long member) a listpack becomes a skiplist.
+            for i in 0..130 {
+                b = b.lit(i.to_string()).lit(format!("member{i}"));
+            }
+            b = b.fx(Fx::Unmeasurable(k.to_string()));
+        } else {
+            for _ in 0..self.rng.random_range(1..4) {
+                let (s, m) = (self.score(), self.member());
+                b = b.lit(s).lit(m);
+            }
+            if self.chance(3) {
+                b = b.lit("1").lit("x".repeat(70)).fx(Fx::Unmeasurable(k.to_string()));
+            }
+        }
+        b.build()
+    }
+
+    /// ZRANGE by index, score or lex, with its options.
+    fn zrange(&mut self, k: &str) -> Command {
+        let mut b = B::new("ZRANGE").key(k);
+        let by = self.rng.random_range(0..3);
+        let rev = self.chance(30);
+        let (a, z) = match by {
+            0 => (self.index(), self.index()),
+            1 => (self.pick(SCORE_BOUNDS).to_string(), self.pick(SCORE_BOUNDS).to_string()),
+            _ => (self.pick(LEX_BOUNDS).to_string(), self.pick(LEX_BOUNDS).to_string()),
+        };
+        b = b.lit(a).lit(z);
+        let mut opts: Vec<&str> = Vec::new();
+        match by {
+            1 => opts.push("BYSCORE"),
+            2 => {
+                opts.push("BYLEX");
+                b = b.fx(Fx::LexRange(k.to_string()));
+            }
+            _ => {}
+        }
+        if rev {
+            opts.push("REV");
+        }
+        if self.chance(30) {
+            opts.push("WITHSCORES");
+        }
+        if opts.len() > 1 && self.chance(30) {
+            opts.swap(0, 1);
+        }
+        for o in opts {
+            b = b.lit(o);
+        }
+        if self.chance(25) {
+            let (o, c) = (self.index(), self.index());
+            b = b.lit("LIMIT").lit(o).lit(c);
+        }
+        b.build()
     }
 
     /// ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE, ZUNION, ZINTER, ZDIFF and ZINTERCARD over two or three
