@@ -435,16 +435,7 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
             // The reference: the exact model's decisions, or (a user's script) the emulator's own, which
             // the real server's must then equal call for call.
             if round == 0 {
-                reference = match w.reference_decisions(&l, longest) {
-                    Some(r) => r,
-                    None => {
-                        let mut r = emu_run.decisions.clone();
-                        if r.len() < longest {
-                            r = engines::emulator(&w, &l, longest, 0)?.decisions;
-                        }
-                        r
-                    }
-                };
+                reference = reference_decisions(&w, &l, &emu_run, longest)?;
             }
             say(opts, &format!("{v}: native{of}"));
             let native = engines::native(&w, &l, skip, sizes.native).map(|t| Measure::of(&t, &reference));
@@ -452,8 +443,7 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
             let emulator_direct = match spec.model {
                 Some(m) => {
                     say(opts, &format!("{v}: emulator, direct{of}"));
-                    let d = Direct::new(m, w.params)?;
-                    Some(Measure::of(&engines::emulator_direct(&w, &d, skip, sizes.emulator)?, &reference))
+                    Some(direct(&w, m, skip, sizes.emulator, &reference)?)
                 }
                 None => None,
             };
@@ -573,6 +563,27 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
         scripts,
         sliding_log,
     })
+}
+
+/// The decisions every engine's are compared with: the exact model's, or (a user's script) the
+/// emulator's own, which the real server's must then equal call for call; `longest` of them.
+fn reference_decisions(w: &Workload, l: &Limiter, emu_run: &Timed, longest: usize) -> Result<Vec<Decision>> {
+    Ok(match w.reference_decisions(l, longest) {
+        Some(r) => r,
+        None => {
+            let mut r = emu_run.decisions.clone();
+            if r.len() < longest {
+                r = engines::emulator(w, l, longest, 0)?.decisions;
+            }
+            r
+        }
+    })
+}
+
+/// A shipped script called the hand-written way (its exact model `m`) on the emulator.
+fn direct(w: &Workload, m: Variant, skip: usize, n: usize, reference: &[Decision]) -> Result<Measure> {
+    let d = Direct::new(m, w.params)?;
+    Ok(Measure::of(&engines::emulator_direct(w, &d, skip, n)?, reference))
 }
 
 /// Why a script's Redis decisions are not compared with the reference (it reads the server's clock,
