@@ -222,6 +222,20 @@ pub struct ScriptRow {
 }
 
 impl ScriptRow {
+    /// A script's row with its in-process figures, before any Redis figure.
+    fn in_process(algorithm: &str, native: Option<Measure>, emulator: Measure, direct: Option<Measure>) -> ScriptRow {
+        ScriptRow {
+            algorithm: algorithm.to_string(),
+            native,
+            emulator,
+            emulator_direct: direct,
+            redis_single: None,
+            redis_pipelined: Vec::new(),
+            redis_server_usec: None,
+            redis_notes: Vec::new(),
+        }
+    }
+
     /// Two rounds of one script as one row: each engine's faster round (see [`Measure::better`]),
     /// Redis's time inside EVALSHA included (the smaller round's).
     /// The notes are the first round's (every round runs the same engines the same way).
@@ -447,16 +461,7 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
                 }
                 None => None,
             };
-            let mut row = ScriptRow {
-                algorithm: v.to_string(),
-                native,
-                emulator,
-                emulator_direct,
-                redis_single: None,
-                redis_pipelined: Vec::new(),
-                redis_server_usec: None,
-                redis_notes: Vec::new(),
-            };
+            let mut row = ScriptRow::in_process(v, native, emulator, emulator_direct);
             if let Some(lv) = live.as_mut() {
                 let RedisPlan { clock, on_expiry, outside } = match &mut plan {
                     Some(p) => p,
