@@ -170,7 +170,6 @@ fn no_function_is_over_150_lines_but_the_ones_the_page_explains() {
             "docs/architecture.md: `{name}` in `{f}` is {n} lines now"
         );
     }
-    // The reader finds functions at all: this file's own long test helper is short, but the
-    // workspace's longest named function is found.
-    assert!(long.iter().any(|(_, name, _)| name == "sort_generic"), "{long:?}");
+    // The reader finds functions at all: the longest the page names is found.
+    assert!(long.iter().any(|(_, name, _)| name == "search"), "{long:?}");
 }

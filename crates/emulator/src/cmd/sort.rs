@@ -195,63 +195,83 @@ fn sort_generic(core: &mut Core, a: &[&[u8]], readonly: bool) -> Reply {
         items = elems.into_iter().map(|elem| Item { elem, score: 0.0, cmp: None }).collect();
     }
 
-    let mut conversion_error = false;
-    if !dontsort {
-        for item in &mut items {
-            let byval = match sortby {
-                Some(p) => match by_pattern(core, p, &item.elem) {
-                    Some(v) => v,
-                    None => continue,
-                },
-                None => item.elem.clone(),
-            };
-            if alpha {
-                if sortby.is_some() {
-                    item.cmp = Some(byval);
-                }
-            } else {
-                match sort_score(&byval) {
-                    Some(s) => item.score = s,
-                    None => conversion_error = true,
-                }
-            }
-        }
-        let bypattern = sortby.is_some();
-        let stored = store.is_some();
-        let cmp = |x: &Item, y: &Item| -> Ordering {
-            let c = if !alpha {
-                x.score.partial_cmp(&y.score).unwrap_or(Ordering::Equal).then_with(|| x.elem.cmp(&y.elem))
-            } else if bypattern {
-                match (&x.cmp, &y.cmp) {
-                    (None, None) => Ordering::Equal,
-                    (None, _) => Ordering::Less,
-                    (_, None) => Ordering::Greater,
-                    (Some(p), Some(q)) => {
-                        if stored {
-                            p.cmp(q)
-                        } else {
-                            cstr(p).cmp(cstr(q))
-                        }
-                    }
-                }
-            } else if stored {
-                x.elem.cmp(&y.elem)
-            } else {
-                cstr(&x.elem).cmp(cstr(&y.elem))
-            };
-            if desc {
-                c.reverse()
-            } else {
-                c
-            }
-        };
-        items.sort_by(cmp);
-    }
-
+    let conversion_error =
+        !dontsort && sort_items(core, &mut items, Order { sortby, alpha, desc, stored: store.is_some() });
     if conversion_error {
         return Reply::err("ERR One or more scores can't be converted into double");
     }
     let range: &[Item] = if end >= start && start >= 0 { &items[start as usize..=end as usize] } else { &[] };
+    sorted_reply(core, range, &gets, store)
+}
+
+/// How SORT orders: by a pattern's values or the elements, as strings (ALPHA) or numbers, and
+/// which way; a STORE compares bytes, a reply C strings (as Redis's `strcoll` in the C locale
+/// stops at a NUL).
+struct Order<'a> {
+    sortby: Option<&'a [u8]>,
+    alpha: bool,
+    desc: bool,
+    stored: bool,
+}
+
+/// Sorts `items` as `o` says; true when a score could not be read as a number (SORT then fails).
+fn sort_items(core: &mut Core, items: &mut [Item], o: Order<'_>) -> bool {
+    let Order { sortby, alpha, desc, stored } = o;
+    let mut conversion_error = false;
+    for item in items.iter_mut() {
+        let byval = match sortby {
+            Some(p) => match by_pattern(core, p, &item.elem) {
+                Some(v) => v,
+                None => continue,
+            },
+            None => item.elem.clone(),
+        };
+        if alpha {
+            if sortby.is_some() {
+                item.cmp = Some(byval);
+            }
+        } else {
+            match sort_score(&byval) {
+                Some(s) => item.score = s,
+                None => conversion_error = true,
+            }
+        }
+    }
+    let bypattern = sortby.is_some();
+    let cmp = |x: &Item, y: &Item| -> Ordering {
+        let c = if !alpha {
+            x.score.partial_cmp(&y.score).unwrap_or(Ordering::Equal).then_with(|| x.elem.cmp(&y.elem))
+        } else if bypattern {
+            match (&x.cmp, &y.cmp) {
+                (None, None) => Ordering::Equal,
+                (None, _) => Ordering::Less,
+                (_, None) => Ordering::Greater,
+                (Some(p), Some(q)) => {
+                    if stored {
+                        p.cmp(q)
+                    } else {
+                        cstr(p).cmp(cstr(q))
+                    }
+                }
+            }
+        } else if stored {
+            x.elem.cmp(&y.elem)
+        } else {
+            cstr(&x.elem).cmp(cstr(&y.elem))
+        };
+        if desc {
+            c.reverse()
+        } else {
+            c
+        }
+    };
+    items.sort_by(cmp);
+    conversion_error
+}
+
+/// SORT's reply for the sorted `range`: the elements (or what each GET pattern names), or, with
+/// STORE, the list written to `store` (the key removed when the list is empty) and its length.
+fn sorted_reply(core: &mut Core, range: &[Item], gets: &[&[u8]], store: Option<&[u8]>) -> Reply {
     match store {
         None => {
             let mut out = Vec::new();
@@ -259,7 +279,7 @@ fn sort_generic(core: &mut Core, a: &[&[u8]], readonly: bool) -> Reply {
                 if gets.is_empty() {
                     out.push(Reply::Bulk(it.elem.clone()));
                 }
-                for g in &gets {
+                for g in gets {
                     out.push(by_pattern(core, g, &it.elem).map_or(Reply::Nil, Reply::Bulk));
                 }
             }
@@ -271,7 +291,7 @@ fn sort_generic(core: &mut Core, a: &[&[u8]], readonly: bool) -> Reply {
                 if gets.is_empty() {
                     list.push_back(it.elem.clone());
                 }
-                for g in &gets {
+                for g in gets {
                     list.push_back(by_pattern(core, g, &it.elem).unwrap_or_default());
                 }
             }
