@@ -396,25 +396,48 @@ fn search(core: &mut Core, a: &[&[u8]], kind: Kind, nostore: bool) -> Reply {
         Sort::None => {}
     }
     found.truncate(returned);
-    match storekey {
+    let with = With { dist: withdist, hash: withhash, coord: withcoord };
+    found_reply(core, found, shape.conversion, storekey.map(|k| (k, storedist)), geosearch, with)
+}
+
+/// The WITH options of a search's reply.
+#[derive(Clone, Copy)]
+struct With {
+    dist: bool,
+    hash: bool,
+    coord: bool,
+}
+
+/// A search's reply: the points `found` (their distances in the unit `conversion` gives), each with
+/// what `with` asks; or, with a STORE key (and whether STOREDIST), the points stored there as a
+/// sorted set by score or distance, and their count.
+fn found_reply(
+    core: &mut Core,
+    found: Vec<Point>,
+    conversion: f64,
+    store: Option<(&[u8], bool)>,
+    geosearch: bool,
+    with: With,
+) -> Reply {
+    match store {
         None => {
-            let options = usize::from(withdist) + usize::from(withhash) + usize::from(withcoord);
+            let options = usize::from(with.dist) + usize::from(with.hash) + usize::from(with.coord);
             let items = found
                 .into_iter()
                 .map(|p| {
-                    let dist = p.dist / shape.conversion;
+                    let dist = p.dist / conversion;
                     if options == 0 {
                         return Reply::Bulk(p.member);
                     }
                     let mut v = Vec::with_capacity(options + 1);
                     v.push(Reply::Bulk(p.member));
-                    if withdist {
+                    if with.dist {
                         v.push(distance_reply(dist));
                     }
-                    if withhash {
+                    if with.hash {
                         v.push(Reply::Int(p.score as i64));
                     }
-                    if withcoord {
+                    if with.coord {
                         v.push(Reply::Array(vec![Reply::HumanDouble(p.lon), Reply::HumanDouble(p.lat)]));
                     }
                     Reply::Array(v)
@@ -422,7 +445,7 @@ fn search(core: &mut Core, a: &[&[u8]], kind: Kind, nostore: bool) -> Reply {
                 .collect();
             Reply::Array(items)
         }
-        Some(dst) => {
+        Some((dst, storedist)) => {
             let n = found.len();
             if n == 0 {
                 delete_stored(core, dst);
@@ -430,7 +453,7 @@ fn search(core: &mut Core, a: &[&[u8]], kind: Kind, nostore: bool) -> Reply {
             }
             let mut result = ZSet::new();
             for p in &found {
-                let score = if storedist { p.dist / shape.conversion } else { p.score };
+                let score = if storedist { p.dist / conversion } else { p.score };
                 result.insert_new(&p.member, score);
             }
             core.db.set(dst, Value::ZSet(Box::new(result)), None);
