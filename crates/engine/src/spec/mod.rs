@@ -456,7 +456,7 @@ impl Spec {
     }
 
     /// Parses and validates spec text; `origin` names it in messages, scripts are read from `dir`
-    /// through `files`. Each part is read by [`read::Reader`], in the file's order of dependence:
+    /// through `files`. Each part is read by `read::Reader` (spec/read.rs), in the file's order of dependence:
     /// the header, the policies, the scripts and libraries, `[vars]` and `[let]`, the program,
     /// `[waive]`; then the whole spec is compiled once.
     pub fn from_toml(text: &str, origin: &Path, dir: &Path, files: &dyn Files) -> Result<Spec> {
