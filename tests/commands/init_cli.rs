@@ -157,7 +157,11 @@ const VERDICTS: [(&str, &[&str], &str); 11] = [
     // still takes the units a request of cost 1 would have had
     // and a consume of 0 points on an idle subject creates the key with its expiry (INCRBY 0, then
     // PEXPIRE): the window starts at that call, so a whole limit more fits around it (`peek`)
-    ("rate_limiter_flexible_fixed_window", &["retry_after", "headers", "refusals", "peek"], "was refused too"),
+    (
+        "rate_limiter_flexible_fixed_window",
+        &["retry_after", "headers", "refusals", "peek"],
+        "a wait read from PTTL is PTTL + 1",
+    ),
     // the script restarts the window when PTTL is 0 or less, so timeToExpire is exact: every check holds
     ("rate_limit_redis_fixed_window", &[], ""),
     // the scripts start with `#!lua flags=allow-key-locking`, a flag Redis 7.0 refuses at SCRIPT LOAD:

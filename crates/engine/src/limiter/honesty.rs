@@ -79,7 +79,19 @@ pub fn retry_after(d: &Decision, reports: Reports, now_ms: i64, cost: u64, ask: 
     let mut v = Verdict { checked: 1, wrong: Vec::new() };
     if let Some(x) = ask(at, &[cost]) {
         if !x[0].allowed {
-            v.wrong.push(format!("refused with retry_after {w} ms, but retrying at {at} (+{w}) was refused too"));
+            // Admitted 1 ms later: the wait is short by one ms, most often a wait read from PTTL.
+            let one_short = ask(at + 1, &[cost]).is_some_and(|y| y[0].allowed);
+            v.wrong.push(format!(
+                "refused with retry_after {w} ms, but retrying at {at} (+{w}) was refused too{}",
+                if one_short {
+                    format!(
+                        " and admitted 1 ms later (at {}): Redis keeps a key through the ms its expiry names, so a wait read from PTTL is PTTL + 1",
+                        at + 1
+                    )
+                } else {
+                    String::new()
+                }
+            ));
         }
     }
     if w >= 1 {
