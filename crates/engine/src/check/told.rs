@@ -309,16 +309,19 @@ impl Ctx<'_> {
             if c.skew == 0 || d.retry_after_ms == Decision::TOLD_NEGATIVE {
                 return Ok(false);
             }
-            let mut same = |x: i64, costs: &[u64]| ask(x - c.skew, x, costs);
-            let mut wrong = Vec::new();
-            if let Some(mut v) = crate::limiter::honesty::retry_after(d, reports, now, c.cost, &mut same) {
-                v.wrong.retain(|x| !x.contains("1 ms earlier"));
-                wrong.extend(v.wrong);
-            }
-            if let Some(v) = crate::limiter::honesty::headers_judged(d, reports, &params, now, c.cost, false, &mut same)
-            {
-                wrong.extend(v.wrong);
-            }
+            // What a caller is told that it finds broken when it acts on it: the retry it is
+            // told, and the Retry-After that retry makes, each judged one way.
+            let broken = |d: &Decision, now: i64, ask: &mut crate::limiter::honesty::Ask<'_>| -> Vec<String> {
+                let mut wrong = Vec::new();
+                if let Some(v) = crate::limiter::honesty::retry_kept(d, reports, now, c.cost, ask) {
+                    wrong.extend(v.wrong);
+                }
+                if let Some(v) = crate::limiter::honesty::headers_judged(d, reports, &params, now, c.cost, false, ask) {
+                    wrong.extend(v.wrong);
+                }
+                wrong
+            };
+            let wrong = broken(d, now, &mut |x: i64, costs: &[u64]| ask(x - c.skew, x, costs));
             if wrong.is_empty() {
                 return Ok(crate::limiter::honesty::promises_retry(d, reports));
             }
@@ -328,12 +331,7 @@ impl Ctx<'_> {
             let server = now - c.skew;
             let mut on_time = |x: i64, costs: &[u64]| ask(x, x, costs);
             if let Some(d0) = on_time(server, &[c.cost]).map(|v| v[0]) {
-                let retry = crate::limiter::honesty::retry_after(&d0, reports, server, c.cost, &mut on_time)
-                    .is_some_and(|v| v.wrong.iter().any(|x| !x.contains("1 ms earlier")));
-                let header =
-                    crate::limiter::honesty::headers_judged(&d0, reports, &params, server, c.cost, false, &mut on_time)
-                        .is_some_and(|v| !v.wrong.is_empty());
-                if retry || header {
+                if !broken(&d0, server, &mut on_time).is_empty() {
                     return Ok(false);
                 }
             }

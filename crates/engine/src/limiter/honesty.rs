@@ -62,9 +62,29 @@ fn promises_quota(d: &Decision, reports: Reports) -> bool {
     reports.remaining && reports.reset && d.reset_after_ms >= 0
 }
 
-/// Judges `d`'s `retry_after_ms` (a request of `cost` decided at `now_ms`): `None` when it makes no
-/// promise.
+/// Judges `d`'s `retry_after_ms` (a request of `cost` decided at `now_ms`) both ways: retrying then
+/// is admitted ([`retry_kept`]), and 1 ms earlier is refused (else it was told too late). `None`
+/// when it makes no promise.
 pub fn retry_after(d: &Decision, reports: Reports, now_ms: i64, cost: u64, ask: &mut Ask<'_>) -> Option<Verdict> {
+    let mut v = retry_kept(d, reports, now_ms, cost, ask)?;
+    let w = d.retry_after_ms;
+    let at = now_ms + w;
+    if w >= 1 {
+        if let Some(x) = ask(at - 1, &[cost]) {
+            if x[0].allowed {
+                v.wrong.push(format!(
+                    "refused with retry_after {w} ms, but retrying 1 ms earlier (at {}) was admitted",
+                    at - 1
+                ));
+            }
+        }
+    }
+    Some(v)
+}
+
+/// Judges `d`'s `retry_after_ms` one way: the same request, retried when it says, is admitted (a
+/// negative wait told by an adapter never is). `None` when it makes no promise.
+pub fn retry_kept(d: &Decision, reports: Reports, now_ms: i64, cost: u64, ask: &mut Ask<'_>) -> Option<Verdict> {
     if reports.retry_after && !d.allowed && d.retry_after_ms == Decision::TOLD_NEGATIVE {
         return Some(Verdict {
             checked: 1,
@@ -92,16 +112,6 @@ pub fn retry_after(d: &Decision, reports: Reports, now_ms: i64, cost: u64, ask: 
                     String::new()
                 }
             ));
-        }
-    }
-    if w >= 1 {
-        if let Some(x) = ask(at - 1, &[cost]) {
-            if x[0].allowed {
-                v.wrong.push(format!(
-                    "refused with retry_after {w} ms, but retrying 1 ms earlier (at {}) was admitted",
-                    at - 1
-                ));
-            }
         }
     }
     Some(v)
