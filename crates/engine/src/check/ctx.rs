@@ -67,12 +67,19 @@ impl Ctx<'_> {
     pub(super) fn decided_at(&self, run: Option<(String, u32)>) -> Option<DecidedAt> {
         let (name, line) = run?;
         let spec = self.limiter.spec();
-        let file = spec.scripts.iter().find(|s| s.script.sha == name).or_else(|| {
-            spec.libraries.iter().find(|l| {
-                let body = &l.script.body;
-                body.contains(&format!("'{name}'")) || body.contains(&format!("\"{name}\""))
-            })
-        })?;
+        // A function is found through the call that names it, which holds its library.
+        let library = || match &spec.program {
+            crate::spec::Program::Declarative(d) => {
+                d.calls.iter().chain(d.ops.iter().flatten()).find_map(|c| match &c.target {
+                    crate::spec::Target::Function { name: f, library } if f.eq_ignore_ascii_case(&name) => {
+                        spec.libraries.get(*library)
+                    }
+                    _ => None,
+                })
+            }
+            crate::spec::Program::Adapter { .. } => None,
+        };
+        let file = spec.scripts.iter().find(|s| s.script.sha == name).or_else(library)?;
         let text = file.script.body.lines().nth(line.checked_sub(1)? as usize)?.trim().to_string();
         Some(DecidedAt { file: file.path.display().to_string(), line, text })
     }
