@@ -169,18 +169,20 @@ impl AdapterState {
             }
         };
         let wrap = |e: mlua::Error| Error::Lua(format!("adapter {}: {e}\n  during the {}", path.display(), describe()));
-        let num = |k: &str, up: bool| -> Result<i64> {
+        // A returned field as a number (`None`: nil, not returned), rounded `up` or down.
+        let field = |k: &str, up: bool| -> Result<Option<i64>> {
             match out.get::<LuaValue>(k).map_err(wrap)? {
-                LuaValue::Nil => Ok(Decision::NOT_REPORTED),
-                LuaValue::Integer(i) => Ok(i),
-                LuaValue::Number(x) if x.is_finite() => Ok(if up { x.ceil() } else { x.floor() } as i64),
+                LuaValue::Nil => Ok(None),
+                LuaValue::Integer(i) => Ok(Some(i)),
+                LuaValue::Number(x) if x.is_finite() => Ok(Some(if up { x.ceil() } else { x.floor() } as i64)),
                 LuaValue::String(s) => match s.to_str().ok().and_then(|x| x.trim().parse::<f64>().ok()) {
-                    Some(x) if x.is_finite() => Ok(if up { x.ceil() } else { x.floor() } as i64),
+                    Some(x) if x.is_finite() => Ok(Some(if up { x.ceil() } else { x.floor() } as i64)),
                     _ => Err(bad(path, k, "a number", &describe())),
                 },
                 _ => Err(bad(path, k, "a number", &describe())),
             }
         };
+        let num = |k: &str, up: bool| -> Result<i64> { Ok(field(k, up)?.unwrap_or(Decision::NOT_REPORTED)) };
         let allowed = match out.get::<LuaValue>("allowed").map_err(wrap)? {
             LuaValue::Boolean(b) => b,
             LuaValue::Integer(i) => i != 0,
@@ -188,11 +190,10 @@ impl AdapterState {
             _ => return Err(bad(path, "allowed", "true, false, 1 or 0", &describe())),
         };
         // A refusal told a negative wait: the caller would retry at once (nil says "never fits").
-        let retry_after_ms = match num("retry_after_ms", true)? {
-            x if !allowed && x < 0 && !matches!(out.get::<LuaValue>("retry_after_ms"), Ok(LuaValue::Nil)) => {
-                Decision::TOLD_NEGATIVE
-            }
-            x => x,
+        let retry_after_ms = match field("retry_after_ms", true)? {
+            Some(x) if !allowed && x < 0 => Decision::TOLD_NEGATIVE,
+            Some(x) => x,
+            None => Decision::NOT_REPORTED,
         };
         Ok(Decision {
             allowed,
